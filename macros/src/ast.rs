@@ -1,0 +1,516 @@
+//! The typed model of what the user wrote: an annotated `impl` block, its
+//! capability methods and their attributes. Building it reports every
+//! malformed attribute at its token.
+
+use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
+use proc_macro2::{Span, TokenStream};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned as _;
+use syn::{FnArg, Ident, ImplItem, ImplItemFn, ItemImpl, LitStr, Pat, ReturnType, Type};
+
+use crate::attr::{self, ArgSet};
+use crate::ctxt::Ctxt;
+use crate::symbol::*;
+
+/// A string with the span it came from.
+pub(crate) struct Spanned<T> {
+    pub(crate) value: T,
+    pub(crate) span: Span,
+}
+
+/// The annotated impl block.
+pub(crate) struct Component<'a> {
+    pub(crate) item: &'a ItemImpl,
+    pub(crate) self_ty: &'a Type,
+    pub(crate) attrs: ComponentAttrs,
+    pub(crate) capabilities: Vec<Capability<'a>>,
+    pub(crate) methods: Vec<&'a ImplItemFn>,
+    pub(crate) attr_span: Span,
+}
+
+/// `#[agent_component(...)]` plus the impl block's doc comment.
+#[derive(Default)]
+pub(crate) struct ComponentAttrs {
+    pub(crate) component_type: Option<LitStr>,
+    pub(crate) description: Option<Spanned<String>>,
+    pub(crate) instance: Option<LitStr>,
+    pub(crate) priority: Option<i32>,
+    pub(crate) origin: Option<LitStr>,
+    pub(crate) enabled: Option<bool>,
+    pub(crate) parent: Option<(LitStr, Option<LitStr>)>,
+    pub(crate) meta: Option<Spanned<String>>,
+    pub(crate) internal: Option<String>,
+}
+
+/// How a handler parameter is used.
+pub(crate) enum Param<'a> {
+    /// The typed input (by value).
+    Input(&'a Type),
+    /// The context (`&ActionContext` or `&ReadContext`).
+    Context(&'a Type),
+}
+
+/// One `#[observation]` or `#[action]` method.
+pub(crate) struct Capability<'a> {
+    pub(crate) kind: Kind,
+    pub(crate) method: &'a ImplItemFn,
+    pub(crate) name: Spanned<String>,
+    /// Whether the name comes from the method name (no `name = …`).
+    pub(crate) name_derived: bool,
+    pub(crate) description: Option<Spanned<String>>,
+    pub(crate) effect: Option<Spanned<Effect>>,
+    pub(crate) idempotent: Option<bool>,
+    pub(crate) reversible: Option<bool>,
+    pub(crate) confirmation: Option<Confirmation>,
+    pub(crate) audit: Option<Audit>,
+    pub(crate) when: Option<Ident>,
+    pub(crate) reason: Option<Result<LitStr, Ident>>,
+    pub(crate) reason_span: Option<Span>,
+    pub(crate) precondition: Option<Ident>,
+    pub(crate) timeout_ms: Option<u64>,
+    pub(crate) meta: Option<Spanned<String>>,
+    pub(crate) internal: Option<String>,
+    pub(crate) params: Vec<Param<'a>>,
+    pub(crate) output: Option<&'a Type>,
+    pub(crate) attr_span: Span,
+}
+
+impl Capability<'_> {
+    /// The input type, if the handler takes one.
+    pub(crate) fn input(&self) -> Option<&Type> {
+        self.params.iter().find_map(|param| match param {
+            Param::Input(ty) => Some(*ty),
+            Param::Context(_) => None,
+        })
+    }
+
+    /// The Rust method name.
+    pub(crate) fn ident(&self) -> &Ident {
+        &self.method.sig.ident
+    }
+}
+
+/// The doc comment of an item, joined into a description.
+pub(crate) fn doc_description(attrs: &[syn::Attribute]) -> Option<Spanned<String>> {
+    let mut lines = Vec::new();
+    let mut span = None;
+    for attr in attrs {
+        if !attr.path().is_ident("doc") {
+            continue;
+        }
+        if let syn::Meta::NameValue(syn::MetaNameValue {
+            value: syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(lit), .. }),
+            ..
+        }) = &attr.meta
+        {
+            span.get_or_insert_with(|| attr.span());
+            lines.push(lit.value());
+        }
+    }
+    let span = span?;
+    let text = agent_surface_rules::description_from_doc_lines(lines.iter().map(String::as_str));
+    Some(Spanned { value: text, span })
+}
+
+/// Whether `attr` is the helper attribute `name` (`#[name]` or `#[agent_surface::name]`).
+pub(crate) fn is_helper(attr: &syn::Attribute, name: &str) -> bool {
+    let path = attr.path();
+    path.segments.last().is_some_and(|segment| segment.ident == name)
+        && (path.segments.len() == 1
+            || path.segments.first().is_some_and(|first| first.ident == "agent_surface"))
+}
+
+fn helper_kind(attr: &syn::Attribute) -> Option<Kind> {
+    if is_helper(attr, OBSERVATION) {
+        Some(Kind::Observation)
+    } else if is_helper(attr, ACTION) {
+        Some(Kind::Action)
+    } else {
+        None
+    }
+}
+
+impl<'a> Component<'a> {
+    pub(crate) fn from_ast(cx: &Ctxt, args: TokenStream, item: &'a ItemImpl) -> Component<'a> {
+        let attr_span = if args.is_empty() {
+            item.impl_token.span
+        } else {
+            args.span()
+        };
+        let attrs = ComponentAttrs::parse(cx, args, item);
+        if let Some((_, path, _)) = &item.trait_ {
+            cx.error_spanned_by(
+                path,
+                "#[agent_component] goes on an inherent impl block (`impl MyComponent { … }`), not a trait impl",
+            );
+        }
+        if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
+            cx.error_spanned_by(
+                &item.generics,
+                "generic components are not supported: a component's contract is static; implement it on a concrete type",
+            );
+        }
+        let methods: Vec<&ImplItemFn> = item
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                ImplItem::Fn(method) => Some(method),
+                _ => None,
+            })
+            .collect();
+        let capabilities = methods
+            .iter()
+            .filter_map(|method| Capability::from_method(cx, method))
+            .collect();
+        Component {
+            item,
+            self_ty: &item.self_ty,
+            attrs,
+            capabilities,
+            methods,
+            attr_span,
+        }
+    }
+
+    /// The method named `ident`, if the impl block has one.
+    pub(crate) fn method(&self, ident: &Ident) -> Option<&'a ImplItemFn> {
+        self.methods
+            .iter()
+            .copied()
+            .find(|method| method.sig.ident == *ident)
+    }
+
+    /// The Rust type's name, for diagnostics.
+    pub(crate) fn rust_type_name(&self) -> String {
+        match self.self_ty {
+            Type::Path(path) => path
+                .path
+                .segments
+                .last()
+                .map(|segment| segment.ident.to_string())
+                .unwrap_or_default(),
+            other => quote::quote!(#other).to_string(),
+        }
+    }
+}
+
+impl ComponentAttrs {
+    fn parse(cx: &Ctxt, args: TokenStream, item: &ItemImpl) -> ComponentAttrs {
+        let args = match attr::parse_args(args) {
+            Ok(args) => args,
+            Err(err) => {
+                cx.syn_error(err);
+                return ComponentAttrs::default();
+            }
+        };
+        let mut set = ArgSet::new(cx, "#[agent_component]", COMPONENT_KEYS, args);
+        let description = set
+            .string(DESCRIPTION)
+            .map(|lit| Spanned {
+                value: lit.value(),
+                span: lit.span(),
+            })
+            .or_else(|| doc_description(&item.attrs));
+        let parent = set.list(PARENT).and_then(|(args, span)| {
+            let mut parent = ArgSet::new(cx, "parent(…)", PARENT_KEYS, args);
+            let parent_type = parent.string(TYPE);
+            if parent_type.is_none() {
+                cx.error_at(span, "`parent(…)` needs `type = \"…\"`");
+            }
+            parent_type.map(|parent_type| (parent_type, parent.string(INSTANCE)))
+        });
+        ComponentAttrs {
+            component_type: set.string(TYPE),
+            description,
+            instance: set.string(INSTANCE),
+            priority: set.int(PRIORITY).map(|(n, _)| n),
+            origin: set.string(ORIGIN),
+            enabled: set.flag(ENABLED).map(|(b, _)| b),
+            parent,
+            meta: set.list(META).map(|(args, span)| Spanned {
+                value: attr::json_object(cx, "meta(…)", &args),
+                span,
+            }),
+            internal: set
+                .list(INTERNAL)
+                .map(|(args, _)| attr::json_object(cx, "internal(…)", &args)),
+        }
+    }
+}
+
+impl<'a> Capability<'a> {
+    fn from_method(cx: &Ctxt, method: &'a ImplItemFn) -> Option<Capability<'a>> {
+        let mut helpers = method
+            .attrs
+            .iter()
+            .filter_map(|attr| helper_kind(attr).map(|kind| (kind, attr)));
+        let (kind, attr) = helpers.next()?;
+        for (_, extra) in helpers {
+            cx.error_spanned_by(
+                extra,
+                "a method is either one observation or one action; remove this attribute",
+            );
+        }
+        let (label, allowed) = match kind {
+            Kind::Observation => ("#[observation]", OBSERVATION_KEYS),
+            _ => ("#[action]", ACTION_KEYS),
+        };
+        let args = match &attr.meta {
+            syn::Meta::Path(_) => Vec::new(),
+            syn::Meta::List(list) => match attr::parse_args(list.tokens.clone()) {
+                Ok(args) => args,
+                Err(err) => {
+                    cx.syn_error(err);
+                    Vec::new()
+                }
+            },
+            syn::Meta::NameValue(value) => {
+                cx.error_spanned_by(value, format!("write `{label}` or `{label}(key = value, …)`"));
+                Vec::new()
+            }
+        };
+        let args = match kind {
+            Kind::Observation => without_action_only_keys(cx, args),
+            _ => args,
+        };
+        let mut set = ArgSet::new(cx, label, allowed, args);
+        let rust_name = method.sig.ident.unraw().to_string();
+        let name_derived = !set.has(NAME);
+        let name = match set.string(NAME) {
+            Some(lit) => Spanned {
+                value: lit.value(),
+                span: lit.span(),
+            },
+            None => Spanned {
+                value: agent_surface_rules::ids::snake_to_camel(&rust_name),
+                span: method.sig.ident.span(),
+            },
+        };
+        let description = set
+            .string(DESCRIPTION)
+            .map(|lit| Spanned {
+                value: lit.value(),
+                span: lit.span(),
+            })
+            .or_else(|| doc_description(&method.attrs));
+        let effect = set.string(EFFECT).and_then(|lit| match Effect::parse(&lit.value()) {
+            Some(effect) => Some(Spanned {
+                value: effect,
+                span: lit.span(),
+            }),
+            None => {
+                let allowed: Vec<&str> = Effect::allowed(Kind::Action).map(Effect::as_str).collect();
+                cx.error_spanned_by(
+                    &lit,
+                    format!(
+                        "unknown effect `{}`; {}view actions declare one of: {}",
+                        lit.value(),
+                        attr::did_you_mean(&lit.value(), &allowed),
+                        allowed.join(", ")
+                    ),
+                );
+                None
+            }
+        });
+        let confirmation = set.string(CONFIRMATION).and_then(|lit| {
+            Confirmation::parse(&lit.value()).or_else(|| {
+                cx.error_spanned_by(&lit, "confirmation is one of: never, optional, required");
+                None
+            })
+        });
+        let audit = set.string(AUDIT).and_then(|lit| {
+            Audit::parse(&lit.value()).or_else(|| {
+                cx.error_spanned_by(&lit, "audit is one of: none, metadata, full");
+                None
+            })
+        });
+        let timeout_ms = set.string(TIMEOUT).and_then(|lit| {
+            agent_surface_rules::parse_duration_ms(&lit.value())
+                .map_err(|message| cx.error_spanned_by(&lit, message))
+                .ok()
+        });
+        let reason_span = set.span_of(UNAVAILABLE_REASON);
+        let (params, output) = signature(cx, kind, method);
+        Some(Capability {
+            kind,
+            method,
+            name,
+            name_derived,
+            description,
+            effect,
+            idempotent: set.flag(IDEMPOTENT).map(|(b, _)| b),
+            reversible: set.flag(REVERSIBLE).map(|(b, _)| b),
+            confirmation,
+            audit,
+            when: set.method(WHEN),
+            reason: set.string_or_method(UNAVAILABLE_REASON),
+            reason_span,
+            precondition: set.method(PRECONDITION),
+            timeout_ms,
+            meta: set.list(META).map(|(args, span)| Spanned {
+                value: attr::json_object(cx, "meta(…)", &args),
+                span,
+            }),
+            internal: set
+                .list(INTERNAL)
+                .map(|(args, _)| attr::json_object(cx, "internal(…)", &args)),
+            params,
+            output,
+            attr_span: attr.span(),
+        })
+    }
+}
+
+/// Observations read; they cannot carry action-only keys. Give each such key
+/// a message that says why, instead of a bare "unknown key".
+fn without_action_only_keys(cx: &Ctxt, args: Vec<attr::Arg>) -> Vec<attr::Arg> {
+    let mut kept = Vec::with_capacity(args.len());
+    for arg in args {
+        let why = match arg.key.as_str() {
+            EFFECT => "observations have no effect: they only read state (effect `read` is implied)",
+            CONFIRMATION => "observations never ask for confirmation: they only read state",
+            IDEMPOTENT | REVERSIBLE => "observations are always idempotent and change nothing",
+            AUDIT => "observations are not audited by level; use an `audit` policy",
+            PRECONDITION => "observations take no input, so there is nothing to check; use `when` for availability",
+            _ => {
+                kept.push(arg);
+                continue;
+            }
+        };
+        cx.error_at(arg.key_span, why);
+    }
+    kept
+}
+
+/// Checks the handler signature and classifies its parameters.
+fn signature<'a>(cx: &Ctxt, kind: Kind, method: &'a ImplItemFn) -> (Vec<Param<'a>>, Option<&'a Type>) {
+    let sig = &method.sig;
+    if let Some(unsafety) = &sig.unsafety {
+        cx.error_spanned_by(unsafety, "handlers cannot be `unsafe fn`");
+    }
+    if let Some(abi) = &sig.abi {
+        cx.error_spanned_by(abi, "handlers cannot declare an ABI");
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        cx.error_spanned_by(
+            &sig.generics,
+            "handlers cannot be generic: the input and output types define the capability's schemas",
+        );
+    }
+    if let Some(variadic) = &sig.variadic {
+        cx.error_spanned_by(variadic, "handlers cannot be variadic");
+    }
+    let mut inputs = sig.inputs.iter();
+    match inputs.next() {
+        Some(FnArg::Receiver(receiver)) => {
+            if receiver.colon_token.is_some() {
+                cx.error_spanned_by(
+                    receiver,
+                    "handlers take `&self`; the registry holds the component in an `Arc` and calls it by reference",
+                );
+            } else if receiver.mutability.is_some() && receiver.reference.is_some() {
+                cx.error_spanned_by(
+                    receiver,
+                    "handlers take `&self`, not `&mut self`: a mounted component is shared; keep mutable state behind a Mutex, RwLock or atomics",
+                );
+            } else if receiver.reference.is_none() {
+                cx.error_spanned_by(
+                    receiver,
+                    "handlers take `&self`, not `self`: a mounted component lives on across calls",
+                );
+            }
+        }
+        Some(FnArg::Typed(first)) => cx.error_spanned_by(
+            first,
+            "handlers are methods: add `&self` as the first parameter",
+        ),
+        None => cx.error_spanned_by(
+            &sig.ident,
+            "handlers are methods: add `&self` as the first parameter",
+        ),
+    }
+    let mut params = Vec::new();
+    let mut seen_input: Option<&Type> = None;
+    let mut seen_context = false;
+    for arg in inputs {
+        let FnArg::Typed(typed) = arg else { continue };
+        if !matches!(&*typed.pat, Pat::Ident(_) | Pat::Wild(_) | Pat::Struct(_) | Pat::TupleStruct(_)) {
+            cx.error_spanned_by(&typed.pat, "use a plain parameter name here");
+        }
+        match &*typed.ty {
+            Type::Reference(reference) => {
+                if reference.mutability.is_some() {
+                    cx.error_spanned_by(&typed.ty, "the context parameter is a shared reference: `&ActionContext` or `&ReadContext`");
+                } else if seen_context {
+                    cx.error_spanned_by(&typed.ty, "a handler takes at most one context parameter");
+                } else {
+                    seen_context = true;
+                    params.push(Param::Context(&typed.ty));
+                }
+            }
+            Type::ImplTrait(_) => cx.error_spanned_by(
+                &typed.ty,
+                "`impl Trait` inputs have no schema; use a struct annotated with `#[agent_schema]`",
+            ),
+            ty => {
+                if kind == Kind::Observation {
+                    cx.error_spanned_by(
+                        ty,
+                        "observations take no input: they read current state; make this an `#[action]`, or read the value from `&self`",
+                    );
+                } else if seen_input.is_some() {
+                    cx.error_spanned_by(
+                        ty,
+                        "an action takes at most one input; gather the fields into one struct annotated with `#[agent_schema]`",
+                    );
+                } else {
+                    seen_input = Some(ty);
+                    params.push(Param::Input(ty));
+                }
+            }
+        }
+    }
+    let output = match &sig.output {
+        ReturnType::Default => None,
+        ReturnType::Type(_, ty) => {
+            if let Type::ImplTrait(_) = &**ty {
+                cx.error_spanned_by(
+                    ty,
+                    "return a concrete type; for asynchronous handlers write `async fn`",
+                );
+            }
+            Some(&**ty)
+        }
+    };
+    (params, output)
+}
+
+/// `#[agent_schema(...)]` options.
+pub(crate) struct SchemaOptions {
+    pub(crate) serialize: bool,
+    pub(crate) deserialize: bool,
+    pub(crate) allow_unknown_fields: bool,
+}
+
+impl SchemaOptions {
+    pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> SchemaOptions {
+        let args = match attr::parse_args(args) {
+            Ok(args) => args,
+            Err(err) => {
+                cx.syn_error(err);
+                Vec::new()
+            }
+        };
+        let mut set = ArgSet::new(cx, "#[agent_schema]", SCHEMA_KEYS, args);
+        let input = set.flag(SCHEMA_INPUT).map(|(b, _)| b).unwrap_or(false);
+        let output = set.flag(SCHEMA_OUTPUT).map(|(b, _)| b).unwrap_or(false);
+        SchemaOptions {
+            serialize: output || !input,
+            deserialize: input || !output,
+            allow_unknown_fields: set
+                .flag(ALLOW_UNKNOWN_FIELDS)
+                .map(|(b, _)| b)
+                .unwrap_or(false),
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! Collects every error of one macro invocation, so a user with three
+//! mistakes sees three errors in one build.
+
+use std::cell::RefCell;
+use std::fmt::Display;
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+
+/// The error sink of one expansion.
+#[derive(Default)]
+pub(crate) struct Ctxt {
+    errors: RefCell<Vec<syn::Error>>,
+}
+
+impl Ctxt {
+    /// Records an error spanning `tokens`.
+    pub(crate) fn error_spanned_by<T: ToTokens, M: Display>(&self, tokens: T, message: M) {
+        self.errors
+            .borrow_mut()
+            .push(syn::Error::new_spanned(tokens.into_token_stream(), message));
+    }
+
+    /// Records an error at a span.
+    pub(crate) fn error_at<M: Display>(&self, span: proc_macro2::Span, message: M) {
+        self.errors.borrow_mut().push(syn::Error::new(span, message));
+    }
+
+    /// Records a syn error.
+    pub(crate) fn syn_error(&self, error: syn::Error) {
+        self.errors.borrow_mut().push(error);
+    }
+
+    /// Whether any error was recorded.
+    pub(crate) fn has_errors(&self) -> bool {
+        !self.errors.borrow().is_empty()
+    }
+
+    /// All recorded errors as `compile_error!` invocations.
+    pub(crate) fn into_compile_errors(self) -> TokenStream {
+        self.errors
+            .into_inner()
+            .into_iter()
+            .map(|error| error.to_compile_error())
+            .collect()
+    }
+}

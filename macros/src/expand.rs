@@ -1,0 +1,388 @@
+//! Code generation for `#[agent_component]`.
+//!
+//! The output reads like careful hand-written code:
+//! - the user's impl block, with the helper attributes removed;
+//! - one `const _: () = { … };` holding the `'static` contract, the
+//!   `Component` impl that dispatches to the handlers, and the catalog entry;
+//! - a `#[test]` that checks the generated schemas against the subset.
+
+use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{ImplItem, ItemImpl, LitStr};
+
+use crate::ast::{is_helper, Capability, Component, Param};
+use crate::symbol::{ACTION, OBSERVATION};
+
+/// The user's impl block without `#[observation]` / `#[action]` attributes.
+pub(crate) fn strip_helpers(item: &ItemImpl) -> ItemImpl {
+    let mut item = item.clone();
+    for inner in &mut item.items {
+        if let ImplItem::Fn(method) = inner {
+            method
+                .attrs
+                .retain(|attr| !is_helper(attr, OBSERVATION) && !is_helper(attr, ACTION));
+        }
+    }
+    item
+}
+
+fn effect_tokens(effect: Effect) -> TokenStream {
+    let variant = match effect {
+        Effect::Read => quote!(Read),
+        Effect::LocalState => quote!(LocalState),
+        Effect::Navigation => quote!(Navigation),
+        Effect::ServerQuery => quote!(ServerQuery),
+        Effect::ServerMutation => quote!(ServerMutation),
+        Effect::ExternalSideEffect => quote!(ExternalSideEffect),
+        Effect::Destructive => quote!(Destructive),
+    };
+    quote!(::agent_surface::__private::Effect::#variant)
+}
+
+fn confirmation_tokens(confirmation: Confirmation) -> TokenStream {
+    let variant = match confirmation {
+        Confirmation::Never => quote!(Never),
+        Confirmation::Optional => quote!(Optional),
+        Confirmation::Required => quote!(Required),
+    };
+    quote!(::agent_surface::__private::Confirmation::#variant)
+}
+
+fn audit_tokens(audit: Audit) -> TokenStream {
+    let variant = match audit {
+        Audit::None => quote!(None),
+        Audit::Metadata => quote!(Metadata),
+        Audit::Full => quote!(Full),
+    };
+    quote!(::agent_surface::__private::Audit::#variant)
+}
+
+fn lit(text: &str) -> LitStr {
+    LitStr::new(text, Span::call_site())
+}
+
+/// The handler's return type (`()` when it declares none).
+fn return_type(capability: &Capability<'_>) -> TokenStream {
+    match capability.output {
+        Some(ty) => quote!(#ty),
+        None => quote!(()),
+    }
+}
+
+fn capability_contract(capability: &Capability<'_>) -> TokenStream {
+    let name = lit(&capability.name.value);
+    let method = lit(&capability.ident().to_string());
+    let description = lit(capability
+        .description
+        .as_ref()
+        .map_or("", |text| text.value.as_str()));
+    let mut tokens = match capability.kind {
+        Kind::Observation => quote! {
+            ::agent_surface::__private::CapabilityContract::observation(#name, #method, #description)
+        },
+        _ => {
+            let effect = effect_tokens(capability.effect.as_ref().map_or(Effect::LocalState, |e| e.value));
+            quote! {
+                ::agent_surface::__private::CapabilityContract::action(#name, #method, #description, #effect)
+            }
+        }
+    };
+    if let Some(input) = capability.input() {
+        tokens.extend(quote_spanned! {input.span()=>
+            .input(
+                ::agent_surface::__private::input_schema::<#input>,
+                ::agent_surface::__private::parse_input::<#input>,
+            )
+        });
+    }
+    let returns = return_type(capability);
+    let returns_span = capability.output.map_or(capability.ident().span(), Spanned::span);
+    tokens.extend(quote_spanned! {returns_span=>
+        .output(::agent_surface::__private::output_schema::<#returns>)
+    });
+    if let Some(value) = capability.idempotent {
+        tokens.extend(quote!(.idempotent(#value)));
+    }
+    if let Some(value) = capability.reversible {
+        tokens.extend(quote!(.reversible(#value)));
+    }
+    if let Some(value) = capability.confirmation {
+        let value = confirmation_tokens(value);
+        tokens.extend(quote!(.confirmation(#value)));
+    }
+    if let Some(value) = capability.audit {
+        let value = audit_tokens(value);
+        tokens.extend(quote!(.audit(#value)));
+    }
+    if capability.when.is_some() {
+        tokens.extend(quote!(.when()));
+    }
+    match &capability.reason {
+        Some(Ok(text)) => tokens.extend(quote!(.unavailable_reason(#text))),
+        Some(Err(_)) => tokens.extend(quote!(.dynamic_unavailable_reason())),
+        None => {}
+    }
+    if capability.precondition.is_some() {
+        tokens.extend(quote!(.precondition()));
+    }
+    if let Some(ms) = capability.timeout_ms {
+        tokens.extend(quote!(.timeout_ms(#ms)));
+    }
+    if let Some(meta) = &capability.meta {
+        let json = lit(&meta.value);
+        tokens.extend(quote!(.meta(#json)));
+    }
+    if let Some(internal) = &capability.internal {
+        let json = lit(internal);
+        tokens.extend(quote!(.internal(#json)));
+    }
+    tokens
+}
+
+fn component_contract(component: &Component<'_>) -> TokenStream {
+    let attrs = &component.attrs;
+    let component_type = attrs.component_type.clone().unwrap_or_else(|| lit(""));
+    let description = lit(attrs.description.as_ref().map_or("", |text| text.value.as_str()));
+    let capabilities = component.capabilities.iter().map(capability_contract);
+    let rust_type = lit(&component.rust_type_name());
+    let at = component.item.impl_token.span;
+    let source = quote_spanned! {at=>
+        ::agent_surface::__private::Source {
+            module: ::core::module_path!(),
+            rust_type: #rust_type,
+            file: ::core::file!(),
+            line: ::core::line!(),
+        }
+    };
+    let mut tokens = quote! {
+        ::agent_surface::__private::ComponentContract::new(
+            #component_type,
+            #description,
+            &[#(#capabilities),*],
+            #source,
+        )
+    };
+    if let Some(instance) = &attrs.instance {
+        tokens.extend(quote!(.instance(#instance)));
+    }
+    if let Some(priority) = attrs.priority {
+        tokens.extend(quote!(.priority(#priority)));
+    }
+    if let Some(origin) = &attrs.origin {
+        tokens.extend(quote!(.origin(#origin)));
+    }
+    if let Some(enabled) = attrs.enabled {
+        tokens.extend(quote!(.enabled(#enabled)));
+    }
+    if let Some((parent_type, instance)) = &attrs.parent {
+        let instance = match instance {
+            Some(instance) => quote!(::core::option::Option::Some(#instance)),
+            None => quote!(::core::option::Option::None),
+        };
+        tokens.extend(quote!(.parent(#parent_type, #instance)));
+    }
+    if let Some(meta) = &attrs.meta {
+        let json = lit(&meta.value);
+        tokens.extend(quote!(.meta(#json)));
+    }
+    if let Some(internal) = &attrs.internal {
+        let json = lit(internal);
+        tokens.extend(quote!(.internal(#json)));
+    }
+    tokens
+}
+
+/// `fn __when`: one arm per capability with a `when` method.
+fn when_method(component: &Component<'_>) -> TokenStream {
+    let arms: Vec<TokenStream> = component
+        .capabilities
+        .iter()
+        .enumerate()
+        .filter_map(|(index, capability)| {
+            let when = capability.when.as_ref()?;
+            Some(quote_spanned! {when.span()=> #index => Self::#when(self), })
+        })
+        .collect();
+    if arms.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        fn __when(&self, capability: usize) -> bool {
+            match capability {
+                #(#arms)*
+                _ => true,
+            }
+        }
+    }
+}
+
+/// `fn __unavailable_reason`: one arm per capability with a reason method.
+fn reason_method(component: &Component<'_>) -> TokenStream {
+    let arms: Vec<TokenStream> = component
+        .capabilities
+        .iter()
+        .enumerate()
+        .filter_map(|(index, capability)| {
+            let Some(Err(method)) = &capability.reason else {
+                return None;
+            };
+            Some(quote_spanned! {method.span()=>
+                #index => ::core::option::Option::Some(::std::string::ToString::to_string(&Self::#method(self))),
+            })
+        })
+        .collect();
+    if arms.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        fn __unavailable_reason(&self, capability: usize) -> ::core::option::Option<::std::string::String> {
+            match capability {
+                #(#arms)*
+                _ => ::core::option::Option::None,
+            }
+        }
+    }
+}
+
+/// `fn __precondition`: one arm per capability with a precondition method.
+fn precondition_method(component: &Component<'_>) -> TokenStream {
+    let arms: Vec<TokenStream> = component
+        .capabilities
+        .iter()
+        .enumerate()
+        .filter_map(|(index, capability)| {
+            let precondition = capability.precondition.as_ref()?;
+            let input = capability.input()?;
+            // Pass the context only when the check declares a parameter for it.
+            let with_context = component
+                .method(precondition)
+                .is_some_and(|method| method.sig.inputs.len() >= 3);
+            let call = if with_context {
+                quote_spanned!(precondition.span()=> Self::#precondition(self, input, _ctx))
+            } else {
+                quote_spanned!(precondition.span()=> Self::#precondition(self, input))
+            };
+            Some(quote! {
+                #index => match ::agent_surface::__private::input_ref::<#input>(_input) {
+                    ::core::option::Option::Some(input) => #call,
+                    ::core::option::Option::None => ::core::result::Result::Ok(()),
+                },
+            })
+        })
+        .collect();
+    if arms.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        fn __precondition(
+            &self,
+            capability: usize,
+            _input: &::agent_surface::__private::TypedInput,
+            _ctx: &::agent_surface::__private::ReadContext,
+        ) -> ::core::result::Result<(), ::agent_surface::__private::PreconditionFailure> {
+            match capability {
+                #(#arms)*
+                _ => ::core::result::Result::Ok(()),
+            }
+        }
+    }
+}
+
+/// One arm of `fn __invoke`: call the handler with its parameters in the
+/// order the user wrote them, inside a boxed `Send` future.
+fn invoke_arm(index: usize, capability: &Capability<'_>) -> TokenStream {
+    let method = capability.ident();
+    let args = capability.params.iter().map(|param| match param {
+        Param::Input(ty) => quote_spanned!(ty.span()=> input),
+        Param::Context(ty) => quote_spanned!(ty.span()=> &_ctx),
+    });
+    let call = if capability.method.sig.asyncness.is_some() {
+        quote!(Self::#method(&*self, #(#args),*).await)
+    } else {
+        quote!(Self::#method(&*self, #(#args),*))
+    };
+    let span = capability.method.sig.span();
+    let future = quote_spanned! {span=>
+        ::agent_surface::__private::handler(async move {
+            ::agent_surface::__private::into_outcome(#call)
+        })
+    };
+    match capability.input() {
+        Some(input) => quote! {
+            #index => match ::agent_surface::__private::take_input::<#input>(_input) {
+                ::core::result::Result::Ok(input) => #future,
+                ::core::result::Result::Err(error) => ::agent_surface::__private::failed(error),
+            },
+        },
+        None => quote!(#index => #future,),
+    }
+}
+
+pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
+    let item = strip_helpers(component.item);
+    let self_ty = component.self_ty;
+    let contract = component_contract(component);
+    let when = when_method(component);
+    let reason = reason_method(component);
+    let precondition = precondition_method(component);
+    let arms = component
+        .capabilities
+        .iter()
+        .enumerate()
+        .map(|(index, capability)| invoke_arm(index, capability));
+    let test_name = format_ident!("agent_surface_contract_of_{}", component.rust_type_name());
+
+    quote! {
+        #item
+
+        #[doc(hidden)]
+        const _: () = {
+            static CONTRACT: ::agent_surface::__private::ComponentContract = #contract;
+
+            #[automatically_derived]
+            impl ::agent_surface::Component for #self_ty {
+                fn contract() -> &'static ::agent_surface::__private::ComponentContract {
+                    &CONTRACT
+                }
+
+                fn __contract(&self) -> &'static ::agent_surface::__private::ComponentContract {
+                    &CONTRACT
+                }
+
+                #when
+                #reason
+                #precondition
+
+                fn __invoke(
+                    self: ::agent_surface::__private::Arc<Self>,
+                    capability: usize,
+                    _input: ::core::option::Option<::agent_surface::__private::TypedInput>,
+                    _ctx: ::agent_surface::__private::ActionContext,
+                ) -> ::agent_surface::__private::HandlerFuture {
+                    match capability {
+                        #(#arms)*
+                        _ => ::agent_surface::__private::unknown_capability(capability),
+                    }
+                }
+            }
+
+            ::agent_surface::__private::inventory::submit! {
+                ::agent_surface::__private::CatalogEntry::new(
+                    <#self_ty as ::agent_surface::Component>::contract
+                )
+            }
+        };
+
+        /// Fails `cargo test` when a generated schema leaves the supported subset.
+        #[cfg(test)]
+        #[test]
+        #[allow(non_snake_case, unnameable_test_items)]
+        fn #test_name() {
+            ::agent_surface::__private::check_contract(
+                <#self_ty as ::agent_surface::Component>::contract(),
+            );
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! What to emit after reporting errors: the user's items unchanged (minus the
+//! helper attributes) and a `Component` impl with unreachable bodies, so one
+//! mistake does not cascade into errors wherever the type is used.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::ast::Component;
+use crate::expand::strip_helpers;
+
+pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
+    let item = strip_helpers(component.item);
+    let self_ty = component.self_ty;
+    let representable = component.item.trait_.is_none() && component.item.generics.params.is_empty();
+    if !representable {
+        return quote!(#item);
+    }
+    quote! {
+        #item
+
+        const _: () = {
+            #[automatically_derived]
+            impl ::agent_surface::Component for #self_ty {
+                fn contract() -> &'static ::agent_surface::__private::ComponentContract {
+                    ::core::unreachable!()
+                }
+
+                fn __contract(&self) -> &'static ::agent_surface::__private::ComponentContract {
+                    ::core::unreachable!()
+                }
+
+                fn __invoke(
+                    self: ::agent_surface::__private::Arc<Self>,
+                    _: usize,
+                    _: ::core::option::Option<::agent_surface::__private::TypedInput>,
+                    _: ::agent_surface::__private::ActionContext,
+                ) -> ::agent_surface::__private::HandlerFuture {
+                    ::core::unreachable!()
+                }
+            }
+        };
+    }
+}

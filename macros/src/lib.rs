@@ -1,0 +1,117 @@
+//! Attribute macros of [agent-surface](https://docs.rs/agent-surface).
+//!
+//! Use them through `agent_surface::prelude::*`; this crate is an
+//! implementation detail of `agent-surface` and its generated code refers to
+//! `::agent_surface` paths.
+//!
+//! The pipeline of `#[agent_component]`: `ast` (the typed model of the impl
+//! block, reporting malformed attributes) → `valid` (checks across the
+//! block) → `expand` (the contract, the dispatch, the catalog entry, the
+//! schema test), or `fallback` after errors. Every error is reported at the
+//! token that is wrong, all of them in one build.
+
+mod ast;
+mod attr;
+mod ctxt;
+mod expand;
+mod fallback;
+mod schema;
+mod symbol;
+mod valid;
+
+use proc_macro::TokenStream;
+use quote::quote;
+
+/// Declares what an agent may observe and do with a component.
+///
+/// Goes on an inherent `impl` block. Methods marked `#[observation]` or
+/// `#[action(...)]` become capabilities; other methods stay ordinary methods
+/// (and may serve as `when`, `unavailable_reason` or `precondition` helpers).
+///
+/// Keys: `type = "devices.table"` (required), `description = "…"` (or the
+/// impl block's doc comment), `instance = "main"`, `priority = 10`,
+/// `origin = "first-party"`, `enabled = false`,
+/// `parent(type = "…", instance = "…")`, `meta(key = literal, …)`,
+/// `internal(key = literal, …)`.
+///
+/// See the `agent_surface` crate documentation for a complete example.
+#[proc_macro_attribute]
+pub fn agent_component(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item = match syn::parse::<syn::ItemImpl>(input.clone()) {
+        Ok(item) => item,
+        Err(_) => {
+            let input = proc_macro2::TokenStream::from(input);
+            let error = syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "#[agent_component] goes on an impl block: `#[agent_component(type = \"…\")] impl MyComponent { … }`",
+            )
+            .to_compile_error();
+            return quote!(#input #error).into();
+        }
+    };
+    let cx = ctxt::Ctxt::default();
+    let component = ast::Component::from_ast(&cx, args.into(), &item);
+    valid::check(&cx, &component);
+    if cx.has_errors() {
+        let fallback = fallback::expand(&component);
+        let errors = cx.into_compile_errors();
+        return quote!(#fallback #errors).into();
+    }
+    expand::expand(&component).into()
+}
+
+/// Marks a method of an `#[agent_component]` impl block as an observation:
+/// a side-effect-free read of current state.
+///
+/// Keys: `name = "readState"` (default: the method name in camelCase),
+/// `description = "…"` (or the doc comment), `when = method`,
+/// `unavailable_reason = "…"` or `= method`, `timeout = "5s"`,
+/// `meta(…)`, `internal(…)`.
+///
+/// Used outside an `#[agent_component]` impl block, it is an error.
+#[proc_macro_attribute]
+pub fn observation(_args: TokenStream, input: TokenStream) -> TokenStream {
+    outside_component("observation", input)
+}
+
+/// Marks a method of an `#[agent_component]` impl block as an action.
+///
+/// Keys: `effect = "local-state" | "navigation"` (required),
+/// `name`, `description`, `idempotent`, `reversible`,
+/// `confirmation = "never" | "optional" | "required"`,
+/// `audit = "none" | "metadata" | "full"`, `when`, `unavailable_reason`,
+/// `precondition = method`, `timeout = "10s"`, `meta(…)`, `internal(…)`.
+///
+/// Used outside an `#[agent_component]` impl block, it is an error.
+#[proc_macro_attribute]
+pub fn action(_args: TokenStream, input: TokenStream) -> TokenStream {
+    outside_component("action", input)
+}
+
+fn outside_component(name: &str, input: TokenStream) -> TokenStream {
+    let input = proc_macro2::TokenStream::from(input);
+    let error = syn::Error::new(
+        proc_macro2::Span::call_site(),
+        format!(
+            "#[{name}] only works on a method inside an impl block annotated with `#[agent_component(type = \"…\")]`"
+        ),
+    )
+    .to_compile_error();
+    quote!(#input #error).into()
+}
+
+/// Makes a struct or enum usable as a capability input or output.
+///
+/// Adds serde's `Serialize`/`Deserialize` and schemars' `JsonSchema` derives
+/// (no direct dependency on either needed), the surface's wire conventions
+/// (`camelCase` names, unknown fields rejected on structs), and a
+/// compile-time check that every field type has a schema inside the subset.
+///
+/// Options: `#[agent_schema(output)]` (serialize only),
+/// `#[agent_schema(input)]` (deserialize only),
+/// `#[agent_schema(allow_unknown_fields)]`. Your own `#[serde(rename_all =
+/// …)]` or derives take precedence.
+#[proc_macro_attribute]
+pub fn agent_schema(args: TokenStream, input: TokenStream) -> TokenStream {
+    schema::expand(args.into(), input.into()).into()
+}

@@ -1,0 +1,212 @@
+//! `#[agent_schema]`: serde + schemars derives with the surface's wire
+//! conventions, and a compile-time check that every field type has a schema
+//! inside the subset, reported at the field's type.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::{Attribute, Data, DeriveInput, Fields, Generics, Ident, Type};
+
+use crate::ast::SchemaOptions;
+use crate::ctxt::Ctxt;
+
+/// Whether the item already derives the trait named `name`.
+fn derives(attrs: &[Attribute], name: &str) -> bool {
+    attrs.iter().filter(|attr| attr.path().is_ident("derive")).any(|attr| {
+        let mut found = false;
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.segments.last().is_some_and(|segment| segment.ident == name) {
+                found = true;
+            }
+            Ok(())
+        });
+        found
+    })
+}
+
+/// The keys used in the item's `#[serde(...)]` (or `#[schemars(...)]`) attributes.
+fn attr_keys(attrs: &[Attribute], namespace: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident(namespace)) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if let Some(ident) = meta.path.get_ident() {
+                keys.push(ident.to_string());
+            }
+            // Skip the value, whatever its shape.
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _content;
+                syn::parenthesized!(_content in meta.input);
+            }
+            Ok(())
+        });
+    }
+    keys
+}
+
+/// Field attributes after which the field's own type no longer decides its
+/// schema (skipped, or replaced by `with`): the runtime check covers those.
+fn field_schema_is_replaced(attrs: &[Attribute]) -> bool {
+    let serde = attr_keys(attrs, "serde");
+    let schemars = attr_keys(attrs, "schemars");
+    let replaced = ["skip", "with", "serialize_with", "deserialize_with", "schema_with"];
+    serde.iter().chain(schemars.iter()).any(|key| replaced.contains(&key.as_str()))
+}
+
+/// Whether a type mentions one of the item's generic parameters.
+fn mentions_generics(ty: &Type, generics: &Generics) -> bool {
+    struct Finder<'a> {
+        params: Vec<&'a Ident>,
+        found: bool,
+    }
+    impl<'ast> Visit<'ast> for Finder<'_> {
+        fn visit_ident(&mut self, ident: &'ast Ident) {
+            if self.params.contains(&ident) {
+                self.found = true;
+            }
+        }
+        fn visit_lifetime(&mut self, _: &'ast syn::Lifetime) {}
+    }
+    let params: Vec<&Ident> = generics.type_params().map(|param| &param.ident).collect();
+    if params.is_empty() {
+        return false;
+    }
+    let mut finder = Finder { params, found: false };
+    finder.visit_type(ty);
+    finder.found
+}
+
+fn fields_of(data: &Data) -> Vec<&syn::Field> {
+    match data {
+        Data::Struct(data) => data.fields.iter().collect(),
+        Data::Enum(data) => data.variants.iter().flat_map(|variant| variant.fields.iter()).collect(),
+        Data::Union(_) => Vec::new(),
+    }
+}
+
+pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
+    let cx = Ctxt::default();
+    let options = SchemaOptions::parse(&cx, args);
+    let item: DeriveInput = match syn::parse2(input.clone()) {
+        Ok(item) => item,
+        Err(_) => {
+            let message = syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "#[agent_schema] goes on a struct or an enum",
+            );
+            let error = message.to_compile_error();
+            return quote!(#input #error);
+        }
+    };
+    if let Data::Union(union) = &item.data {
+        cx.error_spanned_by(
+            union.union_token,
+            "unions have no JSON Schema; use an enum (`#[agent_schema]` supports structs and enums)",
+        );
+    }
+    if cx.has_errors() {
+        let errors = cx.into_compile_errors();
+        return quote!(#input #errors);
+    }
+
+    let ident = &item.ident;
+    let serde_keys = attr_keys(&item.attrs, "serde");
+    let fields = fields_of(&item.data);
+    let named_struct = matches!(&item.data, Data::Struct(data) if matches!(data.fields, Fields::Named(_)));
+    let has_flatten = fields
+        .iter()
+        .any(|field| attr_keys(&field.attrs, "serde").iter().any(|key| key == "flatten"));
+
+    let mut derive_paths = Vec::new();
+    if options.serialize && !derives(&item.attrs, "Serialize") {
+        derive_paths.push(quote!(::agent_surface::__private::serde::Serialize));
+    }
+    if options.deserialize && !derives(&item.attrs, "Deserialize") {
+        derive_paths.push(quote!(::agent_surface::__private::serde::Deserialize));
+    }
+    let add_schema_derive = !derives(&item.attrs, "JsonSchema");
+    if add_schema_derive {
+        derive_paths.push(quote!(::agent_surface::__private::schemars::JsonSchema));
+    }
+    let mut container = vec![
+        quote!(#[derive(#(#derive_paths),*)]),
+        quote!(#[serde(crate = "::agent_surface::__private::serde")]),
+    ];
+    if add_schema_derive {
+        container.push(quote!(#[schemars(crate = "::agent_surface::__private::schemars")]));
+    }
+    let has = |key: &str| serde_keys.iter().any(|k| k == key);
+    if !has("rename_all") && !has("transparent") {
+        container.push(quote!(#[serde(rename_all = "camelCase")]));
+    }
+    if matches!(item.data, Data::Enum(_)) && !has("rename_all_fields") {
+        let has_struct_variants = matches!(&item.data, Data::Enum(data)
+            if data.variants.iter().any(|v| matches!(v.fields, Fields::Named(_))));
+        if has_struct_variants {
+            container.push(quote!(#[serde(rename_all_fields = "camelCase")]));
+        }
+    }
+    if named_struct
+        && options.deserialize
+        && !options.allow_unknown_fields
+        && !has_flatten
+        && !has("deny_unknown_fields")
+    {
+        container.push(quote!(#[serde(deny_unknown_fields)]));
+    }
+
+    // Field checks: concrete types are asserted where they are written;
+    // types over the item's generics become bounds of the impl.
+    let mut assertions = Vec::new();
+    let mut bounds = Vec::new();
+    for field in fields.iter().filter(|field| !field_schema_is_replaced(&field.attrs)) {
+        let ty = &field.ty;
+        if mentions_generics(ty, &item.generics) {
+            bounds.push(quote!(#ty: ::agent_surface::__private::AgentSchema));
+        } else {
+            assertions.push(quote_spanned! {ty.span()=>
+                ::agent_surface::__private::assert_schema::<#ty>();
+            });
+        }
+    }
+    let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
+    let mut predicates: Vec<TokenStream> = where_clause
+        .map(|clause| clause.predicates.iter().map(|p| quote!(#p)).collect())
+        .unwrap_or_default();
+    predicates.extend(bounds);
+    let where_tokens = if predicates.is_empty() {
+        TokenStream::new()
+    } else {
+        quote!(where #(#predicates),*)
+    };
+    let concrete = item.generics.params.is_empty();
+    let input_impl = (named_struct && options.deserialize && concrete).then(|| {
+        quote! {
+            #[automatically_derived]
+            impl ::agent_surface::__private::AgentInput for #ident {}
+        }
+    });
+    let assert_fields = (!assertions.is_empty()).then(|| {
+        quote! {
+            const _: fn() = || {
+                #(#assertions)*
+            };
+        }
+    });
+
+    quote! {
+        #(#container)*
+        #input
+
+        #[doc(hidden)]
+        const _: () = {
+            #[automatically_derived]
+            impl #impl_generics ::agent_surface::__private::AgentSchema for #ident #ty_generics #where_tokens {}
+
+            #input_impl
+            #assert_fields
+        };
+    }
+}

@@ -1,0 +1,77 @@
+//! Attribute names and keys, in one place.
+
+/// The capability helper attributes.
+pub(crate) const OBSERVATION: &str = "observation";
+pub(crate) const ACTION: &str = "action";
+
+// Keys of `#[agent_component(...)]`.
+pub(crate) const TYPE: &str = "type";
+pub(crate) const DESCRIPTION: &str = "description";
+pub(crate) const INSTANCE: &str = "instance";
+pub(crate) const PRIORITY: &str = "priority";
+pub(crate) const ORIGIN: &str = "origin";
+pub(crate) const ENABLED: &str = "enabled";
+pub(crate) const PARENT: &str = "parent";
+pub(crate) const META: &str = "meta";
+pub(crate) const INTERNAL: &str = "internal";
+
+pub(crate) const COMPONENT_KEYS: &[&str] = &[
+    TYPE,
+    DESCRIPTION,
+    INSTANCE,
+    PRIORITY,
+    ORIGIN,
+    ENABLED,
+    PARENT,
+    META,
+    INTERNAL,
+];
+
+// Keys shared by `#[observation(...)]` and `#[action(...)]`.
+pub(crate) const NAME: &str = "name";
+pub(crate) const WHEN: &str = "when";
+pub(crate) const UNAVAILABLE_REASON: &str = "unavailable_reason";
+pub(crate) const TIMEOUT: &str = "timeout";
+
+// Keys of `#[action(...)]` only.
+pub(crate) const EFFECT: &str = "effect";
+pub(crate) const IDEMPOTENT: &str = "idempotent";
+pub(crate) const REVERSIBLE: &str = "reversible";
+pub(crate) const CONFIRMATION: &str = "confirmation";
+pub(crate) const AUDIT: &str = "audit";
+pub(crate) const PRECONDITION: &str = "precondition";
+
+pub(crate) const OBSERVATION_KEYS: &[&str] = &[
+    NAME,
+    DESCRIPTION,
+    WHEN,
+    UNAVAILABLE_REASON,
+    TIMEOUT,
+    META,
+    INTERNAL,
+];
+
+pub(crate) const ACTION_KEYS: &[&str] = &[
+    NAME,
+    DESCRIPTION,
+    EFFECT,
+    IDEMPOTENT,
+    REVERSIBLE,
+    CONFIRMATION,
+    AUDIT,
+    WHEN,
+    UNAVAILABLE_REASON,
+    PRECONDITION,
+    TIMEOUT,
+    META,
+    INTERNAL,
+];
+
+// Keys of `parent(...)`.
+pub(crate) const PARENT_KEYS: &[&str] = &[TYPE, INSTANCE];
+
+// Keys of `#[agent_schema(...)]`.
+pub(crate) const SCHEMA_INPUT: &str = "input";
+pub(crate) const SCHEMA_OUTPUT: &str = "output";
+pub(crate) const ALLOW_UNKNOWN_FIELDS: &str = "allow_unknown_fields";
+pub(crate) const SCHEMA_KEYS: &[&str] = &[SCHEMA_INPUT, SCHEMA_OUTPUT, ALLOW_UNKNOWN_FIELDS];

@@ -1,0 +1,243 @@
+//! Checks that need the whole impl block: the identity grammar, descriptions
+//! and their limits, the plane rule, unique capability names, and that every
+//! method an attribute names exists.
+
+use agent_surface_rules::{
+    ids, Effect, Kind, MAX_CAPABILITY_DESCRIPTION, MAX_COMPONENT_DESCRIPTION, MAX_META_BYTES,
+};
+
+use crate::ast::{Capability, Component, Spanned};
+use crate::ctxt::Ctxt;
+
+pub(crate) fn check(cx: &Ctxt, component: &Component<'_>) {
+    check_component(cx, component);
+    for capability in &component.capabilities {
+        check_capability(cx, component, capability);
+    }
+    check_unique_names(cx, component);
+}
+
+fn check_description(cx: &Ctxt, description: Option<&Spanned<String>>, limit: usize, missing: impl FnOnce()) {
+    match description {
+        None => missing(),
+        Some(text) if text.value.trim().is_empty() => cx.error_at(
+            text.span,
+            "the description is empty; agents choose capabilities by their descriptions, so say what it does",
+        ),
+        Some(text) => {
+            let len = agent_surface_rules::char_len(&text.value);
+            if len > limit {
+                cx.error_at(
+                    text.span,
+                    format!("the description is {len} characters long; the limit is {limit}. Shorten it"),
+                );
+            }
+        }
+    }
+}
+
+fn check_component(cx: &Ctxt, component: &Component<'_>) {
+    let attrs = &component.attrs;
+    match &attrs.component_type {
+        Some(lit) => {
+            if let Err(message) = ids::check_component_type(&lit.value()) {
+                cx.error_spanned_by(lit, message);
+            }
+        }
+        None => cx.error_at(
+            component.attr_span,
+            "missing `type = \"…\"`: every component declares its type, e.g. `#[agent_component(type = \"devices.table\")]`",
+        ),
+    }
+    check_description(cx, attrs.description.as_ref(), MAX_COMPONENT_DESCRIPTION, || {
+        cx.error_at(
+            component.attr_span,
+            "missing description: add a doc comment (`/// …`) on the impl block or `description = \"…\"`",
+        );
+    });
+    if let Some(lit) = &attrs.instance {
+        if let Err(message) = ids::check_instance_id(&lit.value()) {
+            cx.error_spanned_by(lit, message);
+        }
+    }
+    if let Some((parent_type, instance)) = &attrs.parent {
+        if let Err(message) = ids::check_component_type(&parent_type.value()) {
+            cx.error_spanned_by(parent_type, message);
+        }
+        if let Some(lit) = instance {
+            if let Err(message) = ids::check_instance_id(&lit.value()) {
+                cx.error_spanned_by(lit, message);
+            }
+        }
+    }
+    if let Some(lit) = &attrs.origin {
+        if lit.value().trim().is_empty() {
+            cx.error_spanned_by(lit, "the origin label is empty; omit it for `first-party`");
+        }
+    }
+    if let Some(meta) = &attrs.meta {
+        check_meta(cx, meta);
+    }
+}
+
+fn check_meta(cx: &Ctxt, meta: &Spanned<String>) {
+    if meta.value.len() > MAX_META_BYTES {
+        cx.error_at(
+            meta.span,
+            format!(
+                "meta is {} bytes as JSON; the limit is {MAX_META_BYTES}. Keep agent-visible metadata short",
+                meta.value.len()
+            ),
+        );
+    }
+}
+
+fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capability<'_>) {
+    let name = &capability.name;
+    match ids::check_capability_name(&name.value) {
+        Err(message) if capability.name_derived => cx.error_at(
+            name.span,
+            format!(
+                "method `{}` maps to {message}; choose a valid one with `name = \"…\"`",
+                capability.ident()
+            ),
+        ),
+        Err(message) => cx.error_at(name.span, message),
+        Ok(()) => {
+            if let Some(lit) = &component.attrs.component_type {
+                let id = ids::view_capability_id(&lit.value(), &name.value);
+                if id.len() > ids::MAX_ID_LEN {
+                    cx.error_at(
+                        name.span,
+                        format!(
+                            "capability id `{id}` is {} characters; ids are at most {}. Shorten the type or the name",
+                            id.len(),
+                            ids::MAX_ID_LEN
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    let label = match capability.kind {
+        Kind::Observation => "observation",
+        _ => "action",
+    };
+    check_description(cx, capability.description.as_ref(), MAX_CAPABILITY_DESCRIPTION, || {
+        cx.error_at(
+            capability.ident().span(),
+            format!("missing description for {label} `{}`: add a doc comment (`/// …`) or `description = \"…\"`", name.value),
+        );
+    });
+
+    if capability.kind == Kind::Action {
+        match &capability.effect {
+            None => cx.error_at(
+                capability.attr_span,
+                "missing `effect`: view actions declare `effect = \"local-state\"` or `effect = \"navigation\"`",
+            ),
+            Some(effect) if effect.value == Effect::Read => cx.error_at(
+                effect.span,
+                "`read` is the effect of observations; mark this method `#[observation]`",
+            ),
+            Some(effect) if !effect.value.allowed_for(Kind::Action) => cx.error_at(
+                effect.span,
+                format!(
+                    "PLANE_VIOLATION: effect `{}` belongs to the domain plane; a view action may only be `local-state` or `navigation`. Reference the backend operation as a procedure instead",
+                    effect.value.as_str()
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+    if capability.kind == Kind::Observation && capability.output.is_none() {
+        cx.error_spanned_by(
+            &capability.method.sig,
+            "an observation returns the state it reads; add a return type",
+        );
+    }
+
+    check_named_method(cx, component, capability, capability.when.as_ref(), "when");
+    match &capability.reason {
+        Some(_) if capability.when.is_none() => cx.error_at(
+            capability.reason_span.unwrap_or(capability.attr_span),
+            "`unavailable_reason` explains a `when` condition; add `when = method` or remove it",
+        ),
+        Some(Ok(lit)) => {
+            let text = lit.value();
+            if text.trim().is_empty() {
+                cx.error_spanned_by(lit, "the unavailable reason is empty; say what enables the capability");
+            } else if agent_surface_rules::char_len(&text) > MAX_CAPABILITY_DESCRIPTION {
+                cx.error_spanned_by(
+                    lit,
+                    format!("the unavailable reason is longer than {MAX_CAPABILITY_DESCRIPTION} characters"),
+                );
+            }
+        }
+        Some(Err(method)) => {
+            check_named_method(cx, component, capability, Some(method), "unavailable_reason");
+        }
+        None => {}
+    }
+    if let Some(precondition) = &capability.precondition {
+        check_named_method(cx, component, capability, Some(precondition), "precondition");
+        if capability.input().is_none() {
+            cx.error_spanned_by(
+                precondition,
+                "a precondition checks the action's input, and this action takes none; use `when` for state-only conditions",
+            );
+        }
+    }
+    if let Some(meta) = &capability.meta {
+        check_meta(cx, meta);
+    }
+}
+
+/// Checks that an attribute names a plain method of this impl block.
+fn check_named_method(
+    cx: &Ctxt,
+    component: &Component<'_>,
+    capability: &Capability<'_>,
+    named: Option<&syn::Ident>,
+    key: &str,
+) {
+    let Some(ident) = named else { return };
+    match component.method(ident) {
+        None => cx.error_spanned_by(
+            ident,
+            format!(
+                "`{key} = {ident}` names no method of this impl block; add `fn {ident}(&self) …` here"
+            ),
+        ),
+        Some(method) if component.capabilities.iter().any(|c| c.ident() == &method.sig.ident) => {
+            cx.error_spanned_by(
+                ident,
+                format!("`{key}` must name a helper method, not the capability `{ident}`"),
+            );
+        }
+        Some(_) if *ident == *capability.ident() => {
+            cx.error_spanned_by(ident, format!("`{key}` cannot name the capability itself"));
+        }
+        Some(_) => {}
+    }
+}
+
+fn check_unique_names(cx: &Ctxt, component: &Component<'_>) {
+    for (index, capability) in component.capabilities.iter().enumerate() {
+        if let Some(earlier) = component
+            .capabilities
+            .iter()
+            .take(index)
+            .find(|earlier| earlier.name.value == capability.name.value)
+        {
+            cx.error_at(
+                capability.name.span,
+                format!(
+                    "DUPLICATE_CAPABILITY: `{}` already declares capability `{}`; give one of them another `name = \"…\"`",
+                    earlier.ident(),
+                    capability.name.value
+                ),
+            );
+        }
+    }
+}

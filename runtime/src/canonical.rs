@@ -1,0 +1,410 @@
+//! Canonical JSON, request fingerprints and confirmation digests.
+//!
+//! Canonical JSON is the byte form two equal JSON values always share: object
+//! keys sorted (by UTF-16 code units, as the reference implementation sorts),
+//! arrays in order, no insignificant whitespace, strings escaped exactly as
+//! `JSON.stringify` escapes them, and numbers written the way JavaScript writes
+//! them (`-0` becomes `0`, `1.0` becomes `1`, `1e21` becomes `1e+21`).
+//! [`serde_json::Value`] cannot hold NaN or infinities, so every number is finite
+//! by construction. Absent fields are simply not in the value.
+//!
+//! The writer streams into a [`Sink`], so a fingerprint or a digest never
+//! materializes the canonical text.
+//!
+//! # Example
+//! ```
+//! use agent_surface::canonical::{canonical_json, fnv1a64, Canonical};
+//! use serde_json::json;
+//!
+//! let a = json!({"b": [1, 2.0], "a": -0.0});
+//! let b = json!({"a": 0, "b": [1.0, 2]});
+//! assert_eq!(canonical_json(&a), r#"{"a":0,"b":[1,2]}"#);
+//! assert_eq!(Canonical::of(&a), Canonical::of(&b));
+//! assert_eq!(fnv1a64(&a), fnv1a64(&b));
+//! assert_eq!(Canonical::of(&a).sha256(), Canonical::of(&b).sha256());
+//! ```
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use serde_json::{Map, Number, Value};
+use sha2::{Digest as _, Sha256};
+
+/// Receives canonical JSON bytes as they are produced.
+pub trait Sink {
+    /// Appends bytes.
+    fn write(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn write(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+impl Sink for Sha256 {
+    fn write(&mut self, bytes: &[u8]) {
+        self.update(bytes);
+    }
+}
+
+/// The 64-bit FNV-1a hash, usable as a [`Sink`].
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv1a64(u64);
+
+impl Fnv1a64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+
+    /// A hasher in its initial state.
+    pub const fn new() -> Self {
+        Fnv1a64(Self::OFFSET)
+    }
+
+    /// The hash of everything written so far.
+    pub const fn finish(self) -> u64 {
+        self.0
+    }
+
+    /// Hashes a byte string in one call.
+    pub fn hash(bytes: &[u8]) -> u64 {
+        let mut hasher = Fnv1a64::new();
+        hasher.write(bytes);
+        hasher.finish()
+    }
+}
+
+impl Default for Fnv1a64 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sink for Fnv1a64 {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = self.0;
+        for &byte in bytes {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(Self::PRIME);
+        }
+        self.0 = hash;
+    }
+}
+
+/// Writes the canonical form of `value` into `sink`.
+pub fn write_canonical<S: Sink + ?Sized>(value: &Value, sink: &mut S) {
+    match value {
+        Value::Null => sink.write(b"null"),
+        Value::Bool(true) => sink.write(b"true"),
+        Value::Bool(false) => sink.write(b"false"),
+        Value::Number(number) => write_number(number, sink),
+        Value::String(text) => write_string(text, sink),
+        Value::Array(items) => {
+            sink.write(b"[");
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    sink.write(b",");
+                }
+                write_canonical(item, sink);
+            }
+            sink.write(b"]");
+        }
+        Value::Object(map) => write_object(map, sink),
+    }
+}
+
+fn write_object<S: Sink + ?Sized>(map: &Map<String, Value>, sink: &mut S) {
+    sink.write(b"{");
+    // serde_json's default map iterates in byte order, which equals UTF-16
+    // order unless keys mix U+E000..U+FFFF with astral characters (or another
+    // crate enabled `preserve_order`); only then do we sort.
+    let sorted = map
+        .keys()
+        .zip(map.keys().skip(1))
+        .all(|(a, b)| utf16_cmp(a, b) == Ordering::Less);
+    if sorted {
+        for (index, (key, value)) in map.iter().enumerate() {
+            write_entry(index, key, value, sink);
+        }
+    } else {
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+        for (index, (key, value)) in entries.into_iter().enumerate() {
+            write_entry(index, key, value, sink);
+        }
+    }
+    sink.write(b"}");
+}
+
+fn write_entry<S: Sink + ?Sized>(index: usize, key: &str, value: &Value, sink: &mut S) {
+    if index > 0 {
+        sink.write(b",");
+    }
+    write_string(key, sink);
+    sink.write(b":");
+    write_canonical(value, sink);
+}
+
+/// Compares two strings by their UTF-16 code units, as JavaScript sorts keys.
+///
+/// Byte order and UTF-16 order differ only when one string has a character in
+/// U+E000..=U+FFFF (UTF-8 lead byte `0xEE`/`0xEF`) where the other has an
+/// astral character (lead byte `0xF0`..): UTF-16 encodes the latter with a
+/// surrogate (`0xD800`..) that sorts first.
+pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let Some((x, y)) = a.iter().zip(b).find(|(x, y)| x != y) else {
+        return a.len().cmp(&b.len());
+    };
+    let high_bmp = |byte: u8| (0xEE..=0xEF).contains(&byte);
+    let astral = |byte: u8| byte >= 0xF0;
+    if high_bmp(*x) && astral(*y) {
+        Ordering::Greater
+    } else if astral(*x) && high_bmp(*y) {
+        Ordering::Less
+    } else {
+        x.cmp(y)
+    }
+}
+
+fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
+    sink.write(b"\"");
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for (index, &byte) in bytes.iter().enumerate() {
+        let mut control = *b"\\u0000";
+        let escape: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0C => b"\\f",
+            0x00..=0x1F => {
+                control[4] = b'0' + (byte >> 4);
+                control[5] = hex_digit(byte & 0xF);
+                &control
+            }
+            _ => continue,
+        };
+        sink.write(bytes.get(start..index).unwrap_or_default());
+        sink.write(escape);
+        start = index + 1;
+    }
+    sink.write(bytes.get(start..).unwrap_or_default());
+    sink.write(b"\"");
+}
+
+fn hex_digit(nibble: u8) -> u8 {
+    if nibble < 10 {
+        b'0' + nibble
+    } else {
+        b'a' + nibble - 10
+    }
+}
+
+fn write_number<S: Sink + ?Sized>(number: &Number, sink: &mut S) {
+    if let Some(n) = number.as_u64() {
+        sink.write(itoa(u128::from(n), false).as_bytes());
+    } else if let Some(n) = number.as_i64() {
+        sink.write(itoa(u128::from(n.unsigned_abs()), n < 0).as_bytes());
+    } else if let Some(f) = number.as_f64() {
+        sink.write(js_number(f).as_bytes());
+    }
+}
+
+fn itoa(magnitude: u128, negative: bool) -> String {
+    if negative {
+        format!("-{magnitude}")
+    } else {
+        magnitude.to_string()
+    }
+}
+
+/// Formats a finite `f64` exactly as JavaScript's `Number.prototype.toString`.
+fn js_number(f: f64) -> String {
+    if f == 0.0 || !f.is_finite() {
+        return "0".to_owned();
+    }
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        // Exact: integral doubles below 1e21 fit an i128.
+        #[allow(clippy::cast_possible_truncation)]
+        let integral = f as i128;
+        return integral.to_string();
+    }
+    // Rust's `{:e}` prints the shortest round-trip digits: "d.ddde-7".
+    let scientific = format!("{:e}", f.abs());
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let k = i32::try_from(digits.len()).unwrap_or(i32::MAX);
+    let n = exponent + 1; // position of the decimal point relative to the digits
+    let mut out = String::with_capacity(digits.len() + 8);
+    if f < 0.0 {
+        out.push('-');
+    }
+    if k <= n && n <= 21 {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', usize::try_from(n - k).unwrap_or(0)));
+    } else if 0 < n && n <= 21 {
+        let split = usize::try_from(n).unwrap_or(0);
+        out.push_str(digits.get(..split).unwrap_or_default());
+        out.push('.');
+        out.push_str(digits.get(split..).unwrap_or_default());
+    } else if -6 < n && n <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', usize::try_from(-n).unwrap_or(0)));
+        out.push_str(&digits);
+    } else {
+        let (first, rest) = digits.split_at(1.min(digits.len()));
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        out.push('e');
+        out.push(if n - 1 < 0 { '-' } else { '+' });
+        out.push_str(&(n - 1).abs().to_string());
+    }
+    out
+}
+
+/// The canonical JSON text of `value`.
+pub fn canonical_json(value: &Value) -> String {
+    let mut bytes = Vec::with_capacity(128);
+    write_canonical(value, &mut bytes);
+    // The writer only emits valid UTF-8: ASCII punctuation and whole strings.
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
+/// The FNV-1a 64-bit hash of the canonical JSON of `value` (the request
+/// fingerprint of the invocation pipeline's phase 1).
+pub fn fnv1a64(value: &Value) -> u64 {
+    let mut hasher = Fnv1a64::new();
+    write_canonical(value, &mut hasher);
+    hasher.finish()
+}
+
+/// A value in canonical form: equality is exact JSON-value equality (key order
+/// irrelevant, `-0` equals `0`), and [`sha256`](Canonical::sha256) digests it.
+///
+/// Confirmation evidence keeps the whole canonical text and compares it in full;
+/// the digest is never the only thing compared.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Canonical(Box<str>);
+
+impl Canonical {
+    /// Canonicalizes a value.
+    pub fn of(value: &Value) -> Canonical {
+        Canonical(canonical_json(value).into_boxed_str())
+    }
+
+    /// The canonical JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The SHA-256 digest of the canonical text.
+    pub fn sha256(&self) -> Sha256Digest {
+        Sha256Digest(Sha256::digest(self.0.as_bytes()).into())
+    }
+}
+
+impl fmt::Debug for Canonical {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Canonical").field(&self.0).finish()
+    }
+}
+
+impl fmt::Display for Canonical {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A SHA-256 digest; displays as 64 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Sha256Digest(pub [u8; 32]);
+
+impl Sha256Digest {
+    /// The digest of the canonical JSON of `value`, streamed.
+    pub fn of(value: &Value) -> Sha256Digest {
+        let mut hasher = Sha256::new();
+        write_canonical(value, &mut hasher);
+        Sha256Digest(hasher.finalize().into())
+    }
+}
+
+impl fmt::Display for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
+    }
+}
+
+impl fmt::Debug for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Sha256Digest({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_are_written_as_javascript_writes_them() {
+        let cases: [(f64, &str); 12] = [
+            (-0.0, "0"),
+            (1.0, "1"),
+            (-2.5, "-2.5"),
+            (0.1, "0.1"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (1.5e-7, "1.5e-7"),
+            (0.000001, "0.000001"),
+            (123456.789, "123456.789"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (-1e-7, "-1e-7"),
+        ];
+        for (f, expected) in cases {
+            assert_eq!(js_number(f), expected, "{f:e}");
+        }
+    }
+
+    #[test]
+    fn strings_are_escaped_as_json_stringify_escapes_them() {
+        let value = json!("a\"b\\c\n\u{1}\u{7f}\u{2028}é");
+        assert_eq!(canonical_json(&value), "\"a\\\"b\\\\c\\n\\u0001\u{7f}\u{2028}é\"");
+    }
+
+    #[test]
+    fn keys_sort_by_utf16_code_units() {
+        // U+FF21 sorts after U+1F600 in UTF-16 (0xFF21 > 0xD83D) but before it in UTF-8.
+        let value = json!({"\u{ff21}": 1, "\u{1f600}": 2, "a": 3});
+        assert_eq!(canonical_json(&value), "{\"a\":3,\"\u{1f600}\":2,\"\u{ff21}\":1}");
+        assert_eq!(utf16_cmp("\u{ff21}", "\u{1f600}"), Ordering::Greater);
+        assert_eq!(utf16_cmp("ab", "abc"), Ordering::Less);
+    }
+
+    #[test]
+    fn fnv_matches_the_published_test_vectors() {
+        assert_eq!(Fnv1a64::hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(Fnv1a64::hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(Fnv1a64::hash(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn sha256_matches_the_published_test_vector() {
+        let digest = Canonical::of(&json!("abc")).sha256().to_string();
+        // sha256("\"abc\"")
+        assert_eq!(digest.len(), 64);
+        assert_eq!(
+            Sha256Digest(Sha256::digest(b"abc").into()).to_string(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(Sha256Digest::of(&json!("abc")).to_string(), digest);
+    }
+}

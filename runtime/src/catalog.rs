@@ -1,0 +1,101 @@
+//! The catalog: every component contract authored anywhere in the binary,
+//! collected at link time, known before anything mounts.
+//!
+//! Reviewers use it to see everything an agent could ever reach; the runtime
+//! uses it for checks such as "authored but never mounted".
+//!
+//! # Example
+//! ```
+//! use agent_surface::prelude::*;
+//!
+//! /// Application navigation.
+//! #[agent_component(type = "app.navigation")]
+//! impl Navigation {
+//!     /// The current route.
+//!     #[observation]
+//!     fn current(&self) -> String {
+//!         "/devices".to_owned()
+//!     }
+//! }
+//! struct Navigation;
+//!
+//! let catalog = agent_surface::catalog::Catalog::load()?;
+//! assert!(catalog.get("app.navigation").is_some());
+//! let json = catalog.to_json();
+//! assert_eq!(json["components"][0]["observations"][0]["capabilityId"], "view:app.navigation.current");
+//! # Ok::<(), agent_surface::error::DefinitionError>(())
+//! ```
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::contract::{CheckedContract, ComponentContract};
+use crate::error::DefinitionError;
+
+/// One authored component, submitted by `#[agent_component]`.
+#[doc(hidden)]
+pub struct CatalogEntry {
+    contract: fn() -> &'static ComponentContract,
+}
+
+impl CatalogEntry {
+    #[doc(hidden)]
+    pub const fn new(contract: fn() -> &'static ComponentContract) -> CatalogEntry {
+        CatalogEntry { contract }
+    }
+}
+
+inventory::collect!(CatalogEntry);
+
+/// Every authored contract, unchecked, sorted by component type then Rust path.
+pub fn contracts() -> Vec<&'static ComponentContract> {
+    let mut all: Vec<&'static ComponentContract> =
+        inventory::iter::<CatalogEntry>.into_iter().map(|entry| (entry.contract)()).collect();
+    all.sort_by_key(|contract| {
+        let source = contract.source();
+        (contract.component_type(), source.module, source.rust_type)
+    });
+    all.dedup_by(|a, b| std::ptr::eq(*a, *b));
+    all
+}
+
+/// The checked contracts of the binary, in deterministic order.
+#[derive(Debug, Serialize)]
+pub struct Catalog {
+    components: Vec<&'static CheckedContract>,
+}
+
+impl Catalog {
+    /// Checks every authored contract; fails with the first defect.
+    pub fn load() -> Result<Catalog, DefinitionError> {
+        let components = contracts()
+            .into_iter()
+            .map(ComponentContract::checked)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Catalog { components })
+    }
+
+    /// The checked contracts.
+    pub fn components(&self) -> &[&'static CheckedContract] {
+        &self.components
+    }
+
+    /// The first contract of a component type.
+    pub fn get(&self, component_type: &str) -> Option<&'static CheckedContract> {
+        self.components
+            .iter()
+            .copied()
+            .find(|contract| contract.component_type().as_str() == component_type)
+    }
+
+    /// The catalog as JSON: `{"components": [...]}`. Deterministic: the same
+    /// binary always produces the same bytes. Internal metadata never appears.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The catalog as pretty-printed JSON text.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}

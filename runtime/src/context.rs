@@ -1,0 +1,299 @@
+//! What handlers and policies know about a call: the consumer, the host
+//! application's context, the capability and registration, and for actions
+//! the invocation id, a cancellation token and the confirmation evidence.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::ids::CapabilityId;
+
+/// The kind of consumer addressing the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConsumerKind {
+    /// An in-process agent loop (the embedded toolset).
+    Embedded,
+    /// A session of the MCP server adapter.
+    Mcp,
+    /// The testing harness.
+    Test,
+    /// Anything else.
+    Other,
+}
+
+impl ConsumerKind {
+    /// The kind's wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ConsumerKind::Embedded => "embedded",
+            ConsumerKind::Mcp => "mcp",
+            ConsumerKind::Test => "test",
+            ConsumerKind::Other => "other",
+        }
+    }
+}
+
+/// Who is calling: a stable, unique identity per agent connection.
+///
+/// Identity scopes invocation-id deduplication (`kind:id`), rate limits,
+/// observation admission and confirmation evidence.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Consumer {
+    id: Arc<str>,
+    kind: ConsumerKind,
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    grants: Arc<[String]>,
+}
+
+impl Consumer {
+    /// A consumer with no grants.
+    pub fn new(kind: ConsumerKind, id: impl Into<Arc<str>>) -> Consumer {
+        Consumer {
+            id: id.into(),
+            kind,
+            grants: Arc::from(Vec::new()),
+        }
+    }
+
+    /// The anonymous embedded consumer (`embedded:anonymous`).
+    pub fn anonymous() -> Consumer {
+        Consumer::new(ConsumerKind::Embedded, "anonymous")
+    }
+
+    /// Adds free-form grant strings that host policies may interpret.
+    #[must_use]
+    pub fn with_grants(mut self, grants: impl IntoIterator<Item = impl Into<String>>) -> Consumer {
+        self.grants = grants.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The consumer id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The consumer kind.
+    pub fn kind(&self) -> ConsumerKind {
+        self.kind
+    }
+
+    /// The grants.
+    pub fn grants(&self) -> &[String] {
+        &self.grants
+    }
+
+    /// `kind:id`, the normalized identity used in dedupe keys and evidence.
+    pub fn key(&self) -> String {
+        format!("{}:{}", self.kind.as_str(), self.id)
+    }
+}
+
+impl Default for Consumer {
+    fn default() -> Self {
+        Consumer::anonymous()
+    }
+}
+
+impl fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Consumer({}:{})", self.kind.as_str(), self.id)
+    }
+}
+
+/// The host application's context (user, tenant, permissions…), read by
+/// policies and handlers. Cheap to clone.
+///
+/// It holds JSON values by key (what built-in policies read) and typed
+/// extensions by type (what Rust code prefers).
+///
+/// ```
+/// use agent_surface::context::HostContext;
+/// use serde_json::json;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct User { name: &'static str }
+///
+/// let host = HostContext::new()
+///     .with("user", json!({"name": "ada", "permissions": ["devices:write"]}))
+///     .with_extension(User { name: "ada" });
+/// assert_eq!(host.get("user").and_then(|u| u.get("name")), Some(&json!("ada")));
+/// assert_eq!(host.extension::<User>(), Some(&User { name: "ada" }));
+/// ```
+#[derive(Clone, Default)]
+pub struct HostContext {
+    values: Arc<Map<String, Value>>,
+    extensions: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl HostContext {
+    /// An empty context.
+    pub fn new() -> HostContext {
+        HostContext::default()
+    }
+
+    /// Adds a JSON value under `key`.
+    #[must_use]
+    pub fn with(mut self, key: impl Into<String>, value: Value) -> HostContext {
+        Arc::make_mut(&mut self.values).insert(key.into(), value);
+        self
+    }
+
+    /// Adds a typed value (one per type).
+    #[must_use]
+    pub fn with_extension<T: Any + Send + Sync>(mut self, value: T) -> HostContext {
+        Arc::make_mut(&mut self.extensions).insert(TypeId::of::<T>(), Arc::new(value));
+        self
+    }
+
+    /// The JSON value under `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.values.get(key)
+    }
+
+    /// All JSON values.
+    pub fn values(&self) -> &Map<String, Value> {
+        &self.values
+    }
+
+    /// The typed value of type `T`.
+    pub fn extension<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.extensions
+            .get(&TypeId::of::<T>())
+            .and_then(|value| value.downcast_ref::<T>())
+    }
+}
+
+impl From<Map<String, Value>> for HostContext {
+    fn from(values: Map<String, Value>) -> Self {
+        HostContext {
+            values: Arc::new(values),
+            extensions: Arc::default(),
+        }
+    }
+}
+
+impl fmt::Debug for HostContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostContext")
+            .field("values", &self.values)
+            .field("extensions", &self.extensions.len())
+            .finish()
+    }
+}
+
+/// The context of any handler: what is being called, by whom, for which host.
+#[derive(Clone, Debug)]
+pub struct ReadContext {
+    capability_id: CapabilityId,
+    registration_id: Arc<str>,
+    consumer: Consumer,
+    host: HostContext,
+}
+
+impl ReadContext {
+    pub(crate) fn new(
+        capability_id: CapabilityId,
+        registration_id: Arc<str>,
+        consumer: Consumer,
+        host: HostContext,
+    ) -> ReadContext {
+        ReadContext {
+            capability_id,
+            registration_id,
+            consumer,
+            host,
+        }
+    }
+
+    /// The capability being called.
+    pub fn capability_id(&self) -> &CapabilityId {
+        &self.capability_id
+    }
+
+    /// The registration serving the call (`reg_…`).
+    pub fn registration_id(&self) -> &str {
+        &self.registration_id
+    }
+
+    /// Who is calling.
+    pub fn consumer(&self) -> &Consumer {
+        &self.consumer
+    }
+
+    /// The host application's context at the time of the call.
+    pub fn host(&self) -> &HostContext {
+        &self.host
+    }
+}
+
+/// Approved confirmation evidence carried by an invocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmationEvidence {
+    /// The confirmation id (`cnf_…`).
+    pub id: String,
+    /// When the user approved it (RFC 3339).
+    pub approved_at: String,
+}
+
+/// The context of an action handler. Dereferences to [`ReadContext`], so a
+/// handler may take either.
+#[derive(Clone, Debug)]
+pub struct ActionContext {
+    read: ReadContext,
+    invocation_id: Arc<str>,
+    cancellation: CancellationToken,
+    confirmation: Option<ConfirmationEvidence>,
+}
+
+impl ActionContext {
+    pub(crate) fn new(
+        read: ReadContext,
+        invocation_id: Arc<str>,
+        cancellation: CancellationToken,
+        confirmation: Option<ConfirmationEvidence>,
+    ) -> ActionContext {
+        ActionContext {
+            read,
+            invocation_id,
+            cancellation,
+            confirmation,
+        }
+    }
+
+    /// The invocation id (the agent's tool-call id when an adapter supplied one).
+    pub fn invocation_id(&self) -> &str {
+        &self.invocation_id
+    }
+
+    /// Fires on timeout, external cancellation or unmount. Cooperative: a
+    /// long handler should check it or `select!` on
+    /// [`cancelled`](CancellationToken::cancelled).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// Whether the call has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancellation.is_cancelled()
+    }
+
+    /// The approved confirmation evidence, when the call carries one.
+    pub fn confirmation(&self) -> Option<&ConfirmationEvidence> {
+        self.confirmation.as_ref()
+    }
+}
+
+impl Deref for ActionContext {
+    type Target = ReadContext;
+    fn deref(&self) -> &ReadContext {
+        &self.read
+    }
+}

@@ -1,0 +1,110 @@
+//! Make AI agents first-class users of a Rust application.
+//!
+//! A component declares, with attribute macros on an ordinary `impl` block,
+//! what an agent may **observe** and **do** while it is mounted: typed
+//! capabilities with JSON Schemas, availability rules, effects and
+//! confirmation posture. Everything not declared is invisible to the agent.
+//! Structural mistakes are compile errors at the offending token.
+//!
+//! # Example
+//! ```
+//! use agent_surface::prelude::*;
+//! use std::sync::Mutex;
+//!
+//! /// Replace, extend or reduce the row selection.
+//! #[agent_schema]
+//! pub struct SelectRows {
+//!     /// Device ids to select.
+//!     #[schemars(length(min = 1))]
+//!     pub ids: Vec<String>,
+//! }
+//!
+//! /// Visible rows and the current selection.
+//! #[agent_schema]
+//! pub struct TableState {
+//!     pub visible_rows: Vec<String>,
+//!     pub selected_ids: Vec<String>,
+//! }
+//!
+//! pub struct DevicesTable {
+//!     rows: Vec<String>,
+//!     selected: Mutex<Vec<String>>,
+//! }
+//!
+//! /// Table of devices matching the active filters.
+//! #[agent_component(type = "devices.table")]
+//! impl DevicesTable {
+//!     /// Visible rows and the current selection.
+//!     #[observation]
+//!     fn read_state(&self) -> TableState {
+//!         TableState {
+//!             visible_rows: self.rows.clone(),
+//!             selected_ids: self.selected.lock().map(|s| s.clone()).unwrap_or_default(),
+//!         }
+//!     }
+//!
+//!     /// Replace the row selection.
+//!     #[action(effect = "local-state", when = "has_rows", unavailable_reason = "No rows are loaded")]
+//!     fn select_rows(&self, input: SelectRows) -> Result<(), ActionError> {
+//!         if let Some(unknown) = input.ids.iter().find(|id| !self.rows.contains(id)) {
+//!             return Err(ActionError::precondition(format!("Row {unknown} is not visible")));
+//!         }
+//!         *self.selected.lock().map_err(|_| ActionError::failed("poisoned"))? = input.ids;
+//!         Ok(())
+//!     }
+//!
+//!     fn has_rows(&self) -> bool {
+//!         !self.rows.is_empty()
+//!     }
+//! }
+//!
+//! let contract = DevicesTable::contract().checked()?;
+//! let select = contract.capability("selectRows").unwrap();
+//! assert_eq!(select.id(), "view:devices.table.selectRows");
+//! assert_eq!(select.confirmation(), Confirmation::Never); // the defaults table
+//! let schema = select.input_schema().unwrap().json();
+//! assert_eq!(schema["properties"]["ids"]["minItems"], 1);
+//! # Ok::<(), agent_surface::error::DefinitionError>(())
+//! ```
+//!
+//! # What the compiler checks
+//! Ids against the grammar, descriptions (present, within 500/300 characters),
+//! effects against the plane rule, unique capability names, attribute keys
+//! and values, handler signatures, `when`/`precondition` methods, and that
+//! every input and output type has a JSON Schema inside the supported subset
+//! ([`schema`]). What only the generated schemas can show is checked by a
+//! test generated beside each component and again when the contract is first
+//! used.
+
+#![warn(missing_docs)]
+
+pub mod canonical;
+pub mod catalog;
+pub mod component;
+pub mod context;
+pub mod contract;
+pub mod error;
+pub mod ids;
+pub mod schema;
+pub mod wire;
+
+pub use agent_surface_macros::{action, agent_component, agent_schema, observation};
+pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
+pub use component::{Component, HandlerReturn};
+pub use context::{ActionContext, Consumer, ConsumerKind, HostContext, ReadContext};
+pub use error::{ActionError, DefinitionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry};
+pub use schema::{AgentInput, AgentOutput, AgentSchema};
+
+/// The items most applications use.
+pub mod prelude {
+    pub use crate::component::Component;
+    pub use crate::context::{ActionContext, Consumer, ConsumerKind, HostContext, ReadContext};
+    pub use crate::error::{ActionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry};
+    pub use crate::schema::{AgentInput, AgentOutput, AgentSchema};
+    pub use crate::{action, agent_component, agent_schema, observation};
+    pub use crate::{Audit, Confirmation, Effect};
+}
+
+/// Support for generated code. Not public API: no stability guarantees.
+#[doc(hidden)]
+pub mod __private;

@@ -1,0 +1,103 @@
+//! Which Rust types may cross the agent boundary, decided by the compiler.
+//!
+//! [`AgentSchema`] marks types whose schemars schema lies inside the subset
+//! (or is normalized into it). `#[agent_schema]` implements it for your own
+//! structs and enums after checking every field type; the impls below cover
+//! the standard types. A type that is not marked fails to compile with a
+//! message naming it and the fix, at the place it is used.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+/// A type whose JSON Schema lies inside the agent-surface subset.
+///
+/// Implement it with `#[agent_schema]` on your own types. Implementing it by
+/// hand is possible for types with a hand-written `JsonSchema`; their schema is
+/// still checked against the subset by the test `#[agent_component]` generates
+/// and at registration.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot cross the agent boundary: it has no JSON Schema inside the agent-surface subset",
+    label = "not an agent schema type",
+    note = "annotate your own structs and enums with `#[agent_schema]`",
+    note = "supported as they are: bool, integers up to 64 bits, f32, f64, char, String, Option, Vec, VecDeque, arrays, sets, Box, Arc, homogeneous tuples and serde_json::Value; 128-bit integers do not fit JSON numbers"
+)]
+pub trait AgentSchema: schemars::JsonSchema {}
+
+/// A type an action takes as its input: a JSON object (a struct with named
+/// fields) that can be deserialized.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an action input: tool inputs are JSON objects",
+    label = "not an object input type",
+    note = "use a struct with named fields annotated with `#[agent_schema]`; wrap a single value in a field, e.g. `struct Rename {{ name: String }}`"
+)]
+pub trait AgentInput: AgentSchema + serde::de::DeserializeOwned + Send + 'static {}
+
+/// A type a handler may return as its output.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned to an agent",
+    label = "not an agent output type",
+    note = "return a type annotated with `#[agent_schema]` (or a standard type such as String, Vec<T>, bool), `()` for no output, or `Result<T, E>` with `E: Into<ActionError>`"
+)]
+pub trait AgentOutput: AgentSchema + serde::Serialize {}
+
+impl<T: AgentSchema + serde::Serialize + ?Sized> AgentOutput for T {}
+
+/// Map values the subset can describe: only untyped JSON (`additionalProperties: true`).
+#[diagnostic::on_unimplemented(
+    message = "maps with `{Self}` values are outside the agent-surface subset",
+    label = "a typed map value needs `additionalProperties: {{schema}}`, which the subset does not allow",
+    note = "use a Vec of `#[agent_schema]` entry structs with named `key` and `value` fields, or a struct with named fields, or serde_json::Value values"
+)]
+pub trait MapValue {}
+
+impl MapValue for serde_json::Value {}
+
+/// Tuple elements must share one type (then the tuple is an array of it).
+#[diagnostic::on_unimplemented(
+    message = "a tuple mixing `{First}` and `{Self}` is outside the agent-surface subset",
+    label = "mixed tuples need `prefixItems`, which the subset does not allow",
+    note = "use a struct with named fields annotated with `#[agent_schema]`, or a tuple or array whose elements share one type"
+)]
+pub trait SameElement<First> {}
+
+impl<T> SameElement<T> for T {}
+
+macro_rules! agent_schema_for {
+    ($($ty:ty),* $(,)?) => { $(impl AgentSchema for $ty {})* };
+}
+
+agent_schema_for!(
+    bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64, char, String, str,
+    serde_json::Value,
+    std::num::NonZeroU8, std::num::NonZeroU16, std::num::NonZeroU32, std::num::NonZeroU64,
+    std::num::NonZeroI8, std::num::NonZeroI16, std::num::NonZeroI32, std::num::NonZeroI64,
+);
+
+impl AgentSchema for serde_json::Map<String, serde_json::Value> {}
+impl<T: AgentSchema> AgentSchema for Option<T> {}
+impl<T: AgentSchema> AgentSchema for Vec<T> {}
+impl<T: AgentSchema> AgentSchema for VecDeque<T> {}
+impl<T: AgentSchema> AgentSchema for [T] {}
+impl<T: AgentSchema, const N: usize> AgentSchema for [T; N] where Self: schemars::JsonSchema {}
+impl<T: AgentSchema> AgentSchema for BTreeSet<T> {}
+impl<T: AgentSchema, S> AgentSchema for HashSet<T, S> {}
+impl<T: AgentSchema + ?Sized> AgentSchema for Box<T> {}
+impl<T: AgentSchema + ?Sized> AgentSchema for Arc<T> {}
+impl<T: AgentSchema + ?Sized> AgentSchema for &T {}
+impl<T: AgentSchema + ToOwned + ?Sized> AgentSchema for Cow<'_, T> {}
+impl<V: MapValue> AgentSchema for BTreeMap<String, V> where Self: schemars::JsonSchema {}
+impl<V: MapValue, S> AgentSchema for HashMap<String, V, S> where Self: schemars::JsonSchema {}
+
+impl<A: AgentSchema> AgentSchema for (A,) {}
+impl<A: AgentSchema, B: SameElement<A>> AgentSchema for (A, B) where Self: schemars::JsonSchema {}
+impl<A: AgentSchema, B: SameElement<A>, C: SameElement<A>> AgentSchema for (A, B, C) where
+    Self: schemars::JsonSchema
+{
+}
+impl<A: AgentSchema, B: SameElement<A>, C: SameElement<A>, D: SameElement<A>> AgentSchema
+    for (A, B, C, D)
+where
+    Self: schemars::JsonSchema,
+{
+}
