@@ -75,6 +75,20 @@ impl Catalog {
         Ok(Catalog { components })
     }
 
+    /// Checks every authored contract, keeping the valid ones and returning
+    /// the defects of the others.
+    pub fn load_valid() -> (Catalog, Vec<DefinitionError>) {
+        let mut components = Vec::new();
+        let mut errors = Vec::new();
+        for contract in contracts() {
+            match contract.checked() {
+                Ok(checked) => components.push(checked),
+                Err(err) => errors.push(err),
+            }
+        }
+        (Catalog { components }, errors)
+    }
+
     /// The checked contracts.
     pub fn components(&self) -> &[&'static CheckedContract] {
         &self.components

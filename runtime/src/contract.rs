@@ -412,6 +412,38 @@ impl fmt::Debug for CheckedSchema {
     }
 }
 
+/// Internal metadata: readable by policies and audit sinks, never serialized
+/// and redacted from `Debug` output.
+#[derive(Clone)]
+pub struct Internal(Arc<Map<String, Value>>);
+
+impl Internal {
+    /// The metadata.
+    pub fn get(&self) -> &Map<String, Value> {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Internal {
+    type Target = Map<String, Value>;
+    fn deref(&self) -> &Map<String, Value> {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Internal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Internal(<{} keys redacted>)", self.0.len())
+    }
+}
+
+fn internal_of(
+    json: Option<&'static str>,
+    subject: &str,
+) -> Result<Option<Internal>, DefinitionError> {
+    Ok(parse_json_object(json, subject, "internal metadata", None)?.map(Internal))
+}
+
 /// One capability of a checked contract, with every default applied.
 #[derive(Debug)]
 pub struct CheckedCapability {
@@ -433,7 +465,7 @@ pub struct CheckedCapability {
     has_precondition: bool,
     timeout_ms: Option<u64>,
     meta: Option<Arc<Map<String, Value>>>,
-    internal: Option<Arc<Map<String, Value>>>,
+    internal: Option<Internal>,
 }
 
 impl CheckedCapability {
@@ -514,7 +546,7 @@ impl CheckedCapability {
         self.meta.as_ref()
     }
     /// Internal metadata for policies and audit sinks; never serialized.
-    pub fn internal(&self) -> Option<&Arc<Map<String, Value>>> {
+    pub fn internal(&self) -> Option<&Internal> {
         self.internal.as_ref()
     }
 }
@@ -530,7 +562,7 @@ pub struct CheckedContract {
     enabled: bool,
     parent: Option<(ComponentType, InstanceId)>,
     meta: Option<Arc<Map<String, Value>>>,
-    internal: Option<Arc<Map<String, Value>>>,
+    internal: Option<Internal>,
     capabilities: Vec<CheckedCapability>,
     source: Source,
 }
@@ -605,7 +637,7 @@ impl CheckedContract {
             return Err(DefinitionError::new(K::InvalidDefinition, subject, "the origin label is empty"));
         }
         let meta = parse_json_object(contract.meta, subject, "meta", Some(MAX_META_BYTES))?;
-        let internal = parse_json_object(contract.internal, subject, "internal metadata", None)?;
+        let internal = internal_of(contract.internal, subject)?;
 
         let mut capabilities: Vec<CheckedCapability> = Vec::with_capacity(contract.capabilities.len());
         for (index, capability) in contract.capabilities.iter().enumerate() {
@@ -670,7 +702,7 @@ impl CheckedContract {
         self.meta.as_ref()
     }
     /// Internal metadata for policies and audit sinks; never serialized.
-    pub fn internal(&self) -> Option<&Arc<Map<String, Value>>> {
+    pub fn internal(&self) -> Option<&Internal> {
         self.internal.as_ref()
     }
     /// Every capability, in authoring order (the dispatch order).
@@ -813,7 +845,7 @@ impl CheckedCapability {
             has_precondition: contract.has_precondition,
             timeout_ms: contract.timeout_ms,
             meta: parse_json_object(contract.meta, subject, "meta", Some(MAX_META_BYTES))?,
-            internal: parse_json_object(contract.internal, subject, "internal metadata", None)?,
+            internal: internal_of(contract.internal, subject)?,
             id,
         })
     }

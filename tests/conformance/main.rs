@@ -1,0 +1,17 @@
+//! Conformance tests, named by requirement id (`cargo test as_id` runs the
+//! identity requirements, and so on).
+
+mod canonical;
+mod contracts;
+mod errors;
+mod ids;
+mod schema;
+mod wire;
+
+/// The specification folder beside the checkout, when present.
+pub(crate) fn shared_spec_file(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/spec")
+        .join(name);
+    path.exists().then_some(path)
+}
