@@ -32,6 +32,8 @@ pub(crate) struct Component<'a> {
 #[derive(Default)]
 pub(crate) struct ComponentAttrs {
     pub(crate) component_type: Option<LitStr>,
+    /// Whether `type` was written (possibly malformed, already reported).
+    pub(crate) type_given: bool,
     pub(crate) description: Option<Spanned<String>>,
     pub(crate) instance: Option<LitStr>,
     pub(crate) priority: Option<i32>,
@@ -59,6 +61,8 @@ pub(crate) struct Capability<'a> {
     pub(crate) name_derived: bool,
     pub(crate) description: Option<Spanned<String>>,
     pub(crate) effect: Option<Spanned<Effect>>,
+    /// Whether `effect` was written (possibly malformed, already reported).
+    pub(crate) effect_given: bool,
     pub(crate) idempotent: Option<bool>,
     pub(crate) reversible: Option<bool>,
     pub(crate) confirmation: Option<Confirmation>,
@@ -132,11 +136,8 @@ fn helper_kind(attr: &syn::Attribute) -> Option<Kind> {
 
 impl<'a> Component<'a> {
     pub(crate) fn from_ast(cx: &Ctxt, args: TokenStream, item: &'a ItemImpl) -> Component<'a> {
-        let attr_span = if args.is_empty() {
-            item.impl_token.span
-        } else {
-            args.span()
-        };
+        // The whole `#[agent_component(...)]` attribute.
+        let attr_span = Span::call_site();
         let attrs = ComponentAttrs::parse(cx, args, item);
         if let Some((_, path, _)) = &item.trait_ {
             cx.error_spanned_by(
@@ -220,6 +221,7 @@ impl ComponentAttrs {
             parent_type.map(|parent_type| (parent_type, parent.string(INSTANCE)))
         });
         ComponentAttrs {
+            type_given: set.has(TYPE) || set.had_unknown_keys(),
             component_type: set.string(TYPE),
             description,
             instance: set.string(INSTANCE),
@@ -293,6 +295,7 @@ impl<'a> Capability<'a> {
                 span: lit.span(),
             })
             .or_else(|| doc_description(&method.attrs));
+        let effect_given = set.has(EFFECT) || set.had_unknown_keys();
         let effect = set.string(EFFECT).and_then(|lit| match Effect::parse(&lit.value()) {
             Some(effect) => Some(Spanned {
                 value: effect,
@@ -338,6 +341,7 @@ impl<'a> Capability<'a> {
             name_derived,
             description,
             effect,
+            effect_given,
             idempotent: set.flag(IDEMPOTENT).map(|(b, _)| b),
             reversible: set.flag(REVERSIBLE).map(|(b, _)| b),
             confirmation,

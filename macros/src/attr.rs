@@ -118,14 +118,17 @@ pub(crate) struct ArgSet<'c> {
     cx: &'c Ctxt,
     attribute: &'static str,
     args: Vec<Arg>,
+    unknown: bool,
 }
 
 impl<'c> ArgSet<'c> {
     /// Reports unknown keys (with a suggestion) and duplicates.
     pub(crate) fn new(cx: &'c Ctxt, attribute: &'static str, allowed: &[&str], args: Vec<Arg>) -> Self {
         let mut kept: Vec<Arg> = Vec::with_capacity(args.len());
+        let mut unknown = false;
         for arg in args {
             if !allowed.contains(&arg.key.as_str()) {
+                unknown = true;
                 cx.error_at(
                     arg.key_span,
                     format!(
@@ -148,7 +151,14 @@ impl<'c> ArgSet<'c> {
             cx,
             attribute,
             args: kept,
+            unknown,
         }
+    }
+
+    /// Whether an unknown (probably misspelled) key was reported: checks for
+    /// missing keys stay quiet then.
+    pub(crate) fn had_unknown_keys(&self) -> bool {
+        self.unknown
     }
 
     fn take(&mut self, key: &str) -> Option<Arg> {

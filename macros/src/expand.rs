@@ -10,6 +10,7 @@ use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
+use syn::ext::IdentExt;
 use syn::{ImplItem, ItemImpl, LitStr};
 
 use crate::ast::{is_helper, Capability, Component, Param};
@@ -71,6 +72,38 @@ fn return_type(capability: &Capability<'_>) -> TokenStream {
     }
 }
 
+/// The marker type naming one capability's input and return types.
+fn marker(capability: &Capability<'_>) -> syn::Ident {
+    format_ident!("__{}", capability.ident().unraw())
+}
+
+/// The marker type and its `Takes`/`Returns` impls: the one place where the
+/// input and return types are checked, at the tokens the user wrote.
+fn marker_items(capability: &Capability<'_>) -> TokenStream {
+    let marker = marker(capability);
+    let returns = return_type(capability);
+    let returns_span = capability.output.map_or(capability.ident().span(), Spanned::span);
+    let output = quote_spanned! {returns_span=> type Output = #returns; };
+    let takes = capability.input().map(|input| {
+        let ty = quote_spanned! {input.span()=> type Input = #input; };
+        quote! {
+            impl ::agent_surface::__private::Takes for #marker {
+                #ty
+            }
+        }
+    });
+    quote! {
+        #[allow(non_camel_case_types)]
+        enum #marker {}
+
+        #takes
+
+        impl ::agent_surface::__private::Returns for #marker {
+            #output
+        }
+    }
+}
+
 fn capability_contract(capability: &Capability<'_>) -> TokenStream {
     let name = lit(&capability.name.value);
     let method = lit(&capability.ident().to_string());
@@ -89,19 +122,16 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
             }
         }
     };
-    if let Some(input) = capability.input() {
-        tokens.extend(quote_spanned! {input.span()=>
+    let marker = marker(capability);
+    if capability.input().is_some() {
+        tokens.extend(quote! {
             .input(
-                ::agent_surface::__private::input_schema::<#input>,
-                ::agent_surface::__private::parse_input::<#input>,
+                ::agent_surface::__private::input_schema::<#marker>,
+                ::agent_surface::__private::parse_input::<#marker>,
             )
         });
     }
-    let returns = return_type(capability);
-    let returns_span = capability.output.map_or(capability.ident().span(), Spanned::span);
-    tokens.extend(quote_spanned! {returns_span=>
-        .output(::agent_surface::__private::output_schema::<#returns>)
-    });
+    tokens.extend(quote!(.output(::agent_surface::__private::output_schema::<#marker>)));
     if let Some(value) = capability.idempotent {
         tokens.extend(quote!(.idempotent(#value)));
     }
@@ -254,7 +284,8 @@ fn precondition_method(component: &Component<'_>) -> TokenStream {
         .enumerate()
         .filter_map(|(index, capability)| {
             let precondition = capability.precondition.as_ref()?;
-            let input = capability.input()?;
+            capability.input()?;
+            let marker = marker(capability);
             // Pass the context only when the check declares a parameter for it.
             let with_context = component
                 .method(precondition)
@@ -265,7 +296,7 @@ fn precondition_method(component: &Component<'_>) -> TokenStream {
                 quote_spanned!(precondition.span()=> Self::#precondition(self, input))
             };
             Some(quote! {
-                #index => match ::agent_surface::__private::input_ref::<#input>(_input) {
+                #index => match ::agent_surface::__private::input_ref::<#marker>(_input) {
                     ::core::option::Option::Some(input) => #call,
                     ::core::option::Option::None => ::core::result::Result::Ok(()),
                 },
@@ -303,15 +334,16 @@ fn invoke_arm(index: usize, capability: &Capability<'_>) -> TokenStream {
     } else {
         quote!(Self::#method(&*self, #(#args),*))
     };
+    let marker = marker(capability);
     let span = capability.method.sig.span();
     let future = quote_spanned! {span=>
         ::agent_surface::__private::handler(async move {
-            ::agent_surface::__private::into_outcome(#call)
+            ::agent_surface::__private::into_outcome::<#marker>(#call)
         })
     };
     match capability.input() {
-        Some(input) => quote! {
-            #index => match ::agent_surface::__private::take_input::<#input>(_input) {
+        Some(_) => quote! {
+            #index => match ::agent_surface::__private::take_input::<#marker>(_input) {
                 ::core::result::Result::Ok(input) => #future,
                 ::core::result::Result::Err(error) => ::agent_surface::__private::failed(error),
             },
@@ -333,12 +365,15 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
         .enumerate()
         .map(|(index, capability)| invoke_arm(index, capability));
     let test_name = format_ident!("agent_surface_contract_of_{}", component.rust_type_name());
+    let markers = component.capabilities.iter().map(marker_items);
 
     quote! {
         #item
 
         #[doc(hidden)]
         const _: () = {
+            #(#markers)*
+
             static CONTRACT: ::agent_surface::__private::ComponentContract = #contract;
 
             #[automatically_derived]

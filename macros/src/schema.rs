@@ -175,6 +175,10 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut predicates: Vec<TokenStream> = where_clause
         .map(|clause| clause.predicates.iter().map(|p| quote!(#p)).collect())
         .unwrap_or_default();
+    predicates.extend(item.generics.type_params().map(|param| {
+        let ident = &param.ident;
+        quote!(#ident: ::agent_surface::__private::AgentSchema)
+    }));
     predicates.extend(bounds);
     let where_tokens = if predicates.is_empty() {
         TokenStream::new()

@@ -44,6 +44,7 @@ fn check_component(cx: &Ctxt, component: &Component<'_>) {
                 cx.error_spanned_by(lit, message);
             }
         }
+        None if attrs.type_given => {}
         None => cx.error_at(
             component.attr_span,
             "missing `type = \"…\"`: every component declares its type, e.g. `#[agent_component(type = \"devices.table\")]`",
@@ -51,7 +52,7 @@ fn check_component(cx: &Ctxt, component: &Component<'_>) {
     }
     check_description(cx, attrs.description.as_ref(), MAX_COMPONENT_DESCRIPTION, || {
         cx.error_at(
-            component.attr_span,
+            component.item.impl_token.span,
             "missing description: add a doc comment (`/// …`) on the impl block or `description = \"…\"`",
         );
     });
@@ -98,7 +99,7 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
         Err(message) if capability.name_derived => cx.error_at(
             name.span,
             format!(
-                "method `{}` maps to {message}; choose a valid one with `name = \"…\"`",
+                "method `{}` gives an invalid capability name: {message}; choose one with `name = \"…\"`",
                 capability.ident()
             ),
         ),
@@ -132,6 +133,7 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
 
     if capability.kind == Kind::Action {
         match &capability.effect {
+            None if capability.effect_given => {}
             None => cx.error_at(
                 capability.attr_span,
                 "missing `effect`: view actions declare `effect = \"local-state\"` or `effect = \"navigation\"`",

@@ -19,23 +19,37 @@ pub use schemars;
 pub use serde;
 pub use std::sync::Arc;
 
-/// The raw schema of `T` (for contracts).
-pub fn input_schema<T: AgentInput>() -> Value {
-    crate::schema::generate::<T>()
+/// Names the input type of one capability. `#[agent_component]` implements
+/// it on a marker type per capability, so an unsupported input type is
+/// reported once, at the type the user wrote.
+pub trait Takes {
+    /// The handler's input type.
+    type Input: AgentInput;
 }
 
-/// The raw output schema of a handler returning `R`.
-pub fn output_schema<R: HandlerReturn>() -> Option<Value> {
-    R::output_schema()
+/// Names the return type of one capability's handler (see [`Takes`]).
+pub trait Returns {
+    /// The handler's return type.
+    type Output: HandlerReturn;
 }
 
-/// Deserializes a validated input into `T`.
+/// The raw input schema of capability `C`.
+pub fn input_schema<C: Takes>() -> Value {
+    crate::schema::generate::<C::Input>()
+}
+
+/// The raw output schema of capability `C` (`None` for `()`).
+pub fn output_schema<C: Returns>() -> Option<Value> {
+    <C::Output as HandlerReturn>::output_schema()
+}
+
+/// Deserializes a validated input of capability `C`.
 ///
-/// The validator already checked the value against `T`'s schema; a failure
+/// The validator already checked the value against the schema; a failure
 /// here means a hand-written `Deserialize` disagrees with the schema. The
 /// issue names the path and never serde's message (which may quote values).
-pub fn parse_input<T: AgentInput>(value: Value) -> Result<TypedInput, Issue> {
-    match serde_path_to_error::deserialize::<_, T>(value) {
+pub fn parse_input<C: Takes>(value: Value) -> Result<TypedInput, Issue> {
+    match serde_path_to_error::deserialize::<_, C::Input>(value) {
         Ok(input) => Ok(Box::new(input)),
         Err(err) => {
             let path = err.path().iter().fold(String::new(), |mut pointer, segment| {
@@ -58,21 +72,21 @@ pub fn parse_empty_input(_value: Value) -> Result<TypedInput, Issue> {
     Ok(Box::new(()))
 }
 
-/// Recovers the typed input handed over by the pipeline.
-pub fn take_input<T: AgentInput>(input: Option<TypedInput>) -> Result<T, ActionError> {
+/// Recovers the typed input of capability `C` handed over by the pipeline.
+pub fn take_input<C: Takes>(input: Option<TypedInput>) -> Result<C::Input, ActionError> {
     input
-        .and_then(|input| input.downcast::<T>().ok())
+        .and_then(|input| input.downcast::<C::Input>().ok())
         .map(|input| *input)
         .ok_or_else(|| ActionError::failed("internal: the pipeline passed no input of the declared type"))
 }
 
-/// Borrows the typed input for a precondition check.
-pub fn input_ref<T: AgentInput>(input: &TypedInput) -> Option<&T> {
-    input.downcast_ref::<T>()
+/// Borrows the typed input of capability `C` for a precondition check.
+pub fn input_ref<C: Takes>(input: &TypedInput) -> Option<&C::Input> {
+    input.downcast_ref::<C::Input>()
 }
 
-/// Converts a handler's return value into its outcome.
-pub fn into_outcome<R: HandlerReturn>(value: R) -> HandlerOutcome {
+/// Converts the return value of capability `C`'s handler into its outcome.
+pub fn into_outcome<C: Returns>(value: C::Output) -> HandlerOutcome {
     value.into_outcome()
 }
 

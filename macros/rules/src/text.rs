@@ -18,7 +18,7 @@
 pub fn description_from_doc_lines<'a>(lines: impl IntoIterator<Item = &'a str>) -> String {
     let mut out = String::new();
     let mut pending_break = false;
-    for line in lines.into_iter().flat_map(str::lines) {
+    for line in lines.into_iter().flat_map(|text| text.split('\n')) {
         let line = line.trim();
         if line.is_empty() {
             pending_break = !out.is_empty();

@@ -1,0 +1,13 @@
+use agent_surface::prelude::*;
+
+struct Table;
+
+/// A table.
+#[agent_component(type = "devices.table")]
+impl Table {
+    /// Clear the selection.
+    #[action(effect = "local-state", when = "has_selection")]
+    fn clear(&self) {}
+}
+
+fn main() {}

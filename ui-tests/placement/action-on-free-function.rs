@@ -1,0 +1,7 @@
+use agent_surface::prelude::*;
+
+/// Clear.
+#[action(effect = "local-state")]
+fn clear() {}
+
+fn main() {}

@@ -1,0 +1,7 @@
+use agent_surface::prelude::*;
+
+/// A table.
+#[agent_component(type = "devices.table")]
+struct Table;
+
+fn main() {}
