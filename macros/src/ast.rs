@@ -103,7 +103,11 @@ pub(crate) fn doc_description(attrs: &[syn::Attribute]) -> Option<Spanned<String
             continue;
         }
         if let syn::Meta::NameValue(syn::MetaNameValue {
-            value: syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(lit), .. }),
+            value:
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(lit),
+                    ..
+                }),
             ..
         }) = &attr.meta
         {
@@ -119,9 +123,14 @@ pub(crate) fn doc_description(attrs: &[syn::Attribute]) -> Option<Spanned<String
 /// Whether `attr` is the helper attribute `name` (`#[name]` or `#[agent_surface::name]`).
 pub(crate) fn is_helper(attr: &syn::Attribute, name: &str) -> bool {
     let path = attr.path();
-    path.segments.last().is_some_and(|segment| segment.ident == name)
+    path.segments
+        .last()
+        .is_some_and(|segment| segment.ident == name)
         && (path.segments.len() == 1
-            || path.segments.first().is_some_and(|first| first.ident == "agent_surface"))
+            || path
+                .segments
+                .first()
+                .is_some_and(|first| first.ident == "agent_surface"))
 }
 
 fn helper_kind(attr: &syn::Attribute) -> Option<Kind> {
@@ -267,7 +276,10 @@ impl<'a> Capability<'a> {
                 }
             },
             syn::Meta::NameValue(value) => {
-                cx.error_spanned_by(value, format!("write `{label}` or `{label}(key = value, …)`"));
+                cx.error_spanned_by(
+                    value,
+                    format!("write `{label}` or `{label}(key = value, …)`"),
+                );
                 Vec::new()
             }
         };
@@ -296,25 +308,28 @@ impl<'a> Capability<'a> {
             })
             .or_else(|| doc_description(&method.attrs));
         let effect_given = set.has(EFFECT) || set.had_unknown_keys();
-        let effect = set.string(EFFECT).and_then(|lit| match Effect::parse(&lit.value()) {
-            Some(effect) => Some(Spanned {
-                value: effect,
-                span: lit.span(),
-            }),
-            None => {
-                let allowed: Vec<&str> = Effect::allowed(Kind::Action).map(Effect::as_str).collect();
-                cx.error_spanned_by(
-                    &lit,
-                    format!(
-                        "unknown effect `{}`; {}view actions declare one of: {}",
-                        lit.value(),
-                        attr::did_you_mean(&lit.value(), &allowed),
-                        allowed.join(", ")
-                    ),
-                );
-                None
-            }
-        });
+        let effect = set
+            .string(EFFECT)
+            .and_then(|lit| match Effect::parse(&lit.value()) {
+                Some(effect) => Some(Spanned {
+                    value: effect,
+                    span: lit.span(),
+                }),
+                None => {
+                    let allowed: Vec<&str> =
+                        Effect::allowed(Kind::Action).map(Effect::as_str).collect();
+                    cx.error_spanned_by(
+                        &lit,
+                        format!(
+                            "unknown effect `{}`; {}view actions declare one of: {}",
+                            lit.value(),
+                            attr::did_you_mean(&lit.value(), &allowed),
+                            allowed.join(", ")
+                        ),
+                    );
+                    None
+                }
+            });
         let confirmation = set.string(CONFIRMATION).and_then(|lit| {
             Confirmation::parse(&lit.value()).or_else(|| {
                 cx.error_spanned_by(&lit, "confirmation is one of: never, optional, required");
@@ -371,11 +386,15 @@ fn without_action_only_keys(cx: &Ctxt, args: Vec<attr::Arg>) -> Vec<attr::Arg> {
     let mut kept = Vec::with_capacity(args.len());
     for arg in args {
         let why = match arg.key.as_str() {
-            EFFECT => "observations have no effect: they only read state (effect `read` is implied)",
+            EFFECT => {
+                "observations have no effect: they only read state (effect `read` is implied)"
+            }
             CONFIRMATION => "observations never ask for confirmation: they only read state",
             IDEMPOTENT | REVERSIBLE => "observations are always idempotent and change nothing",
             AUDIT => "observations are not audited by level; use an `audit` policy",
-            PRECONDITION => "observations take no input, so there is nothing to check; use `when` for availability",
+            PRECONDITION => {
+                "observations take no input, so there is nothing to check; use `when` for availability"
+            }
             _ => {
                 kept.push(arg);
                 continue;
@@ -387,7 +406,11 @@ fn without_action_only_keys(cx: &Ctxt, args: Vec<attr::Arg>) -> Vec<attr::Arg> {
 }
 
 /// Checks the handler signature and classifies its parameters.
-fn signature<'a>(cx: &Ctxt, kind: Kind, method: &'a ImplItemFn) -> (Vec<Param<'a>>, Option<&'a Type>) {
+fn signature<'a>(
+    cx: &Ctxt,
+    kind: Kind,
+    method: &'a ImplItemFn,
+) -> (Vec<Param<'a>>, Option<&'a Type>) {
     let sig = &method.sig;
     if let Some(unsafety) = &sig.unsafety {
         cx.error_spanned_by(unsafety, "handlers cannot be `unsafe fn`");
@@ -438,7 +461,10 @@ fn signature<'a>(cx: &Ctxt, kind: Kind, method: &'a ImplItemFn) -> (Vec<Param<'a
     let mut seen_context = false;
     for arg in inputs {
         let FnArg::Typed(typed) = arg else { continue };
-        if !matches!(&*typed.pat, Pat::Ident(_) | Pat::Wild(_) | Pat::Struct(_) | Pat::TupleStruct(_)) {
+        if !matches!(
+            &*typed.pat,
+            Pat::Ident(_) | Pat::Wild(_) | Pat::Struct(_) | Pat::TupleStruct(_)
+        ) {
             cx.error_spanned_by(&typed.pat, "use a plain parameter name here");
         }
         match &*typed.ty {

@@ -123,7 +123,12 @@ pub(crate) struct ArgSet<'c> {
 
 impl<'c> ArgSet<'c> {
     /// Reports unknown keys (with a suggestion) and duplicates.
-    pub(crate) fn new(cx: &'c Ctxt, attribute: &'static str, allowed: &[&str], args: Vec<Arg>) -> Self {
+    pub(crate) fn new(
+        cx: &'c Ctxt,
+        attribute: &'static str,
+        allowed: &[&str],
+        args: Vec<Arg>,
+    ) -> Self {
         let mut kept: Vec<Arg> = Vec::with_capacity(args.len());
         let mut unknown = false;
         for arg in args {
@@ -253,7 +258,10 @@ impl<'c> ArgSet<'c> {
             ArgValue::Lit(Lit::Str(lit)) => Some(Ok(lit)),
             ArgValue::Ident(ident) => Some(Err(ident)),
             _ => {
-                self.mismatch(&arg, "a string literal or the name of a method returning the text");
+                self.mismatch(
+                    &arg,
+                    "a string literal or the name of a method returning the text",
+                );
                 None
             }
         }
@@ -301,7 +309,10 @@ pub(crate) fn json_object(cx: &Ctxt, attribute: &str, args: &[Arg]) -> String {
     let mut seen: Vec<&str> = Vec::new();
     for arg in args {
         if seen.contains(&arg.key.as_str()) {
-            cx.error_at(arg.key_span, format!("key `{}` is given twice in `{attribute}`", arg.key));
+            cx.error_at(
+                arg.key_span,
+                format!("key `{}` is given twice in `{attribute}`", arg.key),
+            );
             continue;
         }
         seen.push(&arg.key);

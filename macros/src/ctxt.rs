@@ -23,7 +23,9 @@ impl Ctxt {
 
     /// Records an error at a span.
     pub(crate) fn error_at<M: Display>(&self, span: proc_macro2::Span, message: M) {
-        self.errors.borrow_mut().push(syn::Error::new(span, message));
+        self.errors
+            .borrow_mut()
+            .push(syn::Error::new(span, message));
     }
 
     /// Records a syn error.

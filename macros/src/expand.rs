@@ -9,11 +9,11 @@
 use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
-use syn::spanned::Spanned;
 use syn::ext::IdentExt;
+use syn::spanned::Spanned;
 use syn::{ImplItem, ItemImpl, LitStr};
 
-use crate::ast::{is_helper, Capability, Component, Param};
+use crate::ast::{Capability, Component, Param, is_helper};
 use crate::symbol::{ACTION, OBSERVATION};
 
 /// The user's impl block without `#[observation]` / `#[action]` attributes.
@@ -82,7 +82,9 @@ fn marker(capability: &Capability<'_>) -> syn::Ident {
 fn marker_items(capability: &Capability<'_>) -> TokenStream {
     let marker = marker(capability);
     let returns = return_type(capability);
-    let returns_span = capability.output.map_or(capability.ident().span(), Spanned::span);
+    let returns_span = capability
+        .output
+        .map_or(capability.ident().span(), Spanned::span);
     let output = quote_spanned! {returns_span=> type Output = #returns; };
     let takes = capability.input().map(|input| {
         let ty = quote_spanned! {input.span()=> type Input = #input; };
@@ -116,7 +118,12 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
             ::agent_surface::__private::CapabilityContract::observation(#name, #method, #description)
         },
         _ => {
-            let effect = effect_tokens(capability.effect.as_ref().map_or(Effect::LocalState, |e| e.value));
+            let effect = effect_tokens(
+                capability
+                    .effect
+                    .as_ref()
+                    .map_or(Effect::LocalState, |e| e.value),
+            );
             quote! {
                 ::agent_surface::__private::CapabilityContract::action(#name, #method, #description, #effect)
             }
@@ -174,7 +181,10 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
 fn component_contract(component: &Component<'_>) -> TokenStream {
     let attrs = &component.attrs;
     let component_type = attrs.component_type.clone().unwrap_or_else(|| lit(""));
-    let description = lit(attrs.description.as_ref().map_or("", |text| text.value.as_str()));
+    let description = lit(attrs
+        .description
+        .as_ref()
+        .map_or("", |text| text.value.as_str()));
     let capabilities = component.capabilities.iter().map(capability_contract);
     let rust_type = lit(&component.rust_type_name());
     let at = component.item.impl_token.span;

@@ -11,7 +11,8 @@ use crate::expand::strip_helpers;
 pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
     let item = strip_helpers(component.item);
     let self_ty = component.self_ty;
-    let representable = component.item.trait_.is_none() && component.item.generics.params.is_empty();
+    let representable =
+        component.item.trait_.is_none() && component.item.generics.params.is_empty();
     if !representable {
         return quote!(#item);
     }

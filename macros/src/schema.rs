@@ -13,16 +13,24 @@ use crate::ctxt::Ctxt;
 
 /// Whether the item already derives the trait named `name`.
 fn derives(attrs: &[Attribute], name: &str) -> bool {
-    attrs.iter().filter(|attr| attr.path().is_ident("derive")).any(|attr| {
-        let mut found = false;
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.segments.last().is_some_and(|segment| segment.ident == name) {
-                found = true;
-            }
-            Ok(())
-        });
-        found
-    })
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("derive"))
+        .any(|attr| {
+            let mut found = false;
+            let _ = attr.parse_nested_meta(|meta| {
+                if meta
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|segment| segment.ident == name)
+                {
+                    found = true;
+                }
+                Ok(())
+            });
+            found
+        })
 }
 
 /// The keys used in the item's `#[serde(...)]` (or `#[schemars(...)]`) attributes.
@@ -51,8 +59,17 @@ fn attr_keys(attrs: &[Attribute], namespace: &str) -> Vec<String> {
 fn field_schema_is_replaced(attrs: &[Attribute]) -> bool {
     let serde = attr_keys(attrs, "serde");
     let schemars = attr_keys(attrs, "schemars");
-    let replaced = ["skip", "with", "serialize_with", "deserialize_with", "schema_with"];
-    serde.iter().chain(schemars.iter()).any(|key| replaced.contains(&key.as_str()))
+    let replaced = [
+        "skip",
+        "with",
+        "serialize_with",
+        "deserialize_with",
+        "schema_with",
+    ];
+    serde
+        .iter()
+        .chain(schemars.iter())
+        .any(|key| replaced.contains(&key.as_str()))
 }
 
 /// Whether a type mentions one of the item's generic parameters.
@@ -73,7 +90,10 @@ fn mentions_generics(ty: &Type, generics: &Generics) -> bool {
     if params.is_empty() {
         return false;
     }
-    let mut finder = Finder { params, found: false };
+    let mut finder = Finder {
+        params,
+        found: false,
+    };
     finder.visit_type(ty);
     finder.found
 }
@@ -81,7 +101,11 @@ fn mentions_generics(ty: &Type, generics: &Generics) -> bool {
 fn fields_of(data: &Data) -> Vec<&syn::Field> {
     match data {
         Data::Struct(data) => data.fields.iter().collect(),
-        Data::Enum(data) => data.variants.iter().flat_map(|variant| variant.fields.iter()).collect(),
+        Data::Enum(data) => data
+            .variants
+            .iter()
+            .flat_map(|variant| variant.fields.iter())
+            .collect(),
         Data::Union(_) => Vec::new(),
     }
 }
@@ -114,10 +138,13 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let ident = &item.ident;
     let serde_keys = attr_keys(&item.attrs, "serde");
     let fields = fields_of(&item.data);
-    let named_struct = matches!(&item.data, Data::Struct(data) if matches!(data.fields, Fields::Named(_)));
-    let has_flatten = fields
-        .iter()
-        .any(|field| attr_keys(&field.attrs, "serde").iter().any(|key| key == "flatten"));
+    let named_struct =
+        matches!(&item.data, Data::Struct(data) if matches!(data.fields, Fields::Named(_)));
+    let has_flatten = fields.iter().any(|field| {
+        attr_keys(&field.attrs, "serde")
+            .iter()
+            .any(|key| key == "flatten")
+    });
 
     let mut derive_paths = Vec::new();
     if options.serialize && !derives(&item.attrs, "Serialize") {
@@ -161,7 +188,10 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     // types over the item's generics become bounds of the impl.
     let mut assertions = Vec::new();
     let mut bounds = Vec::new();
-    for field in fields.iter().filter(|field| !field_schema_is_replaced(&field.attrs)) {
+    for field in fields
+        .iter()
+        .filter(|field| !field_schema_is_replaced(&field.attrs))
+    {
         let ty = &field.ty;
         if mentions_generics(ty, &item.generics) {
             bounds.push(quote!(#ty: ::agent_surface::__private::AgentSchema));

@@ -3,7 +3,7 @@
 //! method an attribute names exists.
 
 use agent_surface_rules::{
-    ids, Effect, Kind, MAX_CAPABILITY_DESCRIPTION, MAX_COMPONENT_DESCRIPTION, MAX_META_BYTES,
+    Effect, Kind, MAX_CAPABILITY_DESCRIPTION, MAX_COMPONENT_DESCRIPTION, MAX_META_BYTES, ids,
 };
 
 use crate::ast::{Capability, Component, Spanned};
@@ -17,7 +17,12 @@ pub(crate) fn check(cx: &Ctxt, component: &Component<'_>) {
     check_unique_names(cx, component);
 }
 
-fn check_description(cx: &Ctxt, description: Option<&Spanned<String>>, limit: usize, missing: impl FnOnce()) {
+fn check_description(
+    cx: &Ctxt,
+    description: Option<&Spanned<String>>,
+    limit: usize,
+    missing: impl FnOnce(),
+) {
     match description {
         None => missing(),
         Some(text) if text.value.trim().is_empty() => cx.error_at(
@@ -50,31 +55,36 @@ fn check_component(cx: &Ctxt, component: &Component<'_>) {
             "missing `type = \"…\"`: every component declares its type, e.g. `#[agent_component(type = \"devices.table\")]`",
         ),
     }
-    check_description(cx, attrs.description.as_ref(), MAX_COMPONENT_DESCRIPTION, || {
-        cx.error_at(
+    check_description(
+        cx,
+        attrs.description.as_ref(),
+        MAX_COMPONENT_DESCRIPTION,
+        || {
+            cx.error_at(
             component.item.impl_token.span,
             "missing description: add a doc comment (`/// …`) on the impl block or `description = \"…\"`",
         );
-    });
-    if let Some(lit) = &attrs.instance {
-        if let Err(message) = ids::check_instance_id(&lit.value()) {
-            cx.error_spanned_by(lit, message);
-        }
+        },
+    );
+    if let Some(lit) = &attrs.instance
+        && let Err(message) = ids::check_instance_id(&lit.value())
+    {
+        cx.error_spanned_by(lit, message);
     }
     if let Some((parent_type, instance)) = &attrs.parent {
         if let Err(message) = ids::check_component_type(&parent_type.value()) {
             cx.error_spanned_by(parent_type, message);
         }
-        if let Some(lit) = instance {
-            if let Err(message) = ids::check_instance_id(&lit.value()) {
-                cx.error_spanned_by(lit, message);
-            }
+        if let Some(lit) = instance
+            && let Err(message) = ids::check_instance_id(&lit.value())
+        {
+            cx.error_spanned_by(lit, message);
         }
     }
-    if let Some(lit) = &attrs.origin {
-        if lit.value().trim().is_empty() {
-            cx.error_spanned_by(lit, "the origin label is empty; omit it for `first-party`");
-        }
+    if let Some(lit) = &attrs.origin
+        && lit.value().trim().is_empty()
+    {
+        cx.error_spanned_by(lit, "the origin label is empty; omit it for `first-party`");
     }
     if let Some(meta) = &attrs.meta {
         check_meta(cx, meta);
@@ -124,12 +134,17 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
         Kind::Observation => "observation",
         _ => "action",
     };
-    check_description(cx, capability.description.as_ref(), MAX_CAPABILITY_DESCRIPTION, || {
-        cx.error_at(
+    check_description(
+        cx,
+        capability.description.as_ref(),
+        MAX_CAPABILITY_DESCRIPTION,
+        || {
+            cx.error_at(
             capability.ident().span(),
             format!("missing description for {label} `{}`: add a doc comment (`/// …`) or `description = \"…\"`", name.value),
         );
-    });
+        },
+    );
 
     if capability.kind == Kind::Action {
         match &capability.effect {
@@ -168,7 +183,10 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
         Some(Ok(lit)) => {
             let text = lit.value();
             if text.trim().is_empty() {
-                cx.error_spanned_by(lit, "the unavailable reason is empty; say what enables the capability");
+                cx.error_spanned_by(
+                    lit,
+                    "the unavailable reason is empty; say what enables the capability",
+                );
             } else if agent_surface_rules::char_len(&text) > MAX_CAPABILITY_DESCRIPTION {
                 cx.error_spanned_by(
                     lit,
@@ -177,12 +195,24 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
             }
         }
         Some(Err(method)) => {
-            check_named_method(cx, component, capability, Some(method), "unavailable_reason");
+            check_named_method(
+                cx,
+                component,
+                capability,
+                Some(method),
+                "unavailable_reason",
+            );
         }
         None => {}
     }
     if let Some(precondition) = &capability.precondition {
-        check_named_method(cx, component, capability, Some(precondition), "precondition");
+        check_named_method(
+            cx,
+            component,
+            capability,
+            Some(precondition),
+            "precondition",
+        );
         if capability.input().is_none() {
             cx.error_spanned_by(
                 precondition,

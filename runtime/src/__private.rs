@@ -52,16 +52,21 @@ pub fn parse_input<C: Takes>(value: Value) -> Result<TypedInput, Issue> {
     match serde_path_to_error::deserialize::<_, C::Input>(value) {
         Ok(input) => Ok(Box::new(input)),
         Err(err) => {
-            let path = err.path().iter().fold(String::new(), |mut pointer, segment| {
-                use serde_path_to_error::Segment;
-                pointer.push('/');
-                match segment {
-                    Segment::Seq { index } => pointer.push_str(&index.to_string()),
-                    Segment::Map { key } | Segment::Enum { variant: key } => pointer.push_str(key),
-                    Segment::Unknown => pointer.push('?'),
-                }
-                pointer
-            });
+            let path = err
+                .path()
+                .iter()
+                .fold(String::new(), |mut pointer, segment| {
+                    use serde_path_to_error::Segment;
+                    pointer.push('/');
+                    match segment {
+                        Segment::Seq { index } => pointer.push_str(&index.to_string()),
+                        Segment::Map { key } | Segment::Enum { variant: key } => {
+                            pointer.push_str(key)
+                        }
+                        Segment::Unknown => pointer.push('?'),
+                    }
+                    pointer
+                });
             Err(Issue::new(path, "does not match the expected type"))
         }
     }
@@ -77,7 +82,9 @@ pub fn take_input<C: Takes>(input: Option<TypedInput>) -> Result<C::Input, Actio
     input
         .and_then(|input| input.downcast::<C::Input>().ok())
         .map(|input| *input)
-        .ok_or_else(|| ActionError::failed("internal: the pipeline passed no input of the declared type"))
+        .ok_or_else(|| {
+            ActionError::failed("internal: the pipeline passed no input of the declared type")
+        })
 }
 
 /// Borrows the typed input of capability `C` for a precondition check.

@@ -246,7 +246,10 @@ fn js_number(f: f64) -> String {
     }
     if k <= n && n <= 21 {
         out.push_str(&digits);
-        out.extend(std::iter::repeat_n('0', usize::try_from(n - k).unwrap_or(0)));
+        out.extend(std::iter::repeat_n(
+            '0',
+            usize::try_from(n - k).unwrap_or(0),
+        ));
     } else if 0 < n && n <= 21 {
         let split = usize::try_from(n).unwrap_or(0);
         out.push_str(digits.get(..split).unwrap_or_default());
@@ -377,14 +380,20 @@ mod tests {
     #[test]
     fn strings_are_escaped_as_json_stringify_escapes_them() {
         let value = json!("a\"b\\c\n\u{1}\u{7f}\u{2028}é");
-        assert_eq!(canonical_json(&value), "\"a\\\"b\\\\c\\n\\u0001\u{7f}\u{2028}é\"");
+        assert_eq!(
+            canonical_json(&value),
+            "\"a\\\"b\\\\c\\n\\u0001\u{7f}\u{2028}é\""
+        );
     }
 
     #[test]
     fn keys_sort_by_utf16_code_units() {
         // U+FF21 sorts after U+1F600 in UTF-16 (0xFF21 > 0xD83D) but before it in UTF-8.
         let value = json!({"\u{ff21}": 1, "\u{1f600}": 2, "a": 3});
-        assert_eq!(canonical_json(&value), "{\"a\":3,\"\u{1f600}\":2,\"\u{ff21}\":1}");
+        assert_eq!(
+            canonical_json(&value),
+            "{\"a\":3,\"\u{1f600}\":2,\"\u{ff21}\":1}"
+        );
         assert_eq!(utf16_cmp("\u{ff21}", "\u{1f600}"), Ordering::Greater);
         assert_eq!(utf16_cmp("ab", "abc"), Ordering::Less);
     }

@@ -49,8 +49,10 @@ inventory::collect!(CatalogEntry);
 
 /// Every authored contract, unchecked, sorted by component type then Rust path.
 pub fn contracts() -> Vec<&'static ComponentContract> {
-    let mut all: Vec<&'static ComponentContract> =
-        inventory::iter::<CatalogEntry>.into_iter().map(|entry| (entry.contract)()).collect();
+    let mut all: Vec<&'static ComponentContract> = inventory::iter::<CatalogEntry>
+        .into_iter()
+        .map(|entry| (entry.contract)())
+        .collect();
     all.sort_by_key(|contract| {
         let source = contract.source();
         (contract.component_type(), source.module, source.rust_type)

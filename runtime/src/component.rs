@@ -110,7 +110,8 @@ impl<T: AgentOutput, E: Into<ActionError>> HandlerReturn for Result<T, E> {
         Some(crate::schema::generate::<T>())
     }
     fn into_outcome(self) -> HandlerOutcome {
-        self.map_err(Into::into).and_then(HandlerReturn::into_outcome)
+        self.map_err(Into::into)
+            .and_then(HandlerReturn::into_outcome)
     }
 }
 

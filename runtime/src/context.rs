@@ -198,7 +198,9 @@ pub struct ReadContext {
 }
 
 impl ReadContext {
-    pub(crate) fn new(
+    /// A context. The registry builds one per call; build your own to unit
+    /// test a handler by calling the component's method directly.
+    pub fn new(
         capability_id: CapabilityId,
         registration_id: Arc<str>,
         consumer: Consumer,
@@ -254,7 +256,9 @@ pub struct ActionContext {
 }
 
 impl ActionContext {
-    pub(crate) fn new(
+    /// A context. The registry builds one per call; build your own to unit
+    /// test a handler by calling the component's method directly.
+    pub fn new(
         read: ReadContext,
         invocation_id: Arc<str>,
         cancellation: CancellationToken,

@@ -114,7 +114,11 @@ pub struct CapabilityContract {
 impl CapabilityContract {
     /// Starts an observation contract (generated code only).
     #[doc(hidden)]
-    pub const fn observation(name: &'static str, method: &'static str, description: &'static str) -> Self {
+    pub const fn observation(
+        name: &'static str,
+        method: &'static str,
+        description: &'static str,
+    ) -> Self {
         Self::new(Kind::Observation, name, method, description, Effect::Read)
     }
 
@@ -289,7 +293,11 @@ impl ComponentContract {
         self
     }
     #[doc(hidden)]
-    pub const fn parent(mut self, component_type: &'static str, instance: Option<&'static str>) -> Self {
+    pub const fn parent(
+        mut self,
+        component_type: &'static str,
+        instance: Option<&'static str>,
+    ) -> Self {
         self.parent = Some((component_type, instance));
         self
     }
@@ -348,8 +356,9 @@ pub struct CheckedSchema {
 
 impl CheckedSchema {
     fn build(raw: Value, subject: &str) -> Result<CheckedSchema, DefinitionError> {
-        let unsupported =
-            |err: schema::SchemaError| DefinitionError::new(K::UnsupportedSchema, subject, err.to_string());
+        let unsupported = |err: schema::SchemaError| {
+            DefinitionError::new(K::UnsupportedSchema, subject, err.to_string())
+        };
         let json = schema::normalize(raw).map_err(unsupported)?;
         let unlimited = SchemaLimits {
             max_bytes: usize::MAX,
@@ -580,7 +589,10 @@ fn parse_json_object(
         return Err(DefinitionError::new(
             K::LimitExceeded,
             subject,
-            format!("{what} is {} bytes serialized; the limit is {limit}", json.len()),
+            format!(
+                "{what} is {} bytes serialized; the limit is {limit}",
+                json.len()
+            ),
         ));
     }
     match serde_json::from_str::<Value>(json) {
@@ -615,9 +627,11 @@ fn check_description(text: &str, limit: usize, subject: &str) -> Result<Arc<str>
 impl CheckedContract {
     fn build(contract: &ComponentContract) -> Result<CheckedContract, DefinitionError> {
         let subject = contract.component_type;
-        let invalid_id = |err: crate::ids::IdError| DefinitionError::new(K::InvalidId, subject, err.to_string());
+        let invalid_id =
+            |err: crate::ids::IdError| DefinitionError::new(K::InvalidId, subject, err.to_string());
         let component_type = ComponentType::new(contract.component_type).map_err(invalid_id)?;
-        let description = check_description(contract.description, MAX_COMPONENT_DESCRIPTION, subject)?;
+        let description =
+            check_description(contract.description, MAX_COMPONENT_DESCRIPTION, subject)?;
         let default_instance = match contract.instance {
             Some(instance) => InstanceId::new(instance).map_err(invalid_id)?,
             None => InstanceId::default_instance(),
@@ -634,12 +648,17 @@ impl CheckedContract {
         };
         let origin = contract.origin.unwrap_or("first-party");
         if origin.trim().is_empty() {
-            return Err(DefinitionError::new(K::InvalidDefinition, subject, "the origin label is empty"));
+            return Err(DefinitionError::new(
+                K::InvalidDefinition,
+                subject,
+                "the origin label is empty",
+            ));
         }
         let meta = parse_json_object(contract.meta, subject, "meta", Some(MAX_META_BYTES))?;
         let internal = internal_of(contract.internal, subject)?;
 
-        let mut capabilities: Vec<CheckedCapability> = Vec::with_capacity(contract.capabilities.len());
+        let mut capabilities: Vec<CheckedCapability> =
+            Vec::with_capacity(contract.capabilities.len());
         for (index, capability) in contract.capabilities.iter().enumerate() {
             let checked = CheckedCapability::build(index, capability, &component_type)?;
             if let Some(earlier) = capabilities.iter().find(|c| c.name == checked.name) {
@@ -711,7 +730,9 @@ impl CheckedContract {
     }
     /// The observations.
     pub fn observations(&self) -> impl Iterator<Item = &CheckedCapability> {
-        self.capabilities.iter().filter(|c| c.kind == Kind::Observation)
+        self.capabilities
+            .iter()
+            .filter(|c| c.kind == Kind::Observation)
     }
     /// The actions.
     pub fn actions(&self) -> impl Iterator<Item = &CheckedCapability> {
@@ -751,8 +772,9 @@ impl CheckedCapability {
         component_type: &ComponentType,
     ) -> Result<CheckedCapability, DefinitionError> {
         let fallback_subject = format!("view:{component_type}.{}", contract.name);
-        let name = CapabilityName::new(contract.name)
-            .map_err(|err| DefinitionError::new(K::InvalidId, &fallback_subject, err.to_string()))?;
+        let name = CapabilityName::new(contract.name).map_err(|err| {
+            DefinitionError::new(K::InvalidId, &fallback_subject, err.to_string())
+        })?;
         let id = CapabilityId::view(component_type, &name);
         if id.as_str().len() > rules::ids::MAX_ID_LEN {
             return Err(DefinitionError::new(
@@ -766,7 +788,8 @@ impl CheckedCapability {
             ));
         }
         let subject = id.as_str();
-        let description = check_description(contract.description, MAX_CAPABILITY_DESCRIPTION, subject)?;
+        let description =
+            check_description(contract.description, MAX_CAPABILITY_DESCRIPTION, subject)?;
         let Some(defaults) = Defaults::of(contract.kind, contract.effect) else {
             let allowed: Vec<&str> = Effect::allowed(contract.kind).map(Effect::as_str).collect();
             return Err(DefinitionError::new(
@@ -808,12 +831,18 @@ impl CheckedCapability {
             }
             None if observation => None,
             None => Some((
-                CheckedSchema::build(schema::empty_object_schema(), &format!("{subject} input schema"))?,
+                CheckedSchema::build(
+                    schema::empty_object_schema(),
+                    &format!("{subject} input schema"),
+                )?,
                 crate::__private::parse_empty_input as ParseFn,
             )),
         };
         let output = match contract.output.and_then(|schema_fn| schema_fn()) {
-            Some(raw) => Some(CheckedSchema::build(raw, &format!("{subject} output schema"))?),
+            Some(raw) => Some(CheckedSchema::build(
+                raw,
+                &format!("{subject} output schema"),
+            )?),
             None => None,
         };
         if observation && output.is_none() {
@@ -836,7 +865,11 @@ impl CheckedCapability {
                 contract.idempotent.unwrap_or(defaults.idempotent)
             },
             reversible: contract.reversible.or(defaults.reversible),
-            confirmation: if observation { Confirmation::Never } else { confirmation },
+            confirmation: if observation {
+                Confirmation::Never
+            } else {
+                confirmation
+            },
             audit: contract.audit.unwrap_or(defaults.audit),
             input,
             output,
@@ -883,8 +916,14 @@ impl Serialize for CheckedContract {
         if let Some(meta) = &self.meta {
             out.serialize_field("meta", &**meta)?;
         }
-        out.serialize_field("rustType", &format!("{}::{}", self.source.module, self.source.rust_type))?;
-        out.serialize_field("observations", &Capabilities(&self.capabilities, Kind::Observation))?;
+        out.serialize_field(
+            "rustType",
+            &format!("{}::{}", self.source.module, self.source.rust_type),
+        )?;
+        out.serialize_field(
+            "observations",
+            &Capabilities(&self.capabilities, Kind::Observation),
+        )?;
         out.serialize_field("actions", &Capabilities(&self.capabilities, Kind::Action))?;
         out.end()
     }
@@ -915,7 +954,9 @@ impl Serialize for CheckedCapability {
         }
         match self.reason {
             ReasonSource::Static(reason) => out.serialize_entry("unavailableReason", reason)?,
-            ReasonSource::Dynamic => out.serialize_entry("unavailableReason", "(computed from live state)")?,
+            ReasonSource::Dynamic => {
+                out.serialize_entry("unavailableReason", "(computed from live state)")?
+            }
             ReasonSource::None => {}
         }
         if self.has_when {

@@ -145,10 +145,34 @@ const MATRIX: [CodeSpec; 16] = {
     use ErrorCode as C;
     use Retry as R;
     [
-        row(C::CapabilityNotFound, &[2, 4], &[R::AfterRefresh], true, &[]),
-        row(C::CapabilityNotAvailable, &[3, 4], &[R::AfterRefresh], true, &["reason"]),
-        row(C::AmbiguousInstance, &[2], &[R::WithChanges], true, &["instances"]),
-        row(C::ComponentUnmounted, &[2, 9], &[R::AfterRefresh], true, &["phase"]),
+        row(
+            C::CapabilityNotFound,
+            &[2, 4],
+            &[R::AfterRefresh],
+            true,
+            &[],
+        ),
+        row(
+            C::CapabilityNotAvailable,
+            &[3, 4],
+            &[R::AfterRefresh],
+            true,
+            &["reason"],
+        ),
+        row(
+            C::AmbiguousInstance,
+            &[2],
+            &[R::WithChanges],
+            true,
+            &["instances"],
+        ),
+        row(
+            C::ComponentUnmounted,
+            &[2, 9],
+            &[R::AfterRefresh],
+            true,
+            &["phase"],
+        ),
         row(
             C::StaleCapability,
             &[2],
@@ -156,7 +180,13 @@ const MATRIX: [CodeSpec; 16] = {
             true,
             &["reason", "liveRegistrationId"],
         ),
-        row(C::InvocationConflict, &[1], &[R::WithChanges], false, &["reason"]),
+        row(
+            C::InvocationConflict,
+            &[1],
+            &[R::WithChanges],
+            false,
+            &["reason"],
+        ),
         row(
             C::InvalidInput,
             &[5],
@@ -194,7 +224,13 @@ const MATRIX: [CodeSpec; 16] = {
             false,
             &["reason", "retryAfterMs"],
         ),
-        row(C::Timeout, &[9], &[R::No, R::Yes], true, &["timeoutMs", "idempotent"]),
+        row(
+            C::Timeout,
+            &[9],
+            &[R::No, R::Yes],
+            true,
+            &["timeoutMs", "idempotent"],
+        ),
         row(C::Cancelled, &[8, 9], &[R::Yes, R::No], true, &[]),
         row(
             C::ExecutionFailed,
@@ -208,6 +244,7 @@ const MATRIX: [CodeSpec; 16] = {
 
 impl ErrorCode {
     /// Every code, in the order of the specification's error table.
+    #[allow(clippy::indexing_slicing)] // const evaluation checks the bounds
     pub const ALL: [ErrorCode; 16] = {
         let mut all = [ErrorCode::CapabilityNotFound; 16];
         let mut index = 0;
@@ -219,6 +256,7 @@ impl ErrorCode {
     };
 
     /// The code's row of the error matrix.
+    #[allow(clippy::indexing_slicing)] // one row per variant, asserted at compile time below
     pub const fn spec(self) -> &'static CodeSpec {
         // MATRIX is declared in enum order; the const assertion below keeps it so.
         &MATRIX[self as usize]
@@ -260,10 +298,14 @@ impl ErrorCode {
     }
 }
 
+#[allow(clippy::indexing_slicing)] // const evaluation checks the bounds
 const _: () = {
     let mut index = 0;
     while index < MATRIX.len() {
-        assert!(MATRIX[index].code as usize == index, "MATRIX must follow enum order");
+        assert!(
+            MATRIX[index].code as usize == index,
+            "MATRIX must follow enum order"
+        );
         assert!(!MATRIX[index].retry.is_empty());
         index += 1;
     }
@@ -321,8 +363,8 @@ impl ErrorPayload {
     /// except for `PRECONDITION_FAILED`, whose details are the author's.
     #[must_use]
     pub fn with_detail(mut self, key: &str, value: impl Into<Value>) -> ErrorPayload {
-        let allowed = self.code == ErrorCode::PreconditionFailed
-            || self.code.spec().details.contains(&key);
+        let allowed =
+            self.code == ErrorCode::PreconditionFailed || self.code.spec().details.contains(&key);
         if allowed {
             self.details
                 .get_or_insert_with(Map::new)
@@ -559,8 +601,12 @@ impl FailureReason {
             FailureReason::OutputTooLarge => {
                 "The operation's result was too large to return. Narrow the request."
             }
-            FailureReason::Transport => "The backend could not be reached or failed. Do not retry it unchanged.",
-            FailureReason::Transient { .. } => "The operation failed temporarily. Retry after a delay.",
+            FailureReason::Transport => {
+                "The backend could not be reached or failed. Do not retry it unchanged."
+            }
+            FailureReason::Transient { .. } => {
+                "The operation failed temporarily. Retry after a delay."
+            }
         }
     }
 }
@@ -651,7 +697,13 @@ impl DefinitionError {
 
 impl fmt::Display for DefinitionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} in {}: {}", self.kind.as_str(), self.subject, self.message)
+        write!(
+            f,
+            "{} in {}: {}",
+            self.kind.as_str(),
+            self.subject,
+            self.message
+        )
     }
 }
 
@@ -806,7 +858,9 @@ impl ActionError {
             }
             ActionErrorRepr::NotAuthorized => "not authorized".to_owned(),
             ActionErrorRepr::Cancelled => "cancelled by the handler".to_owned(),
-            ActionErrorRepr::OutputInvalid(message) => format!("output is not valid JSON: {message}"),
+            ActionErrorRepr::OutputInvalid(message) => {
+                format!("output is not valid JSON: {message}")
+            }
             ActionErrorRepr::Failed { cause, .. } => {
                 let mut text = cause.to_string();
                 let mut source = cause.source();
@@ -874,7 +928,8 @@ mod tests {
                 "retry": "after-refresh"
             })
         );
-        let back: ErrorPayload = serde_json::from_value(serde_json::to_value(&payload).unwrap()).unwrap();
+        let back: ErrorPayload =
+            serde_json::from_value(serde_json::to_value(&payload).unwrap()).unwrap();
         assert_eq!(back, payload);
     }
 
@@ -892,7 +947,9 @@ mod tests {
         let payload = serde_json::to_string(&err.to_payload()).unwrap();
         assert!(!payload.contains("secrets"));
         assert!(err.operator_message().contains("secrets"));
-        let transient = ActionError::failed("db down").transient(Some(500)).to_payload();
+        let transient = ActionError::failed("db down")
+            .transient(Some(500))
+            .to_payload();
         assert_eq!(transient.retry(), Retry::AfterDelay);
         assert_eq!(transient.detail("retryAfterMs"), Some(&json!(500)));
     }

@@ -24,8 +24,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use agent_surface_rules::ids as grammar;
 pub use agent_surface_rules::Plane;
+use agent_surface_rules::ids as grammar;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A string that does not match the identity grammar.

@@ -92,7 +92,9 @@ pub use agent_surface_macros::{action, agent_component, agent_schema, observatio
 pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
 pub use component::{Component, HandlerReturn};
 pub use context::{ActionContext, Consumer, ConsumerKind, HostContext, ReadContext};
-pub use error::{ActionError, DefinitionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry};
+pub use error::{
+    ActionError, DefinitionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry,
+};
 pub use schema::{AgentInput, AgentOutput, AgentSchema};
 
 /// The items most applications use.
@@ -101,8 +103,8 @@ pub mod prelude {
     pub use crate::context::{ActionContext, Consumer, ConsumerKind, HostContext, ReadContext};
     pub use crate::error::{ActionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry};
     pub use crate::schema::{AgentInput, AgentOutput, AgentSchema};
-    pub use crate::{action, agent_component, agent_schema, observation};
     pub use crate::{Audit, Confirmation, Effect};
+    pub use crate::{action, agent_component, agent_schema, observation};
 }
 
 /// Support for generated code. Not public API: no stability guarantees.

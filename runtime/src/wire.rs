@@ -163,11 +163,11 @@ impl WireNames {
             let mut bumped = false;
             for group in owners.values().filter(|group| group.len() > 1) {
                 for full_name in group {
-                    if let Some(strength) = level.get_mut(full_name) {
-                        if *strength < 2 {
-                            *strength += 1;
-                            bumped = true;
-                        }
+                    if let Some(strength) = level.get_mut(full_name)
+                        && *strength < 2
+                    {
+                        *strength += 1;
+                        bumped = true;
                     }
                 }
             }

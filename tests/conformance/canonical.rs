@@ -1,14 +1,17 @@
 //! AS-CONFIRM-002: canonical JSON and the confirmation digest.
 
-use agent_surface::canonical::{canonical_json, fnv1a64, Canonical, Sha256Digest};
+use agent_surface::canonical::{Canonical, Sha256Digest, canonical_json, fnv1a64};
 use proptest::prelude::*;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 #[test]
 fn as_confirm_002_key_order_is_irrelevant() {
     let a: Value = serde_json::from_str(r#"{"b":1,"a":{"d":[3,{"y":1,"x":2}],"c":null}}"#).unwrap();
     let b: Value = serde_json::from_str(r#"{"a":{"c":null,"d":[3,{"x":2,"y":1}]},"b":1}"#).unwrap();
-    assert_eq!(canonical_json(&a), r#"{"a":{"c":null,"d":[3,{"x":2,"y":1}]},"b":1}"#);
+    assert_eq!(
+        canonical_json(&a),
+        r#"{"a":{"c":null,"d":[3,{"x":2,"y":1}]},"b":1}"#
+    );
     assert_eq!(Canonical::of(&a), Canonical::of(&b));
     assert_eq!(Canonical::of(&a).sha256(), Canonical::of(&b).sha256());
     assert_eq!(fnv1a64(&a), fnv1a64(&b));
@@ -18,7 +21,10 @@ fn as_confirm_002_key_order_is_irrelevant() {
 fn as_confirm_002_negative_zero_equals_zero_and_numbers_are_normalized() {
     let a = json!({"n": -0.0, "m": 1.0, "big": 1e21, "small": 1.5e-7});
     let b = json!({"n": 0, "m": 1, "big": 1e21, "small": 1.5e-7});
-    assert_eq!(canonical_json(&a), r#"{"big":1e+21,"m":1,"n":0,"small":1.5e-7}"#);
+    assert_eq!(
+        canonical_json(&a),
+        r#"{"big":1e+21,"m":1,"n":0,"small":1.5e-7}"#
+    );
     assert_eq!(Canonical::of(&a), Canonical::of(&b));
 }
 
@@ -33,7 +39,10 @@ fn as_confirm_002_absent_fields_are_omitted_not_null() {
 
 #[test]
 fn as_confirm_002_arrays_keep_their_order() {
-    assert_ne!(Canonical::of(&json!(["d1", "d2"])), Canonical::of(&json!(["d2", "d1"])));
+    assert_ne!(
+        Canonical::of(&json!(["d1", "d2"])),
+        Canonical::of(&json!(["d2", "d1"]))
+    );
 }
 
 #[test]
@@ -57,14 +66,17 @@ fn json_value() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         "[ -~é\u{1f600}\u{ff21}\n]{0,8}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec(("[a-z\u{ff21}\u{1f600}]{0,4}", inner), 0..6)
-                .prop_map(|entries| Value::Object(entries.into_iter().collect::<Map<String, Value>>())),
+            prop::collection::vec(("[a-z\u{ff21}\u{1f600}]{0,4}", inner), 0..6).prop_map(
+                |entries| Value::Object(entries.into_iter().collect::<Map<String, Value>>())
+            ),
         ]
     })
 }
@@ -75,7 +87,12 @@ fn reversed(value: &Value) -> Value {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.reverse();
-            Value::Object(entries.into_iter().map(|(k, v)| (k.clone(), reversed(v))).collect())
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), reversed(v)))
+                    .collect(),
+            )
         }
         other => other.clone(),
     }

@@ -1,12 +1,12 @@
 //! Contracts and the catalog: defaults, limits, internal metadata (AS-SNAP-002),
 //! and schema defects only the generated schemas show.
 
+use agent_surface::Kind;
 use agent_surface::catalog::{self, Catalog};
 use agent_surface::contract::ReasonSource;
 use agent_surface::error::DefinitionErrorKind;
 use agent_surface::prelude::*;
-use agent_surface::Kind;
-use agent_surface_tests::{Defective, Table, INTERNAL_MARKER};
+use agent_surface_tests::{Defective, INTERNAL_MARKER, Table};
 use serde_json::json;
 
 #[test]
@@ -28,11 +28,20 @@ fn contract_applies_the_defaults_table() {
 
     let select = contract.capability("selectRows").unwrap();
     assert_eq!(select.id(), "view:fixtures.table.selectRows");
-    assert_eq!((select.idempotent(), select.reversible()), (false, Some(true)));
-    assert_eq!((select.confirmation(), select.audit()), (Confirmation::Never, Audit::Metadata));
+    assert_eq!(
+        (select.idempotent(), select.reversible()),
+        (false, Some(true))
+    );
+    assert_eq!(
+        (select.confirmation(), select.audit()),
+        (Confirmation::Never, Audit::Metadata)
+    );
     assert!(select.has_when() && select.has_precondition());
     assert_eq!(select.reason(), ReasonSource::Static("No rows are loaded"));
-    assert!(select.output_schema().is_none(), "Result<(), _> has no output");
+    assert!(
+        select.output_schema().is_none(),
+        "Result<(), _> has no output"
+    );
     let input = select.input_schema().unwrap().json();
     assert_eq!(input["required"], json!(["ids"]));
     assert_eq!(input["properties"]["mode"]["default"], json!("replace"));
@@ -50,7 +59,10 @@ fn contract_applies_the_defaults_table() {
 fn as_snap_002_internal_metadata_is_never_serialized_from_a_contract() {
     let contract = Table::contract().checked().unwrap();
     // It is there for policies and audit sinks…
-    assert_eq!(contract.internal().unwrap()["secret"], json!(INTERNAL_MARKER));
+    assert_eq!(
+        contract.internal().unwrap()["secret"],
+        json!(INTERNAL_MARKER)
+    );
     let select = contract.capability("selectRows").unwrap();
     assert_eq!(select.internal().unwrap()["owner"], json!(INTERNAL_MARKER));
     // …and nowhere in what is written out.
@@ -63,20 +75,32 @@ fn as_snap_002_internal_metadata_is_never_serialized_from_a_contract() {
         format!("{select:?}"),
     ];
     for output in outputs {
-        assert!(!output.contains(INTERNAL_MARKER), "internal metadata leaked: {output}");
+        assert!(
+            !output.contains(INTERNAL_MARKER),
+            "internal metadata leaked: {output}"
+        );
         assert!(!output.contains("acme"));
     }
     // Agent-visible metadata is serialized.
-    assert_eq!(serde_json::to_value(contract).unwrap()["meta"], json!({"team": "fleet", "columns": 2}));
+    assert_eq!(
+        serde_json::to_value(contract).unwrap()["meta"],
+        json!({"team": "fleet", "columns": 2})
+    );
 }
 
 #[test]
 fn schema_defects_only_schemars_shows_fail_the_contract_check() {
     let err = Defective::contract().checked().unwrap_err();
     assert_eq!(err.kind(), DefinitionErrorKind::UnsupportedSchema);
-    assert_eq!(err.subject(), "view:fixtures.defective.address output schema");
+    assert_eq!(
+        err.subject(),
+        "view:fixtures.defective.address output schema"
+    );
     let text = err.to_string();
-    assert!(text.contains("keyword `format` at /properties/ip"), "{text}");
+    assert!(
+        text.contains("keyword `format` at /properties/ip"),
+        "{text}"
+    );
     assert!(text.contains("ipv4"), "{text}");
     // The test #[agent_component] generates beside each component runs exactly
     // this check; under `cargo test` it fails with the keyword and pointer.
@@ -86,7 +110,10 @@ fn schema_defects_only_schemars_shows_fail_the_contract_check() {
     .unwrap_err();
     let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(message.contains("`Defective`"), "{message}");
-    assert!(message.contains("keyword `format` at /properties/ip"), "{message}");
+    assert!(
+        message.contains("keyword `format` at /properties/ip"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -98,13 +125,27 @@ fn catalog_enumerates_every_authored_contract_deterministically() {
     sorted.sort_unstable();
     assert_eq!(types, sorted);
     // The checked catalog fails on the defective contract…
-    assert_eq!(Catalog::load().unwrap_err().kind(), DefinitionErrorKind::UnsupportedSchema);
+    assert_eq!(
+        Catalog::load().unwrap_err().kind(),
+        DefinitionErrorKind::UnsupportedSchema
+    );
     // …and the valid part serializes to the same bytes every time.
     let first = Catalog::load_valid().0.to_json_pretty();
     assert_eq!(first, Catalog::load_valid().0.to_json_pretty());
     let json: serde_json::Value = serde_json::from_str(&first).unwrap();
-    let table = json["components"].as_array().unwrap().iter().find(|c| c["type"] == "fixtures.table").unwrap();
-    assert_eq!(table["actions"][0]["capabilityId"], "view:fixtures.table.selectRows");
+    let table = json["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "fixtures.table")
+        .unwrap();
+    assert_eq!(
+        table["actions"][0]["capabilityId"],
+        "view:fixtures.table.selectRows"
+    );
     assert_eq!(table["actions"][0]["effect"], "local-state");
-    assert_eq!(table["observations"][0]["outputSchema"]["properties"]["pageSize"]["maximum"], 255);
+    assert_eq!(
+        table["observations"][0]["outputSchema"]["properties"]["pageSize"]["maximum"],
+        255
+    );
 }

@@ -2,13 +2,19 @@
 //! specification's error matrix.
 
 use agent_surface::error::{DefinitionErrorKind, ErrorCode, ErrorPayload, Retry};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn retry_names(code: ErrorCode) -> Vec<String> {
     code.spec()
         .retry
         .iter()
-        .map(|retry| serde_json::to_value(retry).unwrap().as_str().unwrap().to_owned())
+        .map(|retry| {
+            serde_json::to_value(retry)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect()
 }
 
@@ -23,17 +29,48 @@ fn as_err_001_error_set_matches_the_specification_matrix() {
     };
     let matrix: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let codes = matrix["codes"].as_object().expect("codes");
-    assert_eq!(codes.len(), ErrorCode::ALL.len(), "the set is closed: same number of codes");
+    assert_eq!(
+        codes.len(),
+        ErrorCode::ALL.len(),
+        "the set is closed: same number of codes"
+    );
     for (name, row) in codes {
-        let code: ErrorCode = serde_json::from_value(json!(name)).unwrap_or_else(|_| panic!("unknown code {name}"));
+        let code: ErrorCode =
+            serde_json::from_value(json!(name)).unwrap_or_else(|_| panic!("unknown code {name}"));
         assert_eq!(code.as_str(), name);
         let spec = code.spec();
-        let phases: Vec<u64> = row["phases"].as_array().unwrap().iter().map(|p| p.as_u64().unwrap()).collect();
-        assert_eq!(spec.phases.iter().map(|&p| u64::from(p)).collect::<Vec<_>>(), phases, "{name} phases");
-        let retry: Vec<String> = row["retry"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_owned()).collect();
+        let phases: Vec<u64> = row["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            spec.phases
+                .iter()
+                .map(|&p| u64::from(p))
+                .collect::<Vec<_>>(),
+            phases,
+            "{name} phases"
+        );
+        let retry: Vec<String> = row["retry"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_owned())
+            .collect();
         assert_eq!(retry_names(code), retry, "{name} retry hints");
-        assert_eq!(spec.cacheable, row["cacheable"].as_bool().unwrap(), "{name} cacheable");
-        let details: Vec<&str> = row["details"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+        assert_eq!(
+            spec.cacheable,
+            row["cacheable"].as_bool().unwrap(),
+            "{name} cacheable"
+        );
+        let details: Vec<&str> = row["details"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap())
+            .collect();
         assert_eq!(spec.details, details.as_slice(), "{name} details");
     }
 }
@@ -46,12 +83,22 @@ fn as_err_001_closed_set_invariants() {
         // SCREAMING_SNAKE on the wire, identical to as_str.
         assert_eq!(serde_json::to_value(code).unwrap(), json!(code.as_str()));
         assert!(code.spec().retry.contains(&code.default_retry()));
-        assert!(!code.spec().phases.is_empty() && code.spec().phases.iter().all(|p| (1..=10).contains(p)));
+        assert!(
+            !code.spec().phases.is_empty()
+                && code.spec().phases.iter().all(|p| (1..=10).contains(p))
+        );
     }
-    let never_cached: Vec<ErrorCode> = ErrorCode::ALL.into_iter().filter(|c| !c.cacheable()).collect();
+    let never_cached: Vec<ErrorCode> = ErrorCode::ALL
+        .into_iter()
+        .filter(|c| !c.cacheable())
+        .collect();
     assert_eq!(
         never_cached,
-        [ErrorCode::InvocationConflict, ErrorCode::ConfirmationRequired, ErrorCode::RateLimited]
+        [
+            ErrorCode::InvocationConflict,
+            ErrorCode::ConfirmationRequired,
+            ErrorCode::RateLimited
+        ]
     );
     for (retry, name) in [
         (Retry::No, "no"),
@@ -74,7 +121,10 @@ fn as_err_001_payload_shape_is_exact() {
     assert_eq!(keys, ["code", "details", "message", "retry"]);
     assert_eq!(value["code"], "RATE_LIMITED");
     assert_eq!(value["retry"], "after-delay");
-    assert_eq!(value["details"], json!({"reason": "queue-full", "retryAfterMs": 250}));
+    assert_eq!(
+        value["details"],
+        json!({"reason": "queue-full", "retryAfterMs": 250})
+    );
     // Without details the key is absent, not null.
     let bare = serde_json::to_value(ErrorPayload::cancelled()).unwrap();
     assert!(bare.get("details").is_none());
@@ -88,7 +138,10 @@ fn as_err_001_definition_error_kinds() {
         (DefinitionErrorKind::InvalidDefinition, "INVALID_DEFINITION"),
         (DefinitionErrorKind::UnsupportedSchema, "UNSUPPORTED_SCHEMA"),
         (DefinitionErrorKind::PlaneViolation, "PLANE_VIOLATION"),
-        (DefinitionErrorKind::DuplicateCapability, "DUPLICATE_CAPABILITY"),
+        (
+            DefinitionErrorKind::DuplicateCapability,
+            "DUPLICATE_CAPABILITY",
+        ),
         (DefinitionErrorKind::LimitExceeded, "LIMIT_EXCEEDED"),
     ];
     for (kind, name) in kinds {

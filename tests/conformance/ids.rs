@@ -5,12 +5,28 @@ use proptest::prelude::*;
 
 #[test]
 fn as_id_001_component_types_accept_reject_table() {
-    for ok in ["devices", "devices.table", "a1.b-2.c", "x.y.z.w", "app.navigation"] {
+    for ok in [
+        "devices",
+        "devices.table",
+        "a1.b-2.c",
+        "x.y.z.w",
+        "app.navigation",
+    ] {
         assert!(ComponentType::new(ok).is_ok(), "{ok} should be accepted");
     }
     for bad in [
-        "", "Devices", "devices.Table", "devices..table", ".devices", "devices.", "1devices",
-        "devices.-x", "devices_table", "devices table", "devices:table", "dévices",
+        "",
+        "Devices",
+        "devices.Table",
+        "devices..table",
+        ".devices",
+        "devices.",
+        "1devices",
+        "devices.-x",
+        "devices_table",
+        "devices table",
+        "devices:table",
+        "dévices",
     ] {
         let err = ComponentType::new(bad).expect_err(bad);
         assert_eq!(err.kind(), "component type");
@@ -25,7 +41,15 @@ fn as_id_001_capability_names_accept_reject_table() {
     for ok in ["selectRows", "read", "goTo", "v2", "aBC9"] {
         assert!(CapabilityName::new(ok).is_ok(), "{ok}");
     }
-    for bad in ["", "SelectRows", "select_rows", "select-rows", "select.rows", "2fa", "sélection"] {
+    for bad in [
+        "",
+        "SelectRows",
+        "select_rows",
+        "select-rows",
+        "select.rows",
+        "2fa",
+        "sélection",
+    ] {
         assert!(CapabilityName::new(bad).is_err(), "{bad}");
     }
 }

@@ -4,12 +4,13 @@
 use std::collections::{BTreeSet, HashMap};
 
 use agent_surface::prelude::*;
-use agent_surface::schema::{self, check_subset, SchemaLimits};
+use agent_surface::schema::{self, SchemaLimits, check_subset};
 use proptest::prelude::*;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 fn subset(schema: &Value) -> Result<(), (String, String)> {
-    check_subset(schema, &SchemaLimits::default()).map_err(|e| (e.keyword().to_owned(), e.pointer().to_owned()))
+    check_subset(schema, &SchemaLimits::default())
+        .map_err(|e| (e.keyword().to_owned(), e.pointer().to_owned()))
 }
 
 #[test]
@@ -39,27 +40,69 @@ fn as_schema_001_forbidden_keywords_are_rejected_with_keyword_and_pointer() {
         (json!({"allOf": [{"type": "string"}]}), "allOf", ""),
         (json!({"not": {}}), "not", ""),
         (json!({"if": {}, "then": {}}), "if", ""),
-        (json!({"type": "object", "patternProperties": {}}), "patternProperties", ""),
-        (json!({"type": "array", "prefixItems": [{}]}), "prefixItems", ""),
-        (json!({"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}}),
-            "additionalProperties", "/properties/m"),
-        (json!({"type": "array", "items": {"type": "string", "format": "ipv4"}}), "format", "/items"),
-        (json!({"type": "array", "items": [{"type": "string"}]}), "items", ""),
+        (
+            json!({"type": "object", "patternProperties": {}}),
+            "patternProperties",
+            "",
+        ),
+        (
+            json!({"type": "array", "prefixItems": [{}]}),
+            "prefixItems",
+            "",
+        ),
+        (
+            json!({"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}}),
+            "additionalProperties",
+            "/properties/m",
+        ),
+        (
+            json!({"type": "array", "items": {"type": "string", "format": "ipv4"}}),
+            "format",
+            "/items",
+        ),
+        (
+            json!({"type": "array", "items": [{"type": "string"}]}),
+            "items",
+            "",
+        ),
         (json!({"$ref": "https://example.com/schema"}), "$ref", ""),
         (json!({"$ref": "#/$defs/Missing"}), "$ref", ""),
-        (json!({"type": "object", "properties": {"x": {"$defs": {}}}}), "$defs", "/properties/x"),
+        (
+            json!({"type": "object", "properties": {"x": {"$defs": {}}}}),
+            "$defs",
+            "/properties/x",
+        ),
         (json!({"type": "strings"}), "type", ""),
-        (json!({"type": "string", "pattern": "(?<=a)b"}), "pattern", ""),
-        (json!({"anyOf": [{"readOnly": true}]}), "readOnly", "/anyOf/0"),
-        (json!({"type": "object", "properties": {"a/b": {"unevaluatedProperties": false}}}), "unevaluatedProperties", "/properties/a~1b"),
+        (
+            json!({"type": "string", "pattern": "(?<=a)b"}),
+            "pattern",
+            "",
+        ),
+        (
+            json!({"anyOf": [{"readOnly": true}]}),
+            "readOnly",
+            "/anyOf/0",
+        ),
+        (
+            json!({"type": "object", "properties": {"a/b": {"unevaluatedProperties": false}}}),
+            "unevaluatedProperties",
+            "/properties/a~1b",
+        ),
     ];
     for (schema, keyword, pointer) in cases {
-        assert_eq!(subset(&schema), Err((keyword.to_owned(), pointer.to_owned())), "{schema}");
+        assert_eq!(
+            subset(&schema),
+            Err((keyword.to_owned(), pointer.to_owned())),
+            "{schema}"
+        );
     }
 }
 
 fn nest_arrays(depth: usize) -> Value {
-    (0..depth).fold(json!({"type": "string"}), |inner, _| json!({"type": "array", "items": inner}))
+    (0..depth).fold(
+        json!({"type": "string"}),
+        |inner, _| json!({"type": "array", "items": inner}),
+    )
 }
 
 #[test]
@@ -67,13 +110,29 @@ fn as_schema_001_depth_and_size_caps() {
     assert_eq!(subset(&nest_arrays(8)), Ok(()));
     let err = check_subset(&nest_arrays(9), &SchemaLimits::default()).unwrap_err();
     assert!(err.message().contains("deeper than 8"), "{err}");
-    assert_eq!(err.pointer(), "/items/items/items/items/items/items/items/items/items");
+    assert_eq!(
+        err.pointer(),
+        "/items/items/items/items/items/items/items/items/items"
+    );
 
     let description = "x".repeat(17_000);
-    let err = check_subset(&json!({"type": "string", "description": description}), &SchemaLimits::default()).unwrap_err();
+    let err = check_subset(
+        &json!({"type": "string", "description": description}),
+        &SchemaLimits::default(),
+    )
+    .unwrap_err();
     assert!(err.message().contains("16384"), "{err}");
-    let relaxed = SchemaLimits { max_bytes: 20_000, max_depth: 8 };
-    assert!(check_subset(&json!({"type": "string", "description": "x".repeat(17_000)}), &relaxed).is_ok());
+    let relaxed = SchemaLimits {
+        max_bytes: 20_000,
+        max_depth: 8,
+    };
+    assert!(
+        check_subset(
+            &json!({"type": "string", "description": "x".repeat(17_000)}),
+            &relaxed
+        )
+        .is_ok()
+    );
 }
 
 // --- schemars output normalized into the subset -----------------------------
@@ -81,7 +140,7 @@ fn as_schema_001_depth_and_size_caps() {
 /// A tagged enum: schemars emits `oneOf`, provably exclusive.
 #[agent_schema]
 #[serde(tag = "kind")]
-pub enum Shape {
+pub(crate) enum Shape {
     /// A circle.
     Circle { radius: f64 },
     /// A square.
@@ -90,7 +149,7 @@ pub enum Shape {
 
 /// An externally tagged enum with unit and data variants.
 #[agent_schema]
-pub enum Command {
+pub(crate) enum Command {
     /// Stop.
     Stop,
     /// Move by.
@@ -101,7 +160,7 @@ pub enum Command {
 
 /// Unit variants with docs: `oneOf` of `const` branches.
 #[agent_schema]
-pub enum Level {
+pub(crate) enum Level {
     /// Low.
     Low,
     /// High.
@@ -110,7 +169,7 @@ pub enum Level {
 
 /// A recursive type: `$ref: "#"` at the root.
 #[agent_schema]
-pub struct Tree {
+pub(crate) struct Tree {
     /// Label.
     pub label: String,
     /// Children.
@@ -119,7 +178,7 @@ pub struct Tree {
 
 /// Everything that needs normalizing in one input.
 #[agent_schema]
-pub struct Everything {
+pub(crate) struct Everything {
     /// Small integer.
     pub small: u8,
     /// Medium integer.
@@ -157,13 +216,25 @@ fn as_schema_001_schemars_output_is_normalized_into_the_subset() {
     let schema = schema_of::<Everything>();
     let p = &schema["properties"];
     assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
-    assert_eq!(p["small"], json!({"description": "Small integer.", "type": "integer", "minimum": 0, "maximum": 255}));
+    assert_eq!(
+        p["small"],
+        json!({"description": "Small integer.", "type": "integer", "minimum": 0, "maximum": 255})
+    );
     assert_eq!(p["medium"]["maximum"], json!(4294967295u64));
     assert!(p["signed"].get("format").is_none());
     assert!(p["ratio"].get("format").is_none());
     assert_eq!(p["maybe"]["type"], json!(["integer", "null"]));
-    assert_eq!(p["point"]["items"], json!({"type": "integer", "minimum": -32768, "maximum": 32767}));
-    assert_eq!((p["point"]["minItems"].clone(), p["point"]["maxItems"].clone()), (json!(3), json!(3)));
+    assert_eq!(
+        p["point"]["items"],
+        json!({"type": "integer", "minimum": -32768, "maximum": 32767})
+    );
+    assert_eq!(
+        (
+            p["point"]["minItems"].clone(),
+            p["point"]["maxItems"].clone()
+        ),
+        (json!(3), json!(3))
+    );
     assert!(p["point"].get("prefixItems").is_none());
     assert_eq!(p["tags"]["uniqueItems"], json!(true));
     assert_eq!(p["labels"]["additionalProperties"], json!(true));
@@ -194,41 +265,66 @@ fn as_schema_001_normalized_unions_still_validate_like_serde() {
         "tags": ["a", "a"], "extra": 1, "shape": {"kind": "square", "side": -1},
         "command": "jump", "level": "mid", "rgb": [1, 2, 3], "labels": {}
     });
-    let paths: Vec<String> = validator.validate(&bad).iter().map(|i| i.path().to_owned()).collect();
-    assert_eq!(paths, ["/command", "/level", "/point", "/shape/side", "/small", "/tags"]);
+    let paths: Vec<String> = validator
+        .validate(&bad)
+        .iter()
+        .map(|i| i.path().to_owned())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/command",
+            "/level",
+            "/point",
+            "/shape/side",
+            "/small",
+            "/tags"
+        ]
+    );
 }
 
 #[test]
 fn as_schema_001_root_recursion_moves_into_defs() {
     let schema = schema_of::<Tree>();
-    assert_eq!(schema["properties"]["children"]["items"], json!({"$ref": "#/$defs/Tree"}));
+    assert_eq!(
+        schema["properties"]["children"]["items"],
+        json!({"$ref": "#/$defs/Tree"})
+    );
     let validator = schema::compile(&schema).unwrap();
-    assert!(validator.is_valid(&json!({"label": "a", "children": [{"label": "b", "children": []}]})));
-    assert!(!validator.is_valid(&json!({"label": "a", "children": [{"label": 1, "children": []}]})));
+    assert!(
+        validator.is_valid(&json!({"label": "a", "children": [{"label": "b", "children": []}]}))
+    );
+    assert!(
+        !validator.is_valid(&json!({"label": "a", "children": [{"label": 1, "children": []}]}))
+    );
 }
 
 /// Shapes that cannot be expressed: rejected with a clear message.
+#[allow(dead_code)] // only the schema is used
 #[derive(schemars::JsonSchema)]
-pub struct TypedMap {
+pub(crate) struct TypedMap {
     /// Counts.
     pub counts: HashMap<String, u32>,
 }
 
+#[allow(dead_code)] // only the schema is used
 #[derive(schemars::JsonSchema)]
-pub struct MixedTuple {
+pub(crate) struct MixedTuple {
     /// A pair.
     pub pair: (u8, String),
 }
 
+#[allow(dead_code)] // only the schema is used
 #[derive(schemars::JsonSchema)]
-pub struct Huge {
+pub(crate) struct Huge {
     /// Too wide for JSON numbers.
     pub id: u128,
 }
 
+#[allow(dead_code)] // only the schema is used
 #[derive(schemars::JsonSchema)]
 #[schemars(untagged)]
-pub enum Overlapping {
+pub(crate) enum Overlapping {
     /// Any text.
     A(String),
     /// Some text.
@@ -239,10 +335,16 @@ pub enum Overlapping {
 fn as_schema_001_inexpressible_shapes_are_rejected_with_the_fix() {
     let limits = SchemaLimits::default();
     let err = schema::schema_for::<TypedMap>(&limits).unwrap_err();
-    assert_eq!((err.keyword(), err.pointer()), ("additionalProperties", "/properties/counts"));
+    assert_eq!(
+        (err.keyword(), err.pointer()),
+        ("additionalProperties", "/properties/counts")
+    );
     assert!(err.message().contains("Vec of"), "{err}");
     let err = schema::schema_for::<MixedTuple>(&limits).unwrap_err();
-    assert_eq!((err.keyword(), err.pointer()), ("prefixItems", "/properties/pair"));
+    assert_eq!(
+        (err.keyword(), err.pointer()),
+        ("prefixItems", "/properties/pair")
+    );
     assert!(err.message().contains("named fields"), "{err}");
     let err = schema::schema_for::<Huge>(&limits).unwrap_err();
     assert_eq!(err.keyword(), "format");
@@ -255,9 +357,11 @@ fn as_schema_001_inexpressible_shapes_are_rejected_with_the_fix() {
 
 fn leaf() -> impl Strategy<Value = Value> {
     prop_oneof![
-        (0u64..4, 4u64..9).prop_map(|(min, max)| json!({"type": "string", "minLength": min, "maxLength": max})),
+        (0u64..4, 4u64..9)
+            .prop_map(|(min, max)| json!({"type": "string", "minLength": min, "maxLength": max})),
         Just(json!({"type": "string", "pattern": "^[a-z]+$", "format": "uuid"})),
-        (-5i64..0, 0i64..5).prop_map(|(min, max)| json!({"type": "integer", "minimum": min, "maximum": max})),
+        (-5i64..0, 0i64..5)
+            .prop_map(|(min, max)| json!({"type": "integer", "minimum": min, "maximum": max})),
         Just(json!({"type": ["number", "null"], "multipleOf": 0.5, "exclusiveMaximum": 3})),
         Just(json!({"type": "boolean", "description": "flag", "deprecated": true})),
         Just(json!({"enum": ["a", "b", 1, null]})),
@@ -284,7 +388,9 @@ fn allowlisted_schema() -> impl Strategy<Value = Value> {
 
 /// Every subschema object of a schema, as (JSON pointer, pointer into the value).
 fn subschema_pointers(schema: &Value, pointer: String, out: &mut Vec<String>) {
-    let Some(object) = schema.as_object() else { return };
+    let Some(object) = schema.as_object() else {
+        return;
+    };
     out.push(pointer.clone());
     if let Some(Value::Object(properties)) = object.get("properties") {
         for (name, child) in properties {
@@ -302,8 +408,18 @@ fn subschema_pointers(schema: &Value, pointer: String, out: &mut Vec<String>) {
 }
 
 const FORBIDDEN: [&str; 12] = [
-    "oneOf", "allOf", "not", "if", "patternProperties", "prefixItems", "contains", "$id",
-    "unevaluatedProperties", "dependentRequired", "propertyNames", "minProperties",
+    "oneOf",
+    "allOf",
+    "not",
+    "if",
+    "patternProperties",
+    "prefixItems",
+    "contains",
+    "$id",
+    "unevaluatedProperties",
+    "dependentRequired",
+    "propertyNames",
+    "minProperties",
 ];
 
 proptest! {

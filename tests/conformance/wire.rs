@@ -1,7 +1,7 @@
 //! AS-ID-002, AS-ID-004, AS-WIRE-004..007: wire names.
 
 use agent_surface::ids::{CapabilityId, InstanceId};
-use agent_surface::wire::{self, WireNames, MAX_WIRE_NAME, SHORTENED_PREFIX};
+use agent_surface::wire::{self, MAX_WIRE_NAME, SHORTENED_PREFIX, WireNames};
 use proptest::prelude::*;
 
 use crate::ids::{instance_id, view_id};
@@ -18,7 +18,10 @@ fn long_id(tag: &str) -> CapabilityId {
 fn as_id_002_encoding_is_reversible_and_provider_safe() {
     let select = id("view:devices.table.selectRows");
     assert_eq!(wire::encode(&select), "view_devices__table__selectRows");
-    assert_eq!(wire::decode("view_devices__table__selectRows"), Some(select.clone()));
+    assert_eq!(
+        wire::decode("view_devices__table__selectRows"),
+        Some(select.clone())
+    );
     let disable = id("domain:devices.disable");
     assert_eq!(wire::encode(&disable), "domain_devices__disable");
     assert_eq!(wire::decode("domain_devices__disable"), Some(disable));
@@ -34,7 +37,11 @@ fn as_id_002_long_names_keep_56_characters_and_a_hash() {
     let short = names.name_of(&long, None).unwrap();
     assert_eq!(short.len(), MAX_WIRE_NAME);
     assert_eq!(&short[..SHORTENED_PREFIX], &full[..SHORTENED_PREFIX]);
-    assert!(short[SHORTENED_PREFIX..].bytes().all(|b| b.is_ascii_hexdigit()));
+    assert!(
+        short[SHORTENED_PREFIX..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
+    );
     assert!(wire::is_wire_safe(short));
     // Same input, same name: the hash is deterministic.
     let again = WireNames::assign([(long.clone(), None)]);
@@ -46,8 +53,14 @@ fn as_id_002_instances_are_disambiguated_with_at_suffix() {
     let select = id("view:devices.table.selectRows");
     let main = InstanceId::new("main").unwrap();
     let side = InstanceId::new("side_panel").unwrap();
-    let names = WireNames::assign([(select.clone(), Some(main.clone())), (select.clone(), Some(side.clone()))]);
-    assert_eq!(names.name_of(&select, Some(&main)), Some("view_devices__table__selectRows_at_main"));
+    let names = WireNames::assign([
+        (select.clone(), Some(main.clone())),
+        (select.clone(), Some(side.clone())),
+    ]);
+    assert_eq!(
+        names.name_of(&select, Some(&main)),
+        Some("view_devices__table__selectRows_at_main")
+    );
     assert_eq!(
         names.name_of(&select, Some(&side)),
         Some("view_devices__table__selectRows_at_side_panel")
@@ -86,7 +99,10 @@ fn as_wire_005_assignment_is_deterministic_and_order_independent() {
     reversed.reverse();
     let backward = WireNames::assign(reversed);
     let collect = |names: &WireNames| -> Vec<(String, String)> {
-        names.iter().map(|(n, id, _)| (n.to_owned(), id.to_string())).collect()
+        names
+            .iter()
+            .map(|(n, id, _)| (n.to_owned(), id.to_string()))
+            .collect()
     };
     assert_eq!(collect(&forward), collect(&backward));
     // A later snapshot with the same entries gives the same names.
@@ -96,8 +112,9 @@ fn as_wire_005_assignment_is_deterministic_and_order_independent() {
 #[test]
 fn as_wire_006_no_two_entries_share_a_name_even_when_prefixes_collide() {
     // 200 ids sharing the same first 56 characters.
-    let entries: Vec<(CapabilityId, Option<InstanceId>)> =
-        (0..200).map(|n| (long_id(&format!("x{n}")), None)).collect();
+    let entries: Vec<(CapabilityId, Option<InstanceId>)> = (0..200)
+        .map(|n| (long_id(&format!("x{n}")), None))
+        .collect();
     let names = WireNames::assign(entries.clone());
     assert_eq!(names.len(), 200);
     let mut seen = std::collections::HashSet::new();
@@ -107,11 +124,18 @@ fn as_wire_006_no_two_entries_share_a_name_even_when_prefixes_collide() {
     // A canonical 64-character name that equals another entry's shortened
     // form would collide; assignment re-encodes the shortened one.
     let victim = long_id("victim");
-    let shortened = WireNames::assign([(victim.clone(), None)]).name_of(&victim, None).unwrap().to_owned();
+    let shortened = WireNames::assign([(victim.clone(), None)])
+        .name_of(&victim, None)
+        .unwrap()
+        .to_owned();
     assert_eq!(shortened.len(), 64);
     let twin_text = shortened.replacen('_', ":", 1).replace("__", ".");
     let twin = CapabilityId::new(&twin_text).expect("the shortened name reads as a valid id");
-    assert_eq!(wire::encode(&twin), shortened, "the twin's canonical name is the victim's short name");
+    assert_eq!(
+        wire::encode(&twin),
+        shortened,
+        "the twin's canonical name is the victim's short name"
+    );
     for entries in [
         vec![(victim.clone(), None), (twin.clone(), None)],
         vec![(twin.clone(), None), (victim.clone(), None)],
@@ -122,7 +146,11 @@ fn as_wire_006_no_two_entries_share_a_name_even_when_prefixes_collide() {
         assert_eq!(twin_name, shortened, "canonical names are never re-encoded");
         assert_ne!(victim_name, twin_name);
         assert_eq!(victim_name.len(), 64);
-        assert_eq!(&victim_name[..48], &shortened[..48], "re-encoded with a longer hash");
+        assert_eq!(
+            &victim_name[..48],
+            &shortened[..48],
+            "re-encoded with a longer hash"
+        );
     }
 }
 
@@ -150,8 +178,16 @@ fn as_wire_007_name_map_round_trips_and_decode_never_guesses() {
         }
     }
     for garbage in [
-        "", "view", "view_", "view_devices", "view_devices___table__x", "view_devices__table__x_at_main",
-        "ui_devices__x", "view_devices__Table__x", "view__devices__x", "VIEW_devices__x",
+        "",
+        "view",
+        "view_",
+        "view_devices",
+        "view_devices___table__x",
+        "view_devices__table__x_at_main",
+        "ui_devices__x",
+        "view_devices__Table__x",
+        "view__devices__x",
+        "VIEW_devices__x",
     ] {
         assert_eq!(wire::decode(garbage), None, "{garbage}");
     }

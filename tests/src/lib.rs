@@ -129,8 +129,10 @@ impl Table {
         if unknown.is_empty() {
             Ok(())
         } else {
-            Err(PreconditionFailure::new("Some ids are not visible; read the table state first")
-                .with_detail("unknownIds", serde_json::json!(unknown)))
+            Err(
+                PreconditionFailure::new("Some ids are not visible; read the table state first")
+                    .with_detail("unknownIds", serde_json::json!(unknown)),
+            )
         }
     }
 

@@ -4,7 +4,14 @@
 fn ui() {
     let cases = trybuild::TestCases::new();
     for topic in [
-        "ids", "descriptions", "effects", "names", "attributes", "signatures", "schemas", "placement",
+        "ids",
+        "descriptions",
+        "effects",
+        "names",
+        "attributes",
+        "signatures",
+        "schemas",
+        "placement",
         "multiple",
     ] {
         cases.compile_fail(format!("{topic}/*.rs"));

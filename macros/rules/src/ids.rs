@@ -84,7 +84,10 @@ pub fn check_capability_name(text: &str) -> Result<(), String> {
 /// Checks an instance id such as `main` or `device_456`.
 pub fn check_instance_id(text: &str) -> Result<(), String> {
     if text.is_empty() {
-        return Err("the instance id is empty; use a data-derived id such as `main` or `device-42`".to_owned());
+        return Err(
+            "the instance id is empty; use a data-derived id such as `main` or `device-42`"
+                .to_owned(),
+        );
     }
     too_long("the instance id", text)?;
     match text
@@ -101,7 +104,10 @@ pub fn check_instance_id(text: &str) -> Result<(), String> {
 /// Checks the path of a domain procedure id (the part after `domain:`).
 pub fn check_procedure_path(text: &str) -> Result<(), String> {
     if text.is_empty() {
-        return Err("the procedure path is empty; write dot-separated segments such as `devices.disable`".to_owned());
+        return Err(
+            "the procedure path is empty; write dot-separated segments such as `devices.disable`"
+                .to_owned(),
+        );
     }
     for segment in text.split('.') {
         let mut chars = segment.chars();

@@ -138,7 +138,9 @@ impl Effect {
 
     /// Parses a kebab-case effect name.
     pub fn parse(text: &str) -> Option<Effect> {
-        Effect::ALL.into_iter().find(|effect| effect.as_str() == text)
+        Effect::ALL
+            .into_iter()
+            .find(|effect| effect.as_str() == text)
     }
 
     /// The plane an effect belongs to. [`Effect::Read`] is a view effect.
@@ -285,7 +287,9 @@ impl Defaults {
             (Kind::Action, Effect::LocalState | Effect::Navigation) => {
                 row(false, Some(true), Never, Audit::Metadata, Never)
             }
-            (Kind::Procedure, Effect::ServerQuery) => row(true, None, Never, Audit::Metadata, Never),
+            (Kind::Procedure, Effect::ServerQuery) => {
+                row(true, None, Never, Audit::Metadata, Never)
+            }
             (Kind::Procedure, Effect::ServerMutation) => {
                 row(false, Some(false), Optional, Audit::Metadata, Never)
             }

@@ -65,6 +65,8 @@ pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
     match value.checked_mul(scale) {
         Some(0) => Err("a timeout of zero would fail every call; use at least \"1ms\"".to_owned()),
         Some(ms) if ms <= 24 * 3_600_000 => Ok(ms),
-        _ => Err(format!("`{text}` is longer than a day; timeouts are at most \"1440m\"")),
+        _ => Err(format!(
+            "`{text}` is longer than a day; timeouts are at most \"1440m\""
+        )),
     }
 }

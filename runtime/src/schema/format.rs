@@ -152,7 +152,9 @@ fn is_email(text: &str) -> bool {
                 && label.len() <= 63
                 && !label.starts_with('-')
                 && !label.ends_with('-')
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
         });
     local_ok && domain_ok
 }
@@ -161,13 +163,20 @@ fn is_uri(text: &str) -> bool {
     let Some((scheme, rest)) = text.split_once(':') else {
         return false;
     };
-    let scheme_ok = scheme.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+    let scheme_ok = scheme
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic())
         && scheme
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.');
     scheme_ok
         && !rest.is_empty()
-        && !text.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | '"' | '{' | '}' | '|' | '\\' | '^' | '`'))
+        && !text.chars().any(|c| {
+            c.is_whitespace()
+                || c.is_control()
+                || matches!(c, '<' | '>' | '"' | '{' | '}' | '|' | '\\' | '^' | '`')
+        })
 }
 
 #[cfg(test)]

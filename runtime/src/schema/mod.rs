@@ -57,7 +57,7 @@ use serde_json::Value;
 pub use normalize::normalize;
 pub use subset::{check_subset, measure};
 pub use types::{AgentInput, AgentOutput, AgentSchema, MapValue, SameElement};
-pub use validate::{compile, CompiledSchema, MAX_ISSUES};
+pub use validate::{CompiledSchema, MAX_ISSUES, compile};
 
 /// Size and depth caps of a schema.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,14 +164,21 @@ impl Issue {
     pub fn to_json(&self) -> Value {
         let mut map = serde_json::Map::with_capacity(2);
         map.insert("path".to_owned(), Value::String(self.path.clone()));
-        map.insert("message".to_owned(), Value::String(self.message.to_string()));
+        map.insert(
+            "message".to_owned(),
+            Value::String(self.message.to_string()),
+        );
         Value::Object(map)
     }
 }
 
 impl fmt::Display for Issue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.is_empty() { "(input)" } else { &self.path };
+        let path = if self.path.is_empty() {
+            "(input)"
+        } else {
+            &self.path
+        };
         write!(f, "{path}: {}", self.message)
     }
 }
@@ -181,7 +188,10 @@ impl fmt::Display for Issue {
 pub fn generate<T: schemars::JsonSchema + ?Sized>() -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.meta_schema = None;
-    settings.into_generator().into_root_schema_for::<T>().to_value()
+    settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
 }
 
 /// The agent-facing schema of `T`: generated, normalized and checked.

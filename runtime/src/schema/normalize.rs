@@ -20,7 +20,7 @@
 use serde_json::{Map, Value};
 
 use super::subset::FORMATS;
-use super::{push_pointer, SchemaError};
+use super::{SchemaError, push_pointer};
 
 /// Normalizes a generated schema into the subset (see the module table).
 ///
@@ -194,7 +194,9 @@ fn integer_format_to_bounds(
         return Err(SchemaError::new(
             "format",
             pointer,
-            format!("integer format `{format}` is not understood; remove it or use bounds (`minimum`/`maximum`)"),
+            format!(
+                "integer format `{format}` is not understood; remove it or use bounds (`minimum`/`maximum`)"
+            ),
         ));
     };
     #[allow(clippy::cast_precision_loss)] // bounds of at most 32 bits are exact
@@ -228,7 +230,11 @@ fn local_pass(schema: &mut Value, pointer: &str) -> Result<(), SchemaError> {
     };
     for_each_child(object, pointer, |child, at| local_pass(child, &at))?;
 
-    if let Some(format) = object.get("format").and_then(Value::as_str).map(str::to_owned) {
+    if let Some(format) = object
+        .get("format")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    {
         let types = types_of(object);
         if types.contains(&"integer") {
             integer_format_to_bounds(object, &format, pointer)?;
@@ -238,7 +244,9 @@ fn local_pass(schema: &mut Value, pointer: &str) -> Result<(), SchemaError> {
             return Err(SchemaError::new(
                 "format",
                 pointer,
-                format!("format `{format}` is outside the subset (date-time, date, uuid, email, uri); validate it with a `pattern` or a precondition instead"),
+                format!(
+                    "format `{format}` is outside the subset (date-time, date, uuid, email, uri); validate it with a `pattern` or a precondition instead"
+                ),
             ));
         }
     }
@@ -297,8 +305,14 @@ fn merge_ref_siblings(
     let Value::Object(object) = schema else {
         return Ok(());
     };
-    for_each_child(object, pointer, |child, at| merge_ref_siblings(child, &at, defs))?;
-    let Some(reference) = object.get("$ref").and_then(Value::as_str).map(str::to_owned) else {
+    for_each_child(object, pointer, |child, at| {
+        merge_ref_siblings(child, &at, defs)
+    })?;
+    let Some(reference) = object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
         return Ok(());
     };
     let constraining_siblings = object
@@ -311,7 +325,9 @@ fn merge_ref_siblings(
         Err(SchemaError::new(
             "$ref",
             pointer,
-            format!("a reference with sibling constraints cannot be expressed in the subset ({why}); wrap the inner type in a named field instead of flattening it"),
+            format!(
+                "a reference with sibling constraints cannot be expressed in the subset ({why}); wrap the inner type in a named field instead of flattening it"
+            ),
         ))
     };
     let Some(Value::Object(target)) = resolve(&reference, defs) else {
@@ -436,20 +452,21 @@ fn property<'a>(object: &'a Map<String, Value>, name: &str) -> Option<&'a Map<St
 }
 
 fn forbids(object: &Map<String, Value>, key: &str) -> bool {
-    object.get("additionalProperties") == Some(&Value::Bool(false)) && property(object, key).is_none()
+    object.get("additionalProperties") == Some(&Value::Bool(false))
+        && property(object, key).is_none()
 }
 
 /// Whether no value can satisfy both schemas.
 fn mutually_exclusive(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    if let (Some(x), Some(y)) = (finite_values(a), finite_values(b)) {
-        if disjoint_values(&x, &y) {
-            return true;
-        }
+    if let (Some(x), Some(y)) = (finite_values(a), finite_values(b))
+        && disjoint_values(&x, &y)
+    {
+        return true;
     }
-    if let (Some(x), Some(y)) = (admitted_types(a), admitted_types(b)) {
-        if x.iter().all(|t| !y.contains(t)) {
-            return true;
-        }
+    if let (Some(x), Some(y)) = (admitted_types(a), admitted_types(b))
+        && x.iter().all(|t| !y.contains(t))
+    {
+        return true;
     }
     // A tag: a property both require, with disjoint constant values.
     let tagged = required_keys(a).any(|key| {
@@ -478,7 +495,9 @@ fn exclusive_one_of(
     let Value::Object(object) = schema else {
         return Ok(());
     };
-    for_each_child(object, pointer, |child, at| exclusive_one_of(child, &at, defs))?;
+    for_each_child(object, pointer, |child, at| {
+        exclusive_one_of(child, &at, defs)
+    })?;
     let Some(Value::Array(branches)) = object.get("oneOf") else {
         return Ok(());
     };
@@ -545,7 +564,10 @@ mod tests {
             "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}
         }))
         .unwrap();
-        assert_eq!(schema["properties"]["children"]["items"], json!({"$ref": "#/$defs/Tree"}));
+        assert_eq!(
+            schema["properties"]["children"]["items"],
+            json!({"$ref": "#/$defs/Tree"})
+        );
         assert_eq!(
             schema["$defs"]["Tree"]["properties"]["children"]["items"],
             json!({"$ref": "#/$defs/Tree"})
@@ -555,8 +577,9 @@ mod tests {
 
     #[test]
     fn one_of_with_overlapping_branches_is_rejected() {
-        let err = normalize(json!({"oneOf": [{"type": "string"}, {"type": "string", "minLength": 2}]}))
-            .unwrap_err();
+        let err =
+            normalize(json!({"oneOf": [{"type": "string"}, {"type": "string", "minLength": 2}]}))
+                .unwrap_err();
         assert_eq!(err.keyword(), "oneOf");
         let ok = normalize(json!({"oneOf": [{"type": "string"}, {"type": "integer"}]})).unwrap();
         assert!(ok.get("anyOf").is_some());

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{push_pointer, SchemaError, SchemaLimits};
+use super::{SchemaError, SchemaLimits, push_pointer};
 
 /// JSON type names allowed in `type`.
 pub(crate) const TYPES: [&str; 7] = [
@@ -18,7 +18,9 @@ pub(crate) const FORMATS: [&str; 5] = ["date-time", "date", "uuid", "email", "ur
 /// Returns the first violation found, depth first in document order, with the
 /// keyword and the JSON pointer of the schema object that holds it.
 pub fn check_subset(schema: &Value, limits: &SchemaLimits) -> Result<(), SchemaError> {
-    let size = serde_json::to_string(schema).map(|text| text.len()).unwrap_or(usize::MAX);
+    let size = serde_json::to_string(schema)
+        .map(|text| text.len())
+        .unwrap_or(usize::MAX);
     if size > limits.max_bytes {
         return Err(SchemaError::new(
             "",
@@ -54,7 +56,9 @@ pub fn measure(schema: &Value) -> (usize, usize) {
         }
         deepest
     }
-    let bytes = serde_json::to_string(schema).map(|text| text.len()).unwrap_or(usize::MAX);
+    let bytes = serde_json::to_string(schema)
+        .map(|text| text.len())
+        .unwrap_or(usize::MAX);
     (bytes, depth(schema))
 }
 
@@ -74,7 +78,9 @@ fn is_non_negative_integer(value: &Value) -> bool {
 /// Advice for keywords that are commonly produced but not supported.
 fn advice(keyword: &str) -> &'static str {
     match keyword {
-        "oneOf" => "use `anyOf` with mutually exclusive branches (tagged enums are converted automatically)",
+        "oneOf" => {
+            "use `anyOf` with mutually exclusive branches (tagged enums are converted automatically)"
+        }
         "allOf" => "merge the branches into one object schema",
         "not" | "if" | "then" | "else" => "express the rule as a precondition on the action",
         "patternProperties" | "propertyNames" => {
@@ -86,8 +92,8 @@ fn advice(keyword: &str) -> &'static str {
         "unevaluatedProperties" | "unevaluatedItems" => {
             "use `additionalProperties: false` on a closed object"
         }
-        "readOnly" | "writeOnly" | "contentEncoding" | "contentMediaType" | "$comment"
-        | "$id" | "$anchor" | "$schema" | "definitions" => "remove it",
+        "readOnly" | "writeOnly" | "contentEncoding" | "contentMediaType" | "$comment" | "$id"
+        | "$anchor" | "$schema" | "definitions" => "remove it",
         _ => "use only the keywords of the supported subset",
     }
 }
@@ -115,11 +121,7 @@ impl Checker<'_> {
                 ));
             }
             _ => {
-                return Err(unsupported(
-                    "",
-                    pointer,
-                    "a schema must be a JSON object",
-                ));
+                return Err(unsupported("", pointer, "a schema must be a JSON object"));
             }
         };
         for (keyword, value) in object {
@@ -152,7 +154,9 @@ impl Checker<'_> {
                 if ok {
                     Ok(())
                 } else {
-                    fail("`type` must be one of object, array, string, number, integer, boolean, null, or an array of distinct names")
+                    fail(
+                        "`type` must be one of object, array, string, number, integer, boolean, null, or an array of distinct names",
+                    )
                 }
             }
             "enum" => match value.as_array() {
@@ -203,7 +207,9 @@ impl Checker<'_> {
                 Value::Object(_) | Value::Bool(true) => {
                     self.node(value, &push_pointer(pointer, "items"), depth + 1)
                 }
-                _ => fail("`items` must be a single schema; mixed tuples are outside the subset, use a struct with named fields"),
+                _ => fail(
+                    "`items` must be a single schema; mixed tuples are outside the subset, use a struct with named fields",
+                ),
             },
             "minItems" | "maxItems" | "minLength" | "maxLength" => {
                 if is_non_negative_integer(value) {
@@ -218,12 +224,16 @@ impl Checker<'_> {
                 };
                 match regex::Regex::new(pattern) {
                     Ok(_) => Ok(()),
-                    Err(_) => fail("the pattern is not a regular expression this runtime supports (no look-around or back-references)"),
+                    Err(_) => fail(
+                        "the pattern is not a regular expression this runtime supports (no look-around or back-references)",
+                    ),
                 }
             }
             "format" => match value.as_str() {
                 Some(format) if FORMATS.contains(&format) => Ok(()),
-                _ => fail("`format` must be one of date-time, date, uuid, email, uri; check other formats with `pattern` or a precondition"),
+                _ => fail(
+                    "`format` must be one of date-time, date, uuid, email, uri; check other formats with `pattern` or a precondition",
+                ),
             },
             "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
                 if value.is_number() {
@@ -267,13 +277,18 @@ impl Checker<'_> {
                 match target {
                     Some(name) if self.defs.is_some_and(|defs| defs.contains_key(name)) => Ok(()),
                     Some(_) => fail("`$ref` names a definition that `$defs` does not contain"),
-                    None => fail("only internal references of the form `#/$defs/<name>` are supported"),
+                    None => {
+                        fail("only internal references of the form `#/$defs/<name>` are supported")
+                    }
                 }
             }
             other => Err(unsupported(
                 other,
                 pointer,
-                format!("`{other}` is outside the supported subset; {}", advice(other)),
+                format!(
+                    "`{other}` is outside the supported subset; {}",
+                    advice(other)
+                ),
             )),
         }
     }

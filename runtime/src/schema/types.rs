@@ -68,10 +68,31 @@ macro_rules! agent_schema_for {
 }
 
 agent_schema_for!(
-    bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64, char, String, str,
+    bool,
+    i8,
+    i16,
+    i32,
+    i64,
+    isize,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize,
+    f32,
+    f64,
+    char,
+    String,
+    str,
     serde_json::Value,
-    std::num::NonZeroU8, std::num::NonZeroU16, std::num::NonZeroU32, std::num::NonZeroU64,
-    std::num::NonZeroI8, std::num::NonZeroI16, std::num::NonZeroI32, std::num::NonZeroI64,
+    std::num::NonZeroU8,
+    std::num::NonZeroU16,
+    std::num::NonZeroU32,
+    std::num::NonZeroU64,
+    std::num::NonZeroI8,
+    std::num::NonZeroI16,
+    std::num::NonZeroI32,
+    std::num::NonZeroI64,
 );
 
 impl AgentSchema for serde_json::Map<String, serde_json::Value> {}

@@ -8,7 +8,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::format::Format;
-use super::{push_pointer, Issue, SchemaError};
+use super::{Issue, SchemaError, push_pointer};
 
 /// Most issues reported for one input; the rest are counted in a final issue.
 pub const MAX_ISSUES: usize = 32;
@@ -163,8 +163,9 @@ impl Compiler {
         };
         node.types = match object.get("type") {
             None => 0,
-            Some(Value::String(name)) => type_bit(name)
-                .ok_or_else(|| bad("type", pointer, "unknown type name"))?,
+            Some(Value::String(name)) => {
+                type_bit(name).ok_or_else(|| bad("type", pointer, "unknown type name"))?
+            }
             Some(Value::Array(names)) => names.iter().try_fold(0, |bits, name| {
                 name.as_str()
                     .and_then(type_bit)
@@ -193,7 +194,13 @@ impl Compiler {
         if let Some(required) = object.get("required") {
             node.required = required
                 .as_array()
-                .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .map(|names| {
+                    names
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
                 .ok_or_else(|| bad("required", pointer, "must be an array"))?;
         }
         node.closed = object.get("additionalProperties") == Some(&Value::Bool(false));
@@ -240,7 +247,13 @@ impl Compiler {
             let name = reference
                 .as_str()
                 .and_then(|r| r.strip_prefix("#/$defs/"))
-                .ok_or_else(|| bad("$ref", pointer, "only `#/$defs/<name>` references are supported"))?;
+                .ok_or_else(|| {
+                    bad(
+                        "$ref",
+                        pointer,
+                        "only `#/$defs/<name>` references are supported",
+                    )
+                })?;
             node.reference = Some(
                 *self
                     .defs
@@ -388,7 +401,9 @@ impl CompiledSchema {
         let mut issues = Issues::default();
         let mut path = String::new();
         self.check(self.root, value, &mut path, &mut issues);
-        let Issues { mut list, dropped, .. } = issues;
+        let Issues {
+            mut list, dropped, ..
+        } = issues;
         if dropped > 0 {
             list.push(Issue::new("", format!("and {dropped} more issues")));
         }
@@ -418,17 +433,17 @@ impl CompiledSchema {
             );
             return;
         }
-        if let Some(constant) = &node.constant {
-            if value != constant {
-                issues.push(path, format!("must be {constant}"));
-                issues.tag_mismatch |= path_depth_is_property(path);
-            }
+        if let Some(constant) = &node.constant
+            && value != constant
+        {
+            issues.push(path, format!("must be {constant}"));
+            issues.tag_mismatch |= path_depth_is_property(path);
         }
-        if let Some(values) = &node.enumeration {
-            if !values.contains(value) {
-                issues.push(path, format!("must be one of {}", list_values(values)));
-                issues.tag_mismatch |= path_depth_is_property(path);
-            }
+        if let Some(values) = &node.enumeration
+            && !values.contains(value)
+        {
+            issues.push(path, format!("must be one of {}", list_values(values)));
+            issues.tag_mismatch |= path_depth_is_property(path);
         }
         match value {
             Value::Object(map) => self.check_object(node, map, path, issues),
@@ -442,7 +457,13 @@ impl CompiledSchema {
         }
     }
 
-    fn check_object(&self, node: &Node, map: &Map<String, Value>, path: &mut String, issues: &mut Issues) {
+    fn check_object(
+        &self,
+        node: &Node,
+        map: &Map<String, Value>,
+        path: &mut String,
+        issues: &mut Issues,
+    ) {
         let base = path.len();
         for name in &node.required {
             if !map.contains_key(name) {
@@ -461,8 +482,11 @@ impl CompiledSchema {
             match known {
                 Some((_, property)) => self.check(*property, child, path, issues),
                 None if node.closed => {
-                    let allowed: Vec<&str> =
-                        node.properties.iter().map(|(name, _)| name.as_str()).collect();
+                    let allowed: Vec<&str> = node
+                        .properties
+                        .iter()
+                        .map(|(name, _)| name.as_str())
+                        .collect();
                     let message = if allowed.is_empty() {
                         "unknown property; this object takes no properties".to_owned()
                     } else {
@@ -503,12 +527,12 @@ impl CompiledSchema {
         }
     }
 
-    fn check_any_of(&self, node: &Node, value: &Value, path: &mut String, issues: &mut Issues) {
+    fn check_any_of(&self, node: &Node, value: &Value, path: &str, issues: &mut Issues) {
         let mut best: Option<(bool, usize, Issues)> = None;
         let mut tie = false;
         for &branch in &node.any_of {
             let mut attempt = Issues::default();
-            let mut branch_path = path.clone();
+            let mut branch_path = path.to_owned();
             self.check(branch, value, &mut branch_path, &mut attempt);
             if attempt.count() == 0 {
                 return;
@@ -531,7 +555,10 @@ impl CompiledSchema {
             }
             _ => issues.push(
                 path,
-                format!("does not match any of the {} allowed shapes", node.any_of.len()),
+                format!(
+                    "does not match any of the {} allowed shapes",
+                    node.any_of.len()
+                ),
             ),
         }
     }
@@ -570,15 +597,15 @@ fn check_string(node: &Node, text: &str, path: &str, issues: &mut Issues) {
             issues.push(path, format!("must be at most {max} character(s) long"));
         }
     }
-    if let Some((regex, source)) = &node.pattern {
-        if !regex.is_match(text) {
-            issues.push(path, format!("must match the pattern {source}"));
-        }
+    if let Some((regex, source)) = &node.pattern
+        && !regex.is_match(text)
+    {
+        issues.push(path, format!("must match the pattern {source}"));
     }
-    if let Some(format) = node.format {
-        if !format.matches(text) {
-            issues.push(path, format.expectation());
-        }
+    if let Some(format) = node.format
+        && !format.matches(text)
+    {
+        issues.push(path, format.expectation());
     }
 }
 
@@ -632,15 +659,33 @@ mod tests {
             "required": ["ids", "mode"],
             "additionalProperties": false
         });
-        let found = issues(schema, json!({"ids": ["s3cret-ok", "x", 7], "when": "secret-time", "zz": 1}));
+        let found = issues(
+            schema,
+            json!({"ids": ["s3cret-ok", "x", 7], "when": "secret-time", "zz": 1}),
+        );
         assert_eq!(
             found,
             [
-                ("/mode".to_owned(), "required property is missing".to_owned()),
-                ("/ids/1".to_owned(), "must be at least 2 character(s) long".to_owned()),
-                ("/ids/2".to_owned(), "expected string, got integer".to_owned()),
-                ("/when".to_owned(), Format::DateTime.expectation().to_owned()),
-                ("/zz".to_owned(), "unknown property; allowed: ids, mode, when".to_owned()),
+                (
+                    "/mode".to_owned(),
+                    "required property is missing".to_owned()
+                ),
+                (
+                    "/ids/1".to_owned(),
+                    "must be at least 2 character(s) long".to_owned()
+                ),
+                (
+                    "/ids/2".to_owned(),
+                    "expected string, got integer".to_owned()
+                ),
+                (
+                    "/when".to_owned(),
+                    Format::DateTime.expectation().to_owned()
+                ),
+                (
+                    "/zz".to_owned(),
+                    "unknown property; allowed: ids, mode, when".to_owned()
+                ),
             ]
         );
         let text = format!("{found:?}");
@@ -667,7 +712,8 @@ mod tests {
             "$defs": {"Tree": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}}
         });
         assert!(issues(schema, json!({"children": [{"children": []}]})).is_empty());
-        let cycle = json!({"$ref": "#/$defs/A", "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}]}}});
+        let cycle =
+            json!({"$ref": "#/$defs/A", "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}]}}});
         assert_eq!(compile(&cycle).unwrap_err().keyword(), "$ref");
     }
 
