@@ -1,0 +1,439 @@
+//! The console's components and their agent surface.
+//!
+//! Each component holds the shared [`Console`] state; handlers read it live,
+//! so what the agent sees is always what the user sees.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use agent_surface::prelude::*;
+use serde::{Deserialize, Deserializer};
+
+use crate::backend::{Backend, Device, Status};
+
+/// Which statuses the table shows.
+#[agent_schema]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StatusFilter {
+    /// Every device.
+    #[default]
+    All,
+    /// Online devices only.
+    Online,
+    /// Offline devices only.
+    Offline,
+}
+
+impl StatusFilter {
+    fn status(self) -> Option<Status> {
+        match self {
+            StatusFilter::All => None,
+            StatusFilter::Online => Some(Status::Online),
+            StatusFilter::Offline => Some(Status::Offline),
+        }
+    }
+}
+
+/// The active filters.
+#[agent_schema]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filters {
+    /// Statuses shown.
+    pub status: StatusFilter,
+    /// City shown; null when every city is shown.
+    pub city: Option<String>,
+}
+
+/// Change the filters; omitted fields stay as they are.
+#[agent_schema]
+#[derive(Clone, Debug, Default)]
+pub struct SetFilters {
+    /// Statuses to show.
+    #[serde(default)]
+    pub status: Option<StatusFilter>,
+    /// City to show (Milan, Rome or Turin); null shows every city.
+    #[serde(default, deserialize_with = "present")]
+    pub city: Option<Option<String>>,
+}
+
+/// Distinguishes an explicit `null` (clear) from an absent field (keep).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(deserializer).map(Some)
+}
+
+/// Column the table is sorted by.
+#[agent_schema]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SortKey {
+    /// By name.
+    #[default]
+    Name,
+    /// By status.
+    Status,
+    /// By city.
+    City,
+}
+
+/// Sort direction.
+#[agent_schema]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SortDir {
+    /// Ascending.
+    #[default]
+    Asc,
+    /// Descending.
+    Desc,
+}
+
+/// How the table is sorted.
+#[agent_schema]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sorting {
+    /// Column.
+    pub by: SortKey,
+    /// Direction.
+    pub dir: SortDir,
+}
+
+/// What the table shows.
+#[agent_schema]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableState {
+    /// Rows matching the filters, in display order.
+    pub visible_rows: Vec<Device>,
+    /// Ids of the selected rows.
+    pub selected_ids: Vec<String>,
+    /// Current sorting.
+    pub sorting: Sorting,
+}
+
+/// How a selection change combines with the current selection.
+#[agent_schema]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SelectMode {
+    /// Replace the selection.
+    #[default]
+    Replace,
+    /// Add to the selection.
+    Add,
+    /// Remove from the selection.
+    Remove,
+}
+
+/// Change the row selection.
+#[agent_schema]
+#[derive(Clone, Debug)]
+pub struct SelectRows {
+    /// Ids of visible rows.
+    #[schemars(length(min = 1))]
+    pub ids: Vec<String>,
+    /// How to combine with the current selection.
+    #[serde(default)]
+    pub mode: SelectMode,
+}
+
+/// The drawer's state.
+#[agent_schema]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DrawerState {
+    /// Whether the drawer is open.
+    pub is_open: bool,
+    /// The device it shows, if open.
+    pub device_id: Option<String>,
+}
+
+/// Open the drawer on a device.
+#[agent_schema]
+#[derive(Clone, Debug)]
+pub struct OpenDrawer {
+    /// Device id.
+    pub device_id: String,
+}
+
+/// A route of the application.
+#[agent_schema]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// The devices page.
+    #[serde(rename = "/devices")]
+    Devices,
+    /// The settings page.
+    #[serde(rename = "/settings")]
+    Settings,
+}
+
+impl Route {
+    /// The route's path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Route::Devices => "/devices",
+            Route::Settings => "/settings",
+        }
+    }
+}
+
+/// Where the application is.
+#[agent_schema]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CurrentRoute {
+    /// The current route.
+    pub route: String,
+}
+
+/// Navigate to a route.
+#[agent_schema]
+#[derive(Clone, Debug)]
+pub struct GoTo {
+    /// Destination.
+    pub route: Route,
+}
+
+#[derive(Debug)]
+struct ConsoleState {
+    route: Route,
+    filters: Filters,
+    rows: Vec<Device>,
+    selected: Vec<String>,
+    sorting: Sorting,
+    drawer: Option<String>,
+}
+
+/// The console's shared UI state, and its connection to the backend.
+#[derive(Debug)]
+pub struct Console {
+    backend: Arc<Backend>,
+    state: Mutex<ConsoleState>,
+}
+
+impl Console {
+    /// A console on the devices page showing every device.
+    pub fn new(backend: Arc<Backend>) -> Arc<Console> {
+        let console = Console {
+            backend,
+            state: Mutex::new(ConsoleState {
+                route: Route::Devices,
+                filters: Filters::default(),
+                rows: Vec::new(),
+                selected: Vec::new(),
+                sorting: Sorting::default(),
+                drawer: None,
+            }),
+        };
+        console.refresh();
+        Arc::new(console)
+    }
+
+    fn state(&self) -> MutexGuard<'_, ConsoleState> {
+        // A poisoned lock only means a handler panicked mid-update; the state
+        // itself is plain data, so keep serving it.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Re-queries the backend with the current filters, keeps the sorting,
+    /// and drops selected ids that are no longer visible.
+    pub fn refresh(&self) {
+        let mut state = self.state();
+        let mut rows = self
+            .backend
+            .query(state.filters.status.status(), state.filters.city.as_deref());
+        sort_rows(&mut rows, state.sorting);
+        state
+            .selected
+            .retain(|id| rows.iter().any(|row| &row.id == id));
+        state.rows = rows;
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<Backend> {
+        &self.backend
+    }
+
+    /// The current route.
+    pub fn route(&self) -> Route {
+        self.state().route
+    }
+
+    /// The selected ids.
+    pub fn selected(&self) -> Vec<String> {
+        self.state().selected.clone()
+    }
+}
+
+fn sort_rows(rows: &mut [Device], sorting: Sorting) {
+    rows.sort_by(|a, b| {
+        let order = match sorting.by {
+            SortKey::Name => a.name.cmp(&b.name),
+            SortKey::Status => a.status.cmp(&b.status).then_with(|| a.name.cmp(&b.name)),
+            SortKey::City => a.city.cmp(&b.city).then_with(|| a.name.cmp(&b.name)),
+        };
+        match sorting.dir {
+            SortDir::Asc => order,
+            SortDir::Desc => order.reverse(),
+        }
+    });
+}
+
+/// The filter bar.
+#[derive(Debug)]
+pub struct FilterBar(pub Arc<Console>);
+
+/// Filters that decide which devices the table shows.
+#[agent_component(type = "devices.filters")]
+impl FilterBar {
+    /// The active filters.
+    #[observation]
+    fn read(&self) -> Filters {
+        self.0.state().filters.clone()
+    }
+
+    /// Change the filters; the table then shows the matching devices. Omitted
+    /// fields stay unchanged; `city: null` shows every city.
+    #[action(effect = "local-state", idempotent)]
+    fn set(&self, input: SetFilters) -> Filters {
+        {
+            let mut state = self.0.state();
+            if let Some(status) = input.status {
+                state.filters.status = status;
+            }
+            if let Some(city) = input.city {
+                state.filters.city = city;
+            }
+        }
+        self.0.refresh();
+        self.0.state().filters.clone()
+    }
+}
+
+/// The devices table.
+#[derive(Debug)]
+pub struct DevicesTable(pub Arc<Console>);
+
+/// Table of devices matching the active filters, with row selection.
+#[agent_component(type = "devices.table")]
+impl DevicesTable {
+    /// Visible rows, the current selection and the sorting.
+    #[observation]
+    fn read_state(&self) -> TableState {
+        let state = self.0.state();
+        TableState {
+            visible_rows: state.rows.clone(),
+            selected_ids: state.selected.clone(),
+            sorting: state.sorting,
+        }
+    }
+
+    /// Replace, extend or reduce the row selection. Only visible rows can be selected.
+    #[action(effect = "local-state", precondition = ids_are_visible)]
+    fn select_rows(&self, input: SelectRows) {
+        let mut state = self.0.state();
+        match input.mode {
+            SelectMode::Replace => state.selected = input.ids,
+            SelectMode::Add => {
+                for id in input.ids {
+                    if !state.selected.contains(&id) {
+                        state.selected.push(id);
+                    }
+                }
+            }
+            SelectMode::Remove => state.selected.retain(|id| !input.ids.contains(id)),
+        }
+    }
+
+    /// Sort the table.
+    #[action(effect = "local-state", idempotent)]
+    fn sort(&self, input: Sorting) {
+        let mut state = self.0.state();
+        state.sorting = input;
+        sort_rows(&mut state.rows, input);
+    }
+
+    fn ids_are_visible(&self, input: &SelectRows) -> Result<(), PreconditionFailure> {
+        let state = self.0.state();
+        let hidden: Vec<&String> = input
+            .ids
+            .iter()
+            .filter(|id| !state.rows.iter().any(|row| &row.id == *id))
+            .collect();
+        if hidden.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<&str> = hidden.iter().map(|id| id.as_str()).collect();
+        Err(PreconditionFailure::new(format!(
+            "Devices {} are not visible in the table; read the table state and select visible ids",
+            list.join(", ")
+        ))
+        .with_detail("reason", "not-visible")
+        .with_detail("ids", list))
+    }
+}
+
+/// The device detail drawer.
+#[derive(Debug)]
+pub struct Drawer(pub Arc<Console>);
+
+/// Detail drawer showing one device.
+#[agent_component(type = "devices.drawer")]
+impl Drawer {
+    /// Whether the drawer is open, and on which device.
+    #[observation]
+    fn state(&self) -> DrawerState {
+        let device_id = self.0.state().drawer.clone();
+        DrawerState {
+            is_open: device_id.is_some(),
+            device_id,
+        }
+    }
+
+    /// Open the drawer on a device.
+    #[action(effect = "local-state", precondition = device_exists)]
+    fn open(&self, input: OpenDrawer) {
+        self.0.state().drawer = Some(input.device_id);
+    }
+
+    /// Close the drawer.
+    #[action(effect = "local-state", when = is_open, unavailable_reason = "The drawer is already closed")]
+    fn close(&self) {
+        self.0.state().drawer = None;
+    }
+
+    fn is_open(&self) -> bool {
+        self.0.state().drawer.is_some()
+    }
+
+    fn device_exists(&self, input: &OpenDrawer) -> Result<(), PreconditionFailure> {
+        match self.0.backend.get(&input.device_id) {
+            Some(_) => Ok(()),
+            None => Err(PreconditionFailure::new(format!(
+                "There is no device {}; use an id from the table state",
+                input.device_id
+            ))
+            .with_detail("reason", "unknown-device")),
+        }
+    }
+}
+
+/// Application navigation.
+#[derive(Debug)]
+pub struct Navigation(pub Arc<Console>);
+
+/// Application navigation between the devices and settings pages.
+#[agent_component(type = "app.navigation")]
+impl Navigation {
+    /// The current route.
+    #[observation]
+    fn current(&self) -> CurrentRoute {
+        CurrentRoute {
+            route: self.0.state().route.path().to_owned(),
+        }
+    }
+
+    /// Go to a page. Leaving /devices removes the devices components.
+    #[action(effect = "navigation")]
+    fn go_to(&self, input: GoTo) -> CurrentRoute {
+        self.0.state().route = input.route;
+        CurrentRoute {
+            route: input.route.path().to_owned(),
+        }
+    }
+}
