@@ -42,6 +42,7 @@ pub(crate) struct ComponentAttrs {
     pub(crate) parent: Option<(LitStr, Option<LitStr>)>,
     pub(crate) meta: Option<Spanned<String>>,
     pub(crate) internal: Option<String>,
+    pub(crate) policies: Option<Vec<syn::Expr>>,
 }
 
 /// How a handler parameter is used.
@@ -74,6 +75,7 @@ pub(crate) struct Capability<'a> {
     pub(crate) timeout_ms: Option<u64>,
     pub(crate) meta: Option<Spanned<String>>,
     pub(crate) internal: Option<String>,
+    pub(crate) policies: Option<Vec<syn::Expr>>,
     pub(crate) params: Vec<Param<'a>>,
     pub(crate) output: Option<&'a Type>,
     pub(crate) attr_span: Span,
@@ -245,6 +247,7 @@ impl ComponentAttrs {
             internal: set
                 .list(INTERNAL)
                 .map(|(args, _)| attr::json_object(cx, "internal(…)", &args)),
+            policies: set.exprs(POLICIES),
         }
     }
 }
@@ -373,6 +376,7 @@ impl<'a> Capability<'a> {
             internal: set
                 .list(INTERNAL)
                 .map(|(args, _)| attr::json_object(cx, "internal(…)", &args)),
+            policies: set.exprs(POLICIES),
             params,
             output,
             attr_span: attr.span(),

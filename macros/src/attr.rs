@@ -27,6 +27,8 @@ pub(crate) enum ArgValue {
     Ident(Ident),
     /// `key(a = 1, b)`.
     List(Vec<Arg>, Span),
+    /// `key = [expr, expr]`.
+    Exprs(Vec<syn::Expr>, Span),
 }
 
 impl ArgValue {
@@ -34,7 +36,9 @@ impl ArgValue {
         match self {
             ArgValue::Flag => key_span,
             ArgValue::Lit(lit) => lit.span(),
-            ArgValue::Negative(_, span) | ArgValue::List(_, span) => *span,
+            ArgValue::Negative(_, span) | ArgValue::List(_, span) | ArgValue::Exprs(_, span) => {
+                *span
+            }
             ArgValue::Ident(ident) => ident.span(),
         }
     }
@@ -56,6 +60,11 @@ impl Parse for Arg {
                 let lit: Lit = input.parse()?;
                 let span = minus.span.join(lit.span()).unwrap_or(lit.span());
                 ArgValue::Negative(lit, span)
+            } else if input.peek(syn::token::Bracket) {
+                let content;
+                let bracket = syn::bracketed!(content in input);
+                let exprs = Punctuated::<syn::Expr, Token![,]>::parse_terminated(&content)?;
+                ArgValue::Exprs(exprs.into_iter().collect(), bracket.span.join())
             } else if input.peek(Lit) {
                 ArgValue::Lit(input.parse()?)
             } else if input.peek(Ident::peek_any) {
@@ -262,6 +271,20 @@ impl<'c> ArgSet<'c> {
                     &arg,
                     "a string literal or the name of a method returning the text",
                 );
+                None
+            }
+        }
+    }
+
+    /// `key = [expr, …]`.
+    pub(crate) fn exprs(&mut self, key: &str) -> Option<Vec<syn::Expr>> {
+        let arg = self.take(key)?;
+        match arg.value {
+            ArgValue::Exprs(exprs, _) => Some(exprs),
+            _ => {
+                let expected =
+                    format!("a bracketed list of expressions, e.g. `{key} = [authenticated()]`");
+                self.mismatch(&arg, &expected);
                 None
             }
         }

@@ -77,6 +77,22 @@ fn marker(capability: &Capability<'_>) -> syn::Ident {
     format_ident!("__{}", capability.ident().unraw())
 }
 
+/// `fn policies()` building a fresh chain from the attribute's expressions,
+/// each checked against `Policy` where it was written.
+fn policies_fn(policies: Option<&Vec<syn::Expr>>) -> TokenStream {
+    let Some(policies) = policies else {
+        return TokenStream::new();
+    };
+    let items = policies.iter().map(|expr| {
+        quote_spanned! {expr.span()=> ::agent_surface::policy::policy(#expr) }
+    });
+    quote! {
+        fn policies() -> ::std::vec::Vec<::agent_surface::policy::PolicyRef> {
+            ::std::vec![#(#items),*]
+        }
+    }
+}
+
 /// The marker type and its `Takes`/`Returns` impls: the one place where the
 /// input and return types are checked, at the tokens the user wrote.
 fn marker_items(capability: &Capability<'_>) -> TokenStream {
@@ -94,10 +110,13 @@ fn marker_items(capability: &Capability<'_>) -> TokenStream {
             }
         }
     });
+    let policies = policies_fn(capability.policies.as_ref());
+    let inherent = (!policies.is_empty()).then(|| quote!(impl #marker { #policies }));
     quote! {
         #[allow(non_camel_case_types)]
         enum #marker {}
 
+        #inherent
         #takes
 
         impl ::agent_surface::__private::Returns for #marker {
@@ -175,6 +194,9 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
         let json = lit(internal);
         tokens.extend(quote!(.internal(#json)));
     }
+    if capability.policies.is_some() {
+        tokens.extend(quote!(.policies(#marker::policies)));
+    }
     tokens
 }
 
@@ -230,6 +252,9 @@ fn component_contract(component: &Component<'_>) -> TokenStream {
     if let Some(internal) = &attrs.internal {
         let json = lit(internal);
         tokens.extend(quote!(.internal(#json)));
+    }
+    if attrs.policies.is_some() {
+        tokens.extend(quote!(.policies(__component::policies)));
     }
     tokens
 }
@@ -376,12 +401,21 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
         .map(|(index, capability)| invoke_arm(index, capability));
     let test_name = format_ident!("agent_surface_contract_of_{}", component.rust_type_name());
     let markers = component.capabilities.iter().map(marker_items);
+    let component_policies = policies_fn(component.attrs.policies.as_ref());
+    let component_marker = (!component_policies.is_empty()).then(|| {
+        quote! {
+            #[allow(non_camel_case_types)]
+            enum __component {}
+            impl __component { #component_policies }
+        }
+    });
 
     quote! {
         #item
 
         #[doc(hidden)]
         const _: () = {
+            #component_marker
             #(#markers)*
 
             static CONTRACT: ::agent_surface::__private::ComponentContract = #contract;

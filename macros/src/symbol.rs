@@ -14,6 +14,7 @@ pub(crate) const ENABLED: &str = "enabled";
 pub(crate) const PARENT: &str = "parent";
 pub(crate) const META: &str = "meta";
 pub(crate) const INTERNAL: &str = "internal";
+pub(crate) const POLICIES: &str = "policies";
 
 pub(crate) const COMPONENT_KEYS: &[&str] = &[
     TYPE,
@@ -25,6 +26,7 @@ pub(crate) const COMPONENT_KEYS: &[&str] = &[
     PARENT,
     META,
     INTERNAL,
+    POLICIES,
 ];
 
 // Keys shared by `#[observation(...)]` and `#[action(...)]`.
@@ -49,6 +51,7 @@ pub(crate) const OBSERVATION_KEYS: &[&str] = &[
     TIMEOUT,
     META,
     INTERNAL,
+    POLICIES,
 ];
 
 pub(crate) const ACTION_KEYS: &[&str] = &[
@@ -65,6 +68,7 @@ pub(crate) const ACTION_KEYS: &[&str] = &[
     TIMEOUT,
     META,
     INTERNAL,
+    POLICIES,
 ];
 
 // Keys of `parent(...)`.

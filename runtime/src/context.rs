@@ -14,6 +14,34 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ids::CapabilityId;
 
+/// The environment a registry runs in.
+///
+/// `Development` makes defects loud (console audit sink on stderr, collision
+/// diagnostics); `Production` degrades the same conditions to safe
+/// rejections plus audit events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Environment {
+    /// Strict diagnostics.
+    Development,
+    /// Safe rejections (the default).
+    #[default]
+    Production,
+    /// Tests.
+    Test,
+}
+
+impl Environment {
+    /// The environment's name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Environment::Development => "development",
+            Environment::Production => "production",
+            Environment::Test => "test",
+        }
+    }
+}
+
 /// The kind of consumer addressing the registry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -52,6 +52,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{DefinitionError, DefinitionErrorKind as K};
 use crate::ids::{CapabilityId, CapabilityName, ComponentType, InstanceId};
+use crate::policy::PolicyRef;
 use crate::schema::{self, CompiledSchema, Issue, SchemaLimits};
 
 /// A typed input after validation, ready for the handler (the concrete type
@@ -64,6 +65,8 @@ pub type SchemaFn = fn() -> Value;
 pub type OutputSchemaFn = fn() -> Option<Value>;
 /// Deserializes a validated input into its Rust type.
 pub type ParseFn = fn(Value) -> Result<TypedInput, Issue>;
+/// Builds a fresh policy chain (one per registration).
+pub type PoliciesFn = fn() -> Vec<PolicyRef>;
 
 /// How a capability explains that it is unavailable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +112,7 @@ pub struct CapabilityContract {
     timeout_ms: Option<u64>,
     meta: Option<&'static str>,
     internal: Option<&'static str>,
+    policies: Option<PoliciesFn>,
 }
 
 impl CapabilityContract {
@@ -158,9 +162,15 @@ impl CapabilityContract {
             timeout_ms: None,
             meta: None,
             internal: None,
+            policies: None,
         }
     }
 
+    #[doc(hidden)]
+    pub const fn policies(mut self, policies: PoliciesFn) -> Self {
+        self.policies = Some(policies);
+        self
+    }
     #[doc(hidden)]
     pub const fn idempotent(mut self, value: bool) -> Self {
         self.idempotent = Some(value);
@@ -242,6 +252,7 @@ pub struct ComponentContract {
     parent: Option<(&'static str, Option<&'static str>)>,
     meta: Option<&'static str>,
     internal: Option<&'static str>,
+    policies: Option<PoliciesFn>,
     capabilities: &'static [CapabilityContract],
     source: Source,
     checked: OnceLock<Result<CheckedContract, DefinitionError>>,
@@ -266,10 +277,17 @@ impl ComponentContract {
             parent: None,
             meta: None,
             internal: None,
+            policies: None,
             capabilities,
             source,
             checked: OnceLock::new(),
         }
+    }
+
+    #[doc(hidden)]
+    pub const fn policies(mut self, policies: PoliciesFn) -> Self {
+        self.policies = Some(policies);
+        self
     }
 
     #[doc(hidden)]
@@ -475,6 +493,7 @@ pub struct CheckedCapability {
     timeout_ms: Option<u64>,
     meta: Option<Arc<Map<String, Value>>>,
     internal: Option<Internal>,
+    policies: Option<PoliciesFn>,
 }
 
 impl CheckedCapability {
@@ -558,6 +577,10 @@ impl CheckedCapability {
     pub fn internal(&self) -> Option<&Internal> {
         self.internal.as_ref()
     }
+    /// A fresh instance of the capability's own policy chain.
+    pub fn policies(&self) -> Vec<PolicyRef> {
+        self.policies.map(|build| build()).unwrap_or_default()
+    }
 }
 
 /// A contract that passed every structural check, with its schemas compiled.
@@ -572,6 +595,7 @@ pub struct CheckedContract {
     parent: Option<(ComponentType, InstanceId)>,
     meta: Option<Arc<Map<String, Value>>>,
     internal: Option<Internal>,
+    policies: Option<PoliciesFn>,
     capabilities: Vec<CheckedCapability>,
     source: Source,
 }
@@ -683,6 +707,7 @@ impl CheckedContract {
             parent,
             meta,
             internal,
+            policies: contract.policies,
             capabilities,
             source: contract.source,
         })
@@ -723,6 +748,10 @@ impl CheckedContract {
     /// Internal metadata for policies and audit sinks; never serialized.
     pub fn internal(&self) -> Option<&Internal> {
         self.internal.as_ref()
+    }
+    /// A fresh instance of the component-level policy chain.
+    pub fn policies(&self) -> Vec<PolicyRef> {
+        self.policies.map(|build| build()).unwrap_or_default()
     }
     /// Every capability, in authoring order (the dispatch order).
     pub fn capabilities(&self) -> &[CheckedCapability] {
@@ -879,9 +908,14 @@ impl CheckedCapability {
             timeout_ms: contract.timeout_ms,
             meta: parse_json_object(contract.meta, subject, "meta", Some(MAX_META_BYTES))?,
             internal: internal_of(contract.internal, subject)?,
+            policies: contract.policies,
             id,
         })
     }
+}
+
+fn policy_names(chain: &[PolicyRef]) -> Vec<&str> {
+    chain.iter().map(|policy| policy.name()).collect()
 }
 
 /// The catalog form: everything an agent could be shown plus authoring facts
@@ -903,7 +937,7 @@ impl Serialize for CheckedContract {
                 serializer.collect_seq(self.0.iter().filter(|c| c.kind == self.1))
             }
         }
-        let mut out = serializer.serialize_struct("Component", 10)?;
+        let mut out = serializer.serialize_struct("Component", 12)?;
         out.serialize_field("type", &self.component_type)?;
         out.serialize_field("description", &*self.description)?;
         out.serialize_field("defaultInstanceId", &self.default_instance)?;
@@ -915,6 +949,9 @@ impl Serialize for CheckedContract {
         }
         if let Some(meta) = &self.meta {
             out.serialize_field("meta", &**meta)?;
+        }
+        if self.policies.is_some() {
+            out.serialize_field("policies", &policy_names(&self.policies()))?;
         }
         out.serialize_field(
             "rustType",
@@ -951,6 +988,9 @@ impl Serialize for CheckedCapability {
         out.serialize_entry("audit", &self.audit)?;
         if let Some(meta) = &self.meta {
             out.serialize_entry("meta", &**meta)?;
+        }
+        if self.policies.is_some() {
+            out.serialize_entry("policies", &policy_names(&self.policies()))?;
         }
         match self.reason {
             ReasonSource::Static(reason) => out.serialize_entry("unavailableReason", reason)?,

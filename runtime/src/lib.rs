@@ -80,18 +80,20 @@
 
 pub mod canonical;
 pub mod catalog;
+pub mod clock;
 pub mod component;
 pub mod context;
 pub mod contract;
 pub mod error;
 pub mod ids;
+pub mod policy;
 pub mod schema;
 pub mod wire;
 
 pub use agent_surface_macros::{action, agent_component, agent_schema, observation};
 pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
 pub use component::{Component, HandlerReturn};
-pub use context::{ActionContext, Consumer, ConsumerKind, HostContext, ReadContext};
+pub use context::{ActionContext, Consumer, ConsumerKind, Environment, HostContext, ReadContext};
 pub use error::{
     ActionError, DefinitionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry,
 };
@@ -100,12 +102,19 @@ pub use schema::{AgentInput, AgentOutput, AgentSchema};
 /// The items most applications use.
 pub mod prelude {
     pub use crate::component::Component;
-    pub use crate::context::{ActionContext, Consumer, ConsumerKind, HostContext, ReadContext};
+    pub use crate::context::{
+        ActionContext, Consumer, ConsumerKind, Environment, HostContext, ReadContext,
+    };
     pub use crate::error::{ActionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry};
     pub use crate::schema::{AgentInput, AgentOutput, AgentSchema};
     pub use crate::{Audit, Confirmation, Effect};
     pub use crate::{action, agent_component, agent_schema, observation};
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
 
 /// Support for generated code. Not public API: no stability guarantees.
 #[doc(hidden)]

@@ -1,0 +1,140 @@
+//! The injectable clock: every timestamp, TTL and rate-limit refill reads
+//! time through a [`Clock`], so tests control time completely.
+//!
+//! The default [`TokioClock`] anchors wall-clock time once and then advances
+//! with `tokio::time::Instant`, so under `tokio::time::pause()` it moves
+//! exactly when the test advances time. [`ManualClock`] is set by hand.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A source of time, in milliseconds since the Unix epoch.
+pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64;
+}
+
+/// Wall time anchored at creation, advancing with tokio's clock (which a
+/// paused test runtime controls). Outside a runtime it uses `std::time`.
+#[derive(Debug)]
+pub struct TokioClock {
+    anchor_ms: u64,
+    start: std::time::Instant,
+    tokio_start: Option<tokio::time::Instant>,
+}
+
+impl TokioClock {
+    /// A clock reading the current wall time now.
+    pub fn new() -> TokioClock {
+        let anchor_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        TokioClock {
+            anchor_ms,
+            start: std::time::Instant::now(),
+            tokio_start: tokio::runtime::Handle::try_current()
+                .ok()
+                .map(|_| tokio::time::Instant::now()),
+        }
+    }
+}
+
+impl Default for TokioClock {
+    fn default() -> Self {
+        TokioClock::new()
+    }
+}
+
+impl Clock for TokioClock {
+    fn now_ms(&self) -> u64 {
+        let elapsed = match self.tokio_start {
+            Some(start) => start.elapsed(),
+            None => self.start.elapsed(),
+        };
+        self.anchor_ms
+            .saturating_add(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+/// A clock that moves only when told to.
+///
+/// ```
+/// use agent_surface::clock::{Clock, ManualClock};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::at_ms(1_000);
+/// clock.advance(Duration::from_secs(2));
+/// assert_eq!(clock.now_ms(), 3_000);
+/// ```
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    now_ms: AtomicU64,
+}
+
+impl ManualClock {
+    /// A clock reading `ms`.
+    pub fn at_ms(ms: u64) -> ManualClock {
+        ManualClock {
+            now_ms: AtomicU64::new(ms),
+        }
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, by: Duration) {
+        let ms = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        self.now_ms.fetch_add(ms, Ordering::SeqCst);
+    }
+
+    /// Sets the clock.
+    pub fn set_ms(&self, ms: u64) {
+        self.now_ms.store(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.now_ms.load(Ordering::SeqCst)
+    }
+}
+
+impl<C: Clock> Clock for Arc<C> {
+    fn now_ms(&self) -> u64 {
+        (**self).now_ms()
+    }
+}
+
+/// Formats epoch milliseconds as an RFC 3339 UTC timestamp
+/// (`2026-11-30T09:30:00.000Z`).
+pub fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let millis = ms % 1000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (hour, minute, second) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    // Civil-from-days (Howard Hinnant's algorithm), for days since 1970-01-01.
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(1_796_031_045_123), "2026-11-30T09:30:45.123Z");
+    }
+}

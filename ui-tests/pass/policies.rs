@@ -1,0 +1,59 @@
+//! Policies attach at component and capability level; each registration
+//! gets a fresh chain, and the catalog lists them by name.
+
+use agent_surface::policy::{Decision, Policy, PolicyContext};
+use agent_surface::prelude::*;
+
+struct BetaOnly;
+
+impl Policy for BetaOnly {
+    fn name(&self) -> &str {
+        "betaOnly"
+    }
+    fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
+        if ctx.consumer().grants().iter().any(|grant| grant == "beta") {
+            Decision::Expose
+        } else {
+            Decision::Hide
+        }
+    }
+}
+
+struct Named(&'static str);
+
+impl Policy for Named {
+    fn name(&self) -> &str {
+        self.0
+    }
+}
+
+fn audited() -> Named {
+    Named("audited")
+}
+
+pub struct Reports;
+
+/// Reports.
+#[agent_component(type = "reports.panel", policies = [BetaOnly, audited()])]
+impl Reports {
+    /// The report count.
+    #[observation(policies = [Named("countPolicy")])]
+    fn count(&self) -> u32 {
+        0
+    }
+
+    /// Export.
+    #[action(effect = "local-state", policies = [])]
+    fn export(&self) {}
+}
+
+fn main() {
+    let contract = Reports::contract().checked().expect("valid contract");
+    let names: Vec<String> = contract.policies().iter().map(|p| p.name().to_owned()).collect();
+    assert_eq!(names, ["betaOnly", "audited"]);
+    let count = contract.capability("count").unwrap();
+    assert_eq!(count.policies().len(), 1);
+    let json = serde_json::to_value(contract).unwrap();
+    assert_eq!(json["policies"], serde_json::json!(["betaOnly", "audited"]));
+    assert_eq!(json["observations"][0]["policies"], serde_json::json!(["countPolicy"]));
+}
