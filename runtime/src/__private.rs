@@ -48,7 +48,7 @@ pub fn output_schema<C: Returns>() -> Option<Value> {
 /// The validator already checked the value against the schema; a failure
 /// here means a hand-written `Deserialize` disagrees with the schema. The
 /// issue names the path and never serde's message (which may quote values).
-pub fn parse_input<C: Takes>(value: Value) -> Result<TypedInput, Issue> {
+pub fn parse_input<C: Takes>(value: &Value) -> Result<TypedInput, Issue> {
     match serde_path_to_error::deserialize::<_, C::Input>(value) {
         Ok(input) => Ok(Box::new(input)),
         Err(err) => {
@@ -73,7 +73,7 @@ pub fn parse_input<C: Takes>(value: Value) -> Result<TypedInput, Issue> {
 }
 
 /// The input of an action that takes none: `{}` validated by its schema.
-pub fn parse_empty_input(_value: Value) -> Result<TypedInput, Issue> {
+pub fn parse_empty_input(_value: &Value) -> Result<TypedInput, Issue> {
     Ok(Box::new(()))
 }
 

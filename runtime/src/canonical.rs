@@ -167,7 +167,8 @@ pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
     }
 }
 
-fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
+/// Writes a JSON string literal exactly as `JSON.stringify` would.
+pub fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
     sink.write(b"\"");
     let bytes = text.as_bytes();
     let mut start = 0;

@@ -64,9 +64,24 @@ pub type SchemaFn = fn() -> Value;
 /// Generates the raw output schema of a handler; `None` when it returns `()`.
 pub type OutputSchemaFn = fn() -> Option<Value>;
 /// Deserializes a validated input into its Rust type.
-pub type ParseFn = fn(Value) -> Result<TypedInput, Issue>;
+pub type ParseFn = fn(&Value) -> Result<TypedInput, Issue>;
 /// Builds a fresh policy chain (one per registration).
 pub type PoliciesFn = fn() -> Vec<PolicyRef>;
+
+/// How invocations of an action share execution slots within one mounted
+/// instance. Not visible to agents.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Concurrency {
+    /// One FIFO queue per component instance, shared by its actions (default).
+    #[default]
+    Instance,
+    /// One FIFO queue per capability.
+    Capability,
+    /// One FIFO queue shared by the instance's actions naming the same key.
+    Key(&'static str),
+    /// Up to `n` concurrent executions of this capability, then a FIFO queue.
+    Parallel(u32),
+}
 
 /// How a capability explains that it is unavailable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +128,8 @@ pub struct CapabilityContract {
     meta: Option<&'static str>,
     internal: Option<&'static str>,
     policies: Option<PoliciesFn>,
+    concurrency: Concurrency,
+    queue_depth: Option<u32>,
 }
 
 impl CapabilityContract {
@@ -163,12 +180,24 @@ impl CapabilityContract {
             meta: None,
             internal: None,
             policies: None,
+            concurrency: Concurrency::Instance,
+            queue_depth: None,
         }
     }
 
     #[doc(hidden)]
     pub const fn policies(mut self, policies: PoliciesFn) -> Self {
         self.policies = Some(policies);
+        self
+    }
+    #[doc(hidden)]
+    pub const fn concurrency(mut self, concurrency: Concurrency) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+    #[doc(hidden)]
+    pub const fn queue_depth(mut self, depth: u32) -> Self {
+        self.queue_depth = Some(depth);
         self
     }
     #[doc(hidden)]
@@ -446,7 +475,7 @@ pub struct Internal(Arc<Map<String, Value>>);
 
 impl Internal {
     /// The metadata.
-    pub fn get(&self) -> &Map<String, Value> {
+    pub fn map(&self) -> &Map<String, Value> {
         &self.0
     }
 }
@@ -494,6 +523,8 @@ pub struct CheckedCapability {
     meta: Option<Arc<Map<String, Value>>>,
     internal: Option<Internal>,
     policies: Option<PoliciesFn>,
+    concurrency: Concurrency,
+    queue_depth: Option<u32>,
 }
 
 impl CheckedCapability {
@@ -546,7 +577,7 @@ impl CheckedCapability {
         self.input.as_ref().map(|(schema, _)| schema)
     }
     /// Deserializes a validated input into the handler's type.
-    pub fn parse_input(&self, value: Value) -> Option<Result<TypedInput, Issue>> {
+    pub fn parse_input(&self, value: &Value) -> Option<Result<TypedInput, Issue>> {
         self.input.as_ref().map(|(_, parse)| parse(value))
     }
     /// The output schema (observations always have one; actions returning `()` do not).
@@ -580,6 +611,14 @@ impl CheckedCapability {
     /// A fresh instance of the capability's own policy chain.
     pub fn policies(&self) -> Vec<PolicyRef> {
         self.policies.map(|build| build()).unwrap_or_default()
+    }
+    /// The concurrency group (actions).
+    pub fn concurrency(&self) -> Concurrency {
+        self.concurrency
+    }
+    /// The declared queue depth, if any (else the registry's `action_queue_depth`).
+    pub fn queue_depth(&self) -> Option<u32> {
+        self.queue_depth
     }
 }
 
@@ -776,6 +815,52 @@ impl CheckedContract {
         &self.source
     }
 
+    /// Checks descriptions and metadata against limits stricter than the
+    /// specification's defaults.
+    pub fn check_text_limits(
+        &self,
+        component_description: usize,
+        capability_description: usize,
+        meta_bytes: usize,
+    ) -> Result<(), DefinitionError> {
+        let over = |text: &str, limit: usize| rules::char_len(text) > limit;
+        if over(&self.description, component_description) {
+            return Err(DefinitionError::new(
+                K::LimitExceeded,
+                self.component_type.as_str(),
+                format!("the description is longer than this registry's limit of {component_description} characters"),
+            ));
+        }
+        let meta_len = |meta: Option<&Arc<Map<String, Value>>>| {
+            meta.and_then(|m| serde_json::to_string(&**m).ok())
+                .map_or(0, |text| text.len())
+        };
+        if meta_len(self.meta.as_ref()) > meta_bytes {
+            return Err(DefinitionError::new(
+                K::LimitExceeded,
+                self.component_type.as_str(),
+                format!("meta is larger than this registry's limit of {meta_bytes} bytes"),
+            ));
+        }
+        for capability in &self.capabilities {
+            if over(&capability.description, capability_description) {
+                return Err(DefinitionError::new(
+                    K::LimitExceeded,
+                    capability.id.as_str(),
+                    format!("the description is longer than this registry's limit of {capability_description} characters"),
+                ));
+            }
+            if meta_len(capability.meta.as_ref()) > meta_bytes {
+                return Err(DefinitionError::new(
+                    K::LimitExceeded,
+                    capability.id.as_str(),
+                    format!("meta is larger than this registry's limit of {meta_bytes} bytes"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every schema against a registry's size and depth limits.
     pub fn check_limits(&self, limits: &SchemaLimits) -> Result<(), DefinitionError> {
         for capability in &self.capabilities {
@@ -909,6 +994,8 @@ impl CheckedCapability {
             meta: parse_json_object(contract.meta, subject, "meta", Some(MAX_META_BYTES))?,
             internal: internal_of(contract.internal, subject)?,
             policies: contract.policies,
+            concurrency: contract.concurrency,
+            queue_depth: contract.queue_depth,
             id,
         })
     }

@@ -78,16 +78,24 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod canonical;
 pub mod catalog;
 pub mod clock;
 pub mod component;
+pub mod confirmation;
 pub mod context;
 pub mod contract;
 pub mod error;
+pub mod events;
+pub mod explain;
 pub mod ids;
+pub mod invoke;
 pub mod policy;
+pub mod registry;
 pub mod schema;
+pub mod snapshot;
+mod util;
 pub mod wire;
 
 pub use agent_surface_macros::{action, agent_component, agent_schema, observation};
@@ -97,7 +105,10 @@ pub use context::{ActionContext, Consumer, ConsumerKind, Environment, HostContex
 pub use error::{
     ActionError, DefinitionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry,
 };
+pub use invoke::{Invocation, InvocationResult, InvokeOptions};
+pub use registry::{Mounted, Registry};
 pub use schema::{AgentInput, AgentOutput, AgentSchema};
+pub use snapshot::{Snapshot, SnapshotOptions};
 
 /// The items most applications use.
 pub mod prelude {

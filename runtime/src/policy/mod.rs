@@ -44,6 +44,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
+use crate::audit::AuditSink;
 use crate::clock::Clock;
 use crate::context::{Consumer, Environment, HostContext};
 use crate::contract::Internal;
@@ -418,6 +419,12 @@ pub trait Policy: Send + Sync + 'static {
         next.run()
     }
 
+    /// An audit sink this policy forwards the capability's audit events to
+    /// (the built-in `audit` policy).
+    fn audit_sink(&self) -> Option<Arc<dyn AuditSink>> {
+        None
+    }
+
     /// Phase 6: sees the validated effective input. Call `next.run().await`
     /// to continue.
     fn on_invoke<'a>(
@@ -441,3 +448,11 @@ impl fmt::Debug for dyn Policy {
 pub fn policy<P: Policy>(policy: P) -> PolicyRef {
     Arc::new(policy)
 }
+
+mod builtins;
+
+pub use builtins::{
+    audit, authenticated, authenticated_by, environment, has_permission, has_permission_with, rate_limit,
+    require_confirmation, tenant_boundary, AuditPolicy, Authenticated, EnvironmentPolicy, HasPermission, RateLimit,
+    RequireConfirmation, TenantBoundary,
+};

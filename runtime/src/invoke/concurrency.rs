@@ -1,0 +1,326 @@
+//! Phase 8: concurrency.
+//!
+//! - Actions run serially per component instance (FIFO) by default, with a
+//!   bounded wait queue; an action may declare another group: one queue per
+//!   capability, a named key shared by capabilities of the instance, or
+//!   `parallel(max)` slots, each with its own queue depth.
+//! - Observations pass admission: at most `max_concurrent_observations_per_consumer`
+//!   running per consumer and `max_concurrent_observations_total` overall,
+//!   with a bounded FIFO wait queue per consumer. They never take an action
+//!   queue slot.
+//!
+//! Overflow is `RATE_LIMITED {reason: "queue-full", retryAfterMs}`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+
+use crate::contract::Concurrency;
+
+/// Suggested wait after a full queue, in milliseconds.
+pub(crate) const QUEUE_FULL_RETRY_MS: u64 = 250;
+
+/// Identifies one action queue of a registration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QueueKey {
+    Instance,
+    Capability(usize),
+    Key(&'static str),
+}
+
+impl QueueKey {
+    pub(crate) fn of(concurrency: Concurrency, index: usize) -> QueueKey {
+        match concurrency {
+            Concurrency::Instance => QueueKey::Instance,
+            Concurrency::Capability | Concurrency::Parallel(_) => QueueKey::Capability(index),
+            Concurrency::Key(key) => QueueKey::Key(key),
+        }
+    }
+}
+
+/// A FIFO queue in front of `slots` concurrent executions.
+#[derive(Debug)]
+pub(crate) struct ActionQueue {
+    slots: Arc<Semaphore>,
+    waiting: AtomicUsize,
+    depth: usize,
+}
+
+/// Why a slot was not granted.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum QueueRefusal {
+    Full,
+    Closed,
+}
+
+impl ActionQueue {
+    pub(crate) fn new(slots: usize, depth: usize) -> ActionQueue {
+        ActionQueue {
+            slots: Arc::new(Semaphore::new(slots.max(1))),
+            waiting: AtomicUsize::new(0),
+            depth,
+        }
+    }
+
+    /// Takes a slot at once, or joins the FIFO queue if it has room. The
+    /// returned future resolves when the slot is granted; dropping it leaves
+    /// the queue.
+    pub(crate) fn enter(&self) -> Result<Entry<'_>, QueueRefusal> {
+        if let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() {
+            return Ok(Entry::Ready(permit));
+        }
+        let before = self.waiting.fetch_add(1, Ordering::AcqRel);
+        if before >= self.depth {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(QueueRefusal::Full);
+        }
+        Ok(Entry::Queued(Waiting { queue: self }))
+    }
+}
+
+/// A granted slot or a place in the queue.
+pub(crate) enum Entry<'q> {
+    Ready(OwnedSemaphorePermit),
+    Queued(Waiting<'q>),
+}
+
+/// A place in an action queue; leaving (drop) frees it.
+pub(crate) struct Waiting<'q> {
+    queue: &'q ActionQueue,
+}
+
+impl Waiting<'_> {
+    /// Waits for the slot, FIFO.
+    pub(crate) async fn slot(&self) -> Result<OwnedSemaphorePermit, QueueRefusal> {
+        Arc::clone(&self.queue.slots)
+            .acquire_owned()
+            .await
+            .map_err(|_| QueueRefusal::Closed)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.queue.waiting.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Limits of observation admission.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AdmissionLimits {
+    pub(crate) per_consumer: usize,
+    pub(crate) total: usize,
+    pub(crate) queued_per_consumer: usize,
+}
+
+#[derive(Default)]
+struct ConsumerSlots {
+    running: usize,
+    queued: usize,
+}
+
+struct Waiter {
+    id: u64,
+    consumer: Arc<str>,
+    grant: oneshot::Sender<()>,
+}
+
+#[derive(Default)]
+struct AdmissionState {
+    consumers: HashMap<Arc<str>, ConsumerSlots>,
+    running: usize,
+    waiters: VecDeque<Waiter>,
+    next_waiter: u64,
+    closed: bool,
+}
+
+/// Observation admission: independent per-consumer and global gates.
+#[derive(Default)]
+pub(crate) struct Admission {
+    state: Mutex<AdmissionState>,
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Admission")
+    }
+}
+
+/// An admitted observation; dropping it frees the slots and admits the next
+/// waiter (FIFO across consumers, skipping consumers at their cap).
+pub(crate) struct Admitted {
+    admission: Arc<Admission>,
+    consumer: Arc<str>,
+    limits: AdmissionLimits,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.admission.release(&self.consumer, self.limits);
+    }
+}
+
+/// The outcome of asking for admission.
+pub(crate) enum Ticket {
+    Admitted(Admitted),
+    Queued(QueuedTicket),
+}
+
+/// A queued observation; dropping it before the grant leaves the queue.
+pub(crate) struct QueuedTicket {
+    admission: Arc<Admission>,
+    consumer: Arc<str>,
+    limits: AdmissionLimits,
+    id: u64,
+    grant: Option<oneshot::Receiver<()>>,
+}
+
+impl QueuedTicket {
+    /// Waits for the grant, FIFO.
+    pub(crate) async fn admitted(mut self) -> Result<Admitted, QueueRefusal> {
+        let granted = match self.grant.as_mut() {
+            Some(grant) => grant.await.is_ok(),
+            None => false,
+        };
+        if !granted {
+            return Err(QueueRefusal::Closed);
+        }
+        self.grant = None;
+        Ok(Admitted {
+            admission: Arc::clone(&self.admission),
+            consumer: Arc::clone(&self.consumer),
+            limits: self.limits,
+        })
+    }
+}
+
+impl Drop for QueuedTicket {
+    fn drop(&mut self) {
+        let Some(mut grant) = self.grant.take() else {
+            return; // converted into an admission
+        };
+        // Close first: a grant sent before this point is ours to give back;
+        // one attempted after it fails and is not counted by the admitter.
+        grant.close();
+        let granted = grant.try_recv().is_ok();
+        self.admission.abandon(&self.consumer, self.id, granted, self.limits);
+    }
+}
+
+impl Admission {
+    pub(crate) fn enter(self: &Arc<Self>, consumer: &Arc<str>, limits: AdmissionLimits) -> Result<Ticket, QueueRefusal> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.closed {
+            return Err(QueueRefusal::Closed);
+        }
+        let global_free = state.running < limits.total;
+        let slots = state.consumers.entry(Arc::clone(consumer)).or_default();
+        if slots.running < limits.per_consumer && slots.queued == 0 && global_free {
+            slots.running += 1;
+            state.running += 1;
+            return Ok(Ticket::Admitted(Admitted {
+                admission: Arc::clone(self),
+                consumer: Arc::clone(consumer),
+                limits,
+            }));
+        }
+        if slots.queued >= limits.queued_per_consumer {
+            Self::forget_idle(&mut state, consumer);
+            return Err(QueueRefusal::Full);
+        }
+        slots.queued += 1;
+        state.next_waiter += 1;
+        let id = state.next_waiter;
+        let (sender, receiver) = oneshot::channel();
+        state.waiters.push_back(Waiter {
+            id,
+            consumer: Arc::clone(consumer),
+            grant: sender,
+        });
+        Ok(Ticket::Queued(QueuedTicket {
+            admission: Arc::clone(self),
+            consumer: Arc::clone(consumer),
+            limits,
+            id,
+            grant: Some(receiver),
+        }))
+    }
+
+    fn release(&self, consumer: &Arc<str>, limits: AdmissionLimits) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.running = state.running.saturating_sub(1);
+        if let Some(slots) = state.consumers.get_mut(consumer) {
+            slots.running = slots.running.saturating_sub(1);
+        }
+        Self::admit_waiters(&mut state, limits);
+        Self::forget_idle(&mut state, consumer);
+    }
+
+    fn abandon(&self, consumer: &Arc<str>, id: u64, granted: bool, limits: AdmissionLimits) {
+        if granted {
+            self.release(consumer, limits);
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(index) = state.waiters.iter().position(|w| w.id == id) {
+            state.waiters.remove(index);
+            if let Some(slots) = state.consumers.get_mut(consumer) {
+                slots.queued = slots.queued.saturating_sub(1);
+            }
+        }
+        Self::forget_idle(&mut state, consumer);
+    }
+
+    /// Grants slots FIFO, skipping waiters whose consumer is at its cap.
+    fn admit_waiters(state: &mut AdmissionState, limits: AdmissionLimits) {
+        let mut index = 0;
+        while state.running < limits.total && index < state.waiters.len() {
+            let eligible = state.waiters.get(index).is_some_and(|waiter| {
+                state
+                    .consumers
+                    .get(&waiter.consumer)
+                    .is_some_and(|slots| slots.running < limits.per_consumer)
+            });
+            if !eligible {
+                index += 1;
+                continue;
+            }
+            let Some(waiter) = state.waiters.remove(index) else {
+                break;
+            };
+            let Some(slots) = state.consumers.get_mut(&waiter.consumer) else {
+                continue;
+            };
+            slots.queued = slots.queued.saturating_sub(1);
+            if waiter.grant.send(()).is_ok() {
+                slots.running += 1;
+                state.running += 1;
+            }
+        }
+    }
+
+    fn forget_idle(state: &mut AdmissionState, consumer: &Arc<str>) {
+        if state
+            .consumers
+            .get(consumer)
+            .is_some_and(|slots| slots.running == 0 && slots.queued == 0)
+        {
+            state.consumers.remove(consumer);
+        }
+    }
+
+    /// Refuses new admissions and drops every waiter (they settle CANCELLED).
+    pub(crate) fn close(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.closed = true;
+        state.waiters.clear();
+    }
+
+    /// Consumers currently tracked (bounded by activity; for tests).
+    #[cfg(test)]
+    pub(crate) fn tracked_consumers(&self) -> usize {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).consumers.len()
+    }
+}

@@ -1,0 +1,779 @@
+//! Phases 2–10 of the invocation pipeline, in order, each its own step:
+//!
+//! 2. resolve + staleness  3. availability  4. authorize (no input)
+//! 5. effective input      6. invoke policies + confirmation
+//! 7. precondition         8. concurrency   9. execute   10. settle
+//!
+//! The first failing phase produces the typed error; every call, failed or
+//! not, is settled by [`Call::settle`] (audit, events, result).
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::concurrency::{ActionQueue, Entry, QueueKey, QueueRefusal, Ticket, QUEUE_FULL_RETRY_MS};
+use super::{InvocationResult, Invocation, InvokeOptions};
+use crate::audit::{AuditEvent, AuditKind};
+use crate::canonical::{write_canonical, Sink};
+use crate::component::{Component, HandlerFuture, HandlerOutcome};
+use crate::confirmation::Binding;
+use crate::context::{ActionContext, ConfirmationEvidence, Consumer, HostContext, ReadContext};
+use crate::contract::{CheckedCapability, Concurrency, TypedInput};
+use crate::error::{ErrorPayload, FailureReason};
+use crate::policy::{self, Decision, InvokeContext, PolicyContext};
+use crate::registry::{Availability, Registration, Registry};
+use crate::{Audit, Confirmation, Effect, Kind};
+
+/// One call in flight through phases 2–10.
+pub(super) struct Call<'r> {
+    pub(super) registry: &'r Registry,
+    pub(super) request: Invocation,
+    pub(super) options: InvokeOptions,
+    pub(super) consumer: Consumer,
+    pub(super) consumer_key: Arc<str>,
+    pub(super) invocation_id: Arc<str>,
+    pub(super) capability_id: Arc<str>,
+}
+
+/// The resolved registration and capability.
+struct Target {
+    registration: Arc<Registration>,
+    index: usize,
+    capability: &'static CheckedCapability,
+}
+
+/// What the pipeline knows when it settles.
+#[derive(Default)]
+struct Trace {
+    target: Option<Target>,
+    effective_input: Option<Value>,
+    queue_wait: Option<Duration>,
+    execution: Option<Duration>,
+    operator: Option<String>,
+    audit_annotations: Map<String, Value>,
+}
+
+/// A handler future whose panics become values.
+struct CatchUnwind(HandlerFuture);
+
+impl Future for CatchUnwind {
+    type Output = Result<HandlerOutcome, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = &mut self.0;
+        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(outcome)) => Poll::Ready(Ok(outcome)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned())
+}
+
+/// Counts canonical bytes without producing them.
+struct Counter(usize);
+
+impl Sink for Counter {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len();
+    }
+}
+
+fn byte_len(value: &Value) -> usize {
+    let mut counter = Counter(0);
+    write_canonical(value, &mut counter);
+    counter.0
+}
+
+/// Turns integral floats (`3.0`) into integers so typed deserialization
+/// accepts what the schema (JSON semantics) accepts.
+fn normalize_integral_floats(value: &mut Value) {
+    match value {
+        Value::Number(number) if number.is_f64() => {
+            if let Some(f) = number.as_f64() {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+                if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 {
+                    *value = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize_integral_floats),
+        Value::Object(map) => map.values_mut().for_each(normalize_integral_floats),
+        _ => {}
+    }
+}
+
+enum Interrupt {
+    Timeout(Duration),
+    Cancelled,
+    Unmounted,
+}
+
+impl Call<'_> {
+    fn elapsed_ms(started: Instant) -> u64 {
+        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    pub(super) async fn run(self) -> InvocationResult {
+        let span = tracing::debug_span!(
+            "agent_surface.invoke",
+            capability = %self.capability_id,
+            invocation = %self.invocation_id,
+            consumer = %self.consumer_key,
+        );
+        async move {
+            let started = Instant::now();
+            let version_at_start = self.registry.version();
+            self.registry.inner.dispatcher.emit([crate::events::SurfaceEvent::InvocationStarted {
+                invocation_id: Arc::clone(&self.invocation_id),
+                capability_id: Arc::clone(&self.capability_id),
+                consumer_id: Arc::clone(&self.consumer_key),
+            }]);
+            let mut trace = Trace::default();
+            let outcome = self.phases(&mut trace).await;
+            self.settle(outcome, trace, started, version_at_start)
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn phases(&self, trace: &mut Trace) -> Result<Option<Arc<Value>>, ErrorPayload> {
+        let target = self.resolve()?;
+        let (registration, index, capability) = (Arc::clone(&target.registration), target.index, target.capability);
+        trace.target = Some(target);
+        let component = self.availability(&registration, index)?;
+        let host = self.registry.inner.host();
+        self.authorize(&registration, index, capability, &host).await?;
+        let (effective, typed) = self.effective_input(capability)?;
+        let read = ReadContext::new(
+            capability.id().clone(),
+            Arc::clone(&registration.id),
+            self.consumer.clone(),
+            host.clone(),
+        );
+        let evidence = self
+            .invoke_policies(&registration, index, capability, &host, &effective, trace)
+            .await?;
+        trace.effective_input = Some(effective);
+        self.precondition(component.as_ref(), index, capability, typed.as_ref(), &read)?;
+        let wait_started = Instant::now();
+        let slot = self.concurrency(&registration, index, capability).await;
+        trace.queue_wait = Some(wait_started.elapsed());
+        let slot = slot?;
+        let output = self
+            .execute(&registration, index, capability, typed, read, evidence, trace)
+            .await;
+        drop(slot);
+        self.check_output(capability, output?, trace)
+    }
+
+    /// Phase 2: capability id (+ instance) → live registration; staleness.
+    fn resolve(&self) -> Result<Target, ErrorPayload> {
+        let _phase = tracing::trace_span!("phase", n = 2, name = "resolve").entered();
+        let inner = &self.registry.inner;
+        let request = &self.request;
+        let now = inner.now_ms();
+        let state = inner.state();
+        let candidates: &[Arc<Registration>] = state
+            .by_capability
+            .get(&*self.capability_id)
+            .map_or(&[], Vec::as_slice);
+        let instance = request.instance_id.as_deref();
+        let for_instance = |r: &&Arc<Registration>| instance.is_none_or(|i| r.instance.as_str() == i);
+
+        let target = if let Some(registration_id) = request.registration_id.as_deref() {
+            if let Some(live) = candidates.iter().find(|r| &*r.id == registration_id) {
+                Arc::clone(live)
+            } else {
+                let live = candidates.iter().filter(for_instance).map(|r| Arc::clone(&r.id)).next();
+                if !inner.ids.minted_here(registration_id) {
+                    return Err(ErrorPayload::stale("surface-reloaded", live.as_deref()));
+                }
+                if state.tombstones.peek(registration_id, now).is_some() {
+                    return Err(ErrorPayload::unmounted("resolve"));
+                }
+                match live {
+                    Some(live) => return Err(ErrorPayload::stale("registration-replaced", Some(&live))),
+                    None => return Err(ErrorPayload::not_found()),
+                }
+            }
+        } else {
+            let mut matching = candidates.iter().filter(for_instance);
+            match (matching.next(), matching.next()) {
+                (Some(only), None) => Arc::clone(only),
+                (Some(_), Some(_)) => {
+                    let all: Vec<Arc<Registration>> = candidates.iter().filter(for_instance).cloned().collect();
+                    drop(state);
+                    return Err(self.ambiguous(&all));
+                }
+                (None, _) => {
+                    let recently = state
+                        .unmounted_capabilities
+                        .peek(&*self.capability_id, now)
+                        .and_then(|id| state.tombstones.peek(&**id, now))
+                        .is_some_and(|tomb| instance.is_none_or(|i| tomb.instance.as_str() == i));
+                    return Err(if recently {
+                        ErrorPayload::unmounted("resolve")
+                    } else {
+                        ErrorPayload::not_found()
+                    });
+                }
+            }
+        };
+        if let Some(instance) = instance {
+            if target.instance.as_str() != instance {
+                return Err(ErrorPayload::not_found());
+            }
+        }
+        let Some(index) = target
+            .contract
+            .capabilities()
+            .iter()
+            .position(|c| c.id().as_str() == &*self.capability_id)
+        else {
+            return Err(ErrorPayload::not_found());
+        };
+        let Some(capability) = target.capability(index) else {
+            return Err(ErrorPayload::not_found());
+        };
+        if let Some(hint) = request.surface_version.as_deref() {
+            if capability.effect().enforces_version_hint() && hint != state.version.to_string() {
+                return Err(ErrorPayload::stale("surface-version-mismatch", Some(&target.id)));
+            }
+        }
+        drop(state);
+        Ok(Target {
+            registration: target,
+            index,
+            capability,
+        })
+    }
+
+    /// `AMBIGUOUS_INSTANCE`, listing only instances this consumer may see.
+    fn ambiguous(&self, candidates: &[Arc<Registration>]) -> ErrorPayload {
+        let host = self.registry.inner.host();
+        let instances: Vec<Value> = candidates
+            .iter()
+            .filter(|registration| {
+                registration
+                    .contract
+                    .capabilities()
+                    .iter()
+                    .position(|c| c.id().as_str() == &*self.capability_id)
+                    .is_some_and(|index| self.discover(registration, index, &host) != Decision::Hide)
+            })
+            .map(|registration| {
+                serde_json::json!({
+                    "instanceId": registration.instance.as_str(),
+                    "registrationId": &*registration.id,
+                    "description": &**registration.contract.description(),
+                })
+            })
+            .collect();
+        match instances.len() {
+            0 => ErrorPayload::not_found(),
+            _ => ErrorPayload::ambiguous(instances),
+        }
+    }
+
+    fn policy_context<'a>(
+        &'a self,
+        registration: &'a Registration,
+        capability: &'a CheckedCapability,
+        host: &'a HostContext,
+    ) -> PolicyContext<'a> {
+        let inner = &self.registry.inner;
+        PolicyContext {
+            capability_id: capability.id(),
+            kind: capability.kind(),
+            effect: capability.effect(),
+            registration_id: &registration.id,
+            consumer: &self.consumer,
+            host,
+            environment: inner.config.environment,
+            component_meta: registration.contract.meta().map(|m| &**m),
+            capability_meta: capability.meta().map(|m| &**m),
+            component_internal: registration.contract.internal(),
+            capability_internal: capability.internal(),
+            clock: inner.clock.as_ref(),
+        }
+    }
+
+    fn discover(&self, registration: &Registration, index: usize, host: &HostContext) -> Decision {
+        let (Some(chain), Some(capability)) = (registration.chain(index), registration.capability(index)) else {
+            return Decision::Hide;
+        };
+        chain.discover(&self.policy_context(registration, capability, host))
+    }
+
+    /// Phase 3: enabled, pushed overrides and `when()`, re-evaluated now.
+    /// A capability this consumer may not see stays not found.
+    fn availability(&self, registration: &Arc<Registration>, index: usize) -> Result<Arc<dyn Component>, ErrorPayload> {
+        let _phase = tracing::trace_span!("phase", n = 3, name = "availability").entered();
+        let Some(component) = registration.component() else {
+            return Err(ErrorPayload::unmounted("resolve"));
+        };
+        if let Availability::Unavailable(reason) = registration.availability(index, Some(component.as_ref())) {
+            if self.discover(registration, index, &self.registry.inner.host()) == Decision::Hide {
+                return Err(ErrorPayload::not_found());
+            }
+            return Err(ErrorPayload::not_available(&reason));
+        }
+        Ok(component)
+    }
+
+    /// Phase 4: discovery re-check, then the `on_authorize` onion. No agent
+    /// input exists in this phase's context.
+    async fn authorize(
+        &self,
+        registration: &Registration,
+        index: usize,
+        capability: &CheckedCapability,
+        host: &HostContext,
+    ) -> Result<(), ErrorPayload> {
+        let Some(chain) = registration.chain(index) else {
+            return Err(ErrorPayload::not_found());
+        };
+        if chain.policies.is_empty() {
+            return Ok(());
+        }
+        let ctx = self.policy_context(registration, capability, host);
+        match chain.discover(&ctx) {
+            Decision::Hide => return Err(ErrorPayload::not_found()),
+            Decision::Disable(reason) => return Err(ErrorPayload::not_available(&reason)),
+            Decision::Expose => {}
+        }
+        if chain.authorize.is_empty() {
+            return Ok(());
+        }
+        let onion = AssertUnwindFuture(policy::run_authorize(&chain.authorize, &ctx))
+            .instrument(tracing::trace_span!("phase", n = 4, name = "authorize"));
+        match onion.await {
+            Ok(result) => result,
+            Err(panic) => {
+                tracing::error!(panic = %panic_message(panic.as_ref()), "a policy panicked in on_authorize; the call is refused");
+                Err(ErrorPayload::not_authorized("client"))
+            }
+        }
+    }
+
+    /// Phase 5: parse and fully validate the effective input.
+    fn effective_input(&self, capability: &CheckedCapability) -> Result<(Value, Option<TypedInput>), ErrorPayload> {
+        let _phase = tracing::trace_span!("phase", n = 5, name = "effective input").entered();
+        let input = self.request.input.clone().unwrap_or(Value::Null);
+        if capability.kind() == Kind::Observation {
+            let empty = match &input {
+                Value::Null => true,
+                Value::Object(map) => map.is_empty(),
+                _ => false,
+            };
+            if !empty {
+                return Err(ErrorPayload::invalid_input(&[crate::schema::Issue::new(
+                    "",
+                    "observations take no input; send {} or nothing",
+                )]));
+            }
+            return Ok((Value::Object(Map::new()), None));
+        }
+        let mut value = match input {
+            Value::Null => Value::Object(Map::new()),
+            other => other,
+        };
+        let Some(schema) = capability.input_schema() else {
+            return Ok((value, None));
+        };
+        let issues = schema.validator().validate(&value);
+        if !issues.is_empty() {
+            return Err(ErrorPayload::invalid_input(&issues));
+        }
+        normalize_integral_floats(&mut value);
+        match capability.parse_input(&value) {
+            Some(Ok(typed)) => Ok((value, Some(typed))),
+            Some(Err(issue)) => Err(ErrorPayload::invalid_input(&[issue])),
+            None => Ok((value, None)),
+        }
+    }
+
+    /// Phase 6: `on_invoke` policies over the validated effective input, then
+    /// the confirmation decision and evidence check.
+    async fn invoke_policies(
+        &self,
+        registration: &Registration,
+        index: usize,
+        capability: &CheckedCapability,
+        host: &HostContext,
+        effective: &Value,
+        trace: &mut Trace,
+    ) -> Result<Option<ConfirmationEvidence>, ErrorPayload> {
+        if capability.kind() == Kind::Observation {
+            return Ok(None);
+        }
+        let mut escalated: Option<Option<String>> = None;
+        if let Some(chain) = registration.chain(index).filter(|chain| !chain.invoke.is_empty()) {
+            let policy_ctx = self.policy_context(registration, capability, host);
+            let ctx = InvokeContext::new(&policy_ctx, &self.invocation_id, effective);
+            let outcome = AssertUnwindFuture(policy::run_invoke(&chain.invoke, &ctx))
+                .instrument(tracing::trace_span!("phase", n = 6, name = "invoke policies"))
+                .await;
+            match outcome {
+                Ok(Ok(())) => {}
+                Ok(Err(denied)) => return Err(denied),
+                Err(panic) => {
+                    tracing::error!(panic = %panic_message(panic.as_ref()), "a policy panicked in on_invoke; the call is refused");
+                    return Err(ErrorPayload::not_authorized("client"));
+                }
+            }
+            let effects = ctx.into_effects();
+            escalated = effects.confirmation().map(|summary| summary.map(str::to_owned));
+            trace.audit_annotations = effects.audit().clone();
+        }
+        let required = capability.confirmation() == Confirmation::Required || escalated.is_some();
+        if !required {
+            return Ok(None);
+        }
+        let inner = &self.registry.inner;
+        let binding = Binding {
+            surface_id: &inner.surface_id,
+            registration_id: &registration.id,
+            capability_id: &self.capability_id,
+            consumer_key: &self.consumer_key,
+            effective_input: effective,
+            effect: capability.effect(),
+        };
+        match self.request.confirmation_id.as_deref() {
+            Some(confirmation_id) => inner
+                .confirmations
+                .redeem(self.registry, confirmation_id, &binding)
+                .map(Some),
+            None => {
+                let summary = escalated.flatten().unwrap_or_else(|| summarize(capability, effective));
+                Err(inner.confirmations.request(self.registry, &binding, summary))
+            }
+        }
+    }
+
+    /// Phase 7: the capability's precondition over the typed input and live state.
+    fn precondition(
+        &self,
+        component: &dyn Component,
+        index: usize,
+        capability: &CheckedCapability,
+        typed: Option<&TypedInput>,
+        read: &ReadContext,
+    ) -> Result<(), ErrorPayload> {
+        let _phase = tracing::trace_span!("phase", n = 7, name = "precondition").entered();
+        let (true, Some(typed)) = (capability.has_precondition(), typed) else {
+            return Ok(());
+        };
+        match catch_unwind(AssertUnwindSafe(|| component.__precondition(index, typed, read))) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(failure)) => Err(failure.into_payload()),
+            Err(panic) => {
+                tracing::error!(panic = %panic_message(panic.as_ref()), "a precondition panicked");
+                Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
+            }
+        }
+    }
+
+    /// Phase 8: an action queue slot, or observation admission.
+    async fn concurrency(
+        &self,
+        registration: &Registration,
+        index: usize,
+        capability: &CheckedCapability,
+    ) -> Result<Box<dyn Any + Send>, ErrorPayload> {
+        let inner = &self.registry.inner;
+        let limits = &inner.config.limits;
+        let external = self.options.cancellation.clone().unwrap_or_default();
+        if external.is_cancelled() {
+            return Err(ErrorPayload::cancelled());
+        }
+        let full = || ErrorPayload::rate_limited("queue-full", Some(QUEUE_FULL_RETRY_MS));
+        if capability.kind() == Kind::Observation {
+            let admission_limits = super::concurrency::AdmissionLimits {
+                per_consumer: limits.max_concurrent_observations_per_consumer,
+                total: limits.max_concurrent_observations_total,
+                queued_per_consumer: limits.max_queued_observations_per_consumer,
+            };
+            return match inner.admission.enter(&self.consumer_key, admission_limits) {
+                Ok(Ticket::Admitted(admitted)) => Ok(Box::new(admitted)),
+                Ok(Ticket::Queued(ticket)) => tokio::select! {
+                    admitted = ticket.admitted() => admitted.map(|a| Box::new(a) as Box<dyn Any + Send>).map_err(|_| ErrorPayload::cancelled()),
+                    () = external.cancelled() => Err(ErrorPayload::cancelled()),
+                    () = inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+                },
+                Err(QueueRefusal::Full) => Err(full()),
+                Err(QueueRefusal::Closed) => Err(ErrorPayload::cancelled()),
+            };
+        }
+        let concurrency = capability.concurrency();
+        let depth = capability
+            .queue_depth()
+            .map_or(limits.action_queue_depth, |d| usize::try_from(d).unwrap_or(usize::MAX));
+        let slots = match concurrency {
+            Concurrency::Parallel(n) => usize::try_from(n).unwrap_or(1),
+            _ => 1,
+        };
+        let queue: Arc<ActionQueue> = registration.queue(QueueKey::of(concurrency, index), || ActionQueue::new(slots, depth));
+        let entry = queue.enter().map_err(|_| full())?;
+        let permit = match entry {
+            Entry::Ready(permit) => permit,
+            Entry::Queued(waiting) => tokio::select! {
+                biased;
+                () = external.cancelled() => return Err(ErrorPayload::cancelled()),
+                () = inner.disposed.cancelled() => return Err(ErrorPayload::cancelled()),
+                () = registration.cancel.cancelled() => return Err(ErrorPayload::unmounted("mid-flight")),
+                permit = waiting.slot() => permit.map_err(|_| ErrorPayload::cancelled())?,
+            },
+        };
+        Ok(Box::new(permit))
+    }
+
+    /// Phase 9: run the handler against its timeout, external cancellation,
+    /// unmount (except navigation) and disposal. First settle wins.
+    #[allow(clippy::too_many_arguments)]
+    async fn execute(
+        &self,
+        registration: &Arc<Registration>,
+        index: usize,
+        capability: &CheckedCapability,
+        typed: Option<TypedInput>,
+        read: ReadContext,
+        evidence: Option<ConfirmationEvidence>,
+        trace: &mut Trace,
+    ) -> Result<Option<Value>, ErrorPayload> {
+        let inner = &self.registry.inner;
+        let limits = &inner.config.limits;
+        let external = self.options.cancellation.clone().unwrap_or_default();
+        let Some(component) = registration.component().filter(|_| registration.is_active()) else {
+            return Err(ErrorPayload::unmounted("mid-flight"));
+        };
+        if external.is_cancelled() {
+            return Err(ErrorPayload::cancelled());
+        }
+        let timeout = self.options.timeout.unwrap_or_else(|| match capability.timeout_ms() {
+            Some(ms) => Duration::from_millis(ms),
+            None if capability.kind() == Kind::Observation => limits.observation_timeout,
+            None => limits.action_timeout,
+        });
+        let navigation = capability.effect() == Effect::Navigation;
+        let token = tokio_util::sync::CancellationToken::new();
+        let ctx = ActionContext::new(read, Arc::clone(&self.invocation_id), token.clone(), evidence);
+        let mut handler = CatchUnwind(component.__invoke(index, typed, ctx));
+        let started = Instant::now();
+        let settled = tokio::select! {
+            biased;
+            outcome = &mut handler => Ok(outcome),
+            () = tokio::time::sleep(timeout) => Err(Interrupt::Timeout(timeout)),
+            () = external.cancelled() => Err(Interrupt::Cancelled),
+            () = registration.cancel.cancelled(), if !navigation => Err(Interrupt::Unmounted),
+            () = inner.disposed.cancelled() => Err(Interrupt::Cancelled),
+        };
+        trace.execution = Some(started.elapsed());
+        match settled {
+            Ok(Ok(Ok(output))) => Ok(output),
+            Ok(Ok(Err(error))) => {
+                trace.operator = Some(error.operator_message());
+                if navigation && token.is_cancelled() {
+                    Err(ErrorPayload::cancelled())
+                } else {
+                    Err(error.to_payload())
+                }
+            }
+            Ok(Err(panic)) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(capability = %capability.id(), panic = %message, "a handler panicked");
+                trace.operator = Some(format!("handler panicked: {message}"));
+                Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
+            }
+            Err(interrupt) => {
+                token.cancel();
+                self.watch_late_settlement(handler, timeout, capability);
+                Err(match interrupt {
+                    Interrupt::Timeout(after) => ErrorPayload::timeout(
+                        u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+                        capability.idempotent(),
+                    ),
+                    Interrupt::Cancelled => ErrorPayload::cancelled(),
+                    Interrupt::Unmounted => ErrorPayload::unmounted("mid-flight"),
+                })
+            }
+        }
+    }
+
+    /// The invocation already settled; give the cancelled handler a grace
+    /// period to finish and record a late settlement if it does. It is
+    /// dropped afterwards: no handler outlives its grace.
+    fn watch_late_settlement(&self, handler: CatchUnwind, grace: Duration, capability: &CheckedCapability) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let weak = Arc::downgrade(&self.registry.inner);
+        let invocation_id = Arc::clone(&self.invocation_id);
+        let capability_id = Arc::clone(capability.id().as_arc());
+        runtime.spawn(async move {
+            if let Ok(outcome) = tokio::time::timeout(grace, handler).await {
+                if let Some(inner) = weak.upgrade() {
+                    let mut event = AuditEvent::new(AuditKind::LateSettlement, inner.now_ms());
+                    event.invocation_id = Some(invocation_id);
+                    event.capability_id = Some(capability_id);
+                    event.status = Some(match outcome {
+                        Ok(Ok(_)) => "ok",
+                        _ => "error",
+                    });
+                    inner.record(&event);
+                    tracing::warn!("a handler settled after its invocation had settled; its result was ignored");
+                }
+            }
+        });
+    }
+
+    /// Phase 10 (first half): validate and size-check the output.
+    fn check_output(
+        &self,
+        capability: &CheckedCapability,
+        output: Option<Value>,
+        trace: &mut Trace,
+    ) -> Result<Option<Arc<Value>>, ErrorPayload> {
+        let Some(output) = output else {
+            return Ok(None);
+        };
+        if let Some(schema) = capability.output_schema() {
+            let issues = schema.validator().validate(&output);
+            if !issues.is_empty() {
+                let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                trace.operator = Some(format!("output does not match its schema: {}", listed.join("; ")));
+                if self.registry.inner.config.environment == crate::context::Environment::Development {
+                    tracing::error!(capability = %capability.id(), issues = %listed.join("; "), "handler output does not match its schema");
+                }
+                return Err(ErrorPayload::execution_failed(FailureReason::OutputInvalid));
+            }
+        }
+        let size = byte_len(&output);
+        if size > self.registry.inner.config.limits.max_output_bytes {
+            trace.operator = Some(format!("output is {size} bytes"));
+            return Err(ErrorPayload::execution_failed(FailureReason::OutputTooLarge));
+        }
+        Ok(Some(Arc::new(output)))
+    }
+
+    /// Phase 10: the result, the audit record and the settled event.
+    fn settle(
+        self,
+        outcome: Result<Option<Arc<Value>>, ErrorPayload>,
+        trace: Trace,
+        started: Instant,
+        version_at_start: u64,
+    ) -> InvocationResult {
+        let inner = &self.registry.inner;
+        let version = self.registry.version();
+        let duration_ms = Self::elapsed_ms(started);
+        let code = outcome.as_ref().err().map(ErrorPayload::code);
+        let status = if outcome.is_ok() { "ok" } else { "error" };
+        let capability = trace.target.as_ref().map(|t| t.capability);
+        let level = capability.map_or(Audit::Metadata, CheckedCapability::audit);
+        if level != Audit::None {
+            let mut event = AuditEvent::new(AuditKind::InvocationSettled, inner.now_ms());
+            event.capability_id = Some(Arc::clone(&self.capability_id));
+            event.registration_id = trace.target.as_ref().map(|t| Arc::clone(&t.registration.id));
+            event.invocation_id = Some(Arc::clone(&self.invocation_id));
+            event.consumer_id = Some(Arc::clone(&self.consumer_key));
+            event.status = Some(status);
+            event.code = code;
+            event.duration_ms = Some(duration_ms);
+            event.queue_wait_ms = trace.queue_wait.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            event.execution_ms = trace.execution.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            let mut detail = trace.audit_annotations;
+            if let Some(operator) = trace.operator {
+                detail.insert("operator".to_owned(), Value::String(operator));
+            }
+            event.detail = (!detail.is_empty()).then_some(detail);
+            if level == Audit::Full {
+                event.payload = Some(self.audit_payload(trace.effective_input.as_ref(), outcome.as_ref().ok().and_then(Option::as_deref)));
+            }
+            inner.record(&event);
+            if let Some(target) = &trace.target {
+                if let Some(chain) = target.registration.chain(target.index) {
+                    for sink in chain.audit_sinks.iter() {
+                        crate::audit::record(sink.as_ref(), &event);
+                    }
+                }
+            }
+        }
+        inner.dispatcher.emit([crate::events::SurfaceEvent::InvocationSettled {
+            invocation_id: Arc::clone(&self.invocation_id),
+            capability_id: Arc::clone(&self.capability_id),
+            status,
+            code,
+            duration_ms,
+        }]);
+        InvocationResult::new(self.invocation_id, self.capability_id, outcome, version, version != version_at_start)
+    }
+
+    /// Input and output for a `full` audit record: redacted, size-capped.
+    fn audit_payload(&self, input: Option<&Value>, output: Option<&Value>) -> Map<String, Value> {
+        let config = &self.registry.inner.config;
+        let cap = config.limits.max_audit_payload_bytes;
+        let prepare = |value: &Value| -> Value {
+            let value = match &config.redact {
+                Some(redact) => redact(value),
+                None => value.clone(),
+            };
+            let size = byte_len(&value);
+            if size > cap {
+                serde_json::json!({"truncated": true, "bytes": size})
+            } else {
+                value
+            }
+        };
+        let mut payload = Map::new();
+        if let Some(input) = input {
+            payload.insert("input".to_owned(), prepare(input));
+        }
+        if let Some(output) = output {
+            payload.insert("output".to_owned(), prepare(output));
+        }
+        payload
+    }
+}
+
+/// Contains panics of an async policy onion.
+struct AssertUnwindFuture<F>(F);
+
+impl<F: Future + Unpin> Future for AssertUnwindFuture<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = &mut self.0;
+        match catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *future).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+/// The default confirmation summary: the description and the effective input.
+fn summarize(capability: &CheckedCapability, effective: &Value) -> String {
+    let input = crate::canonical::canonical_json(effective);
+    let mut summary = format!("{} Input: {input}", capability.description());
+    if summary.chars().count() > 300 {
+        summary = summary.chars().take(299).collect::<String>() + "…";
+    }
+    summary
+}

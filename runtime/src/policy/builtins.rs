@@ -1,0 +1,466 @@
+//! The built-in policies. None needs an external service; each reads time
+//! only through the context's clock.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{BoxFuture, Decision, Hooks, InvokeContext, Next, Policy, PolicyContext, PolicyResult};
+use crate::audit::{AuditEvent, AuditSink};
+use crate::context::{Environment, HostContext};
+use crate::error::ErrorPayload;
+use crate::Audit;
+
+fn present(value: Option<&Value>) -> bool {
+    value.is_some_and(|value| !value.is_null())
+}
+
+/// Requires an authenticated user: `host[key]` present and not null.
+/// Hides at discovery; `NOT_AUTHENTICATED` at authorization.
+#[derive(Clone, Debug)]
+pub struct Authenticated {
+    key: String,
+}
+
+/// [`Authenticated`] reading `host["user"]`.
+pub fn authenticated() -> Authenticated {
+    authenticated_by("user")
+}
+
+/// [`Authenticated`] reading `host[key]`.
+pub fn authenticated_by(key: impl Into<String>) -> Authenticated {
+    Authenticated { key: key.into() }
+}
+
+impl Policy for Authenticated {
+    fn name(&self) -> &str {
+        "authenticated"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            discovery: true,
+            authorize: true,
+            invoke: false,
+        }
+    }
+    fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
+        if present(ctx.host().get(&self.key)) {
+            Decision::Expose
+        } else {
+            Decision::Hide
+        }
+    }
+    fn on_authorize<'a>(&'a self, ctx: &'a PolicyContext<'a>, next: Next<'a, PolicyContext<'a>>) -> BoxFuture<'a, PolicyResult> {
+        if present(ctx.host().get(&self.key)) {
+            next.run()
+        } else {
+            Box::pin(std::future::ready(Err(ErrorPayload::not_authenticated())))
+        }
+    }
+}
+
+type PermissionCheck = Arc<dyn Fn(&HostContext, &str) -> bool + Send + Sync>;
+
+/// Requires a permission. Hides at discovery; `NOT_AUTHORIZED {origin:
+/// "client"}` at authorization.
+#[derive(Clone)]
+pub struct HasPermission {
+    name: String,
+    permission: String,
+    check: PermissionCheck,
+}
+
+impl std::fmt::Debug for HasPermission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HasPermission").field("permission", &self.permission).finish()
+    }
+}
+
+fn listed(value: Option<&Value>, permission: &str) -> bool {
+    value
+        .and_then(Value::as_array)
+        .is_some_and(|list| list.iter().any(|p| p.as_str() == Some(permission)))
+}
+
+/// [`HasPermission`] reading `host["user"]["permissions"]` (or
+/// `host["permissions"]`), a JSON array of strings.
+pub fn has_permission(permission: impl Into<String>) -> HasPermission {
+    has_permission_with(permission, |host: &HostContext, permission: &str| {
+        listed(host.get("user").and_then(|user| user.get("permissions")), permission)
+            || listed(host.get("permissions"), permission)
+    })
+}
+
+/// [`HasPermission`] with your own check over the host context.
+pub fn has_permission_with(
+    permission: impl Into<String>,
+    check: impl Fn(&HostContext, &str) -> bool + Send + Sync + 'static,
+) -> HasPermission {
+    let permission = permission.into();
+    HasPermission {
+        name: format!("hasPermission({permission})"),
+        permission,
+        check: Arc::new(check),
+    }
+}
+
+impl HasPermission {
+    fn allowed(&self, host: &HostContext) -> bool {
+        (self.check)(host, &self.permission)
+    }
+}
+
+impl Policy for HasPermission {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            discovery: true,
+            authorize: true,
+            invoke: false,
+        }
+    }
+    fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
+        if self.allowed(ctx.host()) {
+            Decision::Expose
+        } else {
+            Decision::Hide
+        }
+    }
+    fn on_authorize<'a>(&'a self, ctx: &'a PolicyContext<'a>, next: Next<'a, PolicyContext<'a>>) -> BoxFuture<'a, PolicyResult> {
+        if self.allowed(ctx.host()) {
+            next.run()
+        } else {
+            Box::pin(std::future::ready(Err(ErrorPayload::not_authorized("client"))))
+        }
+    }
+}
+
+type TenantOf<T> = Arc<dyn Fn(&T) -> Option<String> + Send + Sync>;
+
+/// Hides capabilities of another tenant: visible only when the host's
+/// current tenant equals the tenant the capability belongs to.
+#[derive(Clone)]
+pub struct TenantBoundary {
+    current: TenantOf<HostContext>,
+    expected: Arc<dyn for<'a> Fn(&PolicyContext<'a>) -> Option<String> + Send + Sync>,
+}
+
+impl std::fmt::Debug for TenantBoundary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TenantBoundary")
+    }
+}
+
+/// [`TenantBoundary`] comparing `host["tenant"]` with the `tenant` key of the
+/// capability's (else the component's) internal metadata.
+pub fn tenant_boundary() -> TenantBoundary {
+    TenantBoundary::new(
+        |host| host.get("tenant").and_then(Value::as_str).map(str::to_owned),
+        |ctx| {
+            ctx.capability_internal()
+                .and_then(|internal| internal.get("tenant"))
+                .or_else(|| ctx.component_internal().and_then(|internal| internal.get("tenant")))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        },
+    )
+}
+
+impl TenantBoundary {
+    /// A boundary from two extractors.
+    pub fn new(
+        current: impl Fn(&HostContext) -> Option<String> + Send + Sync + 'static,
+        expected: impl for<'a> Fn(&PolicyContext<'a>) -> Option<String> + Send + Sync + 'static,
+    ) -> TenantBoundary {
+        TenantBoundary {
+            current: Arc::new(current),
+            expected: Arc::new(expected),
+        }
+    }
+
+    fn inside(&self, ctx: &PolicyContext<'_>) -> bool {
+        match ((self.current)(ctx.host()), (self.expected)(ctx)) {
+            (Some(current), Some(expected)) => current == expected,
+            _ => false,
+        }
+    }
+}
+
+impl Policy for TenantBoundary {
+    fn name(&self) -> &str {
+        "tenantBoundary"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            discovery: true,
+            authorize: true,
+            invoke: false,
+        }
+    }
+    fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
+        if self.inside(ctx) {
+            Decision::Expose
+        } else {
+            Decision::Hide
+        }
+    }
+    fn on_authorize<'a>(&'a self, ctx: &'a PolicyContext<'a>, next: Next<'a, PolicyContext<'a>>) -> BoxFuture<'a, PolicyResult> {
+        if self.inside(ctx) {
+            next.run()
+        } else {
+            Box::pin(std::future::ready(Err(ErrorPayload::not_found())))
+        }
+    }
+}
+
+/// Hides capabilities outside the allowed environments.
+#[derive(Clone, Debug)]
+pub struct EnvironmentPolicy {
+    name: String,
+    allowed: Vec<Environment>,
+}
+
+/// [`EnvironmentPolicy`]: visible only in the listed environments.
+pub fn environment(allowed: impl IntoIterator<Item = Environment>) -> EnvironmentPolicy {
+    let allowed: Vec<Environment> = allowed.into_iter().collect();
+    let names: Vec<&str> = allowed.iter().map(|e| e.as_str()).collect();
+    EnvironmentPolicy {
+        name: format!("environment({})", names.join(",")),
+        allowed,
+    }
+}
+
+impl Policy for EnvironmentPolicy {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            discovery: true,
+            authorize: false,
+            invoke: false,
+        }
+    }
+    fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
+        if self.allowed.contains(&ctx.environment()) {
+            Decision::Expose
+        } else {
+            Decision::Hide
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    tokens: f64,
+    last_ms: u64,
+}
+
+/// An advisory token bucket per (consumer, capability): `limit` calls per
+/// `window`, refilled continuously. O(1) per call; memory bounded.
+#[derive(Debug)]
+pub struct RateLimit {
+    name: String,
+    limit: f64,
+    window_ms: u64,
+    buckets: Mutex<HashMap<(String, Arc<str>), Bucket>>,
+    max_buckets: usize,
+}
+
+/// [`RateLimit`]: at most `limit` calls per `window` per consumer and capability.
+pub fn rate_limit(limit: u32, window: Duration) -> RateLimit {
+    let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1);
+    RateLimit {
+        name: format!("rateLimit({limit}/{window_ms}ms)"),
+        limit: f64::from(limit.max(1)),
+        window_ms,
+        buckets: Mutex::new(HashMap::new()),
+        max_buckets: 10_000,
+    }
+}
+
+impl RateLimit {
+    /// Takes a token; `Err(retry_after_ms)` when none is left.
+    fn take(&self, consumer: String, capability: &Arc<str>, now_ms: u64) -> Result<(), u64> {
+        #[allow(clippy::cast_precision_loss)]
+        let per_ms = self.limit / self.window_ms as f64;
+        let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+        if buckets.len() >= self.max_buckets {
+            // Idle buckets are full again; forgetting them changes nothing.
+            let window = self.window_ms;
+            buckets.retain(|_, bucket| now_ms.saturating_sub(bucket.last_ms) < window);
+            if buckets.len() >= self.max_buckets {
+                let victim = buckets.keys().next().cloned();
+                if let Some(victim) = victim {
+                    buckets.remove(&victim);
+                }
+            }
+        }
+        let bucket = buckets.entry((consumer, Arc::clone(capability))).or_insert(Bucket {
+            tokens: self.limit,
+            last_ms: now_ms,
+        });
+        #[allow(clippy::cast_precision_loss)]
+        let refill = now_ms.saturating_sub(bucket.last_ms) as f64 * per_ms;
+        bucket.tokens = (bucket.tokens + refill).min(self.limit);
+        bucket.last_ms = now_ms;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            Ok(())
+        } else {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let wait = ((1.0 - bucket.tokens) / per_ms).ceil() as u64;
+            Err(wait.max(1))
+        }
+    }
+}
+
+impl Policy for RateLimit {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            discovery: false,
+            authorize: true,
+            invoke: false,
+        }
+    }
+    fn on_authorize<'a>(&'a self, ctx: &'a PolicyContext<'a>, next: Next<'a, PolicyContext<'a>>) -> BoxFuture<'a, PolicyResult> {
+        match self.take(ctx.consumer().key(), ctx.capability_id().as_arc(), ctx.now_ms()) {
+            Ok(()) => next.run(),
+            Err(retry_after_ms) => Box::pin(std::future::ready(Err(ErrorPayload::rate_limited(
+                "rate",
+                Some(retry_after_ms),
+            )))),
+        }
+    }
+}
+
+type InvokePredicate = Arc<dyn for<'a> Fn(&InvokeContext<'a>) -> bool + Send + Sync>;
+type InvokeSummary = Arc<dyn for<'a> Fn(&InvokeContext<'a>) -> String + Send + Sync>;
+
+/// Escalates confirmation to required (for every call, or when a predicate
+/// over the validated effective input holds).
+#[derive(Clone, Default)]
+pub struct RequireConfirmation {
+    when: Option<InvokePredicate>,
+    summary: Option<InvokeSummary>,
+}
+
+impl std::fmt::Debug for RequireConfirmation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RequireConfirmation")
+    }
+}
+
+/// [`RequireConfirmation`] for every call.
+pub fn require_confirmation() -> RequireConfirmation {
+    RequireConfirmation::default()
+}
+
+impl RequireConfirmation {
+    /// Only when `predicate` holds over the effective input.
+    #[must_use]
+    pub fn when(mut self, predicate: impl for<'a> Fn(&InvokeContext<'a>) -> bool + Send + Sync + 'static) -> Self {
+        self.when = Some(Arc::new(predicate));
+        self
+    }
+
+    /// The summary shown to the user.
+    #[must_use]
+    pub fn summary(mut self, summary: impl for<'a> Fn(&InvokeContext<'a>) -> String + Send + Sync + 'static) -> Self {
+        self.summary = Some(Arc::new(summary));
+        self
+    }
+}
+
+impl Policy for RequireConfirmation {
+    fn name(&self) -> &str {
+        "requireConfirmation"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            discovery: false,
+            authorize: false,
+            invoke: true,
+        }
+    }
+    fn on_invoke<'a>(&'a self, ctx: &'a InvokeContext<'a>, next: Next<'a, InvokeContext<'a>>) -> BoxFuture<'a, PolicyResult> {
+        if self.when.as_ref().is_none_or(|when| when(ctx)) {
+            ctx.require_confirmation(self.summary.as_ref().map(|summary| summary(ctx)));
+        }
+        next.run()
+    }
+}
+
+/// Forwards a capability's audit events to its own sink (on top of the
+/// registry's), at most at `level`.
+#[derive(Clone, Debug)]
+pub struct AuditPolicy {
+    sink: Arc<LevelFilter>,
+}
+
+/// Keeps payloads only at level `full`; forwards nothing at `none`.
+#[derive(Debug)]
+struct LevelFilter {
+    sink: Arc<dyn AuditSink>,
+    level: Audit,
+}
+
+impl AuditSink for LevelFilter {
+    fn record(&self, event: &AuditEvent) {
+        match self.level {
+            Audit::None => {}
+            Audit::Full => self.sink.record(event),
+            Audit::Metadata => {
+                let mut event = event.clone();
+                event.payload = None;
+                self.sink.record(&event);
+            }
+        }
+    }
+}
+
+/// [`AuditPolicy`] forwarding metadata-level records to `sink`.
+pub fn audit(sink: Arc<dyn AuditSink>) -> AuditPolicy {
+    AuditPolicy {
+        sink: Arc::new(LevelFilter {
+            sink,
+            level: Audit::Metadata,
+        }),
+    }
+}
+
+impl AuditPolicy {
+    /// Sets the level of what is forwarded.
+    #[must_use]
+    pub fn level(self, level: Audit) -> AuditPolicy {
+        AuditPolicy {
+            sink: Arc::new(LevelFilter {
+                sink: Arc::clone(&self.sink.sink),
+                level,
+            }),
+        }
+    }
+}
+
+impl Policy for AuditPolicy {
+    fn name(&self) -> &str {
+        "audit"
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            discovery: false,
+            authorize: false,
+            invoke: false,
+        }
+    }
+    fn audit_sink(&self) -> Option<Arc<dyn AuditSink>> {
+        Some(Arc::clone(&self.sink) as Arc<dyn AuditSink>)
+    }
+}

@@ -1,0 +1,260 @@
+//! One mount of a component: its frozen identity and policy chains, its live
+//! handler reference, and the availability it computes.
+
+use std::borrow::Cow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::audit::AuditSink;
+use crate::component::Component;
+use crate::contract::{CheckedCapability, CheckedContract, ReasonSource};
+use crate::ids::InstanceId;
+use crate::invoke::concurrency::{ActionQueue, QueueKey};
+use crate::policy::{Decision, PolicyContext, PolicyRef, Scope};
+
+/// The reason shown when a component is disabled.
+pub(crate) const COMPONENT_DISABLED: &str = "component-disabled";
+/// The reason shown when `when()` panicked.
+pub(crate) const WHEN_ERROR: &str = "when-error";
+/// The reason shown when `when()` is false and the author gave none.
+pub(crate) const NOT_AVAILABLE_NOW: &str = "This capability is not available right now.";
+
+/// The composed policy chain of one capability: registry → component →
+/// capability, frozen at mount.
+#[derive(Clone, Debug)]
+pub(crate) struct Chain {
+    pub(crate) policies: Arc<[PolicyRef]>,
+    pub(crate) scopes: Arc<[Scope]>,
+    pub(crate) discovery: bool,
+    pub(crate) authorize: Arc<[PolicyRef]>,
+    pub(crate) invoke: Arc<[PolicyRef]>,
+    pub(crate) audit_sinks: Arc<[Arc<dyn AuditSink>]>,
+}
+
+impl Chain {
+    pub(crate) fn compose(
+        registry: &[PolicyRef],
+        component: &[PolicyRef],
+        capability: Vec<PolicyRef>,
+    ) -> Chain {
+        let scoped = registry
+            .iter()
+            .map(|p| (Arc::clone(p), Scope::Registry))
+            .chain(component.iter().map(|p| (Arc::clone(p), Scope::Component)))
+            .chain(capability.into_iter().map(|p| (p, Scope::Capability)));
+        let (policies, scopes): (Vec<PolicyRef>, Vec<Scope>) = scoped.unzip();
+        let pick = |wanted: fn(&crate::policy::Hooks) -> bool| -> Arc<[PolicyRef]> {
+            policies
+                .iter()
+                .filter(|policy| wanted(&policy.hooks()))
+                .cloned()
+                .collect()
+        };
+        Chain {
+            discovery: policies.iter().any(|policy| policy.hooks().discovery),
+            authorize: pick(|hooks| hooks.authorize),
+            invoke: pick(|hooks| hooks.invoke),
+            audit_sinks: policies.iter().filter_map(|policy| policy.audit_sink()).collect(),
+            policies: policies.into(),
+            scopes: scopes.into(),
+        }
+    }
+
+    /// Most-restrictive-wins discovery; a panicking policy hides (fail closed).
+    pub(crate) fn discover(&self, ctx: &PolicyContext<'_>) -> Decision {
+        if !self.discovery {
+            return Decision::Expose;
+        }
+        let mut decision = Decision::Expose;
+        for policy in self.policies.iter() {
+            if !policy.hooks().discovery {
+                continue;
+            }
+            let vote = vote(policy.as_ref(), ctx);
+            decision = decision.and(vote);
+            if decision == Decision::Hide {
+                break;
+            }
+        }
+        decision
+    }
+}
+
+/// One policy's discovery vote, with panics contained (a panic hides).
+pub(crate) fn vote(policy: &dyn crate::policy::Policy, ctx: &PolicyContext<'_>) -> Decision {
+    catch_unwind(AssertUnwindSafe(|| policy.on_discovery(ctx))).unwrap_or_else(|_| {
+        tracing::error!(policy = policy.name(), "a policy panicked at discovery; the capability is hidden");
+        Decision::Hide
+    })
+}
+
+/// An availability override pushed by the host.
+#[derive(Clone, Debug)]
+pub(crate) struct Override {
+    pub(crate) available: bool,
+    pub(crate) reason: Option<Arc<str>>,
+}
+
+/// Whether a capability is available right now, and why not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Availability {
+    Available,
+    Unavailable(Cow<'static, str>),
+}
+
+/// A live (or just unmounted) registration.
+pub(crate) struct Registration {
+    pub(crate) id: Arc<str>,
+    pub(crate) contract: &'static CheckedContract,
+    pub(crate) instance: InstanceId,
+    /// The handlers; emptied at unmount so no executable reference remains.
+    pub(crate) component: RwLock<Option<Arc<dyn Component>>>,
+    pub(crate) enabled: AtomicBool,
+    overrides: RwLock<Option<Box<[Option<Override>]>>>,
+    pub(crate) chains: Box<[Chain]>,
+    /// Fired at unmount: in-flight non-navigation invocations settle
+    /// COMPONENT_UNMOUNTED.
+    pub(crate) cancel: CancellationToken,
+    pub(crate) active: AtomicBool,
+    queues: Mutex<Vec<(QueueKey, Arc<ActionQueue>)>>,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("id", &self.id)
+            .field("component_type", self.contract.component_type())
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registration {
+    pub(crate) fn new(
+        id: Arc<str>,
+        contract: &'static CheckedContract,
+        instance: InstanceId,
+        component: Arc<dyn Component>,
+        enabled: bool,
+        chains: Box<[Chain]>,
+    ) -> Registration {
+        Registration {
+            id,
+            contract,
+            instance,
+            component: RwLock::new(Some(component)),
+            enabled: AtomicBool::new(enabled),
+            overrides: RwLock::new(None),
+            chains,
+            cancel: CancellationToken::new(),
+            active: AtomicBool::new(true),
+            queues: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// The live handlers, if still mounted.
+    pub(crate) fn component(&self) -> Option<Arc<dyn Component>> {
+        self.component
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Drops the handlers (unmount).
+    pub(crate) fn release(&self) {
+        self.active.store(false, Ordering::Release);
+        *self.component.write().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    pub(crate) fn capability(&self, index: usize) -> Option<&'static CheckedCapability> {
+        self.contract.capabilities().get(index)
+    }
+
+    pub(crate) fn chain(&self, index: usize) -> Option<&Chain> {
+        self.chains.get(index)
+    }
+
+    /// Sets an override; returns whether the effective value changed.
+    pub(crate) fn set_override(&self, index: usize, value: Option<Override>) -> bool {
+        let mut overrides = self.overrides.write().unwrap_or_else(PoisonError::into_inner);
+        let count = self.contract.capabilities().len();
+        let table = overrides.get_or_insert_with(|| vec![None; count].into_boxed_slice());
+        let Some(slot) = table.get_mut(index) else {
+            return false;
+        };
+        let before = slot.as_ref().map(|o| (o.available, o.reason.clone()));
+        let after = value.as_ref().map(|o| (o.available, o.reason.clone()));
+        *slot = value;
+        before != after
+    }
+
+    fn override_of(&self, index: usize) -> Option<Override> {
+        self.overrides
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(|table| table.get(index).cloned().flatten())
+    }
+
+    /// `enabled`, pushed overrides and `when()`, evaluated now. A panicking
+    /// `when` counts as false (reason `when-error`).
+    pub(crate) fn availability(&self, index: usize, component: Option<&dyn Component>) -> Availability {
+        if !self.enabled.load(Ordering::Acquire) {
+            return Availability::Unavailable(Cow::Borrowed(COMPONENT_DISABLED));
+        }
+        if let Some(over) = self.override_of(index) {
+            if !over.available {
+                let reason = over
+                    .reason
+                    .map_or(Cow::Borrowed(NOT_AVAILABLE_NOW), |r| Cow::Owned(r.to_string()));
+                return Availability::Unavailable(reason);
+            }
+        }
+        let Some(capability) = self.capability(index) else {
+            return Availability::Unavailable(Cow::Borrowed(NOT_AVAILABLE_NOW));
+        };
+        if !capability.has_when() {
+            return Availability::Available;
+        }
+        let Some(component) = component else {
+            return Availability::Unavailable(Cow::Borrowed(NOT_AVAILABLE_NOW));
+        };
+        match catch_unwind(AssertUnwindSafe(|| component.__when(index))) {
+            Ok(true) => Availability::Available,
+            Ok(false) => Availability::Unavailable(self.reason(index, capability, component)),
+            Err(_) => {
+                tracing::warn!(capability = %capability.id(), "`when` panicked; the capability counts as unavailable");
+                Availability::Unavailable(Cow::Borrowed(WHEN_ERROR))
+            }
+        }
+    }
+
+    fn reason(&self, index: usize, capability: &CheckedCapability, component: &dyn Component) -> Cow<'static, str> {
+        match capability.reason() {
+            ReasonSource::Static(reason) => Cow::Borrowed(reason),
+            ReasonSource::Dynamic => catch_unwind(AssertUnwindSafe(|| component.__unavailable_reason(index)))
+                .ok()
+                .flatten()
+                .map_or(Cow::Borrowed(NOT_AVAILABLE_NOW), Cow::Owned),
+            ReasonSource::None => Cow::Borrowed(NOT_AVAILABLE_NOW),
+        }
+    }
+
+    /// The action queue of a concurrency group, created on first use.
+    pub(crate) fn queue(&self, key: QueueKey, make: impl FnOnce() -> ActionQueue) -> Arc<ActionQueue> {
+        let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, queue)) = queues.iter().find(|(k, _)| *k == key) {
+            return Arc::clone(queue);
+        }
+        let queue = Arc::new(make());
+        queues.push((key, Arc::clone(&queue)));
+        queue
+    }
+}

@@ -1,0 +1,4 @@
+//! Small internal building blocks.
+
+pub(crate) mod ids;
+pub(crate) mod lru;
