@@ -45,6 +45,43 @@ pub(crate) struct ComponentAttrs {
     pub(crate) policies: Option<Vec<syn::Expr>>,
 }
 
+/// A declared concurrency group.
+pub(crate) enum ConcurrencySpec {
+    Instance,
+    Capability,
+    Key(String),
+    Parallel(u32),
+}
+
+impl ConcurrencySpec {
+    fn parse(text: &str) -> Result<ConcurrencySpec, String> {
+        let invalid = || {
+            format!(
+                "`{text}` is not a concurrency group; write \"instance\" (default), \"capability\", \"key:<name>\" or \"parallel(<n>)\" with n ≥ 1"
+            )
+        };
+        Ok(match text {
+            "instance" => ConcurrencySpec::Instance,
+            "capability" => ConcurrencySpec::Capability,
+            _ => {
+                if let Some(key) = text.strip_prefix("key:") {
+                    if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                        return Err(invalid());
+                    }
+                    ConcurrencySpec::Key(key.to_owned())
+                } else if let Some(n) = text.strip_prefix("parallel(").and_then(|rest| rest.strip_suffix(')')) {
+                    match n.parse::<u32>() {
+                        Ok(n) if n >= 1 => ConcurrencySpec::Parallel(n),
+                        _ => return Err(invalid()),
+                    }
+                } else {
+                    return Err(invalid());
+                }
+            }
+        })
+    }
+}
+
 /// How a handler parameter is used.
 pub(crate) enum Param<'a> {
     /// The typed input (by value).
@@ -76,6 +113,8 @@ pub(crate) struct Capability<'a> {
     pub(crate) meta: Option<Spanned<String>>,
     pub(crate) internal: Option<String>,
     pub(crate) policies: Option<Vec<syn::Expr>>,
+    pub(crate) concurrency: Option<ConcurrencySpec>,
+    pub(crate) queue_depth: Option<u32>,
     pub(crate) params: Vec<Param<'a>>,
     pub(crate) output: Option<&'a Type>,
     pub(crate) attr_span: Span,
@@ -351,6 +390,18 @@ impl<'a> Capability<'a> {
                 .ok()
         });
         let reason_span = set.span_of(UNAVAILABLE_REASON);
+        let concurrency = set.string(CONCURRENCY).and_then(|lit| {
+            ConcurrencySpec::parse(&lit.value())
+                .map_err(|message| cx.error_spanned_by(&lit, message))
+                .ok()
+        });
+        let queue_depth = set.int(QUEUE_DEPTH).and_then(|(depth, span)| match u32::try_from(depth) {
+            Ok(depth) => Some(depth),
+            Err(_) => {
+                cx.error_at(span, "`queue_depth` is the number of waiting calls; it cannot be negative");
+                None
+            }
+        });
         let (params, output) = signature(cx, kind, method);
         Some(Capability {
             kind,
@@ -377,6 +428,8 @@ impl<'a> Capability<'a> {
                 .list(INTERNAL)
                 .map(|(args, _)| attr::json_object(cx, "internal(…)", &args)),
             policies: set.exprs(POLICIES),
+            concurrency,
+            queue_depth,
             params,
             output,
             attr_span: attr.span(),

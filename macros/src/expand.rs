@@ -13,7 +13,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{ImplItem, ItemImpl, LitStr};
 
-use crate::ast::{Capability, Component, Param, is_helper};
+use crate::ast::{is_helper, Capability, Component, ConcurrencySpec, Param};
 use crate::symbol::{ACTION, OBSERVATION};
 
 /// The user's impl block without `#[observation]` / `#[action]` attributes.
@@ -196,6 +196,21 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
     }
     if capability.policies.is_some() {
         tokens.extend(quote!(.policies(#marker::policies)));
+    }
+    match &capability.concurrency {
+        None | Some(ConcurrencySpec::Instance) => {}
+        Some(ConcurrencySpec::Capability) => {
+            tokens.extend(quote!(.concurrency(::agent_surface::__private::Concurrency::Capability)));
+        }
+        Some(ConcurrencySpec::Key(key)) => {
+            tokens.extend(quote!(.concurrency(::agent_surface::__private::Concurrency::Key(#key))));
+        }
+        Some(ConcurrencySpec::Parallel(n)) => {
+            tokens.extend(quote!(.concurrency(::agent_surface::__private::Concurrency::Parallel(#n))));
+        }
+    }
+    if let Some(depth) = capability.queue_depth {
+        tokens.extend(quote!(.queue_depth(#depth)));
     }
     tokens
 }

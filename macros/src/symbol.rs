@@ -42,6 +42,8 @@ pub(crate) const REVERSIBLE: &str = "reversible";
 pub(crate) const CONFIRMATION: &str = "confirmation";
 pub(crate) const AUDIT: &str = "audit";
 pub(crate) const PRECONDITION: &str = "precondition";
+pub(crate) const CONCURRENCY: &str = "concurrency";
+pub(crate) const QUEUE_DEPTH: &str = "queue_depth";
 
 pub(crate) const OBSERVATION_KEYS: &[&str] = &[
     NAME,
@@ -65,6 +67,8 @@ pub(crate) const ACTION_KEYS: &[&str] = &[
     WHEN,
     UNAVAILABLE_REASON,
     PRECONDITION,
+    CONCURRENCY,
+    QUEUE_DEPTH,
     TIMEOUT,
     META,
     INTERNAL,

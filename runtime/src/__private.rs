@@ -10,7 +10,7 @@ use serde_json::Value;
 pub use crate::catalog::CatalogEntry;
 pub use crate::component::{Component, HandlerFuture, HandlerOutcome, HandlerReturn};
 pub use crate::context::{ActionContext, ReadContext};
-pub use crate::contract::{CapabilityContract, ComponentContract, Source, TypedInput};
+pub use crate::contract::{CapabilityContract, ComponentContract, Concurrency, Source, TypedInput};
 pub use crate::error::{ActionError, PreconditionFailure};
 pub use crate::schema::{AgentInput, AgentOutput, AgentSchema, Issue, MapValue, SameElement};
 pub use agent_surface_rules::{Audit, Confirmation, Effect};

@@ -117,7 +117,10 @@ pub mod prelude {
         ActionContext, Consumer, ConsumerKind, Environment, HostContext, ReadContext,
     };
     pub use crate::error::{ActionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry};
+    pub use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
+    pub use crate::registry::{Mounted, Registry};
     pub use crate::schema::{AgentInput, AgentOutput, AgentSchema};
+    pub use crate::snapshot::{Snapshot, SnapshotOptions};
     pub use crate::{Audit, Confirmation, Effect};
     pub use crate::{action, agent_component, agent_schema, observation};
 }

@@ -1,17 +1,15 @@
 //! Conformance tests, named by requirement id (`cargo test as_id` runs the
 //! identity requirements, and so on).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic
-)] // test code
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)] // test code
 
 mod canonical;
 mod contracts;
 mod errors;
+mod fixtures;
 mod ids;
+mod lifecycle;
+mod pipeline;
 mod schema;
 mod wire;
 

@@ -204,13 +204,15 @@ impl Call<'_> {
                 if !inner.ids.minted_here(registration_id) {
                     return Err(ErrorPayload::stale("surface-reloaded", live.as_deref()));
                 }
-                if state.tombstones.peek(registration_id, now).is_some() {
-                    return Err(ErrorPayload::unmounted("resolve"));
-                }
-                match live {
-                    Some(live) => return Err(ErrorPayload::stale("registration-replaced", Some(&live))),
-                    None => return Err(ErrorPayload::not_found()),
-                }
+                // A live successor makes the token stale; without one, a
+                // tombstone tells the caller the component went away.
+                return Err(match live {
+                    Some(live) => ErrorPayload::stale("registration-replaced", Some(&live)),
+                    None if state.tombstones.peek(registration_id, now).is_some() => {
+                        ErrorPayload::unmounted("resolve")
+                    }
+                    None => ErrorPayload::not_found(),
+                });
             }
         } else {
             let mut matching = candidates.iter().filter(for_instance);
@@ -222,11 +224,22 @@ impl Call<'_> {
                     return Err(self.ambiguous(&all));
                 }
                 (None, _) => {
-                    let recently = state
-                        .unmounted_capabilities
-                        .peek(&*self.capability_id, now)
+                    let component_type = self
+                        .capability_id
+                        .strip_prefix("view:")
+                        .and_then(|rest| rest.rsplit_once('.'))
+                        .map(|(component_type, _)| component_type);
+                    let recently = component_type
+                        .and_then(|t| state.unmounted_types.peek(t, now))
                         .and_then(|id| state.tombstones.peek(&**id, now))
-                        .is_some_and(|tomb| instance.is_none_or(|i| tomb.instance.as_str() == i));
+                        .is_some_and(|tomb| {
+                            instance.is_none_or(|i| tomb.instance.as_str() == i)
+                                && tomb
+                                    .contract
+                                    .capabilities()
+                                    .iter()
+                                    .any(|c| c.id().as_str() == &*self.capability_id)
+                        });
                     return Err(if recently {
                         ErrorPayload::unmounted("resolve")
                     } else {
@@ -401,6 +414,9 @@ impl Call<'_> {
         if !issues.is_empty() {
             return Err(ErrorPayload::invalid_input(&issues));
         }
+        // The effective input is what the handler will run with: schema
+        // defaults filled in, integral floats as integers.
+        schema.validator().fill_defaults(&mut value);
         normalize_integral_floats(&mut value);
         match capability.parse_input(&value) {
             Some(Ok(typed)) => Ok((value, Some(typed))),

@@ -339,7 +339,7 @@ impl RegistryBuilder {
                 by_capability: HashMap::new(),
                 ordered: None,
                 tombstones: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
-                unmounted_capabilities: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
+                unmounted_types: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
                 known_procedures: Vec::new(),
             }),
             dispatcher: Arc::new(Dispatcher::default()),
@@ -373,6 +373,8 @@ pub(crate) struct Config {
 #[derive(Clone, Debug)]
 pub(crate) struct Tombstone {
     pub(crate) instance: InstanceId,
+    /// Static data only: which capabilities the registration had.
+    pub(crate) contract: &'static CheckedContract,
 }
 
 pub(crate) struct State {
@@ -383,8 +385,9 @@ pub(crate) struct State {
     /// Live registrations in snapshot order, rebuilt lazily after mutations.
     ordered: Option<Arc<Vec<Arc<Registration>>>>,
     pub(crate) tombstones: Lru<Arc<str>, Tombstone>,
-    /// Capability ids of recent unmounts, for calls without a registration id.
-    pub(crate) unmounted_capabilities: Lru<Arc<str>, Arc<str>>,
+    /// Component types of recent unmounts (→ registration id), for calls
+    /// without a registration id.
+    pub(crate) unmounted_types: Lru<Arc<str>, Arc<str>>,
     pub(crate) known_procedures: Vec<Arc<str>>,
 }
 
@@ -446,13 +449,17 @@ impl State {
                     self.by_capability.remove(id);
                 }
             }
-            self.unmounted_capabilities
-                .insert(Arc::clone(id), Arc::clone(&registration.id), now_ms);
         }
+        self.unmounted_types.insert(
+            Arc::clone(registration.contract.component_type().as_arc()),
+            Arc::clone(&registration.id),
+            now_ms,
+        );
         self.tombstones.insert(
             Arc::clone(&registration.id),
             Tombstone {
                 instance: registration.instance.clone(),
+                contract: registration.contract,
             },
             now_ms,
         );

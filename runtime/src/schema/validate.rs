@@ -57,6 +57,7 @@ struct Node {
     multiple_of: Option<f64>,
     any_of: Vec<usize>,
     reference: Option<usize>,
+    default: Option<Value>,
 }
 
 /// A schema compiled for validation. Build it once per contract with
@@ -180,6 +181,7 @@ impl Compiler {
             Some(_) => return Err(bad("enum", pointer, "must be an array")),
         };
         node.constant = object.get("const").cloned();
+        node.default = object.get("default").cloned();
         if let Some(properties) = object.get("properties") {
             let properties = properties
                 .as_object()
@@ -408,6 +410,54 @@ impl CompiledSchema {
             list.push(Issue::new("", format!("and {dropped} more issues")));
         }
         list
+    }
+
+    /// Inserts the `default` of every absent property that declares one,
+    /// through nested objects (a valid value stays valid).
+    pub fn fill_defaults(&self, value: &mut Value) {
+        self.fill(self.root, value, 0);
+    }
+
+    fn fill(&self, index: usize, value: &mut Value, depth: usize) {
+        // Recursive definitions terminate with the value's own depth.
+        if depth > 64 {
+            return;
+        }
+        let Some(node) = self.nodes.get(index) else {
+            return;
+        };
+        if let Some(reference) = node.reference {
+            self.fill(reference, value, depth + 1);
+        }
+        match value {
+            Value::Object(map) => {
+                for (name, property) in &node.properties {
+                    match map.get_mut(name) {
+                        Some(child) => self.fill(*property, child, depth + 1),
+                        None => {
+                            let default = self.nodes.get(*property).and_then(|p| {
+                                p.default.clone().or_else(|| {
+                                    p.reference
+                                        .and_then(|r| self.nodes.get(r))
+                                        .and_then(|r| r.default.clone())
+                                })
+                            });
+                            if let Some(default) = default {
+                                map.insert(name.clone(), default);
+                            }
+                        }
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(item) = node.items {
+                    for child in items {
+                        self.fill(item, child, depth + 1);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Whether `value` is valid (stops at the first issue).

@@ -1,0 +1,248 @@
+//! Components and helpers for the registry and pipeline tests.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_surface::prelude::*;
+use agent_surface::registry::Registry;
+use tokio::sync::watch;
+
+/// Ids to act on.
+#[agent_schema]
+#[derive(Clone, Debug)]
+pub(crate) struct Ids {
+    /// The ids.
+    #[schemars(length(min = 1))]
+    pub(crate) ids: Vec<String>,
+}
+
+/// How long to sleep.
+#[agent_schema]
+#[derive(Clone, Debug)]
+pub(crate) struct Delay {
+    /// Milliseconds.
+    pub(crate) ms: u64,
+}
+
+/// How many times handlers ran.
+#[agent_schema]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Counted {
+    /// Runs so far.
+    pub(crate) runs: usize,
+}
+
+/// A component whose handlers the tests control.
+pub(crate) struct Probe {
+    pub(crate) runs: AtomicUsize,
+    pub(crate) gate: watch::Sender<bool>,
+    pub(crate) on: AtomicBool,
+    pub(crate) seen: Mutex<Vec<String>>,
+}
+
+impl Probe {
+    pub(crate) fn new() -> Arc<Probe> {
+        Arc::new(Probe {
+            runs: AtomicUsize::new(0),
+            gate: watch::channel(false).0,
+            on: AtomicBool::new(true),
+            seen: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub(crate) fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+
+    /// Lets every handler waiting on the gate finish.
+    pub(crate) fn open(&self) {
+        self.gate.send_replace(true);
+    }
+
+    fn count(&self) -> Counted {
+        Counted {
+            runs: self.runs.fetch_add(1, Ordering::SeqCst) + 1,
+        }
+    }
+
+    async fn wait_gate(&self) {
+        let mut gate = self.gate.subscribe();
+        let _ = gate.wait_for(|open| *open).await;
+    }
+}
+
+/// A probe for pipeline tests.
+#[agent_component(type = "test.probe")]
+impl Probe {
+    /// How many times handlers ran.
+    #[observation]
+    fn read(&self) -> Counted {
+        Counted { runs: self.runs() }
+    }
+
+    /// Waits for the gate, then reports.
+    #[observation]
+    async fn read_held(&self) -> Counted {
+        self.wait_gate().await;
+        Counted { runs: self.runs() }
+    }
+
+    /// Counts a poke and remembers the ids.
+    #[action(effect = "local-state")]
+    fn poke(&self, input: Ids) -> Counted {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.extend(input.ids);
+        }
+        self.count()
+    }
+
+    /// Waits for the gate (ignoring cancellation), then counts.
+    #[action(effect = "local-state")]
+    async fn hold(&self) -> Counted {
+        self.wait_gate().await;
+        self.count()
+    }
+
+    /// Sleeps cooperatively.
+    #[action(effect = "local-state", idempotent, timeout = "1s")]
+    async fn nap(&self, input: Delay, ctx: &ActionContext) -> Result<Counted, ActionError> {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(input.ms)) => Ok(self.count()),
+            () = ctx.cancellation().cancelled() => Err(ActionError::cancelled()),
+        }
+    }
+
+    /// Panics.
+    #[action(effect = "local-state")]
+    fn explode(&self) {
+        #[allow(clippy::panic)]
+        {
+            panic!("the probe exploded");
+        }
+    }
+
+    /// Fails with an error whose text must stay with operators.
+    #[action(effect = "local-state")]
+    fn fail(&self) -> Result<(), std::io::Error> {
+        Err(std::io::Error::other("password=hunter2 at db-internal.local"))
+    }
+
+    /// Returns a value JSON cannot represent.
+    #[observation]
+    fn nan(&self) -> f64 {
+        f64::NAN
+    }
+
+    /// Returns more than the output limit.
+    #[observation]
+    fn huge(&self) -> Vec<String> {
+        vec!["x".repeat(1000); 40]
+    }
+
+    /// Only available while the probe is on.
+    #[action(effect = "local-state", when = is_on, unavailable_reason = "Switch the probe on first")]
+    fn gated(&self) -> Counted {
+        self.count()
+    }
+
+    /// Needs the user's approval.
+    #[action(effect = "local-state", confirmation = "required")]
+    fn guarded(&self, input: Ids) -> Counted {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.extend(input.ids);
+        }
+        self.count()
+    }
+
+    /// Two at a time, one waiting.
+    #[action(effect = "local-state", concurrency = "parallel(2)", queue_depth = 1)]
+    async fn wide(&self) -> Counted {
+        self.wait_gate().await;
+        self.count()
+    }
+
+    /// Its own queue, apart from the instance queue.
+    #[action(effect = "local-state", concurrency = "capability")]
+    async fn solo(&self) -> Counted {
+        self.wait_gate().await;
+        self.count()
+    }
+
+    fn is_on(&self) -> bool {
+        self.on.load(Ordering::SeqCst)
+    }
+}
+
+type Commit = Box<dyn FnOnce() + Send>;
+
+/// A navigation component whose `go` commits through a test-supplied hook.
+pub(crate) struct Nav {
+    pub(crate) gate: watch::Sender<Option<bool>>,
+    pub(crate) on_commit: Mutex<Option<Commit>>,
+}
+
+impl Nav {
+    pub(crate) fn new() -> Arc<Nav> {
+        Arc::new(Nav {
+            gate: watch::channel(None).0,
+            on_commit: Mutex::new(None),
+        })
+    }
+
+    /// The router accepts (`true`) or refuses (`false`) the transition.
+    pub(crate) fn decide(&self, accept: bool) {
+        self.gate.send_replace(Some(accept));
+    }
+}
+
+/// Application navigation.
+#[agent_component(type = "test.nav")]
+impl Nav {
+    /// Navigate; resolves when the router commits the transition.
+    #[action(effect = "navigation", timeout = "2s")]
+    async fn go(&self, ctx: &ActionContext) -> Result<Counted, ActionError> {
+        let mut gate = self.gate.subscribe();
+        let decision = tokio::select! {
+            decision = gate.wait_for(Option::is_some) => decision.ok().and_then(|d| *d),
+            () = ctx.cancellation().cancelled() => return Err(ActionError::cancelled()),
+        };
+        match decision {
+            Some(true) => {
+                let commit = self.on_commit.lock().ok().and_then(|mut hook| hook.take());
+                if let Some(commit) = commit {
+                    commit();
+                }
+                Ok(Counted { runs: 1 })
+            }
+            _ => Err(ActionError::failed("the router refused the transition")),
+        }
+    }
+}
+
+/// A registry for tests.
+pub(crate) fn registry() -> Registry {
+    Registry::builder().environment(Environment::Test).build()
+}
+
+/// A test consumer.
+pub(crate) fn consumer(id: &str) -> Consumer {
+    Consumer::new(ConsumerKind::Test, id)
+}
+
+/// Invokes as consumer `tester`.
+pub(crate) async fn call(registry: &Registry, invocation: Invocation) -> InvocationResult {
+    registry.invoke(invocation, InvokeOptions::consumer(consumer("tester"))).await
+}
+
+/// The error code of a result (`None` when ok).
+pub(crate) fn code(result: &InvocationResult) -> Option<ErrorCode> {
+    result.error().map(ErrorPayload::code)
+}
+
+/// Lets spawned tasks and timers run (paused-time tests).
+pub(crate) async fn settle_tasks() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
