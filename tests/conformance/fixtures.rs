@@ -155,6 +155,13 @@ impl Probe {
         self.count()
     }
 
+    /// Also needs the user's approval.
+    #[action(effect = "local-state", confirmation = "required")]
+    fn guarded_too(&self, input: Ids) -> Counted {
+        let _ = input;
+        self.count()
+    }
+
     /// Two at a time, one waiting.
     #[action(effect = "local-state", concurrency = "parallel(2)", queue_depth = 1)]
     async fn wide(&self) -> Counted {

@@ -4,12 +4,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)] // test code
 
 mod canonical;
+mod concurrency;
+mod confirmations;
 mod contracts;
 mod errors;
 mod fixtures;
 mod ids;
 mod lifecycle;
 mod pipeline;
+mod policies;
 mod schema;
 mod wire;
 

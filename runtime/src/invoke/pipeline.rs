@@ -597,8 +597,9 @@ impl Call<'_> {
             outcome = &mut handler => Ok(outcome),
             () = tokio::time::sleep(timeout) => Err(Interrupt::Timeout(timeout)),
             () = external.cancelled() => Err(Interrupt::Cancelled),
-            () = registration.cancel.cancelled(), if !navigation => Err(Interrupt::Unmounted),
+            // Disposal unmounts everything too; it settles CANCELLED.
             () = inner.disposed.cancelled() => Err(Interrupt::Cancelled),
+            () = registration.cancel.cancelled(), if !navigation => Err(Interrupt::Unmounted),
         };
         trace.execution = Some(started.elapsed());
         match settled {

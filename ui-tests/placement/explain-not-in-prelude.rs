@@ -1,0 +1,7 @@
+use agent_surface::prelude::*;
+
+fn main() {
+    // The developer-only explain view is not reachable from the prelude.
+    let registry = Registry::builder().build();
+    let _ = explain_surface(&registry, &SnapshotOptions::default());
+}
