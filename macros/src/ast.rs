@@ -65,11 +65,18 @@ impl ConcurrencySpec {
             "capability" => ConcurrencySpec::Capability,
             _ => {
                 if let Some(key) = text.strip_prefix("key:") {
-                    if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                    if key.is_empty()
+                        || !key
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                    {
                         return Err(invalid());
                     }
                     ConcurrencySpec::Key(key.to_owned())
-                } else if let Some(n) = text.strip_prefix("parallel(").and_then(|rest| rest.strip_suffix(')')) {
+                } else if let Some(n) = text
+                    .strip_prefix("parallel(")
+                    .and_then(|rest| rest.strip_suffix(')'))
+                {
                     match n.parse::<u32>() {
                         Ok(n) if n >= 1 => ConcurrencySpec::Parallel(n),
                         _ => return Err(invalid()),
@@ -395,13 +402,18 @@ impl<'a> Capability<'a> {
                 .map_err(|message| cx.error_spanned_by(&lit, message))
                 .ok()
         });
-        let queue_depth = set.int(QUEUE_DEPTH).and_then(|(depth, span)| match u32::try_from(depth) {
-            Ok(depth) => Some(depth),
-            Err(_) => {
-                cx.error_at(span, "`queue_depth` is the number of waiting calls; it cannot be negative");
-                None
-            }
-        });
+        let queue_depth =
+            set.int(QUEUE_DEPTH)
+                .and_then(|(depth, span)| match u32::try_from(depth) {
+                    Ok(depth) => Some(depth),
+                    Err(_) => {
+                        cx.error_at(
+                            span,
+                            "`queue_depth` is the number of waiting calls; it cannot be negative",
+                        );
+                        None
+                    }
+                });
         let (params, output) = signature(cx, kind, method);
         Some(Capability {
             kind,

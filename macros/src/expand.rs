@@ -13,7 +13,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{ImplItem, ItemImpl, LitStr};
 
-use crate::ast::{is_helper, Capability, Component, ConcurrencySpec, Param};
+use crate::ast::{Capability, Component, ConcurrencySpec, Param, is_helper};
 use crate::symbol::{ACTION, OBSERVATION};
 
 /// The user's impl block without `#[observation]` / `#[action]` attributes.
@@ -200,13 +200,16 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
     match &capability.concurrency {
         None | Some(ConcurrencySpec::Instance) => {}
         Some(ConcurrencySpec::Capability) => {
-            tokens.extend(quote!(.concurrency(::agent_surface::__private::Concurrency::Capability)));
+            tokens
+                .extend(quote!(.concurrency(::agent_surface::__private::Concurrency::Capability)));
         }
         Some(ConcurrencySpec::Key(key)) => {
             tokens.extend(quote!(.concurrency(::agent_surface::__private::Concurrency::Key(#key))));
         }
         Some(ConcurrencySpec::Parallel(n)) => {
-            tokens.extend(quote!(.concurrency(::agent_surface::__private::Concurrency::Parallel(#n))));
+            tokens.extend(
+                quote!(.concurrency(::agent_surface::__private::Concurrency::Parallel(#n))),
+            );
         }
     }
     if let Some(depth) = capability.queue_depth {

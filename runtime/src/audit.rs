@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::Write as _;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::ser::SerializeMap;
@@ -178,7 +178,10 @@ impl MemoryAuditSink {
 
     /// Removes every recorded event.
     pub fn clear(&self) {
-        self.events.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 }
 

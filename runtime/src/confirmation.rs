@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
+use crate::Effect;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::canonical::{Canonical, Sha256Digest};
 use crate::clock::rfc3339;
@@ -25,7 +26,6 @@ use crate::error::{ErrorCode, ErrorPayload, Retry};
 use crate::events::SurfaceEvent;
 use crate::registry::Registry;
 use crate::util::lru::Lru;
-use crate::Effect;
 
 /// A request waiting for the user, as host UIs render it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -306,11 +306,14 @@ impl ConfirmationStore {
         );
         drop(store);
         Self::audit(registry, AuditKind::ConfirmationRequested, &view);
-        registry.inner.dispatcher.emit([SurfaceEvent::ConfirmationRequested {
-            confirmation_id: Arc::clone(&id),
-            capability_id: Arc::clone(&view.capability_id),
-            expires_at: view.expires_at.clone(),
-        }]);
+        registry
+            .inner
+            .dispatcher
+            .emit([SurfaceEvent::ConfirmationRequested {
+                confirmation_id: Arc::clone(&id),
+                capability_id: Arc::clone(&view.capability_id),
+                expires_at: view.expires_at.clone(),
+            }]);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let weak = Arc::downgrade(&registry.inner);
             runtime.spawn(async move {
@@ -358,7 +361,11 @@ impl ConfirmationStore {
                 Stage::Denied | Stage::Expired | Stage::Consumed => {}
             }
         }
-        let Some(ended) = store.ended.as_mut().and_then(|ended| ended.peek(confirmation_id, registry.now_ms())) else {
+        let Some(ended) = store
+            .ended
+            .as_mut()
+            .and_then(|ended| ended.peek(confirmation_id, registry.now_ms()))
+        else {
             return Err(invalid("mismatch"));
         };
         if ended.digest != digest || ended.binding != canonical {
@@ -372,7 +379,12 @@ impl ConfirmationStore {
     }
 
     /// The host's answer.
-    pub(crate) fn resolve(&self, registry: &Registry, confirmation_id: &str, approved: bool) -> Result<(), ResolveError> {
+    pub(crate) fn resolve(
+        &self,
+        registry: &Registry,
+        confirmation_id: &str,
+        approved: bool,
+    ) -> Result<(), ResolveError> {
         self.expire_due(registry);
         let mut store = self.lock();
         let Some(record) = store.open.get_mut(confirmation_id) else {
@@ -380,7 +392,11 @@ impl ConfirmationStore {
                 .ended
                 .as_ref()
                 .is_some_and(|ended| ended.peek(confirmation_id, registry.now_ms()).is_some());
-            return Err(if known { ResolveError::NotPending } else { ResolveError::Unknown });
+            return Err(if known {
+                ResolveError::NotPending
+            } else {
+                ResolveError::Unknown
+            });
         };
         if record.stage != Stage::Pending {
             return Err(ResolveError::NotPending);
@@ -407,10 +423,13 @@ impl ConfirmationStore {
             AuditKind::ConfirmationDenied
         };
         Self::audit(registry, kind, &view);
-        registry.inner.dispatcher.emit([SurfaceEvent::ConfirmationResolved {
-            confirmation_id: Arc::clone(&view.confirmation_id),
-            outcome: outcome.as_str(),
-        }]);
+        registry
+            .inner
+            .dispatcher
+            .emit([SurfaceEvent::ConfirmationResolved {
+                confirmation_id: Arc::clone(&view.confirmation_id),
+                outcome: outcome.as_str(),
+            }]);
         self.notify(registry);
         Ok(())
     }
@@ -429,15 +448,20 @@ impl ConfirmationStore {
         };
         let was_pending = record.stage == Stage::Pending;
         let view = record.view.clone();
-        record.resolved.send_replace(Some(ConfirmationOutcome::Expired));
+        record
+            .resolved
+            .send_replace(Some(ConfirmationOutcome::Expired));
         Self::end(&mut store, registry, &id, record, Stage::Expired);
         drop(store);
         Self::audit(registry, AuditKind::ConfirmationExpired, &view);
         if was_pending {
-            registry.inner.dispatcher.emit([SurfaceEvent::ConfirmationResolved {
-                confirmation_id: Arc::clone(&view.confirmation_id),
-                outcome: ConfirmationOutcome::Expired.as_str(),
-            }]);
+            registry
+                .inner
+                .dispatcher
+                .emit([SurfaceEvent::ConfirmationResolved {
+                    confirmation_id: Arc::clone(&view.confirmation_id),
+                    outcome: ConfirmationOutcome::Expired.as_str(),
+                }]);
         }
         self.notify(registry);
     }
@@ -466,16 +490,26 @@ impl ConfirmationStore {
         pending
     }
 
-    pub(crate) fn watcher(&self, confirmation_id: &str) -> Option<watch::Receiver<Option<ConfirmationOutcome>>> {
+    pub(crate) fn watcher(
+        &self,
+        confirmation_id: &str,
+    ) -> Option<watch::Receiver<Option<ConfirmationOutcome>>> {
         self.lock()
             .open
             .get(confirmation_id)
             .map(|record| record.resolved.subscribe())
     }
 
-    fn ended_outcome(&self, registry: &Registry, confirmation_id: &str) -> Option<ConfirmationOutcome> {
+    fn ended_outcome(
+        &self,
+        registry: &Registry,
+        confirmation_id: &str,
+    ) -> Option<ConfirmationOutcome> {
         let store = self.lock();
-        let ended = store.ended.as_ref()?.peek(confirmation_id, registry.now_ms())?;
+        let ended = store
+            .ended
+            .as_ref()?
+            .peek(confirmation_id, registry.now_ms())?;
         Some(match ended.stage {
             Stage::Denied => ConfirmationOutcome::Denied,
             Stage::Expired => ConfirmationOutcome::Expired,
@@ -496,7 +530,9 @@ impl ConfirmationStore {
         }
         let pending = registry.inner.confirmations.pending();
         for listener in listeners {
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&pending))).is_err() {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&pending)))
+                .is_err()
+            {
                 tracing::error!("a confirmation listener panicked");
             }
         }
@@ -519,7 +555,9 @@ pub struct PendingSubscription {
 
 impl std::fmt::Debug for PendingSubscription {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PendingSubscription").field("id", &self.id).finish()
+        f.debug_struct("PendingSubscription")
+            .field("id", &self.id)
+            .finish()
     }
 }
 
@@ -573,9 +611,14 @@ impl Confirmations {
     }
 
     /// Calls `listener` with the pending list whenever it changes.
-    pub fn subscribe(&self, listener: impl Fn(&[PendingConfirmation]) + Send + Sync + 'static) -> PendingSubscription {
+    pub fn subscribe(
+        &self,
+        listener: impl Fn(&[PendingConfirmation]) + Send + Sync + 'static,
+    ) -> PendingSubscription {
         let store = &self.registry.inner.confirmations;
-        let id = store.next_listener.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = store
+            .next_listener
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         store
             .listeners
             .lock()

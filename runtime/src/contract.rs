@@ -828,7 +828,9 @@ impl CheckedContract {
             return Err(DefinitionError::new(
                 K::LimitExceeded,
                 self.component_type.as_str(),
-                format!("the description is longer than this registry's limit of {component_description} characters"),
+                format!(
+                    "the description is longer than this registry's limit of {component_description} characters"
+                ),
             ));
         }
         let meta_len = |meta: Option<&Arc<Map<String, Value>>>| {
@@ -847,7 +849,9 @@ impl CheckedContract {
                 return Err(DefinitionError::new(
                     K::LimitExceeded,
                     capability.id.as_str(),
-                    format!("the description is longer than this registry's limit of {capability_description} characters"),
+                    format!(
+                        "the description is longer than this registry's limit of {capability_description} characters"
+                    ),
                 ));
             }
             if meta_len(capability.meta.as_ref()) > meta_bytes {

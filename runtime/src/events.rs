@@ -14,7 +14,7 @@
 //!   strictly before `confirmation-resolved`.
 
 use std::collections::VecDeque;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -24,7 +24,11 @@ use crate::error::ErrorCode;
 
 /// Something that happened to the surface.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 pub enum SurfaceEvent {
     /// The surface version moved.
     SurfaceChanged {
@@ -165,7 +169,10 @@ impl std::fmt::Debug for Dispatcher {
 impl Dispatcher {
     pub(crate) fn subscribe(self: &Arc<Self>, listener: Listener) -> Subscription {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut listeners = self.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut next = Vec::clone(&listeners);
         next.push((id, listener));
         *listeners = Arc::new(next);
@@ -177,14 +184,25 @@ impl Dispatcher {
     }
 
     fn remove(&self, id: u64) {
-        let mut listeners = self.listeners.lock().unwrap_or_else(PoisonError::into_inner);
-        let next: Vec<(u64, Listener)> = listeners.iter().filter(|(i, _)| *i != id).cloned().collect();
-        self.has_listeners.store(!next.is_empty(), Ordering::Release);
+        let mut listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let next: Vec<(u64, Listener)> = listeners
+            .iter()
+            .filter(|(i, _)| *i != id)
+            .cloned()
+            .collect();
+        self.has_listeners
+            .store(!next.is_empty(), Ordering::Release);
         *listeners = Arc::new(next);
     }
 
     pub(crate) fn clear(&self) {
-        let mut listeners = self.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         *listeners = Arc::new(Vec::new());
         self.has_listeners.store(false, Ordering::Release);
     }
@@ -226,7 +244,12 @@ impl Dispatcher {
                     }
                 }
             };
-            let listeners = Arc::clone(&self.listeners.lock().unwrap_or_else(PoisonError::into_inner));
+            let listeners = Arc::clone(
+                &self
+                    .listeners
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
             for (_, listener) in listeners.iter() {
                 if catch_unwind(AssertUnwindSafe(|| listener(&event))).is_err() {
                     tracing::error!(event = ?event, "an agent-surface event listener panicked; other listeners still ran");

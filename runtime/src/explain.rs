@@ -40,7 +40,7 @@ use serde::Serialize;
 use crate::context::HostContext;
 use crate::policy::{Decision, PolicyContext, Scope};
 use crate::registry::{Availability, Registry};
-use crate::snapshot::{in_scope, SnapshotOptions};
+use crate::snapshot::{SnapshotOptions, in_scope};
 
 /// The composed outcome for one capability.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -161,12 +161,17 @@ impl<'a> CapabilityView<'a> {
     pub fn input_schema(&self) -> Option<&'static Value> {
         match self.capability.kind() {
             Kind::Observation => None,
-            _ => self.capability.input_schema().map(|schema| &**schema.json()),
+            _ => self
+                .capability
+                .input_schema()
+                .map(|schema| &**schema.json()),
         }
     }
     /// The output schema.
     pub fn output_schema(&self) -> Option<&'static Value> {
-        self.capability.output_schema().map(|schema| &**schema.json())
+        self.capability
+            .output_schema()
+            .map(|schema| &**schema.json())
     }
     /// The effect.
     pub fn effect(&self) -> Effect {
@@ -219,7 +224,8 @@ impl ComponentView {
 
     /// Visible observations.
     pub fn observations(&self) -> impl Iterator<Item = CapabilityView<'_>> {
-        self.capabilities().filter(|c| c.kind() == Kind::Observation)
+        self.capabilities()
+            .filter(|c| c.kind() == Kind::Observation)
     }
 
     /// Visible actions.
@@ -275,9 +281,11 @@ impl Snapshot {
     }
     /// Every visible capability with its component.
     pub fn capabilities(&self) -> impl Iterator<Item = (&ComponentView, CapabilityView<'_>)> {
-        self.components
-            .iter()
-            .flat_map(|component| component.capabilities().map(move |capability| (component, capability)))
+        self.components.iter().flat_map(|component| {
+            component
+                .capabilities()
+                .map(move |capability| (component, capability))
+        })
     }
     /// The snapshot as JSON (the specification's shape).
     pub fn to_json(&self) -> Value {
@@ -297,7 +305,10 @@ impl Registry {
         let mut host: Option<HostContext> = None;
         let mut components = Vec::with_capacity(ordered.len());
         for registration in ordered.iter() {
-            if !in_scope(registration.contract.component_type().as_str(), &options.scope) {
+            if !in_scope(
+                registration.contract.component_type().as_str(),
+                &options.scope,
+            ) {
                 continue;
             }
             if let Some(view) = self.view(registration, options, &mut host) {
@@ -315,7 +326,8 @@ impl Registry {
                 let keep = components
                     .iter()
                     .take_while(|component| {
-                        total += serde_json::to_vec(component).map_or(usize::MAX, |bytes| bytes.len());
+                        total +=
+                            serde_json::to_vec(component).map_or(usize::MAX, |bytes| bytes.len());
                         total <= max_bytes
                     })
                     .count();
@@ -335,11 +347,20 @@ impl Registry {
         }
     }
 
-    fn view(&self, registration: &Arc<Registration>, options: &SnapshotOptions, host: &mut Option<HostContext>) -> Option<ComponentView> {
+    fn view(
+        &self,
+        registration: &Arc<Registration>,
+        options: &SnapshotOptions,
+        host: &mut Option<HostContext>,
+    ) -> Option<ComponentView> {
         let inner = &self.inner;
         let capabilities = registration.contract.capabilities();
         let needs_component = capabilities.iter().any(CheckedCapability::has_when);
-        let component = if needs_component { registration.component() } else { None };
+        let component = if needs_component {
+            registration.component()
+        } else {
+            None
+        };
         let mut states: Option<Box<[State]>> = None;
         let mut hidden = 0;
         for (index, capability) in capabilities.iter().enumerate() {
@@ -365,8 +386,12 @@ impl Registry {
             };
             let state = match decision {
                 Decision::Hide => State::Hidden,
-                decision => match (registration.availability(index, component.as_deref()), decision) {
-                    (Availability::Unavailable(reason), _) | (Availability::Available, Decision::Disable(reason)) => {
+                decision => match (
+                    registration.availability(index, component.as_deref()),
+                    decision,
+                ) {
+                    (Availability::Unavailable(reason), _)
+                    | (Availability::Available, Decision::Disable(reason)) => {
                         if options.include_unavailable {
                             State::Unavailable(reason)
                         } else {
@@ -382,7 +407,9 @@ impl Registry {
             if state == State::Hidden {
                 hidden += 1;
             }
-            let table = states.get_or_insert_with(|| vec![State::Available; capabilities.len()].into_boxed_slice());
+            let table = states.get_or_insert_with(|| {
+                vec![State::Available; capabilities.len()].into_boxed_slice()
+            });
             if let Some(slot) = table.get_mut(index) {
                 *slot = state;
             }
@@ -410,7 +437,10 @@ impl Serialize for Snapshot {
         map.serialize_entry("components", &self.components)?;
         map.serialize_entry("procedures", &[] as &[Value])?;
         if let Some(dropped) = self.dropped {
-            map.serialize_entry("truncated", &serde_json::json!({"droppedComponents": dropped}))?;
+            map.serialize_entry(
+                "truncated",
+                &serde_json::json!({"droppedComponents": dropped}),
+            )?;
         }
         map.end()
     }

@@ -9,17 +9,28 @@ use agent_surface::registry::{Limits, Registry};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::fixtures::{call, code, consumer, registry, settle_tasks, Nav, Probe};
+use crate::fixtures::{Nav, Probe, call, code, consumer, registry, settle_tasks};
 
-fn spawn_call(registry: &Registry, invocation: Invocation) -> tokio::task::JoinHandle<InvocationResult> {
+fn spawn_call(
+    registry: &Registry,
+    invocation: Invocation,
+) -> tokio::task::JoinHandle<InvocationResult> {
     let registry = registry.clone();
     tokio::spawn(async move { call(&registry, invocation).await })
 }
 
-fn spawn_as(registry: &Registry, who: &str, invocation: Invocation) -> tokio::task::JoinHandle<InvocationResult> {
+fn spawn_as(
+    registry: &Registry,
+    who: &str,
+    invocation: Invocation,
+) -> tokio::task::JoinHandle<InvocationResult> {
     let registry = registry.clone();
     let who = consumer(who);
-    tokio::spawn(async move { registry.invoke(invocation, InvokeOptions::consumer(who)).await })
+    tokio::spawn(async move {
+        registry
+            .invoke(invocation, InvokeOptions::consumer(who))
+            .await
+    })
 }
 
 #[tokio::test(start_paused = true)]
@@ -31,17 +42,30 @@ async fn as_conc_002_actions_serialize_fifo_per_instance_with_a_bounded_queue() 
     settle_tasks().await;
     let queued: Vec<_> = ["a", "b"]
         .iter()
-        .map(|id| spawn_call(&registry, Invocation::new("view:test.probe.poke").input(json!({"ids": [id]}))))
+        .map(|id| {
+            spawn_call(
+                &registry,
+                Invocation::new("view:test.probe.poke").input(json!({"ids": [id]})),
+            )
+        })
         .collect();
     settle_tasks().await;
-    let overflow = call(&registry, Invocation::new("view:test.probe.poke").input(json!({"ids": ["c"]}))).await;
+    let overflow = call(
+        &registry,
+        Invocation::new("view:test.probe.poke").input(json!({"ids": ["c"]})),
+    )
+    .await;
     let error = overflow.error().unwrap();
     assert_eq!(error.code(), ErrorCode::RateLimited);
     assert_eq!(error.detail("reason"), Some(&json!("queue-full")));
     assert!(error.detail("retryAfterMs").is_some());
     assert_eq!(probe.runs(), 0, "queued actions wait for the running one");
     // Observations never take the action queue.
-    assert!(call(&registry, Invocation::new("view:test.probe.read")).await.is_ok());
+    assert!(
+        call(&registry, Invocation::new("view:test.probe.read"))
+            .await
+            .is_ok()
+    );
     probe.open();
     assert!(running.await.unwrap().is_ok());
     for handle in queued {
@@ -61,10 +85,16 @@ async fn as_conc_001_concurrency_groups_have_their_own_queues() {
     // ...but `solo` (concurrency = "capability") and `wide` (parallel(2),
     // queue depth 1) have queues of their own.
     let solo = spawn_call(&registry, Invocation::new("view:test.probe.solo"));
-    let wide: Vec<_> = (0..3).map(|_| spawn_call(&registry, Invocation::new("view:test.probe.wide"))).collect();
+    let wide: Vec<_> = (0..3)
+        .map(|_| spawn_call(&registry, Invocation::new("view:test.probe.wide")))
+        .collect();
     settle_tasks().await;
     let overflow = call(&registry, Invocation::new("view:test.probe.wide")).await;
-    assert_eq!(code(&overflow), Some(ErrorCode::RateLimited), "2 running + 1 waiting, the 4th is refused");
+    assert_eq!(
+        code(&overflow),
+        Some(ErrorCode::RateLimited),
+        "2 running + 1 waiting, the 4th is refused"
+    );
     probe.open();
     assert!(held.await.unwrap().is_ok());
     assert!(solo.await.unwrap().is_ok());
@@ -81,15 +111,28 @@ async fn as_conc_010_unmount_before_execute_fails_and_the_handler_never_runs() {
     let mounted = registry.mount(probe.clone()).unwrap();
     let running = spawn_call(&registry, Invocation::new("view:test.probe.hold"));
     settle_tasks().await;
-    let queued = spawn_call(&registry, Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]})));
+    let queued = spawn_call(
+        &registry,
+        Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]})),
+    );
     settle_tasks().await;
     drop(mounted);
     let queued = queued.await.unwrap();
     assert_eq!(code(&queued), Some(ErrorCode::ComponentUnmounted));
-    assert_eq!(code(&running.await.unwrap()), Some(ErrorCode::ComponentUnmounted));
-    assert!(probe.seen.lock().unwrap().is_empty(), "the queued handler never ran");
+    assert_eq!(
+        code(&running.await.unwrap()),
+        Some(ErrorCode::ComponentUnmounted)
+    );
+    assert!(
+        probe.seen.lock().unwrap().is_empty(),
+        "the queued handler never ran"
+    );
     // Unmounted before dispatch: resolution fails.
-    let late = call(&registry, Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]}))).await;
+    let late = call(
+        &registry,
+        Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]})),
+    )
+    .await;
     assert_eq!(code(&late), Some(ErrorCode::ComponentUnmounted));
 }
 
@@ -119,11 +162,17 @@ async fn as_conc_010_unmount_during_execute_unmount_wins_when_the_handler_is_sti
     drop(mounted);
     let result = running.await.unwrap();
     assert_eq!(code(&result), Some(ErrorCode::ComponentUnmounted));
-    assert_eq!(result.error().unwrap().detail("phase"), Some(&json!("mid-flight")));
+    assert_eq!(
+        result.error().unwrap().detail("phase"),
+        Some(&json!("mid-flight"))
+    );
     probe.open();
     settle_tasks().await;
     assert!(
-        registry.audit_log().iter().any(|e| e.kind == AuditKind::LateSettlement),
+        registry
+            .audit_log()
+            .iter()
+            .any(|e| e.kind == AuditKind::LateSettlement),
         "the loser is recorded as a late settlement"
     );
 }
@@ -141,7 +190,10 @@ async fn as_conc_012_external_cancel_before_queue_entry_and_while_queued() {
         ..InvokeOptions::default()
     };
     let before = registry
-        .invoke(Invocation::new("view:test.probe.poke").input(json!({"ids": ["early"]})), options)
+        .invoke(
+            Invocation::new("view:test.probe.poke").input(json!({"ids": ["early"]})),
+            options,
+        )
         .await;
     assert_eq!(code(&before), Some(ErrorCode::Cancelled));
 
@@ -157,7 +209,10 @@ async fn as_conc_012_external_cancel_before_queue_entry_and_while_queued() {
         };
         async move {
             registry
-                .invoke(Invocation::new("view:test.probe.poke").input(json!({"ids": ["queued"]})), options)
+                .invoke(
+                    Invocation::new("view:test.probe.poke").input(json!({"ids": ["queued"]})),
+                    options,
+                )
                 .await
         }
     });
@@ -166,7 +221,10 @@ async fn as_conc_012_external_cancel_before_queue_entry_and_while_queued() {
     assert_eq!(code(&queued.await.unwrap()), Some(ErrorCode::Cancelled));
     probe.open();
     assert!(running.await.unwrap().is_ok());
-    assert!(probe.seen.lock().unwrap().is_empty(), "neither cancelled call executed");
+    assert!(
+        probe.seen.lock().unwrap().is_empty(),
+        "neither cancelled call executed"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -184,7 +242,9 @@ async fn as_obs_001_observation_admission_has_per_consumer_and_global_limits() {
     let held = || Invocation::new("view:test.probe.readHeld");
     let a: Vec<_> = (0..3).map(|_| spawn_as(&registry, "a", held())).collect(); // 2 run, 1 queued
     settle_tasks().await;
-    let refused = registry.invoke(held(), InvokeOptions::consumer(consumer("a"))).await;
+    let refused = registry
+        .invoke(held(), InvokeOptions::consumer(consumer("a")))
+        .await;
     let error = refused.error().unwrap();
     assert_eq!(error.code(), ErrorCode::RateLimited);
     assert_eq!(error.detail("reason"), Some(&json!("queue-full")));
@@ -208,12 +268,19 @@ async fn as_obs_002_a_saturated_consumer_cannot_starve_another() {
     let a: Vec<_> = (0..16).map(|_| spawn_as(&registry, "a", held())).collect();
     settle_tasks().await;
     assert_eq!(
-        code(&registry.invoke(held(), InvokeOptions::consumer(consumer("a"))).await),
+        code(
+            &registry
+                .invoke(held(), InvokeOptions::consumer(consumer("a")))
+                .await
+        ),
         Some(ErrorCode::RateLimited)
     );
     // Consumer b is admitted at once.
     let b = registry
-        .invoke(Invocation::new("view:test.probe.read"), InvokeOptions::consumer(consumer("b")))
+        .invoke(
+            Invocation::new("view:test.probe.read"),
+            InvokeOptions::consumer(consumer("b")),
+        )
         .await;
     assert!(b.is_ok(), "{b:?}");
     probe.open();
@@ -235,13 +302,21 @@ async fn as_obs_003_slots_are_released_and_queues_drain_fifo_and_dispose_cancels
     let _mounted = registry.mount(probe.clone()).unwrap();
     // A timeout releases the slot.
     let timed_out = registry
-        .invoke(Invocation::new("view:test.probe.readHeld"), InvokeOptions::consumer(consumer("a")))
+        .invoke(
+            Invocation::new("view:test.probe.readHeld"),
+            InvokeOptions::consumer(consumer("a")),
+        )
         .await;
     assert_eq!(code(&timed_out), Some(ErrorCode::Timeout));
-    assert!(registry
-        .invoke(Invocation::new("view:test.probe.read"), InvokeOptions::consumer(consumer("a")))
-        .await
-        .is_ok());
+    assert!(
+        registry
+            .invoke(
+                Invocation::new("view:test.probe.read"),
+                InvokeOptions::consumer(consumer("a"))
+            )
+            .await
+            .is_ok()
+    );
     // A cancelled waiter releases its place; the queue drains in order.
     let registry = Registry::builder()
         .limits(Limits {
@@ -260,7 +335,10 @@ async fn as_obs_003_slots_are_released_and_queues_drain_fifo_and_dispose_cancels
             let (registry, order) = (registry.clone(), Arc::clone(&order));
             tokio::spawn(async move {
                 let result = registry
-                    .invoke(Invocation::new("view:test.probe.read"), InvokeOptions::consumer(consumer("a")))
+                    .invoke(
+                        Invocation::new("view:test.probe.read"),
+                        InvokeOptions::consumer(consumer("a")),
+                    )
                     .await;
                 order.lock().unwrap().push(n);
                 result
@@ -323,7 +401,10 @@ async fn as_nav_001_navigation_is_not_settled_by_unmount_while_pending() {
     settle_tasks().await;
     drop(handle.lock().unwrap().take()); // unmount while the router is deciding
     settle_tasks().await;
-    assert!(!going.is_finished(), "unmount timing does not decide a navigation");
+    assert!(
+        !going.is_finished(),
+        "unmount timing does not decide a navigation"
+    );
     nav.decide(true);
     assert!(going.await.unwrap().is_ok());
 }
@@ -347,7 +428,11 @@ async fn as_nav_002_rejected_navigation_settles_a_typed_failure() {
             ..InvokeOptions::default()
         };
         nav.gate.send_replace(None);
-        async move { registry.invoke(Invocation::new("view:test.nav.go"), options).await }
+        async move {
+            registry
+                .invoke(Invocation::new("view:test.nav.go"), options)
+                .await
+        }
     });
     settle_tasks().await;
     token.cancel();
@@ -358,9 +443,19 @@ async fn as_nav_002_rejected_navigation_settles_a_typed_failure() {
 async fn as_nav_003_owner_unmounted_before_dispatch_fails_component_unmounted() {
     let registry = registry();
     let (_nav, handle) = mount_nav(&registry);
-    let id = handle.lock().unwrap().as_ref().unwrap().registration_id().to_owned();
+    let id = handle
+        .lock()
+        .unwrap()
+        .as_ref()
+        .unwrap()
+        .registration_id()
+        .to_owned();
     drop(handle.lock().unwrap().take());
-    let result = call(&registry, Invocation::new("view:test.nav.go").registration(id)).await;
+    let result = call(
+        &registry,
+        Invocation::new("view:test.nav.go").registration(id),
+    )
+    .await;
     assert_eq!(code(&result), Some(ErrorCode::ComponentUnmounted));
 }
 
@@ -374,7 +469,11 @@ async fn as_nav_004_a_timeout_cannot_overwrite_a_resolved_navigation() {
     assert!(result.is_ok());
     tokio::time::advance(Duration::from_secs(10)).await; // well past the 2 s timeout
     settle_tasks().await;
-    assert_eq!(call(&registry, request).await, result, "still ok after the timeout elapsed");
+    assert_eq!(
+        call(&registry, request).await,
+        result,
+        "still ok after the timeout elapsed"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -384,7 +483,12 @@ async fn as_obsv_001_audit_reports_queue_wait_apart_from_execution() {
     let _mounted = registry.mount(probe.clone()).unwrap();
     let running = spawn_call(&registry, Invocation::new("view:test.probe.hold"));
     settle_tasks().await;
-    let queued = spawn_call(&registry, Invocation::new("view:test.probe.nap").input(json!({"ms": 40})).invocation_id("queued"));
+    let queued = spawn_call(
+        &registry,
+        Invocation::new("view:test.probe.nap")
+            .input(json!({"ms": 40}))
+            .invocation_id("queued"),
+    );
     settle_tasks().await;
     tokio::time::advance(Duration::from_millis(300)).await;
     probe.open();
@@ -393,9 +497,14 @@ async fn as_obsv_001_audit_reports_queue_wait_apart_from_execution() {
     let settled = registry
         .audit_log()
         .into_iter()
-        .find(|e| e.kind == AuditKind::InvocationSettled && e.invocation_id.as_deref() == Some("queued"))
+        .find(|e| {
+            e.kind == AuditKind::InvocationSettled && e.invocation_id.as_deref() == Some("queued")
+        })
         .unwrap();
     assert!(settled.queue_wait_ms.unwrap() >= 300, "{settled:?}");
     assert_eq!(settled.execution_ms, Some(40));
-    assert_eq!(settled.duration_ms, Some(settled.queue_wait_ms.unwrap() + 40));
+    assert_eq!(
+        settled.duration_ms,
+        Some(settled.queue_wait_ms.unwrap() + 40)
+    );
 }

@@ -8,9 +8,9 @@ use agent_surface::error::Retry;
 use agent_surface::events::SurfaceEvent;
 use agent_surface::prelude::*;
 use agent_surface::registry::{Limits, Registry};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::fixtures::{call, code, consumer, registry, settle_tasks, Probe};
+use crate::fixtures::{Probe, call, code, consumer, registry, settle_tasks};
 
 fn guarded(ids: &[&str]) -> Invocation {
     Invocation::new("view:test.probe.guarded").input(json!({"ids": ids}))
@@ -20,7 +20,11 @@ fn confirmation_id(result: &InvocationResult) -> String {
     let error = result.error().expect("an error");
     assert_eq!(error.code(), ErrorCode::ConfirmationRequired, "{error:?}");
     assert_eq!(error.retry(), Retry::WithConfirmation);
-    error.detail("confirmationId").and_then(Value::as_str).unwrap().to_owned()
+    error
+        .detail("confirmationId")
+        .and_then(Value::as_str)
+        .unwrap()
+        .to_owned()
 }
 
 #[tokio::test]
@@ -37,7 +41,11 @@ async fn as_confirm_001_approval_binds_to_the_exact_effective_input() {
     assert_eq!(details["origin"], json!("client"));
     let pending = registry.confirmations().pending();
     assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].input, json!({"ids": ["d1", "d2"]}), "the exact effective input");
+    assert_eq!(
+        pending[0].input,
+        json!({"ids": ["d1", "d2"]}),
+        "the exact effective input"
+    );
     assert!(pending[0].summary.contains("d1"));
     registry.confirmations().approve(&id).unwrap();
     // Bait and switch: different input after approval.
@@ -59,9 +67,16 @@ async fn as_confirm_003_evidence_is_single_use() {
     let _mounted = registry.mount(probe.clone()).unwrap();
     let id = confirmation_id(&call(&registry, guarded(&["d1"])).await);
     registry.confirmations().approve(&id).unwrap();
-    assert!(call(&registry, guarded(&["d1"]).confirmation(&id)).await.is_ok());
+    assert!(
+        call(&registry, guarded(&["d1"]).confirmation(&id))
+            .await
+            .is_ok()
+    );
     let replay = call(&registry, guarded(&["d1"]).confirmation(&id)).await;
-    assert_eq!(replay.error().unwrap().detail("reason"), Some(&json!("consumed")));
+    assert_eq!(
+        replay.error().unwrap().detail("reason"),
+        Some(&json!("consumed"))
+    );
     assert_eq!(replay.error().unwrap().retry(), Retry::No);
     assert_eq!(probe.runs(), 1);
 }
@@ -82,17 +97,36 @@ async fn as_confirm_004_evidence_cannot_cross_consumer_registration_or_capabilit
     // Another consumer.
     mismatch(
         registry
-            .invoke(guarded(&["d1"]).instance("a").confirmation(&id), InvokeOptions::consumer(consumer("mallory")))
+            .invoke(
+                guarded(&["d1"]).instance("a").confirmation(&id),
+                InvokeOptions::consumer(consumer("mallory")),
+            )
             .await,
     );
     // Another registration (instance b).
     mismatch(call(&registry, guarded(&["d1"]).instance("b").confirmation(&id)).await);
     // Another capability.
-    mismatch(call(&registry, Invocation::new("view:test.probe.guardedToo").instance("a").input(json!({"ids": ["d1"]})).confirmation(&id)).await);
+    mismatch(
+        call(
+            &registry,
+            Invocation::new("view:test.probe.guardedToo")
+                .instance("a")
+                .input(json!({"ids": ["d1"]}))
+                .confirmation(&id),
+        )
+        .await,
+    );
     // Another registry.
     let other = Registry::builder().build();
     let _c = other.mount_instance(Probe::new(), "a").unwrap();
-    mismatch(other.invoke(guarded(&["d1"]).instance("a").confirmation(&id), InvokeOptions::consumer(consumer("tester"))).await);
+    mismatch(
+        other
+            .invoke(
+                guarded(&["d1"]).instance("a").confirmation(&id),
+                InvokeOptions::consumer(consumer("tester")),
+            )
+            .await,
+    );
     // Staleness beats confirmation: the registration died while approved.
     drop(a);
     let stale = call(&registry, guarded(&["d1"]).instance("a").confirmation(&id)).await;
@@ -116,7 +150,11 @@ async fn as_confirm_005_pending_confirmations_are_bounded() {
     let error = overflow.error().unwrap();
     assert_eq!(error.code(), ErrorCode::RateLimited);
     assert_eq!(error.detail("reason"), Some(&json!("queue-full")));
-    assert_eq!(registry.confirmations().pending().len(), 3, "no record was created");
+    assert_eq!(
+        registry.confirmations().pending().len(),
+        3,
+        "no record was created"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -128,23 +166,43 @@ async fn as_confirm_006_rerequest_returns_the_same_id_denial_is_final_and_expiry
     let _subscription = registry.subscribe({
         let events = Arc::clone(&events);
         move |event| match event {
-            SurfaceEvent::ConfirmationRequested { confirmation_id, .. } => {
-                events.lock().unwrap().push(format!("requested:{confirmation_id}"));
+            SurfaceEvent::ConfirmationRequested {
+                confirmation_id, ..
+            } => {
+                events
+                    .lock()
+                    .unwrap()
+                    .push(format!("requested:{confirmation_id}"));
             }
-            SurfaceEvent::ConfirmationResolved { confirmation_id, outcome } => {
-                events.lock().unwrap().push(format!("{outcome}:{confirmation_id}"));
+            SurfaceEvent::ConfirmationResolved {
+                confirmation_id,
+                outcome,
+            } => {
+                events
+                    .lock()
+                    .unwrap()
+                    .push(format!("{outcome}:{confirmation_id}"));
             }
             _ => {}
         }
     });
     let id = confirmation_id(&call(&registry, guarded(&["d1"])).await);
     // Retried while pending, with or without the id: the same confirmation.
-    assert_eq!(confirmation_id(&call(&registry, guarded(&["d1"]).confirmation(&id)).await), id);
-    assert_eq!(confirmation_id(&call(&registry, guarded(&["d1"])).await), id);
+    assert_eq!(
+        confirmation_id(&call(&registry, guarded(&["d1"]).confirmation(&id)).await),
+        id
+    );
+    assert_eq!(
+        confirmation_id(&call(&registry, guarded(&["d1"])).await),
+        id
+    );
     // Denial: final, retry `no`.
     registry.confirmations().deny(&id).unwrap();
     let denied = call(&registry, guarded(&["d1"]).confirmation(&id)).await;
-    assert_eq!(denied.error().unwrap().detail("reason"), Some(&json!("denied")));
+    assert_eq!(
+        denied.error().unwrap().detail("reason"),
+        Some(&json!("denied"))
+    );
     assert_eq!(denied.error().unwrap().retry(), Retry::No);
     // Expiry: the cycle restarts with a new confirmation.
     let second = confirmation_id(&call(&registry, guarded(&["d1"])).await);
@@ -158,7 +216,10 @@ async fn as_confirm_006_rerequest_returns_the_same_id_denial_is_final_and_expiry
     settle_tasks().await;
     assert_eq!(waiter.await.unwrap(), Some(ConfirmationOutcome::Expired));
     let expired = call(&registry, guarded(&["d1"]).confirmation(&second)).await;
-    assert_eq!(expired.error().unwrap().detail("reason"), Some(&json!("expired")));
+    assert_eq!(
+        expired.error().unwrap().detail("reason"),
+        Some(&json!("expired"))
+    );
     assert_eq!(expired.error().unwrap().retry(), Retry::WithConfirmation);
     let third = confirmation_id(&call(&registry, guarded(&["d1"])).await);
     assert_ne!(third, second);
@@ -190,7 +251,11 @@ async fn as_ident_006_confirmation_retry_reuses_the_invocation_id_and_executes_o
     let retry = guarded(&["d1"]).invocation_id("tool-7").confirmation(&id);
     let done = call(&registry, retry.clone()).await;
     assert!(done.is_ok(), "{done:?}");
-    assert_eq!(call(&registry, retry).await, done, "a transport retry gets the cached result");
+    assert_eq!(
+        call(&registry, retry).await,
+        done,
+        "a transport retry gets the cached result"
+    );
     assert_eq!(probe.runs(), 1, "executed once");
 
     // RATE_LIMITED is not cached either.
@@ -207,5 +272,9 @@ async fn as_ident_006_confirmation_retry_reuses_the_invocation_id_and_executes_o
     assert_eq!(code(&limited), Some(ErrorCode::RateLimited));
     registry.confirmations().deny(&blocking).unwrap();
     let again = call(&registry, guarded(&["y"]).invocation_id("tool-8")).await;
-    assert_eq!(code(&again), Some(ErrorCode::ConfirmationRequired), "the retry ran again");
+    assert_eq!(
+        code(&again),
+        Some(ErrorCode::ConfirmationRequired),
+        "the retry ran again"
+    );
 }

@@ -125,7 +125,9 @@ impl Probe {
     /// Fails with an error whose text must stay with operators.
     #[action(effect = "local-state")]
     fn fail(&self) -> Result<(), std::io::Error> {
-        Err(std::io::Error::other("password=hunter2 at db-internal.local"))
+        Err(std::io::Error::other(
+            "password=hunter2 at db-internal.local",
+        ))
     }
 
     /// Returns a value JSON cannot represent.
@@ -239,7 +241,9 @@ pub(crate) fn consumer(id: &str) -> Consumer {
 
 /// Invokes as consumer `tester`.
 pub(crate) async fn call(registry: &Registry, invocation: Invocation) -> InvocationResult {
-    registry.invoke(invocation, InvokeOptions::consumer(consumer("tester"))).await
+    registry
+        .invoke(invocation, InvokeOptions::consumer(consumer("tester")))
+        .await
 }
 
 /// The error code of a result (`None` when ok).

@@ -7,13 +7,15 @@ use std::sync::{Arc, Mutex};
 use agent_surface::error::DefinitionErrorKind;
 use agent_surface::events::SurfaceEvent;
 use agent_surface::prelude::*;
-use agent_surface::registry::{DuplicatePolicy, GuardDecision, MountError, Registry, RegistrationStatus};
+use agent_surface::registry::{
+    DuplicatePolicy, GuardDecision, MountError, RegistrationStatus, Registry,
+};
 use agent_surface::snapshot::Budget;
 use agent_surface_tests::{Defective, Table};
 use proptest::prelude::*;
 use serde_json::json;
 
-use crate::fixtures::{call, code, registry, Probe};
+use crate::fixtures::{Probe, call, code, registry};
 
 #[tokio::test]
 async fn as_life_001_mount_is_live_at_once_and_unmount_removes_and_aborts() {
@@ -23,7 +25,11 @@ async fn as_life_001_mount_is_live_at_once_and_unmount_removes_and_aborts() {
     assert_eq!(mounted.status(), RegistrationStatus::Active);
     let snapshot = registry.snapshot(&SnapshotOptions::default());
     assert!(snapshot.capability("view:test.probe.poke").is_some());
-    let ok = call(&registry, Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]}))).await;
+    let ok = call(
+        &registry,
+        Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]})),
+    )
+    .await;
     assert!(ok.is_ok(), "{ok:?}");
 
     // In flight when the component unmounts: aborted, COMPONENT_UNMOUNTED.
@@ -35,8 +41,16 @@ async fn as_life_001_mount_is_live_at_once_and_unmount_removes_and_aborts() {
     drop(mounted);
     let result = in_flight.await.unwrap();
     assert_eq!(code(&result), Some(ErrorCode::ComponentUnmounted));
-    assert_eq!(result.error().unwrap().detail("phase"), Some(&json!("mid-flight")));
-    assert!(registry.snapshot(&SnapshotOptions::default()).components().is_empty());
+    assert_eq!(
+        result.error().unwrap().detail("phase"),
+        Some(&json!("mid-flight"))
+    );
+    assert!(
+        registry
+            .snapshot(&SnapshotOptions::default())
+            .components()
+            .is_empty()
+    );
     assert_eq!(probe.runs(), 1, "the held handler never finished");
 }
 
@@ -47,7 +61,11 @@ fn as_life_001_no_executable_reference_survives_unmount() {
     let mounted = registry.mount(probe.clone()).unwrap();
     assert_eq!(Arc::strong_count(&probe), 2);
     drop(mounted);
-    assert_eq!(Arc::strong_count(&probe), 1, "the registry dropped its reference");
+    assert_eq!(
+        Arc::strong_count(&probe),
+        1,
+        "the registry dropped its reference"
+    );
 }
 
 #[tokio::test]
@@ -64,18 +82,36 @@ async fn as_life_002_only_enabled_and_availability_change_and_defects_always_fai
     let (_, poke) = snapshot.capability("view:test.probe.poke").unwrap();
     assert!(!poke.available());
     assert_eq!(poke.unavailable_reason(), Some("component-disabled"));
-    let result = call(&registry, Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]}))).await;
+    let result = call(
+        &registry,
+        Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]})),
+    )
+    .await;
     assert_eq!(code(&result), Some(ErrorCode::CapabilityNotAvailable));
-    assert_eq!(result.error().unwrap().detail("reason"), Some(&json!("component-disabled")));
+    assert_eq!(
+        result.error().unwrap().detail("reason"),
+        Some(&json!("component-disabled"))
+    );
     mounted.set_enabled(true);
 
     // Structural defects are raised in every environment.
-    for environment in [Environment::Production, Environment::Development, Environment::Test] {
+    for environment in [
+        Environment::Production,
+        Environment::Development,
+        Environment::Test,
+    ] {
         let registry = Registry::builder().environment(environment).build();
-        let err = registry.mount_instance(Probe::new(), "not valid!").unwrap_err();
-        assert!(matches!(err, MountError::Definition(ref e) if e.kind() == DefinitionErrorKind::InvalidId), "{err}");
+        let err = registry
+            .mount_instance(Probe::new(), "not valid!")
+            .unwrap_err();
+        assert!(
+            matches!(err, MountError::Definition(ref e) if e.kind() == DefinitionErrorKind::InvalidId),
+            "{err}"
+        );
         let err = registry.mount(Arc::new(Defective)).unwrap_err();
-        assert!(matches!(err, MountError::Definition(ref e) if e.kind() == DefinitionErrorKind::UnsupportedSchema));
+        assert!(
+            matches!(err, MountError::Definition(ref e) if e.kind() == DefinitionErrorKind::UnsupportedSchema)
+        );
     }
 }
 
@@ -105,15 +141,23 @@ async fn as_life_003_first_wins_by_default_and_replace_aborts_the_predecessor() 
     assert_eq!(first.status(), RegistrationStatus::Active);
     assert!(events.lock().unwrap().iter().any(|event| matches!(
         event,
-        SurfaceEvent::ComponentRejected { reason: "duplicate", .. }
+        SurfaceEvent::ComponentRejected {
+            reason: "duplicate",
+            ..
+        }
     )));
     let snapshot = registry.snapshot(&SnapshotOptions::default());
     assert_eq!(snapshot.components().len(), 1);
-    assert_eq!(snapshot.components()[0].registration_id(), first.registration_id());
+    assert_eq!(
+        snapshot.components()[0].registration_id(),
+        first.registration_id()
+    );
     drop(second); // a dead handle unmounts nothing
     assert_eq!(first.status(), RegistrationStatus::Active);
 
-    let registry = Registry::builder().duplicate_instances(DuplicatePolicy::Replace).build();
+    let registry = Registry::builder()
+        .duplicate_instances(DuplicatePolicy::Replace)
+        .build();
     let old = registry.mount(Probe::new()).unwrap();
     let in_flight = tokio::spawn({
         let registry = registry.clone();
@@ -123,7 +167,10 @@ async fn as_life_003_first_wins_by_default_and_replace_aborts_the_predecessor() 
     let new = registry.mount(Probe::new()).unwrap();
     assert_eq!(new.status(), RegistrationStatus::Active);
     assert_eq!(old.status(), RegistrationStatus::Unregistered);
-    assert_eq!(code(&in_flight.await.unwrap()), Some(ErrorCode::ComponentUnmounted));
+    assert_eq!(
+        code(&in_flight.await.unwrap()),
+        Some(ErrorCode::ComponentUnmounted)
+    );
     // Duplicate capability names inside one definition are structural: the
     // macro rejects them (ui-tests/names/).
 }
@@ -142,7 +189,11 @@ fn as_life_003_registration_guard_rejects_with_a_dead_handle() {
     let rejected = registry.mount(Probe::new()).unwrap();
     assert_eq!(rejected.status(), RegistrationStatus::Rejected);
     assert!(rejected.registration_id().starts_with("reg_"));
-    assert_eq!(registry.version(), 0, "a rejection is not a surface mutation");
+    assert_eq!(
+        registry.version(),
+        0,
+        "a rejection is not a surface mutation"
+    );
     let accepted = registry.mount(Arc::new(Table::default())).unwrap();
     assert_eq!(accepted.status(), RegistrationStatus::Active);
 }
@@ -155,11 +206,21 @@ async fn as_life_005_remount_gets_a_new_registration_and_the_old_one_is_stale() 
     drop(first);
     let second = registry.mount(Probe::new()).unwrap();
     assert_ne!(second.registration_id(), old_id);
-    let result = call(&registry, Invocation::new("view:test.probe.read").registration(&old_id)).await;
+    let result = call(
+        &registry,
+        Invocation::new("view:test.probe.read").registration(&old_id),
+    )
+    .await;
     let error = result.error().unwrap();
     assert_eq!(error.code(), ErrorCode::StaleCapability);
-    assert_eq!(error.detail("reason"), Some(&json!("registration-replaced")));
-    assert_eq!(error.detail("liveRegistrationId"), Some(&json!(second.registration_id())));
+    assert_eq!(
+        error.detail("reason"),
+        Some(&json!("registration-replaced"))
+    );
+    assert_eq!(
+        error.detail("liveRegistrationId"),
+        Some(&json!(second.registration_id()))
+    );
 }
 
 #[derive(Clone, Debug)]
@@ -242,11 +303,19 @@ async fn as_ver_001_version_bump_matrix() {
     probe.runs.store(9, Ordering::SeqCst);
     probe.on.store(false, Ordering::SeqCst);
     let snapshot = registry.snapshot(&SnapshotOptions::default());
-    assert!(!snapshot.capability("view:test.probe.gated").unwrap().1.available());
+    assert!(
+        !snapshot
+            .capability("view:test.probe.gated")
+            .unwrap()
+            .1
+            .available()
+    );
     assert_eq!(registry.version(), 5);
     let _ = call(&registry, Invocation::new("view:test.probe.read")).await;
     assert_eq!(registry.version(), 5);
-    let replacement = Registry::builder().duplicate_instances(DuplicatePolicy::Replace).build();
+    let replacement = Registry::builder()
+        .duplicate_instances(DuplicatePolicy::Replace)
+        .build();
     let _a = replacement.mount(Probe::new()).unwrap();
     let _b = replacement.mount(Probe::new()).unwrap(); // replace: +1
     assert_eq!(replacement.version(), 2);
@@ -294,7 +363,12 @@ async fn as_evt_001_events_are_ordered_isolated_and_never_reentrant() {
     let _probe = registry.mount(Probe::new()).unwrap();
     assert_eq!(
         *seen.lock().unwrap(),
-        ["registered:test.probe", "changed:1", "registered:fixtures.table", "changed:2"],
+        [
+            "registered:test.probe",
+            "changed:1",
+            "registered:fixtures.table",
+            "changed:2"
+        ],
         "the nested mount's events follow the current ones; the panicking listener hurt nothing"
     );
     seen.lock().unwrap().clear();
@@ -330,7 +404,12 @@ fn as_snap_001_snapshot_is_synchronous_and_never_runs_observations() {
     assert_eq!(probe.runs(), 0);
     assert_eq!(registry.audit_log().len(), before, "no side effects");
     let json = snapshot.to_json();
-    assert!(json["components"][0]["observations"][0].get("output").is_none(), "a catalog, not a state dump");
+    assert!(
+        json["components"][0]["observations"][0]
+            .get("output")
+            .is_none(),
+        "a catalog, not a state dump"
+    );
 }
 
 /// A low-priority component.
@@ -390,8 +469,15 @@ fn as_snap_003_ordering_is_deterministic_and_budgets_mark_truncation() {
     let truncated = registry.snapshot(&budget);
     assert_eq!(truncated.components().len(), 2);
     assert_eq!(truncated.truncated(), Some(2));
-    assert_eq!(truncated.to_json()["truncated"], json!({"droppedComponents": 2}));
-    assert_eq!(truncated.components()[0].component_type(), "z.high", "lowest priority dropped first");
+    assert_eq!(
+        truncated.to_json()["truncated"],
+        json!({"droppedComponents": 2})
+    );
+    assert_eq!(
+        truncated.components()[0].component_type(),
+        "z.high",
+        "lowest priority dropped first"
+    );
 
     let bytes = SnapshotOptions::default().budget(Budget {
         max_components: None,
@@ -412,13 +498,27 @@ fn snapshot_json_has_the_specified_shape_and_honours_scope_and_filters() {
     let snapshot = registry.snapshot(&SnapshotOptions::default().scope(["test"]));
     let json = snapshot.to_json();
     assert!(json["surfaceId"].as_str().unwrap().starts_with("srf_"));
-    assert_eq!(json["surfaceVersion"], json!(registry.version().to_string()));
+    assert_eq!(
+        json["surfaceVersion"],
+        json!(registry.version().to_string())
+    );
     assert!(json["capturedAt"].as_str().unwrap().ends_with('Z'));
     assert_eq!(json["procedures"], json!([]));
     let components = json["components"].as_array().unwrap();
-    assert_eq!(components.len(), 1, "scope `test` excludes `fixtures.table`");
+    assert_eq!(
+        components.len(),
+        1,
+        "scope `test` excludes `fixtures.table`"
+    );
     let probe_json = &components[0];
-    for key in ["type", "instanceId", "registrationId", "description", "observations", "actions"] {
+    for key in [
+        "type",
+        "instanceId",
+        "registrationId",
+        "description",
+        "observations",
+        "actions",
+    ] {
         assert!(probe_json.get(key).is_some(), "{key}");
     }
     let gated = probe_json["actions"]
@@ -428,14 +528,34 @@ fn snapshot_json_has_the_specified_shape_and_honours_scope_and_filters() {
         .find(|a| a["name"] == "gated")
         .unwrap();
     assert_eq!(gated["available"], json!(false));
-    assert_eq!(gated["unavailableReason"], json!("Switch the probe on first"));
-    for key in ["capabilityId", "inputSchema", "effect", "idempotent", "reversible", "confirmation"] {
+    assert_eq!(
+        gated["unavailableReason"],
+        json!("Switch the probe on first")
+    );
+    for key in [
+        "capabilityId",
+        "inputSchema",
+        "effect",
+        "idempotent",
+        "reversible",
+        "confirmation",
+    ] {
         assert!(gated.get(key).is_some(), "{key}");
     }
-    let without = registry.snapshot(&SnapshotOptions::default().scope(["test.probe"]).include_unavailable(false));
+    let without = registry.snapshot(
+        &SnapshotOptions::default()
+            .scope(["test.probe"])
+            .include_unavailable(false),
+    );
     assert!(without.capability("view:test.probe.gated").is_none());
     assert!(without.capability("view:test.probe.poke").is_some());
-    assert!(registry.snapshot(&SnapshotOptions::default().scope(["tes"])).components().is_empty(), "prefixes match whole segments");
+    assert!(
+        registry
+            .snapshot(&SnapshotOptions::default().scope(["tes"]))
+            .components()
+            .is_empty(),
+        "prefixes match whole segments"
+    );
 }
 
 #[test]

@@ -1,7 +1,12 @@
 //! Conformance tests, named by requirement id (`cargo test as_id` runs the
 //! identity requirements, and so on).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)] // test code
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
 
 mod canonical;
 mod concurrency;

@@ -2,8 +2,8 @@
 //! (AS-STALE-*), availability (AS-AVAIL-*), input (AS-INVOKE-001/002),
 //! execution and settlement (AS-SER-001, AS-CONC-011), bounds (AS-BOUND-*).
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use agent_surface::audit::AuditKind;
@@ -13,7 +13,7 @@ use agent_surface::prelude::*;
 use agent_surface::registry::{Limits, Registry};
 use serde_json::json;
 
-use crate::fixtures::{call, code, consumer, registry, settle_tasks, Probe};
+use crate::fixtures::{Probe, call, code, consumer, registry, settle_tasks};
 
 fn poke(ids: &[&str]) -> Invocation {
     Invocation::new("view:test.probe.poke").input(json!({"ids": ids}))
@@ -55,10 +55,16 @@ async fn as_ident_002_same_id_different_input_fails_closed() {
     let error = conflict.error().unwrap();
     assert_eq!(error.code(), ErrorCode::InvocationConflict);
     assert_eq!(error.retry(), Retry::WithChanges);
-    assert_eq!(error.detail("reason"), Some(&json!("id-reused-with-different-request")));
+    assert_eq!(
+        error.detail("reason"),
+        Some(&json!("id-reused-with-different-request"))
+    );
     assert_eq!(probe.runs(), 1);
     // The stored record is untouched.
-    assert_eq!(call(&registry, poke(&["a"]).invocation_id("id-1")).await, original);
+    assert_eq!(
+        call(&registry, poke(&["a"]).invocation_id("id-1")).await,
+        original
+    );
     // Key order of the input does not matter to the fingerprint.
     let a = Invocation::new("x").input(json!({"a": 1, "b": [1, 2]}));
     let b = Invocation::new("x").input(json!({"b": [1.0, 2], "a": 1}));
@@ -69,8 +75,19 @@ async fn as_ident_002_same_id_different_input_fails_closed() {
 async fn as_ident_003_same_id_different_capability_fails_closed() {
     let registry = registry();
     let _mounted = registry.mount(Probe::new()).unwrap();
-    assert!(call(&registry, Invocation::new("view:test.probe.read").invocation_id("id-2")).await.is_ok());
-    let conflict = call(&registry, Invocation::new("view:test.probe.gated").invocation_id("id-2")).await;
+    assert!(
+        call(
+            &registry,
+            Invocation::new("view:test.probe.read").invocation_id("id-2")
+        )
+        .await
+        .is_ok()
+    );
+    let conflict = call(
+        &registry,
+        Invocation::new("view:test.probe.gated").invocation_id("id-2"),
+    )
+    .await;
     assert_eq!(code(&conflict), Some(ErrorCode::InvocationConflict));
 }
 
@@ -81,7 +98,10 @@ async fn as_ident_004_different_consumers_may_reuse_a_tool_call_id() {
     let _mounted = registry.mount(probe.clone()).unwrap();
     for who in ["alice", "bob"] {
         let result = registry
-            .invoke(poke(&[who]).invocation_id("toolu_01"), InvokeOptions::consumer(consumer(who)))
+            .invoke(
+                poke(&[who]).invocation_id("toolu_01"),
+                InvokeOptions::consumer(consumer(who)),
+            )
             .await;
         assert!(result.is_ok(), "{result:?}");
     }
@@ -103,12 +123,24 @@ async fn as_ident_005_an_expired_key_is_a_new_attempt() {
     let (registry, clock) = clocked(Limits::default());
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
-    assert!(call(&registry, poke(&["a"]).invocation_id("id-3")).await.is_ok());
+    assert!(
+        call(&registry, poke(&["a"]).invocation_id("id-3"))
+            .await
+            .is_ok()
+    );
     clock.advance(Duration::from_secs(599));
-    assert!(call(&registry, poke(&["a"]).invocation_id("id-3")).await.is_ok());
+    assert!(
+        call(&registry, poke(&["a"]).invocation_id("id-3"))
+            .await
+            .is_ok()
+    );
     assert_eq!(probe.runs(), 1, "inside the window: cached");
     clock.advance(Duration::from_secs(601));
-    assert!(call(&registry, poke(&["a"]).invocation_id("id-3")).await.is_ok());
+    assert!(
+        call(&registry, poke(&["a"]).invocation_id("id-3"))
+            .await
+            .is_ok()
+    );
     assert_eq!(probe.runs(), 2, "after the window: a new attempt");
 }
 
@@ -138,7 +170,11 @@ async fn as_bound_002_memory_stays_flat_over_many_distinct_ids() {
     let registry = registry();
     let _mounted = registry.mount(Probe::new()).unwrap();
     for n in 0..5_000 {
-        call(&registry, Invocation::new("view:test.probe.read").invocation_id(format!("inv-{n}"))).await;
+        call(
+            &registry,
+            Invocation::new("view:test.probe.read").invocation_id(format!("inv-{n}")),
+        )
+        .await;
     }
     assert!(registry.dedupe_len() <= registry.limits().dedupe_cache_size);
     assert!(registry.audit_log().len() <= registry.limits().audit_buffer);
@@ -154,17 +190,39 @@ async fn as_bound_001_tombstones_decay_from_unmounted_to_not_found() {
     let id = first.registration_id().to_owned();
     drop(first);
     let read = || Invocation::new("view:test.probe.read").registration(&id);
-    assert_eq!(code(&call(&registry, read()).await), Some(ErrorCode::ComponentUnmounted));
-    assert_eq!(code(&call(&registry, Invocation::new("view:test.probe.read")).await), Some(ErrorCode::ComponentUnmounted));
+    assert_eq!(
+        code(&call(&registry, read()).await),
+        Some(ErrorCode::ComponentUnmounted)
+    );
+    assert_eq!(
+        code(&call(&registry, Invocation::new("view:test.probe.read")).await),
+        Some(ErrorCode::ComponentUnmounted)
+    );
     clock.advance(Duration::from_secs(301));
-    assert_eq!(code(&call(&registry, read()).await), Some(ErrorCode::CapabilityNotFound), "TTL expired");
+    assert_eq!(
+        code(&call(&registry, read()).await),
+        Some(ErrorCode::CapabilityNotFound),
+        "TTL expired"
+    );
     // Size bound: the oldest tombstone is forgotten first.
     let ids: Vec<String> = (0..3)
-        .map(|k| registry.mount_instance(Probe::new(), &format!("t{k}")).unwrap().registration_id().to_owned())
+        .map(|k| {
+            registry
+                .mount_instance(Probe::new(), &format!("t{k}"))
+                .unwrap()
+                .registration_id()
+                .to_owned()
+        })
         .collect();
     let stale = |id: &str| Invocation::new("view:test.probe.read").registration(id);
-    assert_eq!(code(&call(&registry, stale(&ids[0])).await), Some(ErrorCode::CapabilityNotFound));
-    assert_eq!(code(&call(&registry, stale(&ids[2])).await), Some(ErrorCode::ComponentUnmounted));
+    assert_eq!(
+        code(&call(&registry, stale(&ids[0])).await),
+        Some(ErrorCode::CapabilityNotFound)
+    );
+    assert_eq!(
+        code(&call(&registry, stale(&ids[2])).await),
+        Some(ErrorCode::ComponentUnmounted)
+    );
 }
 
 #[tokio::test]
@@ -180,30 +238,72 @@ async fn as_stale_001_staleness_matrix() {
     assert_eq!(instances.len(), 2);
     assert_eq!(instances[0]["instanceId"], json!("a"));
     assert_eq!(instances[0]["registrationId"], json!(a.registration_id()));
-    assert!(call(&registry, Invocation::new("view:test.probe.read").instance("b")).await.is_ok());
-    assert!(call(&registry, Invocation::new("view:test.probe.read").registration(b.registration_id())).await.is_ok());
+    assert!(
+        call(
+            &registry,
+            Invocation::new("view:test.probe.read").instance("b")
+        )
+        .await
+        .is_ok()
+    );
+    assert!(
+        call(
+            &registry,
+            Invocation::new("view:test.probe.read").registration(b.registration_id())
+        )
+        .await
+        .is_ok()
+    );
 
     // Replaced: the token names an older registration of a live instance.
     let old_b = b.registration_id().to_owned();
     drop(b);
     let b2 = registry.mount_instance(Probe::new(), "b").unwrap();
-    let result = call(&registry, Invocation::new("view:test.probe.read").instance("b").registration(&old_b)).await;
-    assert_eq!(result.error().unwrap().detail("reason"), Some(&json!("registration-replaced")));
-    assert_eq!(result.error().unwrap().detail("liveRegistrationId"), Some(&json!(b2.registration_id())));
+    let result = call(
+        &registry,
+        Invocation::new("view:test.probe.read")
+            .instance("b")
+            .registration(&old_b),
+    )
+    .await;
+    assert_eq!(
+        result.error().unwrap().detail("reason"),
+        Some(&json!("registration-replaced"))
+    );
+    assert_eq!(
+        result.error().unwrap().detail("liveRegistrationId"),
+        Some(&json!(b2.registration_id()))
+    );
 
     // Tombstone: the instance is gone and nothing replaced it.
     let old_a = a.registration_id().to_owned();
     drop(a);
-    let result = call(&registry, Invocation::new("view:test.probe.read").instance("a").registration(&old_a)).await;
+    let result = call(
+        &registry,
+        Invocation::new("view:test.probe.read")
+            .instance("a")
+            .registration(&old_a),
+    )
+    .await;
     assert_eq!(code(&result), Some(ErrorCode::ComponentUnmounted));
-    assert_eq!(result.error().unwrap().detail("phase"), Some(&json!("resolve")));
+    assert_eq!(
+        result.error().unwrap().detail("phase"),
+        Some(&json!("resolve"))
+    );
 
     // A token from another registry (the page reloaded).
     let other = Registry::builder().build();
     let foreign = other.mount(Probe::new()).unwrap();
-    let result = call(&registry, Invocation::new("view:test.probe.read").registration(foreign.registration_id())).await;
+    let result = call(
+        &registry,
+        Invocation::new("view:test.probe.read").registration(foreign.registration_id()),
+    )
+    .await;
     assert_eq!(result.error().unwrap().code(), ErrorCode::StaleCapability);
-    assert_eq!(result.error().unwrap().detail("reason"), Some(&json!("surface-reloaded")));
+    assert_eq!(
+        result.error().unwrap().detail("reason"),
+        Some(&json!("surface-reloaded"))
+    );
 
     // Never registered at all.
     let result = call(&registry, Invocation::new("view:test.nothing.here")).await;
@@ -215,7 +315,10 @@ async fn as_stale_002_version_hint_is_not_enforced_for_view_effects() {
     let registry = registry();
     let _mounted = registry.mount(Probe::new()).unwrap();
     let result = call(&registry, poke(&["a"]).surface_version("999")).await;
-    assert!(result.is_ok(), "local-state actions proceed on an old version hint");
+    assert!(
+        result.is_ok(),
+        "local-state actions proceed on an old version hint"
+    );
 }
 
 #[tokio::test]
@@ -224,9 +327,20 @@ async fn as_avail_001_availability_is_recomputed_at_invocation() {
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
     let snapshot = registry.snapshot(&SnapshotOptions::default());
-    assert!(snapshot.capability("view:test.probe.gated").unwrap().1.available());
+    assert!(
+        snapshot
+            .capability("view:test.probe.gated")
+            .unwrap()
+            .1
+            .available()
+    );
     probe.on.store(false, Ordering::SeqCst); // state changed after discovery
-    let result = call(&registry, Invocation::new("view:test.probe.gated").registration(snapshot.components()[0].registration_id())).await;
+    let result = call(
+        &registry,
+        Invocation::new("view:test.probe.gated")
+            .registration(snapshot.components()[0].registration_id()),
+    )
+    .await;
     let error = result.error().unwrap();
     assert_eq!(error.code(), ErrorCode::CapabilityNotAvailable);
     let descriptor_reason = registry
@@ -236,7 +350,10 @@ async fn as_avail_001_availability_is_recomputed_at_invocation() {
         .1
         .unavailable_reason()
         .map(str::to_owned);
-    assert_eq!(error.detail("reason").and_then(|r| r.as_str()), descriptor_reason.as_deref());
+    assert_eq!(
+        error.detail("reason").and_then(|r| r.as_str()),
+        descriptor_reason.as_deref()
+    );
     assert_eq!(probe.runs(), 0);
 }
 
@@ -245,7 +362,11 @@ async fn as_invoke_002_effective_input_is_validated_completely_before_the_handle
     let registry = registry();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
-    let result = call(&registry, Invocation::new("view:test.probe.poke").input(json!({"ids": [], "extra": "s3cret"}))).await;
+    let result = call(
+        &registry,
+        Invocation::new("view:test.probe.poke").input(json!({"ids": [], "extra": "s3cret"})),
+    )
+    .await;
     let error = result.error().unwrap();
     assert_eq!(error.code(), ErrorCode::InvalidInput);
     let issues = error.detail("issues").unwrap();
@@ -256,13 +377,28 @@ async fn as_invoke_002_effective_input_is_validated_completely_before_the_handle
             {"path": "/ids", "message": "must have at least 1 item(s)"},
         ])
     );
-    assert!(!serde_json::to_string(&result).unwrap().contains("s3cret"), "values are never echoed");
-    let wrong_type = call(&registry, Invocation::new("view:test.probe.poke").input(json!("ids"))).await;
+    assert!(
+        !serde_json::to_string(&result).unwrap().contains("s3cret"),
+        "values are never echoed"
+    );
+    let wrong_type = call(
+        &registry,
+        Invocation::new("view:test.probe.poke").input(json!("ids")),
+    )
+    .await;
     assert_eq!(code(&wrong_type), Some(ErrorCode::InvalidInput));
-    let observation_input = call(&registry, Invocation::new("view:test.probe.read").input(json!({"x": 1}))).await;
+    let observation_input = call(
+        &registry,
+        Invocation::new("view:test.probe.read").input(json!({"x": 1})),
+    )
+    .await;
     assert_eq!(code(&observation_input), Some(ErrorCode::InvalidInput));
     // Integral floats are integers, as in JSON.
-    let nap = call(&registry, Invocation::new("view:test.probe.nap").input(json!({"ms": 1.0}))).await;
+    let nap = call(
+        &registry,
+        Invocation::new("view:test.probe.nap").input(json!({"ms": 1.0})),
+    )
+    .await;
     assert!(nap.is_ok(), "{nap:?}");
     assert_eq!(probe.runs(), 1);
 }
@@ -276,7 +412,10 @@ async fn as_ser_001_non_json_and_oversized_outputs_fail_loudly() {
     assert_eq!(error.code(), ErrorCode::ExecutionFailed);
     assert_eq!(error.detail("reason"), Some(&json!("output-invalid")));
     let huge = call(&registry, Invocation::new("view:test.probe.huge")).await;
-    assert_eq!(huge.error().unwrap().detail("reason"), Some(&json!("output-too-large")));
+    assert_eq!(
+        huge.error().unwrap().detail("reason"),
+        Some(&json!("output-too-large"))
+    );
 }
 
 #[tokio::test]
@@ -285,11 +424,17 @@ async fn handler_panics_and_errors_settle_execution_failed_and_keep_secrets() {
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
     let panicked = call(&registry, Invocation::new("view:test.probe.explode")).await;
-    assert_eq!(panicked.error().unwrap().detail("reason"), Some(&json!("handler-error")));
+    assert_eq!(
+        panicked.error().unwrap().detail("reason"),
+        Some(&json!("handler-error"))
+    );
     let failed = call(&registry, Invocation::new("view:test.probe.fail")).await;
     let text = serde_json::to_string(&failed).unwrap();
     assert!(text.contains("EXECUTION_FAILED"));
-    assert!(!text.contains("hunter2") && !text.contains("db-internal"), "{text}");
+    assert!(
+        !text.contains("hunter2") && !text.contains("db-internal"),
+        "{text}"
+    );
     let operator = registry
         .audit_log()
         .into_iter()
@@ -297,7 +442,10 @@ async fn handler_panics_and_errors_settle_execution_failed_and_keep_secrets() {
         .filter_map(|detail| detail.get("operator").cloned())
         .map(|operator| operator.to_string())
         .collect::<Vec<_>>();
-    assert!(operator.iter().any(|o| o.contains("hunter2")), "operators keep the cause");
+    assert!(
+        operator.iter().any(|o| o.contains("hunter2")),
+        "operators keep the cause"
+    );
     assert!(operator.iter().any(|o| o.contains("the probe exploded")));
     // The registry is healthy after a panic.
     assert!(call(&registry, poke(&["a"])).await.is_ok());
@@ -317,18 +465,33 @@ async fn as_conc_011_timeout_with_late_resolution_is_audited_and_never_overwrite
     let result = registry.invoke(request.clone(), options.clone()).await;
     let error = result.error().unwrap();
     assert_eq!(error.code(), ErrorCode::Timeout);
-    assert_eq!(error.retry(), Retry::No, "not idempotent: side effects unknown");
+    assert_eq!(
+        error.retry(),
+        Retry::No,
+        "not idempotent: side effects unknown"
+    );
     assert_eq!(error.detail("timeoutMs"), Some(&json!(100)));
     probe.open(); // the handler finishes late
     settle_tasks().await;
     assert_eq!(probe.runs(), 1);
     assert!(
-        registry.audit_log().iter().any(|e| e.kind == AuditKind::LateSettlement),
+        registry
+            .audit_log()
+            .iter()
+            .any(|e| e.kind == AuditKind::LateSettlement),
         "the late settlement is audited"
     );
-    assert_eq!(registry.invoke(request, options).await, result, "never overwritten");
+    assert_eq!(
+        registry.invoke(request, options).await,
+        result,
+        "never overwritten"
+    );
     // An idempotent capability's timeout may be retried.
-    let nap = call(&registry, Invocation::new("view:test.probe.nap").input(json!({"ms": 5000}))).await;
+    let nap = call(
+        &registry,
+        Invocation::new("view:test.probe.nap").input(json!({"ms": 5000})),
+    )
+    .await;
     assert_eq!(nap.error().unwrap().retry(), Retry::Yes);
 }
 
@@ -343,12 +506,22 @@ async fn as_invoke_001_authorization_runs_before_input_exists() {
         fn name(&self) -> &str {
             "deny"
         }
-        fn on_authorize<'a>(&'a self, _: &'a PolicyContext<'a>, _: Next<'a, PolicyContext<'a>>) -> BoxFuture<'a, PolicyResult> {
-            Box::pin(std::future::ready(Err(ErrorPayload::not_authorized("client"))))
+        fn on_authorize<'a>(
+            &'a self,
+            _: &'a PolicyContext<'a>,
+            _: Next<'a, PolicyContext<'a>>,
+        ) -> BoxFuture<'a, PolicyResult> {
+            Box::pin(std::future::ready(Err(ErrorPayload::not_authorized(
+                "client",
+            ))))
         }
     }
     let registry = Registry::builder().policy(Deny).build();
     let _mounted = registry.mount(Probe::new()).unwrap();
-    let result = call(&registry, Invocation::new("view:test.probe.poke").input(json!({"bad": true}))).await;
+    let result = call(
+        &registry,
+        Invocation::new("view:test.probe.poke").input(json!({"bad": true})),
+    )
+    .await;
     assert_eq!(code(&result), Some(ErrorCode::NotAuthorized));
 }

@@ -15,7 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::contract::Concurrency;
 
@@ -205,12 +205,17 @@ impl Drop for QueuedTicket {
         // one attempted after it fails and is not counted by the admitter.
         grant.close();
         let granted = grant.try_recv().is_ok();
-        self.admission.abandon(&self.consumer, self.id, granted, self.limits);
+        self.admission
+            .abandon(&self.consumer, self.id, granted, self.limits);
     }
 }
 
 impl Admission {
-    pub(crate) fn enter(self: &Arc<Self>, consumer: &Arc<str>, limits: AdmissionLimits) -> Result<Ticket, QueueRefusal> {
+    pub(crate) fn enter(
+        self: &Arc<Self>,
+        consumer: &Arc<str>,
+        limits: AdmissionLimits,
+    ) -> Result<Ticket, QueueRefusal> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.closed {
             return Err(QueueRefusal::Closed);
@@ -316,11 +321,5 @@ impl Admission {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.closed = true;
         state.waiters.clear();
-    }
-
-    /// Consumers currently tracked (bounded by activity; for tests).
-    #[cfg(test)]
-    pub(crate) fn tracked_consumers(&self) -> usize {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).consumers.len()
     }
 }

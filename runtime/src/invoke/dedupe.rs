@@ -77,7 +77,13 @@ impl Dedupe {
     }
 
     /// Records the leader's result: cached when terminal, forgotten otherwise.
-    pub(crate) fn finish(&mut self, key: &str, generation: u64, result: &InvocationResult, now_ms: u64) {
+    pub(crate) fn finish(
+        &mut self,
+        key: &str,
+        generation: u64,
+        result: &InvocationResult,
+        now_ms: u64,
+    ) {
         let ours = matches!(
             self.records.peek(key, u64::MIN),
             Some(Record::InFlight { generation: g, .. }) if *g == generation
@@ -92,7 +98,9 @@ impl Dedupe {
         }
         if let Some(record) = self.records.refresh(key, now_ms) {
             let fingerprint = match record {
-                Record::InFlight { fingerprint, .. } | Record::Done { fingerprint, .. } => *fingerprint,
+                Record::InFlight { fingerprint, .. } | Record::Done { fingerprint, .. } => {
+                    *fingerprint
+                }
             };
             *record = Record::Done {
                 fingerprint,

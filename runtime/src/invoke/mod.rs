@@ -1,5 +1,5 @@
 //! Invocation: the request and result types, and the entry point that runs
-//! every call through the ten phases (see [`pipeline`] for phases 2–10).
+//! every call through the ten phases (phase 1 here, phases 2–10 in the private `pipeline` module).
 //!
 //! The result is a value, never a panic or an `Err`: everything agent-facing,
 //! including `CONFIRMATION_REQUIRED`, is an [`InvocationResult`] whose error
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::canonical::{write_canonical, write_string, Fnv1a64, Sink};
+use crate::canonical::{Fnv1a64, Sink, write_canonical, write_string};
 use crate::context::Consumer;
 use crate::error::ErrorPayload;
 use crate::registry::Registry;
@@ -111,11 +111,20 @@ impl Invocation {
         // Keys in canonical (sorted) order, streamed without building a Value.
         let fields = [
             ("capabilityId", Some(Field::Text(&self.capability_id))),
-            ("confirmationId", self.confirmation_id.as_deref().map(Field::Text)),
+            (
+                "confirmationId",
+                self.confirmation_id.as_deref().map(Field::Text),
+            ),
             ("input", self.input.as_ref().map(Field::Json)),
             ("instanceId", self.instance_id.as_deref().map(Field::Text)),
-            ("registrationId", self.registration_id.as_deref().map(Field::Text)),
-            ("surfaceVersion", self.surface_version.as_deref().map(Field::Text)),
+            (
+                "registrationId",
+                self.registration_id.as_deref().map(Field::Text),
+            ),
+            (
+                "surfaceVersion",
+                self.surface_version.as_deref().map(Field::Text),
+            ),
         ];
         let mut hasher = Fnv1a64::new();
         hasher.write(b"{");
@@ -193,7 +202,10 @@ impl InvocationResult {
 
     /// The output of a successful call (`None` for actions returning `()`).
     pub fn output(&self) -> Option<&Value> {
-        self.outcome.as_ref().ok().and_then(|output| output.as_deref())
+        self.outcome
+            .as_ref()
+            .ok()
+            .and_then(|output| output.as_deref())
     }
 
     /// The error of a failed call.
@@ -223,8 +235,9 @@ impl InvocationResult {
 
     /// The output or the error, consuming the result.
     pub fn into_outcome(self) -> Result<Option<Value>, ErrorPayload> {
-        self.outcome
-            .map(|output| output.map(|value| Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone())))
+        self.outcome.map(|output| {
+            output.map(|value| Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone()))
+        })
     }
 }
 
@@ -289,7 +302,7 @@ impl Registry {
     /// Runs one call through the ten-phase pipeline.
     ///
     /// Phase 1 (deduplication and conflict) happens here; phases 2–10 in
-    /// [`pipeline`]. Never panics; handler panics settle `EXECUTION_FAILED`.
+    /// the pipeline module. Never panics; handler panics settle `EXECUTION_FAILED`.
     pub async fn invoke(&self, request: Invocation, options: InvokeOptions) -> InvocationResult {
         let inner = &self.inner;
         let consumer = options.consumer.clone().unwrap_or_default();
@@ -326,7 +339,9 @@ impl Registry {
             Begin::Cached(result) => return result,
             Begin::Join(mut done) => {
                 return match done.wait_for(Option::is_some).await {
-                    Ok(result) => result.clone().unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
+                    Ok(result) => result
+                        .clone()
+                        .unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
                     Err(_) => immediate(ErrorPayload::cancelled()),
                 };
             }

@@ -9,7 +9,7 @@
 
 use std::any::Any;
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -19,10 +19,10 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::concurrency::{ActionQueue, Entry, QueueKey, QueueRefusal, Ticket, QUEUE_FULL_RETRY_MS};
-use super::{InvocationResult, Invocation, InvokeOptions};
+use super::concurrency::{ActionQueue, Entry, QUEUE_FULL_RETRY_MS, QueueKey, QueueRefusal, Ticket};
+use super::{Invocation, InvocationResult, InvokeOptions};
 use crate::audit::{AuditEvent, AuditKind};
-use crate::canonical::{write_canonical, Sink};
+use crate::canonical::{Sink, write_canonical};
 use crate::component::{Component, HandlerFuture, HandlerOutcome};
 use crate::confirmation::Binding;
 use crate::context::{ActionContext, ConfirmationEvidence, Consumer, HostContext, ReadContext};
@@ -139,11 +139,14 @@ impl Call<'_> {
         async move {
             let started = Instant::now();
             let version_at_start = self.registry.version();
-            self.registry.inner.dispatcher.emit([crate::events::SurfaceEvent::InvocationStarted {
-                invocation_id: Arc::clone(&self.invocation_id),
-                capability_id: Arc::clone(&self.capability_id),
-                consumer_id: Arc::clone(&self.consumer_key),
-            }]);
+            self.registry
+                .inner
+                .dispatcher
+                .emit([crate::events::SurfaceEvent::InvocationStarted {
+                    invocation_id: Arc::clone(&self.invocation_id),
+                    capability_id: Arc::clone(&self.capability_id),
+                    consumer_id: Arc::clone(&self.consumer_key),
+                }]);
             let mut trace = Trace::default();
             let outcome = self.phases(&mut trace).await;
             self.settle(outcome, trace, started, version_at_start)
@@ -154,11 +157,16 @@ impl Call<'_> {
 
     async fn phases(&self, trace: &mut Trace) -> Result<Option<Arc<Value>>, ErrorPayload> {
         let target = self.resolve()?;
-        let (registration, index, capability) = (Arc::clone(&target.registration), target.index, target.capability);
+        let (registration, index, capability) = (
+            Arc::clone(&target.registration),
+            target.index,
+            target.capability,
+        );
         trace.target = Some(target);
         let component = self.availability(&registration, index)?;
         let host = self.registry.inner.host();
-        self.authorize(&registration, index, capability, &host).await?;
+        self.authorize(&registration, index, capability, &host)
+            .await?;
         let (effective, typed) = self.effective_input(capability)?;
         let read = ReadContext::new(
             capability.id().clone(),
@@ -176,7 +184,15 @@ impl Call<'_> {
         trace.queue_wait = Some(wait_started.elapsed());
         let slot = slot?;
         let output = self
-            .execute(&registration, index, capability, typed, read, evidence, trace)
+            .execute(
+                &registration,
+                index,
+                capability,
+                typed,
+                read,
+                evidence,
+                trace,
+            )
             .await;
         drop(slot);
         self.check_output(capability, output?, trace)
@@ -194,13 +210,18 @@ impl Call<'_> {
             .get(&*self.capability_id)
             .map_or(&[], Vec::as_slice);
         let instance = request.instance_id.as_deref();
-        let for_instance = |r: &&Arc<Registration>| instance.is_none_or(|i| r.instance.as_str() == i);
+        let for_instance =
+            |r: &&Arc<Registration>| instance.is_none_or(|i| r.instance.as_str() == i);
 
         let target = if let Some(registration_id) = request.registration_id.as_deref() {
             if let Some(live) = candidates.iter().find(|r| &*r.id == registration_id) {
                 Arc::clone(live)
             } else {
-                let live = candidates.iter().filter(for_instance).map(|r| Arc::clone(&r.id)).next();
+                let live = candidates
+                    .iter()
+                    .filter(for_instance)
+                    .map(|r| Arc::clone(&r.id))
+                    .next();
                 if !inner.ids.minted_here(registration_id) {
                     return Err(ErrorPayload::stale("surface-reloaded", live.as_deref()));
                 }
@@ -219,7 +240,8 @@ impl Call<'_> {
             match (matching.next(), matching.next()) {
                 (Some(only), None) => Arc::clone(only),
                 (Some(_), Some(_)) => {
-                    let all: Vec<Arc<Registration>> = candidates.iter().filter(for_instance).cloned().collect();
+                    let all: Vec<Arc<Registration>> =
+                        candidates.iter().filter(for_instance).cloned().collect();
                     drop(state);
                     return Err(self.ambiguous(&all));
                 }
@@ -248,10 +270,10 @@ impl Call<'_> {
                 }
             }
         };
-        if let Some(instance) = instance {
-            if target.instance.as_str() != instance {
-                return Err(ErrorPayload::not_found());
-            }
+        if let Some(instance) = instance
+            && target.instance.as_str() != instance
+        {
+            return Err(ErrorPayload::not_found());
         }
         let Some(index) = target
             .contract
@@ -264,10 +286,14 @@ impl Call<'_> {
         let Some(capability) = target.capability(index) else {
             return Err(ErrorPayload::not_found());
         };
-        if let Some(hint) = request.surface_version.as_deref() {
-            if capability.effect().enforces_version_hint() && hint != state.version.to_string() {
-                return Err(ErrorPayload::stale("surface-version-mismatch", Some(&target.id)));
-            }
+        if let Some(hint) = request.surface_version.as_deref()
+            && capability.effect().enforces_version_hint()
+            && hint != state.version.to_string()
+        {
+            return Err(ErrorPayload::stale(
+                "surface-version-mismatch",
+                Some(&target.id),
+            ));
         }
         drop(state);
         Ok(Target {
@@ -288,7 +314,9 @@ impl Call<'_> {
                     .capabilities()
                     .iter()
                     .position(|c| c.id().as_str() == &*self.capability_id)
-                    .is_some_and(|index| self.discover(registration, index, &host) != Decision::Hide)
+                    .is_some_and(|index| {
+                        self.discover(registration, index, &host) != Decision::Hide
+                    })
             })
             .map(|registration| {
                 serde_json::json!({
@@ -328,7 +356,9 @@ impl Call<'_> {
     }
 
     fn discover(&self, registration: &Registration, index: usize, host: &HostContext) -> Decision {
-        let (Some(chain), Some(capability)) = (registration.chain(index), registration.capability(index)) else {
+        let (Some(chain), Some(capability)) =
+            (registration.chain(index), registration.capability(index))
+        else {
             return Decision::Hide;
         };
         chain.discover(&self.policy_context(registration, capability, host))
@@ -336,12 +366,18 @@ impl Call<'_> {
 
     /// Phase 3: enabled, pushed overrides and `when()`, re-evaluated now.
     /// A capability this consumer may not see stays not found.
-    fn availability(&self, registration: &Arc<Registration>, index: usize) -> Result<Arc<dyn Component>, ErrorPayload> {
+    fn availability(
+        &self,
+        registration: &Arc<Registration>,
+        index: usize,
+    ) -> Result<Arc<dyn Component>, ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 3, name = "availability").entered();
         let Some(component) = registration.component() else {
             return Err(ErrorPayload::unmounted("resolve"));
         };
-        if let Availability::Unavailable(reason) = registration.availability(index, Some(component.as_ref())) {
+        if let Availability::Unavailable(reason) =
+            registration.availability(index, Some(component.as_ref()))
+        {
             if self.discover(registration, index, &self.registry.inner.host()) == Decision::Hide {
                 return Err(ErrorPayload::not_found());
             }
@@ -386,7 +422,10 @@ impl Call<'_> {
     }
 
     /// Phase 5: parse and fully validate the effective input.
-    fn effective_input(&self, capability: &CheckedCapability) -> Result<(Value, Option<TypedInput>), ErrorPayload> {
+    fn effective_input(
+        &self,
+        capability: &CheckedCapability,
+    ) -> Result<(Value, Option<TypedInput>), ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 5, name = "effective input").entered();
         let input = self.request.input.clone().unwrap_or(Value::Null);
         if capability.kind() == Kind::Observation {
@@ -440,11 +479,18 @@ impl Call<'_> {
             return Ok(None);
         }
         let mut escalated: Option<Option<String>> = None;
-        if let Some(chain) = registration.chain(index).filter(|chain| !chain.invoke.is_empty()) {
+        if let Some(chain) = registration
+            .chain(index)
+            .filter(|chain| !chain.invoke.is_empty())
+        {
             let policy_ctx = self.policy_context(registration, capability, host);
             let ctx = InvokeContext::new(&policy_ctx, &self.invocation_id, effective);
             let outcome = AssertUnwindFuture(policy::run_invoke(&chain.invoke, &ctx))
-                .instrument(tracing::trace_span!("phase", n = 6, name = "invoke policies"))
+                .instrument(tracing::trace_span!(
+                    "phase",
+                    n = 6,
+                    name = "invoke policies"
+                ))
                 .await;
             match outcome {
                 Ok(Ok(())) => {}
@@ -455,7 +501,9 @@ impl Call<'_> {
                 }
             }
             let effects = ctx.into_effects();
-            escalated = effects.confirmation().map(|summary| summary.map(str::to_owned));
+            escalated = effects
+                .confirmation()
+                .map(|summary| summary.map(str::to_owned));
             trace.audit_annotations = effects.audit().clone();
         }
         let required = capability.confirmation() == Confirmation::Required || escalated.is_some();
@@ -477,8 +525,12 @@ impl Call<'_> {
                 .redeem(self.registry, confirmation_id, &binding)
                 .map(Some),
             None => {
-                let summary = escalated.flatten().unwrap_or_else(|| summarize(capability, effective));
-                Err(inner.confirmations.request(self.registry, &binding, summary))
+                let summary = escalated
+                    .flatten()
+                    .unwrap_or_else(|| summarize(capability, effective));
+                Err(inner
+                    .confirmations
+                    .request(self.registry, &binding, summary))
             }
         }
     }
@@ -496,7 +548,9 @@ impl Call<'_> {
         let (true, Some(typed)) = (capability.has_precondition(), typed) else {
             return Ok(());
         };
-        match catch_unwind(AssertUnwindSafe(|| component.__precondition(index, typed, read))) {
+        match catch_unwind(AssertUnwindSafe(|| {
+            component.__precondition(index, typed, read)
+        })) {
             Ok(Ok(())) => Ok(()),
             Ok(Err(failure)) => Err(failure.into_payload()),
             Err(panic) => {
@@ -540,12 +594,16 @@ impl Call<'_> {
         let concurrency = capability.concurrency();
         let depth = capability
             .queue_depth()
-            .map_or(limits.action_queue_depth, |d| usize::try_from(d).unwrap_or(usize::MAX));
+            .map_or(limits.action_queue_depth, |d| {
+                usize::try_from(d).unwrap_or(usize::MAX)
+            });
         let slots = match concurrency {
             Concurrency::Parallel(n) => usize::try_from(n).unwrap_or(1),
             _ => 1,
         };
-        let queue: Arc<ActionQueue> = registration.queue(QueueKey::of(concurrency, index), || ActionQueue::new(slots, depth));
+        let queue: Arc<ActionQueue> = registration.queue(QueueKey::of(concurrency, index), || {
+            ActionQueue::new(slots, depth)
+        });
         let entry = queue.enter().map_err(|_| full())?;
         let permit = match entry {
             Entry::Ready(permit) => permit,
@@ -576,20 +634,31 @@ impl Call<'_> {
         let inner = &self.registry.inner;
         let limits = &inner.config.limits;
         let external = self.options.cancellation.clone().unwrap_or_default();
-        let Some(component) = registration.component().filter(|_| registration.is_active()) else {
+        let Some(component) = registration
+            .component()
+            .filter(|_| registration.is_active())
+        else {
             return Err(ErrorPayload::unmounted("mid-flight"));
         };
         if external.is_cancelled() {
             return Err(ErrorPayload::cancelled());
         }
-        let timeout = self.options.timeout.unwrap_or_else(|| match capability.timeout_ms() {
-            Some(ms) => Duration::from_millis(ms),
-            None if capability.kind() == Kind::Observation => limits.observation_timeout,
-            None => limits.action_timeout,
-        });
+        let timeout = self
+            .options
+            .timeout
+            .unwrap_or_else(|| match capability.timeout_ms() {
+                Some(ms) => Duration::from_millis(ms),
+                None if capability.kind() == Kind::Observation => limits.observation_timeout,
+                None => limits.action_timeout,
+            });
         let navigation = capability.effect() == Effect::Navigation;
         let token = tokio_util::sync::CancellationToken::new();
-        let ctx = ActionContext::new(read, Arc::clone(&self.invocation_id), token.clone(), evidence);
+        let ctx = ActionContext::new(
+            read,
+            Arc::clone(&self.invocation_id),
+            token.clone(),
+            evidence,
+        );
         let mut handler = CatchUnwind(component.__invoke(index, typed, ctx));
         let started = Instant::now();
         let settled = tokio::select! {
@@ -636,7 +705,12 @@ impl Call<'_> {
     /// The invocation already settled; give the cancelled handler a grace
     /// period to finish and record a late settlement if it does. It is
     /// dropped afterwards: no handler outlives its grace.
-    fn watch_late_settlement(&self, handler: CatchUnwind, grace: Duration, capability: &CheckedCapability) {
+    fn watch_late_settlement(
+        &self,
+        handler: CatchUnwind,
+        grace: Duration,
+        capability: &CheckedCapability,
+    ) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -644,18 +718,20 @@ impl Call<'_> {
         let invocation_id = Arc::clone(&self.invocation_id);
         let capability_id = Arc::clone(capability.id().as_arc());
         runtime.spawn(async move {
-            if let Ok(outcome) = tokio::time::timeout(grace, handler).await {
-                if let Some(inner) = weak.upgrade() {
-                    let mut event = AuditEvent::new(AuditKind::LateSettlement, inner.now_ms());
-                    event.invocation_id = Some(invocation_id);
-                    event.capability_id = Some(capability_id);
-                    event.status = Some(match outcome {
-                        Ok(Ok(_)) => "ok",
-                        _ => "error",
-                    });
-                    inner.record(&event);
-                    tracing::warn!("a handler settled after its invocation had settled; its result was ignored");
-                }
+            if let Ok(outcome) = tokio::time::timeout(grace, handler).await
+                && let Some(inner) = weak.upgrade()
+            {
+                let mut event = AuditEvent::new(AuditKind::LateSettlement, inner.now_ms());
+                event.invocation_id = Some(invocation_id);
+                event.capability_id = Some(capability_id);
+                event.status = Some(match outcome {
+                    Ok(Ok(_)) => "ok",
+                    _ => "error",
+                });
+                inner.record(&event);
+                tracing::warn!(
+                    "a handler settled after its invocation had settled; its result was ignored"
+                );
             }
         });
     }
@@ -674,8 +750,13 @@ impl Call<'_> {
             let issues = schema.validator().validate(&output);
             if !issues.is_empty() {
                 let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
-                trace.operator = Some(format!("output does not match its schema: {}", listed.join("; ")));
-                if self.registry.inner.config.environment == crate::context::Environment::Development {
+                trace.operator = Some(format!(
+                    "output does not match its schema: {}",
+                    listed.join("; ")
+                ));
+                if self.registry.inner.config.environment
+                    == crate::context::Environment::Development
+                {
                     tracing::error!(capability = %capability.id(), issues = %listed.join("; "), "handler output does not match its schema");
                 }
                 return Err(ErrorPayload::execution_failed(FailureReason::OutputInvalid));
@@ -684,7 +765,9 @@ impl Call<'_> {
         let size = byte_len(&output);
         if size > self.registry.inner.config.limits.max_output_bytes {
             trace.operator = Some(format!("output is {size} bytes"));
-            return Err(ErrorPayload::execution_failed(FailureReason::OutputTooLarge));
+            return Err(ErrorPayload::execution_failed(
+                FailureReason::OutputTooLarge,
+            ));
         }
         Ok(Some(Arc::new(output)))
     }
@@ -707,39 +790,57 @@ impl Call<'_> {
         if level != Audit::None {
             let mut event = AuditEvent::new(AuditKind::InvocationSettled, inner.now_ms());
             event.capability_id = Some(Arc::clone(&self.capability_id));
-            event.registration_id = trace.target.as_ref().map(|t| Arc::clone(&t.registration.id));
+            event.registration_id = trace
+                .target
+                .as_ref()
+                .map(|t| Arc::clone(&t.registration.id));
             event.invocation_id = Some(Arc::clone(&self.invocation_id));
             event.consumer_id = Some(Arc::clone(&self.consumer_key));
             event.status = Some(status);
             event.code = code;
             event.duration_ms = Some(duration_ms);
-            event.queue_wait_ms = trace.queue_wait.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-            event.execution_ms = trace.execution.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            event.queue_wait_ms = trace
+                .queue_wait
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            event.execution_ms = trace
+                .execution
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
             let mut detail = trace.audit_annotations;
             if let Some(operator) = trace.operator {
                 detail.insert("operator".to_owned(), Value::String(operator));
             }
             event.detail = (!detail.is_empty()).then_some(detail);
             if level == Audit::Full {
-                event.payload = Some(self.audit_payload(trace.effective_input.as_ref(), outcome.as_ref().ok().and_then(Option::as_deref)));
+                event.payload = Some(self.audit_payload(
+                    trace.effective_input.as_ref(),
+                    outcome.as_ref().ok().and_then(Option::as_deref),
+                ));
             }
             inner.record(&event);
-            if let Some(target) = &trace.target {
-                if let Some(chain) = target.registration.chain(target.index) {
-                    for sink in chain.audit_sinks.iter() {
-                        crate::audit::record(sink.as_ref(), &event);
-                    }
+            if let Some(target) = &trace.target
+                && let Some(chain) = target.registration.chain(target.index)
+            {
+                for sink in chain.audit_sinks.iter() {
+                    crate::audit::record(sink.as_ref(), &event);
                 }
             }
         }
-        inner.dispatcher.emit([crate::events::SurfaceEvent::InvocationSettled {
-            invocation_id: Arc::clone(&self.invocation_id),
-            capability_id: Arc::clone(&self.capability_id),
-            status,
-            code,
-            duration_ms,
-        }]);
-        InvocationResult::new(self.invocation_id, self.capability_id, outcome, version, version != version_at_start)
+        inner
+            .dispatcher
+            .emit([crate::events::SurfaceEvent::InvocationSettled {
+                invocation_id: Arc::clone(&self.invocation_id),
+                capability_id: Arc::clone(&self.capability_id),
+                status,
+                code,
+                duration_ms,
+            }]);
+        InvocationResult::new(
+            self.invocation_id,
+            self.capability_id,
+            outcome,
+            version,
+            version != version_at_start,
+        )
     }
 
     /// Input and output for a `full` audit record: redacted, size-capped.

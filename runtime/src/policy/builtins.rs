@@ -8,10 +8,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{BoxFuture, Decision, Hooks, InvokeContext, Next, Policy, PolicyContext, PolicyResult};
+use crate::Audit;
 use crate::audit::{AuditEvent, AuditSink};
 use crate::context::{Environment, HostContext};
 use crate::error::ErrorPayload;
-use crate::Audit;
 
 fn present(value: Option<&Value>) -> bool {
     value.is_some_and(|value| !value.is_null())
@@ -52,7 +52,11 @@ impl Policy for Authenticated {
             Decision::Hide
         }
     }
-    fn on_authorize<'a>(&'a self, ctx: &'a PolicyContext<'a>, next: Next<'a, PolicyContext<'a>>) -> BoxFuture<'a, PolicyResult> {
+    fn on_authorize<'a>(
+        &'a self,
+        ctx: &'a PolicyContext<'a>,
+        next: Next<'a, PolicyContext<'a>>,
+    ) -> BoxFuture<'a, PolicyResult> {
         if present(ctx.host().get(&self.key)) {
             next.run()
         } else {
@@ -74,7 +78,9 @@ pub struct HasPermission {
 
 impl std::fmt::Debug for HasPermission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HasPermission").field("permission", &self.permission).finish()
+        f.debug_struct("HasPermission")
+            .field("permission", &self.permission)
+            .finish()
     }
 }
 
@@ -88,8 +94,10 @@ fn listed(value: Option<&Value>, permission: &str) -> bool {
 /// `host["permissions"]`), a JSON array of strings.
 pub fn has_permission(permission: impl Into<String>) -> HasPermission {
     has_permission_with(permission, |host: &HostContext, permission: &str| {
-        listed(host.get("user").and_then(|user| user.get("permissions")), permission)
-            || listed(host.get("permissions"), permission)
+        listed(
+            host.get("user").and_then(|user| user.get("permissions")),
+            permission,
+        ) || listed(host.get("permissions"), permission)
     })
 }
 
@@ -130,23 +138,30 @@ impl Policy for HasPermission {
             Decision::Hide
         }
     }
-    fn on_authorize<'a>(&'a self, ctx: &'a PolicyContext<'a>, next: Next<'a, PolicyContext<'a>>) -> BoxFuture<'a, PolicyResult> {
+    fn on_authorize<'a>(
+        &'a self,
+        ctx: &'a PolicyContext<'a>,
+        next: Next<'a, PolicyContext<'a>>,
+    ) -> BoxFuture<'a, PolicyResult> {
         if self.allowed(ctx.host()) {
             next.run()
         } else {
-            Box::pin(std::future::ready(Err(ErrorPayload::not_authorized("client"))))
+            Box::pin(std::future::ready(Err(ErrorPayload::not_authorized(
+                "client",
+            ))))
         }
     }
 }
 
 type TenantOf<T> = Arc<dyn Fn(&T) -> Option<String> + Send + Sync>;
+type TenantOfContext = Arc<dyn for<'a> Fn(&PolicyContext<'a>) -> Option<String> + Send + Sync>;
 
 /// Hides capabilities of another tenant: visible only when the host's
 /// current tenant equals the tenant the capability belongs to.
 #[derive(Clone)]
 pub struct TenantBoundary {
     current: TenantOf<HostContext>,
-    expected: Arc<dyn for<'a> Fn(&PolicyContext<'a>) -> Option<String> + Send + Sync>,
+    expected: TenantOfContext,
 }
 
 impl std::fmt::Debug for TenantBoundary {
@@ -159,11 +174,18 @@ impl std::fmt::Debug for TenantBoundary {
 /// capability's (else the component's) internal metadata.
 pub fn tenant_boundary() -> TenantBoundary {
     TenantBoundary::new(
-        |host| host.get("tenant").and_then(Value::as_str).map(str::to_owned),
+        |host| {
+            host.get("tenant")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        },
         |ctx| {
             ctx.capability_internal()
                 .and_then(|internal| internal.get("tenant"))
-                .or_else(|| ctx.component_internal().and_then(|internal| internal.get("tenant")))
+                .or_else(|| {
+                    ctx.component_internal()
+                        .and_then(|internal| internal.get("tenant"))
+                })
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         },
@@ -208,7 +230,11 @@ impl Policy for TenantBoundary {
             Decision::Hide
         }
     }
-    fn on_authorize<'a>(&'a self, ctx: &'a PolicyContext<'a>, next: Next<'a, PolicyContext<'a>>) -> BoxFuture<'a, PolicyResult> {
+    fn on_authorize<'a>(
+        &'a self,
+        ctx: &'a PolicyContext<'a>,
+        next: Next<'a, PolicyContext<'a>>,
+    ) -> BoxFuture<'a, PolicyResult> {
         if self.inside(ctx) {
             next.run()
         } else {
@@ -300,10 +326,12 @@ impl RateLimit {
                 }
             }
         }
-        let bucket = buckets.entry((consumer, Arc::clone(capability))).or_insert(Bucket {
-            tokens: self.limit,
-            last_ms: now_ms,
-        });
+        let bucket = buckets
+            .entry((consumer, Arc::clone(capability)))
+            .or_insert(Bucket {
+                tokens: self.limit,
+                last_ms: now_ms,
+            });
         #[allow(clippy::cast_precision_loss)]
         let refill = now_ms.saturating_sub(bucket.last_ms) as f64 * per_ms;
         bucket.tokens = (bucket.tokens + refill).min(self.limit);
@@ -330,8 +358,16 @@ impl Policy for RateLimit {
             invoke: false,
         }
     }
-    fn on_authorize<'a>(&'a self, ctx: &'a PolicyContext<'a>, next: Next<'a, PolicyContext<'a>>) -> BoxFuture<'a, PolicyResult> {
-        match self.take(ctx.consumer().key(), ctx.capability_id().as_arc(), ctx.now_ms()) {
+    fn on_authorize<'a>(
+        &'a self,
+        ctx: &'a PolicyContext<'a>,
+        next: Next<'a, PolicyContext<'a>>,
+    ) -> BoxFuture<'a, PolicyResult> {
+        match self.take(
+            ctx.consumer().key(),
+            ctx.capability_id().as_arc(),
+            ctx.now_ms(),
+        ) {
             Ok(()) => next.run(),
             Err(retry_after_ms) => Box::pin(std::future::ready(Err(ErrorPayload::rate_limited(
                 "rate",
@@ -366,14 +402,20 @@ pub fn require_confirmation() -> RequireConfirmation {
 impl RequireConfirmation {
     /// Only when `predicate` holds over the effective input.
     #[must_use]
-    pub fn when(mut self, predicate: impl for<'a> Fn(&InvokeContext<'a>) -> bool + Send + Sync + 'static) -> Self {
+    pub fn when(
+        mut self,
+        predicate: impl for<'a> Fn(&InvokeContext<'a>) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.when = Some(Arc::new(predicate));
         self
     }
 
     /// The summary shown to the user.
     #[must_use]
-    pub fn summary(mut self, summary: impl for<'a> Fn(&InvokeContext<'a>) -> String + Send + Sync + 'static) -> Self {
+    pub fn summary(
+        mut self,
+        summary: impl for<'a> Fn(&InvokeContext<'a>) -> String + Send + Sync + 'static,
+    ) -> Self {
         self.summary = Some(Arc::new(summary));
         self
     }
@@ -390,7 +432,11 @@ impl Policy for RequireConfirmation {
             invoke: true,
         }
     }
-    fn on_invoke<'a>(&'a self, ctx: &'a InvokeContext<'a>, next: Next<'a, InvokeContext<'a>>) -> BoxFuture<'a, PolicyResult> {
+    fn on_invoke<'a>(
+        &'a self,
+        ctx: &'a InvokeContext<'a>,
+        next: Next<'a, InvokeContext<'a>>,
+    ) -> BoxFuture<'a, PolicyResult> {
         if self.when.as_ref().is_none_or(|when| when(ctx)) {
             ctx.require_confirmation(self.summary.as_ref().map(|summary| summary(ctx)));
         }

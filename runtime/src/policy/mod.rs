@@ -452,7 +452,7 @@ pub fn policy<P: Policy>(policy: P) -> PolicyRef {
 mod builtins;
 
 pub use builtins::{
-    audit, authenticated, authenticated_by, environment, has_permission, has_permission_with, rate_limit,
-    require_confirmation, tenant_boundary, AuditPolicy, Authenticated, EnvironmentPolicy, HasPermission, RateLimit,
-    RequireConfirmation, TenantBoundary,
+    AuditPolicy, Authenticated, EnvironmentPolicy, HasPermission, RateLimit, RequireConfirmation,
+    TenantBoundary, audit, authenticated, authenticated_by, environment, has_permission,
+    has_permission_with, rate_limit, require_confirmation, tenant_boundary,
 };

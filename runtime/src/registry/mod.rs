@@ -44,9 +44,11 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use registration::{vote, Availability, Chain, Override, Registration};
+pub(crate) use registration::{Availability, Chain, Override, Registration, vote};
 
-use crate::audit::{self, AuditEvent, AuditKind, AuditSink, ConsoleAuditSink, FanOut, MemoryAuditSink};
+use crate::audit::{
+    self, AuditEvent, AuditKind, AuditSink, ConsoleAuditSink, FanOut, MemoryAuditSink,
+};
 use crate::clock::{Clock, TokioClock};
 use crate::component::Component;
 use crate::confirmation::ConfirmationStore;
@@ -236,7 +238,10 @@ impl RegistryBuilder {
 
     /// The host context provider, called lazily per evaluation. Keep it
     /// synchronous and cheap (read from your stores, never fetch).
-    pub fn host_context(mut self, provider: impl Fn() -> HostContext + Send + Sync + 'static) -> Self {
+    pub fn host_context(
+        mut self,
+        provider: impl Fn() -> HostContext + Send + Sync + 'static,
+    ) -> Self {
         self.host = Some(Arc::new(provider));
         self
     }
@@ -284,7 +289,10 @@ impl RegistryBuilder {
     }
 
     /// The route provider for snapshots.
-    pub fn route(mut self, provider: impl Fn() -> Option<RouteInfo> + Send + Sync + 'static) -> Self {
+    pub fn route(
+        mut self,
+        provider: impl Fn() -> Option<RouteInfo> + Send + Sync + 'static,
+    ) -> Self {
         self.route = Some(Arc::new(provider));
         self
     }
@@ -345,7 +353,10 @@ impl RegistryBuilder {
             dispatcher: Arc::new(Dispatcher::default()),
             audit,
             memory_audit: memory,
-            dedupe: Mutex::new(Dedupe::new(limits.dedupe_cache_size, millis(limits.dedupe_cache_ttl))),
+            dedupe: Mutex::new(Dedupe::new(
+                limits.dedupe_cache_size,
+                millis(limits.dedupe_cache_ttl),
+            )),
             confirmations: ConfirmationStore::new(limits.max_pending_confirmations),
             admission: Arc::new(Admission::default()),
             disposed: CancellationToken::new(),
@@ -411,7 +422,8 @@ impl State {
     }
 
     fn insert(&mut self, registration: &Arc<Registration>) {
-        self.live.insert(Arc::clone(&registration.id), Arc::clone(registration));
+        self.live
+            .insert(Arc::clone(&registration.id), Arc::clone(registration));
         self.by_key.insert(
             (
                 Arc::clone(registration.contract.component_type().as_arc()),
@@ -619,10 +631,14 @@ impl Mounted {
     /// The master switch: `false` shows every capability as unavailable
     /// (reason `component-disabled`). Bumps the version when it changes.
     pub fn set_enabled(&self, enabled: bool) {
-        let Some(registration) = self.live() else { return };
+        let Some(registration) = self.live() else {
+            return;
+        };
         let inner = &self.registry.inner;
         let mut state = inner.state();
-        if !registration.is_active() || registration.enabled.swap(enabled, Ordering::AcqRel) == enabled {
+        if !registration.is_active()
+            || registration.enabled.swap(enabled, Ordering::AcqRel) == enabled
+        {
             return;
         }
         let events = if inner.dispatcher.active() {
@@ -646,8 +662,14 @@ impl Mounted {
 
     /// Pushes an availability override for one capability (by name);
     /// `None` removes it. Bumps the version when it changes.
-    pub fn set_availability(&self, capability: &str, availability: Option<(bool, Option<&str>)>) -> bool {
-        let Some(registration) = self.live() else { return false };
+    pub fn set_availability(
+        &self,
+        capability: &str,
+        availability: Option<(bool, Option<&str>)>,
+    ) -> bool {
+        let Some(registration) = self.live() else {
+            return false;
+        };
         let Some(index) = registration
             .contract
             .capabilities()
@@ -667,11 +689,13 @@ impl Mounted {
             return true;
         }
         let events = match registration.capability(index) {
-            Some(capability) if inner.dispatcher.active() => vec![SurfaceEvent::AvailabilityChanged {
-                registration_id: Arc::clone(&registration.id),
-                capability_id: Arc::clone(capability.id().as_arc()),
-                available,
-            }],
+            Some(capability) if inner.dispatcher.active() => {
+                vec![SurfaceEvent::AvailabilityChanged {
+                    registration_id: Arc::clone(&registration.id),
+                    capability_id: Arc::clone(capability.id().as_arc()),
+                    available,
+                }]
+            }
             _ => Vec::new(),
         };
         inner.bump(&mut state, events);
@@ -775,7 +799,10 @@ impl Registry {
 
     /// Subscribes to surface events (delivered in mutation order, never
     /// re-entrantly). Dropping the [`Subscription`] unsubscribes.
-    pub fn subscribe(&self, listener: impl Fn(&SurfaceEvent) + Send + Sync + 'static) -> Subscription {
+    pub fn subscribe(
+        &self,
+        listener: impl Fn(&SurfaceEvent) + Send + Sync + 'static,
+    ) -> Subscription {
         let listener: Listener = Arc::new(listener);
         self.inner.dispatcher.subscribe(listener)
     }
@@ -795,7 +822,11 @@ impl Registry {
 
     /// Mounts a component under an instance id derived from data (an entity
     /// id, a semantic slot), never from render or mount order.
-    pub fn mount_instance<T: Component>(&self, component: Arc<T>, instance: &str) -> Result<Mounted, MountError> {
+    pub fn mount_instance<T: Component>(
+        &self,
+        component: Arc<T>,
+        instance: &str,
+    ) -> Result<Mounted, MountError> {
         let contract = T::contract().checked()?;
         let instance = InstanceId::new(instance).map_err(|err| {
             DefinitionError::new(
@@ -845,8 +876,9 @@ impl Registry {
                 origin: contract.origin(),
                 capabilities: contract.capabilities().iter().map(|c| c.id()).collect(),
             };
-            let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard(&candidate)))
-                .unwrap_or(GuardDecision::Reject);
+            let verdict =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard(&candidate)))
+                    .unwrap_or(GuardDecision::Reject);
             if verdict == GuardDecision::Reject {
                 return Ok(self.rejected(registration_id, component_type, instance, "guard"));
             }
@@ -856,7 +888,13 @@ impl Registry {
         let chains: Box<[Chain]> = contract
             .capabilities()
             .iter()
-            .map(|capability| Chain::compose(&inner.config.policies, &component_policies, capability.policies()))
+            .map(|capability| {
+                Chain::compose(
+                    &inner.config.policies,
+                    &component_policies,
+                    capability.policies(),
+                )
+            })
             .collect();
         let registration = Arc::new(Registration::new(
             Arc::clone(&registration_id),
@@ -883,7 +921,12 @@ impl Registry {
             match inner.config.duplicates {
                 DuplicatePolicy::Reject => {
                     drop(state);
-                    return Ok(self.rejected(registration_id, component_type, instance, "duplicate"));
+                    return Ok(self.rejected(
+                        registration_id,
+                        component_type,
+                        instance,
+                        "duplicate",
+                    ));
                 }
                 DuplicatePolicy::Replace => {
                     state.remove(&existing, now);
@@ -904,7 +947,8 @@ impl Registry {
                 component_type: Arc::clone(&component_type),
                 instance_id: Arc::clone(instance.as_arc()),
             });
-            if let (Some((view, domain)), SuffixPolicy::Warn) = (&collision, inner.config.suffixes) {
+            if let (Some((view, domain)), SuffixPolicy::Warn) = (&collision, inner.config.suffixes)
+            {
                 events.push(SurfaceEvent::CollisionSuspected {
                     view_capability_id: Arc::clone(view),
                     domain_procedure_id: Arc::clone(domain),
@@ -937,7 +981,11 @@ impl Registry {
         })
     }
 
-    fn suffix_collision(&self, state: &State, contract: &CheckedContract) -> Option<(Arc<str>, Arc<str>)> {
+    fn suffix_collision(
+        &self,
+        state: &State,
+        contract: &CheckedContract,
+    ) -> Option<(Arc<str>, Arc<str>)> {
         if self.inner.config.suffixes == SuffixPolicy::Off || state.known_procedures.is_empty() {
             return None;
         }
@@ -951,7 +999,13 @@ impl Registry {
         })
     }
 
-    fn rejected(&self, registration_id: Arc<str>, component_type: Arc<str>, instance: InstanceId, reason: &'static str) -> Mounted {
+    fn rejected(
+        &self,
+        registration_id: Arc<str>,
+        component_type: Arc<str>,
+        instance: InstanceId,
+        reason: &'static str,
+    ) -> Mounted {
         let inner = &self.inner;
         if inner.config.environment == Environment::Development {
             tracing::error!(%component_type, instance = %instance, reason, "mount rejected");
@@ -959,8 +1013,14 @@ impl Registry {
         let mut event = AuditEvent::new(AuditKind::RegistrationRejected, inner.now_ms());
         event.registration_id = Some(Arc::clone(&registration_id));
         event.detail = Some(serde_json::Map::from_iter([
-            ("componentType".to_owned(), serde_json::Value::from(component_type.to_string())),
-            ("instanceId".to_owned(), serde_json::Value::from(instance.as_str())),
+            (
+                "componentType".to_owned(),
+                serde_json::Value::from(component_type.to_string()),
+            ),
+            (
+                "instanceId".to_owned(),
+                serde_json::Value::from(instance.as_str()),
+            ),
             ("reason".to_owned(), serde_json::Value::from(reason)),
         ]));
         inner.record(&event);
@@ -976,7 +1036,13 @@ impl Registry {
         }
     }
 
-    fn audit_registration(&self, kind: AuditKind, registration_id: &Arc<str>, now: u64, detail: Option<serde_json::Map<String, serde_json::Value>>) {
+    fn audit_registration(
+        &self,
+        kind: AuditKind,
+        registration_id: &Arc<str>,
+        now: u64,
+        detail: Option<serde_json::Map<String, serde_json::Value>>,
+    ) {
         let mut event = AuditEvent::new(kind, now);
         event.registration_id = Some(Arc::clone(registration_id));
         event.detail = detail;

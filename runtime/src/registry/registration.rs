@@ -2,7 +2,7 @@
 //! handler reference, and the availability it computes.
 
 use std::borrow::Cow;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -57,7 +57,10 @@ impl Chain {
             discovery: policies.iter().any(|policy| policy.hooks().discovery),
             authorize: pick(|hooks| hooks.authorize),
             invoke: pick(|hooks| hooks.invoke),
-            audit_sinks: policies.iter().filter_map(|policy| policy.audit_sink()).collect(),
+            audit_sinks: policies
+                .iter()
+                .filter_map(|policy| policy.audit_sink())
+                .collect(),
             policies: policies.into(),
             scopes: scopes.into(),
         }
@@ -86,7 +89,10 @@ impl Chain {
 /// One policy's discovery vote, with panics contained (a panic hides).
 pub(crate) fn vote(policy: &dyn crate::policy::Policy, ctx: &PolicyContext<'_>) -> Decision {
     catch_unwind(AssertUnwindSafe(|| policy.on_discovery(ctx))).unwrap_or_else(|_| {
-        tracing::error!(policy = policy.name(), "a policy panicked at discovery; the capability is hidden");
+        tracing::error!(
+            policy = policy.name(),
+            "a policy panicked at discovery; the capability is hidden"
+        );
         Decision::Hide
     })
 }
@@ -170,7 +176,10 @@ impl Registration {
     /// Drops the handlers (unmount).
     pub(crate) fn release(&self) {
         self.active.store(false, Ordering::Release);
-        *self.component.write().unwrap_or_else(PoisonError::into_inner) = None;
+        *self
+            .component
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     pub(crate) fn capability(&self, index: usize) -> Option<&'static CheckedCapability> {
@@ -183,7 +192,10 @@ impl Registration {
 
     /// Sets an override; returns whether the effective value changed.
     pub(crate) fn set_override(&self, index: usize, value: Option<Override>) -> bool {
-        let mut overrides = self.overrides.write().unwrap_or_else(PoisonError::into_inner);
+        let mut overrides = self
+            .overrides
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         let count = self.contract.capabilities().len();
         let table = overrides.get_or_insert_with(|| vec![None; count].into_boxed_slice());
         let Some(slot) = table.get_mut(index) else {
@@ -205,17 +217,21 @@ impl Registration {
 
     /// `enabled`, pushed overrides and `when()`, evaluated now. A panicking
     /// `when` counts as false (reason `when-error`).
-    pub(crate) fn availability(&self, index: usize, component: Option<&dyn Component>) -> Availability {
+    pub(crate) fn availability(
+        &self,
+        index: usize,
+        component: Option<&dyn Component>,
+    ) -> Availability {
         if !self.enabled.load(Ordering::Acquire) {
             return Availability::Unavailable(Cow::Borrowed(COMPONENT_DISABLED));
         }
-        if let Some(over) = self.override_of(index) {
-            if !over.available {
-                let reason = over
-                    .reason
-                    .map_or(Cow::Borrowed(NOT_AVAILABLE_NOW), |r| Cow::Owned(r.to_string()));
-                return Availability::Unavailable(reason);
-            }
+        if let Some(over) = self.override_of(index)
+            && !over.available
+        {
+            let reason = over.reason.map_or(Cow::Borrowed(NOT_AVAILABLE_NOW), |r| {
+                Cow::Owned(r.to_string())
+            });
+            return Availability::Unavailable(reason);
         }
         let Some(capability) = self.capability(index) else {
             return Availability::Unavailable(Cow::Borrowed(NOT_AVAILABLE_NOW));
@@ -236,19 +252,30 @@ impl Registration {
         }
     }
 
-    fn reason(&self, index: usize, capability: &CheckedCapability, component: &dyn Component) -> Cow<'static, str> {
+    fn reason(
+        &self,
+        index: usize,
+        capability: &CheckedCapability,
+        component: &dyn Component,
+    ) -> Cow<'static, str> {
         match capability.reason() {
             ReasonSource::Static(reason) => Cow::Borrowed(reason),
-            ReasonSource::Dynamic => catch_unwind(AssertUnwindSafe(|| component.__unavailable_reason(index)))
-                .ok()
-                .flatten()
-                .map_or(Cow::Borrowed(NOT_AVAILABLE_NOW), Cow::Owned),
+            ReasonSource::Dynamic => {
+                catch_unwind(AssertUnwindSafe(|| component.__unavailable_reason(index)))
+                    .ok()
+                    .flatten()
+                    .map_or(Cow::Borrowed(NOT_AVAILABLE_NOW), Cow::Owned)
+            }
             ReasonSource::None => Cow::Borrowed(NOT_AVAILABLE_NOW),
         }
     }
 
     /// The action queue of a concurrency group, created on first use.
-    pub(crate) fn queue(&self, key: QueueKey, make: impl FnOnce() -> ActionQueue) -> Arc<ActionQueue> {
+    pub(crate) fn queue(
+        &self,
+        key: QueueKey,
+        make: impl FnOnce() -> ActionQueue,
+    ) -> Arc<ActionQueue> {
         let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, queue)) = queues.iter().find(|(k, _)| *k == key) {
             return Arc::clone(queue);

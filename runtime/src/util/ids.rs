@@ -49,7 +49,13 @@ impl IdMint {
 
     fn next(&self) -> (u64, u64) {
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        (n, splitmix64(self.seed.wrapping_add(n.wrapping_mul(0xA24B_AED4_963E_E407))))
+        (
+            n,
+            splitmix64(
+                self.seed
+                    .wrapping_add(n.wrapping_mul(0xA24B_AED4_963E_E407)),
+            ),
+        )
     }
 
     /// `srf_` + 22 base62 characters.

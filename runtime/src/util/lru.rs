@@ -44,7 +44,10 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let expired = self.entries.get(key).map(|entry| self.expired(entry, now_ms))?;
+        let expired = self
+            .entries
+            .get(key)
+            .map(|entry| self.expired(entry, now_ms))?;
         if expired {
             self.remove(key);
             return None;
@@ -135,7 +138,6 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
-
 }
 
 #[cfg(test)]
