@@ -49,6 +49,11 @@ pub fn output_schema<C: Returns>() -> Option<Value> {
 /// here means a hand-written `Deserialize` disagrees with the schema. The
 /// issue names the path and never serde's message (which may quote values).
 pub fn parse_input<C: Takes>(value: &Value) -> Result<TypedInput, Issue> {
+    use serde::Deserialize as _;
+    if let Ok(input) = C::Input::deserialize(value) {
+        return Ok(Box::new(input));
+    }
+    // Only failures pay for path tracking.
     match serde_path_to_error::deserialize::<_, C::Input>(value) {
         Ok(input) => Ok(Box::new(input)),
         Err(err) => {

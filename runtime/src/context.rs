@@ -72,21 +72,51 @@ impl ConsumerKind {
 ///
 /// Identity scopes invocation-id deduplication (`kind:id`), rate limits,
 /// observation admission and confirmation evidence.
-#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Consumer {
     id: Arc<str>,
     kind: ConsumerKind,
-    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
     grants: Arc<[String]>,
+    /// `kind:id`, computed once.
+    key: Arc<str>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ConsumerWire {
+    id: Arc<str>,
+    kind: ConsumerKind,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    grants: Vec<String>,
+}
+
+impl Serialize for Consumer {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ConsumerWire {
+            id: Arc::clone(&self.id),
+            kind: self.kind,
+            grants: self.grants.to_vec(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Consumer {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = ConsumerWire::deserialize(deserializer)?;
+        Ok(Consumer::new(wire.kind, wire.id).with_grants(wire.grants))
+    }
 }
 
 impl Consumer {
     /// A consumer with no grants.
     pub fn new(kind: ConsumerKind, id: impl Into<Arc<str>>) -> Consumer {
+        let id = id.into();
+        let key = Arc::from(format!("{}:{id}", kind.as_str()));
         Consumer {
-            id: id.into(),
+            id,
             kind,
             grants: Arc::from(Vec::new()),
+            key,
         }
     }
 
@@ -118,8 +148,8 @@ impl Consumer {
     }
 
     /// `kind:id`, the normalized identity used in dedupe keys and evidence.
-    pub fn key(&self) -> String {
-        format!("{}:{}", self.kind.as_str(), self.id)
+    pub fn key(&self) -> &Arc<str> {
+        &self.key
     }
 }
 

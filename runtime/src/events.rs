@@ -265,4 +265,12 @@ impl Dispatcher {
             self.drain();
         }
     }
+
+    /// Like [`emit`](Self::emit), building the events only when someone listens.
+    pub(crate) fn emit_with<I: IntoIterator<Item = SurfaceEvent>>(&self, events: impl FnOnce() -> I) {
+        if self.active() {
+            self.enqueue(events());
+            self.drain();
+        }
+    }
 }

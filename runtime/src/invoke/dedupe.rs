@@ -17,7 +17,8 @@ enum Record {
     InFlight {
         fingerprint: u64,
         generation: u64,
-        done: watch::Receiver<Option<InvocationResult>>,
+        /// Created by the first joiner; the leader reports through it.
+        done: Option<watch::Sender<Option<InvocationResult>>>,
     },
     Done {
         fingerprint: u64,
@@ -27,8 +28,8 @@ enum Record {
 
 /// What phase 1 decided.
 pub(crate) enum Begin {
-    /// A new attempt: run the pipeline and report through the sender.
-    Leader(watch::Sender<Option<InvocationResult>>, u64),
+    /// A new attempt (its generation): run the pipeline, then `finish`.
+    Leader(u64),
     /// The same request is running: wait for its result.
     Join(watch::Receiver<Option<InvocationResult>>),
     /// The same request already settled: its result, verbatim.
@@ -58,25 +59,28 @@ impl Dedupe {
             {
                 return Begin::Conflict;
             }
-            Some(Record::InFlight { done, .. }) => return Begin::Join(done.clone()),
+            Some(Record::InFlight { done, .. }) => {
+                let sender = done.get_or_insert_with(|| watch::channel(None).0);
+                return Begin::Join(sender.subscribe());
+            }
             Some(Record::Done { result, .. }) => return Begin::Cached(result.clone()),
             None => {}
         }
         self.generation += 1;
-        let (sender, receiver) = watch::channel(None);
         self.records.insert(
             key.to_owned(),
             Record::InFlight {
                 fingerprint,
                 generation: self.generation,
-                done: receiver,
+                done: None,
             },
             now_ms,
         );
-        Begin::Leader(sender, self.generation)
+        Begin::Leader(self.generation)
     }
 
-    /// Records the leader's result: cached when terminal, forgotten otherwise.
+    /// Records the leader's result (cached when terminal, forgotten
+    /// otherwise) and hands it to joiners.
     pub(crate) fn finish(
         &mut self,
         key: &str,
@@ -84,29 +88,31 @@ impl Dedupe {
         result: &InvocationResult,
         now_ms: u64,
     ) {
-        let ours = matches!(
-            self.records.peek(key, u64::MIN),
-            Some(Record::InFlight { generation: g, .. }) if *g == generation
-        );
-        if !ours {
+        let Some(record) = self.records.refresh(key, now_ms) else {
+            return;
+        };
+        let Record::InFlight {
+            fingerprint,
+            generation: g,
+            done,
+        } = record
+        else {
+            return;
+        };
+        if *g != generation {
             return;
         }
-        let cacheable = result.error().is_none_or(|error| error.code().cacheable());
-        if !cacheable {
+        if let Some(done) = done.take() {
+            done.send_replace(Some(result.clone()));
+        }
+        if result.error().is_some_and(|error| !error.code().cacheable()) {
             self.records.remove(key);
             return;
         }
-        if let Some(record) = self.records.refresh(key, now_ms) {
-            let fingerprint = match record {
-                Record::InFlight { fingerprint, .. } | Record::Done { fingerprint, .. } => {
-                    *fingerprint
-                }
-            };
-            *record = Record::Done {
-                fingerprint,
-                result: result.clone(),
-            };
-        }
+        *record = Record::Done {
+            fingerprint: *fingerprint,
+            result: result.clone(),
+        };
     }
 
     /// The leader went away without a result: forget the attempt.

@@ -267,7 +267,7 @@ struct Leadership<'r> {
     registry: &'r Registry,
     key: String,
     generation: u64,
-    sender: Option<tokio::sync::watch::Sender<Option<InvocationResult>>>,
+    finished: bool,
 }
 
 impl Leadership<'_> {
@@ -279,15 +279,13 @@ impl Leadership<'_> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .finish(&self.key, self.generation, result, now);
-        if let Some(sender) = self.sender.take() {
-            sender.send_replace(Some(result.clone()));
-        }
+        self.finished = true;
     }
 }
 
 impl Drop for Leadership<'_> {
     fn drop(&mut self) {
-        if self.sender.is_some() {
+        if !self.finished {
             self.registry
                 .inner
                 .dedupe
@@ -303,11 +301,14 @@ impl Registry {
     ///
     /// Phase 1 (deduplication and conflict) happens here; phases 2–10 in
     /// the pipeline module. Never panics; handler panics settle `EXECUTION_FAILED`.
-    pub async fn invoke(&self, request: Invocation, options: InvokeOptions) -> InvocationResult {
+    pub async fn invoke(&self, mut request: Invocation, options: InvokeOptions) -> InvocationResult {
         let inner = &self.inner;
-        let consumer = options.consumer.clone().unwrap_or_default();
-        let invocation_id: Arc<str> = match &request.invocation_id {
-            Some(id) => Arc::from(id.as_str()),
+        let consumer = match &options.consumer {
+            Some(consumer) => consumer.clone(),
+            None => inner.anonymous.clone(),
+        };
+        let invocation_id: Arc<str> = match request.invocation_id.take() {
+            Some(id) => Arc::from(id),
             None => Arc::from(inner.ids.invocation_id()),
         };
         let capability_id: Arc<str> = Arc::from(request.capability_id.as_str());
@@ -316,7 +317,7 @@ impl Registry {
                 Arc::clone(&invocation_id),
                 Arc::clone(&capability_id),
                 Err(error),
-                self.version(),
+                inner.version(),
                 false,
             )
         };
@@ -325,8 +326,11 @@ impl Registry {
         }
 
         // Phase 1: dedupe + conflict.
-        let consumer_key = consumer.key();
-        let key = format!("{consumer_key} {invocation_id}");
+        let consumer_key = Arc::clone(consumer.key());
+        let mut key = String::with_capacity(consumer_key.len() + invocation_id.len() + 1);
+        key.push_str(&consumer_key);
+        key.push(' ');
+        key.push_str(&invocation_id);
         let fingerprint = request.fingerprint();
         let now = inner.now_ms();
         let begin = inner
@@ -334,31 +338,31 @@ impl Registry {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .begin(&key, fingerprint, now);
-        let (sender, generation) = match begin {
+        let generation = match begin {
             Begin::Conflict => return immediate(ErrorPayload::conflict()),
             Begin::Cached(result) => return result,
             Begin::Join(mut done) => {
                 return match done.wait_for(Option::is_some).await {
-                    Ok(result) => result
-                        .clone()
-                        .unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
+                    Ok(result) => result.clone().unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
                     Err(_) => immediate(ErrorPayload::cancelled()),
                 };
             }
-            Begin::Leader(sender, generation) => (sender, generation),
+            Begin::Leader(generation) => generation,
         };
         let leadership = Leadership {
             registry: self,
             key,
             generation,
-            sender: Some(sender),
+            finished: false,
         };
+        let input = request.input.take();
         let call = pipeline::Call {
             registry: self,
             request,
+            input: std::sync::Mutex::new(input),
             options,
             consumer,
-            consumer_key: Arc::from(consumer_key),
+            consumer_key,
             invocation_id,
             capability_id,
         };

@@ -36,6 +36,8 @@ use crate::{Audit, Confirmation, Effect, Kind};
 pub(super) struct Call<'r> {
     pub(super) registry: &'r Registry,
     pub(super) request: Invocation,
+    /// The agent's input, taken out of the request (consumed by phase 5).
+    pub(super) input: std::sync::Mutex<Option<Value>>,
     pub(super) options: InvokeOptions,
     pub(super) consumer: Consumer,
     pub(super) consumer_key: Arc<str>,
@@ -118,6 +120,31 @@ fn normalize_integral_floats(value: &mut Value) {
     }
 }
 
+/// The caller's optional cancellation token.
+#[derive(Clone, Copy)]
+struct Cancelled<'a>(Option<&'a tokio_util::sync::CancellationToken>);
+
+impl Cancelled<'_> {
+    fn fired(self) -> bool {
+        self.0.is_some_and(tokio_util::sync::CancellationToken::is_cancelled)
+    }
+
+    async fn wait(self) {
+        match self.0 {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// What holds a concurrency slot for the duration of the execution; its
+/// drop frees the slot.
+#[allow(dead_code)] // held for its `Drop`
+enum Slot {
+    Action(tokio::sync::OwnedSemaphorePermit),
+    Observation(super::concurrency::Admitted),
+}
+
 enum Interrupt {
     Timeout(Duration),
     Cancelled,
@@ -138,15 +165,17 @@ impl Call<'_> {
         );
         async move {
             let started = Instant::now();
-            let version_at_start = self.registry.version();
+            let version_at_start = self.registry.inner.version();
             self.registry
                 .inner
                 .dispatcher
-                .emit([crate::events::SurfaceEvent::InvocationStarted {
-                    invocation_id: Arc::clone(&self.invocation_id),
-                    capability_id: Arc::clone(&self.capability_id),
-                    consumer_id: Arc::clone(&self.consumer_key),
-                }]);
+                .emit_with(|| {
+                    [crate::events::SurfaceEvent::InvocationStarted {
+                        invocation_id: Arc::clone(&self.invocation_id),
+                        capability_id: Arc::clone(&self.capability_id),
+                        consumer_id: Arc::clone(&self.consumer_key),
+                    }]
+                });
             let mut trace = Trace::default();
             let outcome = self.phases(&mut trace).await;
             self.settle(outcome, trace, started, version_at_start)
@@ -427,7 +456,12 @@ impl Call<'_> {
         capability: &CheckedCapability,
     ) -> Result<(Value, Option<TypedInput>), ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 5, name = "effective input").entered();
-        let input = self.request.input.clone().unwrap_or(Value::Null);
+        let input = self
+            .input
+            .lock()
+            .map(|mut input| input.take())
+            .unwrap_or_default()
+            .unwrap_or(Value::Null);
         if capability.kind() == Kind::Observation {
             let empty = match &input {
                 Value::Null => true,
@@ -566,11 +600,11 @@ impl Call<'_> {
         registration: &Registration,
         index: usize,
         capability: &CheckedCapability,
-    ) -> Result<Box<dyn Any + Send>, ErrorPayload> {
+    ) -> Result<Slot, ErrorPayload> {
         let inner = &self.registry.inner;
         let limits = &inner.config.limits;
-        let external = self.options.cancellation.clone().unwrap_or_default();
-        if external.is_cancelled() {
+        let external = Cancelled(self.options.cancellation.as_ref());
+        if external.fired() {
             return Err(ErrorPayload::cancelled());
         }
         let full = || ErrorPayload::rate_limited("queue-full", Some(QUEUE_FULL_RETRY_MS));
@@ -581,10 +615,10 @@ impl Call<'_> {
                 queued_per_consumer: limits.max_queued_observations_per_consumer,
             };
             return match inner.admission.enter(&self.consumer_key, admission_limits) {
-                Ok(Ticket::Admitted(admitted)) => Ok(Box::new(admitted)),
+                Ok(Ticket::Admitted(admitted)) => Ok(Slot::Observation(admitted)),
                 Ok(Ticket::Queued(ticket)) => tokio::select! {
-                    admitted = ticket.admitted() => admitted.map(|a| Box::new(a) as Box<dyn Any + Send>).map_err(|_| ErrorPayload::cancelled()),
-                    () = external.cancelled() => Err(ErrorPayload::cancelled()),
+                    admitted = ticket.admitted() => admitted.map(Slot::Observation).map_err(|_| ErrorPayload::cancelled()),
+                    () = external.wait() => Err(ErrorPayload::cancelled()),
                     () = inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
                 },
                 Err(QueueRefusal::Full) => Err(full()),
@@ -609,13 +643,13 @@ impl Call<'_> {
             Entry::Ready(permit) => permit,
             Entry::Queued(waiting) => tokio::select! {
                 biased;
-                () = external.cancelled() => return Err(ErrorPayload::cancelled()),
+                () = external.wait() => return Err(ErrorPayload::cancelled()),
                 () = inner.disposed.cancelled() => return Err(ErrorPayload::cancelled()),
                 () = registration.cancel.cancelled() => return Err(ErrorPayload::unmounted("mid-flight")),
                 permit = waiting.slot() => permit.map_err(|_| ErrorPayload::cancelled())?,
             },
         };
-        Ok(Box::new(permit))
+        Ok(Slot::Action(permit))
     }
 
     /// Phase 9: run the handler against its timeout, external cancellation,
@@ -633,14 +667,14 @@ impl Call<'_> {
     ) -> Result<Option<Value>, ErrorPayload> {
         let inner = &self.registry.inner;
         let limits = &inner.config.limits;
-        let external = self.options.cancellation.clone().unwrap_or_default();
+        let external = Cancelled(self.options.cancellation.as_ref());
         let Some(component) = registration
             .component()
             .filter(|_| registration.is_active())
         else {
             return Err(ErrorPayload::unmounted("mid-flight"));
         };
-        if external.is_cancelled() {
+        if external.fired() {
             return Err(ErrorPayload::cancelled());
         }
         let timeout = self
@@ -665,7 +699,7 @@ impl Call<'_> {
             biased;
             outcome = &mut handler => Ok(outcome),
             () = tokio::time::sleep(timeout) => Err(Interrupt::Timeout(timeout)),
-            () = external.cancelled() => Err(Interrupt::Cancelled),
+            () = external.wait() => Err(Interrupt::Cancelled),
             // Disposal unmounts everything too; it settles CANCELLED.
             () = inner.disposed.cancelled() => Err(Interrupt::Cancelled),
             () = registration.cancel.cancelled(), if !navigation => Err(Interrupt::Unmounted),
@@ -781,7 +815,7 @@ impl Call<'_> {
         version_at_start: u64,
     ) -> InvocationResult {
         let inner = &self.registry.inner;
-        let version = self.registry.version();
+        let version = inner.version();
         let duration_ms = Self::elapsed_ms(started);
         let code = outcome.as_ref().err().map(ErrorPayload::code);
         let status = if outcome.is_ok() { "ok" } else { "error" };
@@ -827,13 +861,15 @@ impl Call<'_> {
         }
         inner
             .dispatcher
-            .emit([crate::events::SurfaceEvent::InvocationSettled {
-                invocation_id: Arc::clone(&self.invocation_id),
-                capability_id: Arc::clone(&self.capability_id),
-                status,
-                code,
-                duration_ms,
-            }]);
+            .emit_with(|| {
+                [crate::events::SurfaceEvent::InvocationSettled {
+                    invocation_id: Arc::clone(&self.invocation_id),
+                    capability_id: Arc::clone(&self.capability_id),
+                    status,
+                    code,
+                    duration_ms,
+                }]
+            });
         InvocationResult::new(
             self.invocation_id,
             self.capability_id,

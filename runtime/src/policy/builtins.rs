@@ -293,7 +293,7 @@ pub struct RateLimit {
     name: String,
     limit: f64,
     window_ms: u64,
-    buckets: Mutex<HashMap<(String, Arc<str>), Bucket>>,
+    buckets: Mutex<HashMap<(Arc<str>, Arc<str>), Bucket>>,
     max_buckets: usize,
 }
 
@@ -311,7 +311,7 @@ pub fn rate_limit(limit: u32, window: Duration) -> RateLimit {
 
 impl RateLimit {
     /// Takes a token; `Err(retry_after_ms)` when none is left.
-    fn take(&self, consumer: String, capability: &Arc<str>, now_ms: u64) -> Result<(), u64> {
+    fn take(&self, consumer: &Arc<str>, capability: &Arc<str>, now_ms: u64) -> Result<(), u64> {
         #[allow(clippy::cast_precision_loss)]
         let per_ms = self.limit / self.window_ms as f64;
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
@@ -327,7 +327,7 @@ impl RateLimit {
             }
         }
         let bucket = buckets
-            .entry((consumer, Arc::clone(capability)))
+            .entry((Arc::clone(consumer), Arc::clone(capability)))
             .or_insert(Bucket {
                 tokens: self.limit,
                 last_ms: now_ms,

@@ -361,6 +361,9 @@ impl RegistryBuilder {
             admission: Arc::new(Admission::default()),
             disposed: CancellationToken::new(),
             version_tx,
+            version: std::sync::atomic::AtomicU64::new(0),
+            empty_host: HostContext::default(),
+            anonymous: crate::context::Consumer::anonymous(),
         };
         Registry {
             inner: Arc::new(inner),
@@ -494,6 +497,12 @@ pub(crate) struct Inner {
     /// Fired by `dispose()`.
     pub(crate) disposed: CancellationToken,
     pub(crate) version_tx: watch::Sender<u64>,
+    /// The version, readable without the state lock (written under it).
+    pub(crate) version: std::sync::atomic::AtomicU64,
+    /// The host context used when no provider is configured.
+    pub(crate) empty_host: HostContext,
+    /// The consumer of calls that name none.
+    pub(crate) anonymous: crate::context::Consumer,
 }
 
 impl Inner {
@@ -508,8 +517,13 @@ impl Inner {
     pub(crate) fn host(&self) -> HostContext {
         match &self.config.host {
             Some(provider) => provider(),
-            None => HostContext::default(),
+            None => self.empty_host.clone(),
         }
+    }
+
+    /// The current version, without taking the state lock.
+    pub(crate) fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
     }
 
     pub(crate) fn record(&self, event: &AuditEvent) {
@@ -520,6 +534,7 @@ impl Inner {
     pub(crate) fn bump(&self, state: &mut State, mut events: Vec<SurfaceEvent>) {
         state.version += 1;
         let version = state.version;
+        self.version.store(version, Ordering::Release);
         self.version_tx.send_replace(version);
         if self.dispatcher.active() {
             events.push(SurfaceEvent::SurfaceChanged {
@@ -774,7 +789,7 @@ impl Registry {
 
     /// The current surface version (0 for an empty, fresh registry).
     pub fn version(&self) -> u64 {
-        self.inner.state().version
+        self.inner.version()
     }
 
     /// Watches the surface version; adapters refresh when it moves.

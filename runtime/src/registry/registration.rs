@@ -125,6 +125,9 @@ pub(crate) struct Registration {
     /// COMPONENT_UNMOUNTED.
     pub(crate) cancel: CancellationToken,
     pub(crate) active: AtomicBool,
+    /// The instance queue (the default group), created on first use.
+    instance_queue: std::sync::OnceLock<Arc<ActionQueue>>,
+    /// Queues of other groups.
     queues: Mutex<Vec<(QueueKey, Arc<ActionQueue>)>>,
 }
 
@@ -157,6 +160,7 @@ impl Registration {
             chains,
             cancel: CancellationToken::new(),
             active: AtomicBool::new(true),
+            instance_queue: std::sync::OnceLock::new(),
             queues: Mutex::new(Vec::new()),
         }
     }
@@ -276,6 +280,9 @@ impl Registration {
         key: QueueKey,
         make: impl FnOnce() -> ActionQueue,
     ) -> Arc<ActionQueue> {
+        if key == QueueKey::Instance {
+            return Arc::clone(self.instance_queue.get_or_init(|| Arc::new(make())));
+        }
         let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, queue)) = queues.iter().find(|(k, _)| *k == key) {
             return Arc::clone(queue);

@@ -1,0 +1,148 @@
+//! The reference implementation's core benchmark cases, same shapes: one
+//! component type `bench.widget`, an observation `readState` returning `{n}`
+//! and an action `poke` taking `{ids: [string]}`, no-op handlers.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_surface::canonical::fnv1a64;
+use agent_surface::policy::{authenticated, rate_limit};
+use agent_surface::prelude::*;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use serde_json::{json, Value};
+
+/// Ids to poke.
+#[agent_schema]
+pub struct Poke {
+    /// Ids.
+    pub ids: Vec<String>,
+}
+
+/// The widget's state.
+#[agent_schema]
+pub struct WidgetState {
+    /// A number.
+    pub n: u32,
+}
+
+pub struct Widget;
+
+/// A benchmark widget.
+#[agent_component(type = "bench.widget")]
+impl Widget {
+    /// The state.
+    #[observation]
+    fn read_state(&self) -> WidgetState {
+        WidgetState { n: 1 }
+    }
+
+    /// Poke some ids.
+    #[action(effect = "local-state")]
+    fn poke(&self, input: Poke) {
+        black_box(input);
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
+}
+
+fn mounted(registry: &Registry, count: usize) -> Vec<Mounted> {
+    (0..count)
+        .map(|n| registry.mount_instance(Arc::new(Widget), &format!("w{n}")).unwrap())
+        .collect()
+}
+
+fn create_registry(c: &mut Criterion) {
+    c.bench_function("create registry", |b| b.iter(|| black_box(Registry::builder().build())));
+}
+
+fn register_unregister(c: &mut Criterion) {
+    let mut group = c.benchmark_group("register + unregister");
+    for count in [10usize, 100, 1000] {
+        let instances: Vec<String> = (0..count).map(|n| format!("w{n}")).collect();
+        let registry = Registry::builder().build();
+        group.bench_with_input(BenchmarkId::from_parameter(count), &count, |b, _| {
+            b.iter(|| {
+                let handles: Vec<Mounted> = instances
+                    .iter()
+                    .map(|id| registry.mount_instance(Arc::new(Widget), id).unwrap())
+                    .collect();
+                drop(black_box(handles));
+            });
+        });
+    }
+    group.finish();
+}
+
+fn snapshot(c: &mut Criterion) {
+    let registry = Registry::builder().build();
+    let _handles = mounted(&registry, 100);
+    let options = SnapshotOptions::default();
+    c.bench_function("snapshot at 100 components", |b| b.iter(|| black_box(registry.snapshot(&options))));
+}
+
+fn invoke(c: &mut Criterion) {
+    let runtime = runtime();
+    let registry = Registry::builder().build();
+    let _handles = mounted(&registry, 10);
+    c.bench_function("action invoke (no-op, 10 instances)", |b| {
+        b.to_async(&runtime).iter(|| {
+            let request = Invocation::new("view:bench.widget.poke").instance("w3").input(json!({"ids": ["d1", "d2"]}));
+            let registry = &registry;
+            async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
+        });
+    });
+    c.bench_function("observation invoke", |b| {
+        b.to_async(&runtime).iter(|| {
+            let request = Invocation::new("view:bench.widget.readState").instance("w3");
+            let registry = &registry;
+            async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
+        });
+    });
+
+    let guarded = Registry::builder()
+        .policy(authenticated())
+        .policy(rate_limit(u32::MAX, Duration::from_secs(1)))
+        .host_context(|| HostContext::new().with("user", json!({"name": "bench"})))
+        .build();
+    let _guarded = mounted(&guarded, 10);
+    c.bench_function("action invoke + authenticated + rate_limit", |b| {
+        b.to_async(&runtime).iter(|| {
+            let request = Invocation::new("view:bench.widget.poke").instance("w3").input(json!({"ids": ["d1", "d2"]}));
+            let registry = &guarded;
+            async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
+        });
+    });
+}
+
+/// A ~32 kB object of 400 rows.
+fn rows() -> Value {
+    let rows: Vec<Value> = (0..400)
+        .map(|n| {
+            let city = ["Milan", "Rome", "Turin"][n % 3];
+            json!({
+                "id": format!("device-{n:04}"),
+                "name": format!("Device number {n}"),
+                "status": if n % 3 == 0 { "offline" } else { "online" },
+                "city": city,
+                "load": n as f64 / 7.0,
+            })
+        })
+        .collect();
+    json!({"rows": rows})
+}
+
+fn canonical(c: &mut Criterion) {
+    let value = rows();
+    let size = agent_surface::canonical::canonical_json(&value).len();
+    c.bench_function(&format!("canonical JSON + fnv1a64 ({size} bytes)"), |b| {
+        b.iter(|| black_box(fnv1a64(black_box(&value))));
+    });
+}
+
+criterion_group!(benches, create_registry, register_unregister, snapshot, invoke, canonical);
+criterion_main!(benches);
