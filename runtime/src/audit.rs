@@ -161,7 +161,7 @@ impl MemoryAuditSink {
     /// A sink keeping at most `capacity` events (oldest dropped first).
     pub fn new(capacity: usize) -> MemoryAuditSink {
         MemoryAuditSink {
-            events: Mutex::new(VecDeque::with_capacity(capacity.min(1024))),
+            events: Mutex::new(VecDeque::new()),
             capacity: capacity.max(1),
         }
     }

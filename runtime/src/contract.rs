@@ -788,6 +788,10 @@ impl CheckedContract {
     pub fn internal(&self) -> Option<&Internal> {
         self.internal.as_ref()
     }
+    /// Whether the component or any capability declares policies.
+    pub fn has_own_policies(&self) -> bool {
+        self.policies.is_some() || self.capabilities.iter().any(|c| c.policies.is_some())
+    }
     /// A fresh instance of the component-level policy chain.
     pub fn policies(&self) -> Vec<PolicyRef> {
         self.policies.map(|build| build()).unwrap_or_default()

@@ -11,7 +11,9 @@
 //!
 //! Overflow is `RATE_LIMITED {reason: "queue-full", retryAfterMs}`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -129,7 +131,7 @@ struct Waiter {
 
 #[derive(Default)]
 struct AdmissionState {
-    consumers: HashMap<Arc<str>, ConsumerSlots>,
+    consumers: FxHashMap<Arc<str>, ConsumerSlots>,
     running: usize,
     waiters: VecDeque<Waiter>,
     next_waiter: u64,
@@ -306,13 +308,14 @@ impl Admission {
         }
     }
 
-    fn forget_idle(state: &mut AdmissionState, consumer: &Arc<str>) {
-        if state
-            .consumers
-            .get(consumer)
-            .is_some_and(|slots| slots.running == 0 && slots.queued == 0)
-        {
-            state.consumers.remove(consumer);
+    /// Idle consumers are kept (so a busy consumer does not re-insert its
+    /// entry on every call) until there are many; then every idle one goes.
+    fn forget_idle(state: &mut AdmissionState, _consumer: &Arc<str>) {
+        const KEEP_IDLE: usize = 64;
+        if state.consumers.len() > KEEP_IDLE {
+            state
+                .consumers
+                .retain(|_, slots| slots.running > 0 || slots.queued > 0);
         }
     }
 

@@ -8,6 +8,8 @@
 //! time to live; `CONFIRMATION_REQUIRED`, `RATE_LIMITED` and
 //! `INVOCATION_CONFLICT` are never kept.
 
+use std::sync::Arc;
+
 use tokio::sync::watch;
 
 use super::InvocationResult;
@@ -40,7 +42,7 @@ pub(crate) enum Begin {
 
 /// The dedupe window of one registry.
 pub(crate) struct Dedupe {
-    records: Lru<String, Record>,
+    records: Lru<Arc<str>, Record>,
     generation: u64,
 }
 
@@ -52,8 +54,8 @@ impl Dedupe {
         }
     }
 
-    pub(crate) fn begin(&mut self, key: &str, fingerprint: u64, now_ms: u64) -> Begin {
-        match self.records.get(key, now_ms) {
+    pub(crate) fn begin(&mut self, key: &Arc<str>, fingerprint: u64, now_ms: u64) -> Begin {
+        match self.records.get(&**key, now_ms) {
             Some(Record::InFlight { fingerprint: f, .. } | Record::Done { fingerprint: f, .. })
                 if *f != fingerprint =>
             {
@@ -68,7 +70,7 @@ impl Dedupe {
         }
         self.generation += 1;
         self.records.insert(
-            key.to_owned(),
+            Arc::clone(key),
             Record::InFlight {
                 fingerprint,
                 generation: self.generation,

@@ -265,15 +265,17 @@ impl Serialize for InvocationResult {
 /// joiners do not wait forever and a retry becomes a new attempt.
 struct Leadership<'r> {
     registry: &'r Registry,
-    key: String,
+    key: Arc<str>,
     generation: u64,
+    /// When the attempt began; the dedupe window counts from here.
+    began_ms: u64,
     finished: bool,
 }
 
 impl Leadership<'_> {
     fn finish(mut self, result: &InvocationResult) {
         let inner = &self.registry.inner;
-        let now = inner.now_ms();
+        let now = self.began_ms;
         inner
             .dedupe
             .lock()
@@ -331,6 +333,7 @@ impl Registry {
         key.push_str(&consumer_key);
         key.push(' ');
         key.push_str(&invocation_id);
+        let key: Arc<str> = Arc::from(key);
         let fingerprint = request.fingerprint();
         let now = inner.now_ms();
         let begin = inner
@@ -353,6 +356,7 @@ impl Registry {
             registry: self,
             key,
             generation,
+            began_ms: now,
             finished: false,
         };
         let input = request.input.take();

@@ -59,6 +59,8 @@ struct Trace {
     effective_input: Option<Value>,
     queue_wait: Option<Duration>,
     execution: Option<Duration>,
+    /// When the handler settled (the settlement time of successful calls).
+    finished: Option<Instant>,
     operator: Option<String>,
     audit_annotations: Map<String, Value>,
 }
@@ -152,10 +154,6 @@ enum Interrupt {
 }
 
 impl Call<'_> {
-    fn elapsed_ms(started: Instant) -> u64 {
-        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
     pub(super) async fn run(self) -> InvocationResult {
         let span = tracing::debug_span!(
             "agent_surface.invoke",
@@ -163,25 +161,19 @@ impl Call<'_> {
             invocation = %self.invocation_id,
             consumer = %self.consumer_key,
         );
-        async move {
-            let started = Instant::now();
-            let version_at_start = self.registry.inner.version();
-            self.registry
-                .inner
-                .dispatcher
-                .emit_with(|| {
-                    [crate::events::SurfaceEvent::InvocationStarted {
-                        invocation_id: Arc::clone(&self.invocation_id),
-                        capability_id: Arc::clone(&self.capability_id),
-                        consumer_id: Arc::clone(&self.consumer_key),
-                    }]
-                });
-            let mut trace = Trace::default();
-            let outcome = self.phases(&mut trace).await;
-            self.settle(outcome, trace, started, version_at_start)
-        }
-        .instrument(span)
-        .await
+        let started = Instant::now();
+        let version_at_start = self.registry.inner.version();
+        self.registry.inner.dispatcher.emit_with(|| {
+            [crate::events::SurfaceEvent::InvocationStarted {
+                invocation_id: Arc::clone(&self.invocation_id),
+                capability_id: Arc::clone(&self.capability_id),
+                consumer_id: Arc::clone(&self.consumer_key),
+            }]
+        });
+        let mut trace = Trace::default();
+        let outcome = self.phases(&mut trace).instrument(span.clone()).await;
+        let _settling = span.enter();
+        self.settle(outcome, trace, started, version_at_start)
     }
 
     async fn phases(&self, trace: &mut Trace) -> Result<Option<Arc<Value>>, ErrorPayload> {
@@ -208,10 +200,8 @@ impl Call<'_> {
             .await?;
         trace.effective_input = Some(effective);
         self.precondition(component.as_ref(), index, capability, typed.as_ref(), &read)?;
-        let wait_started = Instant::now();
-        let slot = self.concurrency(&registration, index, capability).await;
-        trace.queue_wait = Some(wait_started.elapsed());
-        let slot = slot?;
+        let (slot, waited) = self.concurrency(&registration, index, capability).await?;
+        trace.queue_wait = Some(waited);
         let output = self
             .execute(
                 &registration,
@@ -232,57 +222,61 @@ impl Call<'_> {
         let _phase = tracing::trace_span!("phase", n = 2, name = "resolve").entered();
         let inner = &self.registry.inner;
         let request = &self.request;
-        let now = inner.now_ms();
+        // Read lazily: only the failure paths consult time-bounded memories.
+        let now = || inner.now_ms();
         let state = inner.state();
-        let candidates: &[Arc<Registration>] = state
-            .by_capability
-            .get(&*self.capability_id)
-            .map_or(&[], Vec::as_slice);
+        let candidates = state.by_capability.get(&*self.capability_id);
         let instance = request.instance_id.as_deref();
-        let for_instance =
-            |r: &&Arc<Registration>| instance.is_none_or(|i| r.instance.as_str() == i);
+        let of_instance = |i: &str| candidates.and_then(|c| c.get(i));
+        let only = || candidates.filter(|c| c.len() == 1).and_then(|c| c.values().next());
 
         let target = if let Some(registration_id) = request.registration_id.as_deref() {
-            if let Some(live) = candidates.iter().find(|r| &*r.id == registration_id) {
-                Arc::clone(live)
-            } else {
-                let live = candidates
-                    .iter()
-                    .filter(for_instance)
-                    .map(|r| Arc::clone(&r.id))
-                    .next();
-                if !inner.ids.minted_here(registration_id) {
-                    return Err(ErrorPayload::stale("surface-reloaded", live.as_deref()));
-                }
-                // A live successor makes the token stale; without one, a
-                // tombstone tells the caller the component went away.
-                return Err(match live {
-                    Some(live) => ErrorPayload::stale("registration-replaced", Some(&live)),
-                    None if state.tombstones.peek(registration_id, now).is_some() => {
-                        ErrorPayload::unmounted("resolve")
+            let live = match instance {
+                Some(i) => of_instance(i),
+                None => candidates.and_then(|c| c.values().find(|r| &*r.id == registration_id)),
+            };
+            match live {
+                Some(live) if &*live.id == registration_id => Arc::clone(live),
+                _ => {
+                    let tombstone = state.tombstones.peek(registration_id, now());
+                    let successor = match instance.or(tombstone.map(|t| t.instance.as_str())) {
+                        Some(i) => of_instance(i),
+                        None => only(),
+                    };
+                    if !inner.ids.minted_here(registration_id) {
+                        let live = successor.map(|r| Arc::clone(&r.id));
+                        return Err(ErrorPayload::stale("surface-reloaded", live.as_deref()));
                     }
-                    None => ErrorPayload::not_found(),
-                });
+                    // A live successor makes the token stale; without one, a
+                    // tombstone tells the caller the component went away.
+                    return Err(match (successor, tombstone) {
+                        (Some(live), _) => ErrorPayload::stale("registration-replaced", Some(&live.id)),
+                        (None, Some(_)) => ErrorPayload::unmounted("resolve"),
+                        (None, None) => ErrorPayload::not_found(),
+                    });
+                }
             }
         } else {
-            let mut matching = candidates.iter().filter(for_instance);
-            match (matching.next(), matching.next()) {
-                (Some(only), None) => Arc::clone(only),
-                (Some(_), Some(_)) => {
-                    let all: Vec<Arc<Registration>> =
-                        candidates.iter().filter(for_instance).cloned().collect();
+            let found = match instance {
+                Some(i) => of_instance(i),
+                None => only(),
+            };
+            match found {
+                Some(target) => Arc::clone(target),
+                None if instance.is_none() && candidates.is_some_and(|c| c.len() > 1) => {
+                    let all: Vec<Arc<Registration>> = candidates.map(|c| c.values().cloned().collect()).unwrap_or_default();
                     drop(state);
                     return Err(self.ambiguous(&all));
                 }
-                (None, _) => {
+                None => {
                     let component_type = self
                         .capability_id
                         .strip_prefix("view:")
                         .and_then(|rest| rest.rsplit_once('.'))
                         .map(|(component_type, _)| component_type);
                     let recently = component_type
-                        .and_then(|t| state.unmounted_types.peek(t, now))
-                        .and_then(|id| state.tombstones.peek(&**id, now))
+                        .and_then(|t| state.unmounted_types.peek(t, now()))
+                        .and_then(|id| state.tombstones.peek(&**id, now()))
                         .is_some_and(|tomb| {
                             instance.is_none_or(|i| tomb.instance.as_str() == i)
                                 && tomb
@@ -600,7 +594,7 @@ impl Call<'_> {
         registration: &Registration,
         index: usize,
         capability: &CheckedCapability,
-    ) -> Result<Slot, ErrorPayload> {
+    ) -> Result<(Slot, Duration), ErrorPayload> {
         let inner = &self.registry.inner;
         let limits = &inner.config.limits;
         let external = Cancelled(self.options.cancellation.as_ref());
@@ -615,12 +609,17 @@ impl Call<'_> {
                 queued_per_consumer: limits.max_queued_observations_per_consumer,
             };
             return match inner.admission.enter(&self.consumer_key, admission_limits) {
-                Ok(Ticket::Admitted(admitted)) => Ok(Slot::Observation(admitted)),
-                Ok(Ticket::Queued(ticket)) => tokio::select! {
-                    admitted = ticket.admitted() => admitted.map(Slot::Observation).map_err(|_| ErrorPayload::cancelled()),
-                    () = external.wait() => Err(ErrorPayload::cancelled()),
-                    () = inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
-                },
+                Ok(Ticket::Admitted(admitted)) => Ok((Slot::Observation(admitted), Duration::ZERO)),
+                Ok(Ticket::Queued(ticket)) => {
+                    let waiting_since = Instant::now();
+                    tokio::select! {
+                        admitted = ticket.admitted() => admitted
+                            .map(|admitted| (Slot::Observation(admitted), waiting_since.elapsed()))
+                            .map_err(|_| ErrorPayload::cancelled()),
+                        () = external.wait() => Err(ErrorPayload::cancelled()),
+                        () = inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+                    }
+                }
                 Err(QueueRefusal::Full) => Err(full()),
                 Err(QueueRefusal::Closed) => Err(ErrorPayload::cancelled()),
             };
@@ -639,17 +638,20 @@ impl Call<'_> {
             ActionQueue::new(slots, depth)
         });
         let entry = queue.enter().map_err(|_| full())?;
-        let permit = match entry {
-            Entry::Ready(permit) => permit,
-            Entry::Queued(waiting) => tokio::select! {
-                biased;
-                () = external.wait() => return Err(ErrorPayload::cancelled()),
-                () = inner.disposed.cancelled() => return Err(ErrorPayload::cancelled()),
-                () = registration.cancel.cancelled() => return Err(ErrorPayload::unmounted("mid-flight")),
-                permit = waiting.slot() => permit.map_err(|_| ErrorPayload::cancelled())?,
-            },
-        };
-        Ok(Slot::Action(permit))
+        match entry {
+            Entry::Ready(permit) => Ok((Slot::Action(permit), Duration::ZERO)),
+            Entry::Queued(waiting) => {
+                let waiting_since = Instant::now();
+                let permit = tokio::select! {
+                    biased;
+                    () = external.wait() => return Err(ErrorPayload::cancelled()),
+                    () = inner.disposed.cancelled() => return Err(ErrorPayload::cancelled()),
+                    () = registration.cancel.cancelled() => return Err(ErrorPayload::unmounted("mid-flight")),
+                    permit = waiting.slot() => permit.map_err(|_| ErrorPayload::cancelled())?,
+                };
+                Ok((Slot::Action(permit), waiting_since.elapsed()))
+            }
+        }
     }
 
     /// Phase 9: run the handler against its timeout, external cancellation,
@@ -695,16 +697,19 @@ impl Call<'_> {
         );
         let mut handler = CatchUnwind(component.__invoke(index, typed, ctx));
         let started = Instant::now();
+        let deadline = started + timeout;
         let settled = tokio::select! {
             biased;
             outcome = &mut handler => Ok(outcome),
-            () = tokio::time::sleep(timeout) => Err(Interrupt::Timeout(timeout)),
+            () = tokio::time::sleep_until(deadline) => Err(Interrupt::Timeout(timeout)),
             () = external.wait() => Err(Interrupt::Cancelled),
             // Disposal unmounts everything too; it settles CANCELLED.
             () = inner.disposed.cancelled() => Err(Interrupt::Cancelled),
             () = registration.cancel.cancelled(), if !navigation => Err(Interrupt::Unmounted),
         };
-        trace.execution = Some(started.elapsed());
+        let finished = Instant::now();
+        trace.execution = Some(finished - started);
+        trace.finished = Some(finished);
         match settled {
             Ok(Ok(Ok(output))) => Ok(output),
             Ok(Ok(Err(error))) => {
@@ -816,7 +821,8 @@ impl Call<'_> {
     ) -> InvocationResult {
         let inner = &self.registry.inner;
         let version = inner.version();
-        let duration_ms = Self::elapsed_ms(started);
+        let ended = trace.finished.unwrap_or_else(Instant::now);
+        let duration_ms = u64::try_from((ended - started).as_millis()).unwrap_or(u64::MAX);
         let code = outcome.as_ref().err().map(ErrorPayload::code);
         let status = if outcome.is_ok() { "ok" } else { "error" };
         let capability = trace.target.as_ref().map(|t| t.capability);

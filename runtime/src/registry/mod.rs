@@ -34,7 +34,9 @@
 
 mod registration;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -44,7 +46,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use registration::{Availability, Chain, Override, Registration, vote};
+pub(crate) use registration::{Availability, Chain, Chains, Override, Registration, vote};
 
 use crate::audit::{
     self, AuditEvent, AuditKind, AuditSink, ConsoleAuditSink, FanOut, MemoryAuditSink,
@@ -325,6 +327,7 @@ impl RegistryBuilder {
         let limits = self.limits;
         let clock = self.clock.unwrap_or_else(|| Arc::new(TokioClock::new()));
         let (version_tx, _) = watch::channel(0);
+        let base_chain = Arc::new(Chain::compose(&self.policies, &[], Vec::new()));
         let inner = Inner {
             surface_id: Arc::from(ids.surface_id()),
             config: Config {
@@ -342,9 +345,9 @@ impl RegistryBuilder {
             ids,
             state: Mutex::new(State {
                 version: 0,
-                live: HashMap::new(),
-                by_key: HashMap::new(),
-                by_capability: HashMap::new(),
+                live: FxHashMap::default(),
+                by_key: FxHashMap::default(),
+                by_capability: FxHashMap::default(),
                 ordered: None,
                 tombstones: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
                 unmounted_types: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
@@ -364,6 +367,7 @@ impl RegistryBuilder {
             version: std::sync::atomic::AtomicU64::new(0),
             empty_host: HostContext::default(),
             anonymous: crate::context::Consumer::anonymous(),
+            base_chain,
         };
         Registry {
             inner: Arc::new(inner),
@@ -393,9 +397,10 @@ pub(crate) struct Tombstone {
 
 pub(crate) struct State {
     pub(crate) version: u64,
-    pub(crate) live: HashMap<Arc<str>, Arc<Registration>>,
-    pub(crate) by_key: HashMap<(Arc<str>, InstanceId), Arc<Registration>>,
-    pub(crate) by_capability: HashMap<Arc<str>, Vec<Arc<Registration>>>,
+    pub(crate) live: FxHashMap<Arc<str>, Arc<Registration>>,
+    pub(crate) by_key: FxHashMap<(Arc<str>, InstanceId), Arc<Registration>>,
+    /// Live registrations per capability id, by instance (deterministic order).
+    pub(crate) by_capability: FxHashMap<Arc<str>, BTreeMap<InstanceId, Arc<Registration>>>,
     /// Live registrations in snapshot order, rebuilt lazily after mutations.
     ordered: Option<Arc<Vec<Arc<Registration>>>>,
     pub(crate) tombstones: Lru<Arc<str>, Tombstone>,
@@ -438,7 +443,7 @@ impl State {
             self.by_capability
                 .entry(Arc::clone(capability.id().as_arc()))
                 .or_default()
-                .push(Arc::clone(registration));
+                .insert(registration.instance.clone(), Arc::clone(registration));
         }
         self.ordered = None;
     }
@@ -458,9 +463,14 @@ impl State {
         }
         for capability in registration.contract.capabilities() {
             let id = capability.id().as_arc();
-            if let Some(list) = self.by_capability.get_mut(id) {
-                list.retain(|r| !Arc::ptr_eq(r, registration));
-                if list.is_empty() {
+            if let Some(instances) = self.by_capability.get_mut(id) {
+                if instances
+                    .get(&registration.instance)
+                    .is_some_and(|live| Arc::ptr_eq(live, registration))
+                {
+                    instances.remove(&registration.instance);
+                }
+                if instances.is_empty() {
                     self.by_capability.remove(id);
                 }
             }
@@ -503,6 +513,8 @@ pub(crate) struct Inner {
     pub(crate) empty_host: HostContext,
     /// The consumer of calls that name none.
     pub(crate) anonymous: crate::context::Consumer,
+    /// The registry's own policy chain, shared by registrations that add none.
+    pub(crate) base_chain: Arc<Chain>,
 }
 
 impl Inner {
@@ -899,18 +911,21 @@ impl Registry {
             }
         }
 
-        let component_policies = contract.policies();
-        let chains: Box<[Chain]> = contract
-            .capabilities()
-            .iter()
-            .map(|capability| {
-                Chain::compose(
-                    &inner.config.policies,
-                    &component_policies,
-                    capability.policies(),
-                )
-            })
-            .collect();
+        let chains = if contract.has_own_policies() {
+            let component_policies = contract.policies();
+            Chains::Each(
+                contract
+                    .capabilities()
+                    .iter()
+                    .map(|capability| {
+                        Chain::compose(&inner.config.policies, &component_policies, capability.policies())
+                    })
+                    .collect(),
+            )
+        } else {
+            // Only the registry's chain: shared, nothing to build per mount.
+            Chains::Shared(Arc::clone(&inner.base_chain))
+        };
         let registration = Arc::new(Registration::new(
             Arc::clone(&registration_id),
             contract,

@@ -97,6 +97,13 @@ pub(crate) fn vote(policy: &dyn crate::policy::Policy, ctx: &PolicyContext<'_>) 
     })
 }
 
+/// The chains of a registration: one shared chain (the registry's) when
+/// the component adds no policies, else one per capability.
+pub(crate) enum Chains {
+    Shared(Arc<Chain>),
+    Each(Box<[Chain]>),
+}
+
 /// An availability override pushed by the host.
 #[derive(Clone, Debug)]
 pub(crate) struct Override {
@@ -120,7 +127,9 @@ pub(crate) struct Registration {
     pub(crate) component: RwLock<Option<Arc<dyn Component>>>,
     pub(crate) enabled: AtomicBool,
     overrides: RwLock<Option<Box<[Option<Override>]>>>,
-    pub(crate) chains: Box<[Chain]>,
+    /// Whether any override was ever pushed (skips the lock otherwise).
+    overridden: AtomicBool,
+    pub(crate) chains: Chains,
     /// Fired at unmount: in-flight non-navigation invocations settle
     /// COMPONENT_UNMOUNTED.
     pub(crate) cancel: CancellationToken,
@@ -148,7 +157,7 @@ impl Registration {
         instance: InstanceId,
         component: Arc<dyn Component>,
         enabled: bool,
-        chains: Box<[Chain]>,
+        chains: Chains,
     ) -> Registration {
         Registration {
             id,
@@ -157,6 +166,7 @@ impl Registration {
             component: RwLock::new(Some(component)),
             enabled: AtomicBool::new(enabled),
             overrides: RwLock::new(None),
+            overridden: AtomicBool::new(false),
             chains,
             cancel: CancellationToken::new(),
             active: AtomicBool::new(true),
@@ -191,7 +201,10 @@ impl Registration {
     }
 
     pub(crate) fn chain(&self, index: usize) -> Option<&Chain> {
-        self.chains.get(index)
+        match &self.chains {
+            Chains::Shared(chain) => (index < self.contract.capabilities().len()).then_some(&**chain),
+            Chains::Each(chains) => chains.get(index),
+        }
     }
 
     /// Sets an override; returns whether the effective value changed.
@@ -202,6 +215,7 @@ impl Registration {
             .unwrap_or_else(PoisonError::into_inner);
         let count = self.contract.capabilities().len();
         let table = overrides.get_or_insert_with(|| vec![None; count].into_boxed_slice());
+        self.overridden.store(true, Ordering::Release);
         let Some(slot) = table.get_mut(index) else {
             return false;
         };
@@ -212,6 +226,9 @@ impl Registration {
     }
 
     fn override_of(&self, index: usize) -> Option<Override> {
+        if !self.overridden.load(Ordering::Acquire) {
+            return None;
+        }
         self.overrides
             .read()
             .unwrap_or_else(PoisonError::into_inner)

@@ -382,9 +382,9 @@ struct Issues {
 }
 
 impl Issues {
-    fn push(&mut self, path: &str, message: impl Into<std::borrow::Cow<'static, str>>) {
+    fn push(&mut self, path: &Path<'_>, message: impl Into<std::borrow::Cow<'static, str>>) {
         if self.list.len() < MAX_ISSUES {
-            self.list.push(Issue::new(path, message));
+            self.list.push(Issue::new(path.render(), message));
         } else {
             self.dropped += 1;
         }
@@ -401,8 +401,7 @@ impl CompiledSchema {
     /// final issue counting the rest.
     pub fn validate(&self, value: &Value) -> Vec<Issue> {
         let mut issues = Issues::default();
-        let mut path = String::new();
-        self.check(self.root, value, &mut path, &mut issues);
+        self.check(self.root, value, &Path::Root, &mut issues);
         let Issues {
             mut list, dropped, ..
         } = issues;
@@ -465,7 +464,7 @@ impl CompiledSchema {
         self.validate(value).is_empty()
     }
 
-    fn check(&self, index: usize, value: &Value, path: &mut String, issues: &mut Issues) {
+    fn check(&self, index: usize, value: &Value, path: &Path<'_>, issues: &mut Issues) {
         let Some(node) = self.nodes.get(index) else {
             return;
         };
@@ -487,13 +486,13 @@ impl CompiledSchema {
             && value != constant
         {
             issues.push(path, format!("must be {constant}"));
-            issues.tag_mismatch |= path_depth_is_property(path);
+            issues.tag_mismatch |= path.is_property();
         }
         if let Some(values) = &node.enumeration
             && !values.contains(value)
         {
             issues.push(path, format!("must be one of {}", list_values(values)));
-            issues.tag_mismatch |= path_depth_is_property(path);
+            issues.tag_mismatch |= path.is_property();
         }
         match value {
             Value::Object(map) => self.check_object(node, map, path, issues),
@@ -507,19 +506,10 @@ impl CompiledSchema {
         }
     }
 
-    fn check_object(
-        &self,
-        node: &Node,
-        map: &Map<String, Value>,
-        path: &mut String,
-        issues: &mut Issues,
-    ) {
-        let base = path.len();
+    fn check_object(&self, node: &Node, map: &Map<String, Value>, path: &Path<'_>, issues: &mut Issues) {
         for name in &node.required {
             if !map.contains_key(name) {
-                push_segment(path, name);
-                issues.push(path, "required property is missing");
-                path.truncate(base);
+                issues.push(&Path::Key(path, name), "required property is missing");
             }
         }
         for (key, child) in map {
@@ -528,29 +518,24 @@ impl CompiledSchema {
                 .binary_search_by(|(name, _)| name.as_str().cmp(key))
                 .ok()
                 .and_then(|at| node.properties.get(at));
-            push_segment(path, key);
+            let here = Path::Key(path, key);
             match known {
-                Some((_, property)) => self.check(*property, child, path, issues),
+                Some((_, property)) => self.check(*property, child, &here, issues),
                 None if node.closed => {
-                    let allowed: Vec<&str> = node
-                        .properties
-                        .iter()
-                        .map(|(name, _)| name.as_str())
-                        .collect();
+                    let allowed: Vec<&str> = node.properties.iter().map(|(name, _)| name.as_str()).collect();
                     let message = if allowed.is_empty() {
                         "unknown property; this object takes no properties".to_owned()
                     } else {
                         format!("unknown property; allowed: {}", allowed.join(", "))
                     };
-                    issues.push(path, message);
+                    issues.push(&here, message);
                 }
                 None => {}
             }
-            path.truncate(base);
         }
     }
 
-    fn check_array(&self, node: &Node, items: &[Value], path: &mut String, issues: &mut Issues) {
+    fn check_array(&self, node: &Node, items: &[Value], path: &Path<'_>, issues: &mut Issues) {
         let len = items.len() as u64;
         if let Some(min) = node.min_items.filter(|min| len < *min) {
             issues.push(path, format!("must have at least {min} item(s)"));
@@ -568,22 +553,18 @@ impl CompiledSchema {
             }
         }
         if let Some(item_schema) = node.items {
-            let base = path.len();
             for (index, item) in items.iter().enumerate() {
-                let _ = write!(path, "/{index}");
-                self.check(item_schema, item, path, issues);
-                path.truncate(base);
+                self.check(item_schema, item, &Path::Index(path, index), issues);
             }
         }
     }
 
-    fn check_any_of(&self, node: &Node, value: &Value, path: &str, issues: &mut Issues) {
+    fn check_any_of(&self, node: &Node, value: &Value, path: &Path<'_>, issues: &mut Issues) {
         let mut best: Option<(bool, usize, Issues)> = None;
         let mut tie = false;
         for &branch in &node.any_of {
             let mut attempt = Issues::default();
-            let mut branch_path = path.to_owned();
-            self.check(branch, value, &mut branch_path, &mut attempt);
+            self.check(branch, value, path, &mut attempt);
             if attempt.count() == 0 {
                 return;
             }
@@ -600,7 +581,11 @@ impl CompiledSchema {
         match best {
             Some((false, _, attempt)) if !tie => {
                 for issue in attempt.list {
-                    issues.push(&issue.path, issue.message);
+                    if issues.list.len() < MAX_ISSUES {
+                        issues.list.push(issue);
+                    } else {
+                        issues.dropped += 1;
+                    }
                 }
             }
             _ => issues.push(
@@ -614,30 +599,55 @@ impl CompiledSchema {
     }
 }
 
-/// Whether `path` points at an object property (a possible union tag).
-fn path_depth_is_property(path: &str) -> bool {
-    path.rsplit('/')
-        .next()
-        .is_some_and(|last| !last.is_empty() && !last.bytes().all(|b| b.is_ascii_digit()))
+/// Where a value sits in the input: a stack-linked JSON pointer, rendered
+/// only when an issue is reported (valid inputs allocate nothing).
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root,
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
 }
 
-fn push_segment(path: &mut String, key: &str) {
-    let key = match key.char_indices().nth(MAX_PATH_SEGMENT) {
-        Some((cut, _)) => key.get(..cut).unwrap_or(key),
-        None => key,
-    };
-    path.push('/');
-    for c in key.chars() {
-        match c {
-            '~' => path.push_str("~0"),
-            '/' => path.push_str("~1"),
-            c if c.is_control() => path.push('?'),
-            c => path.push(c),
+impl Path<'_> {
+    /// Whether the path ends at an object property (a possible union tag).
+    fn is_property(&self) -> bool {
+        matches!(self, Path::Key(..))
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
+    fn write(&self, out: &mut String) {
+        match self {
+            Path::Root => {}
+            Path::Key(parent, key) => {
+                parent.write(out);
+                out.push('/');
+                let key = match key.char_indices().nth(MAX_PATH_SEGMENT) {
+                    Some((cut, _)) => key.get(..cut).unwrap_or(key),
+                    None => key,
+                };
+                for c in key.chars() {
+                    match c {
+                        '~' => out.push_str("~0"),
+                        '/' => out.push_str("~1"),
+                        c if c.is_control() => out.push('?'),
+                        c => out.push(c),
+                    }
+                }
+            }
+            Path::Index(parent, index) => {
+                parent.write(out);
+                let _ = write!(out, "/{index}");
+            }
         }
     }
 }
 
-fn check_string(node: &Node, text: &str, path: &str, issues: &mut Issues) {
+fn check_string(node: &Node, text: &str, path: &Path<'_>, issues: &mut Issues) {
     if node.min_length.is_some() || node.max_length.is_some() {
         let len = text.chars().count() as u64;
         if let Some(min) = node.min_length.filter(|min| len < *min) {
@@ -659,7 +669,7 @@ fn check_string(node: &Node, text: &str, path: &str, issues: &mut Issues) {
     }
 }
 
-fn check_number(node: &Node, number: &serde_json::Number, path: &str, issues: &mut Issues) {
+fn check_number(node: &Node, number: &serde_json::Number, path: &Path<'_>, issues: &mut Issues) {
     let Some(value) = number.as_f64() else {
         return;
     };

@@ -23,6 +23,25 @@ fn push_base62(out: &mut String, mut value: u64, digits: usize) {
     }
 }
 
+fn push_decimal(out: &mut String, value: u64) {
+    let mut digits = [0u8; 20];
+    let mut n = value;
+    let mut len = 0;
+    loop {
+        if let Some(slot) = digits.get_mut(len) {
+            *slot = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        }
+        len += 1;
+        n /= 10;
+        if n == 0 || len == digits.len() {
+            break;
+        }
+    }
+    for digit in digits.iter().take(len).rev() {
+        out.push(char::from(*digit));
+    }
+}
+
 /// Mints the ids of one registry.
 #[derive(Debug)]
 pub(crate) struct IdMint {
@@ -33,11 +52,19 @@ pub(crate) struct IdMint {
 
 impl IdMint {
     pub(crate) fn new() -> IdMint {
-        let seed = getrandom::u64().unwrap_or_else(|_| {
-            // No OS randomness: fall back to a per-process hash seed.
-            use std::hash::{BuildHasher, RandomState};
-            RandomState::new().hash_one(std::time::SystemTime::now())
+        // One operating-system seed per process; each registry derives its
+        // own from it and a counter.
+        static PROCESS_SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        static REGISTRIES: AtomicU64 = AtomicU64::new(0);
+        let process = *PROCESS_SEED.get_or_init(|| {
+            getrandom::u64().unwrap_or_else(|_| {
+                // No OS randomness: fall back to a per-process hash seed.
+                use std::hash::{BuildHasher, RandomState};
+                RandomState::new().hash_one(std::time::SystemTime::now())
+            })
         });
+        let nth = REGISTRIES.fetch_add(1, Ordering::Relaxed);
+        let seed = splitmix64(process ^ splitmix64(nth));
         let mut nonce = String::with_capacity(6);
         push_base62(&mut nonce, splitmix64(seed ^ 0x5EED), 6);
         IdMint {
@@ -71,7 +98,10 @@ impl IdMint {
     /// from this registry (another registry's ids carry another nonce).
     pub(crate) fn registration_id(&self) -> String {
         let (n, random) = self.next();
-        let mut id = format!("reg_{n}_");
+        let mut id = String::with_capacity(40);
+        id.push_str("reg_");
+        push_decimal(&mut id, n);
+        id.push('_');
         id.push_str(&self.nonce);
         push_base62(&mut id, random, 4);
         id
@@ -98,7 +128,10 @@ impl IdMint {
     /// `inv_<counter>_<random>` for invocations that came without an id.
     pub(crate) fn invocation_id(&self) -> String {
         let (n, random) = self.next();
-        let mut id = format!("inv_{n}_");
+        let mut id = String::with_capacity(32);
+        id.push_str("inv_");
+        push_decimal(&mut id, n);
+        id.push('_');
         push_base62(&mut id, random, 6);
         id
     }

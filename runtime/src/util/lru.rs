@@ -2,14 +2,18 @@
 //! the shape of every cache and memory the registry keeps.
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
 /// At most `capacity` entries; an entry older than `ttl_ms` (since it was
 /// last written) is gone. Operations are O(log n).
 #[derive(Debug)]
 pub(crate) struct Lru<K, V> {
-    entries: HashMap<K, Entry<V>>,
+    /// Keys are bounded in number, so a fast non-keyed hash cannot be
+    /// turned into more than `capacity` collisions.
+    entries: FxHashMap<K, Entry<V>>,
     order: BTreeMap<u64, K>,
     tick: u64,
     capacity: usize,
@@ -26,7 +30,7 @@ struct Entry<V> {
 impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     pub(crate) fn new(capacity: usize, ttl_ms: u64) -> Lru<K, V> {
         Lru {
-            entries: HashMap::with_capacity(capacity.min(1024)),
+            entries: FxHashMap::default(),
             order: BTreeMap::new(),
             tick: 0,
             capacity: capacity.max(1),
