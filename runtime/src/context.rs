@@ -309,8 +309,16 @@ pub struct ConfirmationEvidence {
 pub struct ActionContext {
     read: ReadContext,
     invocation_id: Arc<str>,
-    cancellation: CancellationToken,
+    /// `None` for observations: they are reads, settled (and dropped) by the
+    /// registry on timeout without a signal.
+    cancellation: Option<CancellationToken>,
     confirmation: Option<ConfirmationEvidence>,
+}
+
+/// A token that never fires, for contexts without one.
+fn never_cancelled() -> &'static CancellationToken {
+    static NEVER: std::sync::OnceLock<CancellationToken> = std::sync::OnceLock::new();
+    NEVER.get_or_init(CancellationToken::new)
 }
 
 impl ActionContext {
@@ -325,8 +333,18 @@ impl ActionContext {
         ActionContext {
             read,
             invocation_id,
-            cancellation,
+            cancellation: Some(cancellation),
             confirmation,
+        }
+    }
+
+    /// The context of an observation: no cancellation signal.
+    pub(crate) fn for_observation(read: ReadContext, invocation_id: Arc<str>) -> ActionContext {
+        ActionContext {
+            read,
+            invocation_id,
+            cancellation: None,
+            confirmation: None,
         }
     }
 
@@ -339,12 +357,12 @@ impl ActionContext {
     /// long handler should check it or `select!` on
     /// [`cancelled`](CancellationToken::cancelled).
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancellation
+        self.cancellation.as_ref().unwrap_or_else(|| never_cancelled())
     }
 
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.cancellation.is_cancelled()
+        self.cancellation().is_cancelled()
     }
 
     /// The approved confirmation evidence, when the call carries one.

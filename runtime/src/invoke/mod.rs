@@ -309,6 +309,7 @@ impl Registry {
             Some(consumer) => consumer.clone(),
             None => inner.anonymous.clone(),
         };
+        let supplied = request.invocation_id.is_some();
         let invocation_id: Arc<str> = match request.invocation_id.take() {
             Some(id) => Arc::from(id),
             None => Arc::from(inner.ids.invocation_id()),
@@ -327,37 +328,43 @@ impl Registry {
             return immediate(ErrorPayload::cancelled());
         }
 
-        // Phase 1: dedupe + conflict.
+        // Phase 1: dedupe + conflict. A call that came without an id got a
+        // fresh one: nobody can retry or join it, so there is nothing to
+        // remember.
         let consumer_key = Arc::clone(consumer.key());
-        let mut key = String::with_capacity(consumer_key.len() + invocation_id.len() + 1);
-        key.push_str(&consumer_key);
-        key.push(' ');
-        key.push_str(&invocation_id);
-        let key: Arc<str> = Arc::from(key);
-        let fingerprint = request.fingerprint();
-        let now = inner.now_ms();
-        let begin = inner
-            .dedupe
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .begin(&key, fingerprint, now);
-        let generation = match begin {
-            Begin::Conflict => return immediate(ErrorPayload::conflict()),
-            Begin::Cached(result) => return result,
-            Begin::Join(mut done) => {
-                return match done.wait_for(Option::is_some).await {
-                    Ok(result) => result.clone().unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
-                    Err(_) => immediate(ErrorPayload::cancelled()),
-                };
-            }
-            Begin::Leader(generation) => generation,
-        };
-        let leadership = Leadership {
-            registry: self,
-            key,
-            generation,
-            began_ms: now,
-            finished: false,
+        let leadership = if supplied {
+            let mut key = String::with_capacity(consumer_key.len() + invocation_id.len() + 1);
+            key.push_str(&consumer_key);
+            key.push(' ');
+            key.push_str(&invocation_id);
+            let key: Arc<str> = Arc::from(key);
+            let fingerprint = request.fingerprint();
+            let now = inner.now_ms();
+            let begin = inner
+                .dedupe
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .begin(&key, fingerprint, now);
+            let generation = match begin {
+                Begin::Conflict => return immediate(ErrorPayload::conflict()),
+                Begin::Cached(result) => return result,
+                Begin::Join(mut done) => {
+                    return match done.wait_for(Option::is_some).await {
+                        Ok(result) => result.clone().unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
+                        Err(_) => immediate(ErrorPayload::cancelled()),
+                    };
+                }
+                Begin::Leader(generation) => generation,
+            };
+            Some(Leadership {
+                registry: self,
+                key,
+                generation,
+                began_ms: now,
+                finished: false,
+            })
+        } else {
+            None
         };
         let input = request.input.take();
         let call = pipeline::Call {
@@ -371,7 +378,9 @@ impl Registry {
             capability_id,
         };
         let result = call.run().await;
-        leadership.finish(&result);
+        if let Some(leadership) = leadership {
+            leadership.finish(&result);
+        }
         result
     }
 

@@ -688,13 +688,12 @@ impl Call<'_> {
                 None => limits.action_timeout,
             });
         let navigation = capability.effect() == Effect::Navigation;
-        let token = tokio_util::sync::CancellationToken::new();
-        let ctx = ActionContext::new(
-            read,
-            Arc::clone(&self.invocation_id),
-            token.clone(),
-            evidence,
-        );
+        // Observations are reads: settled by the registry, never signalled.
+        let token = (capability.kind() != Kind::Observation).then(tokio_util::sync::CancellationToken::new);
+        let ctx = match &token {
+            Some(token) => ActionContext::new(read, Arc::clone(&self.invocation_id), token.clone(), evidence),
+            None => ActionContext::for_observation(read, Arc::clone(&self.invocation_id)),
+        };
         let mut handler = CatchUnwind(component.__invoke(index, typed, ctx));
         let started = Instant::now();
         let deadline = started + timeout;
@@ -714,7 +713,7 @@ impl Call<'_> {
             Ok(Ok(Ok(output))) => Ok(output),
             Ok(Ok(Err(error))) => {
                 trace.operator = Some(error.operator_message());
-                if navigation && token.is_cancelled() {
+                if navigation && token.as_ref().is_some_and(tokio_util::sync::CancellationToken::is_cancelled) {
                     Err(ErrorPayload::cancelled())
                 } else {
                     Err(error.to_payload())
@@ -727,7 +726,9 @@ impl Call<'_> {
                 Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
             }
             Err(interrupt) => {
-                token.cancel();
+                if let Some(token) = &token {
+                    token.cancel();
+                }
                 self.watch_late_settlement(handler, timeout, capability);
                 Err(match interrupt {
                     Interrupt::Timeout(after) => ErrorPayload::timeout(
