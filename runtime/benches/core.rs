@@ -96,6 +96,18 @@ fn invoke(c: &mut Criterion) {
             async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
         });
     });
+    let mut n = 0u64;
+    c.bench_function("action invoke with a tool-call id (deduplicated)", |b| {
+        b.to_async(&runtime).iter(|| {
+            n += 1;
+            let request = Invocation::new("view:bench.widget.poke")
+                .instance("w3")
+                .input(json!({"ids": ["d1", "d2"]}))
+                .invocation_id(format!("toolu_{n:016}"));
+            let registry = &registry;
+            async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
+        });
+    });
     c.bench_function("observation invoke", |b| {
         b.to_async(&runtime).iter(|| {
             let request = Invocation::new("view:bench.widget.readState").instance("w3");
@@ -126,10 +138,10 @@ fn rows() -> Value {
             let city = ["Milan", "Rome", "Turin"][n % 3];
             json!({
                 "id": format!("device-{n:04}"),
-                "name": format!("Device number {n}"),
+                "name": format!("Device {n}"),
                 "status": if n % 3 == 0 { "offline" } else { "online" },
                 "city": city,
-                "load": n as f64 / 7.0,
+                "load": n * 7 % 100,
             })
         })
         .collect();

@@ -171,6 +171,12 @@ pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
 pub fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
     sink.write(b"\"");
     let bytes = text.as_bytes();
+    // Most strings need no escaping: one scan, one write.
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        sink.write(bytes);
+        sink.write(b"\"");
+        return;
+    }
     let mut start = 0;
     for (index, &byte) in bytes.iter().enumerate() {
         let mut control = *b"\\u0000";

@@ -195,6 +195,10 @@ impl Dispatcher {
             .collect();
         self.has_listeners
             .store(!next.is_empty(), Ordering::Release);
+        if next.is_empty() {
+            // Nobody will ever receive what is queued.
+            self.queue.lock().unwrap_or_else(PoisonError::into_inner).events.clear();
+        }
         *listeners = Arc::new(next);
     }
 
@@ -205,6 +209,7 @@ impl Dispatcher {
             .unwrap_or_else(PoisonError::into_inner);
         *listeners = Arc::new(Vec::new());
         self.has_listeners.store(false, Ordering::Release);
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner).events.clear();
     }
 
     /// Whether anyone listens (events need not even be built otherwise).
@@ -226,6 +231,9 @@ impl Dispatcher {
     /// Delivers queued events unless another caller is already delivering
     /// (that caller will deliver these too, in order).
     pub(crate) fn drain(&self) {
+        if !self.active() {
+            return;
+        }
         {
             let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
             if queue.dispatching || queue.events.is_empty() {

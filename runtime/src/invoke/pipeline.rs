@@ -225,15 +225,33 @@ impl Call<'_> {
         // Read lazily: only the failure paths consult time-bounded memories.
         let now = || inner.now_ms();
         let state = inner.state();
-        let candidates = state.by_capability.get(&*self.capability_id);
+        let component_type = self
+            .capability_id
+            .strip_prefix("view:")
+            .and_then(|rest| rest.rsplit_once('.'))
+            .map(|(component_type, _)| component_type);
+        let offers = |r: &&Arc<Registration>| {
+            r.contract
+                .capabilities()
+                .iter()
+                .any(|c| c.id().as_str() == &*self.capability_id)
+        };
+        let candidates = component_type.and_then(|t| state.by_type.get(t));
         let instance = request.instance_id.as_deref();
-        let of_instance = |i: &str| candidates.and_then(|c| c.get(i));
-        let only = || candidates.filter(|c| c.len() == 1).and_then(|c| c.values().next());
+        let of_instance = |i: &str| candidates.and_then(|c| c.get(i)).filter(offers);
+        let only = || {
+            candidates
+                .filter(|c| c.len() == 1)
+                .and_then(|c| c.values().next())
+                .filter(offers)
+        };
 
         let target = if let Some(registration_id) = request.registration_id.as_deref() {
             let live = match instance {
                 Some(i) => of_instance(i),
-                None => candidates.and_then(|c| c.values().find(|r| &*r.id == registration_id)),
+                None => candidates
+                    .and_then(|c| c.values().find(|r| &*r.id == registration_id))
+                    .filter(offers),
             };
             match live {
                 Some(live) if &*live.id == registration_id => Arc::clone(live),
@@ -263,17 +281,14 @@ impl Call<'_> {
             };
             match found {
                 Some(target) => Arc::clone(target),
-                None if instance.is_none() && candidates.is_some_and(|c| c.len() > 1) => {
-                    let all: Vec<Arc<Registration>> = candidates.map(|c| c.values().cloned().collect()).unwrap_or_default();
+                None if instance.is_none() && candidates.is_some_and(|c| c.values().filter(offers).count() > 1) => {
+                    let all: Vec<Arc<Registration>> = candidates
+                        .map(|c| c.values().filter(offers).cloned().collect())
+                        .unwrap_or_default();
                     drop(state);
                     return Err(self.ambiguous(&all));
                 }
                 None => {
-                    let component_type = self
-                        .capability_id
-                        .strip_prefix("view:")
-                        .and_then(|rest| rest.rsplit_once('.'))
-                        .map(|(component_type, _)| component_type);
                     let recently = component_type
                         .and_then(|t| state.unmounted_types.peek(t, now()))
                         .and_then(|id| state.tombstones.peek(&**id, now()))
@@ -641,12 +656,16 @@ impl Call<'_> {
         match entry {
             Entry::Ready(permit) => Ok((Slot::Action(permit), Duration::ZERO)),
             Entry::Queued(waiting) => {
+                let unmounted = registration.unmounted();
+                if !registration.is_active() {
+                    return Err(ErrorPayload::unmounted("mid-flight"));
+                }
                 let waiting_since = Instant::now();
                 let permit = tokio::select! {
                     biased;
                     () = external.wait() => return Err(ErrorPayload::cancelled()),
                     () = inner.disposed.cancelled() => return Err(ErrorPayload::cancelled()),
-                    () = registration.cancel.cancelled() => return Err(ErrorPayload::unmounted("mid-flight")),
+                    () = unmounted.cancelled() => return Err(ErrorPayload::unmounted("mid-flight")),
                     permit = waiting.slot() => permit.map_err(|_| ErrorPayload::cancelled())?,
                 };
                 Ok((Slot::Action(permit), waiting_since.elapsed()))
@@ -670,6 +689,8 @@ impl Call<'_> {
         let inner = &self.registry.inner;
         let limits = &inner.config.limits;
         let external = Cancelled(self.options.cancellation.as_ref());
+        // Taken before the liveness check: an unmount after it fires the token.
+        let unmounted = registration.unmounted();
         let Some(component) = registration
             .component()
             .filter(|_| registration.is_active())
@@ -704,7 +725,7 @@ impl Call<'_> {
             () = external.wait() => Err(Interrupt::Cancelled),
             // Disposal unmounts everything too; it settles CANCELLED.
             () = inner.disposed.cancelled() => Err(Interrupt::Cancelled),
-            () = registration.cancel.cancelled(), if !navigation => Err(Interrupt::Unmounted),
+            () = unmounted.cancelled(), if !navigation => Err(Interrupt::Unmounted),
         };
         let finished = Instant::now();
         trace.execution = Some(finished - started);

@@ -346,8 +346,7 @@ impl RegistryBuilder {
             state: Mutex::new(State {
                 version: 0,
                 live: FxHashMap::default(),
-                by_key: FxHashMap::default(),
-                by_capability: FxHashMap::default(),
+                by_type: FxHashMap::default(),
                 ordered: None,
                 tombstones: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
                 unmounted_types: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
@@ -398,9 +397,8 @@ pub(crate) struct Tombstone {
 pub(crate) struct State {
     pub(crate) version: u64,
     pub(crate) live: FxHashMap<Arc<str>, Arc<Registration>>,
-    pub(crate) by_key: FxHashMap<(Arc<str>, InstanceId), Arc<Registration>>,
-    /// Live registrations per capability id, by instance (deterministic order).
-    pub(crate) by_capability: FxHashMap<Arc<str>, BTreeMap<InstanceId, Arc<Registration>>>,
+    /// Live registrations per component type, by instance (deterministic order).
+    pub(crate) by_type: FxHashMap<Arc<str>, BTreeMap<InstanceId, Arc<Registration>>>,
     /// Live registrations in snapshot order, rebuilt lazily after mutations.
     ordered: Option<Arc<Vec<Arc<Registration>>>>,
     pub(crate) tombstones: Lru<Arc<str>, Tombstone>,
@@ -432,47 +430,25 @@ impl State {
     fn insert(&mut self, registration: &Arc<Registration>) {
         self.live
             .insert(Arc::clone(&registration.id), Arc::clone(registration));
-        self.by_key.insert(
-            (
-                Arc::clone(registration.contract.component_type().as_arc()),
-                registration.instance.clone(),
-            ),
-            Arc::clone(registration),
-        );
-        for capability in registration.contract.capabilities() {
-            self.by_capability
-                .entry(Arc::clone(capability.id().as_arc()))
-                .or_default()
-                .insert(registration.instance.clone(), Arc::clone(registration));
-        }
+        self.by_type
+            .entry(Arc::clone(registration.contract.component_type().as_arc()))
+            .or_default()
+            .insert(registration.instance.clone(), Arc::clone(registration));
         self.ordered = None;
     }
 
     fn remove(&mut self, registration: &Arc<Registration>, now_ms: u64) {
         self.live.remove(&registration.id);
-        let key = (
-            Arc::clone(registration.contract.component_type().as_arc()),
-            registration.instance.clone(),
-        );
-        if self
-            .by_key
-            .get(&key)
-            .is_some_and(|live| Arc::ptr_eq(live, registration))
-        {
-            self.by_key.remove(&key);
-        }
-        for capability in registration.contract.capabilities() {
-            let id = capability.id().as_arc();
-            if let Some(instances) = self.by_capability.get_mut(id) {
-                if instances
-                    .get(&registration.instance)
-                    .is_some_and(|live| Arc::ptr_eq(live, registration))
-                {
-                    instances.remove(&registration.instance);
-                }
-                if instances.is_empty() {
-                    self.by_capability.remove(id);
-                }
+        let component_type = registration.contract.component_type().as_str();
+        if let Some(instances) = self.by_type.get_mut(component_type) {
+            if instances
+                .get(&registration.instance)
+                .is_some_and(|live| Arc::ptr_eq(live, registration))
+            {
+                instances.remove(&registration.instance);
+            }
+            if instances.is_empty() {
+                self.by_type.remove(component_type);
             }
         }
         self.unmounted_types.insert(
@@ -547,7 +523,11 @@ impl Inner {
         state.version += 1;
         let version = state.version;
         self.version.store(version, Ordering::Release);
-        self.version_tx.send_replace(version);
+        // Watchers are rare; without any, skip the notification machinery
+        // (`watch_version` syncs the value when someone subscribes).
+        if self.version_tx.receiver_count() > 0 {
+            self.version_tx.send_replace(version);
+        }
         if self.dispatcher.active() {
             events.push(SurfaceEvent::SurfaceChanged {
                 surface_version: version.to_string(),
@@ -806,7 +786,11 @@ impl Registry {
 
     /// Watches the surface version; adapters refresh when it moves.
     pub fn watch_version(&self) -> watch::Receiver<u64> {
-        self.inner.version_tx.subscribe()
+        let state = self.inner.state();
+        self.inner.version_tx.send_replace(state.version);
+        let receiver = self.inner.version_tx.subscribe();
+        drop(state);
+        receiver
     }
 
     /// The registry's environment.
@@ -944,10 +928,14 @@ impl Registry {
                 domain: domain.to_string(),
             });
         }
-        let key = (Arc::clone(&component_type), instance.clone());
         let mut events = Vec::new();
         let mut replaced = None;
-        if let Some(existing) = state.by_key.get(&key).cloned() {
+        let existing = state
+            .by_type
+            .get(&*component_type)
+            .and_then(|instances| instances.get(&instance))
+            .cloned();
+        if let Some(existing) = existing {
             match inner.config.duplicates {
                 DuplicatePolicy::Reject => {
                     drop(state);
@@ -989,7 +977,7 @@ impl Registry {
         drop(state);
 
         if let Some(replaced) = replaced {
-            replaced.cancel.cancel();
+            replaced.abort();
             self.audit_registration(AuditKind::Unregistration, &replaced.id, now, None);
         }
         if let (Some((view, domain)), SuffixPolicy::Warn) = (&collision, inner.config.suffixes) {
@@ -1099,7 +1087,7 @@ impl Registry {
         };
         inner.bump(&mut state, events);
         drop(state);
-        registration.cancel.cancel();
+        registration.abort();
         self.audit_registration(AuditKind::Unregistration, &registration.id, now, None);
         inner.dispatcher.drain();
     }

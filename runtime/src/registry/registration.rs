@@ -132,7 +132,9 @@ pub(crate) struct Registration {
     pub(crate) chains: Chains,
     /// Fired at unmount: in-flight non-navigation invocations settle
     /// COMPONENT_UNMOUNTED.
-    pub(crate) cancel: CancellationToken,
+    /// Created on first use (most registrations are never mid-flight when
+    /// they unmount).
+    cancel: std::sync::OnceLock<CancellationToken>,
     pub(crate) active: AtomicBool,
     /// The instance queue (the default group), created on first use.
     instance_queue: std::sync::OnceLock<Arc<ActionQueue>>,
@@ -168,10 +170,24 @@ impl Registration {
             overrides: RwLock::new(None),
             overridden: AtomicBool::new(false),
             chains,
-            cancel: CancellationToken::new(),
+            cancel: std::sync::OnceLock::new(),
             active: AtomicBool::new(true),
             instance_queue: std::sync::OnceLock::new(),
             queues: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Fires when the registration unmounts. After taking it, check
+    /// [`is_active`](Self::is_active): an unmount that happened before the
+    /// token existed did not fire it.
+    pub(crate) fn unmounted(&self) -> &CancellationToken {
+        self.cancel.get_or_init(CancellationToken::new)
+    }
+
+    /// Aborts in-flight invocations (unmount).
+    pub(crate) fn abort(&self) {
+        if let Some(token) = self.cancel.get() {
+            token.cancel();
         }
     }
 

@@ -81,8 +81,16 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     /// Inserts or replaces, evicting the least recently used entries beyond
     /// capacity. Returns the evicted values.
     pub(crate) fn insert(&mut self, key: K, value: V, now_ms: u64) -> Vec<(K, V)> {
-        self.remove(&key);
         self.tick += 1;
+        if let Some(entry) = self.entries.get_mut(&key) {
+            if let Some(owner) = self.order.remove(&entry.tick) {
+                self.order.insert(self.tick, owner);
+            }
+            entry.value = value;
+            entry.tick = self.tick;
+            entry.written_ms = now_ms;
+            return Vec::new();
+        }
         self.order.insert(self.tick, key.clone());
         self.entries.insert(
             key,
