@@ -326,8 +326,11 @@ impl RegistryBuilder {
         };
         let limits = self.limits;
         let clock = self.clock.unwrap_or_else(|| Arc::new(TokioClock::new()));
-        let (version_tx, _) = watch::channel(0);
-        let base_chain = Arc::new(Chain::compose(&self.policies, &[], Vec::new()));
+        let base_chain = if self.policies.is_empty() {
+            Arc::clone(shared_defaults().empty_chain())
+        } else {
+            Arc::new(Chain::compose(&self.policies, &[], Vec::new()))
+        };
         let inner = Inner {
             surface_id: Arc::from(ids.surface_id()),
             config: Config {
@@ -362,10 +365,10 @@ impl RegistryBuilder {
             confirmations: ConfirmationStore::new(limits.max_pending_confirmations),
             admission: Arc::new(Admission::default()),
             disposed: CancellationToken::new(),
-            version_tx,
+            version_tx: std::sync::OnceLock::new(),
             version: std::sync::atomic::AtomicU64::new(0),
-            empty_host: HostContext::default(),
-            anonymous: crate::context::Consumer::anonymous(),
+            empty_host: shared_defaults().host.clone(),
+            anonymous: shared_defaults().anonymous.clone(),
             base_chain,
         };
         Registry {
@@ -384,6 +387,29 @@ pub(crate) struct Config {
     pub(crate) route: Option<RouteProvider>,
     pub(crate) limits: Limits,
     pub(crate) redact: Option<Redactor>,
+}
+
+/// Immutable values every registry starts with, built once per process.
+struct SharedDefaults {
+    host: HostContext,
+    anonymous: crate::context::Consumer,
+    empty_chain: std::sync::OnceLock<Arc<Chain>>,
+}
+
+impl SharedDefaults {
+    fn empty_chain(&self) -> &Arc<Chain> {
+        self.empty_chain
+            .get_or_init(|| Arc::new(Chain::compose(&[], &[], Vec::new())))
+    }
+}
+
+fn shared_defaults() -> &'static SharedDefaults {
+    static DEFAULTS: std::sync::OnceLock<SharedDefaults> = std::sync::OnceLock::new();
+    DEFAULTS.get_or_init(|| SharedDefaults {
+        host: HostContext::default(),
+        anonymous: crate::context::Consumer::anonymous(),
+        empty_chain: std::sync::OnceLock::new(),
+    })
 }
 
 /// Facts kept after an unmount: ids and a timestamp, nothing executable.
@@ -482,7 +508,8 @@ pub(crate) struct Inner {
     pub(crate) admission: Arc<Admission>,
     /// Fired by `dispose()`.
     pub(crate) disposed: CancellationToken,
-    pub(crate) version_tx: watch::Sender<u64>,
+    /// Created by the first `watch_version`.
+    pub(crate) version_tx: std::sync::OnceLock<watch::Sender<u64>>,
     /// The version, readable without the state lock (written under it).
     pub(crate) version: std::sync::atomic::AtomicU64,
     /// The host context used when no provider is configured.
@@ -525,8 +552,8 @@ impl Inner {
         self.version.store(version, Ordering::Release);
         // Watchers are rare; without any, skip the notification machinery
         // (`watch_version` syncs the value when someone subscribes).
-        if self.version_tx.receiver_count() > 0 {
-            self.version_tx.send_replace(version);
+        if let Some(sender) = self.version_tx.get().filter(|s| s.receiver_count() > 0) {
+            sender.send_replace(version);
         }
         if self.dispatcher.active() {
             events.push(SurfaceEvent::SurfaceChanged {
@@ -787,8 +814,9 @@ impl Registry {
     /// Watches the surface version; adapters refresh when it moves.
     pub fn watch_version(&self) -> watch::Receiver<u64> {
         let state = self.inner.state();
-        self.inner.version_tx.send_replace(state.version);
-        let receiver = self.inner.version_tx.subscribe();
+        let sender = self.inner.version_tx.get_or_init(|| watch::channel(0).0);
+        sender.send_replace(state.version);
+        let receiver = sender.subscribe();
         drop(state);
         receiver
     }
