@@ -2,7 +2,12 @@
 //! component type `bench.widget`, an observation `readState` returning `{n}`
 //! and an action `poke` taking `{ids: [string]}`, no-op handlers.
 
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -11,8 +16,8 @@ use std::time::Duration;
 use agent_surface::canonical::fnv1a64;
 use agent_surface::policy::{authenticated, rate_limit};
 use agent_surface::prelude::*;
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use serde_json::{json, Value};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
 
 /// Ids to poke.
 #[agent_schema]
@@ -47,17 +52,26 @@ impl Widget {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
 }
 
 fn mounted(registry: &Registry, count: usize) -> Vec<Mounted> {
     (0..count)
-        .map(|n| registry.mount_instance(Arc::new(Widget), &format!("w{n}")).unwrap())
+        .map(|n| {
+            registry
+                .mount_instance(Arc::new(Widget), &format!("w{n}"))
+                .unwrap()
+        })
         .collect()
 }
 
 fn create_registry(c: &mut Criterion) {
-    c.bench_function("create registry", |b| b.iter(|| black_box(Registry::builder().build())));
+    c.bench_function("create registry", |b| {
+        b.iter(|| black_box(Registry::builder().build()))
+    });
 }
 
 fn register_unregister(c: &mut Criterion) {
@@ -82,7 +96,9 @@ fn snapshot(c: &mut Criterion) {
     let registry = Registry::builder().build();
     let _handles = mounted(&registry, 100);
     let options = SnapshotOptions::default();
-    c.bench_function("snapshot at 100 components", |b| b.iter(|| black_box(registry.snapshot(&options))));
+    c.bench_function("snapshot at 100 components", |b| {
+        b.iter(|| black_box(registry.snapshot(&options)))
+    });
 }
 
 fn invoke(c: &mut Criterion) {
@@ -91,7 +107,9 @@ fn invoke(c: &mut Criterion) {
     let _handles = mounted(&registry, 10);
     c.bench_function("action invoke (no-op, 10 instances)", |b| {
         b.to_async(&runtime).iter(|| {
-            let request = Invocation::new("view:bench.widget.poke").instance("w3").input(json!({"ids": ["d1", "d2"]}));
+            let request = Invocation::new("view:bench.widget.poke")
+                .instance("w3")
+                .input(json!({"ids": ["d1", "d2"]}));
             let registry = &registry;
             async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
         });
@@ -124,7 +142,9 @@ fn invoke(c: &mut Criterion) {
     let _guarded = mounted(&guarded, 10);
     c.bench_function("action invoke + authenticated + rate_limit", |b| {
         b.to_async(&runtime).iter(|| {
-            let request = Invocation::new("view:bench.widget.poke").instance("w3").input(json!({"ids": ["d1", "d2"]}));
+            let request = Invocation::new("view:bench.widget.poke")
+                .instance("w3")
+                .input(json!({"ids": ["d1", "d2"]}));
             let registry = &guarded;
             async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
         });
@@ -156,5 +176,12 @@ fn canonical(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, create_registry, register_unregister, snapshot, invoke, canonical);
+criterion_group!(
+    benches,
+    create_registry,
+    register_unregister,
+    snapshot,
+    invoke,
+    canonical
+);
 criterion_main!(benches);

@@ -357,7 +357,9 @@ impl ActionContext {
     /// long handler should check it or `select!` on
     /// [`cancelled`](CancellationToken::cancelled).
     pub fn cancellation(&self) -> &CancellationToken {
-        self.cancellation.as_ref().unwrap_or_else(|| never_cancelled())
+        self.cancellation
+            .as_ref()
+            .unwrap_or_else(|| never_cancelled())
     }
 
     /// Whether the call has been cancelled.

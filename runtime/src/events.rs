@@ -197,7 +197,11 @@ impl Dispatcher {
             .store(!next.is_empty(), Ordering::Release);
         if next.is_empty() {
             // Nobody will ever receive what is queued.
-            self.queue.lock().unwrap_or_else(PoisonError::into_inner).events.clear();
+            self.queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .events
+                .clear();
         }
         *listeners = Arc::new(next);
     }
@@ -209,7 +213,11 @@ impl Dispatcher {
             .unwrap_or_else(PoisonError::into_inner);
         *listeners = Arc::new(Vec::new());
         self.has_listeners.store(false, Ordering::Release);
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner).events.clear();
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .events
+            .clear();
     }
 
     /// Whether anyone listens (events need not even be built otherwise).
@@ -275,7 +283,10 @@ impl Dispatcher {
     }
 
     /// Like [`emit`](Self::emit), building the events only when someone listens.
-    pub(crate) fn emit_with<I: IntoIterator<Item = SurfaceEvent>>(&self, events: impl FnOnce() -> I) {
+    pub(crate) fn emit_with<I: IntoIterator<Item = SurfaceEvent>>(
+        &self,
+        events: impl FnOnce() -> I,
+    ) {
         if self.active() {
             self.enqueue(events());
             self.drain();

@@ -107,7 +107,10 @@ impl Dedupe {
         if let Some(done) = done.take() {
             done.send_replace(Some(result.clone()));
         }
-        if result.error().is_some_and(|error| !error.code().cacheable()) {
+        if result
+            .error()
+            .is_some_and(|error| !error.code().cacheable())
+        {
             self.records.remove(key);
             return;
         }

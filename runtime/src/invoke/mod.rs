@@ -303,7 +303,11 @@ impl Registry {
     ///
     /// Phase 1 (deduplication and conflict) happens here; phases 2–10 in
     /// the pipeline module. Never panics; handler panics settle `EXECUTION_FAILED`.
-    pub async fn invoke(&self, mut request: Invocation, options: InvokeOptions) -> InvocationResult {
+    pub async fn invoke(
+        &self,
+        mut request: Invocation,
+        options: InvokeOptions,
+    ) -> InvocationResult {
         let inner = &self.inner;
         let consumer = match &options.consumer {
             Some(consumer) => consumer.clone(),
@@ -350,7 +354,9 @@ impl Registry {
                 Begin::Cached(result) => return result,
                 Begin::Join(mut done) => {
                     return match done.wait_for(Option::is_some).await {
-                        Ok(result) => result.clone().unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
+                        Ok(result) => result
+                            .clone()
+                            .unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
                         Err(_) => immediate(ErrorPayload::cancelled()),
                     };
                 }

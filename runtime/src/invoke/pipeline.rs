@@ -128,7 +128,8 @@ struct Cancelled<'a>(Option<&'a tokio_util::sync::CancellationToken>);
 
 impl Cancelled<'_> {
     fn fired(self) -> bool {
-        self.0.is_some_and(tokio_util::sync::CancellationToken::is_cancelled)
+        self.0
+            .is_some_and(tokio_util::sync::CancellationToken::is_cancelled)
     }
 
     async fn wait(self) {
@@ -268,7 +269,9 @@ impl Call<'_> {
                     // A live successor makes the token stale; without one, a
                     // tombstone tells the caller the component went away.
                     return Err(match (successor, tombstone) {
-                        (Some(live), _) => ErrorPayload::stale("registration-replaced", Some(&live.id)),
+                        (Some(live), _) => {
+                            ErrorPayload::stale("registration-replaced", Some(&live.id))
+                        }
                         (None, Some(_)) => ErrorPayload::unmounted("resolve"),
                         (None, None) => ErrorPayload::not_found(),
                     });
@@ -281,7 +284,9 @@ impl Call<'_> {
             };
             match found {
                 Some(target) => Arc::clone(target),
-                None if instance.is_none() && candidates.is_some_and(|c| c.values().filter(offers).count() > 1) => {
+                None if instance.is_none()
+                    && candidates.is_some_and(|c| c.values().filter(offers).count() > 1) =>
+                {
                     let all: Vec<Arc<Registration>> = candidates
                         .map(|c| c.values().filter(offers).cloned().collect())
                         .unwrap_or_default();
@@ -710,9 +715,15 @@ impl Call<'_> {
             });
         let navigation = capability.effect() == Effect::Navigation;
         // Observations are reads: settled by the registry, never signalled.
-        let token = (capability.kind() != Kind::Observation).then(tokio_util::sync::CancellationToken::new);
+        let token =
+            (capability.kind() != Kind::Observation).then(tokio_util::sync::CancellationToken::new);
         let ctx = match &token {
-            Some(token) => ActionContext::new(read, Arc::clone(&self.invocation_id), token.clone(), evidence),
+            Some(token) => ActionContext::new(
+                read,
+                Arc::clone(&self.invocation_id),
+                token.clone(),
+                evidence,
+            ),
             None => ActionContext::for_observation(read, Arc::clone(&self.invocation_id)),
         };
         let mut handler = CatchUnwind(component.__invoke(index, typed, ctx));
@@ -734,7 +745,11 @@ impl Call<'_> {
             Ok(Ok(Ok(output))) => Ok(output),
             Ok(Ok(Err(error))) => {
                 trace.operator = Some(error.operator_message());
-                if navigation && token.as_ref().is_some_and(tokio_util::sync::CancellationToken::is_cancelled) {
+                if navigation
+                    && token
+                        .as_ref()
+                        .is_some_and(tokio_util::sync::CancellationToken::is_cancelled)
+                {
                     Err(ErrorPayload::cancelled())
                 } else {
                     Err(error.to_payload())
@@ -887,17 +902,15 @@ impl Call<'_> {
                 }
             }
         }
-        inner
-            .dispatcher
-            .emit_with(|| {
-                [crate::events::SurfaceEvent::InvocationSettled {
-                    invocation_id: Arc::clone(&self.invocation_id),
-                    capability_id: Arc::clone(&self.capability_id),
-                    status,
-                    code,
-                    duration_ms,
-                }]
-            });
+        inner.dispatcher.emit_with(|| {
+            [crate::events::SurfaceEvent::InvocationSettled {
+                invocation_id: Arc::clone(&self.invocation_id),
+                capability_id: Arc::clone(&self.capability_id),
+                status,
+                code,
+                duration_ms,
+            }]
+        });
         InvocationResult::new(
             self.invocation_id,
             self.capability_id,

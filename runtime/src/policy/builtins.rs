@@ -1,7 +1,7 @@
 //! The built-in policies. None needs an external service; each reads time
 //! only through the context's clock.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -280,6 +280,9 @@ impl Policy for EnvironmentPolicy {
     }
 }
 
+/// (consumer key, capability id).
+type BucketKey = (Arc<str>, Arc<str>);
+
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
     tokens: f64,
@@ -293,7 +296,7 @@ pub struct RateLimit {
     name: String,
     limit: f64,
     window_ms: u64,
-    buckets: Mutex<HashMap<(Arc<str>, Arc<str>), Bucket>>,
+    buckets: Mutex<FxHashMap<BucketKey, Bucket>>,
     max_buckets: usize,
 }
 
@@ -304,7 +307,7 @@ pub fn rate_limit(limit: u32, window: Duration) -> RateLimit {
         name: format!("rateLimit({limit}/{window_ms}ms)"),
         limit: f64::from(limit.max(1)),
         window_ms,
-        buckets: Mutex::new(HashMap::new()),
+        buckets: Mutex::new(FxHashMap::default()),
         max_buckets: 10_000,
     }
 }

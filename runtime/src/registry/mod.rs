@@ -930,7 +930,11 @@ impl Registry {
                     .capabilities()
                     .iter()
                     .map(|capability| {
-                        Chain::compose(&inner.config.policies, &component_policies, capability.policies())
+                        Chain::compose(
+                            &inner.config.policies,
+                            &component_policies,
+                            capability.policies(),
+                        )
                     })
                     .collect(),
             )

@@ -218,7 +218,9 @@ impl Registration {
 
     pub(crate) fn chain(&self, index: usize) -> Option<&Chain> {
         match &self.chains {
-            Chains::Shared(chain) => (index < self.contract.capabilities().len()).then_some(&**chain),
+            Chains::Shared(chain) => {
+                (index < self.contract.capabilities().len()).then_some(&**chain)
+            }
             Chains::Each(chains) => chains.get(index),
         }
     }

@@ -506,7 +506,13 @@ impl CompiledSchema {
         }
     }
 
-    fn check_object(&self, node: &Node, map: &Map<String, Value>, path: &Path<'_>, issues: &mut Issues) {
+    fn check_object(
+        &self,
+        node: &Node,
+        map: &Map<String, Value>,
+        path: &Path<'_>,
+        issues: &mut Issues,
+    ) {
         for name in &node.required {
             if !map.contains_key(name) {
                 issues.push(&Path::Key(path, name), "required property is missing");
@@ -522,7 +528,11 @@ impl CompiledSchema {
             match known {
                 Some((_, property)) => self.check(*property, child, &here, issues),
                 None if node.closed => {
-                    let allowed: Vec<&str> = node.properties.iter().map(|(name, _)| name.as_str()).collect();
+                    let allowed: Vec<&str> = node
+                        .properties
+                        .iter()
+                        .map(|(name, _)| name.as_str())
+                        .collect();
                     let message = if allowed.is_empty() {
                         "unknown property; this object takes no properties".to_owned()
                     } else {
