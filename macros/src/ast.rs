@@ -168,6 +168,14 @@ pub(crate) fn doc_description(attrs: &[syn::Attribute]) -> Option<Spanned<String
     Some(Spanned { value: text, span })
 }
 
+/// `meta(k = v, …)` or `internal(k = v, …)` as JSON object text.
+fn metadata(cx: &Ctxt, set: &mut ArgSet<'_>, key: &str) -> Option<Spanned<String>> {
+    set.list(key).map(|(args, span)| Spanned {
+        value: attr::json_object(cx, &format!("{key}(…)"), &args),
+        span,
+    })
+}
+
 /// Whether `attr` is the helper attribute `name` (`#[name]` or `#[agent_surface::name]`).
 pub(crate) fn is_helper(attr: &syn::Attribute, name: &str) -> bool {
     let path = attr.path();
@@ -286,13 +294,8 @@ impl ComponentAttrs {
             origin: set.string(ORIGIN),
             enabled: set.flag(ENABLED).map(|(b, _)| b),
             parent,
-            meta: set.list(META).map(|(args, span)| Spanned {
-                value: attr::json_object(cx, "meta(…)", &args),
-                span,
-            }),
-            internal: set
-                .list(INTERNAL)
-                .map(|(args, _)| attr::json_object(cx, "internal(…)", &args)),
+            meta: metadata(cx, &mut set, META),
+            internal: metadata(cx, &mut set, INTERNAL).map(|json| json.value),
             policies: set.exprs(POLICIES),
         }
     }
@@ -432,13 +435,8 @@ impl<'a> Capability<'a> {
             reason_span,
             precondition: set.method(PRECONDITION),
             timeout_ms,
-            meta: set.list(META).map(|(args, span)| Spanned {
-                value: attr::json_object(cx, "meta(…)", &args),
-                span,
-            }),
-            internal: set
-                .list(INTERNAL)
-                .map(|(args, _)| attr::json_object(cx, "internal(…)", &args)),
+            meta: metadata(cx, &mut set, META),
+            internal: metadata(cx, &mut set, INTERNAL).map(|json| json.value),
             policies: set.exprs(POLICIES),
             concurrency,
             queue_depth,

@@ -38,7 +38,7 @@
 use serde::Serialize;
 
 use crate::context::HostContext;
-use crate::policy::{Decision, PolicyContext, Scope};
+use crate::policy::{Decision, Scope};
 use crate::registry::{Availability, Registry};
 use crate::snapshot::{SnapshotOptions, in_scope};
 
@@ -146,20 +146,7 @@ pub fn explain_surface(registry: &Registry, options: &SnapshotOptions) -> Explan
         let component = registration.component();
         let mut capabilities = Vec::new();
         for (index, capability) in contract.capabilities().iter().enumerate() {
-            let ctx = PolicyContext {
-                capability_id: capability.id(),
-                kind: capability.kind(),
-                effect: capability.effect(),
-                registration_id: &registration.id,
-                consumer: &options.consumer,
-                host: &host,
-                environment: inner.config.environment,
-                component_meta: contract.meta().map(|m| &**m),
-                capability_meta: capability.meta().map(|m| &**m),
-                component_internal: contract.internal(),
-                capability_internal: capability.internal(),
-                clock: inner.clock.as_ref(),
-            };
+            let ctx = inner.policy_context(registration, capability, &options.consumer, &host);
             let mut composed = Decision::Expose;
             let mut votes = Vec::new();
             if let Some(chain) = registration.chain(index) {

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::clock::rfc3339;
 use crate::context::{Consumer, HostContext};
 use crate::contract::CheckedCapability;
-use crate::policy::{Decision, PolicyContext};
+use crate::policy::Decision;
 use crate::registry::{Availability, Registration, Registry, RouteInfo};
 use crate::{Confirmation, Effect, Kind};
 
@@ -367,20 +367,12 @@ impl Registry {
             let decision = match registration.chain(index) {
                 Some(chain) if chain.discovery => {
                     let host = host.get_or_insert_with(|| inner.host());
-                    chain.discover(&PolicyContext {
-                        capability_id: capability.id(),
-                        kind: capability.kind(),
-                        effect: capability.effect(),
-                        registration_id: &registration.id,
-                        consumer: &options.consumer,
+                    chain.discover(&inner.policy_context(
+                        registration,
+                        capability,
+                        &options.consumer,
                         host,
-                        environment: inner.config.environment,
-                        component_meta: registration.contract.meta().map(|m| &**m),
-                        capability_meta: capability.meta().map(|m| &**m),
-                        component_internal: registration.contract.internal(),
-                        capability_internal: capability.internal(),
-                        clock: inner.clock.as_ref(),
-                    })
+                    ))
                 }
                 _ => Decision::Expose,
             };

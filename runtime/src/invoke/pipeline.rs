@@ -381,21 +381,9 @@ impl Call<'_> {
         capability: &'a CheckedCapability,
         host: &'a HostContext,
     ) -> PolicyContext<'a> {
-        let inner = &self.registry.inner;
-        PolicyContext {
-            capability_id: capability.id(),
-            kind: capability.kind(),
-            effect: capability.effect(),
-            registration_id: &registration.id,
-            consumer: &self.consumer,
-            host,
-            environment: inner.config.environment,
-            component_meta: registration.contract.meta().map(|m| &**m),
-            capability_meta: capability.meta().map(|m| &**m),
-            component_internal: registration.contract.internal(),
-            capability_internal: capability.internal(),
-            clock: inner.clock.as_ref(),
-        }
+        self.registry
+            .inner
+            .policy_context(registration, capability, &self.consumer, host)
     }
 
     fn discover(&self, registration: &Registration, index: usize, host: &HostContext) -> Decision {

@@ -13,6 +13,35 @@ use crate::audit::{AuditEvent, AuditSink};
 use crate::context::{Environment, HostContext};
 use crate::error::ErrorPayload;
 
+/// The hooks of a gate: it decides visibility and re-checks at authorization.
+const GATE: Hooks = Hooks {
+    discovery: true,
+    authorize: true,
+    invoke: false,
+};
+
+/// Exposes what a gate allows, hides the rest.
+fn visible(allowed: bool) -> Decision {
+    if allowed {
+        Decision::Expose
+    } else {
+        Decision::Hide
+    }
+}
+
+/// Continues the onion when allowed, else denies with `denial`.
+fn pass<'a, C: Sync>(
+    allowed: bool,
+    next: Next<'a, C>,
+    denial: impl FnOnce() -> ErrorPayload,
+) -> BoxFuture<'a, PolicyResult> {
+    if allowed {
+        next.run()
+    } else {
+        Box::pin(std::future::ready(Err(denial())))
+    }
+}
+
 fn present(value: Option<&Value>) -> bool {
     value.is_some_and(|value| !value.is_null())
 }
@@ -39,29 +68,19 @@ impl Policy for Authenticated {
         "authenticated"
     }
     fn hooks(&self) -> Hooks {
-        Hooks {
-            discovery: true,
-            authorize: true,
-            invoke: false,
-        }
+        GATE
     }
     fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
-        if present(ctx.host().get(&self.key)) {
-            Decision::Expose
-        } else {
-            Decision::Hide
-        }
+        visible(present(ctx.host().get(&self.key)))
     }
     fn on_authorize<'a>(
         &'a self,
         ctx: &'a PolicyContext<'a>,
         next: Next<'a, PolicyContext<'a>>,
     ) -> BoxFuture<'a, PolicyResult> {
-        if present(ctx.host().get(&self.key)) {
-            next.run()
-        } else {
-            Box::pin(std::future::ready(Err(ErrorPayload::not_authenticated())))
-        }
+        pass(present(ctx.host().get(&self.key)), next, || {
+            ErrorPayload::not_authenticated()
+        })
     }
 }
 
@@ -125,31 +144,19 @@ impl Policy for HasPermission {
         &self.name
     }
     fn hooks(&self) -> Hooks {
-        Hooks {
-            discovery: true,
-            authorize: true,
-            invoke: false,
-        }
+        GATE
     }
     fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
-        if self.allowed(ctx.host()) {
-            Decision::Expose
-        } else {
-            Decision::Hide
-        }
+        visible(self.allowed(ctx.host()))
     }
     fn on_authorize<'a>(
         &'a self,
         ctx: &'a PolicyContext<'a>,
         next: Next<'a, PolicyContext<'a>>,
     ) -> BoxFuture<'a, PolicyResult> {
-        if self.allowed(ctx.host()) {
-            next.run()
-        } else {
-            Box::pin(std::future::ready(Err(ErrorPayload::not_authorized(
-                "client",
-            ))))
-        }
+        pass(self.allowed(ctx.host()), next, || {
+            ErrorPayload::not_authorized("client")
+        })
     }
 }
 
@@ -217,29 +224,17 @@ impl Policy for TenantBoundary {
         "tenantBoundary"
     }
     fn hooks(&self) -> Hooks {
-        Hooks {
-            discovery: true,
-            authorize: true,
-            invoke: false,
-        }
+        GATE
     }
     fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
-        if self.inside(ctx) {
-            Decision::Expose
-        } else {
-            Decision::Hide
-        }
+        visible(self.inside(ctx))
     }
     fn on_authorize<'a>(
         &'a self,
         ctx: &'a PolicyContext<'a>,
         next: Next<'a, PolicyContext<'a>>,
     ) -> BoxFuture<'a, PolicyResult> {
-        if self.inside(ctx) {
-            next.run()
-        } else {
-            Box::pin(std::future::ready(Err(ErrorPayload::not_found())))
-        }
+        pass(self.inside(ctx), next, ErrorPayload::not_found)
     }
 }
 
@@ -272,11 +267,7 @@ impl Policy for EnvironmentPolicy {
         }
     }
     fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
-        if self.allowed.contains(&ctx.environment()) {
-            Decision::Expose
-        } else {
-            Decision::Hide
-        }
+        visible(self.allowed.contains(&ctx.environment()))
     }
 }
 

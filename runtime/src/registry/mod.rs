@@ -536,6 +536,30 @@ impl Inner {
         }
     }
 
+    /// The policy context of one capability of a registration, for a consumer.
+    pub(crate) fn policy_context<'a>(
+        &'a self,
+        registration: &'a Registration,
+        capability: &'a crate::contract::CheckedCapability,
+        consumer: &'a crate::context::Consumer,
+        host: &'a HostContext,
+    ) -> crate::policy::PolicyContext<'a> {
+        crate::policy::PolicyContext {
+            capability_id: capability.id(),
+            kind: capability.kind(),
+            effect: capability.effect(),
+            registration_id: &registration.id,
+            consumer,
+            host,
+            environment: self.config.environment,
+            component_meta: registration.contract.meta().map(|m| &**m),
+            capability_meta: capability.meta().map(|m| &**m),
+            component_internal: registration.contract.internal(),
+            capability_internal: capability.internal(),
+            clock: self.clock.as_ref(),
+        }
+    }
+
     /// The current version, without taking the state lock.
     pub(crate) fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
