@@ -43,14 +43,31 @@ pub fn normalize(mut schema: Value) -> Result<Value, SchemaError> {
 
     local_pass(&mut schema, "")?;
     let defs = schema.get("$defs").and_then(Value::as_object).cloned();
-    merge_ref_siblings(&mut schema, "", defs.as_ref())?;
+    post_order(&mut schema, "", &mut |object, pointer| {
+        merge_ref_siblings(object, pointer, defs.as_ref())
+    })?;
     let defs = schema.get("$defs").and_then(Value::as_object).cloned();
-    exclusive_one_of(&mut schema, "", defs.as_ref())?;
+    post_order(&mut schema, "", &mut |object, pointer| {
+        exclusive_one_of(object, pointer, defs.as_ref())
+    })?;
     Ok(schema)
 }
 
 /// Visits every subschema position of `object` (properties, items, anyOf,
 /// oneOf, prefixItems, $defs), with its JSON pointer.
+/// Applies `rewrite` to every schema object of the document, children first.
+fn post_order(
+    schema: &mut Value,
+    pointer: &str,
+    rewrite: &mut dyn FnMut(&mut Map<String, Value>, &str) -> Result<(), SchemaError>,
+) -> Result<(), SchemaError> {
+    let Value::Object(object) = schema else {
+        return Ok(());
+    };
+    for_each_child(object, pointer, |child, at| post_order(child, &at, rewrite))?;
+    rewrite(object, pointer)
+}
+
 fn for_each_child(
     object: &mut Map<String, Value>,
     pointer: &str,
@@ -298,16 +315,10 @@ fn is_annotation(keyword: &str) -> bool {
 /// `properties` (schemars' internally tagged newtype variants, or flatten)
 /// has serde's meaning "the tag plus the target's fields": merge the target in.
 fn merge_ref_siblings(
-    schema: &mut Value,
+    object: &mut Map<String, Value>,
     pointer: &str,
     defs: Option<&Map<String, Value>>,
 ) -> Result<(), SchemaError> {
-    let Value::Object(object) = schema else {
-        return Ok(());
-    };
-    for_each_child(object, pointer, |child, at| {
-        merge_ref_siblings(child, &at, defs)
-    })?;
     let Some(reference) = object
         .get("$ref")
         .and_then(Value::as_str)
@@ -488,16 +499,10 @@ fn mutually_exclusive(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
 /// Renames `oneOf` to `anyOf` where every pair of branches is provably
 /// mutually exclusive (then both keywords accept exactly the same values).
 fn exclusive_one_of(
-    schema: &mut Value,
+    object: &mut Map<String, Value>,
     pointer: &str,
     defs: Option<&Map<String, Value>>,
 ) -> Result<(), SchemaError> {
-    let Value::Object(object) = schema else {
-        return Ok(());
-    };
-    for_each_child(object, pointer, |child, at| {
-        exclusive_one_of(child, &at, defs)
-    })?;
     let Some(Value::Array(branches)) = object.get("oneOf") else {
         return Ok(());
     };
