@@ -29,7 +29,7 @@ pub(crate) fn strip_helpers(item: &ItemImpl) -> ItemImpl {
     item
 }
 
-fn effect_tokens(effect: Effect) -> TokenStream {
+pub(crate) fn effect_tokens(effect: Effect) -> TokenStream {
     let variant = match effect {
         Effect::Read => quote!(Read),
         Effect::LocalState => quote!(LocalState),
@@ -42,7 +42,7 @@ fn effect_tokens(effect: Effect) -> TokenStream {
     quote!(::agent_surface::__private::Effect::#variant)
 }
 
-fn confirmation_tokens(confirmation: Confirmation) -> TokenStream {
+pub(crate) fn confirmation_tokens(confirmation: Confirmation) -> TokenStream {
     let variant = match confirmation {
         Confirmation::Never => quote!(Never),
         Confirmation::Optional => quote!(Optional),
@@ -51,7 +51,7 @@ fn confirmation_tokens(confirmation: Confirmation) -> TokenStream {
     quote!(::agent_surface::__private::Confirmation::#variant)
 }
 
-fn audit_tokens(audit: Audit) -> TokenStream {
+pub(crate) fn audit_tokens(audit: Audit) -> TokenStream {
     let variant = match audit {
         Audit::None => quote!(None),
         Audit::Metadata => quote!(Metadata),

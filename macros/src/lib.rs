@@ -15,6 +15,7 @@ mod attr;
 mod ctxt;
 mod expand;
 mod fallback;
+mod procedure;
 mod schema;
 mod symbol;
 mod valid;
@@ -98,6 +99,27 @@ fn outside_component(name: &str, input: TokenStream) -> TokenStream {
     )
     .to_compile_error();
     quote!(#input #error).into()
+}
+
+/// Declares the contract of a backend procedure on its input struct.
+///
+/// The struct becomes a schema type (as with `#[agent_schema]`, unless it
+/// carries that attribute itself), implements `Procedure`, and gets a
+/// companion `{Name}Fields` struct of typed field handles that procedure
+/// references bind to live state.
+///
+/// Keys: `id = "domain:<path>"` (required),
+/// `effect = "server-query" | "server-mutation" | "external-side-effect" |
+/// "destructive"` (required), `description = "…"` (or the doc comment),
+/// `confirmation = "never" | "optional" | "required"` (a destructive
+/// procedure cannot go below `optional`), `audit = "none" | "metadata" |
+/// "full"`, `idempotent`, `output = OutputType`, `timeout = "30s"`.
+///
+/// Used on anything but a struct with named fields, it is an error:
+/// procedure inputs are JSON objects.
+#[proc_macro_attribute]
+pub fn agent_procedure(args: TokenStream, input: TokenStream) -> TokenStream {
+    procedure::expand(args.into(), input.into()).into()
 }
 
 /// Makes a struct or enum usable as a capability input or output.

@@ -75,6 +75,22 @@ pub(crate) const ACTION_KEYS: &[&str] = &[
     POLICIES,
 ];
 
+// Keys of `#[agent_procedure(...)]` (with DESCRIPTION, EFFECT, CONFIRMATION,
+// AUDIT, IDEMPOTENT and TIMEOUT).
+pub(crate) const ID: &str = "id";
+pub(crate) const OUTPUT: &str = "output";
+
+pub(crate) const PROCEDURE_KEYS: &[&str] = &[
+    ID,
+    DESCRIPTION,
+    EFFECT,
+    CONFIRMATION,
+    AUDIT,
+    IDEMPOTENT,
+    OUTPUT,
+    TIMEOUT,
+];
+
 // Keys of `parent(...)`.
 pub(crate) const PARENT_KEYS: &[&str] = &[TYPE, INSTANCE];
 

@@ -12,6 +12,7 @@ pub use crate::component::{Component, HandlerFuture, HandlerOutcome, HandlerRetu
 pub use crate::context::{ActionContext, ReadContext};
 pub use crate::contract::{CapabilityContract, ComponentContract, Concurrency, Source, TypedInput};
 pub use crate::error::{ActionError, PreconditionFailure};
+pub use crate::procedure::{Field, Procedure, ProcedureContract, ProcedureEntry};
 pub use crate::schema::{AgentInput, AgentOutput, AgentSchema, Issue, MapValue, SameElement};
 pub use agent_surface_rules::{Audit, Confirmation, Effect};
 pub use inventory;
@@ -121,6 +122,32 @@ pub fn unknown_capability(capability: usize) -> HandlerFuture {
 /// An immediately failed handler future.
 pub fn failed(error: ActionError) -> HandlerFuture {
     Box::pin(std::future::ready(Err(error)))
+}
+
+/// The raw input schema of procedure input `P`.
+pub fn procedure_input_schema<P: AgentInput>() -> Value {
+    crate::schema::generate::<P>()
+}
+
+/// The raw output schema of a procedure's declared output `T`.
+pub fn procedure_output_schema<T: AgentOutput>() -> Option<Value> {
+    Some(crate::schema::generate::<T>())
+}
+
+/// The body of the test generated beside each procedure input.
+#[track_caller]
+#[allow(clippy::panic)]
+pub fn check_procedure(contract: &'static ProcedureContract) {
+    if let Err(err) = contract.checked() {
+        let source = contract.source();
+        panic!(
+            "the procedure contract of `{}` (`{}`, {}:{}) is invalid:\n  {err}",
+            source.rust_type,
+            contract.id(),
+            source.file,
+            source.line
+        );
+    }
 }
 
 /// Compile-time assertion placed at a field type by `#[agent_schema]`.

@@ -41,6 +41,9 @@ pub struct PendingConfirmation {
     pub consumer_key: Arc<str>,
     /// The effect of the operation being approved.
     pub effect: Effect,
+    /// Who demands the approval: `"client"` (the capability's posture or a
+    /// policy) or `"server"` (the backend of a domain procedure).
+    pub origin: &'static str,
     /// Human-readable: the description plus the effective input.
     pub summary: String,
     /// The exact effective input (bound + agent-supplied) being approved.
@@ -161,7 +164,7 @@ impl Binding<'_> {
     }
 }
 
-fn required_payload(view: &PendingConfirmation, origin: &'static str) -> ErrorPayload {
+fn required_payload(view: &PendingConfirmation) -> ErrorPayload {
     ErrorPayload::new(
         ErrorCode::ConfirmationRequired,
         "The user must approve this call. Retry with the confirmationId once they have.",
@@ -170,7 +173,7 @@ fn required_payload(view: &PendingConfirmation, origin: &'static str) -> ErrorPa
     .with_detail("summary", view.summary.as_str())
     .with_detail("expiresAt", view.expires_at.as_str())
     .with_detail("effect", view.effect.as_str())
-    .with_detail("origin", origin)
+    .with_detail("origin", view.origin)
 }
 
 fn invalid(reason: &'static str) -> ErrorPayload {
@@ -262,6 +265,7 @@ impl ConfirmationStore {
         registry: &Registry,
         binding: &Binding<'_>,
         summary: String,
+        origin: &'static str,
     ) -> ErrorPayload {
         self.expire_due(registry);
         let (canonical, digest) = binding.canonical();
@@ -271,7 +275,7 @@ impl ConfirmationStore {
             .values()
             .find(|r| r.stage == Stage::Pending && r.digest == digest && r.binding == canonical)
         {
-            return required_payload(&record.view, "client");
+            return required_payload(&record.view);
         }
         if store.open.len() >= self.max_pending {
             return ErrorPayload::rate_limited("queue-full", Some(1000));
@@ -286,12 +290,13 @@ impl ConfirmationStore {
             registration_id: Arc::clone(binding.registration_id),
             consumer_key: Arc::clone(binding.consumer_key),
             effect: binding.effect,
+            origin,
             summary,
             input: binding.effective_input.clone(),
             requested_at: rfc3339(now),
             expires_at: rfc3339(expires_at_ms),
         };
-        let payload = required_payload(&view, "client");
+        let payload = required_payload(&view);
         let (resolved, _) = watch::channel(None);
         store.open.insert(
             Arc::clone(&id),
@@ -344,7 +349,7 @@ impl ConfirmationStore {
                 return Err(invalid("mismatch"));
             }
             match record.stage {
-                Stage::Pending => return Err(required_payload(&record.view, "client")),
+                Stage::Pending => return Err(required_payload(&record.view)),
                 Stage::Approved { at_ms } => {
                     let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
                         return Err(invalid("mismatch"));

@@ -402,7 +402,7 @@ pub struct CheckedSchema {
 }
 
 impl CheckedSchema {
-    fn build(raw: Value, subject: &str) -> Result<CheckedSchema, DefinitionError> {
+    pub(crate) fn from_raw(raw: Value, subject: &str) -> Result<CheckedSchema, DefinitionError> {
         let unsupported = |err: schema::SchemaError| {
             DefinitionError::new(K::UnsupportedSchema, subject, err.to_string())
         };
@@ -941,7 +941,8 @@ impl CheckedCapability {
         }
         let input = match contract.input {
             Some((schema_fn, parse)) => {
-                let schema = CheckedSchema::build(schema_fn(), &format!("{subject} input schema"))?;
+                let schema =
+                    CheckedSchema::from_raw(schema_fn(), &format!("{subject} input schema"))?;
                 if schema.json.get("type") != Some(&Value::from("object")) {
                     return Err(DefinitionError::new(
                         K::UnsupportedSchema,
@@ -953,7 +954,7 @@ impl CheckedCapability {
             }
             None if observation => None,
             None => Some((
-                CheckedSchema::build(
+                CheckedSchema::from_raw(
                     schema::empty_object_schema(),
                     &format!("{subject} input schema"),
                 )?,
@@ -961,7 +962,7 @@ impl CheckedCapability {
             )),
         };
         let output = match contract.output.and_then(|schema_fn| schema_fn()) {
-            Some(raw) => Some(CheckedSchema::build(
+            Some(raw) => Some(CheckedSchema::from_raw(
                 raw,
                 &format!("{subject} output schema"),
             )?),
@@ -1006,6 +1007,47 @@ impl CheckedCapability {
             queue_depth: contract.queue_depth,
             id,
         })
+    }
+}
+
+impl CheckedCapability {
+    /// A procedure reference seen as a capability: the procedure's identity,
+    /// effect and audit level with the reference's agent-facing input
+    /// schema, effective confirmation posture, timeout and queue depth. Its
+    /// output schema is the procedure's (see [`CheckedProcedure`]).
+    pub(crate) fn procedure_reference(
+        procedure: &crate::procedure::CheckedProcedure,
+        input: CheckedSchema,
+        confirmation: Confirmation,
+        timeout_ms: Option<u64>,
+        queue_depth: Option<u32>,
+    ) -> CheckedCapability {
+        let reversible =
+            Defaults::of(Kind::Procedure, procedure.effect()).and_then(|d| d.reversible);
+        CheckedCapability {
+            index: 0,
+            kind: Kind::Procedure,
+            id: procedure.id().clone(),
+            name: CapabilityName::of_procedure(procedure.id().path()),
+            method: "",
+            description: Arc::clone(procedure.description()),
+            effect: procedure.effect(),
+            idempotent: procedure.idempotent(),
+            reversible,
+            confirmation,
+            audit: procedure.audit(),
+            input: Some((input, crate::__private::parse_empty_input as ParseFn)),
+            output: None,
+            has_when: false,
+            reason: ReasonSource::None,
+            has_precondition: false,
+            timeout_ms,
+            meta: None,
+            internal: None,
+            policies: None,
+            concurrency: Concurrency::Instance,
+            queue_depth,
+        }
     }
 }
 

@@ -177,6 +177,14 @@ validated_string!(
     grammar::check_instance_id
 );
 
+impl CapabilityName {
+    /// The name slot of a domain reference: the procedure path, which is
+    /// opaque (not a camelCase name).
+    pub(crate) fn of_procedure(path: &str) -> CapabilityName {
+        CapabilityName(Arc::from(path))
+    }
+}
+
 impl InstanceId {
     /// The instance id used when none is given: `default`.
     pub fn default_instance() -> InstanceId {

@@ -92,13 +92,16 @@ pub mod explain;
 pub mod ids;
 pub mod invoke;
 pub mod policy;
+pub mod procedure;
 pub mod registry;
 pub mod schema;
 pub mod snapshot;
 mod util;
 pub mod wire;
 
-pub use agent_surface_macros::{action, agent_component, agent_schema, observation};
+pub use agent_surface_macros::{
+    action, agent_component, agent_procedure, agent_schema, observation,
+};
 pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
 pub use component::{Component, HandlerReturn};
 pub use context::{ActionContext, Consumer, ConsumerKind, Environment, HostContext, ReadContext};
@@ -118,11 +121,12 @@ pub mod prelude {
     };
     pub use crate::error::{ActionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry};
     pub use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
+    pub use crate::procedure::{Procedure, ProcedureRef};
     pub use crate::registry::{Mounted, Registry};
     pub use crate::schema::{AgentInput, AgentOutput, AgentSchema};
     pub use crate::snapshot::{Snapshot, SnapshotOptions};
     pub use crate::{Audit, Confirmation, Effect};
-    pub use crate::{action, agent_component, agent_schema, observation};
+    pub use crate::{action, agent_component, agent_procedure, agent_schema, observation};
 }
 
 /// The README's examples, compiled as doctests.

@@ -19,7 +19,8 @@ use crate::clock::rfc3339;
 use crate::context::{Consumer, HostContext};
 use crate::contract::CheckedCapability;
 use crate::policy::Decision;
-use crate::registry::{Availability, Registration, Registry, RouteInfo};
+use crate::procedure::{BoundFieldView, Reference};
+use crate::registry::{Availability, COMPONENT_DISABLED, Registration, Registry, RouteInfo};
 use crate::{Confirmation, Effect, Kind};
 
 /// What to include in a snapshot.
@@ -242,7 +243,130 @@ pub struct Snapshot {
     captured_at_ms: u64,
     route: Option<RouteInfo>,
     components: Vec<ComponentView>,
+    procedures: Vec<ProcedureView>,
     dropped: Option<usize>,
+}
+
+/// One procedure reference as a consumer sees it (`snapshot.procedures`):
+/// the procedure's stable identity and the live facts of the component that
+/// references it.
+#[derive(Clone)]
+pub struct ProcedureView {
+    registration: Arc<Registration>,
+    reference: Arc<Reference>,
+    reason: Option<Cow<'static, str>>,
+    note: Option<String>,
+}
+
+impl std::fmt::Debug for ProcedureView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcedureView")
+            .field("procedure", &self.procedure_id())
+            .field("registration", &self.registration.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProcedureView {
+    /// `domain:<path>`.
+    pub fn procedure_id(&self) -> &str {
+        self.reference.procedure.id().as_str()
+    }
+
+    /// The procedure's stable description (never contextual text).
+    pub fn description(&self) -> &str {
+        self.reference.procedure.description()
+    }
+
+    /// The live contextual note from the reference's `describe`.
+    pub fn contextual_note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// The agent-facing input schema: locked bound fields removed.
+    pub fn input_schema(&self) -> &Value {
+        self.reference
+            .capability
+            .input_schema()
+            .map_or(&Value::Null, |schema| &**schema.json())
+    }
+
+    /// The procedure's output schema, if declared.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.reference
+            .procedure
+            .output_schema()
+            .map(|schema| &**schema.json())
+    }
+
+    /// The server effect.
+    pub fn effect(&self) -> Effect {
+        self.reference.capability.effect()
+    }
+
+    /// The effective confirmation posture (the contract's, or the
+    /// reference's stricter one).
+    pub fn confirmation(&self) -> Confirmation {
+        self.reference.capability.confirmation()
+    }
+
+    /// Whether a call would pass availability now.
+    pub fn available(&self) -> bool {
+        self.reason.is_none()
+    }
+
+    /// Why not, when unavailable.
+    pub fn unavailable_reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// The fields bound from UI state.
+    pub fn bound_fields(&self) -> Vec<BoundFieldView> {
+        self.reference.bound_fields()
+    }
+
+    /// The referencing registration (send it back to address this reference).
+    pub fn registration_id(&self) -> &str {
+        &self.registration.id
+    }
+
+    /// The referencing component's type.
+    pub fn component_type(&self) -> &str {
+        self.registration.contract.component_type().as_str()
+    }
+
+    /// The referencing component's instance.
+    pub fn instance_id(&self) -> &str {
+        self.registration.instance.as_str()
+    }
+}
+
+impl Serialize for ProcedureView {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("procedureId", self.procedure_id())?;
+        map.serialize_entry("description", self.description())?;
+        if let Some(note) = &self.note {
+            map.serialize_entry("contextualNote", note)?;
+        }
+        map.serialize_entry("inputSchema", self.input_schema())?;
+        if let Some(output) = self.output_schema() {
+            map.serialize_entry("outputSchema", output)?;
+        }
+        map.serialize_entry("effect", &self.effect())?;
+        map.serialize_entry("confirmation", &self.confirmation())?;
+        map.serialize_entry("available", &self.available())?;
+        if let Some(reason) = &self.reason {
+            map.serialize_entry("unavailableReason", &**reason)?;
+        }
+        map.serialize_entry("boundFields", &self.bound_fields())?;
+        map.serialize_entry("registrationId", &*self.registration.id)?;
+        map.serialize_entry(
+            "context",
+            &serde_json::json!({"type": self.component_type(), "instanceId": self.instance_id()}),
+        )?;
+        map.end()
+    }
 }
 
 impl Snapshot {
@@ -265,6 +389,18 @@ impl Snapshot {
     /// Components, in snapshot order.
     pub fn components(&self) -> &[ComponentView] {
         &self.components
+    }
+
+    /// The visible procedure references (top level, not nested in components).
+    pub fn procedures(&self) -> &[ProcedureView] {
+        &self.procedures
+    }
+
+    /// The visible references to procedure `id` (one per referencing component).
+    pub fn procedure(&self, id: &str) -> impl Iterator<Item = &ProcedureView> {
+        self.procedures
+            .iter()
+            .filter(move |p| p.procedure_id() == id)
     }
     /// Components dropped by a budget, if any.
     pub fn truncated(&self) -> Option<usize> {
@@ -304,6 +440,7 @@ impl Registry {
         };
         let mut host: Option<HostContext> = None;
         let mut components = Vec::with_capacity(ordered.len());
+        let mut procedures = Vec::new();
         for registration in ordered.iter() {
             if !in_scope(
                 registration.contract.component_type().as_str(),
@@ -314,8 +451,12 @@ impl Registry {
             if let Some(view) = self.view(registration, options, &mut host) {
                 components.push(view);
             }
+            if !registration.references.is_empty() {
+                self.procedure_views(registration, options, &mut host, &mut procedures);
+            }
         }
         let mut dropped = None;
+        let shown = components.len();
         if let Some(budget) = options.budget {
             let before = components.len();
             if let Some(max) = budget.max_components {
@@ -337,13 +478,72 @@ impl Registry {
                 dropped = Some(before - components.len());
             }
         }
+        if components.len() < shown {
+            // References of components the budget dropped go with them.
+            procedures.retain(|procedure| {
+                components
+                    .iter()
+                    .any(|c| Arc::ptr_eq(&c.registration, &procedure.registration))
+                    || !ordered
+                        .iter()
+                        .any(|r| Arc::ptr_eq(r, &procedure.registration))
+            });
+        }
         Snapshot {
             surface_id: Arc::clone(&inner.surface_id),
             surface_version: version,
             captured_at_ms: inner.now_ms(),
             route: inner.config.route.as_ref().and_then(|route| route()),
             components,
+            procedures,
             dropped,
+        }
+    }
+
+    /// The exposed references of one registration this consumer may see.
+    fn procedure_views(
+        &self,
+        registration: &Arc<Registration>,
+        options: &SnapshotOptions,
+        host: &mut Option<HostContext>,
+        out: &mut Vec<ProcedureView>,
+    ) {
+        let inner = &self.inner;
+        for reference in registration.references.iter() {
+            if !reference.is_exposed() {
+                continue;
+            }
+            let decision = if reference.chain.discovery {
+                let host = host.get_or_insert_with(|| inner.host());
+                reference.chain.discover(&inner.policy_context(
+                    registration,
+                    &reference.capability,
+                    &options.consumer,
+                    host,
+                ))
+            } else {
+                Decision::Expose
+            };
+            let availability = if registration.is_enabled() {
+                reference.availability()
+            } else {
+                Availability::Unavailable(Cow::Borrowed(COMPONENT_DISABLED))
+            };
+            let reason = match (decision, availability) {
+                (Decision::Hide, _) => continue,
+                (_, Availability::Unavailable(reason))
+                | (Decision::Disable(reason), Availability::Available) => Some(reason),
+                (Decision::Expose, Availability::Available) => None,
+            };
+            if reason.is_some() && !options.include_unavailable {
+                continue;
+            }
+            out.push(ProcedureView {
+                registration: Arc::clone(registration),
+                reference: Arc::clone(reference),
+                reason,
+                note: reference.contextual_note(),
+            });
         }
     }
 
@@ -427,7 +627,7 @@ impl Serialize for Snapshot {
             map.serialize_entry("route", route)?;
         }
         map.serialize_entry("components", &self.components)?;
-        map.serialize_entry("procedures", &[] as &[Value])?;
+        map.serialize_entry("procedures", &self.procedures)?;
         if let Some(dropped) = self.dropped {
             map.serialize_entry(
                 "truncated",

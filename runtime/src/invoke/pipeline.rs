@@ -23,13 +23,14 @@ use super::concurrency::{ActionQueue, Entry, QUEUE_FULL_RETRY_MS, QueueKey, Queu
 use super::{Invocation, InvocationResult, InvokeOptions};
 use crate::audit::{AuditEvent, AuditKind};
 use crate::canonical::{Sink, write_canonical};
-use crate::component::{Component, HandlerFuture, HandlerOutcome};
+use crate::component::Component;
 use crate::confirmation::Binding;
 use crate::context::{ActionContext, ConfirmationEvidence, Consumer, HostContext, ReadContext};
-use crate::contract::{CheckedCapability, Concurrency, TypedInput};
+use crate::contract::{CheckedCapability, CheckedSchema, Concurrency, TypedInput};
 use crate::error::{ErrorPayload, FailureReason};
 use crate::policy::{self, Decision, InvokeContext, PolicyContext};
-use crate::registry::{Availability, Registration, Registry};
+use crate::procedure::{ProcedureCall, ProcedureError, Reference};
+use crate::registry::{Availability, Chain, Registration, Registry};
 use crate::{Audit, Confirmation, Effect, Kind};
 
 /// One call in flight through phases 2–10.
@@ -45,11 +46,45 @@ pub(super) struct Call<'r> {
     pub(super) capability_id: Arc<str>,
 }
 
-/// The resolved registration and capability.
+/// What a call addresses on its registration.
+#[derive(Clone)]
+enum Subject {
+    /// A capability of the component's own contract.
+    View {
+        index: usize,
+        capability: &'static CheckedCapability,
+    },
+    /// A procedure the component references.
+    Domain(Arc<Reference>),
+}
+
+impl Subject {
+    fn capability(&self) -> &CheckedCapability {
+        match self {
+            Subject::View { capability, .. } => capability,
+            Subject::Domain(reference) => &reference.capability,
+        }
+    }
+
+    fn chain<'a>(&'a self, registration: &'a Registration) -> Option<&'a Chain> {
+        match self {
+            Subject::View { index, .. } => registration.chain(*index),
+            Subject::Domain(reference) => Some(&reference.chain),
+        }
+    }
+
+    fn output_schema(&self) -> Option<&CheckedSchema> {
+        match self {
+            Subject::View { capability, .. } => capability.output_schema(),
+            Subject::Domain(reference) => reference.procedure.output_schema(),
+        }
+    }
+}
+
+/// The resolved registration and what the call addresses on it.
 struct Target {
     registration: Arc<Registration>,
-    index: usize,
-    capability: &'static CheckedCapability,
+    subject: Subject,
 }
 
 /// What the pipeline knows when it settles.
@@ -63,22 +98,6 @@ struct Trace {
     finished: Option<Instant>,
     operator: Option<String>,
     audit_annotations: Map<String, Value>,
-}
-
-/// A handler future whose panics become values.
-struct CatchUnwind(HandlerFuture);
-
-impl Future for CatchUnwind {
-    type Output = Result<HandlerOutcome, Box<dyn Any + Send>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let future = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(outcome)) => Poll::Ready(Ok(outcome)),
-            Err(panic) => Poll::Ready(Err(panic)),
-        }
-    }
 }
 
 fn panic_message(panic: &(dyn Any + Send)) -> String {
@@ -154,6 +173,19 @@ enum Interrupt {
     Unmounted,
 }
 
+impl Interrupt {
+    fn into_payload(self, capability: &CheckedCapability) -> ErrorPayload {
+        match self {
+            Interrupt::Timeout(after) => ErrorPayload::timeout(
+                u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+                capability.idempotent(),
+            ),
+            Interrupt::Cancelled => ErrorPayload::cancelled(),
+            Interrupt::Unmounted => ErrorPayload::unmounted("mid-flight"),
+        }
+    }
+}
+
 impl Call<'_> {
     pub(super) async fn run(self) -> InvocationResult {
         let span = tracing::debug_span!(
@@ -179,48 +211,64 @@ impl Call<'_> {
 
     async fn phases(&self, trace: &mut Trace) -> Result<Option<Arc<Value>>, ErrorPayload> {
         let target = self.resolve()?;
-        let (registration, index, capability) = (
-            Arc::clone(&target.registration),
-            target.index,
-            target.capability,
-        );
+        let registration = Arc::clone(&target.registration);
+        let subject = target.subject.clone();
         trace.target = Some(target);
-        let component = self.availability(&registration, index)?;
+        let capability = subject.capability();
+        let component = self.availability(&registration, &subject)?;
         let host = self.registry.inner.host();
-        self.authorize(&registration, index, capability, &host)
-            .await?;
-        let (effective, typed) = self.effective_input(capability)?;
-        let read = ReadContext::new(
-            capability.id().clone(),
-            Arc::clone(&registration.id),
-            self.consumer.clone(),
-            host.clone(),
-        );
+        self.authorize(&registration, &subject, &host).await?;
+        let (effective, typed) = self.effective_input(&subject)?;
         let evidence = self
-            .invoke_policies(&registration, index, capability, &host, &effective, trace)
+            .invoke_policies(&registration, &subject, &host, &effective, trace)
             .await?;
-        trace.effective_input = Some(effective);
-        self.precondition(component.as_ref(), index, capability, typed.as_ref(), &read)?;
-        let (slot, waited) = self.concurrency(&registration, index, capability).await?;
-        trace.queue_wait = Some(waited);
-        let output = self
-            .execute(
-                &registration,
-                index,
-                capability,
-                typed,
-                read,
-                evidence,
-                trace,
-            )
-            .await;
-        drop(slot);
-        self.check_output(capability, output?, trace)
+        let output = match &subject {
+            Subject::View { index, .. } => {
+                let index = *index;
+                trace.effective_input = Some(effective);
+                let read = ReadContext::new(
+                    capability.id().clone(),
+                    Arc::clone(&registration.id),
+                    self.consumer.clone(),
+                    host,
+                );
+                self.precondition(component.as_ref(), index, capability, typed.as_ref(), &read)?;
+                let (slot, waited) = self.concurrency(&registration, &subject).await?;
+                trace.queue_wait = Some(waited);
+                let output = self
+                    .execute(
+                        &registration,
+                        index,
+                        capability,
+                        typed,
+                        read,
+                        evidence,
+                        trace,
+                    )
+                    .await;
+                drop(slot);
+                output
+            }
+            Subject::Domain(reference) => {
+                trace.effective_input = Some(effective.clone());
+                let (slot, waited) = self.concurrency(&registration, &subject).await?;
+                trace.queue_wait = Some(waited);
+                let output = self
+                    .forward(&registration, reference, effective, host, evidence, trace)
+                    .await;
+                drop(slot);
+                output
+            }
+        };
+        self.check_output(&subject, output?, trace)
     }
 
     /// Phase 2: capability id (+ instance) → live registration; staleness.
     fn resolve(&self) -> Result<Target, ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 2, name = "resolve").entered();
+        if self.capability_id.starts_with("domain:") {
+            return self.resolve_domain();
+        }
         let inner = &self.registry.inner;
         let request = &self.request;
         // Read lazily: only the failure paths consult time-bounded memories.
@@ -287,8 +335,13 @@ impl Call<'_> {
                 None if instance.is_none()
                     && candidates.is_some_and(|c| c.values().filter(offers).count() > 1) =>
                 {
-                    let all: Vec<Arc<Registration>> = candidates
-                        .map(|c| c.values().filter(offers).cloned().collect())
+                    let all: Vec<Target> = candidates
+                        .map(|c| {
+                            c.values()
+                                .filter(offers)
+                                .filter_map(|r| self.view_target(r))
+                                .collect()
+                        })
                         .unwrap_or_default();
                     drop(state);
                     return Err(self.ambiguous(&all));
@@ -341,31 +394,130 @@ impl Call<'_> {
         drop(state);
         Ok(Target {
             registration: target,
-            index,
-            capability,
+            subject: Subject::View { index, capability },
         })
     }
 
-    /// `AMBIGUOUS_INSTANCE`, listing only instances this consumer may see.
-    fn ambiguous(&self, candidates: &[Arc<Registration>]) -> ErrorPayload {
+    /// The view target of `registration` for this call's capability id.
+    fn view_target(&self, registration: &Arc<Registration>) -> Option<Target> {
+        let capabilities = registration.contract.capabilities();
+        let index = capabilities
+            .iter()
+            .position(|c| c.id().as_str() == &*self.capability_id)?;
+        Some(Target {
+            registration: Arc::clone(registration),
+            subject: Subject::View {
+                index,
+                capability: registration.capability(index)?,
+            },
+        })
+    }
+
+    /// Phase 2 for `domain:` ids: the live registrations exposing a
+    /// reference to the procedure; one per call.
+    fn resolve_domain(&self) -> Result<Target, ErrorPayload> {
+        let inner = &self.registry.inner;
+        let request = &self.request;
+        let now = || inner.now_ms();
+        let state = inner.state();
+        let holders: &[Arc<Registration>] = state
+            .by_procedure
+            .get(&*self.capability_id)
+            .map_or(&[], Vec::as_slice);
+        let instance = request.instance_id.as_deref();
+        let of_instance =
+            |r: &&Arc<Registration>| instance.is_none_or(|i| r.instance.as_str() == i);
+        let target = |registration: &Arc<Registration>| {
+            registration
+                .reference(&self.capability_id)
+                .map(|reference| Target {
+                    registration: Arc::clone(registration),
+                    subject: Subject::Domain(Arc::clone(reference)),
+                })
+        };
+        let found = if let Some(registration_id) = request.registration_id.as_deref() {
+            match holders.iter().find(|r| &*r.id == registration_id) {
+                Some(live) if of_instance(&live) => target(live),
+                Some(_) => None,
+                None => {
+                    let tombstone = state
+                        .tombstones
+                        .peek(registration_id, now())
+                        .filter(|t| t.procedures.iter().any(|p| **p == *self.capability_id));
+                    // The same component (type and instance) mounted again.
+                    let successor = tombstone.and_then(|t| {
+                        holders.iter().find(|r| {
+                            r.contract.component_type() == t.contract.component_type()
+                                && r.instance == t.instance
+                        })
+                    });
+                    if !inner.ids.minted_here(registration_id) {
+                        let only = match holders {
+                            [only] => Some(Arc::clone(&only.id)),
+                            _ => None,
+                        };
+                        return Err(ErrorPayload::stale("surface-reloaded", only.as_deref()));
+                    }
+                    return Err(match (successor, tombstone) {
+                        (Some(live), _) => {
+                            ErrorPayload::stale("registration-replaced", Some(&live.id))
+                        }
+                        (None, Some(_)) => ErrorPayload::unmounted("resolve"),
+                        (None, None) => ErrorPayload::not_found(),
+                    });
+                }
+            }
+        } else {
+            let mut matching = holders.iter().filter(of_instance);
+            match (matching.next(), matching.next()) {
+                (Some(only), None) => target(only),
+                (Some(_), Some(_)) => {
+                    let all: Vec<Target> = holders
+                        .iter()
+                        .filter(of_instance)
+                        .filter_map(target)
+                        .collect();
+                    drop(state);
+                    return Err(self.ambiguous(&all));
+                }
+                (None, _) => None,
+            }
+        };
+        let Some(found) = found else {
+            return Err(ErrorPayload::not_found());
+        };
+        if let Some(hint) = request.surface_version.as_deref()
+            && found.subject.capability().effect().enforces_version_hint()
+            && hint != state.version.to_string()
+        {
+            return Err(ErrorPayload::stale(
+                "surface-version-mismatch",
+                Some(&found.registration.id),
+            ));
+        }
+        Ok(found)
+    }
+
+    /// `AMBIGUOUS_INSTANCE`, listing only candidates this consumer may see.
+    fn ambiguous(&self, candidates: &[Target]) -> ErrorPayload {
         let host = self.registry.inner.host();
         let instances: Vec<Value> = candidates
             .iter()
-            .filter(|registration| {
-                registration
-                    .contract
-                    .capabilities()
-                    .iter()
-                    .position(|c| c.id().as_str() == &*self.capability_id)
-                    .is_some_and(|index| {
-                        self.discover(registration, index, &host) != Decision::Hide
-                    })
+            .filter(|target| {
+                self.discover(&target.registration, &target.subject, &host) != Decision::Hide
             })
-            .map(|registration| {
+            .map(|target| {
+                let registration = &target.registration;
+                let description = match &target.subject {
+                    Subject::Domain(reference) => reference
+                        .contextual_note()
+                        .unwrap_or_else(|| registration.contract.description().to_string()),
+                    Subject::View { .. } => registration.contract.description().to_string(),
+                };
                 serde_json::json!({
                     "instanceId": registration.instance.as_str(),
                     "registrationId": &*registration.id,
-                    "description": &**registration.contract.description(),
+                    "description": description,
                 })
             })
             .collect();
@@ -386,13 +538,16 @@ impl Call<'_> {
             .policy_context(registration, capability, &self.consumer, host)
     }
 
-    fn discover(&self, registration: &Registration, index: usize, host: &HostContext) -> Decision {
-        let (Some(chain), Some(capability)) =
-            (registration.chain(index), registration.capability(index))
-        else {
+    fn discover(
+        &self,
+        registration: &Registration,
+        subject: &Subject,
+        host: &HostContext,
+    ) -> Decision {
+        let Some(chain) = subject.chain(registration) else {
             return Decision::Hide;
         };
-        chain.discover(&self.policy_context(registration, capability, host))
+        chain.discover(&self.policy_context(registration, subject.capability(), host))
     }
 
     /// Phase 3: enabled, pushed overrides and `when()`, re-evaluated now.
@@ -400,16 +555,23 @@ impl Call<'_> {
     fn availability(
         &self,
         registration: &Arc<Registration>,
-        index: usize,
+        subject: &Subject,
     ) -> Result<Arc<dyn Component>, ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 3, name = "availability").entered();
         let Some(component) = registration.component() else {
             return Err(ErrorPayload::unmounted("resolve"));
         };
-        if let Availability::Unavailable(reason) =
-            registration.availability(index, Some(component.as_ref()))
-        {
-            if self.discover(registration, index, &self.registry.inner.host()) == Decision::Hide {
+        let availability = match subject {
+            Subject::View { index, .. } => {
+                registration.availability(*index, Some(component.as_ref()))
+            }
+            Subject::Domain(_) if !registration.is_enabled() => Availability::Unavailable(
+                std::borrow::Cow::Borrowed(crate::registry::COMPONENT_DISABLED),
+            ),
+            Subject::Domain(reference) => reference.availability(),
+        };
+        if let Availability::Unavailable(reason) = availability {
+            if self.discover(registration, subject, &self.registry.inner.host()) == Decision::Hide {
                 return Err(ErrorPayload::not_found());
             }
             return Err(ErrorPayload::not_available(&reason));
@@ -422,11 +584,11 @@ impl Call<'_> {
     async fn authorize(
         &self,
         registration: &Registration,
-        index: usize,
-        capability: &CheckedCapability,
+        subject: &Subject,
         host: &HostContext,
     ) -> Result<(), ErrorPayload> {
-        let Some(chain) = registration.chain(index) else {
+        let capability = subject.capability();
+        let Some(chain) = subject.chain(registration) else {
             return Err(ErrorPayload::not_found());
         };
         if chain.policies.is_empty() {
@@ -452,10 +614,11 @@ impl Call<'_> {
         }
     }
 
-    /// Phase 5: parse and fully validate the effective input.
+    /// Phase 5: parse and fully validate the effective input (for a
+    /// procedure: locked fields, bindings, merge, the full schema).
     fn effective_input(
         &self,
-        capability: &CheckedCapability,
+        subject: &Subject,
     ) -> Result<(Value, Option<TypedInput>), ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 5, name = "effective input").entered();
         let input = self
@@ -464,6 +627,10 @@ impl Call<'_> {
             .map(|mut input| input.take())
             .unwrap_or_default()
             .unwrap_or(Value::Null);
+        let capability = match subject {
+            Subject::Domain(reference) => return Ok((reference.effective_input(input)?, None)),
+            Subject::View { capability, .. } => *capability,
+        };
         if capability.kind() == Kind::Observation {
             let empty = match &input {
                 Value::Null => true,
@@ -505,18 +672,18 @@ impl Call<'_> {
     async fn invoke_policies(
         &self,
         registration: &Registration,
-        index: usize,
-        capability: &CheckedCapability,
+        subject: &Subject,
         host: &HostContext,
         effective: &Value,
         trace: &mut Trace,
     ) -> Result<Option<ConfirmationEvidence>, ErrorPayload> {
+        let capability = subject.capability();
         if capability.kind() == Kind::Observation {
             return Ok(None);
         }
         let mut escalated: Option<Option<String>> = None;
-        if let Some(chain) = registration
-            .chain(index)
+        if let Some(chain) = subject
+            .chain(registration)
             .filter(|chain| !chain.invoke.is_empty())
         {
             let policy_ctx = self.policy_context(registration, capability, host);
@@ -543,7 +710,11 @@ impl Call<'_> {
             trace.audit_annotations = effects.audit().clone();
         }
         let required = capability.confirmation() == Confirmation::Required || escalated.is_some();
-        if !required {
+        // Evidence for a domain call may answer the backend's own demand
+        // (a record of origin "server"), which the client posture does not require.
+        let answers_server =
+            matches!(subject, Subject::Domain(_)) && self.request.confirmation_id.is_some();
+        if !required && !answers_server {
             return Ok(None);
         }
         let inner = &self.registry.inner;
@@ -566,7 +737,7 @@ impl Call<'_> {
                     .unwrap_or_else(|| summarize(capability, effective));
                 Err(inner
                     .confirmations
-                    .request(self.registry, &binding, summary))
+                    .request(self.registry, &binding, summary, "client"))
             }
         }
     }
@@ -596,13 +767,14 @@ impl Call<'_> {
         }
     }
 
-    /// Phase 8: an action queue slot, or observation admission.
+    /// Phase 8: an action queue slot (per group; per procedure reference),
+    /// or observation admission.
     async fn concurrency(
         &self,
         registration: &Registration,
-        index: usize,
-        capability: &CheckedCapability,
+        subject: &Subject,
     ) -> Result<(Slot, Duration), ErrorPayload> {
+        let capability = subject.capability();
         let inner = &self.registry.inner;
         let limits = &inner.config.limits;
         let external = Cancelled(self.options.cancellation.as_ref());
@@ -642,9 +814,15 @@ impl Call<'_> {
             Concurrency::Parallel(n) => usize::try_from(n).unwrap_or(1),
             _ => 1,
         };
-        let queue: Arc<ActionQueue> = registration.queue(QueueKey::of(concurrency, index), || {
-            ActionQueue::new(slots, depth)
-        });
+        let queue: Arc<ActionQueue> = match subject {
+            Subject::View { index, .. } => registration
+                .queue(QueueKey::of(concurrency, *index), || {
+                    ActionQueue::new(slots, depth)
+                }),
+            // One queue per (procedure, referencing registration): a view
+            // action of the same component never waits behind a backend call.
+            Subject::Domain(reference) => reference.queue(|| ActionQueue::new(1, depth)),
+        };
         let entry = queue.enter().map_err(|_| full())?;
         match entry {
             Entry::Ready(permit) => Ok((Slot::Action(permit), Duration::ZERO)),
@@ -714,7 +892,7 @@ impl Call<'_> {
             ),
             None => ActionContext::for_observation(read, Arc::clone(&self.invocation_id)),
         };
-        let mut handler = CatchUnwind(component.__invoke(index, typed, ctx));
+        let mut handler = AssertUnwindFuture(component.__invoke(index, typed, ctx));
         let started = Instant::now();
         let deadline = started + timeout;
         let settled = tokio::select! {
@@ -754,14 +932,137 @@ impl Call<'_> {
                     token.cancel();
                 }
                 self.watch_late_settlement(handler, timeout, capability);
-                Err(match interrupt {
-                    Interrupt::Timeout(after) => ErrorPayload::timeout(
-                        u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
-                        capability.idempotent(),
-                    ),
-                    Interrupt::Cancelled => ErrorPayload::cancelled(),
-                    Interrupt::Unmounted => ErrorPayload::unmounted("mid-flight"),
-                })
+                Err(interrupt.into_payload(capability))
+            }
+        }
+    }
+
+    /// Phase 9 for a procedure: forward the validated effective input to
+    /// the installed executor, against the same timeout, cancellation,
+    /// unmount and disposal rules as a handler. Backend errors go through
+    /// the host's mapping hook; unmapped ones settle `EXECUTION_FAILED
+    /// {reason: "transport"}`; an approval demand becomes a pending
+    /// confirmation of origin `server`.
+    async fn forward(
+        &self,
+        registration: &Arc<Registration>,
+        reference: &Reference,
+        input: Value,
+        host: HostContext,
+        evidence: Option<ConfirmationEvidence>,
+        trace: &mut Trace,
+    ) -> Result<Option<Value>, ErrorPayload> {
+        let inner = &self.registry.inner;
+        let capability = &reference.capability;
+        let external = Cancelled(self.options.cancellation.as_ref());
+        let unmounted = registration.unmounted();
+        if !registration.is_active() {
+            return Err(ErrorPayload::unmounted("mid-flight"));
+        }
+        if external.fired() {
+            return Err(ErrorPayload::cancelled());
+        }
+        // Removed since resolution: nothing can run the call.
+        let Some(executor) = inner.executor() else {
+            return Err(ErrorPayload::not_found());
+        };
+        let timeout = self.options.timeout.unwrap_or_else(|| {
+            capability
+                .timeout_ms()
+                .map_or(inner.config.limits.procedure_timeout, Duration::from_millis)
+        });
+        let token = tokio_util::sync::CancellationToken::new();
+        let call = ProcedureCall {
+            procedure_id: Arc::clone(&self.capability_id),
+            input,
+            invocation_id: Arc::clone(&self.invocation_id),
+            consumer: self.consumer.clone(),
+            host,
+            evidence,
+            cancellation: token.clone(),
+            timeout,
+        };
+        let execution = catch_unwind(AssertUnwindSafe(|| executor.execute(call)));
+        let Ok(future) = execution else {
+            trace.operator = Some("the procedure executor panicked".to_owned());
+            return Err(ErrorPayload::execution_failed(FailureReason::HandlerError));
+        };
+        let mut future = AssertUnwindFuture(future);
+        let started = Instant::now();
+        let settled = tokio::select! {
+            biased;
+            outcome = &mut future => Ok(outcome),
+            () = tokio::time::sleep_until(started + timeout) => Err(Interrupt::Timeout(timeout)),
+            () = external.wait() => Err(Interrupt::Cancelled),
+            () = inner.disposed.cancelled() => Err(Interrupt::Cancelled),
+            () = unmounted.cancelled() => Err(Interrupt::Unmounted),
+        };
+        let finished = Instant::now();
+        trace.execution = Some(finished - started);
+        trace.finished = Some(finished);
+        match settled {
+            Ok(Ok(Ok(Value::Null))) => Ok(None),
+            Ok(Ok(Ok(output))) => Ok(Some(output)),
+            Ok(Ok(Err(error))) => {
+                trace.operator = Some(error.to_string());
+                Err(self.map_procedure_error(registration, reference, error, trace))
+            }
+            Ok(Err(panic)) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(procedure = %capability.id(), panic = %message, "a procedure executor panicked");
+                trace.operator = Some(format!("executor panicked: {message}"));
+                Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
+            }
+            Err(interrupt) => {
+                token.cancel();
+                self.watch_late_settlement(future, timeout, capability);
+                Err(interrupt.into_payload(capability))
+            }
+        }
+    }
+
+    /// A backend error as the agent sees it.
+    fn map_procedure_error(
+        &self,
+        registration: &Registration,
+        reference: &Reference,
+        error: ProcedureError,
+        trace: &Trace,
+    ) -> ErrorPayload {
+        let inner = &self.registry.inner;
+        match error {
+            ProcedureError::Cancelled => ErrorPayload::cancelled(),
+            ProcedureError::ApprovalRequired { summary } => {
+                let Some(effective) = trace.effective_input.as_ref() else {
+                    return ErrorPayload::execution_failed(FailureReason::Transport);
+                };
+                let binding = Binding {
+                    surface_id: &inner.surface_id,
+                    registration_id: &registration.id,
+                    capability_id: &self.capability_id,
+                    consumer_key: &self.consumer_key,
+                    effective_input: effective,
+                    effect: reference.capability.effect(),
+                };
+                let summary = summary
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| s.chars().take(300).collect())
+                    .unwrap_or_else(|| summarize(&reference.capability, effective));
+                inner
+                    .confirmations
+                    .request(self.registry, &binding, summary, "server")
+            }
+            error => {
+                let mapped = inner.config.procedure_errors.as_ref().and_then(|map| {
+                    catch_unwind(AssertUnwindSafe(|| map(&self.capability_id, &error)))
+                        .unwrap_or_else(|_| {
+                            tracing::error!(
+                                "the procedure error hook panicked; the error stays unmapped"
+                            );
+                            None
+                        })
+                });
+                mapped.unwrap_or_else(|| ErrorPayload::execution_failed(FailureReason::Transport))
             }
         }
     }
@@ -769,12 +1070,14 @@ impl Call<'_> {
     /// The invocation already settled; give the cancelled handler a grace
     /// period to finish and record a late settlement if it does. It is
     /// dropped afterwards: no handler outlives its grace.
-    fn watch_late_settlement(
+    fn watch_late_settlement<F, T, E>(
         &self,
-        handler: CatchUnwind,
+        handler: AssertUnwindFuture<F>,
         grace: Duration,
         capability: &CheckedCapability,
-    ) {
+    ) where
+        F: Future<Output = Result<T, E>> + Unpin + Send + 'static,
+    {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -803,14 +1106,15 @@ impl Call<'_> {
     /// Phase 10 (first half): validate and size-check the output.
     fn check_output(
         &self,
-        capability: &CheckedCapability,
+        subject: &Subject,
         output: Option<Value>,
         trace: &mut Trace,
     ) -> Result<Option<Arc<Value>>, ErrorPayload> {
         let Some(output) = output else {
             return Ok(None);
         };
-        if let Some(schema) = capability.output_schema() {
+        let capability = subject.capability();
+        if let Some(schema) = subject.output_schema() {
             let issues = schema.validator().validate(&output);
             if !issues.is_empty() {
                 let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
@@ -850,8 +1154,10 @@ impl Call<'_> {
         let duration_ms = u64::try_from((ended - started).as_millis()).unwrap_or(u64::MAX);
         let code = outcome.as_ref().err().map(ErrorPayload::code);
         let status = if outcome.is_ok() { "ok" } else { "error" };
-        let capability = trace.target.as_ref().map(|t| t.capability);
-        let level = capability.map_or(Audit::Metadata, CheckedCapability::audit);
+        let level = trace
+            .target
+            .as_ref()
+            .map_or(Audit::Metadata, |t| t.subject.capability().audit());
         if level != Audit::None {
             let mut event = AuditEvent::new(AuditKind::InvocationSettled, inner.now_ms());
             event.capability_id = Some(Arc::clone(&self.capability_id));
@@ -883,7 +1189,7 @@ impl Call<'_> {
             }
             inner.record(&event);
             if let Some(target) = &trace.target
-                && let Some(chain) = target.registration.chain(target.index)
+                && let Some(chain) = target.subject.chain(&target.registration)
             {
                 for sink in chain.audit_sinks.iter() {
                     crate::audit::record(sink.as_ref(), &event);

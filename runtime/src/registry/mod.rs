@@ -46,7 +46,10 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use registration::{Availability, Chain, Chains, Override, Registration, vote};
+pub(crate) use registration::{
+    Availability, COMPONENT_DISABLED, Chain, Chains, NOT_AVAILABLE_NOW, Override, Registration,
+    WHEN_ERROR, vote,
+};
 
 use crate::audit::{
     self, AuditEvent, AuditKind, AuditSink, ConsoleAuditSink, FanOut, MemoryAuditSink,
@@ -62,6 +65,10 @@ use crate::ids::{CapabilityId, InstanceId};
 use crate::invoke::concurrency::Admission;
 use crate::invoke::dedupe::Dedupe;
 use crate::policy::PolicyRef;
+use crate::procedure::{
+    ErasedRef, ManifestMismatch, Procedure, ProcedureError, ProcedureExecutor, ProcedureRef,
+    Reference,
+};
 use crate::schema::SchemaLimits;
 use crate::util::ids::IdMint;
 use crate::util::lru::Lru;
@@ -205,6 +212,7 @@ type HostProvider = Arc<dyn Fn() -> HostContext + Send + Sync>;
 type Guard = Arc<dyn Fn(&RegistrationCandidate<'_>) -> GuardDecision + Send + Sync>;
 type RouteProvider = Arc<dyn Fn() -> Option<RouteInfo> + Send + Sync>;
 type Redactor = Arc<dyn Fn(&serde_json::Value) -> serde_json::Value + Send + Sync>;
+type ErrorHook = Arc<dyn Fn(&str, &ProcedureError) -> Option<crate::ErrorPayload> + Send + Sync>;
 
 /// Builds a [`Registry`].
 #[must_use]
@@ -220,6 +228,7 @@ pub struct RegistryBuilder {
     limits: Limits,
     clock: Option<Arc<dyn Clock>>,
     redact: Option<Redactor>,
+    procedure_errors: Option<ErrorHook>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -312,6 +321,32 @@ impl RegistryBuilder {
         self
     }
 
+    /// Maps backend errors of domain procedures to agent-facing errors
+    /// (e.g. a backend `forbidden` to `NOT_AUTHORIZED {origin: "server"}`).
+    /// Errors the hook leaves unmapped (`None`) settle
+    /// `EXECUTION_FAILED {reason: "transport"}` with a fixed message; the
+    /// backend's own text only reaches the audit trail.
+    ///
+    /// ```
+    /// use agent_surface::procedure::ProcedureError;
+    /// use agent_surface::{ErrorPayload, Registry};
+    ///
+    /// let registry = Registry::builder()
+    ///     .procedure_errors(|_procedure, error| match error.code() {
+    ///         Some("forbidden") => Some(ErrorPayload::not_authorized("server")),
+    ///         _ => None,
+    ///     })
+    ///     .build();
+    /// # let _ = registry;
+    /// ```
+    pub fn procedure_errors(
+        mut self,
+        map: impl Fn(&str, &ProcedureError) -> Option<crate::ErrorPayload> + Send + Sync + 'static,
+    ) -> Self {
+        self.procedure_errors = Some(Arc::new(map));
+        self
+    }
+
     /// Builds the registry.
     pub fn build(self) -> Registry {
         let ids = IdMint::new();
@@ -343,6 +378,7 @@ impl RegistryBuilder {
                 route: self.route,
                 limits,
                 redact: self.redact,
+                procedure_errors: self.procedure_errors,
             },
             clock,
             ids,
@@ -354,7 +390,9 @@ impl RegistryBuilder {
                 tombstones: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
                 unmounted_types: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
                 known_procedures: Vec::new(),
+                by_procedure: FxHashMap::default(),
             }),
+            executor: std::sync::RwLock::new(None),
             dispatcher: Arc::new(Dispatcher::default()),
             audit,
             memory_audit: memory,
@@ -387,6 +425,7 @@ pub(crate) struct Config {
     pub(crate) route: Option<RouteProvider>,
     pub(crate) limits: Limits,
     pub(crate) redact: Option<Redactor>,
+    pub(crate) procedure_errors: Option<ErrorHook>,
 }
 
 /// Immutable values every registry starts with, built once per process.
@@ -418,6 +457,17 @@ pub(crate) struct Tombstone {
     pub(crate) instance: InstanceId,
     /// Static data only: which capabilities the registration had.
     pub(crate) contract: &'static CheckedContract,
+    /// The procedures it exposed (ids only).
+    pub(crate) procedures: Arc<[Arc<str>]>,
+}
+
+/// Snapshot order: priority descending, then type, then instance.
+fn snapshot_order(a: &Registration, b: &Registration) -> std::cmp::Ordering {
+    b.contract
+        .priority()
+        .cmp(&a.contract.priority())
+        .then_with(|| a.contract.component_type().cmp(b.contract.component_type()))
+        .then_with(|| a.instance.cmp(&b.instance))
 }
 
 pub(crate) struct State {
@@ -432,6 +482,8 @@ pub(crate) struct State {
     /// without a registration id.
     pub(crate) unmounted_types: Lru<Arc<str>, Arc<str>>,
     pub(crate) known_procedures: Vec<Arc<str>>,
+    /// Live registrations exposing each procedure, in mount order.
+    pub(crate) by_procedure: FxHashMap<Arc<str>, Vec<Arc<Registration>>>,
 }
 
 impl State {
@@ -441,13 +493,7 @@ impl State {
             return Arc::clone(ordered);
         }
         let mut all: Vec<Arc<Registration>> = self.live.values().cloned().collect();
-        all.sort_by(|a, b| {
-            b.contract
-                .priority()
-                .cmp(&a.contract.priority())
-                .then_with(|| a.contract.component_type().cmp(b.contract.component_type()))
-                .then_with(|| a.instance.cmp(&b.instance))
-        });
+        all.sort_by(|a, b| snapshot_order(a, b));
         let all = Arc::new(all);
         self.ordered = Some(Arc::clone(&all));
         all
@@ -460,7 +506,34 @@ impl State {
             .entry(Arc::clone(registration.contract.component_type().as_arc()))
             .or_default()
             .insert(registration.instance.clone(), Arc::clone(registration));
+        for reference in registration.references.iter() {
+            if reference.is_exposed() {
+                let holders = self
+                    .by_procedure
+                    .entry(Arc::clone(reference.id()))
+                    .or_default();
+                holders.push(Arc::clone(registration));
+                holders.sort_by(|a, b| snapshot_order(a, b));
+            }
+        }
         self.ordered = None;
+    }
+
+    /// Rebuilds the procedure index (after the manifest changed).
+    fn index_procedures(&mut self) {
+        self.by_procedure.clear();
+        let mut live: Vec<&Arc<Registration>> = self.live.values().collect();
+        live.sort_by(|a, b| snapshot_order(a, b));
+        for registration in live {
+            for reference in registration.references.iter() {
+                if reference.is_exposed() {
+                    self.by_procedure
+                        .entry(Arc::clone(reference.id()))
+                        .or_default()
+                        .push(Arc::clone(registration));
+                }
+            }
+        }
     }
 
     fn remove(&mut self, registration: &Arc<Registration>, now_ms: u64) {
@@ -477,6 +550,14 @@ impl State {
                 self.by_type.remove(component_type);
             }
         }
+        for reference in registration.references.iter() {
+            if let Some(holders) = self.by_procedure.get_mut(&**reference.id()) {
+                holders.retain(|holder| !Arc::ptr_eq(holder, registration));
+                if holders.is_empty() {
+                    self.by_procedure.remove(&**reference.id());
+                }
+            }
+        }
         self.unmounted_types.insert(
             Arc::clone(registration.contract.component_type().as_arc()),
             Arc::clone(&registration.id),
@@ -487,6 +568,12 @@ impl State {
             Tombstone {
                 instance: registration.instance.clone(),
                 contract: registration.contract,
+                procedures: registration
+                    .references
+                    .iter()
+                    .filter(|reference| reference.is_exposed())
+                    .map(|reference| Arc::clone(reference.id()))
+                    .collect(),
             },
             now_ms,
         );
@@ -518,6 +605,8 @@ pub(crate) struct Inner {
     pub(crate) anonymous: crate::context::Consumer,
     /// The registry's own policy chain, shared by registrations that add none.
     pub(crate) base_chain: Arc<Chain>,
+    /// The installed procedure executor.
+    pub(crate) executor: std::sync::RwLock<Option<Arc<dyn ProcedureExecutor>>>,
 }
 
 impl Inner {
@@ -527,6 +616,14 @@ impl Inner {
 
     pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    /// The installed procedure executor.
+    pub(crate) fn executor(&self) -> Option<Arc<dyn ProcedureExecutor>> {
+        self.executor
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub(crate) fn host(&self) -> HostContext {
@@ -604,6 +701,9 @@ pub enum MountError {
     Definition(DefinitionError),
     /// The registry was disposed.
     Disposed,
+    /// A procedure reference disagrees with the installed executor's
+    /// manifest (id, description, schemas, effect or confirmation posture).
+    Manifest(ManifestMismatch),
     /// The suffix-collision policy is `error` and the mount collides.
     SuffixCollision {
         /// The view capability.
@@ -618,6 +718,7 @@ impl fmt::Display for MountError {
         match self {
             MountError::Definition(err) => err.fmt(f),
             MountError::Disposed => f.write_str("the registry was disposed"),
+            MountError::Manifest(mismatch) => mismatch.fmt(f),
             MountError::SuffixCollision { view, domain } => {
                 write!(f, "`{view}` collides with the domain procedure `{domain}`")
             }
@@ -786,6 +887,68 @@ impl Drop for Mounted {
     }
 }
 
+/// A mount being configured; see [`Registry::mounting`].
+#[must_use = "call `.mount()` to mount the component"]
+pub struct MountBuilder<'r> {
+    registry: &'r Registry,
+    contract: Result<&'static CheckedContract, DefinitionError>,
+    component: Arc<dyn Component>,
+    instance: Option<String>,
+    enabled: Option<bool>,
+    references: Vec<ErasedRef>,
+}
+
+impl fmt::Debug for MountBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MountBuilder")
+            .field("instance", &self.instance)
+            .field("enabled", &self.enabled)
+            .field("references", &self.references.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MountBuilder<'_> {
+    /// The instance id (default: the contract's). Derive it from data (an
+    /// entity id, a semantic slot), never from render or mount order.
+    pub fn instance(mut self, instance: impl Into<String>) -> Self {
+        self.instance = Some(instance.into());
+        self
+    }
+
+    /// The initial master switch (default: the contract's `enabled`).
+    pub fn enabled(mut self, enabled: bool) -> Self {
+        self.enabled = Some(enabled);
+        self
+    }
+
+    /// References backend procedure `P` with this mount's bindings. It is
+    /// exposed only while the installed executor's manifest lists it.
+    pub fn procedure<P: Procedure>(mut self, reference: ProcedureRef<P>) -> Self {
+        self.references.push(reference.erase());
+        self
+    }
+
+    /// Mounts. Structural defects and manifest disagreements fail; runtime
+    /// refusals (duplicates, the registration guard) return a rejected handle.
+    pub fn mount(self) -> Result<Mounted, MountError> {
+        let contract = self.contract?;
+        let instance = match &self.instance {
+            None => contract.default_instance().clone(),
+            Some(instance) => InstanceId::new(instance).map_err(|err| {
+                DefinitionError::new(
+                    crate::error::DefinitionErrorKind::InvalidId,
+                    contract.component_type().as_str(),
+                    err.to_string(),
+                )
+            })?,
+        };
+        let enabled = self.enabled.unwrap_or_else(|| contract.enabled());
+        self.registry
+            .mount_checked(contract, self.component, instance, enabled, self.references)
+    }
+}
+
 /// The registry. Cheap to clone (`Arc` inside); `Send + Sync`.
 #[derive(Clone)]
 pub struct Registry {
@@ -822,6 +985,7 @@ impl Registry {
             limits: Limits::default(),
             clock: None,
             redact: None,
+            procedure_errors: None,
         }
     }
 
@@ -878,9 +1042,7 @@ impl Registry {
 
     /// Mounts a component under its contract's default instance id.
     pub fn mount<T: Component>(&self, component: Arc<T>) -> Result<Mounted, MountError> {
-        let contract = T::contract().checked()?;
-        let instance = contract.default_instance().clone();
-        self.mount_checked(contract, component, instance)
+        self.mounting(component).mount()
     }
 
     /// Mounts a component under an instance id derived from data (an entity
@@ -890,15 +1052,55 @@ impl Registry {
         component: Arc<T>,
         instance: &str,
     ) -> Result<Mounted, MountError> {
-        let contract = T::contract().checked()?;
-        let instance = InstanceId::new(instance).map_err(|err| {
-            DefinitionError::new(
-                crate::error::DefinitionErrorKind::InvalidId,
-                contract.component_type().as_str(),
-                err.to_string(),
-            )
-        })?;
-        self.mount_checked(contract, component, instance)
+        self.mounting(component).instance(instance).mount()
+    }
+
+    /// Starts a mount with options: an instance id, the initial master
+    /// switch, and references to backend procedures.
+    ///
+    /// ```
+    /// # use agent_surface::prelude::*;
+    /// # use agent_surface::procedure::{Procedure, ProcedureRef};
+    /// # use std::sync::Arc;
+    /// /// Archive a project.
+    /// #[agent_procedure(id = "domain:projects.archive", effect = "server-mutation")]
+    /// pub struct Archive {
+    ///     /// The project.
+    ///     pub project_id: String,
+    /// }
+    /// /// A project page.
+    /// #[agent_component(type = "projects.page")]
+    /// impl Page {
+    ///     /// The project shown.
+    ///     #[observation]
+    ///     fn project(&self) -> String {
+    ///         self.0.clone()
+    ///     }
+    /// }
+    /// struct Page(String);
+    ///
+    /// let registry = Registry::default();
+    /// let page = Arc::new(Page("p1".into()));
+    /// let shown = Arc::clone(&page);
+    /// let mounted = registry
+    ///     .mounting(page)
+    ///     .instance("p1")
+    ///     .procedure(
+    ///         ProcedureRef::<Archive>::new().bind(Archive::fields().project_id, move || shown.0.clone()),
+    ///     )
+    ///     .mount()?;
+    /// # let _ = mounted;
+    /// # Ok::<(), agent_surface::registry::MountError>(())
+    /// ```
+    pub fn mounting<T: Component>(&self, component: Arc<T>) -> MountBuilder<'_> {
+        MountBuilder {
+            registry: self,
+            contract: T::contract().checked(),
+            component,
+            instance: None,
+            enabled: None,
+            references: Vec::new(),
+        }
     }
 
     fn check_limits(&self, contract: &CheckedContract) -> Result<(), DefinitionError> {
@@ -918,17 +1120,73 @@ impl Registry {
         Ok(())
     }
 
+    /// Builds the references of a mount and checks them against the
+    /// installed manifest: absent procedures are not exposed; disagreeing
+    /// ones fail the mount.
+    fn references(
+        &self,
+        contract: &CheckedContract,
+        erased: Vec<ErasedRef>,
+    ) -> Result<Box<[Arc<Reference>]>, MountError> {
+        if erased.is_empty() {
+            return Ok(Box::default());
+        }
+        let inner = &self.inner;
+        let component_policies = contract.policies();
+        let executor = inner.executor();
+        let mut references: Vec<Arc<Reference>> = Vec::with_capacity(erased.len());
+        for mut reference in erased {
+            let id = reference.contract().id();
+            if references.iter().any(|r| &**r.id() == id) {
+                return Err(MountError::Definition(DefinitionError::new(
+                    crate::error::DefinitionErrorKind::DuplicateCapability,
+                    id,
+                    "the component references this procedure twice",
+                )));
+            }
+            let policies = std::mem::take(&mut reference.policies);
+            let chain = Chain::compose(&inner.config.policies, &component_policies, policies);
+            let built = reference.build(chain)?;
+            built.capability.input_schema().map_or(Ok(()), |schema| {
+                schema
+                    .within(&inner.schema_limits())
+                    .map_err(|err| err.within(id))
+            })?;
+            let entry = executor
+                .as_ref()
+                .and_then(|executor| executor.manifest().get(id).cloned());
+            match entry {
+                Some(entry) => {
+                    crate::procedure::agree(built.procedure, &entry)
+                        .map_err(MountError::Manifest)?;
+                    built.exposed.store(true, Ordering::Release);
+                }
+                None => {
+                    tracing::info!(
+                        procedure = id,
+                        "the backend manifest does not list this procedure; the reference registers nothing"
+                    );
+                }
+            }
+            references.push(Arc::new(built));
+        }
+        Ok(references.into_boxed_slice())
+    }
+
     fn mount_checked(
         &self,
         contract: &'static CheckedContract,
         component: Arc<dyn Component>,
         instance: InstanceId,
+        enabled: bool,
+        references: Vec<ErasedRef>,
     ) -> Result<Mounted, MountError> {
         let inner = &self.inner;
         if inner.disposed.is_cancelled() {
             return Err(MountError::Disposed);
         }
         self.check_limits(contract)?;
+        let references = self.references(contract, references)?;
         let registration_id: Arc<str> = Arc::from(inner.ids.registration_id());
         let component_type = Arc::clone(contract.component_type().as_arc());
 
@@ -937,7 +1195,17 @@ impl Registry {
                 component_type: &component_type,
                 instance_id: instance.as_str(),
                 origin: contract.origin(),
-                capabilities: contract.capabilities().iter().map(|c| c.id()).collect(),
+                capabilities: contract
+                    .capabilities()
+                    .iter()
+                    .map(|c| c.id())
+                    .chain(
+                        references
+                            .iter()
+                            .filter(|r| r.is_exposed())
+                            .map(|r| r.procedure.id()),
+                    )
+                    .collect(),
             };
             let verdict =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard(&candidate)))
@@ -971,8 +1239,9 @@ impl Registry {
             contract,
             instance.clone(),
             component,
-            contract.enabled(),
+            enabled,
             chains,
+            references,
         ));
 
         let now = inner.now_ms();
@@ -1149,9 +1418,58 @@ impl Registry {
     }
 
     /// Tells the registry which domain procedure ids exist (for
-    /// suffix-collision diagnostics).
+    /// suffix-collision diagnostics). Installing an executor sets them from
+    /// its manifest.
     pub fn set_known_procedures(&self, ids: impl IntoIterator<Item = impl Into<Arc<str>>>) {
         self.inner.state().known_procedures = ids.into_iter().map(Into::into).collect();
+    }
+
+    /// Installs (or, with `None`, removes) the executor of domain
+    /// procedures. Its manifest becomes the ceiling: live references to
+    /// procedures it lists (and agrees with) are exposed, the others are
+    /// withdrawn; the version moves when that changes anything. Returns the
+    /// live references that disagree with the manifest (they stay withdrawn).
+    pub fn set_procedure_executor(
+        &self,
+        executor: Option<Arc<dyn ProcedureExecutor>>,
+    ) -> Vec<ManifestMismatch> {
+        let inner = &self.inner;
+        let mut state = inner.state();
+        let manifest = executor.as_ref().map(|executor| executor.manifest());
+        state.known_procedures = manifest
+            .map(|manifest| manifest.entries().map(|e| Arc::from(e.id())).collect())
+            .unwrap_or_default();
+        let mut mismatches = Vec::new();
+        let mut changed = false;
+        for registration in state.live.values() {
+            for reference in registration.references.iter() {
+                let entry = manifest.and_then(|manifest| manifest.get(reference.id()));
+                let exposed = match entry {
+                    Some(entry) => match crate::procedure::agree(reference.procedure, entry) {
+                        Ok(()) => true,
+                        Err(mismatch) => {
+                            tracing::error!(%mismatch, "a live procedure reference disagrees with the new manifest; it is withdrawn");
+                            mismatches.push(mismatch);
+                            false
+                        }
+                    },
+                    None => false,
+                };
+                changed |= reference.exposed.swap(exposed, Ordering::AcqRel) != exposed;
+            }
+        }
+        *inner
+            .executor
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = executor;
+        if changed {
+            state.index_procedures();
+            state.ordered = None;
+            inner.bump(&mut state, Vec::new());
+        }
+        drop(state);
+        inner.dispatcher.drain();
+        mismatches
     }
 
     /// Whether [`dispose`](Self::dispose) was called.

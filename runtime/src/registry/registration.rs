@@ -14,6 +14,7 @@ use crate::contract::{CheckedCapability, CheckedContract, ReasonSource};
 use crate::ids::InstanceId;
 use crate::invoke::concurrency::{ActionQueue, QueueKey};
 use crate::policy::{Decision, PolicyContext, PolicyRef, Scope};
+use crate::procedure::Reference;
 
 /// The reason shown when a component is disabled.
 pub(crate) const COMPONENT_DISABLED: &str = "component-disabled";
@@ -140,6 +141,8 @@ pub(crate) struct Registration {
     instance_queue: std::sync::OnceLock<Arc<ActionQueue>>,
     /// Queues of other groups.
     queues: Mutex<Vec<(QueueKey, Arc<ActionQueue>)>>,
+    /// Procedure references made by this mount (exposed or not).
+    pub(crate) references: Box<[Arc<Reference>]>,
 }
 
 impl std::fmt::Debug for Registration {
@@ -160,6 +163,7 @@ impl Registration {
         component: Arc<dyn Component>,
         enabled: bool,
         chains: Chains,
+        references: Box<[Arc<Reference>]>,
     ) -> Registration {
         Registration {
             id,
@@ -174,7 +178,20 @@ impl Registration {
             active: AtomicBool::new(true),
             instance_queue: std::sync::OnceLock::new(),
             queues: Mutex::new(Vec::new()),
+            references,
         }
+    }
+
+    /// The exposed reference to procedure `id`, if this mount makes one.
+    pub(crate) fn reference(&self, id: &str) -> Option<&Arc<Reference>> {
+        self.references
+            .iter()
+            .find(|reference| reference.is_exposed() && &**reference.id() == id)
+    }
+
+    /// Whether the component is switched on.
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
     }
 
     /// Fires when the registration unmounts. After taking it, check

@@ -54,7 +54,7 @@ use std::fmt;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
-pub use normalize::normalize;
+pub use normalize::{normalize, shape};
 pub use subset::{check_subset, measure};
 pub use types::{AgentInput, AgentOutput, AgentSchema, MapValue, SameElement};
 pub use validate::{CompiledSchema, MAX_ISSUES, compile};

@@ -53,8 +53,23 @@ pub fn normalize(mut schema: Value) -> Result<Value, SchemaError> {
     Ok(schema)
 }
 
-/// Visits every subschema position of `object` (properties, items, anyOf,
-/// oneOf, prefixItems, $defs), with its JSON pointer.
+/// The schema's validation shape: a copy without annotation keywords
+/// (`description`, `title`, `examples`, `default`, `deprecated`) at any
+/// level. Two schemas that accept the same documents in the same way have
+/// the same shape, whatever their prose; property names are kept, even
+/// when one is called `description`.
+pub fn shape(schema: &Value) -> Value {
+    let mut copy = schema.clone();
+    // The rewrite never fails.
+    let _ = post_order(&mut copy, "", &mut |object, _| {
+        for keyword in ["description", "title", "examples", "default", "deprecated"] {
+            object.remove(keyword);
+        }
+        Ok(())
+    });
+    copy
+}
+
 /// Applies `rewrite` to every schema object of the document, children first.
 fn post_order(
     schema: &mut Value,

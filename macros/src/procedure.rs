@@ -1,0 +1,491 @@
+//! `#[agent_procedure]`: the contract of a backend procedure, declared on
+//! its input struct.
+//!
+//! The struct gets the `#[agent_schema]` treatment (unless it carries that
+//! attribute itself), an `impl Procedure` with the `'static` contract, a
+//! `{Name}Fields` struct of typed field handles for bindings, a catalog
+//! entry, and a test that checks the contract.
+
+use agent_surface_rules::{Confirmation, Defaults, Effect, Kind, Plane};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields, LitStr};
+
+use crate::ast::{Spanned as At, doc_description, is_helper};
+use crate::attr::{self, ArgSet, ArgValue};
+use crate::ctxt::Ctxt;
+use crate::expand::{audit_tokens, confirmation_tokens, effect_tokens};
+use crate::symbol::{
+    AUDIT, CONFIRMATION, DESCRIPTION, EFFECT, ID, IDEMPOTENT, OUTPUT, PROCEDURE_KEYS, TIMEOUT,
+};
+
+/// The parsed attribute.
+struct Attrs {
+    id: Option<LitStr>,
+    description: Option<At<String>>,
+    effect: Option<At<Effect>>,
+    confirmation: Option<At<Confirmation>>,
+    audit: Option<agent_surface_rules::Audit>,
+    idempotent: Option<bool>,
+    output: Option<syn::Type>,
+    timeout_ms: Option<u64>,
+}
+
+/// One field handle: the Rust field, its type and its wire name.
+struct Handle<'a> {
+    field: &'a syn::Field,
+    wire: String,
+}
+
+fn parse_attrs(cx: &Ctxt, args: TokenStream, item: &DeriveInput) -> Attrs {
+    let args = match attr::parse_args(args) {
+        Ok(args) => args,
+        Err(err) => {
+            cx.syn_error(err);
+            Vec::new()
+        }
+    };
+    // `output = Type` may be a path, which the generic parser does not take
+    // as a value: pull it out first.
+    let mut output = None;
+    let mut rest = Vec::new();
+    for arg in args {
+        if arg.key == OUTPUT {
+            match &arg.value {
+                ArgValue::Ident(ident) => output = Some(syn::parse_quote!(#ident)),
+                ArgValue::Lit(syn::Lit::Str(lit)) => match lit.parse::<syn::Type>() {
+                    Ok(ty) => output = Some(ty),
+                    Err(_) => cx.error_spanned_by(lit, "`output` names the output type"),
+                },
+                _ => cx.error_at(
+                    arg.key_span,
+                    "`output` names the output type: `output = MyOutput` or `output = \"path::MyOutput\"`",
+                ),
+            }
+        } else {
+            rest.push(arg);
+        }
+    }
+    let mut set = ArgSet::new(cx, "#[agent_procedure]", PROCEDURE_KEYS, rest);
+    let quiet = set.had_unknown_keys();
+    let id = set.string(ID);
+    if id.is_none() && !quiet {
+        cx.error_spanned_by(
+            &item.ident,
+            "missing `id`: write `#[agent_procedure(id = \"domain:<path>\", effect = \"…\")]`",
+        );
+    }
+    let effect_given = set.has(EFFECT);
+    let effect = set.string(EFFECT).and_then(|lit| {
+        let allowed: Vec<&str> = Effect::allowed(Kind::Procedure)
+            .map(Effect::as_str)
+            .collect();
+        match Effect::parse(&lit.value()) {
+            Some(effect) if effect.allowed_for(Kind::Procedure) => Some(At {
+                value: effect,
+                span: lit.span(),
+            }),
+            Some(effect) => {
+                cx.error_spanned_by(
+                    &lit,
+                    format!(
+                        "`{}` is a view effect; procedures run on the backend and declare one of: {}",
+                        effect.as_str(),
+                        allowed.join(", ")
+                    ),
+                );
+                None
+            }
+            None => {
+                cx.error_spanned_by(
+                    &lit,
+                    format!(
+                        "unknown effect `{}`; {}procedures declare one of: {}",
+                        lit.value(),
+                        attr::did_you_mean(&lit.value(), &allowed),
+                        allowed.join(", ")
+                    ),
+                );
+                None
+            }
+        }
+    });
+    if !effect_given && !quiet {
+        cx.error_spanned_by(
+            &item.ident,
+            "missing `effect`: one of server-query, server-mutation, external-side-effect, destructive",
+        );
+    }
+    let description = set
+        .string(DESCRIPTION)
+        .map(|lit| At {
+            value: lit.value(),
+            span: lit.span(),
+        })
+        .or_else(|| doc_description(&item.attrs));
+    let confirmation =
+        set.string(CONFIRMATION)
+            .and_then(|lit| match Confirmation::parse(&lit.value()) {
+                Some(value) => Some(At {
+                    value,
+                    span: lit.span(),
+                }),
+                None => {
+                    cx.error_spanned_by(&lit, "confirmation is one of: never, optional, required");
+                    None
+                }
+            });
+    let audit = set.string(AUDIT).and_then(|lit| {
+        agent_surface_rules::Audit::parse(&lit.value()).or_else(|| {
+            cx.error_spanned_by(&lit, "audit is one of: none, metadata, full");
+            None
+        })
+    });
+    let timeout_ms = set.string(TIMEOUT).and_then(|lit| {
+        agent_surface_rules::parse_duration_ms(&lit.value())
+            .map_err(|message| cx.error_spanned_by(&lit, message))
+            .ok()
+    });
+    Attrs {
+        id,
+        description,
+        effect,
+        confirmation,
+        audit,
+        idempotent: set.flag(IDEMPOTENT).map(|(b, _)| b),
+        output,
+        timeout_ms,
+    }
+}
+
+/// Checks across keys: the plane of the id, the description, the
+/// confirmation floor of the effect.
+fn check(cx: &Ctxt, attrs: &Attrs, item: &DeriveInput) {
+    if let Some(id) = &attrs.id {
+        match agent_surface_rules::ids::parse_capability_id(&id.value()) {
+            Ok(parts) if parts.plane == Plane::Domain => {}
+            Ok(_) => cx.error_spanned_by(
+                id,
+                "procedure ids are on the domain plane: write `domain:<path>`; `view:` ids belong to component capabilities (`#[action]`)",
+            ),
+            Err(message) => cx.error_spanned_by(id, message),
+        }
+    }
+    match &attrs.description {
+        Some(description) if description.value.trim().is_empty() => {
+            cx.error_at(description.span, "the description is empty");
+        }
+        Some(description)
+            if agent_surface_rules::char_len(description.value.trim())
+                > agent_surface_rules::MAX_CAPABILITY_DESCRIPTION =>
+        {
+            cx.error_at(
+                description.span,
+                format!(
+                    "the description is longer than {} characters",
+                    agent_surface_rules::MAX_CAPABILITY_DESCRIPTION
+                ),
+            );
+        }
+        Some(_) => {}
+        None => cx.error_spanned_by(
+            &item.ident,
+            "a procedure needs a description: add a doc comment to the struct or `description = \"…\"`",
+        ),
+    }
+    if let (Some(effect), Some(confirmation)) = (&attrs.effect, &attrs.confirmation)
+        && let Some(defaults) = Defaults::of(Kind::Procedure, effect.value)
+        && confirmation.value < defaults.confirmation_floor
+    {
+        cx.error_at(
+            confirmation.span,
+            format!(
+                "a `{}` procedure cannot lower confirmation below `{}`",
+                effect.value.as_str(),
+                defaults.confirmation_floor.as_str()
+            ),
+        );
+    }
+}
+
+/// The named fields of a struct, or an error at what makes it not an object.
+fn named_fields<'a>(cx: &Ctxt, item: &'a DeriveInput) -> Vec<&'a syn::Field> {
+    const NOT_OBJECT: &str =
+        "procedure inputs must be JSON objects: use a struct with named fields";
+    match &item.data {
+        Data::Struct(data) => match &data.fields {
+            Fields::Named(named) => named.named.iter().collect(),
+            Fields::Unnamed(unnamed) => {
+                cx.error_spanned_by(unnamed, NOT_OBJECT);
+                Vec::new()
+            }
+            Fields::Unit => {
+                cx.error_spanned_by(&item.ident, NOT_OBJECT);
+                Vec::new()
+            }
+        },
+        Data::Enum(data) => {
+            cx.error_spanned_by(data.enum_token, NOT_OBJECT);
+            Vec::new()
+        }
+        Data::Union(data) => {
+            cx.error_spanned_by(data.union_token, NOT_OBJECT);
+            Vec::new()
+        }
+    }
+}
+
+/// The value of `key = "…"` in the item's or a field's `#[serde(...)]`.
+fn serde_string(attrs: &[syn::Attribute], key: &str) -> Option<LitStr> {
+    let mut found = None;
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident("serde")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident(key) && meta.input.peek(syn::Token![=]) {
+                let lit: LitStr = meta.value()?.parse()?;
+                found = Some(lit);
+            } else if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _content;
+                syn::parenthesized!(_content in meta.input);
+            }
+            Ok(())
+        });
+    }
+    found
+}
+
+/// Whether a field's `#[serde(...)]` has one of `keys` (as a flag).
+fn serde_flag(attrs: &[syn::Attribute], keys: &[&str]) -> bool {
+    let mut found = false;
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident("serde")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if keys.iter().any(|key| meta.path.is_ident(key)) {
+                found = true;
+            }
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _content;
+                syn::parenthesized!(_content in meta.input);
+            }
+            Ok(())
+        });
+    }
+    found
+}
+
+/// A Rust field name under a serde `rename_all` rule.
+fn rename(field: &str, rule: &str) -> Option<String> {
+    let words: Vec<&str> = field.split('_').filter(|w| !w.is_empty()).collect();
+    let capitalized = |word: &str| {
+        let mut chars = word.chars();
+        chars.next().map_or_else(String::new, |first| {
+            first.to_uppercase().collect::<String>() + chars.as_str()
+        })
+    };
+    Some(match rule {
+        "lowercase" => field.to_lowercase(),
+        "UPPERCASE" => field.to_uppercase(),
+        "snake_case" => field.to_owned(),
+        "SCREAMING_SNAKE_CASE" => field.to_uppercase(),
+        "kebab-case" => field.replace('_', "-"),
+        "SCREAMING-KEBAB-CASE" => field.replace('_', "-").to_uppercase(),
+        "PascalCase" => words.iter().map(|w| capitalized(w)).collect(),
+        "camelCase" => agent_surface_rules::ids::snake_to_camel(field),
+        _ => return None,
+    })
+}
+
+fn handles<'a>(cx: &Ctxt, item: &'a DeriveInput, fields: &[&'a syn::Field]) -> Vec<Handle<'a>> {
+    let rule = serde_string(&item.attrs, "rename_all");
+    let rule_text = rule
+        .as_ref()
+        .map_or_else(|| "camelCase".to_owned(), LitStr::value);
+    let mut out = Vec::new();
+    for field in fields {
+        let Some(ident) = &field.ident else { continue };
+        if serde_flag(&field.attrs, &["skip", "skip_deserializing", "flatten"]) {
+            continue;
+        }
+        let wire = match serde_string(&field.attrs, "rename") {
+            Some(lit) => lit.value(),
+            None => match rename(&ident.unraw().to_string(), &rule_text) {
+                Some(wire) => wire,
+                None => {
+                    if let Some(rule) = &rule {
+                        cx.error_spanned_by(rule, "unknown `rename_all` rule");
+                    }
+                    return Vec::new();
+                }
+            },
+        };
+        out.push(Handle { field, wire });
+    }
+    out
+}
+
+pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item: DeriveInput = match syn::parse2(input.clone()) {
+        Ok(item) => item,
+        Err(_) => {
+            let error = syn::Error::new(
+                Span::call_site(),
+                "#[agent_procedure] goes on the input struct of a procedure: `#[agent_procedure(id = \"domain:…\", effect = \"…\")] struct MyInput { … }`",
+            )
+            .to_compile_error();
+            return quote!(#input #error);
+        }
+    };
+    let cx = Ctxt::default();
+    let attrs = parse_attrs(&cx, args, &item);
+    check(&cx, &attrs, &item);
+    let fields = named_fields(&cx, &item);
+    if !item.generics.params.is_empty() {
+        cx.error_spanned_by(
+            &item.generics,
+            "procedure inputs are concrete types; remove the generic parameters",
+        );
+    }
+    let handles = handles(&cx, &item, &fields);
+    let has_schema = item
+        .attrs
+        .iter()
+        .any(|attr| is_helper(attr, "agent_schema"));
+    let schema = if has_schema {
+        input
+    } else {
+        crate::schema::expand(TokenStream::new(), input)
+    };
+    if cx.has_errors() {
+        let errors = cx.into_compile_errors();
+        return quote!(#schema #errors);
+    }
+    let ident = &item.ident;
+    let vis = &item.vis;
+    let fields_ident = format_ident!("{}Fields", ident);
+    let fields_doc = format!(
+        "Typed handles of the fields of [`{ident}`], for binding them to live state in a `ProcedureRef`."
+    );
+    let handle_fields = handles.iter().map(|handle| {
+        let field = handle.field;
+        let name = &field.ident;
+        let field_vis = &field.vis;
+        let ty = &field.ty;
+        let doc = format!("The `{}` field.", handle.wire);
+        quote! {
+            #[doc = #doc]
+            #field_vis #name: ::agent_surface::__private::Field<#ident, #ty>
+        }
+    });
+    let handle_values = handles.iter().map(|handle| {
+        let name = &handle.field.ident;
+        let wire = &handle.wire;
+        quote!(#name: ::agent_surface::__private::Field::new(#wire))
+    });
+    let id = attrs
+        .id
+        .clone()
+        .unwrap_or_else(|| LitStr::new("", Span::call_site()));
+    let description = LitStr::new(
+        attrs
+            .description
+            .as_ref()
+            .map_or("", |text| text.value.trim()),
+        Span::call_site(),
+    );
+    let effect = effect_tokens(
+        attrs
+            .effect
+            .as_ref()
+            .map_or(Effect::ServerMutation, |e| e.value),
+    );
+    let rust_type = LitStr::new(&ident.unraw().to_string(), Span::call_site());
+    let at = ident.span();
+    let source = quote_spanned! {at=>
+        ::agent_surface::__private::Source {
+            module: ::core::module_path!(),
+            rust_type: #rust_type,
+            file: ::core::file!(),
+            line: ::core::line!(),
+        }
+    };
+    let mut contract = quote! {
+        ::agent_surface::__private::ProcedureContract::new(
+            #id,
+            #description,
+            #effect,
+            ::agent_surface::__private::procedure_input_schema::<#ident>,
+            #source,
+        )
+    };
+    if let Some(confirmation) = &attrs.confirmation {
+        let tokens = confirmation_tokens(confirmation.value);
+        contract.extend(quote!(.confirmation(#tokens)));
+    }
+    if let Some(audit) = attrs.audit {
+        let tokens = audit_tokens(audit);
+        contract.extend(quote!(.audit(#tokens)));
+    }
+    if let Some(idempotent) = attrs.idempotent {
+        contract.extend(quote!(.idempotent(#idempotent)));
+    }
+    if let Some(output) = &attrs.output {
+        let check = quote_spanned! {output.span()=>
+            ::agent_surface::__private::procedure_output_schema::<#output>
+        };
+        contract.extend(quote!(.output(#check)));
+    }
+    if let Some(ms) = attrs.timeout_ms {
+        contract.extend(quote!(.timeout_ms(#ms)));
+    }
+    let test_name = format_ident!("agent_surface_procedure_contract_of_{}", ident.unraw());
+
+    quote! {
+        #schema
+
+        #[doc = #fields_doc]
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #fields_ident {
+            #(#handle_fields,)*
+        }
+
+        #[doc(hidden)]
+        const _: () = {
+            static CONTRACT: ::agent_surface::__private::ProcedureContract = #contract;
+
+            #[automatically_derived]
+            impl ::agent_surface::__private::Procedure for #ident {
+                type Fields = #fields_ident;
+
+                fn contract() -> &'static ::agent_surface::__private::ProcedureContract {
+                    &CONTRACT
+                }
+
+                fn fields() -> #fields_ident {
+                    #fields_ident {
+                        #(#handle_values,)*
+                    }
+                }
+            }
+
+            ::agent_surface::__private::inventory::submit! {
+                ::agent_surface::__private::ProcedureEntry::new(
+                    <#ident as ::agent_surface::__private::Procedure>::contract
+                )
+            }
+        };
+
+        /// Fails `cargo test` when the procedure contract is invalid.
+        #[cfg(test)]
+        #[test]
+        #[allow(non_snake_case, unnameable_test_items)]
+        fn #test_name() {
+            ::agent_surface::__private::check_procedure(
+                <#ident as ::agent_surface::__private::Procedure>::contract(),
+            );
+        }
+    }
+}
