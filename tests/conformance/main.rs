@@ -18,6 +18,7 @@ mod ids;
 mod lifecycle;
 mod pipeline;
 mod policies;
+mod procedures;
 mod schema;
 mod wire;
 

@@ -155,6 +155,21 @@ impl ManifestEntry {
         }
     }
 
+    /// The entry that agrees with a declared contract: for backends that
+    /// are built from the same contracts (an in-process service, a test
+    /// double).
+    pub fn declared(procedure: &super::CheckedProcedure) -> ManifestEntry {
+        let entry = ManifestEntry::new(procedure.id().as_str())
+            .description(&**procedure.description())
+            .input_schema((**procedure.input_schema().json()).clone())
+            .effect(procedure.effect(), EffectSource::Stated)
+            .confirmation(procedure.confirmation());
+        match procedure.output_schema() {
+            Some(output) => entry.output_schema((**output.json()).clone()),
+            None => entry,
+        }
+    }
+
     /// The backend's description.
     #[must_use]
     pub fn description(mut self, description: impl Into<String>) -> Self {
