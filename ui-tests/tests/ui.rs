@@ -13,6 +13,7 @@ fn ui() {
         "schemas",
         "placement",
         "multiple",
+        "procedures",
     ] {
         cases.compile_fail(format!("{topic}/*.rs"));
     }
