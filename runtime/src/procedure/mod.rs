@@ -50,6 +50,8 @@
 
 mod binding;
 mod executor;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -141,6 +143,11 @@ impl ProcedureContract {
     /// The procedure id as authored.
     pub fn id(&self) -> &'static str {
         self.id
+    }
+
+    /// The description as authored (the backend's tool can state the same).
+    pub fn description(&self) -> &'static str {
+        self.description
     }
 
     /// Where it was authored.
