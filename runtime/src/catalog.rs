@@ -1,5 +1,5 @@
-//! The catalog: every component contract authored anywhere in the binary,
-//! collected at link time, known before anything mounts.
+//! The catalog: every component and procedure contract authored anywhere in
+//! the binary, collected at link time, known before anything mounts.
 //!
 //! Reviewers use it to see everything an agent could ever reach; the runtime
 //! uses it for checks such as "authored but never mounted".
@@ -31,6 +31,7 @@ use serde_json::Value;
 
 use crate::contract::{CheckedContract, ComponentContract};
 use crate::error::DefinitionError;
+use crate::procedure::{self, CheckedProcedure, ProcedureContract};
 
 /// One authored component, submitted by `#[agent_component]`.
 #[doc(hidden)]
@@ -65,6 +66,7 @@ pub fn contracts() -> Vec<&'static ComponentContract> {
 #[derive(Debug, Serialize)]
 pub struct Catalog {
     components: Vec<&'static CheckedContract>,
+    procedures: Vec<&'static CheckedProcedure>,
 }
 
 impl Catalog {
@@ -74,7 +76,14 @@ impl Catalog {
             .into_iter()
             .map(ComponentContract::checked)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Catalog { components })
+        let procedures = procedure::contracts()
+            .into_iter()
+            .map(ProcedureContract::checked)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Catalog {
+            components,
+            procedures,
+        })
     }
 
     /// Checks every authored contract, keeping the valid ones and returning
@@ -88,12 +97,38 @@ impl Catalog {
                 Err(err) => errors.push(err),
             }
         }
-        (Catalog { components }, errors)
+        let mut procedures = Vec::new();
+        for contract in procedure::contracts() {
+            match contract.checked() {
+                Ok(checked) => procedures.push(checked),
+                Err(err) => errors.push(err),
+            }
+        }
+        (
+            Catalog {
+                components,
+                procedures,
+            },
+            errors,
+        )
     }
 
     /// The checked contracts.
     pub fn components(&self) -> &[&'static CheckedContract] {
         &self.components
+    }
+
+    /// The checked procedure contracts, sorted by id.
+    pub fn procedures(&self) -> &[&'static CheckedProcedure] {
+        &self.procedures
+    }
+
+    /// The procedure contract of `id`.
+    pub fn procedure(&self, id: &str) -> Option<&'static CheckedProcedure> {
+        self.procedures
+            .iter()
+            .copied()
+            .find(|procedure| procedure.id().as_str() == id)
     }
 
     /// The first contract of a component type.
@@ -104,7 +139,8 @@ impl Catalog {
             .find(|contract| contract.component_type().as_str() == component_type)
     }
 
-    /// The catalog as JSON: `{"components": [...]}`. Deterministic: the same
+    /// The catalog as JSON: `{"components": [...], "procedures": [...]}`.
+    /// Deterministic: the same
     /// binary always produces the same bytes. Internal metadata never appears.
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)

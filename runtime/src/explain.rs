@@ -38,8 +38,9 @@
 use serde::Serialize;
 
 use crate::context::HostContext;
-use crate::policy::{Decision, Scope};
-use crate::registry::{Availability, Registry};
+use crate::contract::CheckedCapability;
+use crate::policy::{Decision, PolicyContext, Scope};
+use crate::registry::{Availability, Chain, Registry};
 use crate::snapshot::{SnapshotOptions, in_scope};
 
 /// The composed outcome for one capability.
@@ -109,6 +110,8 @@ pub struct ComponentExplanation {
     pub registration_id: String,
     /// Every capability, hidden ones included.
     pub capabilities: Vec<CapabilityExplanation>,
+    /// Every procedure reference the manifest exposes, hidden ones included.
+    pub procedures: Vec<CapabilityExplanation>,
 }
 
 /// The whole surface, explained for one consumer.
@@ -129,6 +132,64 @@ fn outcome_of(decision: &Decision) -> (Outcome, Option<String>) {
     }
 }
 
+/// One capability (or procedure reference): every discovery vote, the
+/// state's availability, and their composition as the snapshot does it.
+fn explain_one(
+    capability: &CheckedCapability,
+    chain: Option<&Chain>,
+    ctx: &PolicyContext<'_>,
+    availability: Availability,
+    options: &SnapshotOptions,
+) -> CapabilityExplanation {
+    let mut composed = Decision::Expose;
+    let mut votes = Vec::new();
+    if let Some(chain) = chain {
+        for (policy, scope) in chain.policies.iter().zip(chain.scopes.iter()) {
+            if !policy.hooks().discovery {
+                continue;
+            }
+            let vote = crate::registry::vote(policy.as_ref(), ctx);
+            let (decision, reason) = outcome_of(&vote);
+            votes.push(Vote {
+                policy: policy.name().to_owned(),
+                scope: *scope,
+                decision,
+                reason,
+            });
+            composed = composed.and(vote);
+        }
+    }
+    let availability = match availability {
+        Availability::Available => AvailabilityExplanation {
+            available: true,
+            reason: None,
+        },
+        Availability::Unavailable(reason) => AvailabilityExplanation {
+            available: false,
+            reason: Some(reason.into_owned()),
+        },
+    };
+    // The same composition as the snapshot: hide wins; otherwise the
+    // state's reason, then the first disabling policy's.
+    let (outcome, reason) = match (&composed, &availability.reason) {
+        (Decision::Hide, _) => (Outcome::Hide, None),
+        (_, Some(reason)) => (Outcome::Disable, Some(reason.clone())),
+        (Decision::Disable(reason), None) => (Outcome::Disable, Some(reason.to_string())),
+        (Decision::Expose, None) => (Outcome::Expose, None),
+    };
+    let (outcome, reason) = match outcome {
+        Outcome::Disable if !options.include_unavailable => (Outcome::Hide, None),
+        other => (other, reason),
+    };
+    CapabilityExplanation {
+        capability_id: capability.id().to_string(),
+        outcome,
+        reason,
+        availability,
+        votes,
+    }
+}
+
 /// Explains what `options.consumer` can see, and why.
 pub fn explain_surface(registry: &Registry, options: &SnapshotOptions) -> Explanation {
     let inner = &registry.inner;
@@ -144,63 +205,51 @@ pub fn explain_surface(registry: &Registry, options: &SnapshotOptions) -> Explan
             continue;
         }
         let component = registration.component();
-        let mut capabilities = Vec::new();
-        for (index, capability) in contract.capabilities().iter().enumerate() {
-            let ctx = inner.policy_context(registration, capability, &options.consumer, &host);
-            let mut composed = Decision::Expose;
-            let mut votes = Vec::new();
-            if let Some(chain) = registration.chain(index) {
-                for (policy, scope) in chain.policies.iter().zip(chain.scopes.iter()) {
-                    if !policy.hooks().discovery {
-                        continue;
-                    }
-                    let vote = crate::registry::vote(policy.as_ref(), &ctx);
-                    let (decision, reason) = outcome_of(&vote);
-                    votes.push(Vote {
-                        policy: policy.name().to_owned(),
-                        scope: *scope,
-                        decision,
-                        reason,
-                    });
-                    composed = composed.and(vote);
-                }
-            }
-            let availability = registration.availability(index, component.as_deref());
-            let availability = match availability {
-                Availability::Available => AvailabilityExplanation {
-                    available: true,
-                    reason: None,
-                },
-                Availability::Unavailable(reason) => AvailabilityExplanation {
-                    available: false,
-                    reason: Some(reason.into_owned()),
-                },
-            };
-            // The same composition as the snapshot: hide wins; otherwise the
-            // state's reason, then the first disabling policy's.
-            let (outcome, reason) = match (&composed, &availability.reason) {
-                (Decision::Hide, _) => (Outcome::Hide, None),
-                (_, Some(reason)) => (Outcome::Disable, Some(reason.clone())),
-                (Decision::Disable(reason), None) => (Outcome::Disable, Some(reason.to_string())),
-                (Decision::Expose, None) => (Outcome::Expose, None),
-            };
-            let (outcome, reason) = match outcome {
-                Outcome::Disable if !options.include_unavailable => (Outcome::Hide, None),
-                other => (other, reason),
-            };
-            capabilities.push(CapabilityExplanation {
-                capability_id: capability.id().to_string(),
-                outcome,
-                reason,
-                availability,
-                votes,
-            });
-        }
+        let capabilities = contract
+            .capabilities()
+            .iter()
+            .enumerate()
+            .map(|(index, capability)| {
+                let ctx = inner.policy_context(registration, capability, &options.consumer, &host);
+                let availability = registration.availability(index, component.as_deref());
+                explain_one(
+                    capability,
+                    registration.chain(index),
+                    &ctx,
+                    availability,
+                    options,
+                )
+            })
+            .collect();
+        let procedures = registration
+            .references
+            .iter()
+            .filter(|reference| reference.is_exposed())
+            .map(|reference| {
+                let capability = &reference.capability;
+                let ctx = inner.policy_context(registration, capability, &options.consumer, &host);
+                let availability = if registration.is_enabled() {
+                    reference.availability()
+                } else {
+                    Availability::Unavailable(std::borrow::Cow::Borrowed(
+                        crate::registry::COMPONENT_DISABLED,
+                    ))
+                };
+                explain_one(
+                    capability,
+                    Some(&reference.chain),
+                    &ctx,
+                    availability,
+                    options,
+                )
+            })
+            .collect();
         components.push(ComponentExplanation {
             component_type: contract.component_type().to_string(),
             instance_id: registration.instance.to_string(),
             registration_id: registration.id.to_string(),
             capabilities,
+            procedures,
         });
     }
     Explanation {

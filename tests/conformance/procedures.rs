@@ -17,7 +17,7 @@ use agent_surface::registry::{MountError, Registry};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::fixtures::{call, code, consumer, settle_tasks};
+use crate::fixtures::{call, code, settle_tasks};
 
 /// The result of disabling devices.
 #[agent_schema]
@@ -1182,11 +1182,14 @@ async fn a_server_approval_demand_becomes_a_confirmation_of_origin_server() {
     registry.confirmations().approve(&id).unwrap();
     let done = call(&registry, export().confirmation(&id)).await;
     assert_eq!(done.output(), Some(&json!({"exported": true})));
-    let calls = backend.calls.lock().unwrap();
-    assert_eq!(calls.len(), 2);
-    assert!(calls[0].evidence.is_none());
-    assert_eq!(calls[1].evidence.as_ref().unwrap().id, id);
-    drop(calls);
+    let evidence: Vec<Option<String>> = backend
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|call| call.evidence.as_ref().map(|e| e.id.clone()))
+        .collect();
+    assert_eq!(evidence, [None, Some(id.clone())]);
     // Single use, as any evidence.
     let replay = call(
         &registry,
@@ -1293,5 +1296,33 @@ async fn procedures_time_out_after_thirty_seconds_by_default_and_cancel_the_back
     assert_eq!(
         backend.calls.lock().unwrap()[0].timeout,
         Duration::from_secs(30)
+    );
+}
+
+#[tokio::test]
+async fn explain_attributes_reference_votes_like_the_snapshot_composes_them() {
+    use agent_surface::explain::{Outcome, explain_surface};
+    let backend = FakeBackend::agreeing();
+    let registry = Registry::builder()
+        .host_context(|| HostContext::new().with("user", json!({"id": "v", "permissions": []})))
+        .build();
+    registry.set_procedure_executor(Some(Arc::clone(&backend) as Arc<dyn ProcedureExecutor>));
+    let screen = Arc::new(Screen::default());
+    let _mounted = registry
+        .mounting(Arc::clone(&screen))
+        .procedure(disable_ref(&screen).policy(policy::has_permission("devices:write")))
+        .mount()
+        .unwrap();
+    let explanation = explain_surface(&registry, &SnapshotOptions::default());
+    let reference = &explanation.components[0].procedures[0];
+    assert_eq!(reference.capability_id, DISABLE);
+    assert_eq!(reference.outcome, Outcome::Hide);
+    assert_eq!(reference.votes[0].policy, "hasPermission(devices:write)");
+    assert!(!reference.availability.available, "nothing is selected");
+    assert!(
+        registry
+            .snapshot(&SnapshotOptions::default())
+            .procedures()
+            .is_empty()
     );
 }

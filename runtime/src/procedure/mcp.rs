@@ -26,16 +26,16 @@
 //!   error.
 //!
 //! ```no_run
-//! # async fn connect(
-//! #     transport: tokio::io::DuplexStream,
-//! # ) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use agent_surface::procedure::mcp::McpExecutor;
 //! use agent_surface::Registry;
-//! use rmcp::ServiceExt;
+//! use rmcp::{RoleClient, service::RunningService};
 //!
-//! // The user's authenticated session with the backend.
-//! let session = ().serve(transport).await?;
+//! // `session`: the user's authenticated MCP session with the backend
+//! // (`().serve(transport).await?` with rmcp's transport of your choice).
+//! # async fn connect(
+//! #     session: RunningService<RoleClient, ()>,
+//! # ) -> Result<(), Box<dyn std::error::Error>> {
 //! let executor = McpExecutor::connect(session.peer().clone()).await?;
 //! let registry = Registry::default();
 //! let mismatches = registry.set_procedure_executor(Some(Arc::new(executor)));

@@ -70,11 +70,14 @@ pub fn shape(schema: &Value) -> Value {
     copy
 }
 
+/// A rewrite of one schema object, given its JSON pointer.
+type Rewrite<'a> = dyn FnMut(&mut Map<String, Value>, &str) -> Result<(), SchemaError> + 'a;
+
 /// Applies `rewrite` to every schema object of the document, children first.
 fn post_order(
     schema: &mut Value,
     pointer: &str,
-    rewrite: &mut dyn FnMut(&mut Map<String, Value>, &str) -> Result<(), SchemaError>,
+    rewrite: &mut Rewrite<'_>,
 ) -> Result<(), SchemaError> {
     let Value::Object(object) = schema else {
         return Ok(());
