@@ -16,6 +16,9 @@ use std::time::Duration;
 use agent_surface::canonical::fnv1a64;
 use agent_surface::policy::{authenticated, rate_limit};
 use agent_surface::prelude::*;
+use agent_surface::procedure::{
+    ExecuteFuture, ManifestEntry, ProcedureCall, ProcedureExecutor, ProcedureManifest,
+};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
@@ -151,6 +154,61 @@ fn invoke(c: &mut Criterion) {
     });
 }
 
+/// Export a report (a server mutation: no confirmation by default).
+#[agent_procedure(id = "domain:bench.export", effect = "server-mutation")]
+pub struct Export {
+    /// Which report.
+    pub report_id: String,
+    /// The format.
+    pub format: Option<String>,
+}
+
+/// A backend that answers at once.
+struct Echo(ProcedureManifest);
+
+impl ProcedureExecutor for Echo {
+    fn manifest(&self) -> &ProcedureManifest {
+        &self.0
+    }
+    fn execute(&self, call: ProcedureCall) -> ExecuteFuture {
+        Box::pin(async move { Ok(json!({"rows": call.input.as_object().map_or(0, |o| o.len())})) })
+    }
+}
+
+fn procedure(c: &mut Criterion) {
+    let runtime = runtime();
+    let registry = Registry::builder().build();
+    let manifest: ProcedureManifest = [ManifestEntry::declared(
+        Export::contract().checked().unwrap(),
+    )]
+    .into_iter()
+    .collect();
+    registry.set_procedure_executor(Some(Arc::new(Echo(manifest))));
+    let _handles: Vec<Mounted> = (0..10)
+        .map(|i| {
+            registry
+                .mounting(Arc::new(Widget))
+                .instance(format!("w{i}"))
+                .procedure(
+                    ProcedureRef::<Export>::new()
+                        .bind(Export::fields().report_id, move || format!("report-{i}")),
+                )
+                .mount()
+                .unwrap()
+        })
+        .collect();
+    let target = _handles[3].registration_id().to_owned();
+    c.bench_function("procedure invoke (one binding, in-process executor)", |b| {
+        b.to_async(&runtime).iter(|| {
+            let request = Invocation::new("domain:bench.export")
+                .registration(&target)
+                .input(json!({"format": "csv"}));
+            let registry = &registry;
+            async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
+        });
+    });
+}
+
 /// A ~32 kB object of 400 rows.
 fn rows() -> Value {
     let rows: Vec<Value> = (0..400)
@@ -182,6 +240,7 @@ criterion_group!(
     register_unregister,
     snapshot,
     invoke,
+    procedure,
     canonical
 );
 criterion_main!(benches);

@@ -1326,3 +1326,18 @@ async fn explain_attributes_reference_votes_like_the_snapshot_composes_them() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn unmount_drops_the_references_closures() {
+    let backend = FakeBackend::agreeing();
+    let registry = registry_with(&backend);
+    let screen = Arc::new(Screen::default());
+    let mounted = mount_screen(&registry, &screen);
+    // The component, the binding, `when` and `describe` each hold the screen.
+    assert_eq!(Arc::strong_count(&screen), 5);
+    let snapshot = registry.snapshot(&SnapshotOptions::default());
+    drop(mounted);
+    // Even with a snapshot still holding the registration.
+    assert_eq!(Arc::strong_count(&screen), 1);
+    drop(snapshot);
+}

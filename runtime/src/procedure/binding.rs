@@ -7,7 +7,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -306,10 +306,20 @@ impl ErasedRef {
         Ok(Reference {
             procedure,
             capability,
-            fields: self.fields.into_boxed_slice(),
-            when: self.when,
-            reason: self.reason,
-            describe: self.describe,
+            fields: self
+                .fields
+                .iter()
+                .map(|field| FieldInfo {
+                    name: field.name,
+                    locked: field.locked,
+                })
+                .collect(),
+            live: RwLock::new(Some(Arc::new(Live {
+                fields: self.fields.into_boxed_slice(),
+                when: self.when,
+                reason: self.reason,
+                describe: self.describe,
+            }))),
             chain,
             queue: OnceLock::new(),
             exposed: AtomicBool::new(false),
@@ -365,16 +375,29 @@ pub struct BoundFieldView {
     pub source: &'static str,
 }
 
+/// A bound field's name and lock: static facts, kept after unmount.
+struct FieldInfo {
+    name: &'static str,
+    locked: bool,
+}
+
+/// The closures of a reference: live references into the application,
+/// dropped at unmount so no executable reference outlives the mount.
+struct Live {
+    fields: Box<[BoundField]>,
+    when: Option<WhenFn>,
+    reason: Reason,
+    describe: Option<TextFn>,
+}
+
 /// A reference as one registration keeps it.
 pub(crate) struct Reference {
     pub(crate) procedure: &'static CheckedProcedure,
     /// The reference as a capability: agent-facing schema, effective
     /// confirmation posture, audit level, timeout.
     pub(crate) capability: CheckedCapability,
-    fields: Box<[BoundField]>,
-    when: Option<WhenFn>,
-    reason: Reason,
-    describe: Option<TextFn>,
+    fields: Box<[FieldInfo]>,
+    live: RwLock<Option<Arc<Live>>>,
     pub(crate) chain: Chain,
     queue: OnceLock<Arc<ActionQueue>>,
     /// Whether the installed manifest lists (and agrees with) the procedure.
@@ -406,6 +429,19 @@ impl Reference {
         self.exposed.load(Ordering::Acquire)
     }
 
+    /// The closures, unless the mount is gone.
+    fn live(&self) -> Option<Arc<Live>> {
+        self.live
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Drops the closures (unmount).
+    pub(crate) fn release(&self) {
+        *self.live.write().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
     /// The `boundFields` of the descriptor.
     pub(crate) fn bound_fields(&self) -> Vec<BoundFieldView> {
         self.fields
@@ -420,12 +456,15 @@ impl Reference {
 
     /// `when()` now; a panic counts as unavailable (`when-error`).
     pub(crate) fn availability(&self) -> Availability {
-        let Some(when) = &self.when else {
+        let Some(live) = self.live() else {
+            return Availability::Unavailable(Cow::Borrowed(crate::registry::NOT_AVAILABLE_NOW));
+        };
+        let Some(when) = &live.when else {
             return Availability::Available;
         };
         match catch_unwind(AssertUnwindSafe(|| when())) {
             Ok(true) => Availability::Available,
-            Ok(false) => Availability::Unavailable(self.reason()),
+            Ok(false) => Availability::Unavailable(live.reason()),
             Err(_) => {
                 tracing::warn!(procedure = %self.procedure.id(), "`when` panicked; the procedure counts as unavailable");
                 Availability::Unavailable(Cow::Borrowed(crate::registry::WHEN_ERROR))
@@ -433,21 +472,10 @@ impl Reference {
         }
     }
 
-    fn reason(&self) -> Cow<'static, str> {
-        let fallback = Cow::Borrowed(crate::registry::NOT_AVAILABLE_NOW);
-        match &self.reason {
-            Reason::None => fallback,
-            Reason::Static(reason) => reason.clone(),
-            Reason::Dynamic(reason) => catch_unwind(AssertUnwindSafe(|| reason()))
-                .ok()
-                .filter(|r| !r.trim().is_empty())
-                .map_or(fallback, Cow::Owned),
-        }
-    }
-
     /// The live contextual note; a panic or empty text gives none.
     pub(crate) fn contextual_note(&self) -> Option<String> {
-        let describe = self.describe.as_ref()?;
+        let live = self.live()?;
+        let describe = live.describe.as_ref()?;
         let note = catch_unwind(AssertUnwindSafe(|| describe())).ok()?;
         let note = note.trim();
         if note.is_empty() {
@@ -506,11 +534,17 @@ impl Reference {
         let Value::Object(mut merged) = agent_value else {
             return Err(ErrorPayload::invalid_input(&[]));
         };
-        for field in self.fields.iter() {
+        let live = self.live().ok_or_else(|| {
+            binding_failed(BindingFailure {
+                field: "",
+                cause: "the component was unmounted".to_owned(),
+            })
+        })?;
+        for field in live.fields.iter() {
             if !field.locked && merged.contains_key(field.name) {
                 continue;
             }
-            let value = self.evaluate(field).map_err(binding_failed)?;
+            let value = evaluate(field).map_err(binding_failed)?;
             // An overridable binding that yields nothing leaves the field absent.
             if value.is_null() && !field.locked {
                 continue;
@@ -556,18 +590,33 @@ impl Reference {
         }
         Err(ErrorPayload::invalid_input(&issues))
     }
+}
 
-    fn evaluate(&self, field: &BoundField) -> Result<Value, BindingFailure> {
-        match catch_unwind(AssertUnwindSafe(|| (field.eval)())) {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(cause)) => Err(BindingFailure {
-                field: field.name,
-                cause,
-            }),
-            Err(_) => Err(BindingFailure {
-                field: field.name,
-                cause: "the binding panicked".to_owned(),
-            }),
+/// One binding's value now; errors and panics are failures.
+fn evaluate(field: &BoundField) -> Result<Value, BindingFailure> {
+    match catch_unwind(AssertUnwindSafe(|| (field.eval)())) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(cause)) => Err(BindingFailure {
+            field: field.name,
+            cause,
+        }),
+        Err(_) => Err(BindingFailure {
+            field: field.name,
+            cause: "the binding panicked".to_owned(),
+        }),
+    }
+}
+
+impl Live {
+    fn reason(&self) -> Cow<'static, str> {
+        let fallback = Cow::Borrowed(crate::registry::NOT_AVAILABLE_NOW);
+        match &self.reason {
+            Reason::None => fallback,
+            Reason::Static(reason) => reason.clone(),
+            Reason::Dynamic(reason) => catch_unwind(AssertUnwindSafe(|| reason()))
+                .ok()
+                .filter(|r| !r.trim().is_empty())
+                .map_or(fallback, Cow::Owned),
         }
     }
 }

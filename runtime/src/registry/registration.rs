@@ -220,13 +220,17 @@ impl Registration {
             .clone()
     }
 
-    /// Drops the handlers (unmount).
+    /// Drops the handlers and the references' closures (unmount): no
+    /// executable reference outlives the mount.
     pub(crate) fn release(&self) {
         self.active.store(false, Ordering::Release);
         *self
             .component
             .write()
             .unwrap_or_else(PoisonError::into_inner) = None;
+        for reference in self.references.iter() {
+            reference.release();
+        }
     }
 
     pub(crate) fn capability(&self, index: usize) -> Option<&'static CheckedCapability> {
