@@ -525,9 +525,29 @@ pub struct CheckedCapability {
     policies: Option<PoliciesFn>,
     concurrency: Concurrency,
     queue_depth: Option<u32>,
+    /// The toolset's description, built on first use.
+    tool_description: OnceLock<Arc<str>>,
 }
 
 impl CheckedCapability {
+    /// The tool description adapters show: plane, effect and confirmation
+    /// posture, then the authored text. Never live state.
+    pub fn tool_description(&self) -> &Arc<str> {
+        self.tool_description.get_or_init(|| {
+            let plane = self.id.plane().as_str();
+            let text = match self.kind {
+                Kind::Observation => format!("[{plane}, read] {}", self.description),
+                _ => format!(
+                    "[{plane}, {}, confirmation {}] {}",
+                    self.effect.as_str(),
+                    self.confirmation.as_str(),
+                    self.description
+                ),
+            };
+            Arc::from(text)
+        })
+    }
+
     /// Position in the component's capability list (the dispatch index).
     pub fn index(&self) -> usize {
         self.index
@@ -1005,6 +1025,7 @@ impl CheckedCapability {
             policies: contract.policies,
             concurrency: contract.concurrency,
             queue_depth: contract.queue_depth,
+            tool_description: OnceLock::new(),
             id,
         })
     }
@@ -1047,6 +1068,7 @@ impl CheckedCapability {
             policies: None,
             concurrency: Concurrency::Instance,
             queue_depth,
+            tool_description: OnceLock::new(),
         }
     }
 }

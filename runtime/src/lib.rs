@@ -96,6 +96,7 @@ pub mod procedure;
 pub mod registry;
 pub mod schema;
 pub mod snapshot;
+pub mod toolset;
 mod util;
 pub mod wire;
 

@@ -201,6 +201,14 @@ impl ComponentView {
     pub fn registration_id(&self) -> &str {
         &self.registration.id
     }
+
+    pub(crate) fn registration_arc(&self) -> &Arc<str> {
+        &self.registration.id
+    }
+
+    pub(crate) fn instance_arc(&self) -> &Arc<str> {
+        self.registration.instance.as_arc()
+    }
     /// The description.
     pub fn description(&self) -> &str {
         self.registration.contract.description()
@@ -330,6 +338,14 @@ impl ProcedureView {
         &self.registration.id
     }
 
+    pub(crate) fn registration_arc(&self) -> &Arc<str> {
+        &self.registration.id
+    }
+
+    pub(crate) fn instance_arc(&self) -> &Arc<str> {
+        self.registration.instance.as_arc()
+    }
+
     /// The referencing component's type.
     pub fn component_type(&self) -> &str {
         self.registration.contract.component_type().as_str()
@@ -338,6 +354,11 @@ impl ProcedureView {
     /// The referencing component's instance.
     pub fn instance_id(&self) -> &str {
         self.registration.instance.as_str()
+    }
+
+    /// The reference seen as a capability (tool description, schema).
+    pub(crate) fn capability(&self) -> &crate::contract::CheckedCapability {
+        &self.reference.capability
     }
 }
 

@@ -261,6 +261,15 @@ impl Serialize for InvocationResult {
     }
 }
 
+/// Which kinds of capability a call may address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Expect {
+    /// Observations only.
+    Observation,
+    /// Actions and procedures only.
+    Operation,
+}
+
 /// Gives the dedupe record back if the leader's future is dropped early, so
 /// joiners do not wait forever and a retry becomes a new attempt.
 struct Leadership<'r> {
@@ -303,10 +312,19 @@ impl Registry {
     ///
     /// Phase 1 (deduplication and conflict) happens here; phases 2–10 in
     /// the pipeline module. Never panics; handler panics settle `EXECUTION_FAILED`.
-    pub async fn invoke(
+    pub async fn invoke(&self, request: Invocation, options: InvokeOptions) -> InvocationResult {
+        self.invoke_expecting(request, options, None).await
+    }
+
+    /// [`invoke`](Self::invoke) for adapters whose verb admits only some
+    /// kinds (a meta-mode `surface_read` reads observations only): a target
+    /// of another kind settles `INVALID_INPUT` after resolution, before
+    /// anything runs.
+    pub(crate) async fn invoke_expecting(
         &self,
         mut request: Invocation,
         options: InvokeOptions,
+        expect: Option<Expect>,
     ) -> InvocationResult {
         let inner = &self.inner;
         let consumer = match &options.consumer {
@@ -382,6 +400,7 @@ impl Registry {
             consumer_key,
             invocation_id,
             capability_id,
+            expect,
         };
         let result = call.run().await;
         if let Some(leadership) = leadership {

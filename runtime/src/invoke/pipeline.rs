@@ -44,6 +44,8 @@ pub(super) struct Call<'r> {
     pub(super) consumer_key: Arc<str>,
     pub(super) invocation_id: Arc<str>,
     pub(super) capability_id: Arc<str>,
+    /// The kinds the caller's verb admits.
+    pub(super) expect: Option<super::Expect>,
 }
 
 /// What a call addresses on its registration.
@@ -211,6 +213,24 @@ impl Call<'_> {
 
     async fn phases(&self, trace: &mut Trace) -> Result<Option<Arc<Value>>, ErrorPayload> {
         let target = self.resolve()?;
+        if let Some(expect) = self.expect {
+            let observation = target.subject.capability().kind() == Kind::Observation;
+            let wrong = match expect {
+                super::Expect::Observation => !observation,
+                super::Expect::Operation => observation,
+            };
+            if wrong {
+                let hint = if observation {
+                    "this capability is an observation; read it with surface_read"
+                } else {
+                    "this capability is not an observation; call it with surface_act"
+                };
+                return Err(ErrorPayload::invalid_input(&[crate::schema::Issue::new(
+                    "/capabilityId",
+                    hint,
+                )]));
+            }
+        }
         let registration = Arc::clone(&target.registration);
         let subject = target.subject.clone();
         trace.target = Some(target);

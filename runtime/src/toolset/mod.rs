@@ -1,0 +1,1230 @@
+//! The embedded toolset: the provider-neutral projection of the surface that
+//! an in-process agent loop hands to a model.
+//!
+//! - **Direct mode**: one tool per visible capability and procedure
+//!   reference. Tool names are wire names (`view_devices__table__selectRows`,
+//!   `_at_<instance>` when several instances are live); the toolset keeps the
+//!   authoritative name → target map. Descriptions carry plane, effect and
+//!   confirmation posture, never live state; live state is [`ToolState`]
+//!   (available, reason, note), kept apart so tool definitions stay
+//!   byte-identical across snapshots that differ only in state, and provider
+//!   prompt caches hold.
+//! - **Meta mode**: three constant tools, `surface_discover`, `surface_read`
+//!   and `surface_act`, whose size does not grow with the catalog.
+//! - [`execute`](Toolset::execute) fills the invocation id from the tool-call
+//!   id, attaches the registration id and surface version of the catalog the
+//!   model saw, and never fails: every outcome is an [`InvocationResult`].
+//! - **Topology**: an `embedded` loop waits for the user's confirmation and
+//!   retries by itself (the model sees one call, one result); a `remote` loop
+//!   hands `CONFIRMATION_REQUIRED` to the model (two-phase). One of the two
+//!   (or an explicit [`ConfirmationMode`]) is required.
+//!
+//! ```
+//! use agent_surface::prelude::*;
+//! use agent_surface::toolset::{Toolset, Topology};
+//! use std::sync::Arc;
+//!
+//! /// A counter.
+//! #[agent_component(type = "demo.counter")]
+//! impl Counter {
+//!     /// The current value.
+//!     #[observation]
+//!     fn value(&self) -> u64 {
+//!         7
+//!     }
+//! }
+//! struct Counter;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let registry = Registry::default();
+//! let _mounted = registry.mount(Arc::new(Counter)).unwrap();
+//! let toolset = Toolset::builder(&registry)
+//!     .topology(Topology::Embedded)
+//!     .build()
+//!     .unwrap();
+//! let tools = toolset.tools();
+//! assert_eq!(tools[0].name(), "view_demo__counter__value");
+//! let result = toolset.execute("view_demo__counter__value", serde_json::json!({}), Some("call_1")).await;
+//! assert_eq!(result.output(), Some(&serde_json::json!(7)));
+//! assert_eq!(result.invocation_id(), "call_1");
+//! # });
+//! ```
+
+pub mod render;
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::canonical::{Fnv1a64, Sink, write_canonical, write_string};
+use crate::context::Consumer;
+use crate::error::{ErrorCode, ErrorPayload};
+use crate::events::Subscription;
+use crate::ids::{CapabilityId, InstanceId};
+use crate::invoke::{Expect, Invocation, InvocationResult, InvokeOptions};
+use crate::registry::Registry;
+use crate::schema::Issue;
+use crate::snapshot::{Budget, Snapshot, SnapshotOptions, in_scope};
+use crate::wire::{MAX_WIRE_NAME, WireNames};
+use crate::{Confirmation, Effect, Kind};
+
+/// One tool per capability, or three generic tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// One tool per visible capability and procedure reference.
+    #[default]
+    Direct,
+    /// `surface_discover`, `surface_read`, `surface_act`.
+    Meta,
+}
+
+/// Where the agent loop runs, which decides how confirmations are handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// In the application's process: wait for the user and retry.
+    Embedded,
+    /// Elsewhere (a remote model loop): hand the confirmation to the model.
+    Remote,
+}
+
+/// How `CONFIRMATION_REQUIRED` is handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfirmationMode {
+    /// Wait for the user's decision (up to the TTL) and retry with the
+    /// evidence: the model sees one call and one final result.
+    Wait,
+    /// Return `CONFIRMATION_REQUIRED` to the model, which retries with the
+    /// confirmation id.
+    TwoPhase,
+}
+
+impl Topology {
+    /// The confirmation mode this topology implies.
+    pub fn confirmations(self) -> ConfirmationMode {
+        match self {
+            Topology::Embedded => ConfirmationMode::Wait,
+            Topology::Remote => ConfirmationMode::TwoPhase,
+        }
+    }
+}
+
+/// Why a toolset could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolsetError {
+    /// Neither a topology nor a confirmation mode was given; there is no
+    /// global default because the right one depends on where the loop runs.
+    TopologyRequired,
+    /// The registry was disposed.
+    Disposed,
+}
+
+impl fmt::Display for ToolsetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolsetError::TopologyRequired => f.write_str(
+                "a toolset needs `.topology(Topology::Embedded | Topology::Remote)` or an explicit `.confirmations(...)`",
+            ),
+            ToolsetError::Disposed => f.write_str("the registry was disposed"),
+        }
+    }
+}
+
+impl std::error::Error for ToolsetError {}
+
+/// Builds a [`Toolset`].
+#[must_use]
+#[derive(Debug)]
+pub struct ToolsetBuilder {
+    registry: Registry,
+    consumer: Option<Consumer>,
+    mode: Mode,
+    topology: Option<Topology>,
+    confirmations: Option<ConfirmationMode>,
+    scope: Vec<String>,
+    budget: Option<Budget>,
+}
+
+impl ToolsetBuilder {
+    /// The consumer every call is made as (default `embedded:anonymous`).
+    /// Give each agent loop its own stable identity.
+    pub fn consumer(mut self, consumer: Consumer) -> Self {
+        self.consumer = Some(consumer);
+        self
+    }
+
+    /// Direct (default) or meta mode.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Where the loop runs (sets the confirmation mode's default).
+    pub fn topology(mut self, topology: Topology) -> Self {
+        self.topology = Some(topology);
+        self
+    }
+
+    /// The confirmation mode, overriding the topology's default.
+    pub fn confirmations(mut self, mode: ConfirmationMode) -> Self {
+        self.confirmations = Some(mode);
+        self
+    }
+
+    /// Component-type prefixes the toolset is limited to: a floor that a
+    /// model-supplied scope may narrow and never widen.
+    pub fn scope(mut self, prefixes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scope = prefixes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// A snapshot budget for `surface_discover` (meta mode only).
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Builds the toolset; fails without a topology or confirmation mode.
+    pub fn build(self) -> Result<Toolset, ToolsetError> {
+        let confirmations = match (self.confirmations, self.topology) {
+            (Some(mode), _) => mode,
+            (None, Some(topology)) => topology.confirmations(),
+            (None, None) => return Err(ToolsetError::TopologyRequired),
+        };
+        if self.registry.is_disposed() {
+            return Err(ToolsetError::Disposed);
+        }
+        let consumer = self
+            .consumer
+            .unwrap_or_else(|| self.registry.inner.anonymous.clone());
+        Ok(Toolset {
+            shared: Arc::new(Shared {
+                options: SnapshotOptions {
+                    consumer,
+                    scope: self.scope,
+                    include_unavailable: true,
+                    budget: None,
+                },
+                registry: self.registry,
+                mode: self.mode,
+                confirmations,
+                budget: self.budget,
+                built: Mutex::new(None),
+                listeners: Mutex::new(Vec::new()),
+                next_listener: AtomicU64::new(0),
+                watch: Mutex::new(None),
+                disposed: CancellationToken::new(),
+            }),
+        })
+    }
+}
+
+/// The live state of a tool: volatile, rendered by hosts outside the cached
+/// tool block.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolState {
+    /// Whether a call would pass availability now.
+    pub available: bool,
+    /// Why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<String>,
+    /// Live contextual text (a procedure reference's `describe`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What a direct-mode tool calls.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolTarget {
+    /// The capability (or procedure) id.
+    pub capability_id: Arc<str>,
+    /// The instance (of the referencing component, for a procedure).
+    pub instance_id: Arc<str>,
+    /// The registration the catalog was built from.
+    pub registration_id: Arc<str>,
+    /// The surface version the catalog was built at.
+    pub surface_version: u64,
+    /// Observation, action or procedure.
+    pub kind: Kind,
+    /// The effect.
+    pub effect: Effect,
+    /// The confirmation posture.
+    pub confirmation: Confirmation,
+}
+
+/// One tool as a model sees it, plus its live state and target.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tool {
+    name: Arc<str>,
+    description: Arc<str>,
+    input_schema: Arc<Value>,
+    state: ToolState,
+    target: Option<ToolTarget>,
+}
+
+impl Tool {
+    /// The wire-safe name (at most 64 characters of `[A-Za-z0-9_-]`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Plane, effect and confirmation, then the authored description.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The JSON Schema of the tool's input (an object schema).
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    /// The live state.
+    pub fn state(&self) -> &ToolState {
+        &self.state
+    }
+
+    /// What the tool calls (`None` for meta-mode tools).
+    pub fn target(&self) -> Option<&ToolTarget> {
+        self.target.as_ref()
+    }
+
+    /// The definition a provider sees: `{name, description, inputSchema}`.
+    pub fn definition(&self) -> Value {
+        json!({
+            "name": &*self.name,
+            "description": &*self.description,
+            "inputSchema": &*self.input_schema,
+        })
+    }
+}
+
+/// One built catalog: the tools, their names, and what changes invalidate it.
+struct Catalog {
+    tools: Arc<[Tool]>,
+    by_name: FxHashMap<Arc<str>, usize>,
+    /// Fingerprint of definitions and state, for change notifications.
+    fingerprint: u64,
+}
+
+type ToolsListener = Arc<dyn Fn(&[Tool]) + Send + Sync>;
+
+struct Shared {
+    registry: Registry,
+    options: SnapshotOptions,
+    mode: Mode,
+    confirmations: ConfirmationMode,
+    budget: Option<Budget>,
+    built: Mutex<Option<Arc<Catalog>>>,
+    listeners: Mutex<Vec<(u64, ToolsListener)>>,
+    next_listener: AtomicU64,
+    /// The registry subscription feeding `subscribe`, created on first use.
+    watch: Mutex<Option<Subscription>>,
+    disposed: CancellationToken,
+}
+
+/// The toolset of one agent loop. Cheap to clone.
+#[derive(Clone)]
+pub struct Toolset {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Toolset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Toolset")
+            .field("mode", &self.shared.mode)
+            .field("confirmations", &self.shared.confirmations)
+            .field("consumer", &self.shared.options.consumer.key())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Stops delivering tool lists when dropped.
+#[must_use = "dropping the subscription unsubscribes"]
+pub struct ToolsSubscription {
+    shared: std::sync::Weak<Shared>,
+    id: u64,
+}
+
+impl fmt::Debug for ToolsSubscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolsSubscription")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl Drop for ToolsSubscription {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared
+                .listeners
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|(id, _)| *id != self.id);
+        }
+    }
+}
+
+impl Toolset {
+    /// A builder over `registry`.
+    pub fn builder(registry: &Registry) -> ToolsetBuilder {
+        ToolsetBuilder {
+            registry: registry.clone(),
+            consumer: None,
+            mode: Mode::Direct,
+            topology: None,
+            confirmations: None,
+            scope: Vec::new(),
+            budget: None,
+        }
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.shared.mode
+    }
+
+    /// The confirmation mode in effect.
+    pub fn confirmation_mode(&self) -> ConfirmationMode {
+        self.shared.confirmations
+    }
+
+    /// The consumer calls are made as.
+    pub fn consumer(&self) -> &Consumer {
+        &self.shared.options.consumer
+    }
+
+    /// The tools now, with their live state. In direct mode this is the
+    /// catalog later calls resolve names against (and whose registration
+    /// ids and surface version they carry); meta mode returns its three
+    /// constant tools.
+    pub fn tools(&self) -> Arc<[Tool]> {
+        match self.shared.mode {
+            Mode::Meta => Arc::clone(meta_tools()),
+            Mode::Direct => Arc::clone(&self.shared.rebuild().tools),
+        }
+    }
+
+    /// The tool of a given capability (and instance, when several are live).
+    pub fn tool_for(&self, capability_id: &str, instance_id: Option<&str>) -> Option<Tool> {
+        self.tools()
+            .iter()
+            .find(|tool| {
+                tool.target.as_ref().is_some_and(|target| {
+                    &*target.capability_id == capability_id
+                        && instance_id.is_none_or(|i| &*target.instance_id == i)
+                })
+            })
+            .cloned()
+    }
+
+    /// The authoritative wire-name map of the current direct-mode catalog.
+    pub fn wire_names(&self) -> Vec<(Arc<str>, ToolTarget)> {
+        self.catalog()
+            .tools
+            .iter()
+            .filter_map(|tool| {
+                tool.target
+                    .clone()
+                    .map(|target| (Arc::clone(&tool.name), target))
+            })
+            .collect()
+    }
+
+    /// Re-evaluates the tools and notifies subscribers if anything changed
+    /// (definitions or live state). Call it after application state that
+    /// `when`/`describe` read has changed without a surface mutation.
+    pub fn refresh(&self) {
+        self.shared.notify_if_changed();
+    }
+
+    /// Calls `listener` with the new tools whenever the catalog or any live
+    /// state changes. Dropping the returned handle unsubscribes.
+    pub fn subscribe(
+        &self,
+        listener: impl Fn(&[Tool]) + Send + Sync + 'static,
+    ) -> ToolsSubscription {
+        let id = self.shared.next_listener.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((id, Arc::new(listener)));
+        let mut watch = self
+            .shared
+            .watch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if watch.is_none() {
+            // Prime the fingerprint, then follow the registry's events.
+            let _ = self.catalog();
+            let weak = Arc::downgrade(&self.shared);
+            *watch = Some(self.shared.registry.subscribe(move |event| {
+                if matches!(
+                    event,
+                    crate::events::SurfaceEvent::SurfaceChanged { .. }
+                        | crate::events::SurfaceEvent::AvailabilityChanged { .. }
+                ) && let Some(shared) = weak.upgrade()
+                {
+                    shared.notify_if_changed();
+                }
+            }));
+        }
+        ToolsSubscription {
+            shared: Arc::downgrade(&self.shared),
+            id,
+        }
+    }
+
+    /// Releases the toolset: in-flight confirmation waits settle
+    /// `CANCELLED`, subscriptions end, later calls settle `CANCELLED`.
+    pub fn dispose(&self) {
+        self.shared.disposed.cancel();
+        self.shared
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        *self
+            .shared
+            .watch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+        *self
+            .shared
+            .built
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Whether [`dispose`](Self::dispose) was called.
+    pub fn is_disposed(&self) -> bool {
+        self.shared.disposed.is_cancelled()
+    }
+
+    /// Runs the tool `name` with the model's `input`. The tool-call id
+    /// becomes the invocation id (transport retries with the same id join
+    /// or replay the first attempt). Never fails: unknown tools, malformed
+    /// envelopes and every pipeline error are results.
+    pub async fn execute(
+        &self,
+        name: &str,
+        input: Value,
+        tool_call_id: Option<&str>,
+    ) -> InvocationResult {
+        let shared = &self.shared;
+        if shared.disposed.is_cancelled() {
+            return shared.immediate(name, tool_call_id, ErrorPayload::cancelled());
+        }
+        match shared.mode {
+            Mode::Direct => {
+                let catalog = self.catalog();
+                let Some(tool) = catalog
+                    .by_name
+                    .get(name)
+                    .and_then(|&index| catalog.tools.get(index))
+                else {
+                    return shared.immediate(name, tool_call_id, ErrorPayload::not_found());
+                };
+                let Some(target) = &tool.target else {
+                    return shared.immediate(name, tool_call_id, ErrorPayload::not_found());
+                };
+                let mut request = Invocation::new(&*target.capability_id)
+                    .instance(&*target.instance_id)
+                    .registration(&*target.registration_id)
+                    .surface_version(target.surface_version.to_string())
+                    .input(input);
+                request.invocation_id = tool_call_id.map(str::to_owned);
+                shared.run(request, None).await
+            }
+            Mode::Meta => match name {
+                DISCOVER => self.discover(input, tool_call_id),
+                READ => self.read(input, tool_call_id).await,
+                ACT => self.act(input, tool_call_id).await,
+                _ => shared.immediate(name, tool_call_id, ErrorPayload::not_found()),
+            },
+        }
+    }
+
+    /// The catalog the model last saw (built now if there is none).
+    fn catalog(&self) -> Arc<Catalog> {
+        self.shared.catalog()
+    }
+}
+
+impl Shared {
+    /// The catalog the model last saw (built now if there is none).
+    fn catalog(&self) -> Arc<Catalog> {
+        let built = self
+            .built
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        built.unwrap_or_else(|| self.rebuild())
+    }
+
+    /// A fresh catalog, kept as the one later calls resolve against.
+    fn rebuild(&self) -> Arc<Catalog> {
+        let catalog = Arc::new(self.build());
+        *self.built.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&catalog));
+        catalog
+    }
+
+    /// Builds the direct-mode catalog from one snapshot.
+    fn build(&self) -> Catalog {
+        let snapshot = self.registry.snapshot(&self.options);
+        build_catalog(&snapshot)
+    }
+
+    fn notify_if_changed(&self) {
+        if self.disposed.is_cancelled() || self.mode == Mode::Meta {
+            return;
+        }
+        let before = self
+            .built
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|catalog| catalog.fingerprint);
+        let catalog = self.rebuild();
+        if before == Some(catalog.fingerprint) {
+            return;
+        }
+        let listeners: Vec<ToolsListener> = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(_, listener)| Arc::clone(listener))
+            .collect();
+        for listener in listeners {
+            let tools = Arc::clone(&catalog.tools);
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&tools))).is_err()
+            {
+                tracing::error!("a toolset listener panicked; other listeners still run");
+            }
+        }
+    }
+
+    fn immediate(&self, name: &str, tool_call_id: Option<&str>, error: ErrorPayload) -> InvocationResult {
+        let invocation_id: Arc<str> = match tool_call_id {
+            Some(id) => Arc::from(id),
+            None => Arc::from(self.registry.inner.ids.invocation_id()),
+        };
+        InvocationResult::new(
+            invocation_id,
+            Arc::from(name),
+            Err(error),
+            self.registry.version(),
+            false,
+        )
+    }
+
+    /// One call through the pipeline; in wait mode a confirmation request
+    /// waits for the user and the call is retried with the evidence.
+    async fn run(&self, request: Invocation, expect: Option<Expect>) -> InvocationResult {
+        let options = InvokeOptions::consumer(self.options.consumer.clone());
+        let mut request = request;
+        if request.invocation_id.is_none() {
+            // The retry after a confirmation must reuse the attempt's id.
+            request.invocation_id = Some(self.registry.inner.ids.invocation_id());
+        }
+        let first = self
+            .registry
+            .invoke_expecting(request.clone(), options.clone(), expect)
+            .await;
+        if self.confirmations != ConfirmationMode::Wait
+            || request.confirmation_id.is_some()
+        {
+            return first;
+        }
+        let Some(confirmation_id) = first
+            .error()
+            .filter(|error| error.code() == ErrorCode::ConfirmationRequired)
+            .and_then(|error| error.detail("confirmationId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return first;
+        };
+        let controller = self.registry.confirmations();
+        tokio::select! {
+            _ = controller.wait_for(&confirmation_id) => {}
+            () = self.disposed.cancelled() => {
+                return InvocationResult::new(
+                    Arc::from(first.invocation_id()),
+                    Arc::from(first.capability_id()),
+                    Err(ErrorPayload::cancelled()),
+                    self.registry.version(),
+                    false,
+                );
+            }
+        }
+        // Approved, denied or expired: the retry reports which.
+        self.registry
+            .invoke_expecting(request.confirmation(confirmation_id), options, expect)
+            .await
+    }
+}
+
+/// Hashes tool definitions and state for change detection.
+struct Hasher(Fnv1a64);
+
+impl Hasher {
+    fn text(&mut self, text: &str) {
+        write_string(text, &mut self.0);
+    }
+}
+
+/// Builds the tools of one snapshot.
+fn build_catalog(snapshot: &Snapshot) -> Catalog {
+    let components = snapshot.components();
+    let procedures = snapshot.procedures();
+    // Instances live per component type, and references per procedure.
+    let mut per_type: FxHashMap<&str, usize> = FxHashMap::default();
+    for component in components {
+        *per_type.entry(component.component_type()).or_default() += 1;
+    }
+    let mut per_procedure: FxHashMap<&str, Vec<&str>> = FxHashMap::default();
+    for procedure in procedures {
+        per_procedure
+            .entry(procedure.procedure_id())
+            .or_default()
+            .push(procedure.instance_id());
+    }
+    let version = snapshot.surface_version();
+    let mut tools: Vec<Tool> = Vec::with_capacity(components.len() * 2 + procedures.len());
+    let empty = empty_input_schema();
+    for component in components {
+        let qualify = per_type
+            .get(component.component_type())
+            .is_some_and(|n| *n > 1);
+        for capability in component.capabilities() {
+            let contract = capability.contract();
+            let name = if qualify {
+                format!(
+                    "{}_at_{}",
+                    crate::wire::encode(contract.id()),
+                    component.instance_id()
+                )
+            } else {
+                crate::wire::encode(contract.id())
+            };
+            let input_schema = match contract.kind() {
+                Kind::Observation => Arc::clone(empty),
+                _ => contract
+                    .input_schema()
+                    .map_or_else(|| Arc::clone(empty), |schema| Arc::clone(schema.json())),
+            };
+            tools.push(Tool {
+                name: Arc::from(name),
+                description: Arc::clone(contract.tool_description()),
+                input_schema,
+                state: ToolState {
+                    available: capability.available(),
+                    unavailable_reason: capability.unavailable_reason().map(str::to_owned),
+                    note: None,
+                },
+                target: Some(ToolTarget {
+                    capability_id: Arc::clone(contract.id().as_arc()),
+                    instance_id: Arc::clone(component.instance_arc()),
+                    registration_id: Arc::clone(component.registration_arc()),
+                    surface_version: version,
+                    kind: contract.kind(),
+                    effect: contract.effect(),
+                    confirmation: contract.confirmation(),
+                }),
+            });
+        }
+    }
+    for procedure in procedures {
+        let instances = per_procedure
+            .get(procedure.procedure_id())
+            .map_or(&[][..], Vec::as_slice);
+        let capability = procedure.capability();
+        let base = crate::wire::encode(capability.id());
+        let name = match instances.len() {
+            0 | 1 => base,
+            _ => {
+                let shared_instance = instances
+                    .iter()
+                    .filter(|i| **i == procedure.instance_id())
+                    .count()
+                    > 1;
+                if shared_instance {
+                    // Two components share the instance id: add the type.
+                    format!(
+                        "{base}_at_{}-{}",
+                        procedure.component_type().replace('.', "-"),
+                        procedure.instance_id()
+                    )
+                } else {
+                    format!("{base}_at_{}", procedure.instance_id())
+                }
+            }
+        };
+        tools.push(Tool {
+            name: Arc::from(name),
+            description: Arc::clone(capability.tool_description()),
+            input_schema: Arc::new(procedure.input_schema().clone()),
+            state: ToolState {
+                available: procedure.available(),
+                unavailable_reason: procedure.unavailable_reason().map(str::to_owned),
+                note: procedure.contextual_note().map(str::to_owned),
+            },
+            target: Some(ToolTarget {
+                capability_id: Arc::clone(capability.id().as_arc()),
+                instance_id: Arc::clone(procedure.instance_arc()),
+                registration_id: Arc::clone(procedure.registration_arc()),
+                surface_version: version,
+                kind: Kind::Procedure,
+                effect: capability.effect(),
+                confirmation: capability.confirmation(),
+            }),
+        });
+    }
+    ensure_unique_names(&mut tools);
+    let mut by_name = FxHashMap::default();
+    by_name.reserve(tools.len());
+    let mut hasher = Hasher(Fnv1a64::new());
+    for (index, tool) in tools.iter().enumerate() {
+        by_name.insert(Arc::clone(&tool.name), index);
+        hasher.text(&tool.name);
+        hasher.text(&tool.description);
+        // Schemas are shared per contract: their address stands for them.
+        hasher.0.write(&(Arc::as_ptr(&tool.input_schema) as usize).to_le_bytes());
+        hasher.0.write(&[u8::from(tool.state.available)]);
+        hasher.text(tool.state.unavailable_reason.as_deref().unwrap_or(""));
+        hasher.text(tool.state.note.as_deref().unwrap_or(""));
+        if let Some(target) = &tool.target {
+            hasher.text(&target.registration_id);
+        }
+    }
+    Catalog {
+        tools: tools.into(),
+        by_name,
+        fingerprint: hasher.0.finish(),
+    }
+}
+
+/// Names are canonical wire names in the common case; when one is too long
+/// or two collide, the whole catalog is named by [`WireNames`] (shortened
+/// with deterministic hashes, order-independent).
+fn ensure_unique_names(tools: &mut [Tool]) {
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
+    seen.reserve(tools.len());
+    let fine = tools
+        .iter()
+        .all(|tool| tool.name.len() <= MAX_WIRE_NAME && seen.insert(&tool.name));
+    if fine {
+        return;
+    }
+    // Entries as (capability, qualifier) pairs, named together.
+    let entries: Vec<(CapabilityId, Option<InstanceId>)> = tools
+        .iter()
+        .filter_map(|tool| {
+            let target = tool.target.as_ref()?;
+            let id = CapabilityId::new(&target.capability_id).ok()?;
+            let qualifier = tool
+                .name
+                .rsplit_once("_at_")
+                .and_then(|(_, q)| InstanceId::new(q).ok());
+            Some((id, qualifier))
+        })
+        .collect();
+    let names = WireNames::assign(entries);
+    for tool in tools.iter_mut() {
+        let Some(target) = &tool.target else { continue };
+        let Ok(id) = CapabilityId::new(&target.capability_id) else {
+            continue;
+        };
+        let qualifier = tool
+            .name
+            .rsplit_once("_at_")
+            .and_then(|(_, q)| InstanceId::new(q).ok());
+        if let Some(name) = names.name_of(&id, qualifier.as_ref()) {
+            tool.name = Arc::from(name);
+        }
+    }
+}
+
+/// The input schema of tools that take no input.
+fn empty_input_schema() -> &'static Arc<Value> {
+    static EMPTY: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| Arc::new(crate::schema::empty_object_schema()))
+}
+
+// ---------------------------------------------------------------------------
+// Meta mode
+
+/// The discover verb.
+pub const DISCOVER: &str = "surface_discover";
+/// The read verb.
+pub const READ: &str = "surface_read";
+/// The act verb.
+pub const ACT: &str = "surface_act";
+
+fn meta_tools() -> &'static Arc<[Tool]> {
+    static TOOLS: std::sync::OnceLock<Arc<[Tool]>> = std::sync::OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let tool = |name: &str, description: &str, schema: Value| Tool {
+            name: Arc::from(name),
+            description: Arc::from(description),
+            input_schema: Arc::new(schema),
+            state: ToolState {
+                available: true,
+                unavailable_reason: None,
+                note: None,
+            },
+            target: None,
+        };
+        Arc::from(vec![
+            tool(
+                DISCOVER,
+                "List what you can observe and do in the application now: components with their observations and actions, and backend procedures, each with its input schema and availability. Call it first, and again when a result says surfaceChanged.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "scope": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "Component-type prefixes to narrow the listing to, e.g. [\"devices.table\"]."
+                        }
+                    },
+                    "additionalProperties": false
+                }),
+            ),
+            tool(
+                READ,
+                "Read an observation listed by surface_discover. Returns its current value.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "capabilityId": {"type": "string", "description": "The observation's capabilityId, e.g. view:devices.table.readState."},
+                        "instanceId": {"type": "string", "description": "The instance, when several are listed."}
+                    },
+                    "required": ["capabilityId"],
+                    "additionalProperties": false
+                }),
+            ),
+            tool(
+                ACT,
+                "Run an action or backend procedure listed by surface_discover with an input matching its inputSchema. Follow the result's retry hint; after CONFIRMATION_REQUIRED, retry with the confirmationId once the user approved.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "capabilityId": {"type": "string", "description": "The action's capabilityId or the procedure's procedureId."},
+                        "instanceId": {"type": "string", "description": "The instance, when several are listed."},
+                        "registrationId": {"type": "string", "description": "The registrationId from surface_discover."},
+                        "input": {"type": "object", "description": "The input, matching the target's inputSchema."},
+                        "invocationId": {"type": "string", "description": "Reuse it only to retry the same call."},
+                        "confirmationId": {"type": "string", "description": "Evidence from an approved confirmation."},
+                        "surfaceVersion": {"type": "string", "description": "The surfaceVersion from surface_discover."}
+                    },
+                    "required": ["capabilityId"],
+                    "additionalProperties": false
+                }),
+            ),
+        ])
+    })
+}
+
+/// An envelope's fields after validation.
+struct Envelope(Map<String, Value>);
+
+impl Envelope {
+    /// Checks the top-level keys and their types: unknown or mistyped keys
+    /// and missing required ones are `INVALID_INPUT` naming them.
+    fn check(
+        input: Value,
+        strings: &[&str],
+        required: &[&str],
+        other: &[&str],
+    ) -> Result<Envelope, ErrorPayload> {
+        let map = match input {
+            Value::Null => Map::new(),
+            Value::Object(map) => map,
+            _ => {
+                return Err(ErrorPayload::invalid_input(&[Issue::new(
+                    "",
+                    "the arguments must be a JSON object",
+                )]));
+            }
+        };
+        let mut issues = Vec::new();
+        for (key, value) in &map {
+            if strings.contains(&key.as_str()) {
+                if !value.is_string() {
+                    issues.push(Issue::new(format!("/{key}"), "must be a string"));
+                }
+            } else if !other.contains(&key.as_str()) {
+                let mut allowed: Vec<&str> = strings.iter().chain(other).copied().collect();
+                allowed.sort_unstable();
+                issues.push(Issue::new(
+                    format!("/{key}"),
+                    format!("unknown key; the keys are: {}", allowed.join(", ")),
+                ));
+            }
+        }
+        for key in required {
+            if !map.contains_key(*key) {
+                issues.push(Issue::new(format!("/{key}"), "is required"));
+            }
+        }
+        if issues.is_empty() {
+            Ok(Envelope(map))
+        } else {
+            Err(ErrorPayload::invalid_input(&issues))
+        }
+    }
+
+    fn string(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+}
+
+/// A model-supplied scope intersected with the configured floor.
+struct Scoped {
+    prefixes: Vec<String>,
+    rejected: Vec<String>,
+    empty: bool,
+}
+
+fn narrow(floor: &[String], requested: Option<Vec<String>>) -> Scoped {
+    let Some(requested) = requested else {
+        return Scoped {
+            prefixes: floor.to_vec(),
+            rejected: Vec::new(),
+            empty: false,
+        };
+    };
+    if requested.is_empty() {
+        return Scoped {
+            prefixes: floor.to_vec(),
+            rejected: Vec::new(),
+            empty: false,
+        };
+    }
+    if floor.is_empty() {
+        return Scoped {
+            prefixes: requested,
+            rejected: Vec::new(),
+            empty: false,
+        };
+    }
+    let mut prefixes = Vec::new();
+    let mut rejected = Vec::new();
+    for prefix in requested {
+        if in_scope(&prefix, floor) {
+            // Within the floor: narrows it.
+            prefixes.push(prefix);
+            continue;
+        }
+        // Wider than some floor prefixes: only those stay.
+        let inner: Vec<&String> = floor
+            .iter()
+            .filter(|f| in_scope(f, std::slice::from_ref(&prefix)))
+            .collect();
+        if inner.is_empty() {
+            rejected.push(prefix);
+        } else {
+            prefixes.extend(inner.into_iter().cloned());
+        }
+    }
+    prefixes.sort();
+    prefixes.dedup();
+    let empty = prefixes.is_empty();
+    Scoped {
+        prefixes,
+        rejected,
+        empty,
+    }
+}
+
+impl Toolset {
+    fn ok(&self, name: &str, tool_call_id: Option<&str>, output: Value) -> InvocationResult {
+        let shared = &self.shared;
+        let invocation_id: Arc<str> = match tool_call_id {
+            Some(id) => Arc::from(id),
+            None => Arc::from(shared.registry.inner.ids.invocation_id()),
+        };
+        InvocationResult::new(
+            invocation_id,
+            Arc::from(name),
+            Ok(Some(Arc::new(output))),
+            shared.registry.version(),
+            false,
+        )
+    }
+
+    fn discover(&self, input: Value, tool_call_id: Option<&str>) -> InvocationResult {
+        let shared = &self.shared;
+        let envelope = match Envelope::check(input, &[], &[], &["scope"]) {
+            Ok(envelope) => envelope,
+            Err(error) => return shared.immediate(DISCOVER, tool_call_id, error),
+        };
+        let requested = match envelope.0.get("scope") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(items)) => {
+                let strings: Option<Vec<String>> = items
+                    .iter()
+                    .map(|item| item.as_str().map(str::to_owned))
+                    .collect();
+                match strings {
+                    Some(strings) => Some(strings),
+                    None => {
+                        return shared.immediate(
+                            DISCOVER,
+                            tool_call_id,
+                            ErrorPayload::invalid_input(&[Issue::new(
+                                "/scope",
+                                "must be an array of strings",
+                            )]),
+                        );
+                    }
+                }
+            }
+            Some(_) => {
+                return shared.immediate(
+                    DISCOVER,
+                    tool_call_id,
+                    ErrorPayload::invalid_input(&[Issue::new(
+                        "/scope",
+                        "must be an array of strings",
+                    )]),
+                );
+            }
+        };
+        let scoped = narrow(&shared.options.scope, requested);
+        let mut output = if scoped.empty {
+            json!({
+                "surfaceId": shared.registry.surface_id(),
+                "surfaceVersion": shared.registry.version().to_string(),
+                "capturedAt": crate::clock::rfc3339(shared.registry.now_ms()),
+                "components": [],
+                "procedures": [],
+            })
+        } else {
+            let options = SnapshotOptions {
+                consumer: shared.options.consumer.clone(),
+                scope: scoped.prefixes,
+                include_unavailable: true,
+                budget: shared.budget,
+            };
+            shared.registry.snapshot(&options).to_json()
+        };
+        if !scoped.rejected.is_empty()
+            && let Value::Object(map) = &mut output
+        {
+            map.insert(
+                "scopeRejected".to_owned(),
+                json!({"prefixes": scoped.rejected}),
+            );
+        }
+        self.ok(DISCOVER, tool_call_id, output)
+    }
+
+    async fn read(&self, input: Value, tool_call_id: Option<&str>) -> InvocationResult {
+        let shared = &self.shared;
+        let envelope = match Envelope::check(input, &["capabilityId", "instanceId"], &["capabilityId"], &[]) {
+            Ok(envelope) => envelope,
+            Err(error) => return shared.immediate(READ, tool_call_id, error),
+        };
+        let mut request = Invocation::new(envelope.string("capabilityId").unwrap_or_default());
+        if let Some(instance) = envelope.string("instanceId") {
+            request = request.instance(instance);
+        }
+        request.registration_id = self.known_registration(&request);
+        request.invocation_id = tool_call_id.map(str::to_owned);
+        shared.run(request, Some(Expect::Observation)).await
+    }
+
+    async fn act(&self, input: Value, tool_call_id: Option<&str>) -> InvocationResult {
+        let shared = &self.shared;
+        let strings = [
+            "capabilityId",
+            "instanceId",
+            "registrationId",
+            "invocationId",
+            "confirmationId",
+            "surfaceVersion",
+        ];
+        let mut envelope = match Envelope::check(input, &strings, &["capabilityId"], &["input"]) {
+            Ok(envelope) => envelope,
+            Err(error) => return shared.immediate(ACT, tool_call_id, error),
+        };
+        let capability_id = envelope.string("capabilityId").unwrap_or_default().to_owned();
+        let mut payload = envelope.0.remove("input").unwrap_or(Value::Null);
+        // Some models send the input object JSON-encoded: repaired only when
+        // the target's schema is an object (every action and procedure
+        // input is), so a string the target declares stays a string.
+        if let Value::String(text) = &payload
+            && self.takes_object(&capability_id)
+            && let Ok(parsed @ Value::Object(_)) = serde_json::from_str::<Value>(text)
+        {
+            payload = parsed;
+        }
+        let mut request = Invocation::new(capability_id).input(payload);
+        if let Some(instance) = envelope.string("instanceId") {
+            request = request.instance(instance);
+        }
+        request.registration_id = envelope
+            .string("registrationId")
+            .map(str::to_owned)
+            .or_else(|| self.known_registration(&request));
+        request.surface_version = envelope.string("surfaceVersion").map(str::to_owned);
+        request.confirmation_id = envelope.string("confirmationId").map(str::to_owned);
+        request.invocation_id = envelope
+            .string("invocationId")
+            .or(tool_call_id)
+            .map(str::to_owned);
+        shared.run(request, Some(Expect::Operation)).await
+    }
+
+    /// Whether the target's input schema is an object schema (true for
+    /// every action and procedure; observations take none).
+    fn takes_object(&self, capability_id: &str) -> bool {
+        capability_id.starts_with("view:") || capability_id.starts_with("domain:")
+    }
+
+    /// The registration of `(capability, instance)` in this consumer's
+    /// current surface, when exactly one matches: meta calls carry the same
+    /// staleness token as direct ones.
+    fn known_registration(&self, request: &Invocation) -> Option<String> {
+        let catalog = self.shared.catalog();
+        let mut matches = catalog.tools.iter().filter_map(|tool| {
+            let target = tool.target.as_ref()?;
+            (&*target.capability_id == request.capability_id.as_str()
+                && request
+                    .instance_id
+                    .as_deref()
+                    .is_none_or(|i| &*target.instance_id == i))
+            .then(|| target.registration_id.to_string())
+        });
+        match (matches.next(), matches.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
+    }
+}
+
+/// The size of the meta-mode tool block in canonical JSON bytes.
+pub fn meta_block_size() -> usize {
+    struct Count(usize);
+    impl Sink for Count {
+        fn write(&mut self, bytes: &[u8]) {
+            self.0 += bytes.len();
+        }
+    }
+    let mut count = Count(0);
+    for tool in meta_tools().iter() {
+        write_canonical(&tool.definition(), &mut count);
+    }
+    count.0
+}
