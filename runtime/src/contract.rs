@@ -527,9 +527,17 @@ pub struct CheckedCapability {
     queue_depth: Option<u32>,
     /// The toolset's description, built on first use.
     tool_description: OnceLock<Arc<str>>,
+    /// The canonical wire name, built on first use.
+    wire_name: OnceLock<Box<str>>,
 }
 
 impl CheckedCapability {
+    /// The canonical wire name (`view_devices__table__selectRows`).
+    pub fn wire_name(&self) -> &str {
+        self.wire_name
+            .get_or_init(|| crate::wire::encode(&self.id).into_boxed_str())
+    }
+
     /// The tool description adapters show: plane, effect and confirmation
     /// posture, then the authored text. Never live state.
     pub fn tool_description(&self) -> &Arc<str> {
@@ -1026,6 +1034,7 @@ impl CheckedCapability {
             concurrency: contract.concurrency,
             queue_depth: contract.queue_depth,
             tool_description: OnceLock::new(),
+            wire_name: OnceLock::new(),
             id,
         })
     }
@@ -1069,6 +1078,7 @@ impl CheckedCapability {
             concurrency: Concurrency::Instance,
             queue_depth,
             tool_description: OnceLock::new(),
+            wire_name: OnceLock::new(),
         }
     }
 }

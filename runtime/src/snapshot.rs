@@ -202,12 +202,22 @@ impl ComponentView {
         &self.registration.id
     }
 
-    pub(crate) fn registration_arc(&self) -> &Arc<str> {
-        &self.registration.id
+    pub(crate) fn registration(&self) -> &Arc<Registration> {
+        &self.registration
     }
 
-    pub(crate) fn instance_arc(&self) -> &Arc<str> {
-        self.registration.instance.as_arc()
+    /// Visible capabilities with their index in the contract.
+    pub(crate) fn capabilities_indexed(&self) -> impl Iterator<Item = (usize, CapabilityView<'_>)> {
+        self.registration
+            .contract
+            .capabilities()
+            .iter()
+            .enumerate()
+            .filter_map(|(index, capability)| {
+                let state = self.states.as_ref().and_then(|states| states.get(index));
+                (state != Some(&State::Hidden))
+                    .then_some((index, CapabilityView { capability, state }))
+            })
     }
     /// The description.
     pub fn description(&self) -> &str {
@@ -338,12 +348,12 @@ impl ProcedureView {
         &self.registration.id
     }
 
-    pub(crate) fn registration_arc(&self) -> &Arc<str> {
-        &self.registration.id
+    pub(crate) fn registration(&self) -> &Arc<Registration> {
+        &self.registration
     }
 
-    pub(crate) fn instance_arc(&self) -> &Arc<str> {
-        self.registration.instance.as_arc()
+    pub(crate) fn reference(&self) -> &Arc<Reference> {
+        &self.reference
     }
 
     /// The referencing component's type.

@@ -143,6 +143,8 @@ pub(crate) struct Registration {
     queues: Mutex<Vec<(QueueKey, Arc<ActionQueue>)>>,
     /// Procedure references made by this mount (exposed or not).
     pub(crate) references: Box<[Arc<Reference>]>,
+    /// Instance-qualified tool names, built on first use.
+    tool_names: std::sync::OnceLock<Box<[Box<str>]>>,
 }
 
 impl std::fmt::Debug for Registration {
@@ -179,7 +181,29 @@ impl Registration {
             instance_queue: std::sync::OnceLock::new(),
             queues: Mutex::new(Vec::new()),
             references,
+            tool_names: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The tool name of capability `index` qualified with this instance
+    /// (`…_at_<instance>`), for when several instances are live.
+    pub(crate) fn qualified_tool_name(&self, index: usize) -> &str {
+        let names = self.tool_names.get_or_init(|| {
+            self.contract
+                .capabilities()
+                .iter()
+                .map(|capability| {
+                    let base = capability.wire_name();
+                    let instance = self.instance.as_str();
+                    let mut name = String::with_capacity(base.len() + 4 + instance.len());
+                    name.push_str(base);
+                    name.push_str("_at_");
+                    name.push_str(instance);
+                    name.into_boxed_str()
+                })
+                .collect()
+        });
+        names.get(index).map_or("", |name| name)
     }
 
     /// The exposed reference to procedure `id`, if this mount makes one.

@@ -56,12 +56,17 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use std::hash::{Hash, Hasher};
+
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::canonical::{Fnv1a64, Sink, write_canonical, write_string};
+use crate::canonical::{Sink, write_canonical};
+use crate::contract::CheckedCapability;
+use crate::procedure::Reference;
+use crate::registry::Registration;
 use crate::context::Consumer;
 use crate::error::{ErrorCode, ErrorPayload};
 use crate::events::Subscription;
@@ -218,6 +223,7 @@ impl ToolsetBuilder {
                 listeners: Mutex::new(Vec::new()),
                 next_listener: AtomicU64::new(0),
                 watch: Mutex::new(None),
+                notified: Mutex::new(None),
                 disposed: CancellationToken::new(),
             }),
         })
@@ -226,7 +232,7 @@ impl ToolsetBuilder {
 
 /// The live state of a tool: volatile, rendered by hosts outside the cached
 /// tool block.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolState {
     /// Whether a call would pass availability now.
@@ -239,15 +245,15 @@ pub struct ToolState {
     pub note: Option<String>,
 }
 
-/// What a direct-mode tool calls.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolTarget {
+/// What a direct-mode tool calls: the target as the catalog saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolTarget<'a> {
     /// The capability (or procedure) id.
-    pub capability_id: Arc<str>,
+    pub capability_id: &'a str,
     /// The instance (of the referencing component, for a procedure).
-    pub instance_id: Arc<str>,
+    pub instance_id: &'a str,
     /// The registration the catalog was built from.
-    pub registration_id: Arc<str>,
+    pub registration_id: &'a str,
     /// The surface version the catalog was built at.
     pub surface_version: u64,
     /// Observation, action or procedure.
@@ -258,30 +264,101 @@ pub struct ToolTarget {
     pub confirmation: Confirmation,
 }
 
+/// Where a tool's definition comes from. Definitions are borrowed from the
+/// static contracts and the registrations, never copied.
+#[derive(Clone)]
+enum Source {
+    View {
+        registration: Arc<Registration>,
+        capability: &'static CheckedCapability,
+        index: usize,
+        qualified: bool,
+    },
+    Domain {
+        registration: Arc<Registration>,
+        reference: Arc<Reference>,
+        name: Box<str>,
+    },
+    Meta(&'static MetaTool),
+}
+
 /// One tool as a model sees it, plus its live state and target.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone)]
 pub struct Tool {
-    name: Arc<str>,
-    description: Arc<str>,
-    input_schema: Arc<Value>,
+    source: Source,
+    /// A shortened name, when the canonical one is too long.
+    renamed: Option<Box<str>>,
     state: ToolState,
-    target: Option<ToolTarget>,
+    surface_version: u64,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name())
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Tool {
+    fn eq(&self, other: &Tool) -> bool {
+        self.name() == other.name()
+            && self.description() == other.description()
+            && self.input_schema() == other.input_schema()
+            && self.state == other.state
+            && self.target() == other.target()
+    }
 }
 
 impl Tool {
     /// The wire-safe name (at most 64 characters of `[A-Za-z0-9_-]`).
     pub fn name(&self) -> &str {
-        &self.name
+        if let Some(name) = &self.renamed {
+            return name;
+        }
+        match &self.source {
+            Source::View {
+                registration,
+                capability,
+                index,
+                qualified,
+            } => {
+                if *qualified {
+                    registration.qualified_tool_name(*index)
+                } else {
+                    capability.wire_name()
+                }
+            }
+            Source::Domain { name, .. } => name,
+            Source::Meta(meta) => meta.name,
+        }
     }
 
     /// Plane, effect and confirmation, then the authored description.
     pub fn description(&self) -> &str {
-        &self.description
+        match &self.source {
+            Source::View { capability, .. } => capability.tool_description(),
+            Source::Domain { reference, .. } => reference.capability.tool_description(),
+            Source::Meta(meta) => meta.description,
+        }
     }
 
     /// The JSON Schema of the tool's input (an object schema).
     pub fn input_schema(&self) -> &Value {
-        &self.input_schema
+        match &self.source {
+            Source::View { capability, .. } => match capability.kind() {
+                Kind::Observation => empty_input_schema(),
+                _ => capability
+                    .input_schema()
+                    .map_or(empty_input_schema(), |schema| &**schema.json()),
+            },
+            Source::Domain { reference, .. } => reference
+                .capability
+                .input_schema()
+                .map_or(empty_input_schema(), |schema| &**schema.json()),
+            Source::Meta(meta) => &meta.schema,
+        }
     }
 
     /// The live state.
@@ -290,26 +367,91 @@ impl Tool {
     }
 
     /// What the tool calls (`None` for meta-mode tools).
-    pub fn target(&self) -> Option<&ToolTarget> {
-        self.target.as_ref()
+    pub fn target(&self) -> Option<ToolTarget<'_>> {
+        let (registration, capability) = match &self.source {
+            Source::View {
+                registration,
+                capability,
+                ..
+            } => (registration, *capability),
+            Source::Domain {
+                registration,
+                reference,
+                ..
+            } => (registration, &reference.capability),
+            Source::Meta(_) => return None,
+        };
+        Some(ToolTarget {
+            capability_id: capability.id().as_str(),
+            instance_id: registration.instance.as_str(),
+            registration_id: &registration.id,
+            surface_version: self.surface_version,
+            kind: capability.kind(),
+            effect: capability.effect(),
+            confirmation: capability.confirmation(),
+        })
     }
 
     /// The definition a provider sees: `{name, description, inputSchema}`.
     pub fn definition(&self) -> Value {
         json!({
-            "name": &*self.name,
-            "description": &*self.description,
-            "inputSchema": &*self.input_schema,
+            "name": self.name(),
+            "description": self.description(),
+            "inputSchema": self.input_schema(),
         })
     }
 }
 
-/// One built catalog: the tools, their names, and what changes invalidate it.
+/// One built catalog: the tools and a lazily built name index.
 struct Catalog {
-    tools: Arc<[Tool]>,
-    by_name: FxHashMap<Arc<str>, usize>,
-    /// Fingerprint of definitions and state, for change notifications.
-    fingerprint: u64,
+    tools: Arc<Vec<Tool>>,
+    by_name: std::sync::OnceLock<FxHashMap<u64, usize>>,
+}
+
+fn name_hash(name: &str) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    name.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl Catalog {
+    fn new(tools: Vec<Tool>) -> Catalog {
+        Catalog {
+            tools: Arc::new(tools),
+            by_name: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The tool named `name` (names are unique within a catalog).
+    fn find(&self, name: &str) -> Option<&Tool> {
+        let index = self.by_name.get_or_init(|| {
+            let mut map = FxHashMap::default();
+            map.reserve(self.tools.len());
+            for (index, tool) in self.tools.iter().enumerate() {
+                map.insert(name_hash(tool.name()), index);
+            }
+            map
+        });
+        index
+            .get(&name_hash(name))
+            .and_then(|&i| self.tools.get(i))
+            .filter(|tool| tool.name() == name)
+            .or_else(|| self.tools.iter().find(|tool| tool.name() == name))
+    }
+
+    /// Definitions and live state, for change notifications.
+    fn fingerprint(&self) -> u64 {
+        let mut hasher = rustc_hash::FxHasher::default();
+        for tool in self.tools.iter() {
+            tool.name().hash(&mut hasher);
+            tool.description().hash(&mut hasher);
+            tool.state.hash(&mut hasher);
+            if let Some(target) = tool.target() {
+                target.registration_id.hash(&mut hasher);
+            }
+        }
+        hasher.finish()
+    }
 }
 
 type ToolsListener = Arc<dyn Fn(&[Tool]) + Send + Sync>;
@@ -325,6 +467,8 @@ struct Shared {
     next_listener: AtomicU64,
     /// The registry subscription feeding `subscribe`, created on first use.
     watch: Mutex<Option<Subscription>>,
+    /// The fingerprint subscribers were last told about.
+    notified: Mutex<Option<u64>>,
     disposed: CancellationToken,
 }
 
@@ -404,35 +548,42 @@ impl Toolset {
     /// catalog later calls resolve names against (and whose registration
     /// ids and surface version they carry); meta mode returns its three
     /// constant tools.
-    pub fn tools(&self) -> Arc<[Tool]> {
+    pub fn tools(&self) -> Arc<Vec<Tool>> {
         match self.shared.mode {
             Mode::Meta => Arc::clone(meta_tools()),
             Mode::Direct => Arc::clone(&self.shared.rebuild().tools),
         }
     }
 
-    /// The tool of a given capability (and instance, when several are live).
+    /// The tool of a given capability (and instance, when several are
+    /// live) in the catalog the model last saw: how a host maps a
+    /// capability id to a wire name without guessing.
     pub fn tool_for(&self, capability_id: &str, instance_id: Option<&str>) -> Option<Tool> {
-        self.tools()
+        self.catalog()
+            .tools
             .iter()
             .find(|tool| {
-                tool.target.as_ref().is_some_and(|target| {
-                    &*target.capability_id == capability_id
-                        && instance_id.is_none_or(|i| &*target.instance_id == i)
+                tool.target().is_some_and(|target| {
+                    target.capability_id == capability_id
+                        && instance_id.is_none_or(|i| target.instance_id == i)
                 })
             })
             .cloned()
     }
 
-    /// The authoritative wire-name map of the current direct-mode catalog.
-    pub fn wire_names(&self) -> Vec<(Arc<str>, ToolTarget)> {
+    /// The authoritative wire-name map of the catalog the model last saw:
+    /// `(wire name, capability id, instance id)`.
+    pub fn wire_names(&self) -> Vec<(String, String, String)> {
         self.catalog()
             .tools
             .iter()
             .filter_map(|tool| {
-                tool.target
-                    .clone()
-                    .map(|target| (Arc::clone(&tool.name), target))
+                let target = tool.target()?;
+                Some((
+                    tool.name().to_owned(),
+                    target.capability_id.to_owned(),
+                    target.instance_id.to_owned(),
+                ))
             })
             .collect()
     }
@@ -463,7 +614,12 @@ impl Toolset {
             .unwrap_or_else(PoisonError::into_inner);
         if watch.is_none() {
             // Prime the fingerprint, then follow the registry's events.
-            let _ = self.catalog();
+            let fingerprint = self.catalog().fingerprint();
+            *self
+                .shared
+                .notified
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(fingerprint);
             let weak = Arc::downgrade(&self.shared);
             *watch = Some(self.shared.registry.subscribe(move |event| {
                 if matches!(
@@ -525,19 +681,12 @@ impl Toolset {
         match shared.mode {
             Mode::Direct => {
                 let catalog = self.catalog();
-                let Some(tool) = catalog
-                    .by_name
-                    .get(name)
-                    .and_then(|&index| catalog.tools.get(index))
-                else {
+                let Some(target) = catalog.find(name).and_then(Tool::target) else {
                     return shared.immediate(name, tool_call_id, ErrorPayload::not_found());
                 };
-                let Some(target) = &tool.target else {
-                    return shared.immediate(name, tool_call_id, ErrorPayload::not_found());
-                };
-                let mut request = Invocation::new(&*target.capability_id)
-                    .instance(&*target.instance_id)
-                    .registration(&*target.registration_id)
+                let mut request = Invocation::new(target.capability_id)
+                    .instance(target.instance_id)
+                    .registration(target.registration_id)
                     .surface_version(target.surface_version.to_string())
                     .input(input);
                 request.invocation_id = tool_call_id.map(str::to_owned);
@@ -586,14 +735,14 @@ impl Shared {
         if self.disposed.is_cancelled() || self.mode == Mode::Meta {
             return;
         }
+        let catalog = self.rebuild();
+        let fingerprint = catalog.fingerprint();
         let before = self
-            .built
+            .notified
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map(|catalog| catalog.fingerprint);
-        let catalog = self.rebuild();
-        if before == Some(catalog.fingerprint) {
+            .replace(fingerprint);
+        if before == Some(fingerprint) {
             return;
         }
         let listeners: Vec<ToolsListener> = self
@@ -673,191 +822,121 @@ impl Shared {
     }
 }
 
-/// Hashes tool definitions and state for change detection.
-struct Hasher(Fnv1a64);
-
-impl Hasher {
-    fn text(&mut self, text: &str) {
-        write_string(text, &mut self.0);
-    }
-}
-
 /// Builds the tools of one snapshot.
 fn build_catalog(snapshot: &Snapshot) -> Catalog {
     let components = snapshot.components();
     let procedures = snapshot.procedures();
-    // Instances live per component type, and references per procedure.
-    let mut per_type: FxHashMap<&str, usize> = FxHashMap::default();
-    for component in components {
-        *per_type.entry(component.component_type()).or_default() += 1;
-    }
-    let mut per_procedure: FxHashMap<&str, Vec<&str>> = FxHashMap::default();
-    for procedure in procedures {
-        per_procedure
-            .entry(procedure.procedure_id())
-            .or_default()
-            .push(procedure.instance_id());
-    }
     let version = snapshot.surface_version();
     let mut tools: Vec<Tool> = Vec::with_capacity(components.len() * 2 + procedures.len());
-    let empty = empty_input_schema();
-    for component in components {
-        let qualify = per_type
-            .get(component.component_type())
-            .is_some_and(|n| *n > 1);
-        for capability in component.capabilities() {
-            let contract = capability.contract();
-            let name = if qualify {
-                format!(
-                    "{}_at_{}",
-                    crate::wire::encode(contract.id()),
-                    component.instance_id()
-                )
-            } else {
-                crate::wire::encode(contract.id())
-            };
-            let input_schema = match contract.kind() {
-                Kind::Observation => Arc::clone(empty),
-                _ => contract
-                    .input_schema()
-                    .map_or_else(|| Arc::clone(empty), |schema| Arc::clone(schema.json())),
-            };
+    let type_at = |i: Option<usize>| {
+        i.and_then(|i| components.get(i))
+            .map(crate::snapshot::ComponentView::component_type)
+    };
+    for (position, component) in components.iter().enumerate() {
+        // Several live instances of a type are qualified with
+        // `_at_<instance>`. Components come sorted by (priority, type,
+        // instance) and priority belongs to the type, so instances of one
+        // type are adjacent.
+        let own = Some(component.component_type());
+        let qualified =
+            type_at(position.checked_sub(1)) == own || type_at(position.checked_add(1)) == own;
+        let registration = component.registration();
+        for (index, capability) in component.capabilities_indexed() {
             tools.push(Tool {
-                name: Arc::from(name),
-                description: Arc::clone(contract.tool_description()),
-                input_schema,
+                source: Source::View {
+                    registration: Arc::clone(registration),
+                    capability: capability.contract(),
+                    index,
+                    qualified,
+                },
+                renamed: None,
                 state: ToolState {
                     available: capability.available(),
                     unavailable_reason: capability.unavailable_reason().map(str::to_owned),
                     note: None,
                 },
-                target: Some(ToolTarget {
-                    capability_id: Arc::clone(contract.id().as_arc()),
-                    instance_id: Arc::clone(component.instance_arc()),
-                    registration_id: Arc::clone(component.registration_arc()),
-                    surface_version: version,
-                    kind: contract.kind(),
-                    effect: contract.effect(),
-                    confirmation: contract.confirmation(),
-                }),
+                surface_version: version,
             });
         }
     }
     for procedure in procedures {
-        let instances = per_procedure
-            .get(procedure.procedure_id())
-            .map_or(&[][..], Vec::as_slice);
-        let capability = procedure.capability();
-        let base = crate::wire::encode(capability.id());
-        let name = match instances.len() {
-            0 | 1 => base,
-            _ => {
-                let shared_instance = instances
-                    .iter()
-                    .filter(|i| **i == procedure.instance_id())
-                    .count()
-                    > 1;
-                if shared_instance {
-                    // Two components share the instance id: add the type.
-                    format!(
-                        "{base}_at_{}-{}",
-                        procedure.component_type().replace('.', "-"),
-                        procedure.instance_id()
-                    )
-                } else {
-                    format!("{base}_at_{}", procedure.instance_id())
-                }
-            }
+        let siblings: Vec<&crate::snapshot::ProcedureView> = procedures
+            .iter()
+            .filter(|other| other.procedure_id() == procedure.procedure_id())
+            .collect();
+        let base = procedure.capability().wire_name();
+        let name = if siblings.len() < 2 {
+            base.to_owned()
+        } else if siblings
+            .iter()
+            .filter(|other| other.instance_id() == procedure.instance_id())
+            .nth(1)
+            .is_some()
+        {
+            // Two referencing components share the instance id: add the type.
+            format!(
+                "{base}_at_{}-{}",
+                procedure.component_type().replace('.', "-"),
+                procedure.instance_id()
+            )
+        } else {
+            format!("{base}_at_{}", procedure.instance_id())
         };
         tools.push(Tool {
-            name: Arc::from(name),
-            description: Arc::clone(capability.tool_description()),
-            input_schema: Arc::new(procedure.input_schema().clone()),
+            source: Source::Domain {
+                registration: Arc::clone(procedure.registration()),
+                reference: Arc::clone(procedure.reference()),
+                name: name.into_boxed_str(),
+            },
+            renamed: None,
             state: ToolState {
                 available: procedure.available(),
                 unavailable_reason: procedure.unavailable_reason().map(str::to_owned),
                 note: procedure.contextual_note().map(str::to_owned),
             },
-            target: Some(ToolTarget {
-                capability_id: Arc::clone(capability.id().as_arc()),
-                instance_id: Arc::clone(procedure.instance_arc()),
-                registration_id: Arc::clone(procedure.registration_arc()),
-                surface_version: version,
-                kind: Kind::Procedure,
-                effect: capability.effect(),
-                confirmation: capability.confirmation(),
-            }),
+            surface_version: version,
         });
     }
-    ensure_unique_names(&mut tools);
-    let mut by_name = FxHashMap::default();
-    by_name.reserve(tools.len());
-    let mut hasher = Hasher(Fnv1a64::new());
-    for (index, tool) in tools.iter().enumerate() {
-        by_name.insert(Arc::clone(&tool.name), index);
-        hasher.text(&tool.name);
-        hasher.text(&tool.description);
-        // Schemas are shared per contract: their address stands for them.
-        hasher.0.write(&(Arc::as_ptr(&tool.input_schema) as usize).to_le_bytes());
-        hasher.0.write(&[u8::from(tool.state.available)]);
-        hasher.text(tool.state.unavailable_reason.as_deref().unwrap_or(""));
-        hasher.text(tool.state.note.as_deref().unwrap_or(""));
-        if let Some(target) = &tool.target {
-            hasher.text(&target.registration_id);
-        }
-    }
-    Catalog {
-        tools: tools.into(),
-        by_name,
-        fingerprint: hasher.0.finish(),
-    }
+    shorten_long_names(&mut tools);
+    Catalog::new(tools)
 }
 
-/// Names are canonical wire names in the common case; when one is too long
-/// or two collide, the whole catalog is named by [`WireNames`] (shortened
-/// with deterministic hashes, order-independent).
-fn ensure_unique_names(tools: &mut [Tool]) {
-    let mut seen: FxHashSet<&str> = FxHashSet::default();
-    seen.reserve(tools.len());
-    let fine = tools
-        .iter()
-        .all(|tool| tool.name.len() <= MAX_WIRE_NAME && seen.insert(&tool.name));
-    if fine {
+/// Canonical names are unique by construction (the encoding is injective
+/// and instances of one type are distinct). A name over 64 characters is
+/// shortened with a deterministic hash; when any is, the whole catalog is
+/// named by [`WireNames`] so shortened names cannot collide.
+fn shorten_long_names(tools: &mut [Tool]) {
+    if tools.iter().all(|tool| tool.name().len() <= MAX_WIRE_NAME) {
         return;
     }
-    // Entries as (capability, qualifier) pairs, named together.
-    let entries: Vec<(CapabilityId, Option<InstanceId>)> = tools
-        .iter()
-        .filter_map(|tool| {
-            let target = tool.target.as_ref()?;
-            let id = CapabilityId::new(&target.capability_id).ok()?;
-            let qualifier = tool
-                .name
-                .rsplit_once("_at_")
-                .and_then(|(_, q)| InstanceId::new(q).ok());
-            Some((id, qualifier))
-        })
-        .collect();
-    let names = WireNames::assign(entries);
-    for tool in tools.iter_mut() {
-        let Some(target) = &tool.target else { continue };
-        let Ok(id) = CapabilityId::new(&target.capability_id) else {
-            continue;
-        };
+    let entry = |tool: &Tool| -> Option<(CapabilityId, Option<InstanceId>)> {
+        let target = tool.target()?;
+        let id = CapabilityId::new(target.capability_id).ok()?;
         let qualifier = tool
-            .name
+            .name()
             .rsplit_once("_at_")
             .and_then(|(_, q)| InstanceId::new(q).ok());
-        if let Some(name) = names.name_of(&id, qualifier.as_ref()) {
-            tool.name = Arc::from(name);
+        Some((id, qualifier))
+    };
+    let entries: Vec<(CapabilityId, Option<InstanceId>)> =
+        tools.iter().filter_map(entry).collect();
+    let names = WireNames::assign(entries);
+    for tool in tools.iter_mut() {
+        let Some((id, qualifier)) = entry(tool) else {
+            continue;
+        };
+        if let Some(name) = names.name_of(&id, qualifier.as_ref())
+            && name != tool.name()
+        {
+            tool.renamed = Some(Box::from(name));
         }
     }
 }
 
 /// The input schema of tools that take no input.
-fn empty_input_schema() -> &'static Arc<Value> {
-    static EMPTY: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(|| Arc::new(crate::schema::empty_object_schema()))
+fn empty_input_schema() -> &'static Value {
+    static EMPTY: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(crate::schema::empty_object_schema)
 }
 
 // ---------------------------------------------------------------------------
@@ -870,25 +949,21 @@ pub const READ: &str = "surface_read";
 /// The act verb.
 pub const ACT: &str = "surface_act";
 
-fn meta_tools() -> &'static Arc<[Tool]> {
-    static TOOLS: std::sync::OnceLock<Arc<[Tool]>> = std::sync::OnceLock::new();
-    TOOLS.get_or_init(|| {
-        let tool = |name: &str, description: &str, schema: Value| Tool {
-            name: Arc::from(name),
-            description: Arc::from(description),
-            input_schema: Arc::new(schema),
-            state: ToolState {
-                available: true,
-                unavailable_reason: None,
-                note: None,
-            },
-            target: None,
-        };
-        Arc::from(vec![
-            tool(
-                DISCOVER,
-                "List what you can observe and do in the application now: components with their observations and actions, and backend procedures, each with its input schema and availability. Call it first, and again when a result says surfaceChanged.",
-                json!({
+/// One meta-mode verb.
+struct MetaTool {
+    name: &'static str,
+    description: &'static str,
+    schema: Value,
+}
+
+fn meta_definitions() -> &'static [MetaTool; 3] {
+    static DEFINITIONS: std::sync::OnceLock<[MetaTool; 3]> = std::sync::OnceLock::new();
+    DEFINITIONS.get_or_init(|| {
+        [
+            MetaTool {
+                name: DISCOVER,
+                description: "List what you can observe and do in the application now: components with their observations and actions, and backend procedures, each with its input schema and availability. Call it first, and again when a result says surfaceChanged.",
+                schema: json!({
                     "type": "object",
                     "properties": {
                         "scope": {
@@ -899,11 +974,11 @@ fn meta_tools() -> &'static Arc<[Tool]> {
                     },
                     "additionalProperties": false
                 }),
-            ),
-            tool(
-                READ,
-                "Read an observation listed by surface_discover. Returns its current value.",
-                json!({
+            },
+            MetaTool {
+                name: READ,
+                description: "Read an observation listed by surface_discover. Returns its current value.",
+                schema: json!({
                     "type": "object",
                     "properties": {
                         "capabilityId": {"type": "string", "description": "The observation's capabilityId, e.g. view:devices.table.readState."},
@@ -912,11 +987,11 @@ fn meta_tools() -> &'static Arc<[Tool]> {
                     "required": ["capabilityId"],
                     "additionalProperties": false
                 }),
-            ),
-            tool(
-                ACT,
-                "Run an action or backend procedure listed by surface_discover with an input matching its inputSchema. Follow the result's retry hint; after CONFIRMATION_REQUIRED, retry with the confirmationId once the user approved.",
-                json!({
+            },
+            MetaTool {
+                name: ACT,
+                description: "Run an action or backend procedure listed by surface_discover with an input matching its inputSchema. Follow the result's retry hint; after CONFIRMATION_REQUIRED, retry with the confirmationId once the user approved.",
+                schema: json!({
                     "type": "object",
                     "properties": {
                         "capabilityId": {"type": "string", "description": "The action's capabilityId or the procedure's procedureId."},
@@ -930,8 +1005,29 @@ fn meta_tools() -> &'static Arc<[Tool]> {
                     "required": ["capabilityId"],
                     "additionalProperties": false
                 }),
-            ),
-        ])
+            },
+        ]
+    })
+}
+
+fn meta_tools() -> &'static Arc<Vec<Tool>> {
+    static TOOLS: std::sync::OnceLock<Arc<Vec<Tool>>> = std::sync::OnceLock::new();
+    TOOLS.get_or_init(|| {
+        Arc::new(
+            meta_definitions()
+                .iter()
+                .map(|meta| Tool {
+                    source: Source::Meta(meta),
+                    renamed: None,
+                    state: ToolState {
+                        available: true,
+                        unavailable_reason: None,
+                        note: None,
+                    },
+                    surface_version: 0,
+                })
+                .collect(),
+        )
     })
 }
 
@@ -1199,13 +1295,13 @@ impl Toolset {
     fn known_registration(&self, request: &Invocation) -> Option<String> {
         let catalog = self.shared.catalog();
         let mut matches = catalog.tools.iter().filter_map(|tool| {
-            let target = tool.target.as_ref()?;
-            (&*target.capability_id == request.capability_id.as_str()
+            let target = tool.target()?;
+            (target.capability_id == request.capability_id.as_str()
                 && request
                     .instance_id
                     .as_deref()
-                    .is_none_or(|i| &*target.instance_id == i))
-            .then(|| target.registration_id.to_string())
+                    .is_none_or(|i| target.instance_id == i))
+            .then(|| target.registration_id.to_owned())
         });
         match (matches.next(), matches.next()) {
             (Some(only), None) => Some(only),
