@@ -96,6 +96,8 @@ pub mod procedure;
 pub mod registry;
 pub mod schema;
 pub mod snapshot;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod toolset;
 mod util;
 pub mod wire;

@@ -64,14 +64,14 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::canonical::{Sink, write_canonical};
-use crate::contract::CheckedCapability;
-use crate::procedure::Reference;
-use crate::registry::Registration;
 use crate::context::Consumer;
+use crate::contract::CheckedCapability;
 use crate::error::{ErrorCode, ErrorPayload};
 use crate::events::Subscription;
 use crate::ids::{CapabilityId, InstanceId};
 use crate::invoke::{Expect, Invocation, InvocationResult, InvokeOptions};
+use crate::procedure::Reference;
+use crate::registry::Registration;
 use crate::registry::Registry;
 use crate::schema::Issue;
 use crate::snapshot::{Budget, Snapshot, SnapshotOptions, in_scope};
@@ -761,7 +761,12 @@ impl Shared {
         }
     }
 
-    fn immediate(&self, name: &str, tool_call_id: Option<&str>, error: ErrorPayload) -> InvocationResult {
+    fn immediate(
+        &self,
+        name: &str,
+        tool_call_id: Option<&str>,
+        error: ErrorPayload,
+    ) -> InvocationResult {
         let invocation_id: Arc<str> = match tool_call_id {
             Some(id) => Arc::from(id),
             None => Arc::from(self.registry.inner.ids.invocation_id()),
@@ -788,9 +793,7 @@ impl Shared {
             .registry
             .invoke_expecting(request.clone(), options.clone(), expect)
             .await;
-        if self.confirmations != ConfirmationMode::Wait
-            || request.confirmation_id.is_some()
-        {
+        if self.confirmations != ConfirmationMode::Wait || request.confirmation_id.is_some() {
             return first;
         }
         let Some(confirmation_id) = first
@@ -828,18 +831,30 @@ fn build_catalog(snapshot: &Snapshot) -> Catalog {
     let procedures = snapshot.procedures();
     let version = snapshot.surface_version();
     let mut tools: Vec<Tool> = Vec::with_capacity(components.len() * 2 + procedures.len());
-    let type_at = |i: Option<usize>| {
-        i.and_then(|i| components.get(i))
-            .map(crate::snapshot::ComponentView::component_type)
-    };
-    for (position, component) in components.iter().enumerate() {
-        // Several live instances of a type are qualified with
-        // `_at_<instance>`. Components come sorted by (priority, type,
-        // instance) and priority belongs to the type, so instances of one
-        // type are adjacent.
-        let own = Some(component.component_type());
-        let qualified =
-            type_at(position.checked_sub(1)) == own || type_at(position.checked_add(1)) == own;
+    // Several live instances of a type are qualified with `_at_<instance>`.
+    // Components come sorted by (priority, type, instance), so instances of
+    // a type form runs: count per run, not per component.
+    let mut instances: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut run: Option<(&str, usize)> = None;
+    for component in components {
+        let own = component.component_type();
+        match &mut run {
+            Some((current, length)) if *current == own => *length += 1,
+            _ => {
+                if let Some((current, length)) = run.take() {
+                    *instances.entry(current).or_default() += length;
+                }
+                run = Some((own, 1));
+            }
+        }
+    }
+    if let Some((current, length)) = run {
+        *instances.entry(current).or_default() += length;
+    }
+    for component in components {
+        let qualified = instances
+            .get(component.component_type())
+            .is_some_and(|count| *count > 1);
         let registration = component.registration();
         for (index, capability) in component.capabilities_indexed() {
             tools.push(Tool {
@@ -918,8 +933,7 @@ fn shorten_long_names(tools: &mut [Tool]) {
             .and_then(|(_, q)| InstanceId::new(q).ok());
         Some((id, qualifier))
     };
-    let entries: Vec<(CapabilityId, Option<InstanceId>)> =
-        tools.iter().filter_map(entry).collect();
+    let entries: Vec<(CapabilityId, Option<InstanceId>)> = tools.iter().filter_map(entry).collect();
     let names = WireNames::assign(entries);
     for tool in tools.iter_mut() {
         let Some((id, qualifier)) = entry(tool) else {
@@ -1228,7 +1242,12 @@ impl Toolset {
 
     async fn read(&self, input: Value, tool_call_id: Option<&str>) -> InvocationResult {
         let shared = &self.shared;
-        let envelope = match Envelope::check(input, &["capabilityId", "instanceId"], &["capabilityId"], &[]) {
+        let envelope = match Envelope::check(
+            input,
+            &["capabilityId", "instanceId"],
+            &["capabilityId"],
+            &[],
+        ) {
             Ok(envelope) => envelope,
             Err(error) => return shared.immediate(READ, tool_call_id, error),
         };
@@ -1255,7 +1274,10 @@ impl Toolset {
             Ok(envelope) => envelope,
             Err(error) => return shared.immediate(ACT, tool_call_id, error),
         };
-        let capability_id = envelope.string("capabilityId").unwrap_or_default().to_owned();
+        let capability_id = envelope
+            .string("capabilityId")
+            .unwrap_or_default()
+            .to_owned();
         let mut payload = envelope.0.remove("input").unwrap_or(Value::Null);
         // Some models send the input object JSON-encoded: repaired only when
         // the target's schema is an object (every action and procedure
