@@ -247,18 +247,24 @@ impl TestSurface {
         snapshot
     }
 
-    /// The latest snapshot, taking one if there is none.
+    /// The latest snapshot, refreshed when the surface moved since (as an
+    /// adapter refreshes on `surface-changed`).
     fn latest(&self) -> Snapshot {
         let latest = self
             .latest
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        latest.unwrap_or_else(|| self.snapshot())
+        match latest {
+            Some(snapshot) if snapshot.surface_version() == self.registry.version() => snapshot,
+            _ => self.snapshot(),
+        }
     }
 
     /// Invokes with a fresh invocation id and the registration id of the
-    /// latest snapshot (when it lists the capability once).
+    /// latest snapshot (when it lists the capability once; the snapshot is
+    /// refreshed when the surface moved). To test staleness, pass an old
+    /// registration id in [`Call`] (see [`capture_ref`](Self::capture_ref)).
     pub async fn invoke(&self, capability_id: &str, input: Value) -> InvocationResult {
         self.invoke_with(capability_id, input, Call::default())
             .await

@@ -14,12 +14,14 @@ mod confirmations;
 mod contracts;
 mod errors;
 mod fixtures;
+mod harness;
 mod ids;
 mod lifecycle;
 mod pipeline;
 mod policies;
 mod procedures;
 mod schema;
+mod toolset;
 mod wire;
 
 /// The specification folder beside the checkout, when present.

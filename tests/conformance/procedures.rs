@@ -59,7 +59,7 @@ pub(crate) struct Screen {
 }
 
 impl Screen {
-    fn select(&self, ids: &[&str]) {
+    pub(crate) fn select(&self, ids: &[&str]) {
         *self.selection.lock().unwrap() = ids.iter().map(|s| (*s).to_owned()).collect();
     }
 
@@ -184,7 +184,7 @@ impl ProcedureExecutor for FakeBackend {
     }
 }
 
-fn registry_with(backend: &Arc<FakeBackend>) -> Registry {
+pub(crate) fn registry_with(backend: &Arc<FakeBackend>) -> Registry {
     let registry = Registry::builder()
         .procedure_errors(|_, error| match error.code() {
             Some("forbidden") => Some(ErrorPayload::not_authorized("server")),
@@ -201,7 +201,7 @@ fn registry_with(backend: &Arc<FakeBackend>) -> Registry {
 
 /// The standard reference: `deviceIds` bound (locked) to the selection,
 /// available while something is selected.
-fn disable_ref(screen: &Arc<Screen>) -> ProcedureRef<DisableDevices> {
+pub(crate) fn disable_ref(screen: &Arc<Screen>) -> ProcedureRef<DisableDevices> {
     let bound = Arc::clone(screen);
     let when = Arc::clone(screen);
     let note = Arc::clone(screen);
@@ -214,7 +214,7 @@ fn disable_ref(screen: &Arc<Screen>) -> ProcedureRef<DisableDevices> {
         .describe(move || format!("Disables the {} selected devices", note.selected().len()))
 }
 
-fn mount_screen(registry: &Registry, screen: &Arc<Screen>) -> Mounted {
+pub(crate) fn mount_screen(registry: &Registry, screen: &Arc<Screen>) -> Mounted {
     registry
         .mounting(Arc::clone(screen))
         .procedure(disable_ref(screen))

@@ -1255,6 +1255,9 @@ impl Toolset {
         if let Some(instance) = envelope.string("instanceId") {
             request = request.instance(instance);
         }
+        if !self.within_floor(&request) {
+            return shared.immediate(READ, tool_call_id, ErrorPayload::not_found());
+        }
         request.registration_id = self.known_registration(&request);
         request.invocation_id = tool_call_id.map(str::to_owned);
         shared.run(request, Some(Expect::Observation)).await
@@ -1292,6 +1295,9 @@ impl Toolset {
         if let Some(instance) = envelope.string("instanceId") {
             request = request.instance(instance);
         }
+        if !self.within_floor(&request) {
+            return shared.immediate(ACT, tool_call_id, ErrorPayload::not_found());
+        }
         request.registration_id = envelope
             .string("registrationId")
             .map(str::to_owned)
@@ -1303,6 +1309,28 @@ impl Toolset {
             .or(tool_call_id)
             .map(str::to_owned);
         shared.run(request, Some(Expect::Operation)).await
+    }
+
+    /// Whether the target lies within the configured scope floor: nothing
+    /// outside it is part of this toolset's surface.
+    fn within_floor(&self, request: &Invocation) -> bool {
+        let floor = &self.shared.options.scope;
+        if floor.is_empty() {
+            return true;
+        }
+        match CapabilityId::new(&request.capability_id) {
+            // A view capability's component type is in its id.
+            Ok(id) => match id.component_type_str() {
+                Some(component_type) => in_scope(component_type, floor),
+                // A procedure is in scope through a referencing component
+                // the scoped surface lists.
+                None => self.shared.catalog().tools.iter().any(|tool| {
+                    tool.target()
+                        .is_some_and(|target| target.capability_id == request.capability_id)
+                }),
+            },
+            Err(_) => true,
+        }
     }
 
     /// Whether the target's input schema is an object schema (true for
