@@ -197,11 +197,22 @@ struct ConsoleState {
     drawer: Option<String>,
 }
 
+type Navigator = Arc<dyn Fn(Route) + Send + Sync>;
+
 /// The console's shared UI state, and its connection to the backend.
-#[derive(Debug)]
 pub struct Console {
     backend: Arc<Backend>,
     state: Mutex<ConsoleState>,
+    /// The host's router: mounts and unmounts pages.
+    navigator: Mutex<Option<Navigator>>,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Console {
@@ -217,9 +228,31 @@ impl Console {
                 sorting: Sorting::default(),
                 drawer: None,
             }),
+            navigator: Mutex::new(None),
         };
         console.refresh();
         Arc::new(console)
+    }
+
+    /// Installs the host's router, called after the route changed.
+    pub fn on_navigate(&self, navigate: impl Fn(Route) + Send + Sync + 'static) {
+        *self
+            .navigator
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(navigate));
+    }
+
+    /// Changes the route and lets the router mount and unmount pages.
+    pub fn navigate(&self, route: Route) {
+        self.state().route = route;
+        let navigator = self
+            .navigator
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(navigate) = navigator {
+            navigate(route);
+        }
     }
 
     fn state(&self) -> MutexGuard<'_, ConsoleState> {
@@ -316,8 +349,14 @@ impl DevicesTable {
     #[observation]
     fn read_state(&self) -> TableState {
         let state = self.0.state();
+        // The rows stay those of the last query; their data is live.
+        let visible_rows = state
+            .rows
+            .iter()
+            .map(|row| self.0.backend.get(&row.id).unwrap_or_else(|| row.clone()))
+            .collect();
         TableState {
-            visible_rows: state.rows.clone(),
+            visible_rows,
             selected_ids: state.selected.clone(),
             sorting: state.sorting,
         }
@@ -431,7 +470,7 @@ impl Navigation {
     /// Go to a page. Leaving /devices removes the devices components.
     #[action(effect = "navigation")]
     fn go_to(&self, input: GoTo) -> CurrentRoute {
-        self.0.state().route = input.route;
+        self.0.navigate(input.route);
         CurrentRoute {
             route: input.route.path().to_owned(),
         }

@@ -2,11 +2,14 @@
 //! table, a detail drawer and navigation — whose agent surface is declared
 //! with the `agent-surface` macros, backed by a backend that owns the devices.
 
+pub mod app;
 pub mod backend;
 pub mod components;
 pub mod domain;
+pub mod scenario;
 pub mod server;
 
+pub use app::{App, StartError, host_for, mount_page, registry_builder};
 pub use backend::{Backend, City, Device, Status};
 pub use components::{Console, DevicesTable, Drawer, FilterBar, Navigation};
 pub use domain::{DisableDevices, Disabled, disable_reference};
@@ -16,20 +19,14 @@ use std::sync::Arc;
 
 use agent_surface::registry::{MountError, Mounted, Registry};
 
-/// Mounts the devices page — the filter bar, the table (with its reference
-/// to `domain:devices.disable`), the drawer — and the app navigation.
-/// Dropping the handles unmounts them.
+/// Mounts the devices page and the app navigation on `registry` (without
+/// the router: navigation changes the route only). Dropping the handles
+/// unmounts them.
 pub fn mount_console(
     registry: &Registry,
     console: &Arc<Console>,
 ) -> Result<Vec<Mounted>, MountError> {
-    Ok(vec![
-        registry.mount(Arc::new(FilterBar(Arc::clone(console))))?,
-        registry
-            .mounting(Arc::new(DevicesTable(Arc::clone(console))))
-            .procedure(disable_reference(console))
-            .mount()?,
-        registry.mount(Arc::new(Drawer(Arc::clone(console))))?,
-        registry.mount(Arc::new(Navigation(Arc::clone(console))))?,
-    ])
+    let mut mounted = mount_page(registry, console)?;
+    mounted.push(registry.mount(Arc::new(Navigation(Arc::clone(console))))?);
+    Ok(mounted)
 }

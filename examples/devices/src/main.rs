@@ -1,22 +1,130 @@
-//! `cargo run -p devices`: prints the catalog of everything the devices
-//! console lets an agent observe and do, as deterministic JSON.
+//! `cargo run -p devices`: the devices console operated by a scripted
+//! agent through the embedded toolset, no model needed.
+//!
+//! Options:
+//! - `--user admin|viewer` — who is signed in (default `admin`; the viewer
+//!   is not offered `domain:devices.disable`);
+//! - `--catalog` — print every authored contract as JSON;
+//! - `--snapshot` — print the current snapshot for the user as JSON;
+//! - `--explain` — print the developer explain view for the user;
+//! - `--help`.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use agent_surface::catalog::Catalog;
+use agent_surface::explain::explain_surface;
+use agent_surface::snapshot::SnapshotOptions;
+use devices::{App, User, scenario};
 
-// Link the components so their contracts are in the catalog.
-use devices as _;
+const USAGE: &str = "usage: devices [--user admin|viewer] [--catalog | --snapshot | --explain]";
 
-fn main() -> ExitCode {
-    match Catalog::load() {
-        Ok(catalog) => {
-            println!("{}", catalog.to_json_pretty());
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("error: {err}");
-            ExitCode::FAILURE
+enum Show {
+    Scenario,
+    Catalog,
+    Snapshot,
+    Explain,
+}
+
+fn parse() -> Result<(User, Show), String> {
+    let mut user = User::admin();
+    let mut show = Show::Scenario;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--user" => {
+                user = match args.next().as_deref() {
+                    Some("admin") => User::admin(),
+                    Some("viewer") => User::viewer(),
+                    other => {
+                        return Err(format!(
+                            "unknown user {}; the demo users are admin and viewer",
+                            other.unwrap_or("(none)")
+                        ));
+                    }
+                }
+            }
+            "--catalog" => show = Show::Catalog,
+            "--snapshot" => show = Show::Snapshot,
+            "--explain" => show = Show::Explain,
+            "--help" | "-h" => return Err(String::new()),
+            other => return Err(format!("unknown argument `{other}`")),
         }
     }
+    Ok((user, show))
+}
+
+fn print_json(value: &impl serde::Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let (user, show) = match parse() {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            if !message.is_empty() {
+                eprintln!("error: {message}");
+            }
+            eprintln!("{USAGE}");
+            return if message.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            };
+        }
+    };
+    if let Show::Catalog = show {
+        return match Catalog::load() {
+            Ok(catalog) => {
+                println!("{}", catalog.to_json_pretty());
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let app = match App::start(user).await {
+        Ok(app) => app,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match show {
+        Show::Snapshot => print_json(&app.registry().snapshot(&SnapshotOptions::default())),
+        Show::Explain => print_json(&explain_surface(
+            app.registry(),
+            &SnapshotOptions::default(),
+        )),
+        Show::Catalog | Show::Scenario => {
+            let mut out = std::io::stdout().lock();
+            let outcome = scenario::run(&app, &mut out).await;
+            let _ = if outcome.disable_offered {
+                writeln!(
+                    out,
+                    "\nDone: {} devices disabled; the replayed evidence was {}.",
+                    outcome.disabled,
+                    if outcome.replay_refused {
+                        "refused"
+                    } else {
+                        "accepted (unexpected)"
+                    }
+                )
+            } else {
+                writeln!(
+                    out,
+                    "\nDone: domain:devices.disable is hidden for {}; nothing was disabled.",
+                    app.user().id
+                )
+            };
+        }
+    }
+    app.stop().await;
+    ExitCode::SUCCESS
 }

@@ -35,6 +35,16 @@ impl User {
         }
     }
 
+    /// The demo administrator: may read and disable devices.
+    pub fn admin() -> User {
+        User::new("admin", &["devices:read", "devices:write"])
+    }
+
+    /// The demo viewer: may only read.
+    pub fn viewer() -> User {
+        User::new("viewer", &["devices:read"])
+    }
+
     fn may(&self, permission: &str) -> bool {
         self.permissions.iter().any(|p| p == permission)
     }
@@ -57,6 +67,11 @@ pub struct BackendServer {
     backend: Arc<Backend>,
     user: User,
     received: Arc<Mutex<Vec<Received>>>,
+    /// While `true`, calls wait before doing anything (tests hold the
+    /// backend to observe queues and timeouts).
+    held: Arc<tokio::sync::watch::Sender<bool>>,
+    /// How many calls arrived, for tests that wait for one.
+    arrived: Arc<tokio::sync::watch::Sender<usize>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -80,8 +95,26 @@ impl BackendServer {
             backend,
             user,
             received: Arc::default(),
+            held: Arc::new(tokio::sync::watch::channel(false).0),
+            arrived: Arc::new(tokio::sync::watch::channel(0).0),
             tool_router: Self::tool_router(),
         }
+    }
+
+    /// Makes calls wait until [`release`](Self::release).
+    pub fn hold(&self) {
+        self.held.send_replace(true);
+    }
+
+    /// Lets waiting calls proceed.
+    pub fn release(&self) {
+        self.held.send_replace(false);
+    }
+
+    /// Waits until at least `count` calls have arrived.
+    pub async fn arrived(&self, count: usize) {
+        let mut arrived = self.arrived.subscribe();
+        let _ = arrived.wait_for(|n| *n >= count).await;
     }
 
     /// Every call this session received, in order.
@@ -111,6 +144,9 @@ impl BackendServer {
                 meta: Value::Object(meta.0.0.clone()),
             });
         }
+        self.arrived.send_modify(|n| *n += 1);
+        let mut held = self.held.subscribe();
+        let _ = held.wait_for(|held| !*held).await;
         if !self.user.may(DEVICES_WRITE) {
             return Err(refusal(
                 "forbidden",

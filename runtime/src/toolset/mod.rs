@@ -224,6 +224,7 @@ impl ToolsetBuilder {
                 next_listener: AtomicU64::new(0),
                 watch: Mutex::new(None),
                 notified: Mutex::new(None),
+                asked: Mutex::new(Vec::new()),
                 disposed: CancellationToken::new(),
             }),
         })
@@ -469,6 +470,8 @@ struct Shared {
     watch: Mutex<Option<Subscription>>,
     /// The fingerprint subscribers were last told about.
     notified: Mutex<Option<u64>>,
+    /// Two-phase direct mode: confirmations asked for, by retry key.
+    asked: Mutex<Vec<(u64, String)>>,
     disposed: CancellationToken,
 }
 
@@ -674,6 +677,21 @@ impl Toolset {
         input: Value,
         tool_call_id: Option<&str>,
     ) -> InvocationResult {
+        self.execute_with(name, input, tool_call_id, None).await
+    }
+
+    /// [`execute`](Self::execute) with confirmation evidence, for hosts
+    /// that relay a model's explicit retry. Without evidence, a direct
+    /// two-phase call of the same tool with the same input reuses the
+    /// confirmation its previous attempt was asked for, so a model retries
+    /// by calling the tool again once the user approved.
+    pub async fn execute_with(
+        &self,
+        name: &str,
+        input: Value,
+        tool_call_id: Option<&str>,
+        confirmation_id: Option<&str>,
+    ) -> InvocationResult {
         let shared = &self.shared;
         if shared.disposed.is_cancelled() {
             return shared.immediate(name, tool_call_id, ErrorPayload::cancelled());
@@ -684,13 +702,19 @@ impl Toolset {
                 let Some(target) = catalog.find(name).and_then(Tool::target) else {
                     return shared.immediate(name, tool_call_id, ErrorPayload::not_found());
                 };
+                let key = retry_key(name, &input);
                 let mut request = Invocation::new(target.capability_id)
                     .instance(target.instance_id)
                     .registration(target.registration_id)
                     .surface_version(target.surface_version.to_string())
                     .input(input);
                 request.invocation_id = tool_call_id.map(str::to_owned);
-                shared.run(request, None).await
+                request.confirmation_id = confirmation_id
+                    .map(str::to_owned)
+                    .or_else(|| shared.remembered(key));
+                let result = shared.run(request, None).await;
+                shared.remember(key, &result);
+                result
             }
             Mode::Meta => match name {
                 DISCOVER => self.discover(input, tool_call_id),
@@ -707,7 +731,50 @@ impl Toolset {
     }
 }
 
+/// Identifies "the same call again": the tool and the canonical input.
+fn retry_key(name: &str, input: &Value) -> u64 {
+    let mut hasher = crate::canonical::Fnv1a64::new();
+    crate::canonical::write_string(name, &mut hasher);
+    write_canonical(input, &mut hasher);
+    hasher.finish()
+}
+
 impl Shared {
+    /// The confirmation a previous attempt of the same call was asked for.
+    fn remembered(&self, key: u64) -> Option<String> {
+        if self.confirmations != ConfirmationMode::TwoPhase {
+            return None;
+        }
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, id)| id.clone())
+    }
+
+    /// Remembers a confirmation request (two-phase), forgets it once the
+    /// call settled any other way. Bounded by the pending-confirmation limit.
+    fn remember(&self, key: u64, result: &InvocationResult) {
+        if self.confirmations != ConfirmationMode::TwoPhase {
+            return;
+        }
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        asked.retain(|(k, _)| *k != key);
+        let requested = result
+            .error()
+            .filter(|error| error.code() == ErrorCode::ConfirmationRequired)
+            .and_then(|error| error.detail("confirmationId"))
+            .and_then(Value::as_str);
+        if let Some(id) = requested {
+            let cap = self.registry.limits().max_pending_confirmations.max(1);
+            while asked.len() >= cap {
+                asked.remove(0);
+            }
+            asked.push((key, id.to_owned()));
+        }
+    }
+
     /// The catalog the model last saw (built now if there is none).
     fn catalog(&self) -> Arc<Catalog> {
         let built = self

@@ -1,0 +1,297 @@
+//! The scripted scenario: "show me the offline devices in Milan, select the
+//! visible ones and disable them", carried out through the embedded toolset
+//! by a scripted agent with no model. The agent knows only the public
+//! capability ids of the devices surface; it finds tools through the
+//! toolset's catalog (never a hard-coded wire name) and follows the retry
+//! hints results carry.
+
+use std::io::Write;
+
+use agent_surface::confirmation::PendingConfirmation;
+use agent_surface::error::Retry;
+use agent_surface::toolset::{ConfirmationMode, Toolset, Topology};
+use agent_surface::{Consumer, ConsumerKind, InvocationResult};
+use serde_json::{Value, json};
+
+use crate::app::App;
+
+/// What the scenario achieved.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The devices the agent selected.
+    pub selected: Vec<String>,
+    /// The devices the backend reported disabled.
+    pub disabled: u64,
+    /// The statuses the table showed afterwards, by device id.
+    pub statuses_after: Vec<(String, String)>,
+    /// Whether replaying the used evidence was refused as consumed.
+    pub replay_refused: bool,
+    /// Whether the disable procedure was offered at all.
+    pub disable_offered: bool,
+}
+
+/// The scripted agent: a toolset, a transcript, and a step counter.
+struct Agent<'a> {
+    app: &'a App,
+    toolset: Toolset,
+    out: &'a mut dyn Write,
+    step: u32,
+    calls: u32,
+    /// The evidence of the last approved retry.
+    last_confirmation: Option<String>,
+}
+
+fn compact(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// One result, in one readable line.
+fn describe(result: &InvocationResult) -> String {
+    match result.error() {
+        None => match result.output() {
+            Some(output) => format!("ok {}", compact(output)),
+            None => "ok".to_owned(),
+        },
+        Some(error) => {
+            let details = error.details().map(|d| compact(&Value::Object(d.clone())));
+            format!(
+                "{} (retry: {}){}",
+                error.code(),
+                error.retry().as_str(),
+                details.map(|d| format!(" {d}")).unwrap_or_default()
+            )
+        }
+    }
+}
+
+impl Agent<'_> {
+    fn say(&mut self, line: impl AsRef<str>) {
+        let _ = writeln!(self.out, "{}", line.as_ref());
+    }
+
+    fn next(&mut self) -> u32 {
+        self.step += 1;
+        self.step
+    }
+
+    /// The tool of a capability in the catalog the agent was shown.
+    fn tool_name(&self, capability_id: &str) -> Option<String> {
+        self.toolset
+            .tool_for(capability_id, None)
+            .map(|tool| tool.name().to_owned())
+    }
+
+    fn discover(&mut self) {
+        let n = self.next();
+        let tools = self.toolset.tools();
+        let names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+        self.say(format!("{n}. discover: {} tools", names.len()));
+        for tool in tools.iter() {
+            let state = tool.state();
+            let status = match (&state.unavailable_reason, &state.note) {
+                (Some(reason), _) if !state.available => format!(" — unavailable: {reason}"),
+                (_, Some(note)) => format!(" — {note}"),
+                _ => String::new(),
+            };
+            self.say(format!("   {}{status}", tool.name()));
+        }
+    }
+
+    /// Calls a capability through its tool and prints the exchange.
+    async fn call(&mut self, capability_id: &str, input: Value) -> Option<InvocationResult> {
+        let Some(name) = self.tool_name(capability_id) else {
+            let n = self.next();
+            self.say(format!(
+                "{n}. {capability_id}: not in the catalog — this user is not offered it"
+            ));
+            return None;
+        };
+        self.calls += 1;
+        let call_id = format!("call_{}", self.calls);
+        let n = self.next();
+        self.say(format!("{n}. {name} {}", compact(&input)));
+        let result = self
+            .toolset
+            .execute(&name, input.clone(), Some(&call_id))
+            .await;
+        self.say(format!("   → {}", describe(&result)));
+        match result.error().map(agent_surface::ErrorPayload::retry) {
+            Some(Retry::WithConfirmation) => {
+                Some(self.confirm_and_retry(&name, input, result).await)
+            }
+            // The surface moved under the agent: look again, retry once.
+            Some(Retry::AfterRefresh) => {
+                self.discover();
+                let name = self.tool_name(capability_id)?;
+                self.calls += 1;
+                let call_id = format!("call_{}", self.calls);
+                let n = self.next();
+                self.say(format!("{n}. {name} {}", compact(&input)));
+                let retried = self.toolset.execute(&name, input, Some(&call_id)).await;
+                self.say(format!("   → {}", describe(&retried)));
+                Some(retried)
+            }
+            _ => Some(result),
+        }
+    }
+
+    /// Follows a `with-confirmation` hint: the user decides in the host's
+    /// dialog, then the agent retries with the confirmation id.
+    async fn confirm_and_retry(
+        &mut self,
+        name: &str,
+        input: Value,
+        asked: InvocationResult,
+    ) -> InvocationResult {
+        let Some(id) = asked
+            .error()
+            .and_then(|e| e.detail("confirmationId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return asked;
+        };
+        let pending: Option<PendingConfirmation> = self
+            .app
+            .registry()
+            .confirmations()
+            .pending()
+            .into_iter()
+            .find(|p| &*p.confirmation_id == id);
+        if let Some(pending) = &pending {
+            self.say(format!(
+                "   the host asks the user: \"{}\" ({} effect), input {}",
+                pending.summary,
+                pending.effect.as_str(),
+                compact(&pending.input)
+            ));
+        }
+        let n = self.next();
+        let approved = self.app.registry().confirmations().approve(&id).is_ok();
+        self.say(format!(
+            "{n}. the user {} {id}",
+            if approved {
+                "approves"
+            } else {
+                "could not approve"
+            }
+        ));
+        self.calls += 1;
+        let call_id = format!("call_{}", self.calls);
+        let n = self.next();
+        self.say(format!(
+            "{n}. {name} {} with confirmationId {id}",
+            compact(&input)
+        ));
+        let result = self
+            .toolset
+            .execute_with(name, input, Some(&call_id), Some(&id))
+            .await;
+        self.say(format!("   → {}", describe(&result)));
+        self.last_confirmation = Some(id);
+        result
+    }
+}
+
+/// Runs the scenario for the app's user, writing the transcript to `out`.
+pub async fn run(app: &App, out: &mut dyn Write) -> Outcome {
+    let toolset = match Toolset::builder(app.registry())
+        .consumer(Consumer::new(ConsumerKind::Embedded, "scripted-agent"))
+        .topology(Topology::Embedded)
+        // Two-phase, so the transcript shows each protocol step.
+        .confirmations(ConfirmationMode::TwoPhase)
+        .build()
+    {
+        Ok(toolset) => toolset,
+        Err(err) => {
+            let _ = writeln!(out, "error: {err}");
+            return Outcome::default();
+        }
+    };
+    let user = app.user();
+    let _ = writeln!(
+        out,
+        "The user ({}: {}) asks: \"show me the offline devices in Milan, select the visible ones and disable them\"\n",
+        user.id,
+        user.permissions.join(", ")
+    );
+    let mut agent = Agent {
+        app,
+        toolset,
+        out,
+        step: 0,
+        calls: 0,
+        last_confirmation: None,
+    };
+    let mut outcome = Outcome::default();
+    agent.discover();
+    outcome.disable_offered = agent.tool_name("domain:devices.disable").is_some();
+
+    agent
+        .call(
+            "view:devices.filters.set",
+            json!({"status": "offline", "city": "Milan"}),
+        )
+        .await;
+    let state = agent.call("view:devices.table.readState", json!({})).await;
+    let visible: Vec<String> = state
+        .as_ref()
+        .and_then(InvocationResult::output)
+        .and_then(|o| o["visibleRows"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|row| row["id"].as_str().map(str::to_owned))
+        .collect();
+    if visible.is_empty() {
+        agent.say("No offline devices in Milan: nothing to do.");
+        return outcome;
+    }
+    let selected = agent
+        .call("view:devices.table.selectRows", json!({"ids": visible}))
+        .await;
+    if selected.as_ref().is_some_and(InvocationResult::is_ok) {
+        outcome.selected.clone_from(&visible);
+    }
+    let disabled = agent.call("domain:devices.disable", json!({})).await;
+    let Some(disabled) = disabled else {
+        agent.say("The agent reports: you are not allowed to disable devices.");
+        return outcome;
+    };
+    outcome.disabled = disabled
+        .output()
+        .and_then(|o| o["disabled"].as_u64())
+        .unwrap_or(0);
+    let after = agent.call("view:devices.table.readState", json!({})).await;
+    outcome.statuses_after = after
+        .as_ref()
+        .and_then(InvocationResult::output)
+        .and_then(|o| o["visibleRows"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|row| {
+            Some((
+                row["id"].as_str()?.to_owned(),
+                row["status"].as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+
+    // A replay of the same evidence: refused.
+    let evidence = agent.last_confirmation.clone();
+    if let (Some(id), Some(name)) = (evidence, agent.tool_name("domain:devices.disable")) {
+        agent.calls += 1;
+        let call_id = format!("call_{}", agent.calls);
+        let n = agent.next();
+        agent.say(format!("{n}. {name} {{}} replaying confirmationId {id}"));
+        let replay = agent
+            .toolset
+            .execute_with(&name, json!({}), Some(&call_id), Some(&id))
+            .await;
+        agent.say(format!("   → {}", describe(&replay)));
+        outcome.replay_refused = replay
+            .error()
+            .and_then(|e| e.detail("reason"))
+            .is_some_and(|r| r == "consumed");
+    }
+    outcome
+}
