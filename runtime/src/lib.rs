@@ -67,6 +67,19 @@
 //! # Ok::<(), agent_surface::error::DefinitionError>(())
 //! ```
 //!
+//! # Where to go next
+//! - [`registry`]: mount components (and [`procedure`] references), take
+//!   per-consumer [`snapshot`]s, run calls through the ten-phase pipeline
+//!   ([`invoke`]), drive [`confirmation`]s, read [`audit`] records.
+//! - [`toolset`]: the provider-neutral tools an in-process agent loop hands
+//!   to a model (direct or meta mode), with renderers for the major model
+//!   APIs.
+//! - [`procedure`]: backend operations referenced with live bindings and
+//!   forwarded through an executor (feature `mcp`: over an MCP session).
+//! - `testing` (feature `testing`): the harness for your own tests.
+//! - [`catalog`] and [`explain`]: what an agent could ever reach, and why a
+//!   consumer sees what it sees.
+//!
 //! # What the compiler checks
 //! Ids against the grammar, descriptions (present, within 500/300 characters),
 //! effects against the plane rule, unique capability names, attribute keys
@@ -132,8 +145,9 @@ pub mod prelude {
     pub use crate::{action, agent_component, agent_procedure, agent_schema, observation};
 }
 
-/// The README's examples, compiled as doctests.
-#[cfg(doctest)]
+/// The README's examples, compiled as doctests (with the `testing`
+/// feature: one of them uses the harness).
+#[cfg(all(doctest, feature = "testing"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 

@@ -791,3 +791,43 @@ async fn as_meta_003_budget_truncation_is_marked_in_what_the_model_reads() {
         assert!(output.get(key).is_some(), "{key}");
     }
 }
+
+#[tokio::test]
+async fn two_phase_direct_tools_retry_by_calling_again_after_approval() {
+    let registry = registry();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let toolset = direct(&registry);
+    let name = name_of(&toolset, "view:test.probe.guarded");
+    let input = json!({"ids": ["a"]});
+    let asked = toolset.execute(&name, input.clone(), Some("c1")).await;
+    let id = asked
+        .error()
+        .unwrap()
+        .detail("confirmationId")
+        .unwrap()
+        .clone();
+    // Still pending: the same request, the same confirmation.
+    let again = toolset.execute(&name, input.clone(), Some("c2")).await;
+    assert_eq!(again.error().unwrap().detail("confirmationId"), Some(&id));
+    registry
+        .confirmations()
+        .approve(id.as_str().unwrap())
+        .unwrap();
+    // The model calls the tool again once the user approved.
+    let done = toolset.execute(&name, input.clone(), Some("c3")).await;
+    assert!(done.is_ok(), "{done:?}");
+    assert_eq!(probe.runs(), 1);
+    // Other input: a new request, never the approved evidence.
+    let other = toolset
+        .execute(&name, json!({"ids": ["b"]}), Some("c4"))
+        .await;
+    assert_ne!(other.error().unwrap().detail("confirmationId"), Some(&id));
+    // Done: the next identical call asks again.
+    let fresh = toolset.execute(&name, input, Some("c5")).await;
+    assert_eq!(
+        fresh.error().unwrap().code(),
+        ErrorCode::ConfirmationRequired
+    );
+    assert_ne!(fresh.error().unwrap().detail("confirmationId"), Some(&id));
+}

@@ -157,7 +157,7 @@ impl Agent<'_> {
             .confirmations()
             .pending()
             .into_iter()
-            .find(|p| &*p.confirmation_id == id);
+            .find(|p| *p.confirmation_id == *id);
         if let Some(pending) = &pending {
             self.say(format!(
                 "   the host asks the user: \"{}\" ({} effect), input {}",
