@@ -104,6 +104,8 @@ pub mod events;
 pub mod explain;
 pub mod ids;
 pub mod invoke;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod policy;
 pub mod procedure;
 pub mod registry;

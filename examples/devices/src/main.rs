@@ -7,6 +7,9 @@
 //! - `--catalog` — print every authored contract as JSON;
 //! - `--snapshot` — print the current snapshot for the user as JSON;
 //! - `--explain` — print the developer explain view for the user;
+//! - `--mcp stdio` — serve the surface to an MCP client over stdin/stdout;
+//! - `--mcp http [addr]` — serve it over streamable HTTP (default
+//!   `127.0.0.1:8765`, path `/mcp`) until interrupted;
 //! - `--help`.
 
 use std::io::Write;
@@ -14,16 +17,19 @@ use std::process::ExitCode;
 
 use agent_surface::catalog::Catalog;
 use agent_surface::explain::explain_surface;
+use agent_surface::mcp::McpServer;
 use agent_surface::snapshot::SnapshotOptions;
 use devices::{App, User, scenario};
 
-const USAGE: &str = "usage: devices [--user admin|viewer] [--catalog | --snapshot | --explain]";
+const USAGE: &str = "usage: devices [--user admin|viewer] [--catalog | --snapshot | --explain | --mcp stdio | --mcp http [addr]]";
 
 enum Show {
     Scenario,
     Catalog,
     Snapshot,
     Explain,
+    McpStdio,
+    McpHttp(std::net::SocketAddr),
 }
 
 fn parse() -> Result<(User, Show), String> {
@@ -47,11 +53,47 @@ fn parse() -> Result<(User, Show), String> {
             "--catalog" => show = Show::Catalog,
             "--snapshot" => show = Show::Snapshot,
             "--explain" => show = Show::Explain,
+            "--mcp" => {
+                show = match args.next().as_deref() {
+                    Some("stdio") => Show::McpStdio,
+                    Some("http") => {
+                        let mut rest: Vec<String> = args.by_ref().collect();
+                        let address = match rest.first().filter(|a| !a.starts_with("--")) {
+                            Some(address) => address.parse().map_err(|_| {
+                                format!("`{address}` is not an address like 127.0.0.1:8765")
+                            })?,
+                            None => std::net::SocketAddr::from(([127, 0, 0, 1], 8765)),
+                        };
+                        if !rest.is_empty() {
+                            rest.remove(0);
+                        }
+                        Show::McpHttp(address)
+                    }
+                    other => {
+                        return Err(format!(
+                            "`--mcp {}`: write `--mcp stdio` or `--mcp http [addr]`",
+                            other.unwrap_or("")
+                        ));
+                    }
+                }
+            }
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
     Ok((user, show))
+}
+
+/// The devices surface as an MCP server.
+fn mcp_server(app: &App) -> McpServer {
+    McpServer::builder(app.registry())
+        .name("devices")
+        .instructions(
+            "A device-fleet console. Filter the table, read its state, select rows, and disable \
+             the selection with domain_devices__disable (the user confirms). Follow each error's \
+             retry hint.",
+        )
+        .build()
 }
 
 fn print_json(value: &impl serde::Serialize) {
@@ -97,6 +139,25 @@ async fn main() -> ExitCode {
         }
     };
     match show {
+        Show::McpStdio => {
+            let server = mcp_server(&app);
+            if let Err(err) = server.serve_stdio().await {
+                eprintln!("error: {err}");
+            }
+        }
+        Show::McpHttp(address) => {
+            let server = mcp_server(&app);
+            match server.serve_http(address).await {
+                Ok(http) => {
+                    // Stdout carries the address so a launcher can connect.
+                    println!("listening on {}", http.url());
+                    let _ = std::io::stdout().flush();
+                    let _ = tokio::signal::ctrl_c().await;
+                    http.shutdown().await;
+                }
+                Err(err) => eprintln!("error: {err}"),
+            }
+        }
         Show::Snapshot => print_json(&app.registry().snapshot(&SnapshotOptions::default())),
         Show::Explain => print_json(&explain_surface(
             app.registry(),

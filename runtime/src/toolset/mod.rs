@@ -263,6 +263,8 @@ pub struct ToolTarget<'a> {
     pub effect: Effect,
     /// The confirmation posture.
     pub confirmation: Confirmation,
+    /// Whether repeating the call changes nothing more.
+    pub idempotent: bool,
 }
 
 /// Where a tool's definition comes from. Definitions are borrowed from the
@@ -390,6 +392,7 @@ impl Tool {
             kind: capability.kind(),
             effect: capability.effect(),
             confirmation: capability.confirmation(),
+            idempotent: capability.idempotent(),
         })
     }
 
