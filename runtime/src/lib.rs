@@ -147,9 +147,9 @@ pub mod prelude {
     pub use crate::{action, agent_component, agent_procedure, agent_schema, observation};
 }
 
-/// The README's examples, compiled as doctests (with the `testing`
-/// feature: one of them uses the harness).
-#[cfg(all(doctest, feature = "testing"))]
+/// The README's examples, compiled as doctests (with the `testing` and
+/// `mcp` features, which some of them use).
+#[cfg(all(doctest, feature = "testing", feature = "mcp"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 

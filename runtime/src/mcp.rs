@@ -845,6 +845,8 @@ impl ServerHandler for McpSession {
                     if moved.is_err() {
                         return Ok(());
                     }
+                    tokio::task::yield_now().await;
+                    changed.mark_unchanged();
                     if context.sink().notify_tool_list_changed().await.is_err() {
                         return Ok(());
                     }
@@ -871,7 +873,14 @@ impl McpSession {
                 tokio::select! {
                     () = stop.cancelled() => return,
                     moved = changed.changed() => {
-                        if moved.is_err() || peer.notify_tool_list_changed().await.is_err() {
+                        if moved.is_err() {
+                            return;
+                        }
+                        // A mutation often comes in a burst (a page unmounts
+                        // several components): let it finish, send once.
+                        tokio::task::yield_now().await;
+                        changed.mark_unchanged();
+                        if peer.notify_tool_list_changed().await.is_err() {
                             return;
                         }
                     }
