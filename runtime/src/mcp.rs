@@ -184,7 +184,12 @@ struct View {
     toolset: Toolset,
     changed: watch::Sender<u64>,
     _subscription: ToolsSubscription,
+    /// Creation order, for eviction.
+    created: u64,
 }
+
+/// Consumer views kept at once.
+const MAX_VIEWS: usize = 1024;
 
 /// What an input-required round remembers (the request state a client
 /// echoes is untrusted: it only names this record).
@@ -236,7 +241,19 @@ impl Shared {
             toolset,
             changed,
             _subscription: subscription,
+            created: self.next_session.fetch_add(1, Ordering::Relaxed),
         });
+        // Bounded: HTTP session identities are not told when a session
+        // ends; the oldest view goes first (a returning client gets a fresh one).
+        if consumers.len() >= MAX_VIEWS
+            && let Some(oldest) = consumers
+                .iter()
+                .min_by_key(|(_, view)| view.created)
+                .map(|(id, _)| id.clone())
+            && let Some(evicted) = consumers.remove(&oldest)
+        {
+            evicted.toolset.dispose();
+        }
         consumers.insert(consumer_id.to_owned(), Arc::clone(&view));
         Some(view)
     }
