@@ -25,6 +25,7 @@ use crate::context::ConfirmationEvidence;
 use crate::error::{ErrorCode, ErrorPayload, Retry};
 use crate::events::SurfaceEvent;
 use crate::registry::Registry;
+use crate::util::listeners::Listeners;
 use crate::util::lru::Lru;
 
 /// A request waiting for the user, as host UIs render it.
@@ -128,13 +129,10 @@ struct Store {
     ended: Option<Lru<Arc<str>, Ended>>,
 }
 
-type PendingListener = Arc<dyn Fn(&[PendingConfirmation]) + Send + Sync>;
-
 /// The confirmation store of one registry.
 pub(crate) struct ConfirmationStore {
     store: Mutex<Store>,
-    listeners: Mutex<Vec<(u64, PendingListener)>>,
-    next_listener: std::sync::atomic::AtomicU64,
+    listeners: Listeners<[PendingConfirmation]>,
     max_pending: usize,
 }
 
@@ -201,8 +199,7 @@ impl ConfirmationStore {
     pub(crate) fn new(max_pending: usize) -> ConfirmationStore {
         ConfirmationStore {
             store: Mutex::new(Store::default()),
-            listeners: Mutex::new(Vec::new()),
-            next_listener: std::sync::atomic::AtomicU64::new(0),
+            listeners: Listeners::default(),
             max_pending,
         }
     }
@@ -523,24 +520,11 @@ impl ConfirmationStore {
     }
 
     fn notify(&self, registry: &Registry) {
-        let listeners: Vec<PendingListener> = self
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(_, listener)| Arc::clone(listener))
-            .collect();
-        if listeners.is_empty() {
+        if self.listeners.is_empty() {
             return;
         }
         let pending = registry.inner.confirmations.pending();
-        for listener in listeners {
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&pending)))
-                .is_err()
-            {
-                tracing::error!("a confirmation listener panicked");
-            }
-        }
+        self.listeners.call(&pending, "confirmation");
     }
 }
 
@@ -568,13 +552,7 @@ impl std::fmt::Debug for PendingSubscription {
 
 impl Drop for PendingSubscription {
     fn drop(&mut self) {
-        self.registry
-            .inner
-            .confirmations
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|(id, _)| *id != self.id);
+        self.registry.inner.confirmations.listeners.remove(self.id);
     }
 }
 
@@ -620,15 +598,7 @@ impl Confirmations {
         &self,
         listener: impl Fn(&[PendingConfirmation]) + Send + Sync + 'static,
     ) -> PendingSubscription {
-        let store = &self.registry.inner.confirmations;
-        let id = store
-            .next_listener
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        store
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((id, Arc::new(listener)));
+        let id = self.registry.inner.confirmations.listeners.add(listener);
         PendingSubscription {
             registry: self.registry.clone(),
             id,

@@ -63,7 +63,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::{Consumer, ConsumerKind};
 use crate::error::ErrorCode;
-use crate::events::Subscription;
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
 use crate::registry::Registry;
 use crate::toolset::{ConfirmationMode, Tool, ToolsSubscription, Toolset, Topology};
@@ -146,9 +145,9 @@ impl McpServerBuilder {
         self
     }
 
-    /// Builds the server. It follows the registry's surface from now on.
+    /// Builds the server. Each consumer's toolset follows the registry's
+    /// surface; calls re-evaluate availability read from live state.
     pub fn build(self) -> McpServer {
-        let (changes, _) = watch::channel(0u64);
         let shared = Arc::new(Shared {
             registry: self.registry,
             name: self.name,
@@ -156,25 +155,10 @@ impl McpServerBuilder {
             instructions: self.instructions,
             elicitation: self.elicitation,
             identify: self.identify,
-            changes,
             consumers: Mutex::new(BTreeMap::new()),
             elicitations: Mutex::new(Lru::new(256, 600_000)),
             next_session: AtomicU64::new(1),
-            events: Mutex::new(None),
         });
-        // Surface mutations (mounts, version bumps) reach every session.
-        let weak = Arc::downgrade(&shared);
-        let subscription = shared.registry.subscribe(move |event| {
-            if matches!(
-                event,
-                crate::events::SurfaceEvent::SurfaceChanged { .. }
-                    | crate::events::SurfaceEvent::AvailabilityChanged { .. }
-            ) && let Some(shared) = weak.upgrade()
-            {
-                shared.refresh_all();
-            }
-        });
-        *shared.events.lock().unwrap_or_else(PoisonError::into_inner) = Some(subscription);
         McpServer { shared }
     }
 }
@@ -207,12 +191,9 @@ struct Shared {
     instructions: Option<String>,
     elicitation: bool,
     identify: Option<Identify>,
-    /// Bumped whenever some consumer's tools may have changed.
-    changes: watch::Sender<u64>,
     consumers: Mutex<BTreeMap<String, Arc<View>>>,
     elicitations: Mutex<Lru<String, PendingElicitation>>,
     next_session: AtomicU64,
-    events: Mutex<Option<Subscription>>,
 }
 
 impl Shared {
@@ -271,7 +252,6 @@ impl Shared {
         for view in views {
             view.toolset.refresh();
         }
-        self.changes.send_modify(|n| *n += 1);
     }
 
     fn forget(&self, consumer_id: &str) {
@@ -729,7 +709,7 @@ impl ServerHandler for McpSession {
             return Ok(to_call_result(&result).into());
         }
 
-        if !view.toolset.tools().iter().any(|tool| tool.name() == name) {
+        if view.toolset.tool(&name).is_none() {
             // Not in this consumer's tools: a stale name (a capability that
             // went away) still gets the pipeline's precise error; anything
             // else is not a tool at all.

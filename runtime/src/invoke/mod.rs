@@ -156,6 +156,9 @@ pub struct InvokeOptions {
     pub cancellation: Option<CancellationToken>,
     /// Overrides the capability's and the registry's timeout.
     pub timeout: Option<Duration>,
+    /// Component-type prefixes the call may reach (a toolset's scope
+    /// floor); outside them a capability is not found. Empty: everything.
+    pub scope: Vec<String>,
 }
 
 impl InvokeOptions {

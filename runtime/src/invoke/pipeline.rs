@@ -31,6 +31,7 @@ use crate::error::{ErrorPayload, FailureReason};
 use crate::policy::{self, Decision, InvokeContext, PolicyContext};
 use crate::procedure::{ProcedureCall, ProcedureError, Reference};
 use crate::registry::{Availability, Chain, Registration, Registry};
+use crate::snapshot::in_scope;
 use crate::{Audit, Confirmation, Effect, Kind};
 
 /// One call in flight through phases 2–10.
@@ -299,6 +300,11 @@ impl Call<'_> {
             .strip_prefix("view:")
             .and_then(|rest| rest.rsplit_once('.'))
             .map(|(component_type, _)| component_type);
+        if !self.options.scope.is_empty()
+            && component_type.is_none_or(|t| !in_scope(t, &self.options.scope))
+        {
+            return Err(ErrorPayload::not_found());
+        }
         let offers = |r: &&Arc<Registration>| {
             r.contract
                 .capabilities()
@@ -503,7 +509,12 @@ impl Call<'_> {
                 (None, _) => None,
             }
         };
-        let Some(found) = found else {
+        let Some(found) = found.filter(|found| {
+            in_scope(
+                found.registration.contract.component_type().as_str(),
+                &self.options.scope,
+            )
+        }) else {
             return Err(ErrorPayload::not_found());
         };
         if let Some(hint) = request.surface_version.as_deref()

@@ -53,7 +53,6 @@
 pub mod render;
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use std::hash::{Hash, Hasher};
@@ -75,6 +74,7 @@ use crate::registry::Registration;
 use crate::registry::Registry;
 use crate::schema::Issue;
 use crate::snapshot::{Budget, Snapshot, SnapshotOptions, in_scope};
+use crate::util::listeners::Listeners;
 use crate::wire::{MAX_WIRE_NAME, WireNames};
 use crate::{Confirmation, Effect, Kind};
 
@@ -220,8 +220,7 @@ impl ToolsetBuilder {
                 confirmations,
                 budget: self.budget,
                 built: Mutex::new(None),
-                listeners: Mutex::new(Vec::new()),
-                next_listener: AtomicU64::new(0),
+                listeners: Listeners::default(),
                 watch: Mutex::new(None),
                 notified: Mutex::new(None),
                 asked: Mutex::new(Vec::new()),
@@ -458,8 +457,6 @@ impl Catalog {
     }
 }
 
-type ToolsListener = Arc<dyn Fn(&[Tool]) + Send + Sync>;
-
 struct Shared {
     registry: Registry,
     options: SnapshotOptions,
@@ -467,8 +464,7 @@ struct Shared {
     confirmations: ConfirmationMode,
     budget: Option<Budget>,
     built: Mutex<Option<Arc<Catalog>>>,
-    listeners: Mutex<Vec<(u64, ToolsListener)>>,
-    next_listener: AtomicU64,
+    listeners: Listeners<[Tool]>,
     /// The registry subscription feeding `subscribe`, created on first use.
     watch: Mutex<Option<Subscription>>,
     /// The fingerprint subscribers were last told about.
@@ -512,11 +508,7 @@ impl fmt::Debug for ToolsSubscription {
 impl Drop for ToolsSubscription {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.upgrade() {
-            shared
-                .listeners
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .retain(|(id, _)| *id != self.id);
+            shared.listeners.remove(self.id);
         }
     }
 }
@@ -559,6 +551,11 @@ impl Toolset {
             Mode::Meta => Arc::clone(meta_tools()),
             Mode::Direct => Arc::clone(&self.shared.rebuild().tools),
         }
+    }
+
+    /// The tool named `name` in the catalog the model last saw (no rebuild).
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        self.catalog().find(name).cloned()
     }
 
     /// The tool of a given capability (and instance, when several are
@@ -607,12 +604,7 @@ impl Toolset {
         &self,
         listener: impl Fn(&[Tool]) + Send + Sync + 'static,
     ) -> ToolsSubscription {
-        let id = self.shared.next_listener.fetch_add(1, Ordering::Relaxed);
-        self.shared
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((id, Arc::new(listener)));
+        let id = self.shared.listeners.add(listener);
         let mut watch = self
             .shared
             .watch
@@ -627,12 +619,11 @@ impl Toolset {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(fingerprint);
             let weak = Arc::downgrade(&self.shared);
+            // Every surface mutation (availability pushes included) ends
+            // with `surface-changed`: one rebuild per mutation.
             *watch = Some(self.shared.registry.subscribe(move |event| {
-                if matches!(
-                    event,
-                    crate::events::SurfaceEvent::SurfaceChanged { .. }
-                        | crate::events::SurfaceEvent::AvailabilityChanged { .. }
-                ) && let Some(shared) = weak.upgrade()
+                if matches!(event, crate::events::SurfaceEvent::SurfaceChanged { .. })
+                    && let Some(shared) = weak.upgrade()
                 {
                     shared.notify_if_changed();
                 }
@@ -648,11 +639,7 @@ impl Toolset {
     /// `CANCELLED`, subscriptions end, later calls settle `CANCELLED`.
     pub fn dispose(&self) {
         self.shared.disposed.cancel();
-        self.shared
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        self.shared.listeners.clear();
         *self
             .shared
             .watch
@@ -815,20 +802,7 @@ impl Shared {
         if before == Some(fingerprint) {
             return;
         }
-        let listeners: Vec<ToolsListener> = self
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(_, listener)| Arc::clone(listener))
-            .collect();
-        for listener in listeners {
-            let tools = Arc::clone(&catalog.tools);
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&tools))).is_err()
-            {
-                tracing::error!("a toolset listener panicked; other listeners still run");
-            }
-        }
+        self.listeners.call(&catalog.tools, "toolset");
     }
 
     fn immediate(
@@ -853,7 +827,10 @@ impl Shared {
     /// One call through the pipeline; in wait mode a confirmation request
     /// waits for the user and the call is retried with the evidence.
     async fn run(&self, request: Invocation, expect: Option<Expect>) -> InvocationResult {
-        let options = InvokeOptions::consumer(self.options.consumer.clone());
+        let options = InvokeOptions {
+            scope: self.options.scope.clone(),
+            ..InvokeOptions::consumer(self.options.consumer.clone())
+        };
         let mut request = request;
         if request.invocation_id.is_none() {
             // The retry after a confirmation must reuse the attempt's id.
@@ -1325,9 +1302,6 @@ impl Toolset {
         if let Some(instance) = envelope.string("instanceId") {
             request = request.instance(instance);
         }
-        if !self.within_floor(&request) {
-            return shared.immediate(READ, tool_call_id, ErrorPayload::not_found());
-        }
         request.registration_id = self.known_registration(&request);
         request.invocation_id = tool_call_id.map(str::to_owned);
         shared.run(request, Some(Expect::Observation)).await
@@ -1365,9 +1339,6 @@ impl Toolset {
         if let Some(instance) = envelope.string("instanceId") {
             request = request.instance(instance);
         }
-        if !self.within_floor(&request) {
-            return shared.immediate(ACT, tool_call_id, ErrorPayload::not_found());
-        }
         request.registration_id = envelope
             .string("registrationId")
             .map(str::to_owned)
@@ -1379,28 +1350,6 @@ impl Toolset {
             .or(tool_call_id)
             .map(str::to_owned);
         shared.run(request, Some(Expect::Operation)).await
-    }
-
-    /// Whether the target lies within the configured scope floor: nothing
-    /// outside it is part of this toolset's surface.
-    fn within_floor(&self, request: &Invocation) -> bool {
-        let floor = &self.shared.options.scope;
-        if floor.is_empty() {
-            return true;
-        }
-        match CapabilityId::new(&request.capability_id) {
-            // A view capability's component type is in its id.
-            Ok(id) => match id.component_type_str() {
-                Some(component_type) => in_scope(component_type, floor),
-                // A procedure is in scope through a referencing component
-                // the scoped surface lists.
-                None => self.shared.catalog().tools.iter().any(|tool| {
-                    tool.target()
-                        .is_some_and(|target| target.capability_id == request.capability_id)
-                }),
-            },
-            Err(_) => true,
-        }
     }
 
     /// Whether the target's input schema is an object schema (true for

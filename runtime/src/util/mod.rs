@@ -1,4 +1,5 @@
 //! Small internal building blocks.
 
 pub(crate) mod ids;
+pub(crate) mod listeners;
 pub(crate) mod lru;

@@ -1,0 +1,61 @@
+//! A list of `Fn(&A)` listeners with ids: added, removed by id, and called
+//! outside the lock with each panic contained.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+type Listener<A> = Arc<dyn Fn(&A) + Send + Sync>;
+
+pub(crate) struct Listeners<A: ?Sized> {
+    next: AtomicU64,
+    list: Mutex<Vec<(u64, Listener<A>)>>,
+}
+
+impl<A: ?Sized> Default for Listeners<A> {
+    fn default() -> Self {
+        Listeners {
+            next: AtomicU64::new(0),
+            list: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<A: ?Sized> Listeners<A> {
+    /// Adds a listener; the id removes it.
+    pub(crate) fn add(&self, listener: impl Fn(&A) + Send + Sync + 'static) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().push((id, Arc::new(listener)));
+        id
+    }
+
+    pub(crate) fn remove(&self, id: u64) {
+        self.lock().retain(|(listener, _)| *listener != id);
+    }
+
+    pub(crate) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Calls every listener with `value`, outside the lock; a panicking
+    /// listener is logged (as `what`) and the others still run.
+    pub(crate) fn call(&self, value: &A, what: &str) {
+        let listeners: Vec<Listener<A>> = self
+            .lock()
+            .iter()
+            .map(|(_, listener)| Arc::clone(listener))
+            .collect();
+        for listener in listeners {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(value))).is_err() {
+                tracing::error!("a {what} listener panicked; the other listeners still run");
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Listener<A>)>> {
+        self.list.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
