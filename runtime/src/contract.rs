@@ -426,6 +426,23 @@ impl CheckedSchema {
         Ok(checked)
     }
 
+    /// The input schema of `subject`, which must be an object schema.
+    pub(crate) fn object_input(
+        raw: Value,
+        subject: &str,
+    ) -> Result<CheckedSchema, DefinitionError> {
+        let at = format!("{subject} input schema");
+        let schema = CheckedSchema::from_raw(raw, &at)?;
+        if schema.json.get("type") != Some(&Value::from("object")) {
+            return Err(DefinitionError::new(
+                K::UnsupportedSchema,
+                at,
+                "inputs must be JSON objects (`type: object` at the root); use a struct with named fields",
+            ));
+        }
+        Ok(schema)
+    }
+
     /// The agent-facing schema.
     pub fn json(&self) -> &Arc<Value> {
         &self.json
@@ -696,7 +713,60 @@ fn parse_json_object(
     }
 }
 
-fn check_description(text: &str, limit: usize, subject: &str) -> Result<Arc<str>, DefinitionError> {
+/// The defaults of a kind and effect, or the plane violation the pair is.
+pub(crate) fn defaults_for(
+    kind: Kind,
+    effect: Effect,
+    subject: &str,
+) -> Result<Defaults, DefinitionError> {
+    Defaults::of(kind, effect).ok_or_else(|| {
+        let allowed: Vec<&str> = Effect::allowed(kind).map(Effect::as_str).collect();
+        let hint = if kind == Kind::Procedure {
+            ""
+        } else {
+            ". Backend operations belong to the domain plane (procedure references)"
+        };
+        DefinitionError::new(
+            K::PlaneViolation,
+            subject,
+            format!(
+                "{}s cannot declare effect `{}`; allowed: {}{hint}",
+                kind.as_str(),
+                effect.as_str(),
+                allowed.join(", ")
+            ),
+        )
+    })
+}
+
+/// The confirmation posture after defaults, never below the effect's floor.
+pub(crate) fn confirmation_for(
+    declared: Option<Confirmation>,
+    defaults: &Defaults,
+    effect: Effect,
+    subject: &str,
+) -> Result<Confirmation, DefinitionError> {
+    let confirmation = declared.unwrap_or(defaults.confirmation);
+    if confirmation < defaults.confirmation_floor {
+        return Err(DefinitionError::new(
+            K::InvalidDefinition,
+            subject,
+            format!(
+                "confirmation `{}` is below the floor `{}` for effect `{}`",
+                confirmation.as_str(),
+                defaults.confirmation_floor.as_str(),
+                effect.as_str()
+            ),
+        ));
+    }
+    Ok(confirmation)
+}
+
+pub(crate) fn check_description(
+    text: &str,
+    limit: usize,
+    subject: &str,
+) -> Result<Arc<str>, DefinitionError> {
     if text.trim().is_empty() {
         return Err(DefinitionError::new(
             K::InvalidDefinition,
@@ -940,45 +1010,13 @@ impl CheckedCapability {
         let subject = id.as_str();
         let description =
             check_description(contract.description, MAX_CAPABILITY_DESCRIPTION, subject)?;
-        let Some(defaults) = Defaults::of(contract.kind, contract.effect) else {
-            let allowed: Vec<&str> = Effect::allowed(contract.kind).map(Effect::as_str).collect();
-            return Err(DefinitionError::new(
-                K::PlaneViolation,
-                subject,
-                format!(
-                    "{}s cannot declare effect `{}`; allowed: {}. Backend operations belong to the domain plane (procedure references)",
-                    contract.kind.as_str(),
-                    contract.effect.as_str(),
-                    allowed.join(", ")
-                ),
-            ));
-        };
+        let defaults = defaults_for(contract.kind, contract.effect, subject)?;
         let observation = contract.kind == Kind::Observation;
-        let confirmation = contract.confirmation.unwrap_or(defaults.confirmation);
-        if confirmation < defaults.confirmation_floor {
-            return Err(DefinitionError::new(
-                K::InvalidDefinition,
-                subject,
-                format!(
-                    "confirmation `{}` is below the floor `{}` for effect `{}`",
-                    confirmation.as_str(),
-                    defaults.confirmation_floor.as_str(),
-                    contract.effect.as_str()
-                ),
-            ));
-        }
+        let confirmation =
+            confirmation_for(contract.confirmation, &defaults, contract.effect, subject)?;
         let input = match contract.input {
             Some((schema_fn, parse)) => {
-                let schema =
-                    CheckedSchema::from_raw(schema_fn(), &format!("{subject} input schema"))?;
-                if schema.json.get("type") != Some(&Value::from("object")) {
-                    return Err(DefinitionError::new(
-                        K::UnsupportedSchema,
-                        format!("{subject} input schema"),
-                        "tool inputs must be JSON objects (`type: object` at the root); use a struct with named fields",
-                    ));
-                }
-                Some((schema, parse))
+                Some((CheckedSchema::object_input(schema_fn(), subject)?, parse))
             }
             None if observation => None,
             None => Some((

@@ -228,13 +228,7 @@ pub fn explain_surface(registry: &Registry, options: &SnapshotOptions) -> Explan
             .map(|reference| {
                 let capability = &reference.capability;
                 let ctx = inner.policy_context(registration, capability, &options.consumer, &host);
-                let availability = if registration.is_enabled() {
-                    reference.availability()
-                } else {
-                    Availability::Unavailable(std::borrow::Cow::Borrowed(
-                        crate::registry::COMPONENT_DISABLED,
-                    ))
-                };
+                let availability = registration.procedure_availability(reference);
                 explain_one(
                     capability,
                     Some(&reference.chain),

@@ -20,7 +20,7 @@ use crate::context::{Consumer, HostContext};
 use crate::contract::CheckedCapability;
 use crate::policy::Decision;
 use crate::procedure::{BoundFieldView, Reference};
-use crate::registry::{Availability, COMPONENT_DISABLED, Registration, Registry, RouteInfo};
+use crate::registry::{Availability, Registration, Registry, RouteInfo};
 use crate::{Confirmation, Effect, Kind};
 
 /// What to include in a snapshot.
@@ -230,15 +230,8 @@ impl ComponentView {
 
     /// Visible capabilities (hidden ones are absent).
     pub fn capabilities(&self) -> impl Iterator<Item = CapabilityView<'_>> {
-        self.registration
-            .contract
-            .capabilities()
-            .iter()
-            .enumerate()
-            .filter_map(|(index, capability)| {
-                let state = self.states.as_ref().and_then(|states| states.get(index));
-                (state != Some(&State::Hidden)).then_some(CapabilityView { capability, state })
-            })
+        self.capabilities_indexed()
+            .map(|(_, capability)| capability)
     }
 
     /// Visible observations.
@@ -555,11 +548,7 @@ impl Registry {
             } else {
                 Decision::Expose
             };
-            let availability = if registration.is_enabled() {
-                reference.availability()
-            } else {
-                Availability::Unavailable(Cow::Borrowed(COMPONENT_DISABLED))
-            };
+            let availability = registration.procedure_availability(reference);
             let reason = match (decision, availability) {
                 (Decision::Hide, _) => continue,
                 (_, Availability::Unavailable(reason))

@@ -336,19 +336,11 @@ impl Call<'_> {
                         Some(i) => of_instance(i),
                         None => only(),
                     };
-                    if !inner.ids.minted_here(registration_id) {
-                        let live = successor.map(|r| Arc::clone(&r.id));
-                        return Err(ErrorPayload::stale("surface-reloaded", live.as_deref()));
-                    }
-                    // A live successor makes the token stale; without one, a
-                    // tombstone tells the caller the component went away.
-                    return Err(match (successor, tombstone) {
-                        (Some(live), _) => {
-                            ErrorPayload::stale("registration-replaced", Some(&live.id))
-                        }
-                        (None, Some(_)) => ErrorPayload::unmounted("resolve"),
-                        (None, None) => ErrorPayload::not_found(),
-                    });
+                    return Err(dead_registration(
+                        inner.ids.minted_here(registration_id),
+                        successor.map(|r| &*r.id),
+                        tombstone.is_some(),
+                    ));
                 }
             }
         } else {
@@ -477,20 +469,14 @@ impl Call<'_> {
                                 && r.instance == t.instance
                         })
                     });
-                    if !inner.ids.minted_here(registration_id) {
-                        let only = match holders {
-                            [only] => Some(Arc::clone(&only.id)),
-                            _ => None,
-                        };
-                        return Err(ErrorPayload::stale("surface-reloaded", only.as_deref()));
-                    }
-                    return Err(match (successor, tombstone) {
-                        (Some(live), _) => {
-                            ErrorPayload::stale("registration-replaced", Some(&live.id))
-                        }
-                        (None, Some(_)) => ErrorPayload::unmounted("resolve"),
-                        (None, None) => ErrorPayload::not_found(),
-                    });
+                    let minted_here = inner.ids.minted_here(registration_id);
+                    // A token from another registry points at the only
+                    // live reference, if there is one.
+                    let live = match (minted_here, holders) {
+                        (false, [only]) => Some(&*only.id),
+                        _ => successor.map(|r| &*r.id),
+                    };
+                    return Err(dead_registration(minted_here, live, tombstone.is_some()));
                 }
             }
         } else {
@@ -596,10 +582,7 @@ impl Call<'_> {
             Subject::View { index, .. } => {
                 registration.availability(*index, Some(component.as_ref()))
             }
-            Subject::Domain(_) if !registration.is_enabled() => Availability::Unavailable(
-                std::borrow::Cow::Borrowed(crate::registry::COMPONENT_DISABLED),
-            ),
-            Subject::Domain(reference) => reference.availability(),
+            Subject::Domain(reference) => registration.procedure_availability(reference),
         };
         if let Availability::Unavailable(reason) = availability {
             if self.discover(registration, subject, &self.registry.inner.host()) == Decision::Hide {
@@ -1269,6 +1252,20 @@ impl Call<'_> {
             payload.insert("output".to_owned(), prepare(output));
         }
         payload
+    }
+}
+
+/// The error for a registration id that is not live: minted by another
+/// registry (`surface-reloaded`), replaced by a live successor, unmounted
+/// (a tombstone remembers it), or unknown.
+fn dead_registration(minted_here: bool, live: Option<&str>, tombstoned: bool) -> ErrorPayload {
+    if !minted_here {
+        return ErrorPayload::stale("surface-reloaded", live);
+    }
+    match (live, tombstoned) {
+        (Some(live), _) => ErrorPayload::stale("registration-replaced", Some(live)),
+        (None, true) => ErrorPayload::unmounted("resolve"),
+        (None, false) => ErrorPayload::not_found(),
     }
 }
 

@@ -560,33 +560,17 @@ impl Reference {
         }
         // Issues under a locked field come from the application's state, not
         // from the agent: the agent cannot fix them by changing its input.
-        let bound = |issue: &Issue| {
-            self.fields.iter().any(|field| {
-                field.locked && {
-                    let path = issue.path();
-                    path.strip_prefix('/')
-                        .and_then(|rest| rest.split('/').next())
-                        .is_some_and(|first| first == field.name)
-                }
-            })
-        };
-        if let Some(issue) = issues.iter().find(|issue| bound(issue)) {
-            let field = issue
-                .path()
-                .trim_start_matches('/')
-                .split('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned();
+        let locked = issues.iter().find_map(|issue| {
+            let top = issue.path().strip_prefix('/')?.split('/').next()?;
+            let field = self.fields.iter().find(|f| f.locked && f.name == top)?;
+            Some((field.name, issue))
+        });
+        if let Some((field, issue)) = locked {
             tracing::warn!(procedure = %self.procedure.id(), %issue, "a bound value does not match the procedure's input schema");
-            return Err(
-                ErrorPayload::precondition_failed(
-                    "The application state this operation is bound to is not valid right now. Refresh and retry.",
-                )
-                .with_retry(crate::Retry::AfterRefresh)
-                .with_detail("reason", "binding-failed")
-                .with_detail("field", field),
-            );
+            return Err(binding_failed_payload(
+                field,
+                "The application state this operation is bound to is not valid right now. Refresh and retry.",
+            ));
         }
         Err(ErrorPayload::invalid_input(&issues))
     }
@@ -623,10 +607,17 @@ impl Live {
 
 fn binding_failed(failure: BindingFailure) -> ErrorPayload {
     tracing::warn!(field = failure.field, cause = %failure.cause, "a procedure binding failed to evaluate");
-    ErrorPayload::precondition_failed(
+    binding_failed_payload(
+        failure.field,
         "The application could not supply part of this operation's input right now. Refresh and retry.",
     )
-    .with_retry(crate::Retry::AfterRefresh)
-    .with_detail("reason", "binding-failed")
-    .with_detail("field", failure.field)
+}
+
+/// `PRECONDITION_FAILED {reason: "binding-failed", field}`, retry after refresh:
+/// the agent cannot fix the application's state by changing its input.
+fn binding_failed_payload(field: &str, message: &'static str) -> ErrorPayload {
+    ErrorPayload::precondition_failed(message)
+        .with_retry(crate::Retry::AfterRefresh)
+        .with_detail("reason", "binding-failed")
+        .with_detail("field", field)
 }

@@ -57,7 +57,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
-use agent_surface_rules::{self as rules, Audit, Confirmation, Defaults, Effect, Kind};
+use agent_surface_rules::{self as rules, Audit, Confirmation, Effect, Kind};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -69,7 +69,10 @@ pub use executor::{
     ProcedureManifest,
 };
 
-use crate::contract::{CheckedSchema, OutputSchemaFn, SchemaFn, Source};
+use crate::contract::{
+    CheckedSchema, OutputSchemaFn, SchemaFn, Source, check_description, confirmation_for,
+    defaults_for,
+};
 use crate::error::{DefinitionError, DefinitionErrorKind as K};
 use crate::ids::CapabilityId;
 use crate::schema;
@@ -200,56 +203,15 @@ impl CheckedProcedure {
                 "procedure ids are on the domain plane: write `domain:<path>`",
             ));
         }
-        let description = contract.description.trim();
-        if description.is_empty() {
-            return Err(DefinitionError::new(
-                K::InvalidDefinition,
-                subject,
-                "the description is missing or empty",
-            ));
-        }
-        if rules::char_len(description) > rules::MAX_CAPABILITY_DESCRIPTION {
-            return Err(DefinitionError::new(
-                K::LimitExceeded,
-                subject,
-                format!(
-                    "the description is longer than {} characters",
-                    rules::MAX_CAPABILITY_DESCRIPTION
-                ),
-            ));
-        }
-        let Some(defaults) = Defaults::of(Kind::Procedure, contract.effect) else {
-            return Err(DefinitionError::new(
-                K::PlaneViolation,
-                subject,
-                format!(
-                    "procedures declare a server effect (server-query, server-mutation, external-side-effect, destructive), not `{}`",
-                    contract.effect.as_str()
-                ),
-            ));
-        };
-        let confirmation = contract.confirmation.unwrap_or(defaults.confirmation);
-        if confirmation < defaults.confirmation_floor {
-            return Err(DefinitionError::new(
-                K::InvalidDefinition,
-                subject,
-                format!(
-                    "confirmation `{}` is below the floor `{}` for effect `{}`",
-                    confirmation.as_str(),
-                    defaults.confirmation_floor.as_str(),
-                    contract.effect.as_str()
-                ),
-            ));
-        }
-        let input =
-            CheckedSchema::from_raw((contract.input)(), &format!("{subject} input schema"))?;
-        if input.json().get("type") != Some(&Value::from("object")) {
-            return Err(DefinitionError::new(
-                K::UnsupportedSchema,
-                format!("{subject} input schema"),
-                "procedure inputs must be JSON objects",
-            ));
-        }
+        let description = check_description(
+            contract.description.trim(),
+            rules::MAX_CAPABILITY_DESCRIPTION,
+            subject,
+        )?;
+        let defaults = defaults_for(Kind::Procedure, contract.effect, subject)?;
+        let confirmation =
+            confirmation_for(contract.confirmation, &defaults, contract.effect, subject)?;
+        let input = CheckedSchema::object_input((contract.input)(), subject)?;
         let output = match contract.output.and_then(|schema| schema()) {
             Some(raw) => Some(CheckedSchema::from_raw(
                 raw,
@@ -259,7 +221,7 @@ impl CheckedProcedure {
         };
         Ok(CheckedProcedure {
             id,
-            description: Arc::from(description),
+            description,
             effect: contract.effect,
             confirmation,
             audit: contract.audit.unwrap_or(defaults.audit),

@@ -47,8 +47,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use registration::{
-    Availability, COMPONENT_DISABLED, Chain, Chains, NOT_AVAILABLE_NOW, Override, Registration,
-    WHEN_ERROR, vote,
+    Availability, Chain, Chains, NOT_AVAILABLE_NOW, Override, Registration, WHEN_ERROR, vote,
 };
 
 use crate::audit::{
@@ -458,7 +457,7 @@ pub(crate) struct Tombstone {
     /// Static data only: which capabilities the registration had.
     pub(crate) contract: &'static CheckedContract,
     /// The procedures it exposed (ids only).
-    pub(crate) procedures: Arc<[Arc<str>]>,
+    pub(crate) procedures: Box<[Arc<str>]>,
 }
 
 /// Snapshot order: priority descending, then type, then instance.

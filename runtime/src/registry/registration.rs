@@ -218,6 +218,16 @@ impl Registration {
         self.enabled.load(Ordering::Acquire)
     }
 
+    /// A reference's availability: the component's master switch, then the
+    /// reference's own `when`.
+    pub(crate) fn procedure_availability(&self, reference: &Reference) -> Availability {
+        if self.is_enabled() {
+            reference.availability()
+        } else {
+            Availability::Unavailable(Cow::Borrowed(COMPONENT_DISABLED))
+        }
+    }
+
     /// Fires when the registration unmounts. After taking it, check
     /// [`is_active`](Self::is_active): an unmount that happened before the
     /// token existed did not fire it.
@@ -306,7 +316,7 @@ impl Registration {
         index: usize,
         component: Option<&dyn Component>,
     ) -> Availability {
-        if !self.enabled.load(Ordering::Acquire) {
+        if !self.is_enabled() {
             return Availability::Unavailable(Cow::Borrowed(COMPONENT_DISABLED));
         }
         if let Some(over) = self.override_of(index)
