@@ -382,23 +382,9 @@ impl<'a> Capability<'a> {
                     None
                 }
             });
-        let confirmation = set.string(CONFIRMATION).and_then(|lit| {
-            Confirmation::parse(&lit.value()).or_else(|| {
-                cx.error_spanned_by(&lit, "confirmation is one of: never, optional, required");
-                None
-            })
-        });
-        let audit = set.string(AUDIT).and_then(|lit| {
-            Audit::parse(&lit.value()).or_else(|| {
-                cx.error_spanned_by(&lit, "audit is one of: none, metadata, full");
-                None
-            })
-        });
-        let timeout_ms = set.string(TIMEOUT).and_then(|lit| {
-            agent_surface_rules::parse_duration_ms(&lit.value())
-                .map_err(|message| cx.error_spanned_by(&lit, message))
-                .ok()
-        });
+        let confirmation = set.confirmation(CONFIRMATION).map(|(value, _)| value);
+        let audit = set.audit(AUDIT);
+        let timeout_ms = set.duration_ms(TIMEOUT);
         let reason_span = set.span_of(UNAVAILABLE_REASON);
         let concurrency = set.string(CONCURRENCY).and_then(|lit| {
             ConcurrencySpec::parse(&lit.value())

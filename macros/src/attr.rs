@@ -6,6 +6,8 @@ use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use syn::{Ident, Lit, LitStr, Token};
 
+use agent_surface_rules::{Audit, Confirmation};
+
 use crate::ctxt::Ctxt;
 
 /// One `key`, `key = value` or `key(...)` argument.
@@ -274,6 +276,37 @@ impl<'c> ArgSet<'c> {
                 None
             }
         }
+    }
+
+    /// `key = "never" | "optional" | "required"`, with the literal's span.
+    pub(crate) fn confirmation(&mut self, key: &str) -> Option<(Confirmation, Span)> {
+        let lit = self.string(key)?;
+        match Confirmation::parse(&lit.value()) {
+            Some(value) => Some((value, lit.span())),
+            None => {
+                self.cx
+                    .error_spanned_by(&lit, "confirmation is one of: never, optional, required");
+                None
+            }
+        }
+    }
+
+    /// `key = "none" | "metadata" | "full"`.
+    pub(crate) fn audit(&mut self, key: &str) -> Option<Audit> {
+        let lit = self.string(key)?;
+        Audit::parse(&lit.value()).or_else(|| {
+            self.cx
+                .error_spanned_by(&lit, "audit is one of: none, metadata, full");
+            None
+        })
+    }
+
+    /// `key = "10s"` (or `"250ms"`…), in milliseconds.
+    pub(crate) fn duration_ms(&mut self, key: &str) -> Option<u64> {
+        let lit = self.string(key)?;
+        agent_surface_rules::parse_duration_ms(&lit.value())
+            .map_err(|message| self.cx.error_spanned_by(&lit, message))
+            .ok()
     }
 
     /// `key = [expr, …]`.

@@ -60,6 +60,19 @@ pub(crate) fn audit_tokens(audit: Audit) -> TokenStream {
     quote!(::agent_surface::__private::Audit::#variant)
 }
 
+/// The `Source` of an authored item: its module, Rust type and the file and
+/// line of `at`.
+pub(crate) fn source_tokens(rust_type: &LitStr, at: Span) -> TokenStream {
+    quote_spanned! {at=>
+        ::agent_surface::__private::Source {
+            module: ::core::module_path!(),
+            rust_type: #rust_type,
+            file: ::core::file!(),
+            line: ::core::line!(),
+        }
+    }
+}
+
 fn lit(text: &str) -> LitStr {
     LitStr::new(text, Span::call_site())
 }
@@ -226,16 +239,10 @@ fn component_contract(component: &Component<'_>) -> TokenStream {
         .as_ref()
         .map_or("", |text| text.value.as_str()));
     let capabilities = component.capabilities.iter().map(capability_contract);
-    let rust_type = lit(&component.rust_type_name());
-    let at = component.item.impl_token.span;
-    let source = quote_spanned! {at=>
-        ::agent_surface::__private::Source {
-            module: ::core::module_path!(),
-            rust_type: #rust_type,
-            file: ::core::file!(),
-            line: ::core::line!(),
-        }
-    };
+    let source = source_tokens(
+        &lit(&component.rust_type_name()),
+        component.item.impl_token.span,
+    );
     let mut tokens = quote! {
         ::agent_surface::__private::ComponentContract::new(
             #component_type,

@@ -16,7 +16,8 @@ use syn::{Data, DeriveInput, Fields, LitStr};
 use crate::ast::{Spanned as At, doc_description, is_helper};
 use crate::attr::{self, ArgSet, ArgValue};
 use crate::ctxt::Ctxt;
-use crate::expand::{audit_tokens, confirmation_tokens, effect_tokens};
+use crate::expand::{audit_tokens, confirmation_tokens, effect_tokens, source_tokens};
+use crate::schema::attr_args;
 use crate::symbol::{
     AUDIT, CONFIRMATION, DESCRIPTION, EFFECT, ID, IDEMPOTENT, OUTPUT, PROCEDURE_KEYS, TIMEOUT,
 };
@@ -125,29 +126,11 @@ fn parse_attrs(cx: &Ctxt, args: TokenStream, item: &DeriveInput) -> Attrs {
             span: lit.span(),
         })
         .or_else(|| doc_description(&item.attrs));
-    let confirmation =
-        set.string(CONFIRMATION)
-            .and_then(|lit| match Confirmation::parse(&lit.value()) {
-                Some(value) => Some(At {
-                    value,
-                    span: lit.span(),
-                }),
-                None => {
-                    cx.error_spanned_by(&lit, "confirmation is one of: never, optional, required");
-                    None
-                }
-            });
-    let audit = set.string(AUDIT).and_then(|lit| {
-        agent_surface_rules::Audit::parse(&lit.value()).or_else(|| {
-            cx.error_spanned_by(&lit, "audit is one of: none, metadata, full");
-            None
-        })
-    });
-    let timeout_ms = set.string(TIMEOUT).and_then(|lit| {
-        agent_surface_rules::parse_duration_ms(&lit.value())
-            .map_err(|message| cx.error_spanned_by(&lit, message))
-            .ok()
-    });
+    let confirmation = set
+        .confirmation(CONFIRMATION)
+        .map(|(value, span)| At { value, span });
+    let audit = set.audit(AUDIT);
+    let timeout_ms = set.duration_ms(TIMEOUT);
     Attrs {
         id,
         description,
@@ -239,42 +222,16 @@ fn named_fields<'a>(cx: &Ctxt, item: &'a DeriveInput) -> Vec<&'a syn::Field> {
 
 /// The value of `key = "…"` in the item's or a field's `#[serde(...)]`.
 fn serde_string(attrs: &[syn::Attribute], key: &str) -> Option<LitStr> {
-    let mut found = None;
-    for attr in attrs.iter().filter(|attr| attr.path().is_ident("serde")) {
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident(key) && meta.input.peek(syn::Token![=]) {
-                let lit: LitStr = meta.value()?.parse()?;
-                found = Some(lit);
-            } else if meta.input.peek(syn::Token![=]) {
-                let _: syn::Expr = meta.value()?.parse()?;
-            } else if meta.input.peek(syn::token::Paren) {
-                let _content;
-                syn::parenthesized!(_content in meta.input);
-            }
-            Ok(())
-        });
-    }
-    found
+    attr_args(attrs, "serde")
+        .into_iter()
+        .find_map(|(k, value)| (k == key).then_some(value).flatten())
 }
 
-/// Whether a field's `#[serde(...)]` has one of `keys` (as a flag).
+/// Whether a field's `#[serde(...)]` has one of `keys`.
 fn serde_flag(attrs: &[syn::Attribute], keys: &[&str]) -> bool {
-    let mut found = false;
-    for attr in attrs.iter().filter(|attr| attr.path().is_ident("serde")) {
-        let _ = attr.parse_nested_meta(|meta| {
-            if keys.iter().any(|key| meta.path.is_ident(key)) {
-                found = true;
-            }
-            if meta.input.peek(syn::Token![=]) {
-                let _: syn::Expr = meta.value()?.parse()?;
-            } else if meta.input.peek(syn::token::Paren) {
-                let _content;
-                syn::parenthesized!(_content in meta.input);
-            }
-            Ok(())
-        });
-    }
-    found
+    attr_args(attrs, "serde")
+        .iter()
+        .any(|(key, _)| keys.contains(&key.as_str()))
 }
 
 /// A Rust field name under a serde `rename_all` rule.
@@ -403,15 +360,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             .map_or(Effect::ServerMutation, |e| e.value),
     );
     let rust_type = LitStr::new(&ident.unraw().to_string(), Span::call_site());
-    let at = ident.span();
-    let source = quote_spanned! {at=>
-        ::agent_surface::__private::Source {
-            module: ::core::module_path!(),
-            rust_type: #rust_type,
-            file: ::core::file!(),
-            line: ::core::line!(),
-        }
-    };
+    let source = source_tokens(&rust_type, ident.span());
     let mut contract = quote! {
         ::agent_surface::__private::ProcedureContract::new(
             #id,

@@ -6,7 +6,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
-use syn::{Attribute, Data, DeriveInput, Fields, Generics, Ident, Type};
+use syn::{Attribute, Data, DeriveInput, Fields, Generics, Ident, LitStr, Type};
 
 use crate::ast::SchemaOptions;
 use crate::ctxt::Ctxt;
@@ -33,25 +33,42 @@ fn derives(attrs: &[Attribute], name: &str) -> bool {
         })
 }
 
-/// The keys used in the item's `#[serde(...)]` (or `#[schemars(...)]`) attributes.
-fn attr_keys(attrs: &[Attribute], namespace: &str) -> Vec<String> {
-    let mut keys = Vec::new();
+/// The arguments of the item's `#[serde(...)]` (or `#[schemars(...)]`)
+/// attributes: each key, with its value when it is a string literal.
+pub(crate) fn attr_args(attrs: &[Attribute], namespace: &str) -> Vec<(String, Option<LitStr>)> {
+    let mut args = Vec::new();
     for attr in attrs.iter().filter(|attr| attr.path().is_ident(namespace)) {
         let _ = attr.parse_nested_meta(|meta| {
-            if let Some(ident) = meta.path.get_ident() {
-                keys.push(ident.to_string());
-            }
-            // Skip the value, whatever its shape.
+            let key = meta.path.get_ident().map(ToString::to_string);
+            // Read (or skip) the value, whatever its shape.
+            let mut value = None;
             if meta.input.peek(syn::Token![=]) {
-                let _: syn::Expr = meta.value()?.parse()?;
+                if let syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(lit),
+                    ..
+                }) = meta.value()?.parse::<syn::Expr>()?
+                {
+                    value = Some(lit);
+                }
             } else if meta.input.peek(syn::token::Paren) {
                 let _content;
                 syn::parenthesized!(_content in meta.input);
             }
+            if let Some(key) = key {
+                args.push((key, value));
+            }
             Ok(())
         });
     }
-    keys
+    args
+}
+
+/// The keys used in the item's `#[serde(...)]` (or `#[schemars(...)]`) attributes.
+fn attr_keys(attrs: &[Attribute], namespace: &str) -> Vec<String> {
+    attr_args(attrs, namespace)
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect()
 }
 
 /// Field attributes after which the field's own type no longer decides its

@@ -8,23 +8,12 @@ use agent_surface::error::Retry;
 use agent_surface::events::SurfaceEvent;
 use agent_surface::prelude::*;
 use agent_surface::registry::{Limits, Registry};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::fixtures::{Probe, call, code, consumer, registry, settle_tasks};
+use crate::fixtures::{Probe, call, code, confirmation_id, consumer, registry, settle_tasks};
 
 fn guarded(ids: &[&str]) -> Invocation {
     Invocation::new("view:test.probe.guarded").input(json!({"ids": ids}))
-}
-
-fn confirmation_id(result: &InvocationResult) -> String {
-    let error = result.error().expect("an error");
-    assert_eq!(error.code(), ErrorCode::ConfirmationRequired, "{error:?}");
-    assert_eq!(error.retry(), Retry::WithConfirmation);
-    error
-        .detail("confirmationId")
-        .and_then(Value::as_str)
-        .unwrap()
-        .to_owned()
 }
 
 #[tokio::test]

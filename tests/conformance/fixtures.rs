@@ -257,3 +257,16 @@ pub(crate) async fn settle_tasks() {
         tokio::task::yield_now().await;
     }
 }
+
+/// The confirmation id of a `CONFIRMATION_REQUIRED` result (asserting it is one,
+/// with retry `with-confirmation`).
+pub(crate) fn confirmation_id(result: &InvocationResult) -> String {
+    let error = result.error().expect("an error");
+    assert_eq!(error.code(), ErrorCode::ConfirmationRequired, "{error:?}");
+    assert_eq!(error.retry(), agent_surface::error::Retry::WithConfirmation);
+    error
+        .detail("confirmationId")
+        .and_then(serde_json::Value::as_str)
+        .unwrap()
+        .to_owned()
+}

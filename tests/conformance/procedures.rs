@@ -17,7 +17,7 @@ use agent_surface::registry::{MountError, Registry};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::fixtures::{call, code, settle_tasks};
+use crate::fixtures::{call, code, confirmation_id, settle_tasks};
 
 /// The result of disabling devices.
 #[agent_schema]
@@ -238,16 +238,6 @@ fn descriptor(registry: &Registry, id: &str) -> Value {
         .find(|p| p["procedureId"] == id)
         .cloned()
         .unwrap_or(Value::Null)
-}
-
-fn confirmation_id(result: &InvocationResult) -> String {
-    let error = result.error().expect("an error");
-    assert_eq!(error.code(), ErrorCode::ConfirmationRequired, "{error:?}");
-    error
-        .detail("confirmationId")
-        .and_then(Value::as_str)
-        .unwrap()
-        .to_owned()
 }
 
 // ---------------------------------------------------------------------------

@@ -36,55 +36,45 @@ use crate::invoke::InvocationResult;
 
 /// Anthropic Messages API `tools`: `[{name, description, input_schema}]`.
 pub fn anthropic_tools(tools: &[Tool]) -> Value {
-    Value::Array(
-        tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name(),
-                    "description": tool.description(),
-                    "input_schema": tool.input_schema(),
-                })
-            })
-            .collect(),
-    )
+    each(tools, |tool| {
+        json!({
+            "name": tool.name(),
+            "description": tool.description(),
+            "input_schema": tool.input_schema(),
+        })
+    })
+}
+
+/// One JSON value per tool, as an array.
+fn each(tools: &[Tool], render: impl Fn(&Tool) -> Value) -> Value {
+    Value::Array(tools.iter().map(render).collect())
 }
 
 /// OpenAI Chat Completions `tools`:
 /// `[{type: "function", function: {name, description, parameters}}]`.
 pub fn openai_tools(tools: &[Tool]) -> Value {
-    Value::Array(
-        tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name(),
-                        "description": tool.description(),
-                        "parameters": tool.input_schema(),
-                    }
-                })
-            })
-            .collect(),
-    )
+    each(tools, |tool| {
+        json!({
+            "type": "function",
+            "function": {
+                "name": tool.name(),
+                "description": tool.description(),
+                "parameters": tool.input_schema(),
+            }
+        })
+    })
 }
 
 /// OpenAI Responses API `tools`: `[{type: "function", name, description, parameters}]`.
 pub fn openai_responses_tools(tools: &[Tool]) -> Value {
-    Value::Array(
-        tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "name": tool.name(),
-                    "description": tool.description(),
-                    "parameters": tool.input_schema(),
-                })
-            })
-            .collect(),
-    )
+    each(tools, |tool| {
+        json!({
+            "type": "function",
+            "name": tool.name(),
+            "description": tool.description(),
+            "parameters": tool.input_schema(),
+        })
+    })
 }
 
 /// The result envelope as JSON text (the payload providers get, intact).
