@@ -805,11 +805,13 @@ impl Shared {
         self.listeners.call(&catalog.tools, "toolset");
     }
 
-    fn immediate(
+    /// A result settled by the toolset itself (unknown tool, envelope
+    /// error, discovery), under the tool-call id or a fresh invocation id.
+    fn settled(
         &self,
         name: &str,
         tool_call_id: Option<&str>,
-        error: ErrorPayload,
+        outcome: Result<Option<Arc<Value>>, ErrorPayload>,
     ) -> InvocationResult {
         let invocation_id: Arc<str> = match tool_call_id {
             Some(id) => Arc::from(id),
@@ -818,10 +820,19 @@ impl Shared {
         InvocationResult::new(
             invocation_id,
             Arc::from(name),
-            Err(error),
+            outcome,
             self.registry.version(),
             false,
         )
+    }
+
+    fn immediate(
+        &self,
+        name: &str,
+        tool_call_id: Option<&str>,
+        error: ErrorPayload,
+    ) -> InvocationResult {
+        self.settled(name, tool_call_id, Err(error))
     }
 
     /// One call through the pipeline; in wait mode a confirmation request
@@ -856,12 +867,10 @@ impl Shared {
         tokio::select! {
             _ = controller.wait_for(&confirmation_id) => {}
             () = self.disposed.cancelled() => {
-                return InvocationResult::new(
-                    Arc::from(first.invocation_id()),
-                    Arc::from(first.capability_id()),
-                    Err(ErrorPayload::cancelled()),
-                    self.registry.version(),
-                    false,
+                return self.immediate(
+                    first.capability_id(),
+                    Some(first.invocation_id()),
+                    ErrorPayload::cancelled(),
                 );
             }
         }
@@ -1206,18 +1215,8 @@ fn narrow(floor: &[String], requested: Option<Vec<String>>) -> Scoped {
 
 impl Toolset {
     fn ok(&self, name: &str, tool_call_id: Option<&str>, output: Value) -> InvocationResult {
-        let shared = &self.shared;
-        let invocation_id: Arc<str> = match tool_call_id {
-            Some(id) => Arc::from(id),
-            None => Arc::from(shared.registry.inner.ids.invocation_id()),
-        };
-        InvocationResult::new(
-            invocation_id,
-            Arc::from(name),
-            Ok(Some(Arc::new(output))),
-            shared.registry.version(),
-            false,
-        )
+        self.shared
+            .settled(name, tool_call_id, Ok(Some(Arc::new(output))))
     }
 
     fn discover(&self, input: Value, tool_call_id: Option<&str>) -> InvocationResult {
