@@ -33,6 +33,30 @@ fn meta(registry: &Registry) -> Toolset {
         .unwrap()
 }
 
+/// An embedded (wait-mode) toolset over a mounted probe.
+fn embedded() -> (Registry, Arc<Probe>, Mounted, Toolset) {
+    let registry = registry();
+    let probe = Probe::new();
+    let mounted = registry.mount(probe.clone()).unwrap();
+    let toolset = Toolset::builder(&registry)
+        .topology(Topology::Embedded)
+        .build()
+        .unwrap();
+    (registry, probe, mounted, toolset)
+}
+
+/// Calls `guarded` in the background (it waits for the user).
+fn spawn_guarded(
+    toolset: &Toolset,
+    id: &str,
+    call_id: Option<&'static str>,
+) -> tokio::task::JoinHandle<InvocationResult> {
+    let name = name_of(toolset, "view:test.probe.guarded");
+    let toolset = toolset.clone();
+    let input = json!({"ids": [id]});
+    tokio::spawn(async move { toolset.execute(&name, input, call_id).await })
+}
+
 fn name_of(toolset: &Toolset, capability_id: &str) -> String {
     toolset
         .tool_for(capability_id, None)
@@ -85,22 +109,8 @@ fn as_topo_002_topology_defaults_and_explicit_override() {
 
 #[tokio::test(start_paused = true)]
 async fn as_topo_002_embedded_loops_wait_for_the_user_and_see_one_result() {
-    let registry = registry();
-    let probe = Probe::new();
-    let _mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = Toolset::builder(&registry)
-        .topology(Topology::Embedded)
-        .build()
-        .unwrap();
-    let name = name_of(&toolset, "view:test.probe.guarded");
-    let call = tokio::spawn({
-        let toolset = toolset.clone();
-        async move {
-            toolset
-                .execute(&name, json!({"ids": ["d1"]}), Some("toolu_1"))
-                .await
-        }
-    });
+    let (registry, probe, _mounted, toolset) = embedded();
+    let call = spawn_guarded(&toolset, "d1", Some("toolu_1"));
     settle_tasks().await;
     let pending = registry.confirmations().pending();
     assert_eq!(pending.len(), 1);
@@ -115,11 +125,7 @@ async fn as_topo_002_embedded_loops_wait_for_the_user_and_see_one_result() {
     assert_eq!(probe.runs(), 1);
 
     // A denial comes back as the final result, not retried.
-    let name = name_of(&toolset, "view:test.probe.guarded");
-    let call = tokio::spawn({
-        let toolset = toolset.clone();
-        async move { toolset.execute(&name, json!({"ids": ["d2"]}), None).await }
-    });
+    let call = spawn_guarded(&toolset, "d2", None);
     settle_tasks().await;
     let id = registry.confirmations().pending()[0]
         .confirmation_id
@@ -134,22 +140,8 @@ async fn as_topo_002_embedded_loops_wait_for_the_user_and_see_one_result() {
 
 #[tokio::test(start_paused = true)]
 async fn as_topo_003_dispose_settles_in_flight_confirmation_waits() {
-    let registry = registry();
-    let probe = Probe::new();
-    let _mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = Toolset::builder(&registry)
-        .topology(Topology::Embedded)
-        .build()
-        .unwrap();
-    let name = name_of(&toolset, "view:test.probe.guarded");
-    let call = tokio::spawn({
-        let toolset = toolset.clone();
-        async move {
-            toolset
-                .execute(&name, json!({"ids": ["d1"]}), Some("t-9"))
-                .await
-        }
-    });
+    let (registry, probe, _mounted, toolset) = embedded();
+    let call = spawn_guarded(&toolset, "d1", Some("t-9"));
     settle_tasks().await;
     assert_eq!(registry.confirmations().pending().len(), 1);
     toolset.dispose();
