@@ -117,6 +117,25 @@ pub struct Limits {
     pub audit_buffer: usize,
     /// Largest input or output kept in a `full` audit record, in bytes (4096).
     pub max_audit_payload_bytes: usize,
+    /// Longest agent-supplied identifier (invocation, capability, instance,
+    /// registration, confirmation ids and the version hint), in bytes (256).
+    /// Longer ones settle `INVALID_INPUT` before anything is remembered.
+    pub max_id_bytes: usize,
+    /// Largest agent input, serialized, in bytes (262 144).
+    pub max_input_bytes: usize,
+    /// Deepest nesting of agent input (arrays and objects), checked
+    /// iteratively before any recursive walk (64).
+    pub max_input_depth: usize,
+    /// Confirmations one consumer may have pending at once, under
+    /// `max_pending_confirmations` (8), so one consumer cannot starve others.
+    pub max_pending_confirmations_per_consumer: usize,
+    /// Bytes of terminal results kept for deduplication, all consumers
+    /// together (4 MiB). When full, the consumer holding the most gives up
+    /// its oldest record first.
+    pub dedupe_cache_bytes: usize,
+    /// Calls one consumer may have in flight under an invocation id at once
+    /// (64); more settle `RATE_LIMITED`. In-flight records are never evicted.
+    pub max_in_flight_per_consumer: usize,
 }
 
 impl Default for Limits {
@@ -143,6 +162,12 @@ impl Default for Limits {
             max_pending_confirmations: 32,
             audit_buffer: 1000,
             max_audit_payload_bytes: 4096,
+            max_id_bytes: 256,
+            max_input_bytes: 262_144,
+            max_input_depth: 64,
+            max_pending_confirmations_per_consumer: 8,
+            dedupe_cache_bytes: 4 << 20,
+            max_in_flight_per_consumer: 64,
         }
     }
 }
