@@ -203,7 +203,10 @@ impl Dispatcher {
                 .events
                 .clear();
         }
-        *listeners = Arc::new(next);
+        let previous = std::mem::replace(&mut *listeners, Arc::new(next));
+        drop(listeners);
+        // A listener closure may own a mount handle: drop it unlocked.
+        crate::util::contain::drop_contained("event listener destructor", previous);
     }
 
     pub(crate) fn clear(&self) {
@@ -211,13 +214,18 @@ impl Dispatcher {
             .listeners
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        *listeners = Arc::new(Vec::new());
+        let previous = std::mem::replace(&mut *listeners, Arc::new(Vec::new()));
         self.has_listeners.store(false, Ordering::Release);
-        self.queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .events
-            .clear();
+        drop(listeners);
+        let queued = std::mem::take(
+            &mut self
+                .queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .events,
+        );
+        // A listener closure may own a mount handle: drop it unlocked.
+        crate::util::contain::drop_contained("event listener destructor", (previous, queued));
     }
 
     /// Whether anyone listens (events need not even be built otherwise).

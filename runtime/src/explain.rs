@@ -211,7 +211,8 @@ pub fn explain_surface(registry: &Registry, options: &SnapshotOptions) -> Explan
             .enumerate()
             .map(|(index, capability)| {
                 let ctx = inner.policy_context(registration, capability, &options.consumer, &host);
-                let availability = registration.availability(index, component.as_deref());
+                let availability =
+                    registration.availability(index, component.as_deref().map(|c| &**c));
                 explain_one(
                     capability,
                     registration.chain(index),

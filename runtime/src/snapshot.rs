@@ -599,7 +599,7 @@ impl Registry {
             let state = match decision {
                 Decision::Hide => State::Hidden,
                 decision => match (
-                    registration.availability(index, component.as_deref()),
+                    registration.availability(index, component.as_deref().map(|c| &**c)),
                     decision,
                 ) {
                     (Availability::Unavailable(reason), _)

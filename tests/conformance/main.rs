@@ -17,6 +17,7 @@ mod fixtures;
 mod harness;
 mod ids;
 mod lifecycle;
+mod nesting;
 mod pipeline;
 mod policies;
 mod procedures;

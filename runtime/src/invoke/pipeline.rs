@@ -32,6 +32,7 @@ use crate::policy::{self, Decision, InvokeContext, PolicyContext};
 use crate::procedure::{ProcedureCall, ProcedureError, Reference};
 use crate::registry::{Availability, Chain, Registration, Registry};
 use crate::snapshot::in_scope;
+use crate::util::contain::Contained;
 use crate::{Audit, Confirmation, Effect, Kind};
 
 /// One call in flight through phases 2–10.
@@ -101,6 +102,15 @@ struct Trace {
     finished: Option<Instant>,
     operator: Option<String>,
     audit_annotations: Map<String, Value>,
+}
+
+/// Completes `timeout` after `started`; a timeout too large to represent
+/// (`Duration::MAX` as "no timeout") never completes instead of overflowing.
+async fn deadline(started: Instant, timeout: Duration) {
+    match started.checked_add(timeout) {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 fn panic_message(panic: &(dyn Any + Send)) -> String {
@@ -573,7 +583,7 @@ impl Call<'_> {
         &self,
         registration: &Arc<Registration>,
         subject: &Subject,
-    ) -> Result<Arc<dyn Component>, ErrorPayload> {
+    ) -> Result<Contained<Arc<dyn Component>>, ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 3, name = "availability").entered();
         let Some(component) = registration.component() else {
             return Err(ErrorPayload::unmounted("resolve"));
@@ -906,13 +916,18 @@ impl Call<'_> {
             ),
             None => ActionContext::for_observation(read, Arc::clone(&self.invocation_id)),
         };
-        let mut handler = AssertUnwindFuture(component.__invoke(index, typed, ctx));
+        // The handler future owns a component reference and may be its last
+        // owner: its drop is contained like every component destructor.
+        let mut handler = Contained::new(
+            "handler future",
+            AssertUnwindFuture(Arc::clone(&component).__invoke(index, typed, ctx)),
+        );
+        drop(component);
         let started = Instant::now();
-        let deadline = started + timeout;
         let settled = tokio::select! {
             biased;
             outcome = &mut handler => Ok(outcome),
-            () = tokio::time::sleep_until(deadline) => Err(Interrupt::Timeout(timeout)),
+            () = deadline(started, timeout) => Err(Interrupt::Timeout(timeout)),
             () = external.wait() => Err(Interrupt::Cancelled),
             // Disposal unmounts everything too; it settles CANCELLED.
             () = inner.disposed.cancelled() => Err(Interrupt::Cancelled),
@@ -1001,12 +1016,12 @@ impl Call<'_> {
             trace.operator = Some("the procedure executor panicked".to_owned());
             return Err(ErrorPayload::execution_failed(FailureReason::HandlerError));
         };
-        let mut future = AssertUnwindFuture(future);
+        let mut future = Contained::new("procedure future", AssertUnwindFuture(future));
         let started = Instant::now();
         let settled = tokio::select! {
             biased;
             outcome = &mut future => Ok(outcome),
-            () = tokio::time::sleep_until(started + timeout) => Err(Interrupt::Timeout(timeout)),
+            () = deadline(started, timeout) => Err(Interrupt::Timeout(timeout)),
             () = external.wait() => Err(Interrupt::Cancelled),
             () = inner.disposed.cancelled() => Err(Interrupt::Cancelled),
             () = unmounted.cancelled() => Err(Interrupt::Unmounted),
@@ -1086,7 +1101,7 @@ impl Call<'_> {
     /// dropped afterwards: no handler outlives its grace.
     fn watch_late_settlement<F, T, E>(
         &self,
-        handler: AssertUnwindFuture<F>,
+        handler: Contained<AssertUnwindFuture<F>>,
         grace: Duration,
         capability: &CheckedCapability,
     ) where

@@ -437,9 +437,14 @@ impl Reference {
             .clone()
     }
 
-    /// Drops the closures (unmount).
-    pub(crate) fn release(&self) {
-        *self.live.write().unwrap_or_else(PoisonError::into_inner) = None;
+    /// Takes the closures out (unmount); the caller drops them unlocked.
+    pub(crate) fn release(&self) -> Option<Box<dyn std::any::Any + Send + Sync>> {
+        let live = self
+            .live
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        live.map(|live| Box::new(live) as Box<dyn std::any::Any + Send + Sync>)
     }
 
     /// The `boundFields` of the descriptor.

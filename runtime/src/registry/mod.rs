@@ -1272,6 +1272,9 @@ impl Registry {
         let mut state = inner.state();
         let collision = self.suffix_collision(&state, contract);
         if let (Some((view, domain)), SuffixPolicy::Error) = (&collision, inner.config.suffixes) {
+            let released = registration.release();
+            drop(state);
+            released.drop_unlocked();
             return Err(MountError::SuffixCollision {
                 view: view.to_string(),
                 domain: domain.to_string(),
@@ -1279,6 +1282,7 @@ impl Registry {
         }
         let mut events = Vec::new();
         let mut replaced = None;
+        let mut released = None;
         let existing = state
             .by_type
             .get(&*component_type)
@@ -1287,7 +1291,9 @@ impl Registry {
         if let Some(existing) = existing {
             match inner.config.duplicates {
                 DuplicatePolicy::Reject => {
+                    let released = registration.release();
                     drop(state);
+                    released.drop_unlocked();
                     return Ok(self.rejected(
                         registration_id,
                         component_type,
@@ -1297,7 +1303,7 @@ impl Registry {
                 }
                 DuplicatePolicy::Replace => {
                     state.remove(&existing, now);
-                    existing.release();
+                    released = Some(existing.release());
                     events.push(SurfaceEvent::ComponentUnregistered {
                         registration_id: Arc::clone(&existing.id),
                         component_type: Arc::clone(&component_type),
@@ -1328,6 +1334,10 @@ impl Registry {
         if let Some(replaced) = replaced {
             replaced.abort();
             self.audit_registration(AuditKind::Unregistration, &replaced.id, now, None);
+        }
+        // The replaced component's destructor may unmount others: no lock held.
+        if let Some(released) = released {
+            released.drop_unlocked();
         }
         if let (Some((view, domain)), SuffixPolicy::Warn) = (&collision, inner.config.suffixes) {
             tracing::warn!(%view, %domain, "a view capability shares its suffix with a domain procedure");
@@ -1424,7 +1434,7 @@ impl Registry {
             return;
         }
         state.remove(registration, now);
-        registration.release();
+        let released = registration.release();
         let events = if inner.dispatcher.active() {
             vec![SurfaceEvent::ComponentUnregistered {
                 registration_id: Arc::clone(&registration.id),
@@ -1439,6 +1449,9 @@ impl Registry {
         registration.abort();
         self.audit_registration(AuditKind::Unregistration, &registration.id, now, None);
         inner.dispatcher.drain();
+        // Last: the destructor may unmount other components (nested mounts)
+        // and may panic; neither can hold up or undo this unmount.
+        released.drop_unlocked();
     }
 
     /// Tells the registry which domain procedure ids exist (for
@@ -1482,10 +1495,13 @@ impl Registry {
                 changed |= reference.exposed.swap(exposed, Ordering::AcqRel) != exposed;
             }
         }
-        *inner
-            .executor
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = executor;
+        let previous = std::mem::replace(
+            &mut *inner
+                .executor
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+            executor,
+        );
         if changed {
             state.index_procedures();
             state.ordered = None;
@@ -1493,6 +1509,7 @@ impl Registry {
         }
         drop(state);
         inner.dispatcher.drain();
+        crate::util::contain::drop_contained("procedure executor destructor", previous);
         mismatches
     }
 

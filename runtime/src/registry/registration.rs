@@ -15,6 +15,7 @@ use crate::ids::InstanceId;
 use crate::invoke::concurrency::{ActionQueue, QueueKey};
 use crate::policy::{Decision, PolicyContext, PolicyRef, Scope};
 use crate::procedure::Reference;
+use crate::util::contain::Contained;
 
 /// The reason shown when a component is disabled.
 pub(crate) const COMPONENT_DISABLED: &str = "component-disabled";
@@ -117,6 +118,22 @@ pub(crate) struct Override {
 pub(crate) enum Availability {
     Available,
     Unavailable(Cow<'static, str>),
+}
+
+/// What an unmount took out of a registration: dropped by
+/// [`Released::drop_unlocked`] once no lock is held, panics contained.
+#[must_use = "drop it with `drop_unlocked` after releasing the state lock"]
+pub(crate) struct Released {
+    // Held only to be dropped (unlocked, contained).
+    _component: Option<Arc<dyn Component>>,
+    _references: Vec<Option<Box<dyn std::any::Any + Send + Sync>>>,
+}
+
+impl Released {
+    /// Drops the handlers and closures; a panicking destructor is logged.
+    pub(crate) fn drop_unlocked(self) {
+        crate::util::contain::drop_contained("component destructor", self);
+    }
 }
 
 /// A live (or just unmounted) registration.
@@ -246,24 +263,30 @@ impl Registration {
         self.active.load(Ordering::Acquire)
     }
 
-    /// The live handlers, if still mounted.
-    pub(crate) fn component(&self) -> Option<Arc<dyn Component>> {
+    /// The live handlers, if still mounted. The holder may end up the last
+    /// owner (an unmount meanwhile): its drop is contained.
+    pub(crate) fn component(&self) -> Option<Contained<Arc<dyn Component>>> {
         self.component
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+            .map(|component| Contained::new("component destructor", component))
     }
 
-    /// Drops the handlers and the references' closures (unmount): no
-    /// executable reference outlives the mount.
-    pub(crate) fn release(&self) {
+    /// Takes the handlers and the references' closures out (unmount): no
+    /// executable reference outlives the mount. The caller drops what is
+    /// returned after releasing every lock: a component's destructor may
+    /// unmount other components (a page owning its children's mounts).
+    pub(crate) fn release(&self) -> Released {
         self.active.store(false, Ordering::Release);
-        *self
+        let component = self
             .component
             .write()
-            .unwrap_or_else(PoisonError::into_inner) = None;
-        for reference in self.references.iter() {
-            reference.release();
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        Released {
+            _component: component,
+            _references: self.references.iter().map(|r| r.release()).collect(),
         }
     }
 

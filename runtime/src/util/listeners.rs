@@ -28,12 +28,24 @@ impl<A: ?Sized> Listeners<A> {
         id
     }
 
+    /// Removes a listener; its closure is dropped outside the lock (it may
+    /// own a mount handle), with a panicking destructor contained.
     pub(crate) fn remove(&self, id: u64) {
-        self.lock().retain(|(listener, _)| *listener != id);
+        let removed: Vec<(u64, Listener<A>)> = {
+            let mut list = self.lock();
+            let (removed, kept) = std::mem::take(&mut *list)
+                .into_iter()
+                .partition(|(listener, _)| *listener == id);
+            *list = kept;
+            removed
+        };
+        crate::util::contain::drop_contained("listener destructor", removed);
     }
 
+    /// Removes every listener, dropping them outside the lock.
     pub(crate) fn clear(&self) {
-        self.lock().clear();
+        let removed = std::mem::take(&mut *self.lock());
+        crate::util::contain::drop_contained("listener destructor", removed);
     }
 
     pub(crate) fn is_empty(&self) -> bool {
