@@ -517,7 +517,9 @@ impl Registry {
             surface_id: Arc::clone(&inner.surface_id),
             surface_version: version,
             captured_at_ms: inner.now_ms(),
-            route: inner.config.route.as_ref().and_then(|route| route()),
+            route: inner.config.route.as_ref().and_then(|route| {
+                crate::util::contain::contained("route provider", || route()).flatten()
+            }),
             components,
             procedures,
             dropped,

@@ -273,11 +273,14 @@ pub(crate) enum Expect {
     Operation,
 }
 
-/// Gives the dedupe record back if the leader's future is dropped early, so
-/// joiners do not wait forever and a retry becomes a new attempt.
-struct Leadership<'r> {
+/// The leader of a deduplicated call. Finished by phase 10 *before* any
+/// host hook (audit sinks, redaction, listeners) runs, so nothing a host
+/// supplies can abandon the record; gives the record back if the leader's
+/// future is dropped early, so joiners do not wait forever and a retry
+/// becomes a new attempt.
+pub(crate) struct Leadership<'r> {
     registry: &'r Registry,
-    key: Arc<str>,
+    key: dedupe::Key,
     generation: u64,
     /// When the attempt began; the dedupe window counts from here.
     began_ms: u64,
@@ -285,7 +288,7 @@ struct Leadership<'r> {
 }
 
 impl Leadership<'_> {
-    fn finish(mut self, result: &InvocationResult) {
+    pub(crate) fn finish(mut self, result: &InvocationResult) {
         let inner = &self.registry.inner;
         let now = self.began_ms;
         inner
@@ -358,11 +361,7 @@ impl Registry {
         // remember.
         let consumer_key = Arc::clone(consumer.key());
         let leadership = if supplied {
-            let mut key = String::with_capacity(consumer_key.len() + invocation_id.len() + 1);
-            key.push_str(&consumer_key);
-            key.push(' ');
-            key.push_str(&invocation_id);
-            let key: Arc<str> = Arc::from(key);
+            let key: dedupe::Key = (Arc::clone(&consumer_key), Arc::clone(&invocation_id));
             let fingerprint = request.fingerprint();
             let now = inner.now_ms();
             let begin = inner
@@ -372,6 +371,9 @@ impl Registry {
                 .begin(&key, fingerprint, now);
             let generation = match begin {
                 Begin::Conflict => return immediate(ErrorPayload::conflict()),
+                Begin::Busy => {
+                    return immediate(ErrorPayload::rate_limited("queue-full", Some(1_000)));
+                }
                 Begin::Cached(result) => return result,
                 Begin::Join(mut done) => {
                     return match done.wait_for(Option::is_some).await {
@@ -404,12 +406,9 @@ impl Registry {
             invocation_id,
             capability_id,
             expect,
+            leadership,
         };
-        let result = call.run().await;
-        if let Some(leadership) = leadership {
-            leadership.finish(&result);
-        }
-        result
+        call.run().await
     }
 
     /// Dedupe entries currently remembered (bounded by `dedupe_cache_size`).

@@ -48,6 +48,8 @@ pub(super) struct Call<'r> {
     pub(super) capability_id: Arc<str>,
     /// The kinds the caller's verb admits.
     pub(super) expect: Option<super::Expect>,
+    /// The dedupe record this call leads (calls with an invocation id).
+    pub(super) leadership: Option<super::Leadership<'r>>,
 }
 
 /// What a call addresses on its registration.
@@ -1171,7 +1173,7 @@ impl Call<'_> {
 
     /// Phase 10: the result, the audit record and the settled event.
     fn settle(
-        self,
+        mut self,
         outcome: Result<Option<Arc<Value>>, ErrorPayload>,
         trace: Trace,
         started: Instant,
@@ -1179,10 +1181,21 @@ impl Call<'_> {
     ) -> InvocationResult {
         let inner = &self.registry.inner;
         let version = inner.version();
+        let result = InvocationResult::new(
+            Arc::clone(&self.invocation_id),
+            Arc::clone(&self.capability_id),
+            outcome,
+            version,
+            version != version_at_start,
+        );
+        // The dedupe record first: no host hook below can abandon it.
+        if let Some(leadership) = self.leadership.take() {
+            leadership.finish(&result);
+        }
         let ended = trace.finished.unwrap_or_else(Instant::now);
         let duration_ms = u64::try_from((ended - started).as_millis()).unwrap_or(u64::MAX);
-        let code = outcome.as_ref().err().map(ErrorPayload::code);
-        let status = if outcome.is_ok() { "ok" } else { "error" };
+        let code = result.error().map(ErrorPayload::code);
+        let status = if result.is_ok() { "ok" } else { "error" };
         let level = trace
             .target
             .as_ref()
@@ -1211,10 +1224,8 @@ impl Call<'_> {
             }
             event.detail = (!detail.is_empty()).then_some(detail);
             if level == Audit::Full {
-                event.payload = Some(self.audit_payload(
-                    trace.effective_input.as_ref(),
-                    outcome.as_ref().ok().and_then(Option::as_deref),
-                ));
+                event.payload =
+                    Some(self.audit_payload(trace.effective_input.as_ref(), result.output()));
             }
             inner.record(&event);
             if let Some(target) = &trace.target
@@ -1234,13 +1245,7 @@ impl Call<'_> {
                 duration_ms,
             }]
         });
-        InvocationResult::new(
-            self.invocation_id,
-            self.capability_id,
-            outcome,
-            version,
-            version != version_at_start,
-        )
+        result
     }
 
     /// Input and output for a `full` audit record: redacted, size-capped.
@@ -1249,7 +1254,11 @@ impl Call<'_> {
         let cap = config.limits.max_audit_payload_bytes;
         let prepare = |value: &Value| -> Value {
             let value = match &config.redact {
-                Some(redact) => redact(value),
+                // A panicking redaction hook keeps nothing of the payload.
+                Some(redact) => {
+                    crate::util::contain::contained("audit redaction hook", || redact(value))
+                        .unwrap_or_else(|| serde_json::json!({"redacted": "redaction-failed"}))
+                }
                 None => value.clone(),
             };
             let size = byte_len(&value);

@@ -354,7 +354,15 @@ impl<'a, C: ?Sized + Sync> Next<'a, C> {
                     ctx: self.ctx,
                     hook: self.hook,
                 };
-                (self.hook)(&**first, self.ctx, next)
+                let hook = self.hook;
+                let ctx = self.ctx;
+                // A hook that panics before returning its future: the panic
+                // moves into the future, where the pipeline contains it like
+                // any other policy panic (the call is refused).
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&**first, ctx, next)))
+                    .unwrap_or_else(|panic| {
+                        Box::pin(async move { std::panic::resume_unwind(panic) })
+                    })
             }
         }
     }

@@ -272,7 +272,9 @@ impl RegistryBuilder {
     }
 
     /// The host context provider, called lazily per evaluation. Keep it
-    /// synchronous and cheap (read from your stores, never fetch).
+    /// synchronous and cheap (read from your stores, never fetch). A panic
+    /// is contained and fails closed: that evaluation sees an empty context
+    /// (no user, no permissions).
     pub fn host_context(
         mut self,
         provider: impl Fn() -> HostContext + Send + Sync + 'static,
@@ -323,7 +325,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// The route provider for snapshots.
+    /// The route provider for snapshots (a panic is contained: no route).
     pub fn route(
         mut self,
         provider: impl Fn() -> Option<RouteInfo> + Send + Sync + 'static,
@@ -420,10 +422,12 @@ impl RegistryBuilder {
             dispatcher: Arc::new(Dispatcher::default()),
             audit,
             memory_audit: memory,
-            dedupe: Mutex::new(Dedupe::new(
-                limits.dedupe_cache_size,
-                millis(limits.dedupe_cache_ttl),
-            )),
+            dedupe: Mutex::new(Dedupe::new(crate::invoke::dedupe::Budget {
+                count: limits.dedupe_cache_size,
+                bytes: limits.dedupe_cache_bytes,
+                ttl_ms: millis(limits.dedupe_cache_ttl),
+                in_flight_per_consumer: limits.max_in_flight_per_consumer.max(1),
+            })),
             confirmations: ConfirmationStore::new(limits.max_pending_confirmations),
             admission: Arc::new(Admission::default()),
             disposed: CancellationToken::new(),
@@ -652,7 +656,12 @@ impl Inner {
 
     pub(crate) fn host(&self) -> HostContext {
         match &self.config.host {
-            Some(provider) => provider(),
+            // A panicking provider fails closed: an empty host context (no
+            // user, no permissions).
+            Some(provider) => {
+                crate::util::contain::contained("host context provider", || provider())
+                    .unwrap_or_else(|| self.empty_host.clone())
+            }
             None => self.empty_host.clone(),
         }
     }

@@ -112,17 +112,6 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         evicted
     }
 
-    /// Rewrites a value in place, restarting its time to live.
-    pub(crate) fn refresh<Q>(&mut self, key: &Q, now_ms: u64) -> Option<&mut V>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        let entry = self.entries.get_mut(key)?;
-        entry.written_ms = now_ms;
-        Some(&mut entry.value)
-    }
-
     pub(crate) fn remove<Q>(&mut self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
@@ -149,6 +138,13 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
 
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Removes and returns the least recently used entry.
+    pub(crate) fn pop_oldest(&mut self) -> Option<(K, V)> {
+        let (_, oldest) = self.order.pop_first()?;
+        let entry = self.entries.remove(&oldest)?;
+        Some((oldest, entry.value))
     }
 }
 

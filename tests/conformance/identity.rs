@@ -1,0 +1,230 @@
+//! At most once per invocation id under attack (AS-IDENT-001, -004, -005):
+//! in-flight records are never evicted, other consumers' traffic cannot
+//! evict a consumer's records within its fair share, keys are structured
+//! (no two consumers' ids collide however they are spelled), and no host
+//! hook can abandon a record.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agent_surface::prelude::*;
+use agent_surface::registry::{Limits, Registry};
+use serde_json::json;
+
+use crate::fixtures::{Probe, code, consumer, settle_tasks};
+
+async fn call_as(registry: &Registry, who: &str, invocation: Invocation) -> InvocationResult {
+    registry
+        .invoke(invocation, InvokeOptions::consumer(consumer(who)))
+        .await
+}
+
+#[tokio::test]
+async fn as_ident_001_other_consumers_traffic_never_evicts_an_in_flight_record() {
+    let registry = Registry::builder()
+        .limits(Limits {
+            dedupe_cache_size: 8,
+            ..Limits::default()
+        })
+        .build();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let held = tokio::spawn({
+        let registry = registry.clone();
+        async move {
+            call_as(
+                &registry,
+                "victim",
+                Invocation::new("view:test.probe.hold").invocation_id("call-1"),
+            )
+            .await
+        }
+    });
+    settle_tasks().await;
+    for n in 0..500 {
+        let result = call_as(
+            &registry,
+            "noisy",
+            Invocation::new("view:test.probe.read").invocation_id(format!("n-{n}")),
+        )
+        .await;
+        assert!(result.is_ok());
+    }
+    // The victim's retry joins the running call instead of running again.
+    let retry = tokio::spawn({
+        let registry = registry.clone();
+        async move {
+            call_as(
+                &registry,
+                "victim",
+                Invocation::new("view:test.probe.hold").invocation_id("call-1"),
+            )
+            .await
+        }
+    });
+    settle_tasks().await;
+    probe.open();
+    let (first, second) = (held.await.unwrap(), retry.await.unwrap());
+    assert!(first.is_ok() && second.is_ok(), "{first:?} {second:?}");
+    assert_eq!(first, second);
+    assert_eq!(probe.runs(), 1, "the handler ran once");
+    assert!(registry.dedupe_len() <= 8 + 1, "{}", registry.dedupe_len());
+}
+
+#[tokio::test]
+async fn as_ident_005_a_consumer_within_its_fair_share_keeps_its_settled_records() {
+    let registry = Registry::builder()
+        .limits(Limits {
+            dedupe_cache_size: 16,
+            ..Limits::default()
+        })
+        .build();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let poke = |id: &str| {
+        Invocation::new("view:test.probe.poke")
+            .input(json!({"ids": ["a"]}))
+            .invocation_id(id)
+    };
+    assert!(call_as(&registry, "quiet", poke("mine")).await.is_ok());
+    for n in 0..1_000 {
+        let _ = call_as(&registry, "noisy", poke(&format!("n-{n}"))).await;
+    }
+    let runs = probe.runs();
+    let again = call_as(&registry, "quiet", poke("mine")).await;
+    assert!(again.is_ok());
+    assert_eq!(
+        probe.runs(),
+        runs,
+        "the cached result was returned, nothing ran"
+    );
+    assert!(registry.dedupe_len() <= 16);
+}
+
+#[tokio::test]
+async fn as_ident_004_consumer_keys_are_structured_not_concatenated() {
+    let registry = Registry::builder().build();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    // "ann" + " " + "lee x" and "ann lee" + " " + "x" would be one string.
+    let a = call_as(
+        &registry,
+        "ann",
+        Invocation::new("view:test.probe.poke")
+            .input(json!({"ids": ["a"]}))
+            .invocation_id("lee x"),
+    )
+    .await;
+    let b = call_as(
+        &registry,
+        "ann lee",
+        Invocation::new("view:test.probe.poke")
+            .input(json!({"ids": ["b"]}))
+            .invocation_id("x"),
+    )
+    .await;
+    assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
+    assert_eq!(probe.runs(), 2);
+}
+
+#[tokio::test]
+async fn as_ident_001_in_flight_calls_are_capped_per_consumer() {
+    let registry = Registry::builder()
+        .limits(Limits {
+            max_in_flight_per_consumer: 2,
+            action_queue_depth: 8,
+            ..Limits::default()
+        })
+        .build();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let mut held = Vec::new();
+    for n in 0..2 {
+        let registry = registry.clone();
+        held.push(tokio::spawn(async move {
+            call_as(
+                &registry,
+                "busy",
+                Invocation::new("view:test.probe.hold").invocation_id(format!("h-{n}")),
+            )
+            .await
+        }));
+    }
+    settle_tasks().await;
+    let third = call_as(
+        &registry,
+        "busy",
+        Invocation::new("view:test.probe.hold").invocation_id("h-3"),
+    )
+    .await;
+    assert_eq!(code(&third), Some(ErrorCode::RateLimited));
+    // Another consumer is not affected.
+    let other = call_as(
+        &registry,
+        "calm",
+        Invocation::new("view:test.probe.read").invocation_id("r-1"),
+    )
+    .await;
+    assert!(other.is_ok());
+    probe.open();
+    for task in held {
+        assert!(task.await.unwrap().is_ok());
+    }
+}
+
+/// A component whose action's inputs and outputs are audited in full.
+pub(crate) struct Ledger {
+    runs: AtomicUsize,
+}
+
+/// Something to record.
+#[agent_schema]
+pub(crate) struct Entry {
+    /// The text.
+    pub(crate) text: String,
+}
+
+/// A ledger.
+#[agent_component(type = "test.ledger")]
+impl Ledger {
+    /// Records an entry; audited with its payload.
+    #[action(effect = "local-state", audit = "full")]
+    fn record(&self, input: Entry) -> Entry {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        input
+    }
+}
+
+#[tokio::test]
+async fn as_ident_001_a_panicking_redaction_hook_cannot_abandon_the_record() {
+    let registry = Registry::builder()
+        .audit_redaction(|_value| panic!("the redaction hook panicked"))
+        .build();
+    let ledger = Arc::new(Ledger {
+        runs: AtomicUsize::new(0),
+    });
+    let _mounted = registry.mount(ledger.clone()).unwrap();
+    let call = || {
+        Invocation::new("view:test.ledger.record")
+            .input(json!({"text": "secret"}))
+            .invocation_id("once")
+    };
+    let first = call_as(&registry, "a", call()).await;
+    assert!(first.is_ok(), "{first:?}");
+    let retry = call_as(&registry, "a", call()).await;
+    assert_eq!(first, retry);
+    assert_eq!(
+        ledger.runs.load(Ordering::SeqCst),
+        1,
+        "the handler ran once"
+    );
+    // The audit record exists and carries nothing of the payload.
+    let log = registry.audit_log();
+    let settled = log
+        .iter()
+        .rev()
+        .find(|e| e.kind == agent_surface::audit::AuditKind::InvocationSettled)
+        .unwrap();
+    let payload = serde_json::to_string(&settled.payload).unwrap();
+    assert!(!payload.contains("secret"), "{payload}");
+}
