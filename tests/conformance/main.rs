@@ -15,6 +15,7 @@ mod contracts;
 mod errors;
 mod fixtures;
 mod harness;
+mod hidden;
 mod identity;
 mod ids;
 mod lifecycle;

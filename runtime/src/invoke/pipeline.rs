@@ -31,9 +31,10 @@ use crate::error::{ErrorPayload, FailureReason};
 use crate::policy::{self, Decision, InvokeContext, PolicyContext};
 use crate::procedure::{ProcedureCall, ProcedureError, Reference};
 use crate::registry::{Availability, Chain, Registration, Registry};
-use crate::snapshot::in_scope;
 use crate::util::contain::Contained;
 use crate::{Audit, Confirmation, Effect, Kind};
+
+mod resolve;
 
 /// One call in flight through phases 2–10.
 pub(super) struct Call<'r> {
@@ -225,7 +226,8 @@ impl Call<'_> {
     }
 
     async fn phases(&self, trace: &mut Trace) -> Result<Option<Arc<Value>>, ErrorPayload> {
-        let target = self.resolve()?;
+        let host = self.registry.inner.host();
+        let target = self.resolve(&host)?;
         if let Some(expect) = self.expect {
             let observation = target.subject.capability().kind() == Kind::Observation;
             let wrong = match expect {
@@ -249,7 +251,6 @@ impl Call<'_> {
         trace.target = Some(target);
         let capability = subject.capability();
         let component = self.availability(&registration, &subject)?;
-        let host = self.registry.inner.host();
         self.authorize(&registration, &subject, &host).await?;
         let (effective, typed) = self.effective_input(&subject)?;
         let evidence = self
@@ -296,266 +297,6 @@ impl Call<'_> {
         self.check_output(&subject, output?, trace)
     }
 
-    /// Phase 2: capability id (+ instance) → live registration; staleness.
-    fn resolve(&self) -> Result<Target, ErrorPayload> {
-        let _phase = tracing::trace_span!("phase", n = 2, name = "resolve").entered();
-        if self.capability_id.starts_with("domain:") {
-            return self.resolve_domain();
-        }
-        let inner = &self.registry.inner;
-        let request = &self.request;
-        // Read lazily: only the failure paths consult time-bounded memories.
-        let now = || inner.now_ms();
-        let state = inner.state();
-        let component_type = self
-            .capability_id
-            .strip_prefix("view:")
-            .and_then(|rest| rest.rsplit_once('.'))
-            .map(|(component_type, _)| component_type);
-        if !self.options.scope.is_empty()
-            && component_type.is_none_or(|t| !in_scope(t, &self.options.scope))
-        {
-            return Err(ErrorPayload::not_found());
-        }
-        let offers = |r: &&Arc<Registration>| {
-            r.contract
-                .capabilities()
-                .iter()
-                .any(|c| c.id().as_str() == &*self.capability_id)
-        };
-        let candidates = component_type.and_then(|t| state.by_type.get(t));
-        let instance = request.instance_id.as_deref();
-        let of_instance = |i: &str| candidates.and_then(|c| c.get(i)).filter(offers);
-        let only = || {
-            candidates
-                .filter(|c| c.len() == 1)
-                .and_then(|c| c.values().next())
-                .filter(offers)
-        };
-
-        let target = if let Some(registration_id) = request.registration_id.as_deref() {
-            let live = match instance {
-                Some(i) => of_instance(i),
-                None => candidates
-                    .and_then(|c| c.values().find(|r| &*r.id == registration_id))
-                    .filter(offers),
-            };
-            match live {
-                Some(live) if &*live.id == registration_id => Arc::clone(live),
-                _ => {
-                    let tombstone = state.tombstones.peek(registration_id, now());
-                    let successor = match instance.or(tombstone.map(|t| t.instance.as_str())) {
-                        Some(i) => of_instance(i),
-                        None => only(),
-                    };
-                    return Err(dead_registration(
-                        inner.ids.minted_here(registration_id),
-                        successor.map(|r| &*r.id),
-                        tombstone.is_some(),
-                    ));
-                }
-            }
-        } else {
-            let found = match instance {
-                Some(i) => of_instance(i),
-                None => only(),
-            };
-            match found {
-                Some(target) => Arc::clone(target),
-                None if instance.is_none()
-                    && candidates.is_some_and(|c| c.values().filter(offers).count() > 1) =>
-                {
-                    let all: Vec<Target> = candidates
-                        .map(|c| {
-                            c.values()
-                                .filter(offers)
-                                .filter_map(|r| self.view_target(r))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    drop(state);
-                    return Err(self.ambiguous(&all));
-                }
-                None => {
-                    let recently = component_type
-                        .and_then(|t| state.unmounted_types.peek(t, now()))
-                        .and_then(|id| state.tombstones.peek(&**id, now()))
-                        .is_some_and(|tomb| {
-                            instance.is_none_or(|i| tomb.instance.as_str() == i)
-                                && tomb
-                                    .contract
-                                    .capabilities()
-                                    .iter()
-                                    .any(|c| c.id().as_str() == &*self.capability_id)
-                        });
-                    return Err(if recently {
-                        ErrorPayload::unmounted("resolve")
-                    } else {
-                        ErrorPayload::not_found()
-                    });
-                }
-            }
-        };
-        if let Some(instance) = instance
-            && target.instance.as_str() != instance
-        {
-            return Err(ErrorPayload::not_found());
-        }
-        let Some(index) = target
-            .contract
-            .capabilities()
-            .iter()
-            .position(|c| c.id().as_str() == &*self.capability_id)
-        else {
-            return Err(ErrorPayload::not_found());
-        };
-        let Some(capability) = target.capability(index) else {
-            return Err(ErrorPayload::not_found());
-        };
-        if let Some(hint) = request.surface_version.as_deref()
-            && capability.effect().enforces_version_hint()
-            && hint != state.version.to_string()
-        {
-            return Err(ErrorPayload::stale(
-                "surface-version-mismatch",
-                Some(&target.id),
-            ));
-        }
-        drop(state);
-        Ok(Target {
-            registration: target,
-            subject: Subject::View { index, capability },
-        })
-    }
-
-    /// The view target of `registration` for this call's capability id.
-    fn view_target(&self, registration: &Arc<Registration>) -> Option<Target> {
-        let capabilities = registration.contract.capabilities();
-        let index = capabilities
-            .iter()
-            .position(|c| c.id().as_str() == &*self.capability_id)?;
-        Some(Target {
-            registration: Arc::clone(registration),
-            subject: Subject::View {
-                index,
-                capability: registration.capability(index)?,
-            },
-        })
-    }
-
-    /// Phase 2 for `domain:` ids: the live registrations exposing a
-    /// reference to the procedure; one per call.
-    fn resolve_domain(&self) -> Result<Target, ErrorPayload> {
-        let inner = &self.registry.inner;
-        let request = &self.request;
-        let now = || inner.now_ms();
-        let state = inner.state();
-        let holders: &[Arc<Registration>] = state
-            .by_procedure
-            .get(&*self.capability_id)
-            .map_or(&[], Vec::as_slice);
-        let instance = request.instance_id.as_deref();
-        let of_instance =
-            |r: &&Arc<Registration>| instance.is_none_or(|i| r.instance.as_str() == i);
-        let target = |registration: &Arc<Registration>| {
-            registration
-                .reference(&self.capability_id)
-                .map(|reference| Target {
-                    registration: Arc::clone(registration),
-                    subject: Subject::Domain(Arc::clone(reference)),
-                })
-        };
-        let found = if let Some(registration_id) = request.registration_id.as_deref() {
-            match holders.iter().find(|r| &*r.id == registration_id) {
-                Some(live) if of_instance(&live) => target(live),
-                Some(_) => None,
-                None => {
-                    let tombstone = state
-                        .tombstones
-                        .peek(registration_id, now())
-                        .filter(|t| t.procedures.iter().any(|p| **p == *self.capability_id));
-                    // The same component (type and instance) mounted again.
-                    let successor = tombstone.and_then(|t| {
-                        holders.iter().find(|r| {
-                            r.contract.component_type() == t.contract.component_type()
-                                && r.instance == t.instance
-                        })
-                    });
-                    let minted_here = inner.ids.minted_here(registration_id);
-                    // A token from another registry points at the only
-                    // live reference, if there is one.
-                    let live = match (minted_here, holders) {
-                        (false, [only]) => Some(&*only.id),
-                        _ => successor.map(|r| &*r.id),
-                    };
-                    return Err(dead_registration(minted_here, live, tombstone.is_some()));
-                }
-            }
-        } else {
-            let mut matching = holders.iter().filter(of_instance);
-            match (matching.next(), matching.next()) {
-                (Some(only), None) => target(only),
-                (Some(_), Some(_)) => {
-                    let all: Vec<Target> = holders
-                        .iter()
-                        .filter(of_instance)
-                        .filter_map(target)
-                        .collect();
-                    drop(state);
-                    return Err(self.ambiguous(&all));
-                }
-                (None, _) => None,
-            }
-        };
-        let Some(found) = found.filter(|found| {
-            in_scope(
-                found.registration.contract.component_type().as_str(),
-                &self.options.scope,
-            )
-        }) else {
-            return Err(ErrorPayload::not_found());
-        };
-        if let Some(hint) = request.surface_version.as_deref()
-            && found.subject.capability().effect().enforces_version_hint()
-            && hint != state.version.to_string()
-        {
-            return Err(ErrorPayload::stale(
-                "surface-version-mismatch",
-                Some(&found.registration.id),
-            ));
-        }
-        Ok(found)
-    }
-
-    /// `AMBIGUOUS_INSTANCE`, listing only candidates this consumer may see.
-    fn ambiguous(&self, candidates: &[Target]) -> ErrorPayload {
-        let host = self.registry.inner.host();
-        let instances: Vec<Value> = candidates
-            .iter()
-            .filter(|target| {
-                self.discover(&target.registration, &target.subject, &host) != Decision::Hide
-            })
-            .map(|target| {
-                let registration = &target.registration;
-                let description = match &target.subject {
-                    Subject::Domain(reference) => reference
-                        .contextual_note()
-                        .unwrap_or_else(|| registration.contract.description().to_string()),
-                    Subject::View { .. } => registration.contract.description().to_string(),
-                };
-                serde_json::json!({
-                    "instanceId": registration.instance.as_str(),
-                    "registrationId": &*registration.id,
-                    "description": description,
-                })
-            })
-            .collect();
-        match instances.len() {
-            0 => ErrorPayload::not_found(),
-            _ => ErrorPayload::ambiguous(instances),
-        }
-    }
-
     fn policy_context<'a>(
         &'a self,
         registration: &'a Registration,
@@ -579,8 +320,8 @@ impl Call<'_> {
         chain.discover(&self.policy_context(registration, subject.capability(), host))
     }
 
-    /// Phase 3: enabled, pushed overrides and `when()`, re-evaluated now.
-    /// A capability this consumer may not see stays not found.
+    /// Phase 3: enabled, pushed overrides and `when()`, re-evaluated now
+    /// (only for a capability resolution showed to this consumer).
     fn availability(
         &self,
         registration: &Arc<Registration>,
@@ -596,10 +337,9 @@ impl Call<'_> {
             }
             Subject::Domain(reference) => registration.procedure_availability(reference),
         };
+        // Resolution showed the capability to this consumer: unavailable
+        // is now something it may learn.
         if let Availability::Unavailable(reason) = availability {
-            if self.discover(registration, subject, &self.registry.inner.host()) == Decision::Hide {
-                return Err(ErrorPayload::not_found());
-            }
             return Err(ErrorPayload::not_available(&reason));
         }
         Ok(component)

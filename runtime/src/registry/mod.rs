@@ -479,14 +479,28 @@ fn shared_defaults() -> &'static SharedDefaults {
     })
 }
 
-/// Facts kept after an unmount: ids and a timestamp, nothing executable.
+/// What is kept after an unmount: the released registration — its
+/// identity, contract and policy chains, so a tombstone answers each
+/// consumer exactly as the live registration did (hidden stays hidden).
+/// Its handlers and closures are gone (taken out at unmount).
 #[derive(Clone, Debug)]
 pub(crate) struct Tombstone {
-    pub(crate) instance: InstanceId,
-    /// Static data only: which capabilities the registration had.
-    pub(crate) contract: &'static CheckedContract,
-    /// The procedures it exposed (ids only).
-    pub(crate) procedures: Box<[Arc<str>]>,
+    pub(crate) registration: Arc<Registration>,
+}
+
+impl Tombstone {
+    /// The instance it had.
+    pub(crate) fn instance(&self) -> &InstanceId {
+        &self.registration.instance
+    }
+
+    /// Whether it exposed procedure `id` when it was unmounted.
+    pub(crate) fn exposed(&self, id: &str) -> bool {
+        self.registration
+            .references
+            .iter()
+            .any(|reference| reference.is_exposed() && &**reference.id() == id)
+    }
 }
 
 /// Snapshot order: priority descending, then type, then instance.
@@ -594,14 +608,7 @@ impl State {
         self.tombstones.insert(
             Arc::clone(&registration.id),
             Tombstone {
-                instance: registration.instance.clone(),
-                contract: registration.contract,
-                procedures: registration
-                    .references
-                    .iter()
-                    .filter(|reference| reference.is_exposed())
-                    .map(|reference| Arc::clone(reference.id()))
-                    .collect(),
+                registration: Arc::clone(registration),
             },
             now_ms,
         );

@@ -1,0 +1,297 @@
+//! Phase 2: resolution. A capability id (+ instance, + registration id)
+//! becomes one live registration this consumer may see.
+//!
+//! The scope floor and discovery filter every candidate — live or
+//! tombstoned — before any resolution error is built and before any
+//! availability predicate runs, so a hidden capability answers exactly as a
+//! nonexistent one: the same code, details and retry hint, and none of the
+//! component's code runs for it. The state lock is held only to copy the
+//! candidates out; policies run unlocked (they may read the registry).
+
+use std::sync::Arc;
+
+use super::{Call, Subject, Target};
+use crate::context::HostContext;
+use crate::error::ErrorPayload;
+use crate::policy::Decision;
+use crate::registry::{Registration, Tombstone};
+use crate::snapshot::in_scope;
+
+impl Call<'_> {
+    /// Phase 2: capability id (+ instance) → a live registration this
+    /// consumer may see; staleness.
+    pub(super) fn resolve(&self, host: &HostContext) -> Result<Target, ErrorPayload> {
+        let _phase = tracing::trace_span!("phase", n = 2, name = "resolve").entered();
+        if self.capability_id.starts_with("domain:") {
+            return self.resolve_domain(host);
+        }
+        let inner = &self.registry.inner;
+        let request = &self.request;
+        let Some(component_type) = self
+            .capability_id
+            .strip_prefix("view:")
+            .and_then(|rest| rest.rsplit_once('.'))
+            .map(|(component_type, _)| component_type)
+            .filter(|t| in_scope(t, &self.options.scope))
+        else {
+            return Err(ErrorPayload::not_found());
+        };
+        let instance = request.instance_id.as_deref();
+        let registration_id = request.registration_id.as_deref();
+
+        // Under the lock: copy the candidates out, nothing else.
+        let (candidates, tombstone) = {
+            let state = inner.state();
+            let instances = state.by_type.get(component_type);
+            let candidates: Vec<Arc<Registration>> = match (instances, instance) {
+                (None, _) => Vec::new(),
+                (Some(instances), Some(i)) => instances.get(i).cloned().into_iter().collect(),
+                (Some(instances), None) => instances.values().cloned().collect(),
+            };
+            let now = inner.now_ms();
+            let tombstone = match registration_id {
+                Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
+                Some(id) => state.tombstones.peek(id, now).cloned(),
+                None => state
+                    .unmounted_types
+                    .peek(component_type, now)
+                    .and_then(|id| state.tombstones.peek(&**id, now))
+                    .cloned(),
+            };
+            (candidates, tombstone)
+        };
+
+        let mut visible: Vec<Target> = candidates
+            .iter()
+            .filter_map(|registration| self.view_target(registration))
+            .filter(|target| self.visible(target, host))
+            .collect();
+        // A tombstone counts only if this consumer could see what it offered.
+        let tombstone = tombstone.filter(|tomb| {
+            self.view_target(&tomb.registration)
+                .is_some_and(|target| self.visible(&target, host))
+        });
+        let of_instance = |i: &str, visible: &[Target]| {
+            visible
+                .iter()
+                .position(|t| t.registration.instance.as_str() == i)
+        };
+        let only = |visible: &[Target]| (visible.len() == 1).then_some(0);
+
+        let chosen = if let Some(registration_id) = registration_id {
+            let live = match instance {
+                Some(i) => of_instance(i, &visible),
+                None => visible
+                    .iter()
+                    .position(|t| &*t.registration.id == registration_id),
+            };
+            match live {
+                Some(index)
+                    if visible
+                        .get(index)
+                        .is_some_and(|t| &*t.registration.id == registration_id) =>
+                {
+                    index
+                }
+                _ => {
+                    let successor =
+                        match instance.or(tombstone.as_ref().map(|t| t.instance().as_str())) {
+                            Some(i) => of_instance(i, &visible),
+                            None => only(&visible),
+                        };
+                    return Err(super::dead_registration(
+                        inner.ids.minted_here(registration_id),
+                        successor
+                            .and_then(|index| visible.get(index))
+                            .map(|t| &*t.registration.id),
+                        tombstone.is_some(),
+                    ));
+                }
+            }
+        } else {
+            match instance.map_or_else(|| only(&visible), |i| of_instance(i, &visible)) {
+                Some(index) => index,
+                None if instance.is_none() && visible.len() > 1 => {
+                    return Err(self.ambiguous(&visible));
+                }
+                None => {
+                    let recently = tombstone
+                        .as_ref()
+                        .is_some_and(|t| instance.is_none_or(|i| t.instance().as_str() == i));
+                    return Err(if recently {
+                        ErrorPayload::unmounted("resolve")
+                    } else {
+                        ErrorPayload::not_found()
+                    });
+                }
+            }
+        };
+        let target = if chosen < visible.len() {
+            visible.swap_remove(chosen)
+        } else {
+            return Err(ErrorPayload::not_found());
+        };
+        self.check_version_hint(&target)?;
+        Ok(target)
+    }
+
+    /// Phase 2 for `domain:` ids: the live registrations exposing a
+    /// reference to the procedure that this consumer may see; one per call.
+    fn resolve_domain(&self, host: &HostContext) -> Result<Target, ErrorPayload> {
+        let inner = &self.registry.inner;
+        let request = &self.request;
+        let registration_id = request.registration_id.as_deref();
+        let (holders, tombstone) = {
+            let state = inner.state();
+            let holders: Vec<Arc<Registration>> = state
+                .by_procedure
+                .get(&*self.capability_id)
+                .cloned()
+                .unwrap_or_default();
+            let tombstone = match registration_id {
+                Some(id) if !holders.iter().any(|r| &*r.id == id) => {
+                    state.tombstones.peek(id, inner.now_ms()).cloned()
+                }
+                _ => None,
+            };
+            (holders, tombstone)
+        };
+        let in_floor = |registration: &Registration| {
+            in_scope(
+                registration.contract.component_type().as_str(),
+                &self.options.scope,
+            )
+        };
+        let mut visible: Vec<Target> = holders
+            .iter()
+            .filter(|registration| in_floor(registration))
+            .filter_map(|registration| self.domain_target(registration))
+            .filter(|target| self.visible(target, host))
+            .collect();
+        let tombstone: Option<Tombstone> = tombstone.filter(|tomb| {
+            tomb.exposed(&self.capability_id)
+                && in_floor(&tomb.registration)
+                && self
+                    .domain_target(&tomb.registration)
+                    .is_some_and(|target| self.visible(&target, host))
+        });
+        let instance = request.instance_id.as_deref();
+        let of_instance =
+            |t: &Target| instance.is_none_or(|i| t.registration.instance.as_str() == i);
+
+        let chosen = if let Some(registration_id) = registration_id {
+            match visible
+                .iter()
+                .position(|t| &*t.registration.id == registration_id)
+            {
+                Some(index) if visible.get(index).is_some_and(of_instance) => Some(index),
+                Some(_) => None,
+                None => {
+                    // The same component (type and instance) mounted again.
+                    let successor = tombstone.as_ref().and_then(|tomb| {
+                        visible.iter().find(|t| {
+                            t.registration.contract.component_type()
+                                == tomb.registration.contract.component_type()
+                                && t.registration.instance == *tomb.instance()
+                        })
+                    });
+                    let minted_here = inner.ids.minted_here(registration_id);
+                    // A token from another registry points at the only
+                    // reference this consumer sees, if there is one.
+                    let live = match (minted_here, visible.as_slice()) {
+                        (false, [only]) => Some(&*only.registration.id),
+                        _ => successor.map(|t| &*t.registration.id),
+                    };
+                    return Err(super::dead_registration(
+                        minted_here,
+                        live,
+                        tombstone.is_some(),
+                    ));
+                }
+            }
+        } else {
+            visible.retain(of_instance);
+            match visible.len() {
+                0 => None,
+                1 => Some(0),
+                _ => return Err(self.ambiguous(&visible)),
+            }
+        };
+        let Some(target) = chosen.filter(|&index| index < visible.len()) else {
+            return Err(ErrorPayload::not_found());
+        };
+        let target = visible.swap_remove(target);
+        self.check_version_hint(&target)?;
+        Ok(target)
+    }
+
+    /// The view target of `registration` for this call's capability id.
+    fn view_target(&self, registration: &Arc<Registration>) -> Option<Target> {
+        let capabilities = registration.contract.capabilities();
+        let index = capabilities
+            .iter()
+            .position(|c| c.id().as_str() == &*self.capability_id)?;
+        Some(Target {
+            registration: Arc::clone(registration),
+            subject: Subject::View {
+                index,
+                capability: registration.capability(index)?,
+            },
+        })
+    }
+
+    /// The domain target of `registration` for this call's procedure id.
+    fn domain_target(&self, registration: &Arc<Registration>) -> Option<Target> {
+        registration
+            .reference(&self.capability_id)
+            .map(|reference| Target {
+                registration: Arc::clone(registration),
+                subject: Subject::Domain(Arc::clone(reference)),
+            })
+    }
+
+    /// Whether this consumer's discovery chain shows the target.
+    fn visible(&self, target: &Target, host: &HostContext) -> bool {
+        self.discover(&target.registration, &target.subject, host) != Decision::Hide
+    }
+
+    /// The version hint, enforced for destructive and external effects —
+    /// only once the target is known to be visible.
+    fn check_version_hint(&self, target: &Target) -> Result<(), ErrorPayload> {
+        if let Some(hint) = self.request.surface_version.as_deref()
+            && target.subject.capability().effect().enforces_version_hint()
+            && hint != self.registry.inner.version().to_string()
+        {
+            return Err(ErrorPayload::stale(
+                "surface-version-mismatch",
+                Some(&target.registration.id),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `AMBIGUOUS_INSTANCE`, listing the candidates (all visible).
+    fn ambiguous(&self, candidates: &[Target]) -> ErrorPayload {
+        let instances: Vec<serde_json::Value> = candidates
+            .iter()
+            .map(|target| {
+                let registration = &target.registration;
+                let description = match &target.subject {
+                    Subject::Domain(reference) => reference
+                        .contextual_note()
+                        .unwrap_or_else(|| registration.contract.description().to_string()),
+                    Subject::View { .. } => registration.contract.description().to_string(),
+                };
+                serde_json::json!({
+                    "instanceId": registration.instance.as_str(),
+                    "registrationId": &*registration.id,
+                    "description": description,
+                })
+            })
+            .collect();
+        match instances.len() {
+            0 => ErrorPayload::not_found(),
+            _ => ErrorPayload::ambiguous(instances),
+        }
+    }
+}

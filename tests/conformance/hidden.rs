@@ -1,0 +1,349 @@
+//! Hidden is nonexistent, on every path (AS-POLICY-002, AS-POLICY-003,
+//! AS-META-004, AS-STALE-001): for a consumer that discovery hides a
+//! component from, every request shape — plain, per instance, with a forged
+//! or tombstoned registration id, with a stale version hint, with the wrong
+//! meta verb, ambiguous, after unmount — answers exactly as it does for a
+//! component that was never mounted: same code, details and retry hint,
+//! through `Registry::invoke` and the toolset's direct and meta modes. None
+//! of the hidden component's code (its `when` predicate) runs, so it cannot
+//! be told apart by timing either.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use agent_surface::policy::{Decision, Policy, PolicyContext};
+use agent_surface::prelude::*;
+use agent_surface::registry::Registry;
+use agent_surface::toolset::{ACT, Mode, READ, Toolset, Topology};
+use serde_json::{Value, json};
+
+use crate::fixtures::consumer;
+
+/// Hides `test.secret` and `test.ghost` from the consumer `outsider`.
+struct HideFromOutsiders;
+
+impl Policy for HideFromOutsiders {
+    fn name(&self) -> &str {
+        "hideFromOutsiders"
+    }
+    fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
+        let secret = ctx
+            .capability_id()
+            .as_str()
+            .starts_with("view:test.secret.")
+            || ctx.capability_id().as_str().starts_with("view:test.ghost.");
+        if secret && ctx.consumer().id() == "outsider" {
+            Decision::Hide
+        } else {
+            Decision::Expose
+        }
+    }
+}
+
+/// A component the outsider must not learn exists.
+pub(crate) struct Secret {
+    predicate_runs: Arc<AtomicUsize>,
+}
+
+/// Nothing.
+#[agent_schema]
+pub(crate) struct Nothing {
+    /// Unused.
+    pub(crate) note: Option<String>,
+}
+
+/// A vault.
+#[agent_component(type = "test.secret")]
+impl Secret {
+    /// What the vault holds.
+    #[observation(when = slow_check)]
+    fn contents(&self) -> Nothing {
+        Nothing { note: None }
+    }
+
+    /// Destroys the vault.
+    #[action(effect = "local-state", confirmation = "required", when = slow_check)]
+    fn wipe(&self, input: Nothing) {
+        let _ = input;
+    }
+
+    /// A slow predicate: if it ran for hidden calls they would be slower.
+    fn slow_check(&self) -> bool {
+        self.predicate_runs.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(30));
+        true
+    }
+}
+
+/// What the outsider sees of a result: the error, without the capability
+/// id it asked for (which differs by construction).
+fn seen(result: &InvocationResult) -> Value {
+    let mut value = serde_json::to_value(result).unwrap();
+    let object = value.as_object_mut().unwrap();
+    object.remove("capabilityId");
+    object.remove("invocationId");
+    value
+}
+
+struct World {
+    registry: Registry,
+    predicate_runs: Arc<AtomicUsize>,
+    /// A registration id of the secret component that was unmounted.
+    tombstoned: String,
+    /// The live secret registrations (kept mounted).
+    _live: Vec<Mounted>,
+}
+
+fn world() -> World {
+    let registry = Registry::builder().policy(HideFromOutsiders).build();
+    let predicate_runs = Arc::new(AtomicUsize::new(0));
+    let mount = |instance: &str| {
+        registry
+            .mount_instance(
+                Arc::new(Secret {
+                    predicate_runs: Arc::clone(&predicate_runs),
+                }),
+                instance,
+            )
+            .unwrap()
+    };
+    let gone = mount("c");
+    let tombstoned = gone.registration_id().to_owned();
+    drop(gone);
+    let live = vec![mount("a"), mount("b")];
+    World {
+        registry,
+        predicate_runs,
+        tombstoned,
+        _live: live,
+    }
+}
+
+/// Every request shape, built for a capability name of component `ty`.
+fn shapes(ty: &str, tombstoned: &str) -> Vec<(&'static str, Invocation)> {
+    let wipe = format!("view:{ty}.wipe");
+    let read = format!("view:{ty}.contents");
+    let input = json!({});
+    vec![
+        ("plain", Invocation::new(&wipe).input(input.clone())),
+        ("observation", Invocation::new(&read)),
+        (
+            "instance",
+            Invocation::new(&wipe).instance("a").input(input.clone()),
+        ),
+        (
+            "forged registration",
+            Invocation::new(&wipe)
+                .registration("reg_forged_0000000000")
+                .input(input.clone()),
+        ),
+        (
+            "forged registration + instance",
+            Invocation::new(&wipe)
+                .instance("a")
+                .registration("reg_forged_0000000000")
+                .input(input.clone()),
+        ),
+        (
+            "tombstoned registration",
+            Invocation::new(&wipe)
+                .registration(tombstoned)
+                .input(input.clone()),
+        ),
+        (
+            "stale version hint",
+            Invocation::new(&wipe)
+                .instance("a")
+                .surface_version("0")
+                .input(input.clone()),
+        ),
+        (
+            "with an invocation id",
+            Invocation::new(&wipe)
+                .instance("b")
+                .invocation_id(format!("probe-{ty}"))
+                .input(input.clone()),
+        ),
+        (
+            "confirmation evidence",
+            Invocation::new(&wipe)
+                .instance("a")
+                .confirmation("cnf_0000000000000000")
+                .input(input),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn as_policy_003_hidden_answers_as_nonexistent_through_invoke() {
+    let world = world();
+    let outsider = || InvokeOptions::consumer(consumer("outsider"));
+    for ((name, hidden), (_, ghost)) in shapes("test.secret", &world.tombstoned)
+        .into_iter()
+        .zip(shapes("test.ghost", &world.tombstoned))
+    {
+        let hidden = world.registry.invoke(hidden, outsider()).await;
+        let ghost = world.registry.invoke(ghost, outsider()).await;
+        assert_eq!(seen(&hidden), seen(&ghost), "{name}");
+        assert!(!hidden.is_ok(), "{name}");
+    }
+    // The insider sees the component (and the ambiguity it has).
+    let insider = world
+        .registry
+        .invoke(
+            Invocation::new("view:test.secret.wipe").input(json!({})),
+            InvokeOptions::consumer(consumer("insider")),
+        )
+        .await;
+    assert_eq!(
+        insider.error().map(ErrorPayload::code),
+        Some(ErrorCode::AmbiguousInstance)
+    );
+    let runs_before = world.predicate_runs.load(Ordering::SeqCst);
+    assert_eq!(runs_before, 0, "no predicate of a hidden component ran");
+}
+
+#[tokio::test]
+async fn as_policy_003_ambiguity_counts_only_what_the_consumer_sees() {
+    let registry = Registry::builder().policy(HideFromOutsiders).build();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let _a = registry
+        .mount_instance(
+            Arc::new(Secret {
+                predicate_runs: Arc::clone(&runs),
+            }),
+            "a",
+        )
+        .unwrap();
+    let _b = registry
+        .mount_instance(
+            Arc::new(Secret {
+                predicate_runs: Arc::clone(&runs),
+            }),
+            "b",
+        )
+        .unwrap();
+    let hidden = registry
+        .invoke(
+            Invocation::new("view:test.secret.wipe").input(json!({})),
+            InvokeOptions::consumer(consumer("outsider")),
+        )
+        .await;
+    assert_eq!(
+        hidden.error().map(ErrorPayload::code),
+        Some(ErrorCode::CapabilityNotFound)
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+fn meta(registry: &Registry) -> Toolset {
+    Toolset::builder(registry)
+        .consumer(consumer("outsider"))
+        .mode(Mode::Meta)
+        .topology(Topology::Remote)
+        .build()
+        .unwrap()
+}
+
+fn direct(registry: &Registry) -> Toolset {
+    Toolset::builder(registry)
+        .consumer(consumer("outsider"))
+        .topology(Topology::Remote)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn as_meta_004_hidden_answers_as_nonexistent_through_the_toolset() {
+    let world = world();
+    let meta = meta(&world.registry);
+    let envelopes = |ty: &str| {
+        vec![
+            (
+                ACT,
+                json!({"capabilityId": format!("view:{ty}.wipe"), "input": {}}),
+            ),
+            // The wrong verb: an action read with surface_read.
+            (READ, json!({"capabilityId": format!("view:{ty}.wipe")})),
+            (
+                READ,
+                json!({"capabilityId": format!("view:{ty}.contents"), "instanceId": "a"}),
+            ),
+            (
+                ACT,
+                json!({"capabilityId": format!("view:{ty}.wipe"), "instanceId": "a",
+                       "registrationId": "reg_forged_0000000000", "input": {}}),
+            ),
+            (
+                ACT,
+                json!({"capabilityId": format!("view:{ty}.wipe"), "instanceId": "a",
+                       "surfaceVersion": "0", "input": {}}),
+            ),
+            (
+                ACT,
+                json!({"capabilityId": format!("view:{ty}.wipe"),
+                       "registrationId": world.tombstoned, "input": {}}),
+            ),
+        ]
+    };
+    for ((verb, hidden), (_, ghost)) in envelopes("test.secret")
+        .into_iter()
+        .zip(envelopes("test.ghost"))
+    {
+        let label = hidden.to_string();
+        let hidden = meta.execute(verb, hidden, None).await;
+        let ghost = meta.execute(verb, ghost, None).await;
+        assert_eq!(seen(&hidden), seen(&ghost), "{verb} {label}");
+    }
+    // Direct mode lists no tool for the hidden component; its would-be
+    // names answer like any unknown name.
+    let direct = direct(&world.registry);
+    assert!(direct.tools().iter().all(|t| !t.name().contains("secret")));
+    let hidden = direct
+        .execute("view_test_secret__wipe_at_a", json!({}), None)
+        .await;
+    let ghost = direct
+        .execute("view_test_ghost__wipe_at_a", json!({}), None)
+        .await;
+    assert_eq!(seen(&hidden), seen(&ghost));
+    assert_eq!(world.predicate_runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn as_policy_003_hidden_calls_take_no_longer_than_nonexistent_ones() {
+    // The hidden component's predicate sleeps 30 ms; if it ran, hidden
+    // calls would be at least that much slower.
+    let world = world();
+    let outsider = || InvokeOptions::consumer(consumer("outsider"));
+    let mut hidden = Vec::new();
+    let mut ghost = Vec::new();
+    for _ in 0..15 {
+        let started = Instant::now();
+        let _ = world
+            .registry
+            .invoke(
+                Invocation::new("view:test.secret.contents").instance("a"),
+                outsider(),
+            )
+            .await;
+        hidden.push(started.elapsed());
+        let started = Instant::now();
+        let _ = world
+            .registry
+            .invoke(
+                Invocation::new("view:test.ghost.contents").instance("a"),
+                outsider(),
+            )
+            .await;
+        ghost.push(started.elapsed());
+    }
+    hidden.sort();
+    ghost.sort();
+    let (hidden, ghost) = (hidden[hidden.len() / 2], ghost[ghost.len() / 2]);
+    assert!(
+        hidden < ghost + Duration::from_millis(15),
+        "hidden median {hidden:?} vs nonexistent median {ghost:?}"
+    );
+    assert_eq!(world.predicate_runs.load(Ordering::SeqCst), 0);
+}
