@@ -347,3 +347,110 @@ async fn as_policy_003_hidden_calls_take_no_longer_than_nonexistent_ones() {
     );
     assert_eq!(world.predicate_runs.load(Ordering::SeqCst), 0);
 }
+
+/// A registry whose only user may read devices but not write them, with a
+/// screen referencing `domain:test.devices.disable` behind
+/// `has_permission("devices:write")` (so the reference is hidden), and a
+/// tombstoned screen.
+fn domain_world() -> (Registry, Vec<Mounted>, String) {
+    use crate::procedures::{FakeBackend, Screen, disable_ref};
+    let backend = FakeBackend::agreeing();
+    let registry = Registry::builder()
+        .host_context(|| {
+            HostContext::new().with("user", json!({"id": "u", "permissions": ["devices:read"]}))
+        })
+        .build();
+    registry.set_procedure_executor(Some(
+        Arc::clone(&backend) as Arc<dyn agent_surface::procedure::ProcedureExecutor>
+    ));
+    let mount = |instance: &str| {
+        let screen = Arc::new(Screen::default());
+        screen.select(&["d1"]);
+        registry
+            .mounting(Arc::clone(&screen))
+            .instance(instance)
+            .procedure(
+                disable_ref(&screen).policy(agent_surface::policy::has_permission("devices:write")),
+            )
+            .mount()
+            .unwrap()
+    };
+    let gone = mount("old");
+    let tombstoned = gone.registration_id().to_owned();
+    drop(gone);
+    let live = vec![mount("main")];
+    (registry, live, tombstoned)
+}
+
+fn domain_shapes(id: &str, tombstoned: &str) -> Vec<(&'static str, Invocation)> {
+    let call = || Invocation::new(id).input(json!({}));
+    vec![
+        ("plain", call()),
+        ("instance", call().instance("main")),
+        ("forged registration", call().registration("reg_forged_0000000000")),
+        ("tombstoned registration", call().registration(tombstoned)),
+        ("stale version hint", call().surface_version("0")),
+        ("confirmation evidence", call().confirmation("cnf_0000000000000000")),
+    ]
+}
+
+#[tokio::test]
+async fn as_policy_003_hidden_procedures_answer_as_nonexistent_ones() {
+    let (registry, _live, tombstoned) = domain_world();
+    for ((name, hidden), (_, ghost)) in domain_shapes("domain:test.devices.disable", &tombstoned)
+        .into_iter()
+        .zip(domain_shapes("domain:test.ghost.run", &tombstoned))
+    {
+        let hidden = registry.invoke(hidden, InvokeOptions::default()).await;
+        let ghost = registry.invoke(ghost, InvokeOptions::default()).await;
+        assert_eq!(seen(&hidden), seen(&ghost), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn as_meta_001_the_scope_floor_filters_procedures_before_any_error() {
+    use crate::procedures::{FakeBackend, Screen, Drawer, disable_ref, registry_with};
+    let backend = FakeBackend::agreeing();
+    let registry = registry_with(&backend);
+    let screen = Arc::new(Screen::default());
+    screen.select(&["d1"]);
+    let _screen = registry
+        .mounting(Arc::clone(&screen))
+        .procedure(disable_ref(&screen))
+        .mount()
+        .unwrap();
+    let _drawer = registry
+        .mounting(Arc::new(Drawer))
+        .procedure(disable_ref(&screen))
+        .mount()
+        .unwrap();
+    // A toolset floored to another part of the app: both references are
+    // out of scope, so no shape of the call learns anything about them.
+    let floored = Toolset::builder(&registry)
+        .consumer(consumer("agent"))
+        .mode(Mode::Meta)
+        .topology(Topology::Remote)
+        .scope(["test.elsewhere"])
+        .build()
+        .unwrap();
+    for envelope in [
+        json!({"capabilityId": "domain:test.devices.disable", "input": {}}),
+        json!({"capabilityId": "domain:test.devices.disable", "input": {},
+               "registrationId": "reg_forged_0000000000"}),
+        json!({"capabilityId": "domain:test.devices.disable", "input": {}, "surfaceVersion": "0"}),
+    ] {
+        let ghost = {
+            let mut ghost = envelope.clone();
+            ghost["capabilityId"] = json!("domain:test.ghost.run");
+            ghost
+        };
+        let label = envelope.to_string();
+        let hidden = floored.execute(ACT, envelope, None).await;
+        let ghost = floored.execute(ACT, ghost, None).await;
+        assert_eq!(seen(&hidden), seen(&ghost), "{label}");
+        assert!(
+            hidden.error().is_some_and(|e| e.detail("liveRegistrationId").is_none()),
+            "{label}"
+        );
+    }
+}
