@@ -11,6 +11,7 @@
 mod canonical;
 mod concurrency;
 mod confirmations;
+mod containment;
 mod contracts;
 mod errors;
 mod fixtures;

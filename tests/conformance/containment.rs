@@ -1,0 +1,142 @@
+//! Nothing a host or a policy supplies can panic through the registry
+//! (AS-OBSV-001's records are still written): a policy hook that panics
+//! before returning its future, the host context provider, the route
+//! provider, the audit redaction hook (see `identity.rs`) and component
+//! destructors (see `nesting.rs`) are contained; `Duration::MAX` as "no
+//! timeout" saturates instead of overflowing.
+
+use std::time::Duration;
+
+use agent_surface::policy::{BoxFuture, InvokeContext, Next, Policy, PolicyContext, PolicyResult};
+use agent_surface::prelude::*;
+use agent_surface::registry::{Limits, Registry};
+use serde_json::json;
+
+use crate::fixtures::{Probe, code};
+
+/// Panics synchronously in the chosen hook, before any future exists.
+struct Eager {
+    authorize: bool,
+}
+
+impl Policy for Eager {
+    fn name(&self) -> &str {
+        "eager"
+    }
+    fn on_authorize<'a>(
+        &'a self,
+        ctx: &'a PolicyContext<'a>,
+        next: Next<'a, PolicyContext<'a>>,
+    ) -> BoxFuture<'a, PolicyResult> {
+        if self.authorize {
+            panic!("on_authorize panicked before returning its future");
+        }
+        let _ = ctx;
+        next.run()
+    }
+    fn on_invoke<'a>(
+        &'a self,
+        ctx: &'a InvokeContext<'a>,
+        next: Next<'a, InvokeContext<'a>>,
+    ) -> BoxFuture<'a, PolicyResult> {
+        if !self.authorize {
+            panic!("on_invoke panicked before returning its future");
+        }
+        let _ = ctx;
+        next.run()
+    }
+}
+
+fn poke() -> Invocation {
+    Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]}))
+}
+
+#[tokio::test]
+async fn as_policy_004_a_policy_panicking_synchronously_refuses_the_call() {
+    for authorize in [true, false] {
+        let registry = Registry::builder().policy(Eager { authorize }).build();
+        let probe = Probe::new();
+        let _mounted = registry.mount(probe.clone()).unwrap();
+        let result = registry.invoke(poke(), InvokeOptions::default()).await;
+        assert_eq!(
+            code(&result),
+            Some(ErrorCode::NotAuthorized),
+            "authorize={authorize}: {result:?}"
+        );
+        assert_eq!(probe.runs(), 0);
+        // The settled record is still written.
+        assert!(
+            registry
+                .audit_log()
+                .iter()
+                .any(|e| e.kind == agent_surface::audit::AuditKind::InvocationSettled)
+        );
+    }
+}
+
+#[tokio::test]
+async fn as_policy_004_a_panicking_host_context_provider_fails_closed() {
+    let registry = Registry::builder()
+        .host_context(|| panic!("the host context provider panicked"))
+        .policy(agent_surface::policy::authenticated())
+        .build();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let result = registry.invoke(poke(), InvokeOptions::default()).await;
+    // As if nobody were signed in: `authenticated` hides the capability.
+    assert_eq!(code(&result), Some(ErrorCode::CapabilityNotFound), "{result:?}");
+    assert_eq!(probe.runs(), 0);
+    // Snapshots survive it too, showing what an anonymous host would see.
+    let snapshot = registry.snapshot(&SnapshotOptions::default());
+    assert!(snapshot.components().is_empty());
+}
+
+#[test]
+fn as_snap_001_a_panicking_route_provider_leaves_the_route_out() {
+    let registry = Registry::builder()
+        .route(|| panic!("the route provider panicked"))
+        .build();
+    let _mounted = registry.mount(Probe::new()).unwrap();
+    let snapshot = registry.snapshot(&SnapshotOptions::default());
+    assert!(snapshot.route().is_none());
+    assert_eq!(snapshot.components().len(), 1);
+}
+
+#[tokio::test]
+async fn duration_max_means_no_timeout_and_never_overflows() {
+    let registry = Registry::builder()
+        .limits(Limits {
+            action_timeout: Duration::MAX,
+            observation_timeout: Duration::MAX,
+            procedure_timeout: Duration::MAX,
+            confirmation_ttl: Duration::MAX,
+            dedupe_cache_ttl: Duration::MAX,
+            tombstone_ttl: Duration::MAX,
+            ..Limits::default()
+        })
+        .build();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let result = registry
+        .invoke(poke().invocation_id("max-1"), InvokeOptions::default())
+        .await;
+    assert!(result.is_ok(), "{result:?}");
+    let read = registry
+        .invoke(Invocation::new("view:test.probe.read"), InvokeOptions::default())
+        .await;
+    assert!(read.is_ok(), "{read:?}");
+    let options = InvokeOptions {
+        timeout: Some(Duration::MAX),
+        ..InvokeOptions::default()
+    };
+    let result = registry.invoke(poke(), options).await;
+    assert!(result.is_ok(), "{result:?}");
+    // A confirmation with an unbounded time to live.
+    let asked = registry
+        .invoke(
+            Invocation::new("view:test.probe.guarded").input(json!({"ids": ["z"]})),
+            InvokeOptions::default(),
+        )
+        .await;
+    assert_eq!(code(&asked), Some(ErrorCode::ConfirmationRequired));
+}
