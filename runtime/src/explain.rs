@@ -145,7 +145,11 @@ fn explain_one(
     let mut votes = Vec::new();
     if let Some(chain) = chain {
         for (policy, scope) in chain.policies.iter().zip(chain.scopes.iter()) {
-            if !policy.hooks().discovery {
+            if !chain
+                .discoverers
+                .iter()
+                .any(|d| std::sync::Arc::ptr_eq(d, policy))
+            {
                 continue;
             }
             let vote = crate::registry::vote(policy.as_ref(), ctx);

@@ -84,7 +84,11 @@ async fn as_policy_004_a_panicking_host_context_provider_fails_closed() {
     let _mounted = registry.mount(probe.clone()).unwrap();
     let result = registry.invoke(poke(), InvokeOptions::default()).await;
     // As if nobody were signed in: `authenticated` hides the capability.
-    assert_eq!(code(&result), Some(ErrorCode::CapabilityNotFound), "{result:?}");
+    assert_eq!(
+        code(&result),
+        Some(ErrorCode::CapabilityNotFound),
+        "{result:?}"
+    );
     assert_eq!(probe.runs(), 0);
     // Snapshots survive it too, showing what an anonymous host would see.
     let snapshot = registry.snapshot(&SnapshotOptions::default());
@@ -122,7 +126,10 @@ async fn duration_max_means_no_timeout_and_never_overflows() {
         .await;
     assert!(result.is_ok(), "{result:?}");
     let read = registry
-        .invoke(Invocation::new("view:test.probe.read"), InvokeOptions::default())
+        .invoke(
+            Invocation::new("view:test.probe.read"),
+            InvokeOptions::default(),
+        )
         .await;
     assert!(read.is_ok(), "{read:?}");
     let options = InvokeOptions {

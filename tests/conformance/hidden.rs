@@ -387,10 +387,16 @@ fn domain_shapes(id: &str, tombstoned: &str) -> Vec<(&'static str, Invocation)> 
     vec![
         ("plain", call()),
         ("instance", call().instance("main")),
-        ("forged registration", call().registration("reg_forged_0000000000")),
+        (
+            "forged registration",
+            call().registration("reg_forged_0000000000"),
+        ),
         ("tombstoned registration", call().registration(tombstoned)),
         ("stale version hint", call().surface_version("0")),
-        ("confirmation evidence", call().confirmation("cnf_0000000000000000")),
+        (
+            "confirmation evidence",
+            call().confirmation("cnf_0000000000000000"),
+        ),
     ]
 }
 
@@ -409,7 +415,7 @@ async fn as_policy_003_hidden_procedures_answer_as_nonexistent_ones() {
 
 #[tokio::test]
 async fn as_meta_001_the_scope_floor_filters_procedures_before_any_error() {
-    use crate::procedures::{FakeBackend, Screen, Drawer, disable_ref, registry_with};
+    use crate::procedures::{Drawer, FakeBackend, Screen, disable_ref, registry_with};
     let backend = FakeBackend::agreeing();
     let registry = registry_with(&backend);
     let screen = Arc::new(Screen::default());
@@ -449,7 +455,9 @@ async fn as_meta_001_the_scope_floor_filters_procedures_before_any_error() {
         let ghost = floored.execute(ACT, ghost, None).await;
         assert_eq!(seen(&hidden), seen(&ghost), "{label}");
         assert!(
-            hidden.error().is_some_and(|e| e.detail("liveRegistrationId").is_none()),
+            hidden
+                .error()
+                .is_some_and(|e| e.detail("liveRegistrationId").is_none()),
             "{label}"
         );
     }

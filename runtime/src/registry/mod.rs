@@ -1487,8 +1487,11 @@ impl Registry {
         executor: Option<Arc<dyn ProcedureExecutor>>,
     ) -> Vec<ManifestMismatch> {
         let inner = &self.inner;
+        // A panicking manifest fails closed: nothing is exposed.
+        let manifest = executor.as_ref().and_then(|executor| {
+            crate::util::contain::contained("procedure executor manifest", || executor.manifest())
+        });
         let mut state = inner.state();
-        let manifest = executor.as_ref().map(|executor| executor.manifest());
         state.known_procedures = manifest
             .map(|manifest| manifest.entries().map(|e| Arc::from(e.id())).collect())
             .unwrap_or_default();

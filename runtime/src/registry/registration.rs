@@ -31,6 +31,8 @@ pub(crate) struct Chain {
     pub(crate) policies: Arc<[PolicyRef]>,
     pub(crate) scopes: Arc<[Scope]>,
     pub(crate) discovery: bool,
+    /// The policies with a discovery hook, in chain order.
+    pub(crate) discoverers: Arc<[PolicyRef]>,
     pub(crate) authorize: Arc<[PolicyRef]>,
     pub(crate) invoke: Arc<[PolicyRef]>,
     pub(crate) audit_sinks: Arc<[Arc<dyn AuditSink>]>,
@@ -48,20 +50,35 @@ impl Chain {
             .chain(component.iter().map(|p| (Arc::clone(p), Scope::Component)))
             .chain(capability.into_iter().map(|p| (p, Scope::Capability)));
         let (policies, scopes): (Vec<PolicyRef>, Vec<Scope>) = scoped.unzip();
+        // Asked once, contained: a policy whose `hooks()` panics runs every
+        // hook (each contained where it is called).
+        let hooks: Vec<crate::policy::Hooks> = policies
+            .iter()
+            .map(|policy| {
+                crate::util::contain::contained("policy hooks", || policy.hooks())
+                    .unwrap_or(crate::policy::Hooks::ALL)
+            })
+            .collect();
         let pick = |wanted: fn(&crate::policy::Hooks) -> bool| -> Arc<[PolicyRef]> {
             policies
                 .iter()
-                .filter(|policy| wanted(&policy.hooks()))
-                .cloned()
+                .zip(&hooks)
+                .filter(|(_, hooks)| wanted(hooks))
+                .map(|(policy, _)| Arc::clone(policy))
                 .collect()
         };
+        let discoverers = pick(|hooks| hooks.discovery);
         Chain {
-            discovery: policies.iter().any(|policy| policy.hooks().discovery),
+            discovery: !discoverers.is_empty(),
+            discoverers,
             authorize: pick(|hooks| hooks.authorize),
             invoke: pick(|hooks| hooks.invoke),
             audit_sinks: policies
                 .iter()
-                .filter_map(|policy| policy.audit_sink())
+                .filter_map(|policy| {
+                    crate::util::contain::contained("policy audit sink", || policy.audit_sink())
+                        .flatten()
+                })
                 .collect(),
             policies: policies.into(),
             scopes: scopes.into(),
@@ -74,10 +91,7 @@ impl Chain {
             return Decision::Expose;
         }
         let mut decision = Decision::Expose;
-        for policy in self.policies.iter() {
-            if !policy.hooks().discovery {
-                continue;
-            }
+        for policy in self.discoverers.iter() {
             let vote = vote(policy.as_ref(), ctx);
             decision = decision.and(vote);
             if decision == Decision::Hide {
