@@ -54,6 +54,77 @@ impl Widget {
     }
 }
 
+pub struct Vault;
+
+/// A component hidden from everybody, whose predicate is slow.
+#[agent_component(type = "bench.vault")]
+impl Vault {
+    /// The state.
+    #[observation(when = busy)]
+    fn read_state(&self) -> WidgetState {
+        WidgetState { n: 2 }
+    }
+
+    /// Spins ~50 µs: were it run for a hidden call, the timing would show it.
+    fn busy(&self) -> bool {
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_micros(50) {
+            std::hint::spin_loop();
+        }
+        true
+    }
+}
+
+/// Hides `bench.vault`.
+struct HideVault;
+
+impl agent_surface::policy::Policy for HideVault {
+    fn name(&self) -> &str {
+        "hideVault"
+    }
+    fn on_discovery(
+        &self,
+        ctx: &agent_surface::policy::PolicyContext<'_>,
+    ) -> agent_surface::policy::Decision {
+        if ctx
+            .capability_id()
+            .as_str()
+            .starts_with("view:bench.vault.")
+        {
+            agent_surface::policy::Decision::Hide
+        } else {
+            agent_surface::policy::Decision::Expose
+        }
+    }
+}
+
+/// Hidden must cost what nonexistent costs: no predicate runs for it.
+fn hidden(c: &mut Criterion) {
+    let runtime = runtime();
+    let registry = Registry::builder().policy(HideVault).build();
+    let _vault = registry.mount(Arc::new(Vault)).unwrap();
+    let _widgets = mounted(&registry, 10);
+    let mut group = c.benchmark_group("invoke not found");
+    for (name, id) in [
+        ("hidden (slow when)", "view:bench.vault.readState"),
+        ("nonexistent", "view:bench.ghost.readState"),
+    ] {
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter(|| {
+                let registry = &registry;
+                async move {
+                    black_box(
+                        registry
+                            .invoke(Invocation::new(id), InvokeOptions::default())
+                            .await,
+                    )
+                }
+            });
+        });
+    }
+    group.finish();
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -260,6 +331,7 @@ criterion_group!(
     register_unregister,
     snapshot,
     invoke,
+    hidden,
     procedure,
     toolset,
     canonical
