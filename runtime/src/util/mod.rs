@@ -1,5 +1,6 @@
 //! Small internal building blocks.
 
+pub(crate) mod display_text;
 pub(crate) mod ids;
 pub(crate) mod listeners;
 pub(crate) mod lru;

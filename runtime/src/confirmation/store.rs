@@ -1,0 +1,523 @@
+//! The confirmation store of one registry: pending, approved, reserved and
+//! ended records.
+//!
+//! A record moves `Pending → Approved → Reserved → Consumed`: phase 6
+//! reserves approved evidence for one invocation ([`Reservation`]), the
+//! execution consumes it, and any failure before the execution releases it
+//! back to `Approved`, so the same evidence works on a retry until its TTL.
+//! A reserved record is not redeemed by a second call meanwhile and does
+//! not expire under the call that holds it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+use super::reservation::Reservation;
+use super::summary::MAX_SUMMARY_CHARS;
+use super::{ConfirmationOutcome, PendingConfirmation, ResolveError};
+use crate::Effect;
+use crate::audit::{AuditEvent, AuditKind};
+use crate::canonical::{Canonical, Sha256Digest};
+use crate::clock::rfc3339;
+use crate::context::ConfirmationEvidence;
+use crate::error::{ErrorCode, ErrorPayload, Retry};
+use crate::events::SurfaceEvent;
+use crate::registry::Registry;
+use crate::util::display_text;
+use crate::util::listeners::Listeners;
+use crate::util::lru::Lru;
+
+/// Retry hint of a refused request: the pending list frees up as humans answer.
+const FULL_RETRY_MS: u64 = 1000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Pending,
+    Approved {
+        at_ms: u64,
+    },
+    /// Approved and held by one invocation between phase 6 and execution.
+    Reserved {
+        at_ms: u64,
+    },
+    Denied,
+    Expired,
+    Consumed,
+}
+
+struct Record {
+    view: PendingConfirmation,
+    binding: Canonical,
+    digest: Sha256Digest,
+    stage: Stage,
+    expires_at_ms: u64,
+    resolved: watch::Sender<Option<ConfirmationOutcome>>,
+}
+
+struct Ended {
+    binding: Canonical,
+    digest: Sha256Digest,
+    stage: Stage,
+}
+
+#[derive(Default)]
+struct Store {
+    /// Pending, approved and reserved records (at most `max_pending`).
+    open: HashMap<Arc<str>, Record>,
+    /// Denied, expired and consumed records, remembered to explain a retry.
+    ended: Option<Lru<Arc<str>, Ended>>,
+}
+
+/// The confirmation store of one registry.
+pub(crate) struct ConfirmationStore {
+    store: Mutex<Store>,
+    pub(super) listeners: Listeners<[PendingConfirmation]>,
+    max_pending: usize,
+}
+
+/// What a request binds to.
+pub(crate) struct Binding<'a> {
+    pub(crate) surface_id: &'a str,
+    pub(crate) registration_id: &'a Arc<str>,
+    pub(crate) capability_id: &'a Arc<str>,
+    pub(crate) consumer_key: &'a Arc<str>,
+    pub(crate) effective_input: &'a Value,
+    pub(crate) effect: Effect,
+}
+
+impl Binding<'_> {
+    fn canonical(&self) -> (Canonical, Sha256Digest) {
+        let value = serde_json::json!({
+            "surfaceId": self.surface_id,
+            "registrationId": &**self.registration_id,
+            "capabilityId": &**self.capability_id,
+            "consumerKey": &**self.consumer_key,
+            "effectiveInput": self.effective_input,
+            "effect": self.effect.as_str(),
+        });
+        let canonical = Canonical::of(&value);
+        let digest = canonical.sha256();
+        (canonical, digest)
+    }
+}
+
+fn required_payload(view: &PendingConfirmation) -> ErrorPayload {
+    ErrorPayload::new(
+        ErrorCode::ConfirmationRequired,
+        "The user must approve this call. Retry with the confirmationId once they have.",
+    )
+    .with_detail("confirmationId", &*view.confirmation_id)
+    .with_detail("summary", view.summary.as_str())
+    .with_detail("expiresAt", view.expires_at.as_str())
+    .with_detail("effect", view.effect.as_str())
+    .with_detail("origin", view.origin)
+}
+
+fn invalid(reason: &'static str) -> ErrorPayload {
+    let (message, retry) = match reason {
+        "expired" => (
+            "The confirmation expired. Call again without a confirmationId to ask the user again.",
+            Retry::WithConfirmation,
+        ),
+        "denied" => ("The user denied this call. Do not retry it.", Retry::No),
+        "consumed" => (
+            "This confirmation was already used. Do not retry with it.",
+            Retry::No,
+        ),
+        _ => (
+            "The confirmation does not match this call. Do not retry with it.",
+            Retry::No,
+        ),
+    };
+    ErrorPayload::new(ErrorCode::ConfirmationInvalid, message)
+        .with_retry(retry)
+        .with_detail("reason", reason)
+}
+
+impl ConfirmationStore {
+    pub(crate) fn new(max_pending: usize) -> ConfirmationStore {
+        ConfirmationStore {
+            store: Mutex::new(Store::default()),
+            listeners: Listeners::default(),
+            max_pending,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn end(store: &mut Store, registry: &Registry, id: &Arc<str>, record: Record, stage: Stage) {
+        let limits = registry.limits();
+        let ended = store.ended.get_or_insert_with(|| {
+            Lru::new(
+                limits.max_pending_confirmations.saturating_mul(8).max(64),
+                u64::try_from(limits.dedupe_cache_ttl.as_millis()).unwrap_or(u64::MAX),
+            )
+        });
+        ended.insert(
+            Arc::clone(id),
+            Ended {
+                binding: record.binding,
+                digest: record.digest,
+                stage,
+            },
+            registry.now_ms(),
+        );
+    }
+
+    fn audit(registry: &Registry, kind: AuditKind, view: &PendingConfirmation) {
+        let mut event = AuditEvent::new(kind, registry.now_ms());
+        event.capability_id = Some(Arc::clone(&view.capability_id));
+        event.registration_id = Some(Arc::clone(&view.registration_id));
+        event.consumer_id = Some(Arc::clone(&view.consumer_key));
+        event.detail = Some(Map::from_iter([(
+            "confirmationId".to_owned(),
+            Value::from(&*view.confirmation_id),
+        )]));
+        registry.inner.record(&event);
+    }
+
+    /// Expires records whose time is up (also done by timers; this keeps a
+    /// manual clock honest).
+    pub(super) fn expire_due(&self, registry: &Registry) {
+        let now = registry.now_ms();
+        let due: Vec<Arc<str>> = self
+            .lock()
+            .open
+            .iter()
+            .filter(|(_, record)| now >= record.expires_at_ms)
+            .map(|(id, _)| Arc::clone(id))
+            .collect();
+        for id in due {
+            self.expire(registry, &id);
+        }
+    }
+
+    /// Phase 6 without evidence: returns `CONFIRMATION_REQUIRED` for a new
+    /// (or identical pending) request, or `RATE_LIMITED` when the registry
+    /// or this consumer has too many open. The summary is escaped and cut
+    /// to 300 characters here, whoever wrote it.
+    pub(crate) fn request(
+        &self,
+        registry: &Registry,
+        binding: &Binding<'_>,
+        summary: String,
+        origin: &'static str,
+    ) -> ErrorPayload {
+        self.expire_due(registry);
+        let (canonical, digest) = binding.canonical();
+        let per_consumer = registry
+            .limits()
+            .max_pending_confirmations_per_consumer
+            .max(1);
+        let mut store = self.lock();
+        if let Some(record) = store
+            .open
+            .values()
+            .find(|r| r.stage == Stage::Pending && r.digest == digest && r.binding == canonical)
+        {
+            return required_payload(&record.view);
+        }
+        let of_consumer = store
+            .open
+            .values()
+            .filter(|r| r.view.consumer_key == *binding.consumer_key)
+            .count();
+        if store.open.len() >= self.max_pending || of_consumer >= per_consumer {
+            return ErrorPayload::rate_limited("queue-full", Some(FULL_RETRY_MS));
+        }
+        let now = registry.now_ms();
+        let ttl = registry.limits().confirmation_ttl;
+        let expires_at_ms = now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let id: Arc<str> = Arc::from(registry.inner.ids.confirmation_id());
+        let summary =
+            display_text::truncate(&display_text::escape(&summary), MAX_SUMMARY_CHARS).into_owned();
+        let view = PendingConfirmation {
+            confirmation_id: Arc::clone(&id),
+            capability_id: Arc::clone(binding.capability_id),
+            registration_id: Arc::clone(binding.registration_id),
+            consumer_key: Arc::clone(binding.consumer_key),
+            effect: binding.effect,
+            origin,
+            summary,
+            input: binding.effective_input.clone(),
+            requested_at: rfc3339(now),
+            expires_at: rfc3339(expires_at_ms),
+        };
+        let payload = required_payload(&view);
+        let (resolved, _) = watch::channel(None);
+        store.open.insert(
+            Arc::clone(&id),
+            Record {
+                view: view.clone(),
+                binding: canonical,
+                digest,
+                stage: Stage::Pending,
+                expires_at_ms,
+                resolved,
+            },
+        );
+        drop(store);
+        Self::audit(registry, AuditKind::ConfirmationRequested, &view);
+        registry
+            .inner
+            .dispatcher
+            .emit([SurfaceEvent::ConfirmationRequested {
+                confirmation_id: Arc::clone(&id),
+                capability_id: Arc::clone(&view.capability_id),
+                expires_at: view.expires_at.clone(),
+            }]);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let weak = Arc::downgrade(&registry.inner);
+            runtime.spawn(async move {
+                tokio::time::sleep(ttl).await;
+                if let Some(inner) = weak.upgrade() {
+                    let registry = Registry { inner };
+                    registry.inner.confirmations.expire(&registry, &id);
+                }
+            });
+        }
+        self.notify(registry);
+        payload
+    }
+
+    /// Phase 6 with evidence: reserves approved, matching evidence for this
+    /// invocation. The [`Reservation`] consumes it when execution starts
+    /// and releases it if dropped before.
+    pub(crate) fn redeem(
+        &self,
+        registry: &Registry,
+        confirmation_id: &str,
+        binding: &Binding<'_>,
+    ) -> Result<Reservation, ErrorPayload> {
+        self.expire_due(registry);
+        let (canonical, digest) = binding.canonical();
+        let mut store = self.lock();
+        if let Some(record) = store.open.get_mut(confirmation_id) {
+            // Digest and exact canonical value must both match.
+            if record.digest != digest || record.binding != canonical {
+                return Err(invalid("mismatch"));
+            }
+            match record.stage {
+                Stage::Pending => return Err(required_payload(&record.view)),
+                Stage::Approved { at_ms } => {
+                    record.stage = Stage::Reserved { at_ms };
+                    let id = Arc::clone(&record.view.confirmation_id);
+                    drop(store);
+                    return Ok(Reservation::new(registry, id));
+                }
+                // Another call holds it: single use, as if consumed.
+                Stage::Reserved { .. } => return Err(invalid("consumed")),
+                Stage::Denied | Stage::Expired | Stage::Consumed => {}
+            }
+        }
+        let Some(ended) = store
+            .ended
+            .as_mut()
+            .and_then(|ended| ended.peek(confirmation_id, registry.now_ms()))
+        else {
+            return Err(invalid("mismatch"));
+        };
+        if ended.digest != digest || ended.binding != canonical {
+            return Err(invalid("mismatch"));
+        }
+        Err(match ended.stage {
+            Stage::Denied => invalid("denied"),
+            Stage::Expired => invalid("expired"),
+            _ => invalid("consumed"),
+        })
+    }
+
+    /// Execution starts: the reserved record is consumed (single use).
+    pub(super) fn consume(
+        &self,
+        registry: &Registry,
+        confirmation_id: &Arc<str>,
+    ) -> Result<ConfirmationEvidence, ErrorPayload> {
+        let mut store = self.lock();
+        let at_ms = match store.open.get(confirmation_id).map(|record| record.stage) {
+            Some(Stage::Reserved { at_ms }) => at_ms,
+            // Expired by disposal while reserved; nothing else ends a reservation.
+            _ => return Err(invalid("expired")),
+        };
+        let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
+            return Err(invalid("expired"));
+        };
+        let view = record.view.clone();
+        Self::end(&mut store, registry, &id, record, Stage::Consumed);
+        drop(store);
+        Self::audit(registry, AuditKind::ConfirmationConsumed, &view);
+        Ok(ConfirmationEvidence {
+            id: id.to_string(),
+            approved_at: rfc3339(at_ms),
+        })
+    }
+
+    /// The call failed before execution: the evidence is approved again,
+    /// or expires now if its time ran out meanwhile.
+    pub(super) fn release(&self, registry: &Registry, confirmation_id: &Arc<str>) {
+        let mut store = self.lock();
+        let Some(record) = store.open.get_mut(confirmation_id) else {
+            return;
+        };
+        if let Stage::Reserved { at_ms } = record.stage {
+            record.stage = Stage::Approved { at_ms };
+        }
+        drop(store);
+        self.expire(registry, confirmation_id);
+    }
+
+    /// The host's answer.
+    pub(super) fn resolve(
+        &self,
+        registry: &Registry,
+        confirmation_id: &str,
+        approved: bool,
+    ) -> Result<(), ResolveError> {
+        self.expire_due(registry);
+        let mut store = self.lock();
+        let Some(record) = store.open.get_mut(confirmation_id) else {
+            let known = store
+                .ended
+                .as_ref()
+                .is_some_and(|ended| ended.peek(confirmation_id, registry.now_ms()).is_some());
+            return Err(if known {
+                ResolveError::NotPending
+            } else {
+                ResolveError::Unknown
+            });
+        };
+        if record.stage != Stage::Pending {
+            return Err(ResolveError::NotPending);
+        }
+        let outcome = if approved {
+            ConfirmationOutcome::Approved
+        } else {
+            ConfirmationOutcome::Denied
+        };
+        let view = record.view.clone();
+        if approved {
+            record.stage = Stage::Approved {
+                at_ms: registry.now_ms(),
+            };
+            record.resolved.send_replace(Some(outcome));
+        } else if let Some((id, record)) = store.open.remove_entry(confirmation_id) {
+            record.resolved.send_replace(Some(outcome));
+            Self::end(&mut store, registry, &id, record, Stage::Denied);
+        }
+        drop(store);
+        let kind = if approved {
+            AuditKind::ConfirmationApproved
+        } else {
+            AuditKind::ConfirmationDenied
+        };
+        Self::audit(registry, kind, &view);
+        registry
+            .inner
+            .dispatcher
+            .emit([SurfaceEvent::ConfirmationResolved {
+                confirmation_id: Arc::clone(&view.confirmation_id),
+                outcome: outcome.as_str(),
+            }]);
+        self.notify(registry);
+        Ok(())
+    }
+
+    /// Expires one record if its time is up or the registry is going away.
+    /// A reserved record waits for its call (which releases or consumes it),
+    /// unless the registry is disposed.
+    pub(crate) fn expire(&self, registry: &Registry, confirmation_id: &Arc<str>) {
+        let mut store = self.lock();
+        let disposed = registry.is_disposed();
+        let due = store.open.get(confirmation_id).is_some_and(|record| {
+            let held = matches!(record.stage, Stage::Reserved { .. });
+            disposed || (!held && registry.now_ms() >= record.expires_at_ms)
+        });
+        if !due {
+            return;
+        }
+        let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
+            return;
+        };
+        let was_pending = record.stage == Stage::Pending;
+        let view = record.view.clone();
+        record
+            .resolved
+            .send_replace(Some(ConfirmationOutcome::Expired));
+        Self::end(&mut store, registry, &id, record, Stage::Expired);
+        drop(store);
+        Self::audit(registry, AuditKind::ConfirmationExpired, &view);
+        if was_pending {
+            registry
+                .inner
+                .dispatcher
+                .emit([SurfaceEvent::ConfirmationResolved {
+                    confirmation_id: Arc::clone(&view.confirmation_id),
+                    outcome: ConfirmationOutcome::Expired.as_str(),
+                }]);
+        }
+        self.notify(registry);
+    }
+
+    /// Expires everything (dispose).
+    pub(crate) fn expire_all(&self, registry: &Registry) {
+        let ids: Vec<Arc<str>> = self.lock().open.keys().cloned().collect();
+        for id in ids {
+            self.expire(registry, &id);
+        }
+    }
+
+    pub(crate) fn pending(&self) -> Vec<PendingConfirmation> {
+        let store = self.lock();
+        let mut pending: Vec<PendingConfirmation> = store
+            .open
+            .values()
+            .filter(|record| record.stage == Stage::Pending)
+            .map(|record| record.view.clone())
+            .collect();
+        pending.sort_by(|a, b| {
+            a.requested_at
+                .cmp(&b.requested_at)
+                .then_with(|| a.confirmation_id.cmp(&b.confirmation_id))
+        });
+        pending
+    }
+
+    pub(super) fn watcher(
+        &self,
+        confirmation_id: &str,
+    ) -> Option<watch::Receiver<Option<ConfirmationOutcome>>> {
+        self.lock()
+            .open
+            .get(confirmation_id)
+            .map(|record| record.resolved.subscribe())
+    }
+
+    pub(super) fn ended_outcome(
+        &self,
+        registry: &Registry,
+        confirmation_id: &str,
+    ) -> Option<ConfirmationOutcome> {
+        let store = self.lock();
+        let ended = store
+            .ended
+            .as_ref()?
+            .peek(confirmation_id, registry.now_ms())?;
+        Some(match ended.stage {
+            Stage::Denied => ConfirmationOutcome::Denied,
+            Stage::Expired => ConfirmationOutcome::Expired,
+            _ => ConfirmationOutcome::Approved,
+        })
+    }
+
+    fn notify(&self, registry: &Registry) {
+        if self.listeners.is_empty() {
+            return;
+        }
+        let pending = registry.inner.confirmations.pending();
+        self.listeners.call(&pending, "confirmation");
+    }
+}
