@@ -10,6 +10,7 @@
 
 mod canonical;
 mod concurrency;
+mod confirmation_integrity;
 mod confirmations;
 mod contracts;
 mod errors;
@@ -20,6 +21,7 @@ mod lifecycle;
 mod pipeline;
 mod policies;
 mod procedures;
+mod rate_limits;
 mod schema;
 mod toolset;
 mod wire;
