@@ -579,11 +579,13 @@ impl McpSession {
             .into_iter()
             .find(|p| *p.confirmation_id == *confirmation_id);
         match pending {
+            // Both parts escaped: no bidi, zero-width or control character
+            // of the agent's reaches the human as is.
             Some(p) => format!(
                 "Approve this {} operation?\n{}\nExact input: {}",
                 p.effect.as_str(),
-                p.summary,
-                crate::canonical::canonical_json(&p.input)
+                crate::util::display_text::escape(&p.summary),
+                p.display_input()
             ),
             None => "Approve this operation?".to_owned(),
         }

@@ -10,6 +10,7 @@
 
 mod canonical;
 mod concurrency;
+mod confirmation_integrity;
 mod confirmations;
 mod containment;
 mod contracts;
@@ -24,6 +25,7 @@ mod nesting;
 mod pipeline;
 mod policies;
 mod procedures;
+mod rate_limits;
 mod schema;
 mod toolset;
 mod wire;

@@ -434,7 +434,9 @@ impl Call<'_> {
     }
 
     /// Phase 6: `on_invoke` policies over the validated effective input, then
-    /// the confirmation decision and evidence check.
+    /// the confirmation decision and evidence check. Approved evidence is
+    /// only reserved here: phase 9 consumes it, an earlier failure drops the
+    /// reservation and so releases it.
     async fn invoke_policies(
         &self,
         registration: &Registration,
@@ -442,7 +444,7 @@ impl Call<'_> {
         host: &HostContext,
         effective: &Value,
         trace: &mut Trace,
-    ) -> Result<Option<ConfirmationEvidence>, ErrorPayload> {
+    ) -> Result<Option<crate::confirmation::Reservation>, ErrorPayload> {
         let capability = subject.capability();
         if capability.kind() == Kind::Observation {
             return Ok(None);
@@ -498,9 +500,13 @@ impl Call<'_> {
                 .redeem(self.registry, confirmation_id, &binding)
                 .map(Some),
             None => {
+                let reference = match subject {
+                    Subject::Domain(reference) => Some(&**reference),
+                    Subject::View { .. } => None,
+                };
                 let summary = escalated
                     .flatten()
-                    .unwrap_or_else(|| summarize(capability, effective));
+                    .unwrap_or_else(|| summarize(capability, effective, reference));
                 Err(inner
                     .confirmations
                     .request(self.registry, &binding, summary, "client"))
@@ -620,7 +626,7 @@ impl Call<'_> {
         capability: &CheckedCapability,
         typed: Option<TypedInput>,
         read: ReadContext,
-        evidence: Option<ConfirmationEvidence>,
+        evidence: Option<crate::confirmation::Reservation>,
         trace: &mut Trace,
     ) -> Result<Option<Value>, ErrorPayload> {
         let inner = &self.registry.inner;
@@ -646,6 +652,10 @@ impl Call<'_> {
                 None => limits.action_timeout,
             });
         let navigation = capability.effect() == Effect::Navigation;
+        // The handler runs now: the approval is used up.
+        let evidence: Option<ConfirmationEvidence> = evidence
+            .map(crate::confirmation::Reservation::consume)
+            .transpose()?;
         // Observations are reads: settled by the registry, never signalled.
         let token =
             (capability.kind() != Kind::Observation).then(tokio_util::sync::CancellationToken::new);
@@ -720,7 +730,7 @@ impl Call<'_> {
         reference: &Reference,
         input: Value,
         host: HostContext,
-        evidence: Option<ConfirmationEvidence>,
+        evidence: Option<crate::confirmation::Reservation>,
         trace: &mut Trace,
     ) -> Result<Option<Value>, ErrorPayload> {
         let inner = &self.registry.inner;
@@ -742,6 +752,10 @@ impl Call<'_> {
                 .timeout_ms()
                 .map_or(inner.config.limits.procedure_timeout, Duration::from_millis)
         });
+        // The backend is called now: the approval is used up.
+        let evidence: Option<ConfirmationEvidence> = evidence
+            .map(crate::confirmation::Reservation::consume)
+            .transpose()?;
         let token = tokio_util::sync::CancellationToken::new();
         let call = ProcedureCall {
             procedure_id: Arc::clone(&self.capability_id),
@@ -818,7 +832,9 @@ impl Call<'_> {
                 let summary = summary
                     .filter(|s| !s.trim().is_empty())
                     .map(|s| s.chars().take(300).collect())
-                    .unwrap_or_else(|| summarize(&reference.capability, effective));
+                    .unwrap_or_else(|| {
+                        summarize(&reference.capability, effective, Some(reference))
+                    });
                 inner
                     .confirmations
                     .request(self.registry, &binding, summary, "server")
@@ -1049,12 +1065,20 @@ impl<F: Future + Unpin> Future for AssertUnwindFuture<F> {
     }
 }
 
-/// The default confirmation summary: the description and the effective input.
-fn summarize(capability: &CheckedCapability, effective: &Value) -> String {
-    let input = crate::canonical::canonical_json(effective);
-    let mut summary = format!("{} Input: {input}", capability.description());
-    if summary.chars().count() > 300 {
-        summary = summary.chars().take(299).collect::<String>() + "…";
-    }
-    summary
+/// The default confirmation summary: the description and the effective
+/// input, the values a procedure reference binds (locked) first.
+fn summarize(
+    capability: &CheckedCapability,
+    effective: &Value,
+    reference: Option<&Reference>,
+) -> String {
+    let bound: Vec<String> = reference
+        .map(Reference::bound_fields)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|field| field.locked)
+        .map(|field| field.path.trim_start_matches('/').to_owned())
+        .collect();
+    let bound: Vec<&str> = bound.iter().map(String::as_str).collect();
+    crate::confirmation::summary(capability.description(), effective, &bound)
 }

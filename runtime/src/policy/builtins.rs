@@ -1,12 +1,14 @@
 //! The built-in policies. None needs an external service; each reads time
 //! only through the context's clock.
 
-use rustc_hash::FxHashMap;
+mod buckets;
+
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use self::buckets::Buckets;
 use super::{BoxFuture, Decision, Hooks, InvokeContext, Next, Policy, PolicyContext, PolicyResult};
 use crate::Audit;
 use crate::audit::{AuditEvent, AuditSink};
@@ -280,15 +282,20 @@ struct Bucket {
     last_ms: u64,
 }
 
+/// Buckets kept per policy: beyond it the least recently used pair is
+/// forgotten (and starts again with a full bucket).
+const MAX_BUCKETS: usize = 10_000;
+
 /// An advisory token bucket per (consumer, capability): `limit` calls per
-/// `window`, refilled continuously. O(1) per call; memory bounded.
+/// `window`, refilled continuously. O(1) per call; memory bounded by
+/// evicting the least recently used bucket, so a busy pair keeps its
+/// bucket however many others come and go.
 #[derive(Debug)]
 pub struct RateLimit {
     name: String,
     limit: f64,
     window_ms: u64,
-    buckets: Mutex<FxHashMap<BucketKey, Bucket>>,
-    max_buckets: usize,
+    buckets: Mutex<Buckets<BucketKey, Bucket>>,
 }
 
 /// [`RateLimit`]: at most `limit` calls per `window` per consumer and capability.
@@ -298,8 +305,7 @@ pub fn rate_limit(limit: u32, window: Duration) -> RateLimit {
         name: format!("rateLimit({limit}/{window_ms}ms)"),
         limit: f64::from(limit.max(1)),
         window_ms,
-        buckets: Mutex::new(FxHashMap::default()),
-        max_buckets: 10_000,
+        buckets: Mutex::new(Buckets::new(MAX_BUCKETS)),
     }
 }
 
@@ -309,23 +315,14 @@ impl RateLimit {
         #[allow(clippy::cast_precision_loss)]
         let per_ms = self.limit / self.window_ms as f64;
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
-        if buckets.len() >= self.max_buckets {
-            // Idle buckets are full again; forgetting them changes nothing.
-            let window = self.window_ms;
-            buckets.retain(|_, bucket| now_ms.saturating_sub(bucket.last_ms) < window);
-            if buckets.len() >= self.max_buckets {
-                let victim = buckets.keys().next().cloned();
-                if let Some(victim) = victim {
-                    buckets.remove(&victim);
-                }
-            }
-        }
-        let bucket = buckets
-            .entry((Arc::clone(consumer), Arc::clone(capability)))
-            .or_insert(Bucket {
-                tokens: self.limit,
-                last_ms: now_ms,
-            });
+        let key = (Arc::clone(consumer), Arc::clone(capability));
+        let fresh = || Bucket {
+            tokens: self.limit,
+            last_ms: now_ms,
+        };
+        let Some(bucket) = buckets.entry(key, fresh) else {
+            return Ok(());
+        };
         #[allow(clippy::cast_precision_loss)]
         let refill = now_ms.saturating_sub(bucket.last_ms) as f64 * per_ms;
         bucket.tokens = (bucket.tokens + refill).min(self.limit);

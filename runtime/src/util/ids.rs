@@ -1,19 +1,26 @@
 //! Id minting: `srf_…`, `reg_…`, `cnf_…`, `inv_…`.
 //!
-//! One random seed per registry (from the operating system) feeds a
-//! splitmix64 sequence, so ids are unpredictable without costing a system
-//! call each.
+//! Every random part comes from the operating system's CSPRNG, drawn 256
+//! bytes at a time into a process-wide pool so minting an id costs a copy,
+//! not a system call. Nothing is derived from a seed and a counter: seeing
+//! any number of ids tells nothing about the next one (a confirmation id of
+//! another consumer cannot be guessed).
 
+use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-fn splitmix64(state: u64) -> u64 {
-    let mut z = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+/// Bytes drawn from the operating system per refill.
+const POOL_BYTES: usize = 256;
+
+/// Base62 characters of a registry's prefix in its registration ids.
+const PREFIX_CHARS: usize = 6;
+/// Base62 characters of the random part of a registration id.
+const REGISTRATION_RANDOM_CHARS: usize = 10;
+/// Base62 characters of the keyed check closing a registration id.
+const TAG_CHARS: usize = 4;
 
 fn push_base62(out: &mut String, mut value: u64, digits: usize) {
     for _ in 0..digits {
@@ -24,115 +31,161 @@ fn push_base62(out: &mut String, mut value: u64, digits: usize) {
 }
 
 fn push_decimal(out: &mut String, value: u64) {
-    let mut digits = [0u8; 20];
-    let mut n = value;
-    let mut len = 0;
-    loop {
-        if let Some(slot) = digits.get_mut(len) {
-            *slot = b'0' + u8::try_from(n % 10).unwrap_or(0);
+    use std::fmt::Write as _;
+    // Writing to a String cannot fail.
+    let _ = write!(out, "{value}");
+}
+
+/// Random bytes from the operating system, handed out eight at a time.
+struct Pool {
+    bytes: [u8; POOL_BYTES],
+    next: usize,
+}
+
+/// One pool for the process: registries are created often (tests, per
+/// request) and each would otherwise pay a system call.
+static POOL: Mutex<Pool> = Mutex::new(Pool {
+    bytes: [0; POOL_BYTES],
+    next: POOL_BYTES,
+});
+
+impl Pool {
+    fn refill(&mut self) {
+        if getrandom::fill(&mut self.bytes).is_err() {
+            // No OS randomness (a sandbox without getrandom): SipHash under
+            // the standard library's per-process random keys still gives
+            // values an observer cannot predict from earlier ones.
+            static FALLBACK: AtomicU64 = AtomicU64::new(0);
+            tracing::warn!("the operating system's random source failed; ids use a keyed fallback");
+            let keys = RandomState::new();
+            for chunk in self.bytes.chunks_mut(8) {
+                let n = FALLBACK.fetch_add(1, Ordering::Relaxed);
+                let word = keys.hash_one((n, std::time::SystemTime::now()));
+                for (byte, value) in chunk.iter_mut().zip(word.to_le_bytes()) {
+                    *byte = value;
+                }
+            }
         }
-        len += 1;
-        n /= 10;
-        if n == 0 || len == digits.len() {
-            break;
+        self.next = 0;
+    }
+
+    fn u64(&mut self) -> u64 {
+        let end = self.next.saturating_add(8);
+        let word = match self.bytes.get(self.next..end) {
+            Some(word) => word,
+            None => {
+                self.refill();
+                self.bytes.get(0..8).unwrap_or(&[0; 8])
+            }
+        };
+        let mut value = [0; 8];
+        value.copy_from_slice(word);
+        self.next = if end > POOL_BYTES { 8 } else { end };
+        // Spent bytes are not kept around in memory.
+        if let Some(spent) = self.bytes.get_mut(self.next - 8..self.next) {
+            spent.fill(0);
         }
+        u64::from_le_bytes(value)
     }
-    for digit in digits.iter().take(len).rev() {
-        out.push(char::from(*digit));
-    }
+}
+
+/// `N` random words from the process pool under one lock.
+fn random<const N: usize>() -> [u64; N] {
+    let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+    std::array::from_fn(|_| pool.u64())
 }
 
 /// Mints the ids of one registry.
 #[derive(Debug)]
 pub(crate) struct IdMint {
-    seed: u64,
-    nonce: String,
+    /// This registry's random prefix in its registration ids.
+    prefix: String,
+    /// The key of the check that closes each registration id: an id
+    /// carrying the prefix but not a valid check was not minted here.
+    tag_key: RandomState,
+    tag_secret: u64,
     counter: AtomicU64,
 }
 
 impl IdMint {
     pub(crate) fn new() -> IdMint {
-        // One operating-system seed per process; each registry derives its
-        // own from it and a counter.
-        static PROCESS_SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-        static REGISTRIES: AtomicU64 = AtomicU64::new(0);
-        let process = *PROCESS_SEED.get_or_init(|| {
-            getrandom::u64().unwrap_or_else(|_| {
-                // No OS randomness: fall back to a per-process hash seed.
-                use std::hash::{BuildHasher, RandomState};
-                RandomState::new().hash_one(std::time::SystemTime::now())
-            })
-        });
-        let nth = REGISTRIES.fetch_add(1, Ordering::Relaxed);
-        let seed = splitmix64(process ^ splitmix64(nth));
-        let mut nonce = String::with_capacity(6);
-        push_base62(&mut nonce, splitmix64(seed ^ 0x5EED), 6);
+        let [prefix_bits, tag_secret] = random::<2>();
+        let mut prefix = String::with_capacity(PREFIX_CHARS);
+        push_base62(&mut prefix, prefix_bits, PREFIX_CHARS);
         IdMint {
-            seed,
-            nonce,
+            prefix,
+            tag_key: RandomState::new(),
+            tag_secret,
             counter: AtomicU64::new(0),
         }
     }
 
-    fn next(&self) -> (u64, u64) {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        (
-            n,
-            splitmix64(
-                self.seed
-                    .wrapping_add(n.wrapping_mul(0xA24B_AED4_963E_E407)),
-            ),
-        )
+    fn tag(&self, random: &str) -> u64 {
+        self.tag_key.hash_one((self.tag_secret, random))
     }
 
-    /// `srf_` + 22 base62 characters.
+    /// `srf_` + 22 base62 characters (128 random bits).
     pub(crate) fn surface_id(&self) -> String {
+        let [high, low] = random::<2>();
         let mut id = String::with_capacity(26);
         id.push_str("srf_");
-        push_base62(&mut id, splitmix64(self.seed), 11);
-        push_base62(&mut id, splitmix64(self.seed.rotate_left(17) ^ 0xA5A5), 11);
+        push_base62(&mut id, high, 11);
+        push_base62(&mut id, low, 11);
         id
     }
 
-    /// `reg_<counter>_<registry nonce><random>`: monotonic, and recognizably
-    /// from this registry (another registry's ids carry another nonce).
+    /// `reg_<registry prefix><random><check>`: recognizably from this
+    /// registry (another registry has another prefix and check key).
     pub(crate) fn registration_id(&self) -> String {
-        let (n, random) = self.next();
-        let mut id = String::with_capacity(40);
+        let [bits] = random::<1>();
+        let mut id =
+            String::with_capacity(4 + PREFIX_CHARS + REGISTRATION_RANDOM_CHARS + TAG_CHARS);
         id.push_str("reg_");
-        push_decimal(&mut id, n);
-        id.push('_');
-        id.push_str(&self.nonce);
-        push_base62(&mut id, random, 4);
+        id.push_str(&self.prefix);
+        let body = id.len();
+        push_base62(&mut id, bits, REGISTRATION_RANDOM_CHARS);
+        let tag = self.tag(id.get(body..).unwrap_or_default());
+        push_base62(&mut id, tag, TAG_CHARS);
         id
     }
 
-    /// Whether `registration_id` was minted by this registry.
+    /// Whether `registration_id` was minted by this registry: its prefix
+    /// and a valid check over its random part.
     pub(crate) fn minted_here(&self, registration_id: &str) -> bool {
-        registration_id
+        let Some(rest) = registration_id
             .strip_prefix("reg_")
-            .and_then(|rest| rest.split_once('_'))
-            .is_some_and(|(_, tail)| tail.starts_with(&self.nonce))
+            .and_then(|rest| rest.strip_prefix(self.prefix.as_str()))
+        else {
+            return false;
+        };
+        if rest.len() != REGISTRATION_RANDOM_CHARS + TAG_CHARS || !rest.is_ascii() {
+            return false;
+        }
+        let (random, tag) = rest.split_at(REGISTRATION_RANDOM_CHARS);
+        let mut expected = String::with_capacity(TAG_CHARS);
+        push_base62(&mut expected, self.tag(random), TAG_CHARS);
+        expected == tag
     }
 
-    /// `cnf_` + 16 base62 characters.
+    /// `cnf_` + 22 base62 characters (128 random bits).
     pub(crate) fn confirmation_id(&self) -> String {
-        let (_, random) = self.next();
-        let mut id = String::with_capacity(20);
+        let [high, low] = random::<2>();
+        let mut id = String::with_capacity(26);
         id.push_str("cnf_");
-        push_base62(&mut id, random, 11);
-        push_base62(&mut id, splitmix64(random), 5);
+        push_base62(&mut id, high, 11);
+        push_base62(&mut id, low, 11);
         id
     }
 
     /// `inv_<counter>_<random>` for invocations that came without an id.
     pub(crate) fn invocation_id(&self) -> String {
-        let (n, random) = self.next();
-        let mut id = String::with_capacity(32);
+        let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let [bits] = random::<1>();
+        let mut id = String::with_capacity(36);
         id.push_str("inv_");
         push_decimal(&mut id, n);
         id.push('_');
-        push_base62(&mut id, random, 6);
+        push_base62(&mut id, bits, 11);
         id
     }
 }
@@ -140,6 +193,7 @@ impl IdMint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     #[test]
     fn ids_have_their_shapes() {
@@ -148,12 +202,79 @@ mod tests {
         assert_eq!(surface.len(), 26);
         assert!(surface.starts_with("srf_"));
         assert!(surface[4..].bytes().all(|b| b.is_ascii_alphanumeric()));
-        let first = mint.registration_id();
-        let second = mint.registration_id();
-        assert!(first.starts_with("reg_1_") && second.starts_with("reg_2_"));
-        assert!(mint.minted_here(&first));
-        assert!(!IdMint::new().minted_here(&first));
+        let registration = mint.registration_id();
+        assert_eq!(registration.len(), 24);
+        assert!(registration.starts_with("reg_"));
+        assert!(mint.minted_here(&registration));
+        assert!(!IdMint::new().minted_here(&registration));
         assert!(!mint.minted_here("reg_x"));
-        assert_ne!(mint.confirmation_id(), mint.confirmation_id());
+        let confirmation = mint.confirmation_id();
+        assert_eq!(confirmation.len(), 26);
+        assert!(confirmation.starts_with("cnf_"));
+        assert!(mint.invocation_id().starts_with("inv_1_"));
+    }
+
+    #[test]
+    fn a_forged_registration_id_with_the_prefix_is_not_minted_here() {
+        let mint = IdMint::new();
+        let real = mint.registration_id();
+        // Same prefix and random part, another check.
+        let mut forged = real[..real.len() - 1].to_owned();
+        forged.push(if real.ends_with('0') { '1' } else { '0' });
+        assert!(!mint.minted_here(&forged));
+        // Same prefix, another random part, the real check.
+        let mut swapped = real.clone();
+        swapped.replace_range(10..11, if &real[10..11] == "a" { "b" } else { "a" });
+        assert!(!mint.minted_here(&swapped));
+        assert!(!mint.minted_here(&format!("{real}0")));
+        assert!(!mint.minted_here("reg_ééééééééééééé"));
+    }
+
+    #[test]
+    fn registries_never_share_a_prefix() {
+        let prefixes: HashSet<String> = (0..2_000).map(|_| IdMint::new().prefix).collect();
+        assert_eq!(prefixes.len(), 2_000);
+    }
+
+    /// Bits that differ between two base62 ids, position by position.
+    fn differing_bits(a: &str, b: &str) -> u32 {
+        a.bytes()
+            .zip(b.bytes())
+            .map(|(x, y)| (x ^ y).count_ones())
+            .sum()
+    }
+
+    #[test]
+    fn consecutive_ids_are_distinct_and_share_no_structure() {
+        let mint = IdMint::new();
+        let ids: Vec<String> = (0..5_000).map(|_| mint.confirmation_id()).collect();
+        let distinct: HashSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len());
+        // Neighbours differ in most of their characters: no counter shows through.
+        for pair in ids.windows(2) {
+            let same = pair[0]
+                .bytes()
+                .zip(pair[1].bytes())
+                .skip(4)
+                .filter(|(a, b)| a == b)
+                .count();
+            assert!(same <= 8, "{} then {}", pair[0], pair[1]);
+            assert!(differing_bits(&pair[0][4..], &pair[1][4..]) >= 20);
+        }
+        // Every position takes many values (a counter would pin most); the
+        // last digit of each 64-bit half spans only 22 values.
+        for position in 4..26 {
+            let values: HashSet<u8> = ids.iter().map(|id| id.as_bytes()[position]).collect();
+            let floor = if position == 14 || position == 25 {
+                20
+            } else {
+                60
+            };
+            assert!(
+                values.len() >= floor,
+                "position {position}: {}",
+                values.len()
+            );
+        }
     }
 }

@@ -1,22 +1,22 @@
-//! Confirmations: the user approves the exact effective input of a call
-//! before it runs.
+//! The confirmation store of one registry: pending, approved, reserved and
+//! ended records.
 //!
-//! A pending record binds to the canonical digest of `{surfaceId,
-//! registrationId, capabilityId, consumerKey, effectiveInput, effect}` and
-//! keeps the canonical text itself: a retry must reproduce both, or it fails
-//! `CONFIRMATION_INVALID {reason: "mismatch"}`. Evidence is single use, expires
-//! after `confirmation_ttl`, and cannot cross consumers, registrations,
-//! capabilities or registries. At most `max_pending_confirmations` are
-//! pending; beyond that a request fails `RATE_LIMITED` and creates nothing.
+//! A record moves `Pending → Approved → Reserved → Consumed`: phase 6
+//! reserves approved evidence for one invocation ([`Reservation`]), the
+//! execution consumes it, and any failure before the execution releases it
+//! back to `Approved`, so the same evidence works on a retry until its TTL.
+//! A reserved record is not redeemed by a second call meanwhile and does
+//! not expire under the call that holds it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
+use super::reservation::Reservation;
+use super::summary::MAX_SUMMARY_CHARS;
+use super::{ConfirmationOutcome, PendingConfirmation, ResolveError};
 use crate::Effect;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::canonical::{Canonical, Sha256Digest};
@@ -25,82 +25,23 @@ use crate::context::ConfirmationEvidence;
 use crate::error::{ErrorCode, ErrorPayload, Retry};
 use crate::events::SurfaceEvent;
 use crate::registry::Registry;
+use crate::util::display_text;
 use crate::util::listeners::Listeners;
 use crate::util::lru::Lru;
 
-/// A request waiting for the user, as host UIs render it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingConfirmation {
-    /// `cnf_…`.
-    pub confirmation_id: Arc<str>,
-    /// The capability to run.
-    pub capability_id: Arc<str>,
-    /// The registration that would run it.
-    pub registration_id: Arc<str>,
-    /// Who asked (`kind:id`).
-    pub consumer_key: Arc<str>,
-    /// The effect of the operation being approved.
-    pub effect: Effect,
-    /// Who demands the approval: `"client"` (the capability's posture or a
-    /// policy) or `"server"` (the backend of a domain procedure).
-    pub origin: &'static str,
-    /// Human-readable: the description plus the effective input.
-    pub summary: String,
-    /// The exact effective input (bound + agent-supplied) being approved.
-    pub input: Value,
-    /// When it was requested (RFC 3339).
-    pub requested_at: String,
-    /// When it expires (RFC 3339).
-    pub expires_at: String,
-}
-
-/// How a confirmation ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ConfirmationOutcome {
-    /// The user approved.
-    Approved,
-    /// The user denied.
-    Denied,
-    /// Nobody answered in time.
-    Expired,
-}
-
-impl ConfirmationOutcome {
-    fn as_str(self) -> &'static str {
-        match self {
-            ConfirmationOutcome::Approved => "approved",
-            ConfirmationOutcome::Denied => "denied",
-            ConfirmationOutcome::Expired => "expired",
-        }
-    }
-}
-
-/// Why [`Confirmations::resolve`] did nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ResolveError {
-    /// No such confirmation.
-    Unknown,
-    /// It was already approved, denied, expired or consumed.
-    NotPending,
-}
-
-impl std::fmt::Display for ResolveError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ResolveError::Unknown => "no such confirmation",
-            ResolveError::NotPending => "the confirmation is no longer pending",
-        })
-    }
-}
-
-impl std::error::Error for ResolveError {}
+/// Retry hint of a refused request: the pending list frees up as humans answer.
+const FULL_RETRY_MS: u64 = 1000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
     Pending,
-    Approved { at_ms: u64 },
+    Approved {
+        at_ms: u64,
+    },
+    /// Approved and held by one invocation between phase 6 and execution.
+    Reserved {
+        at_ms: u64,
+    },
     Denied,
     Expired,
     Consumed,
@@ -123,7 +64,7 @@ struct Ended {
 
 #[derive(Default)]
 struct Store {
-    /// Pending and approved-but-unused records (at most `max_pending`).
+    /// Pending, approved and reserved records (at most `max_pending`).
     open: HashMap<Arc<str>, Record>,
     /// Denied, expired and consumed records, remembered to explain a retry.
     ended: Option<Lru<Arc<str>, Ended>>,
@@ -132,7 +73,7 @@ struct Store {
 /// The confirmation store of one registry.
 pub(crate) struct ConfirmationStore {
     store: Mutex<Store>,
-    listeners: Listeners<[PendingConfirmation]>,
+    pub(super) listeners: Listeners<[PendingConfirmation]>,
     max_pending: usize,
 }
 
@@ -241,7 +182,7 @@ impl ConfirmationStore {
 
     /// Expires records whose time is up (also done by timers; this keeps a
     /// manual clock honest).
-    fn expire_due(&self, registry: &Registry) {
+    pub(super) fn expire_due(&self, registry: &Registry) {
         let now = registry.now_ms();
         let due: Vec<Arc<str>> = self
             .lock()
@@ -256,7 +197,9 @@ impl ConfirmationStore {
     }
 
     /// Phase 6 without evidence: returns `CONFIRMATION_REQUIRED` for a new
-    /// (or identical pending) request, or `RATE_LIMITED` when full.
+    /// (or identical pending) request, or `RATE_LIMITED` when the registry
+    /// or this consumer has too many open. The summary is escaped and cut
+    /// to 300 characters here, whoever wrote it.
     pub(crate) fn request(
         &self,
         registry: &Registry,
@@ -266,6 +209,10 @@ impl ConfirmationStore {
     ) -> ErrorPayload {
         self.expire_due(registry);
         let (canonical, digest) = binding.canonical();
+        let per_consumer = registry
+            .limits()
+            .max_pending_confirmations_per_consumer
+            .max(1);
         let mut store = self.lock();
         if let Some(record) = store
             .open
@@ -274,13 +221,20 @@ impl ConfirmationStore {
         {
             return required_payload(&record.view);
         }
-        if store.open.len() >= self.max_pending {
-            return ErrorPayload::rate_limited("queue-full", Some(1000));
+        let of_consumer = store
+            .open
+            .values()
+            .filter(|r| r.view.consumer_key == *binding.consumer_key)
+            .count();
+        if store.open.len() >= self.max_pending || of_consumer >= per_consumer {
+            return ErrorPayload::rate_limited("queue-full", Some(FULL_RETRY_MS));
         }
         let now = registry.now_ms();
         let ttl = registry.limits().confirmation_ttl;
         let expires_at_ms = now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
         let id: Arc<str> = Arc::from(registry.inner.ids.confirmation_id());
+        let summary =
+            display_text::truncate(&display_text::escape(&summary), MAX_SUMMARY_CHARS).into_owned();
         let view = PendingConfirmation {
             confirmation_id: Arc::clone(&id),
             capability_id: Arc::clone(binding.capability_id),
@@ -330,17 +284,19 @@ impl ConfirmationStore {
         payload
     }
 
-    /// Phase 6 with evidence: consumes approved, matching evidence exactly once.
+    /// Phase 6 with evidence: reserves approved, matching evidence for this
+    /// invocation. The [`Reservation`] consumes it when execution starts
+    /// and releases it if dropped before.
     pub(crate) fn redeem(
         &self,
         registry: &Registry,
         confirmation_id: &str,
         binding: &Binding<'_>,
-    ) -> Result<ConfirmationEvidence, ErrorPayload> {
+    ) -> Result<Reservation, ErrorPayload> {
         self.expire_due(registry);
         let (canonical, digest) = binding.canonical();
         let mut store = self.lock();
-        if let Some(record) = store.open.get(confirmation_id) {
+        if let Some(record) = store.open.get_mut(confirmation_id) {
             // Digest and exact canonical value must both match.
             if record.digest != digest || record.binding != canonical {
                 return Err(invalid("mismatch"));
@@ -348,18 +304,13 @@ impl ConfirmationStore {
             match record.stage {
                 Stage::Pending => return Err(required_payload(&record.view)),
                 Stage::Approved { at_ms } => {
-                    let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
-                        return Err(invalid("mismatch"));
-                    };
-                    let view = record.view.clone();
-                    Self::end(&mut store, registry, &id, record, Stage::Consumed);
+                    record.stage = Stage::Reserved { at_ms };
+                    let id = Arc::clone(&record.view.confirmation_id);
                     drop(store);
-                    Self::audit(registry, AuditKind::ConfirmationConsumed, &view);
-                    return Ok(ConfirmationEvidence {
-                        id: id.to_string(),
-                        approved_at: rfc3339(at_ms),
-                    });
+                    return Ok(Reservation::new(registry, id));
                 }
+                // Another call holds it: single use, as if consumed.
+                Stage::Reserved { .. } => return Err(invalid("consumed")),
                 Stage::Denied | Stage::Expired | Stage::Consumed => {}
             }
         }
@@ -380,8 +331,47 @@ impl ConfirmationStore {
         })
     }
 
+    /// Execution starts: the reserved record is consumed (single use).
+    pub(super) fn consume(
+        &self,
+        registry: &Registry,
+        confirmation_id: &Arc<str>,
+    ) -> Result<ConfirmationEvidence, ErrorPayload> {
+        let mut store = self.lock();
+        let at_ms = match store.open.get(confirmation_id).map(|record| record.stage) {
+            Some(Stage::Reserved { at_ms }) => at_ms,
+            // Expired by disposal while reserved; nothing else ends a reservation.
+            _ => return Err(invalid("expired")),
+        };
+        let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
+            return Err(invalid("expired"));
+        };
+        let view = record.view.clone();
+        Self::end(&mut store, registry, &id, record, Stage::Consumed);
+        drop(store);
+        Self::audit(registry, AuditKind::ConfirmationConsumed, &view);
+        Ok(ConfirmationEvidence {
+            id: id.to_string(),
+            approved_at: rfc3339(at_ms),
+        })
+    }
+
+    /// The call failed before execution: the evidence is approved again,
+    /// or expires now if its time ran out meanwhile.
+    pub(super) fn release(&self, registry: &Registry, confirmation_id: &Arc<str>) {
+        let mut store = self.lock();
+        let Some(record) = store.open.get_mut(confirmation_id) else {
+            return;
+        };
+        if let Stage::Reserved { at_ms } = record.stage {
+            record.stage = Stage::Approved { at_ms };
+        }
+        drop(store);
+        self.expire(registry, confirmation_id);
+    }
+
     /// The host's answer.
-    pub(crate) fn resolve(
+    pub(super) fn resolve(
         &self,
         registry: &Registry,
         confirmation_id: &str,
@@ -437,10 +427,14 @@ impl ConfirmationStore {
     }
 
     /// Expires one record if its time is up or the registry is going away.
+    /// A reserved record waits for its call (which releases or consumes it),
+    /// unless the registry is disposed.
     pub(crate) fn expire(&self, registry: &Registry, confirmation_id: &Arc<str>) {
         let mut store = self.lock();
+        let disposed = registry.is_disposed();
         let due = store.open.get(confirmation_id).is_some_and(|record| {
-            registry.is_disposed() || registry.now_ms() >= record.expires_at_ms
+            let held = matches!(record.stage, Stage::Reserved { .. });
+            disposed || (!held && registry.now_ms() >= record.expires_at_ms)
         });
         if !due {
             return;
@@ -492,7 +486,7 @@ impl ConfirmationStore {
         pending
     }
 
-    pub(crate) fn watcher(
+    pub(super) fn watcher(
         &self,
         confirmation_id: &str,
     ) -> Option<watch::Receiver<Option<ConfirmationOutcome>>> {
@@ -502,7 +496,7 @@ impl ConfirmationStore {
             .map(|record| record.resolved.subscribe())
     }
 
-    fn ended_outcome(
+    pub(super) fn ended_outcome(
         &self,
         registry: &Registry,
         confirmation_id: &str,
@@ -525,103 +519,5 @@ impl ConfirmationStore {
         }
         let pending = registry.inner.confirmations.pending();
         self.listeners.call(&pending, "confirmation");
-    }
-}
-
-/// The confirmation controller of a registry: what host UIs use to show and
-/// answer pending requests.
-#[derive(Clone, Debug)]
-pub struct Confirmations {
-    registry: Registry,
-}
-
-/// Stops a confirmation listener when dropped.
-#[must_use = "dropping it unsubscribes the listener"]
-pub struct PendingSubscription {
-    registry: Registry,
-    id: u64,
-}
-
-impl std::fmt::Debug for PendingSubscription {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PendingSubscription")
-            .field("id", &self.id)
-            .finish()
-    }
-}
-
-impl Drop for PendingSubscription {
-    fn drop(&mut self) {
-        self.registry.inner.confirmations.listeners.remove(self.id);
-    }
-}
-
-impl Confirmations {
-    /// Requests waiting for the user, oldest first.
-    pub fn pending(&self) -> Vec<PendingConfirmation> {
-        self.registry.inner.confirmations.pending()
-    }
-
-    /// Approves or denies a pending request.
-    pub fn resolve(&self, confirmation_id: &str, approved: bool) -> Result<(), ResolveError> {
-        self.registry
-            .inner
-            .confirmations
-            .resolve(&self.registry, confirmation_id, approved)
-    }
-
-    /// Approves a pending request.
-    pub fn approve(&self, confirmation_id: &str) -> Result<(), ResolveError> {
-        self.resolve(confirmation_id, true)
-    }
-
-    /// Denies a pending request.
-    pub fn deny(&self, confirmation_id: &str) -> Result<(), ResolveError> {
-        self.resolve(confirmation_id, false)
-    }
-
-    /// Waits until the confirmation is approved, denied or expired (`None`
-    /// for an unknown id). Cancel by dropping the future.
-    pub async fn wait_for(&self, confirmation_id: &str) -> Option<ConfirmationOutcome> {
-        let store = &self.registry.inner.confirmations;
-        let Some(mut watcher) = store.watcher(confirmation_id) else {
-            return store.ended_outcome(&self.registry, confirmation_id);
-        };
-        match watcher.wait_for(Option::is_some).await {
-            Ok(outcome) => *outcome,
-            Err(_) => Some(ConfirmationOutcome::Expired),
-        }
-    }
-
-    /// Calls `listener` with the pending list whenever it changes.
-    pub fn subscribe(
-        &self,
-        listener: impl Fn(&[PendingConfirmation]) + Send + Sync + 'static,
-    ) -> PendingSubscription {
-        let id = self.registry.inner.confirmations.listeners.add(listener);
-        PendingSubscription {
-            registry: self.registry.clone(),
-            id,
-        }
-    }
-
-    /// Expires every request whose time is up now (timers do this on their
-    /// own; useful with a manual clock).
-    pub fn expire_due(&self) {
-        self.registry.inner.confirmations.expire_due(&self.registry);
-    }
-
-    /// The time to live of new requests.
-    pub fn ttl(&self) -> Duration {
-        self.registry.limits().confirmation_ttl
-    }
-}
-
-impl Registry {
-    /// The confirmation controller.
-    pub fn confirmations(&self) -> Confirmations {
-        Confirmations {
-            registry: self.clone(),
-        }
     }
 }
