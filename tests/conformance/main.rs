@@ -8,6 +8,7 @@
     clippy::panic
 )] // test code
 
+mod audit_trail;
 mod canonical;
 mod concurrency;
 mod confirmations;
@@ -21,6 +22,7 @@ mod pipeline;
 mod policies;
 mod procedures;
 mod schema;
+mod staleness;
 mod toolset;
 mod wire;
 
