@@ -21,6 +21,7 @@ mod lifecycle;
 mod pipeline;
 mod policies;
 mod procedures;
+mod reentrancy;
 mod schema;
 mod staleness;
 mod toolset;
