@@ -8,7 +8,10 @@
 //! - **listener isolation**: a panicking listener is contained and reported;
 //!   the other listeners still run;
 //! - **no re-entrant dispatch**: a registry call made from a listener takes
-//!   effect at once, and its events are queued behind the current ones;
+//!   effect at once (`mount` must return its `Result`, so the call itself
+//!   cannot wait), and its events are queued behind the current ones: every
+//!   listener receives the current event before any nested one, and no
+//!   listener is ever entered twice;
 //! - per invocation, `invocation-started` strictly before
 //!   `invocation-settled`; per confirmation, `confirmation-requested`
 //!   strictly before `confirmation-resolved`.

@@ -104,6 +104,96 @@ async fn as_conc_001_concurrency_groups_have_their_own_queues() {
     assert_eq!(probe.runs(), 5);
 }
 
+/// A component whose actions share named concurrency keys.
+struct Keyed {
+    gate: tokio::sync::watch::Sender<bool>,
+    log: Mutex<Vec<&'static str>>,
+}
+
+impl Keyed {
+    fn new() -> Arc<Keyed> {
+        Arc::new(Keyed {
+            gate: tokio::sync::watch::channel(false).0,
+            log: Mutex::new(Vec::new()),
+        })
+    }
+
+    async fn run(&self, name: &'static str, done: &'static str) {
+        self.log.lock().unwrap().push(name);
+        let _ = self.gate.subscribe().wait_for(|open| *open).await;
+        self.log.lock().unwrap().push(done);
+    }
+
+    fn log(&self) -> Vec<&'static str> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+/// Synchronisation with a remote address book.
+#[agent_component(type = "test.keyed")]
+impl Keyed {
+    /// Pull contacts; shares the `sync` key with `push`.
+    #[action(effect = "local-state", concurrency = "key:sync", queue_depth = 1)]
+    async fn pull(&self) {
+        self.run("pull", "pull done").await;
+    }
+
+    /// Push contacts; shares the `sync` key with `pull`.
+    #[action(effect = "local-state", concurrency = "key:sync", queue_depth = 1)]
+    async fn push(&self) {
+        self.run("push", "push done").await;
+    }
+
+    /// Export contacts, under a key of its own.
+    #[action(effect = "local-state", concurrency = "key:export")]
+    async fn export(&self) {
+        self.run("export", "export done").await;
+    }
+
+    /// Rename the book, on the instance queue.
+    #[action(effect = "local-state")]
+    async fn rename(&self) {
+        self.run("rename", "rename done").await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_conc_001_capabilities_sharing_a_key_serialize_and_other_keys_run_concurrently() {
+    let registry = registry();
+    let keyed = Keyed::new();
+    let _mounted = registry.mount(Arc::clone(&keyed)).unwrap();
+    let pull = spawn_call(&registry, Invocation::new("view:test.keyed.pull"));
+    settle_tasks().await;
+    // `push` shares the `sync` key: it waits behind `pull`.
+    let push = spawn_call(&registry, Invocation::new("view:test.keyed.push"));
+    settle_tasks().await;
+    // `export` (another key) and `rename` (the instance queue) start at once.
+    let export = spawn_call(&registry, Invocation::new("view:test.keyed.export"));
+    let rename = spawn_call(&registry, Invocation::new("view:test.keyed.rename"));
+    settle_tasks().await;
+    assert_eq!(keyed.log(), ["pull", "export", "rename"]);
+    // The key's queue (depth 1) is shared: a third call of either is refused.
+    for id in ["view:test.keyed.pull", "view:test.keyed.push"] {
+        let overflow = call(&registry, Invocation::new(id)).await;
+        assert_eq!(code(&overflow), Some(ErrorCode::RateLimited), "{id}");
+        assert_eq!(
+            overflow.error().unwrap().detail("reason"),
+            Some(&json!("queue-full"))
+        );
+    }
+    keyed.gate.send_replace(true);
+    for handle in [pull, push, export, rename] {
+        assert!(handle.await.unwrap().is_ok());
+    }
+    let log = keyed.log();
+    let at = |entry: &str| log.iter().position(|e| *e == entry).unwrap();
+    assert!(
+        at("pull done") < at("push"),
+        "push ran only after pull settled: {log:?}"
+    );
+    assert_eq!(log.len(), 8, "{log:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn as_conc_010_unmount_before_execute_fails_and_the_handler_never_runs() {
     let registry = registry();

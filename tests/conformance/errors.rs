@@ -1,5 +1,5 @@
 //! AS-ERR-001: the agent-facing error set, cross-checked against the
-//! specification's error matrix.
+//! specification's error matrix (vendored in `tests/data/error-matrix.json`).
 
 use agent_surface::error::{DefinitionErrorKind, ErrorCode, ErrorPayload, Retry};
 use serde_json::{Value, json};
@@ -18,16 +18,12 @@ fn retry_names(code: ErrorCode) -> Vec<String> {
         .collect()
 }
 
+/// The specification's error matrix, vendored so the cross-check always runs.
+const MATRIX: &str = include_str!("../data/error-matrix.json");
+
 #[test]
 fn as_err_001_error_set_matches_the_specification_matrix() {
-    let Some(path) = crate::shared_spec_file("error-matrix.json") else {
-        eprintln!(
-            "as_err_001: skipped the comparison: ../shared/spec/error-matrix.json is absent beside this checkout \
-             (the closed-set invariants below still ran)"
-        );
-        return;
-    };
-    let matrix: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let matrix: Value = serde_json::from_str(MATRIX).unwrap();
     let codes = matrix["codes"].as_object().expect("codes");
     assert_eq!(
         codes.len(),
@@ -148,4 +144,21 @@ fn as_err_001_definition_error_kinds() {
         assert_eq!(kind.as_str(), name);
         assert_eq!(serde_json::to_value(kind).unwrap(), json!(name));
     }
+}
+
+#[test]
+fn as_err_001_vendored_matrix_equals_the_specification_copy() {
+    let Some(path) = crate::shared_spec_file("error-matrix.json") else {
+        eprintln!(
+            "as_err_001: skipped comparing the vendored matrix: ../shared/spec/error-matrix.json \
+             is absent beside this checkout (the vendored matrix was still checked)"
+        );
+        return;
+    };
+    let upstream: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let vendored: Value = serde_json::from_str(MATRIX).unwrap();
+    assert_eq!(
+        vendored, upstream,
+        "tests/data/error-matrix.json differs from the specification's; copy it again"
+    );
 }

@@ -8,6 +8,7 @@
     clippy::panic
 )] // test code
 
+mod audit_trail;
 mod canonical;
 mod concurrency;
 mod confirmation_integrity;
@@ -26,7 +27,9 @@ mod pipeline;
 mod policies;
 mod procedures;
 mod rate_limits;
+mod reentrancy;
 mod schema;
+mod staleness;
 mod toolset;
 mod wire;
 

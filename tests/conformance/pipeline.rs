@@ -311,17 +311,6 @@ async fn as_stale_001_staleness_matrix() {
 }
 
 #[tokio::test]
-async fn as_stale_002_version_hint_is_not_enforced_for_view_effects() {
-    let registry = registry();
-    let _mounted = registry.mount(Probe::new()).unwrap();
-    let result = call(&registry, poke(&["a"]).surface_version("999")).await;
-    assert!(
-        result.is_ok(),
-        "local-state actions proceed on an old version hint"
-    );
-}
-
-#[tokio::test]
 async fn as_avail_001_availability_is_recomputed_at_invocation() {
     let registry = registry();
     let probe = Probe::new();
@@ -403,19 +392,49 @@ async fn as_invoke_002_effective_input_is_validated_completely_before_the_handle
     assert_eq!(probe.runs(), 1);
 }
 
+/// Every environment a registry can run in. Listing them through a `match`
+/// makes a new variant a compile error here until the test covers it.
+fn every_environment() -> [Environment; 3] {
+    let all = [
+        Environment::Development,
+        Environment::Test,
+        Environment::Production,
+    ];
+    for environment in all {
+        match environment {
+            Environment::Development | Environment::Test | Environment::Production => {}
+        }
+    }
+    all
+}
+
 #[tokio::test]
-async fn as_ser_001_non_json_and_oversized_outputs_fail_loudly() {
-    let registry = registry();
-    let _mounted = registry.mount(Probe::new()).unwrap();
-    let nan = call(&registry, Invocation::new("view:test.probe.nan")).await;
-    let error = nan.error().unwrap();
-    assert_eq!(error.code(), ErrorCode::ExecutionFailed);
-    assert_eq!(error.detail("reason"), Some(&json!("output-invalid")));
-    let huge = call(&registry, Invocation::new("view:test.probe.huge")).await;
-    assert_eq!(
-        huge.error().unwrap().detail("reason"),
-        Some(&json!("output-too-large"))
-    );
+async fn as_ser_001_non_json_and_oversized_outputs_fail_loudly_in_every_environment() {
+    for environment in every_environment() {
+        let registry = Registry::builder().environment(environment).build();
+        let _mounted = registry.mount(Probe::new()).unwrap();
+        let nan = call(&registry, Invocation::new("view:test.probe.nan")).await;
+        let error = nan.error().unwrap();
+        assert_eq!(error.code(), ErrorCode::ExecutionFailed, "{environment:?}");
+        assert_eq!(
+            error.detail("reason"),
+            Some(&json!("output-invalid")),
+            "{environment:?}"
+        );
+        let huge = call(&registry, Invocation::new("view:test.probe.huge")).await;
+        let error = huge.error().unwrap();
+        assert_eq!(error.code(), ErrorCode::ExecutionFailed, "{environment:?}");
+        assert_eq!(
+            error.detail("reason"),
+            Some(&json!("output-too-large")),
+            "{environment:?}"
+        );
+        // A defect of one call, never of the registry.
+        assert!(
+            call(&registry, poke(&["a"])).await.is_ok(),
+            "{environment:?}"
+        );
+    }
 }
 
 #[tokio::test]

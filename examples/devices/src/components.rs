@@ -52,6 +52,7 @@ pub struct SetFilters {
     pub status: Option<StatusFilter>,
     /// City to show (Milan, Rome or Turin); null shows every city.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(length(max = 64))]
     pub city: Option<Option<String>>,
 }
 
@@ -124,7 +125,7 @@ pub enum SelectMode {
 #[derive(Clone, Debug)]
 pub struct SelectRows {
     /// Ids of visible rows.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 64)))]
     pub ids: Vec<String>,
     /// How to combine with the current selection.
     #[serde(default)]
@@ -146,6 +147,7 @@ pub struct DrawerState {
 #[derive(Clone, Debug)]
 pub struct OpenDrawer {
     /// Device id.
+    #[schemars(length(min = 1, max = 64))]
     pub device_id: String,
 }
 

@@ -25,9 +25,10 @@ pub struct Disabled {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DisableDevices {
     /// The devices to disable.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 64)))]
     pub device_ids: Vec<String>,
     /// Why they are disabled, for the audit trail.
+    #[schemars(length(max = 500))]
     pub reason: Option<String>,
 }
 

@@ -142,7 +142,7 @@ async fn an_approved_disable_reaches_the_backend_with_exactly_the_bound_input() 
     assert_eq!(descriptor["available"], true);
     assert_eq!(
         descriptor["inputSchema"]["properties"],
-        json!({"reason": {"description": "Why they are disabled, for the audit trail.", "type": ["string", "null"]}})
+        json!({"reason": {"description": "Why they are disabled, for the audit trail.", "maxLength": 500, "type": ["string", "null"]}})
     );
     assert_eq!(
         descriptor["boundFields"],

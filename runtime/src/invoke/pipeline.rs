@@ -668,6 +668,7 @@ impl Call<'_> {
             ),
             None => ActionContext::for_observation(read, Arc::clone(&self.invocation_id)),
         };
+        self.audit_started(trace);
         // The handler future owns a component reference and may be its last
         // owner: its drop is contained like every component destructor.
         let mut handler = Contained::new(
@@ -767,6 +768,7 @@ impl Call<'_> {
             cancellation: token.clone(),
             timeout,
         };
+        self.audit_started(trace);
         let execution = catch_unwind(AssertUnwindSafe(|| executor.execute(call)));
         let Ok(future) = execution else {
             trace.operator = Some("the procedure executor panicked".to_owned());
@@ -802,6 +804,30 @@ impl Call<'_> {
                 token.cancel();
                 self.watch_late_settlement(future, timeout, capability);
                 Err(interrupt.into_payload(capability))
+            }
+        }
+    }
+
+    /// Phase 9 begins: the `invocation-started` audit record (identity only,
+    /// at the capability's audit level), once, before the handler or the
+    /// executor runs.
+    fn audit_started(&self, trace: &Trace) {
+        let Some(target) = &trace.target else {
+            return;
+        };
+        if target.subject.capability().audit() == Audit::None {
+            return;
+        }
+        let inner = &self.registry.inner;
+        let mut event = AuditEvent::new(AuditKind::InvocationStarted, inner.now_ms());
+        event.capability_id = Some(Arc::clone(&self.capability_id));
+        event.registration_id = Some(Arc::clone(&target.registration.id));
+        event.invocation_id = Some(Arc::clone(&self.invocation_id));
+        event.consumer_id = Some(Arc::clone(&self.consumer_key));
+        inner.record(&event);
+        if let Some(chain) = target.subject.chain(&target.registration) {
+            for sink in chain.audit_sinks.iter() {
+                crate::audit::record(sink.as_ref(), &event);
             }
         }
     }

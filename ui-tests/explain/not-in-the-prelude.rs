@@ -4,4 +4,5 @@ fn main() {
     // The developer-only explain view is not reachable from the prelude.
     let registry = Registry::builder().build();
     let _ = explain_surface(&registry, &SnapshotOptions::default());
+    let _: Option<Explanation> = None;
 }

@@ -1,0 +1,184 @@
+//! AS-STALE-002: the `surfaceVersion` hint of a call is enforced for
+//! destructive and external-side-effect calls only; every other effect
+//! ignores it.
+
+use std::sync::{Arc, Mutex};
+
+use agent_surface::error::Retry;
+use agent_surface::prelude::*;
+use agent_surface::procedure::{
+    ExecuteFuture, ManifestEntry, ProcedureCall, ProcedureExecutor, ProcedureManifest,
+};
+use agent_surface::registry::Registry;
+use serde_json::{Value, json};
+
+use crate::fixtures::{Probe, call, code};
+
+/// Wipe an archive.
+#[agent_procedure(
+    id = "domain:test.stale.wipe",
+    effect = "destructive",
+    confirmation = "optional"
+)]
+#[derive(Clone, Debug)]
+pub(crate) struct Wipe {
+    /// A note for the audit trail.
+    pub(crate) note: Option<String>,
+}
+
+/// Mail the customer.
+#[agent_procedure(
+    id = "domain:test.stale.notify",
+    effect = "external-side-effect",
+    confirmation = "optional"
+)]
+#[derive(Clone, Debug)]
+pub(crate) struct Notify {
+    /// A note for the customer.
+    pub(crate) note: Option<String>,
+}
+
+/// Rename an archive.
+#[agent_procedure(id = "domain:test.stale.rename", effect = "server-mutation")]
+#[derive(Clone, Debug)]
+pub(crate) struct Rename {
+    /// The new name.
+    pub(crate) note: Option<String>,
+}
+
+/// Look an archive up.
+#[agent_procedure(id = "domain:test.stale.lookup", effect = "server-query")]
+#[derive(Clone, Debug)]
+pub(crate) struct Lookup {
+    /// What to look for.
+    pub(crate) note: Option<String>,
+}
+
+/// A backend that answers every call with `null` and remembers its ids.
+struct Backend {
+    manifest: ProcedureManifest,
+    received: Mutex<Vec<Arc<str>>>,
+}
+
+impl ProcedureExecutor for Backend {
+    fn manifest(&self) -> &ProcedureManifest {
+        &self.manifest
+    }
+
+    fn execute(&self, call: ProcedureCall) -> ExecuteFuture {
+        self.received.lock().unwrap().push(call.procedure_id);
+        Box::pin(async { Ok(Value::Null) })
+    }
+}
+
+/// A page with a navigation action, holding the procedure references.
+struct Archive;
+
+/// An archive page.
+#[agent_component(type = "test.archive")]
+impl Archive {
+    /// Leave the page.
+    #[action(effect = "navigation")]
+    fn leave(&self) {}
+}
+
+const WIPE: &str = "domain:test.stale.wipe";
+const NOTIFY: &str = "domain:test.stale.notify";
+
+#[tokio::test]
+async fn as_stale_002_version_hint_is_enforced_only_for_destructive_and_external_calls() {
+    let backend = Arc::new(Backend {
+        manifest: [
+            ManifestEntry::declared(Wipe::contract().checked().unwrap()),
+            ManifestEntry::declared(Notify::contract().checked().unwrap()),
+            ManifestEntry::declared(Rename::contract().checked().unwrap()),
+            ManifestEntry::declared(Lookup::contract().checked().unwrap()),
+        ]
+        .into_iter()
+        .collect(),
+        received: Mutex::new(Vec::new()),
+    });
+    let registry = Registry::builder().environment(Environment::Test).build();
+    assert!(
+        registry
+            .set_procedure_executor(Some(Arc::clone(&backend) as Arc<dyn ProcedureExecutor>))
+            .is_empty()
+    );
+    let archive = registry
+        .mounting(Arc::new(Archive))
+        .procedure(ProcedureRef::<Wipe>::new())
+        .procedure(ProcedureRef::<Notify>::new())
+        .procedure(ProcedureRef::<Rename>::new())
+        .procedure(ProcedureRef::<Lookup>::new())
+        .mount()
+        .unwrap();
+    let _probe = registry.mount(Probe::new()).unwrap();
+    let discovered = registry.version().to_string();
+    // The surface moves after the agent discovered it.
+    drop(registry.mount_instance(Probe::new(), "other").unwrap());
+    assert_ne!(registry.version().to_string(), discovered);
+    let current = registry.version().to_string();
+    let invocation = |id: &str, version: &str| {
+        let invocation = Invocation::new(id).surface_version(version);
+        if id.starts_with("domain:") {
+            invocation.input(json!({}))
+        } else if id == "view:test.probe.poke" {
+            invocation.input(json!({"ids": ["a"]}))
+        } else {
+            invocation
+        }
+    };
+
+    // Destructive and external calls on an old version are refused before
+    // anything runs.
+    for id in [WIPE, NOTIFY] {
+        let result = call(&registry, invocation(id, &discovered)).await;
+        let error = result.error().unwrap();
+        assert_eq!(error.code(), ErrorCode::StaleCapability, "{id}");
+        assert_eq!(error.retry(), Retry::AfterRefresh, "{id}");
+        assert_eq!(
+            error.detail("reason"),
+            Some(&json!("surface-version-mismatch")),
+            "{id}"
+        );
+        assert_eq!(
+            error.detail("liveRegistrationId"),
+            Some(&json!(archive.registration_id())),
+            "{id}"
+        );
+    }
+    assert!(backend.received.lock().unwrap().is_empty(), "nothing ran");
+
+    // A hint naming the current version passes.
+    for id in [WIPE, NOTIFY] {
+        let result = call(&registry, invocation(id, &current)).await;
+        assert!(result.is_ok(), "{id}: {result:?}");
+    }
+
+    // Every other effect ignores the hint, however old.
+    for id in [
+        "domain:test.stale.rename", // server-mutation
+        "domain:test.stale.lookup", // server-query
+        "view:test.probe.poke",     // local-state
+        "view:test.probe.read",     // read
+        "view:test.archive.leave",  // navigation
+    ] {
+        let result = call(&registry, invocation(id, &discovered)).await;
+        assert_eq!(code(&result), None, "{id}: {result:?}");
+    }
+    assert_eq!(
+        backend
+            .received
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|id| &**id)
+            .collect::<Vec<_>>(),
+        [
+            WIPE,
+            NOTIFY,
+            "domain:test.stale.rename",
+            "domain:test.stale.lookup"
+        ]
+    );
+}
