@@ -54,6 +54,62 @@ impl Widget {
     }
 }
 
+pub struct Selection {
+    selected: std::sync::atomic::AtomicUsize,
+}
+
+/// A table whose actions depend on the selection.
+#[agent_component(type = "bench.selection")]
+impl Selection {
+    /// The state.
+    #[observation]
+    fn read_state(&self) -> WidgetState {
+        WidgetState { n: 3 }
+    }
+
+    /// Disable the selected rows.
+    #[action(effect = "local-state", when = has_selection, unavailable_reason = "Select rows first")]
+    fn disable(&self, input: Poke) {
+        black_box(input);
+    }
+
+    /// Export the selected rows.
+    #[action(effect = "local-state", when = has_selection, unavailable_reason = "Select rows first")]
+    fn export(&self, input: Poke) {
+        black_box(input);
+    }
+
+    fn has_selection(&self) -> bool {
+        self.selected.load(std::sync::atomic::Ordering::Relaxed) > 0
+    }
+}
+
+/// `invalidate()` after a render that changed nothing the surface shows.
+fn invalidate(c: &mut Criterion) {
+    let registry = Registry::builder().build();
+    let _widgets = mounted(&registry, 10);
+    let table = registry
+        .mount(Arc::new(Selection {
+            selected: std::sync::atomic::AtomicUsize::new(1),
+        }))
+        .unwrap();
+    let events = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let _subscription = registry.subscribe({
+        let events = Arc::clone(&events);
+        move |_event| {
+            events.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    c.bench_function("invalidate (availability unchanged)", |b| {
+        b.iter(|| black_box(table.invalidate()))
+    });
+    assert_eq!(
+        events.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "it emitted nothing"
+    );
+}
+
 pub struct Vault;
 
 /// A component hidden from everybody, whose predicate is slow.
@@ -332,6 +388,7 @@ criterion_group!(
     snapshot,
     invoke,
     hidden,
+    invalidate,
     procedure,
     toolset,
     canonical

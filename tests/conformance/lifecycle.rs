@@ -297,7 +297,7 @@ async fn as_ver_001_version_bump_matrix() {
     assert_eq!(registry.version(), 3);
     assert!(mounted.set_availability("poke", Some((false, Some("Paused")))));
     assert_eq!(registry.version(), 4);
-    mounted.invalidate(); // +1
+    mounted.bump_version(); // +1
     assert_eq!(registry.version(), 5);
     // Handler state changes and lazy `when()` drift do not bump.
     probe.runs.store(9, Ordering::SeqCst);

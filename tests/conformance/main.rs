@@ -21,6 +21,7 @@ mod harness;
 mod hidden;
 mod identity;
 mod ids;
+mod invalidate;
 mod lifecycle;
 mod nesting;
 mod pipeline;

@@ -164,13 +164,13 @@ fn as_evt_001_a_listener_that_always_mutates_is_never_reentered() {
                 let version: u64 = surface_version.parse().unwrap();
                 versions.lock().unwrap().push(version);
                 if version < 10 {
-                    probe.invalidate(); // queues the next surface-changed
+                    probe.bump_version(); // queues the next surface-changed
                 }
             }
             depth.leave();
         }
     });
-    probe.invalidate(); // version 2, then the listener takes it to 10
+    probe.bump_version(); // version 2, then the listener takes it to 10
     assert_eq!(*versions.lock().unwrap(), (2..=10).collect::<Vec<_>>());
     assert!(!depth.reentered.load(Ordering::SeqCst));
     assert_eq!(registry.version(), 10);

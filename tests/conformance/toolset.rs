@@ -415,7 +415,7 @@ async fn subscribers_hear_every_change_including_state_only_ones() {
     assert_eq!(heard.load(Ordering::SeqCst), 2);
     // Nothing changed: nothing heard.
     toolset.refresh();
-    mounted.invalidate();
+    mounted.bump_version();
     assert_eq!(heard.load(Ordering::SeqCst), 2);
     // A structural change.
     let _other = registry.mount_instance(Probe::new(), "second").unwrap();

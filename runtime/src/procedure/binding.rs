@@ -459,6 +459,11 @@ impl Reference {
             .collect()
     }
 
+    /// Whether the reference has a `when` predicate (while mounted).
+    pub(crate) fn has_when(&self) -> bool {
+        self.live().is_some_and(|live| live.when.is_some())
+    }
+
     /// `when()` now; a panic counts as unavailable (`when-error`).
     pub(crate) fn availability(&self) -> Availability {
         let Some(live) = self.live() else {

@@ -903,8 +903,65 @@ impl Mounted {
         true
     }
 
-    /// Bumps the surface version without changing anything.
-    pub fn invalidate(&self) {
+    /// Tells the registry that the application state this component's
+    /// availability reads has changed (a selection, a route, a loaded
+    /// list). The registry re-evaluates every `when` of this registration
+    /// and of its procedure references; only when an availability (or its
+    /// reason) actually changed does it bump the surface version and emit
+    /// `availability-changed` and `surface-changed`, which every consumer
+    /// hears (toolset subscriptions, MCP `tools/list_changed`, the testing
+    /// harness). Returns whether the surface changed.
+    ///
+    /// Cheap enough to call after every render: with nothing changed it
+    /// runs the predicates, compares and returns, emitting nothing. (The
+    /// specification's `invalidate` bumps unconditionally; that is
+    /// [`bump_version`](Self::bump_version).)
+    pub fn invalidate(&self) -> bool {
+        let Some(registration) = self.live() else {
+            return false;
+        };
+        let Some(component) = registration.component() else {
+            return false;
+        };
+        // Predicates are host code: evaluated with no registry lock held.
+        let Some(changed) = registration.reevaluate(&**component) else {
+            return false;
+        };
+        let inner = &self.registry.inner;
+        let events = if inner.dispatcher.active() {
+            changed
+                .capabilities
+                .iter()
+                .filter_map(|&index| {
+                    let capability = registration.capability(index)?;
+                    let available = registration.availability(index, Some(&**component))
+                        == Availability::Available;
+                    Some(SurfaceEvent::AvailabilityChanged {
+                        registration_id: Arc::clone(&registration.id),
+                        capability_id: Arc::clone(capability.id().as_arc()),
+                        available,
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        drop(component);
+        let mut state = inner.state();
+        if !registration.is_active() {
+            return false;
+        }
+        inner.bump(&mut state, events);
+        drop(state);
+        inner.dispatcher.drain();
+        true
+    }
+
+    /// Bumps the surface version without changing anything (the
+    /// specification's handle `invalidate`): every consumer re-reads the
+    /// surface. Prefer [`invalidate`](Self::invalidate), which bumps only
+    /// when availability changed.
+    pub fn bump_version(&self) {
         if self.live().is_none() {
             return;
         }
@@ -1284,6 +1341,13 @@ impl Registry {
             references,
         ));
 
+        // The baseline `invalidate` compares against (predicates are host
+        // code: evaluated before any lock is taken).
+        if registration.has_state_derived_availability()
+            && let Some(component) = registration.component()
+        {
+            let _ = registration.reevaluate(&**component);
+        }
         let now = inner.now_ms();
         let mut state = inner.state();
         let collision = self.suffix_collision(&state, contract);

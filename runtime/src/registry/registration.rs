@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use tokio_util::sync::CancellationToken;
@@ -150,6 +150,14 @@ impl Released {
     }
 }
 
+/// A nonzero fingerprint of an availability (reason included).
+fn mark(availability: &Availability) -> u64 {
+    match availability {
+        Availability::Available => 1,
+        Availability::Unavailable(reason) => crate::canonical::Fnv1a64::hash(reason.as_bytes()) | 2,
+    }
+}
+
 /// A live (or just unmounted) registration.
 pub(crate) struct Registration {
     pub(crate) id: Arc<str>,
@@ -176,6 +184,27 @@ pub(crate) struct Registration {
     pub(crate) references: Box<[Arc<Reference>]>,
     /// Instance-qualified tool names, built on first use.
     tool_names: std::sync::OnceLock<Box<[Box<str>]>>,
+    /// The state-derived availability last published (see [`Registration::reevaluate`]).
+    published: Mutex<Published>,
+    /// Evaluations started, so a slower, older one never overwrites a newer one.
+    evaluations: AtomicU64,
+}
+
+/// The `when`-derived availability last published: one mark per capability,
+/// then one per procedure reference (0 when nothing state-derived applies).
+#[derive(Default)]
+struct Published {
+    evaluation: u64,
+    marks: Option<Box<[u64]>>,
+}
+
+/// What a re-evaluation found changed.
+#[derive(Debug, Default)]
+pub(crate) struct Changed {
+    /// Capabilities (by index) whose availability changed.
+    pub(crate) capabilities: Vec<usize>,
+    /// Whether any procedure reference's availability changed.
+    pub(crate) references: bool,
 }
 
 impl std::fmt::Debug for Registration {
@@ -213,7 +242,65 @@ impl Registration {
             queues: Mutex::new(Vec::new()),
             references,
             tool_names: std::sync::OnceLock::new(),
+            published: Mutex::new(Published::default()),
+            evaluations: AtomicU64::new(0),
         }
+    }
+
+    /// Whether anything about this registration's availability derives from
+    /// application state (`when` predicates of capabilities or references).
+    pub(crate) fn has_state_derived_availability(&self) -> bool {
+        self.contract.capabilities().iter().any(|c| c.has_when())
+            || self.references.iter().any(|r| r.has_when())
+    }
+
+    /// Re-evaluates the state-derived availability (every `when`, with its
+    /// reason) against what was last published. Returns what changed, or
+    /// `None` when nothing did. The first evaluation sets the baseline.
+    /// Call without any registry lock held: predicates are host code.
+    pub(crate) fn reevaluate(&self, component: &dyn Component) -> Option<Changed> {
+        let evaluation = self.evaluations.fetch_add(1, Ordering::AcqRel) + 1;
+        let capabilities = self.contract.capabilities();
+        let marks: Box<[u64]> = (0..capabilities.len())
+            .map(|index| match capabilities.get(index) {
+                Some(capability) if capability.has_when() => {
+                    mark(&self.when_availability(index, capability, component))
+                }
+                _ => 0,
+            })
+            .chain(self.references.iter().map(|reference| {
+                if reference.has_when() {
+                    mark(&reference.availability())
+                } else {
+                    0
+                }
+            }))
+            .collect();
+        let mut published = self
+            .published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if published.evaluation > evaluation {
+            // A newer evaluation already published what is current.
+            return None;
+        }
+        published.evaluation = evaluation;
+        let Some(before) = published.marks.replace(marks) else {
+            return None;
+        };
+        let after = published.marks.as_deref().unwrap_or_default();
+        let mut changed = Changed::default();
+        for (index, (was, is)) in before.iter().zip(after).enumerate() {
+            if was == is {
+                continue;
+            }
+            if index < capabilities.len() {
+                changed.capabilities.push(index);
+            } else {
+                changed.references = true;
+            }
+        }
+        (!changed.capabilities.is_empty() || changed.references).then_some(changed)
     }
 
     /// The tool name of capability `index` qualified with this instance
@@ -373,6 +460,19 @@ impl Registration {
         let Some(component) = component else {
             return Availability::Unavailable(Cow::Borrowed(NOT_AVAILABLE_NOW));
         };
+        self.when_availability(index, capability, component)
+    }
+
+    /// The `when` part of a capability's availability, evaluated now.
+    fn when_availability(
+        &self,
+        index: usize,
+        capability: &CheckedCapability,
+        component: &dyn Component,
+    ) -> Availability {
+        if !capability.has_when() {
+            return Availability::Available;
+        }
         match catch_unwind(AssertUnwindSafe(|| component.__when(index))) {
             Ok(true) => Availability::Available,
             Ok(false) => Availability::Unavailable(self.reason(index, capability, component)),
