@@ -1,0 +1,435 @@
+//! Registry configuration: the limits with the specification's defaults,
+//! the duplicate and suffix policies, the registration guard, and the
+//! builder that assembles a registry.
+
+use super::{Inner, Registry, State};
+
+use rustc_hash::FxHashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::registration::Chain;
+
+use crate::audit::{AuditSink, ConsoleAuditSink, FanOut, MemoryAuditSink};
+use crate::clock::{Clock, TokioClock};
+use crate::confirmation::ConfirmationStore;
+use crate::context::{Environment, HostContext};
+use crate::events::Dispatcher;
+use crate::ids::CapabilityId;
+use crate::invoke::concurrency::Admission;
+use crate::invoke::dedupe::Dedupe;
+use crate::policy::PolicyRef;
+use crate::procedure::ProcedureError;
+use crate::util::ids::IdMint;
+use crate::util::lru::Lru;
+
+/// Every limit of the registry, with the specification's defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Component descriptions, in characters (500).
+    pub max_component_description: usize,
+    /// Capability descriptions, in characters (300).
+    pub max_capability_description: usize,
+    /// Serialized agent-visible metadata, in bytes (2048).
+    pub max_meta_bytes: usize,
+    /// Serialized handler output, in bytes (32 768).
+    pub max_output_bytes: usize,
+    /// Serialized schema, in bytes (16 384).
+    pub max_schema_bytes: usize,
+    /// Schema nesting depth (8).
+    pub max_schema_depth: usize,
+    /// Observation timeout (5 s).
+    pub observation_timeout: Duration,
+    /// Action timeout (10 s).
+    pub action_timeout: Duration,
+    /// Procedure timeout (30 s).
+    pub procedure_timeout: Duration,
+    /// Waiting actions per queue beyond the running one (2).
+    pub action_queue_depth: usize,
+    /// Concurrent observations per consumer (8).
+    pub max_concurrent_observations_per_consumer: usize,
+    /// Concurrent observations overall (32).
+    pub max_concurrent_observations_total: usize,
+    /// Waiting observations per consumer (8).
+    pub max_queued_observations_per_consumer: usize,
+    /// Terminal results kept for deduplication (200).
+    pub dedupe_cache_size: usize,
+    /// How long deduplication remembers a result (10 min).
+    pub dedupe_cache_ttl: Duration,
+    /// Unmounted registrations remembered (100).
+    pub tombstone_size: usize,
+    /// How long an unmounted registration is remembered (5 min).
+    pub tombstone_ttl: Duration,
+    /// How long a confirmation waits for the user (120 s).
+    pub confirmation_ttl: Duration,
+    /// Confirmations pending at once (32).
+    pub max_pending_confirmations: usize,
+    /// Audit events kept by the default in-memory sink (1000).
+    pub audit_buffer: usize,
+    /// Largest input or output kept in a `full` audit record, in bytes (4096).
+    pub max_audit_payload_bytes: usize,
+    /// Longest agent-supplied identifier (invocation, capability, instance,
+    /// registration, confirmation ids and the version hint), in bytes (256).
+    /// Longer ones settle `INVALID_INPUT` before anything is remembered.
+    pub max_id_bytes: usize,
+    /// Largest agent input, serialized, in bytes (262 144).
+    pub max_input_bytes: usize,
+    /// Deepest nesting of agent input (arrays and objects), checked
+    /// iteratively before any recursive walk (64).
+    pub max_input_depth: usize,
+    /// Confirmations one consumer may have pending at once, under
+    /// `max_pending_confirmations` (8), so one consumer cannot starve others.
+    pub max_pending_confirmations_per_consumer: usize,
+    /// Bytes of terminal results kept for deduplication, all consumers
+    /// together (4 MiB). When full, the consumer holding the most gives up
+    /// its oldest record first.
+    pub dedupe_cache_bytes: usize,
+    /// Calls one consumer may have in flight under an invocation id at once
+    /// (64); more settle `RATE_LIMITED`. In-flight records are never evicted.
+    pub max_in_flight_per_consumer: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_component_description: agent_surface_rules::MAX_COMPONENT_DESCRIPTION,
+            max_capability_description: agent_surface_rules::MAX_CAPABILITY_DESCRIPTION,
+            max_meta_bytes: agent_surface_rules::MAX_META_BYTES,
+            max_output_bytes: 32_768,
+            max_schema_bytes: 16_384,
+            max_schema_depth: 8,
+            observation_timeout: Duration::from_secs(5),
+            action_timeout: Duration::from_secs(10),
+            procedure_timeout: Duration::from_secs(30),
+            action_queue_depth: 2,
+            max_concurrent_observations_per_consumer: 8,
+            max_concurrent_observations_total: 32,
+            max_queued_observations_per_consumer: 8,
+            dedupe_cache_size: 200,
+            dedupe_cache_ttl: Duration::from_secs(600),
+            tombstone_size: 100,
+            tombstone_ttl: Duration::from_secs(300),
+            confirmation_ttl: Duration::from_secs(120),
+            max_pending_confirmations: 32,
+            audit_buffer: 1000,
+            max_audit_payload_bytes: 4096,
+            max_id_bytes: 256,
+            max_input_bytes: 262_144,
+            max_input_depth: 64,
+            max_pending_confirmations_per_consumer: 8,
+            dedupe_cache_bytes: 4 << 20,
+            max_in_flight_per_consumer: 64,
+        }
+    }
+}
+
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What to do when a component is mounted under a `(type, instance)` that
+/// is already live.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DuplicatePolicy {
+    /// The newcomer gets a dead handle and a `component-rejected` event (default).
+    #[default]
+    Reject,
+    /// The live registration is unmounted (its invocations settle
+    /// `COMPONENT_UNMOUNTED`) and the newcomer takes its place.
+    Replace,
+}
+
+/// What to do when `view:X.Y` is mounted while `domain:X.Y` is a known procedure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SuffixPolicy {
+    /// Nothing.
+    Off,
+    /// A `collision-suspected` event and a warning (default).
+    #[default]
+    Warn,
+    /// Refuse the mount.
+    Error,
+}
+
+/// What a registration guard sees.
+#[derive(Clone, Debug)]
+pub struct RegistrationCandidate<'a> {
+    /// The component type.
+    pub component_type: &'a str,
+    /// The instance.
+    pub instance_id: &'a str,
+    /// The registrant's trust label.
+    pub origin: &'a str,
+    /// Every capability it would expose.
+    pub capabilities: Vec<&'a CapabilityId>,
+}
+
+/// A registration guard's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuardDecision {
+    /// Mount it.
+    Accept,
+    /// Refuse it (dead handle + `component-rejected {reason: "guard"}`).
+    Reject,
+}
+
+/// The route a snapshot reports (the host wires its router here).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RouteInfo {
+    /// The current path.
+    pub path: String,
+    /// Route parameters.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub params: std::collections::BTreeMap<String, String>,
+}
+
+type HostProvider = Arc<dyn Fn() -> HostContext + Send + Sync>;
+type Guard = Arc<dyn Fn(&RegistrationCandidate<'_>) -> GuardDecision + Send + Sync>;
+type RouteProvider = Arc<dyn Fn() -> Option<RouteInfo> + Send + Sync>;
+type Redactor = Arc<dyn Fn(&serde_json::Value) -> serde_json::Value + Send + Sync>;
+type ErrorHook = Arc<dyn Fn(&str, &ProcedureError) -> Option<crate::ErrorPayload> + Send + Sync>;
+
+/// Builds a [`Registry`].
+#[must_use]
+pub struct RegistryBuilder {
+    pub(super) environment: Environment,
+    pub(super) host: Option<HostProvider>,
+    pub(super) policies: Vec<PolicyRef>,
+    pub(super) audit: Option<Arc<dyn AuditSink>>,
+    pub(super) guard: Option<Guard>,
+    pub(super) duplicates: DuplicatePolicy,
+    pub(super) suffixes: SuffixPolicy,
+    pub(super) route: Option<RouteProvider>,
+    pub(super) limits: Limits,
+    pub(super) clock: Option<Arc<dyn Clock>>,
+    pub(super) redact: Option<Redactor>,
+    pub(super) procedure_errors: Option<ErrorHook>,
+}
+
+impl fmt::Debug for RegistryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistryBuilder")
+            .field("environment", &self.environment)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistryBuilder {
+    /// `development`, `production` (default) or `test`.
+    pub fn environment(mut self, environment: Environment) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    /// The host context provider, called lazily per evaluation. Keep it
+    /// synchronous and cheap (read from your stores, never fetch). A panic
+    /// is contained and fails closed: that evaluation sees an empty context
+    /// (no user, no permissions).
+    pub fn host_context(
+        mut self,
+        provider: impl Fn() -> HostContext + Send + Sync + 'static,
+    ) -> Self {
+        self.host = Some(Arc::new(provider));
+        self
+    }
+
+    /// Adds a registry-wide policy (outermost layer of every chain).
+    pub fn policy(mut self, policy: impl crate::policy::Policy) -> Self {
+        self.policies.push(Arc::new(policy));
+        self
+    }
+
+    /// Replaces the default audit sink (bounded memory, plus stderr in development).
+    pub fn audit_sink(mut self, sink: Arc<dyn AuditSink>) -> Self {
+        self.audit = Some(sink);
+        self
+    }
+
+    /// Transforms inputs and outputs before they enter `full` audit records.
+    pub fn audit_redaction(
+        mut self,
+        redact: impl Fn(&serde_json::Value) -> serde_json::Value + Send + Sync + 'static,
+    ) -> Self {
+        self.redact = Some(Arc::new(redact));
+        self
+    }
+
+    /// A guard consulted before accepting each mount (trust filtering).
+    pub fn on_register(
+        mut self,
+        guard: impl Fn(&RegistrationCandidate<'_>) -> GuardDecision + Send + Sync + 'static,
+    ) -> Self {
+        self.guard = Some(Arc::new(guard));
+        self
+    }
+
+    /// Collision handling for a duplicate `(type, instance)`.
+    pub fn duplicate_instances(mut self, policy: DuplicatePolicy) -> Self {
+        self.duplicates = policy;
+        self
+    }
+
+    /// Suffix-collision diagnostics against known domain procedure ids.
+    pub fn suffix_collisions(mut self, policy: SuffixPolicy) -> Self {
+        self.suffixes = policy;
+        self
+    }
+
+    /// The route provider for snapshots (a panic is contained: no route).
+    pub fn route(
+        mut self,
+        provider: impl Fn() -> Option<RouteInfo> + Send + Sync + 'static,
+    ) -> Self {
+        self.route = Some(Arc::new(provider));
+        self
+    }
+
+    /// Every limit at once.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The clock for timestamps, TTLs and rate limits (default: wall time
+    /// that advances with tokio's clock, so `tokio::time::pause()` controls it).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Maps backend errors of domain procedures to agent-facing errors
+    /// (e.g. a backend `forbidden` to `NOT_AUTHORIZED {origin: "server"}`).
+    /// Errors the hook leaves unmapped (`None`) settle
+    /// `EXECUTION_FAILED {reason: "transport"}` with a fixed message; the
+    /// backend's own text only reaches the audit trail.
+    ///
+    /// ```
+    /// use agent_surface::procedure::ProcedureError;
+    /// use agent_surface::{ErrorPayload, Registry};
+    ///
+    /// let registry = Registry::builder()
+    ///     .procedure_errors(|_procedure, error| match error.code() {
+    ///         Some("forbidden") => Some(ErrorPayload::not_authorized("server")),
+    ///         _ => None,
+    ///     })
+    ///     .build();
+    /// # let _ = registry;
+    /// ```
+    pub fn procedure_errors(
+        mut self,
+        map: impl Fn(&str, &ProcedureError) -> Option<crate::ErrorPayload> + Send + Sync + 'static,
+    ) -> Self {
+        self.procedure_errors = Some(Arc::new(map));
+        self
+    }
+
+    /// Builds the registry.
+    pub fn build(self) -> Registry {
+        let ids = IdMint::new();
+        let memory = Arc::new(MemoryAuditSink::new(self.limits.audit_buffer));
+        let audit: Arc<dyn AuditSink> = match (self.audit, self.environment) {
+            (Some(sink), _) => sink,
+            (None, Environment::Development) => Arc::new(FanOut(vec![
+                Arc::clone(&memory) as Arc<dyn AuditSink>,
+                Arc::new(ConsoleAuditSink),
+            ])),
+            (None, _) => Arc::clone(&memory) as Arc<dyn AuditSink>,
+        };
+        let limits = self.limits;
+        let clock = self.clock.unwrap_or_else(|| Arc::new(TokioClock::new()));
+        let base_chain = if self.policies.is_empty() {
+            Arc::clone(shared_defaults().empty_chain())
+        } else {
+            Arc::new(Chain::compose(&self.policies, &[], Vec::new()))
+        };
+        let inner = Inner {
+            surface_id: Arc::from(ids.surface_id()),
+            config: Config {
+                environment: self.environment,
+                host: self.host,
+                policies: self.policies,
+                guard: self.guard,
+                duplicates: self.duplicates,
+                suffixes: self.suffixes,
+                route: self.route,
+                limits,
+                redact: self.redact,
+                procedure_errors: self.procedure_errors,
+            },
+            clock,
+            ids,
+            state: Mutex::new(State {
+                version: 0,
+                live: FxHashMap::default(),
+                by_type: FxHashMap::default(),
+                ordered: None,
+                tombstones: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
+                unmounted_types: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
+                known_procedures: Vec::new(),
+                by_procedure: FxHashMap::default(),
+            }),
+            executor: std::sync::RwLock::new(None),
+            dispatcher: Arc::new(Dispatcher::default()),
+            audit,
+            memory_audit: memory,
+            dedupe: Mutex::new(Dedupe::new(crate::invoke::dedupe::Budget {
+                count: limits.dedupe_cache_size,
+                bytes: limits.dedupe_cache_bytes,
+                ttl_ms: millis(limits.dedupe_cache_ttl),
+                in_flight_per_consumer: limits.max_in_flight_per_consumer.max(1),
+            })),
+            confirmations: ConfirmationStore::new(limits.max_pending_confirmations),
+            admission: Arc::new(Admission::default()),
+            disposed: CancellationToken::new(),
+            version_tx: std::sync::OnceLock::new(),
+            version: std::sync::atomic::AtomicU64::new(0),
+            empty_host: shared_defaults().host.clone(),
+            anonymous: shared_defaults().anonymous.clone(),
+            base_chain,
+        };
+        Registry {
+            inner: Arc::new(inner),
+        }
+    }
+}
+
+pub(crate) struct Config {
+    pub(crate) environment: Environment,
+    pub(crate) host: Option<HostProvider>,
+    pub(crate) policies: Vec<PolicyRef>,
+    pub(crate) guard: Option<Guard>,
+    pub(crate) duplicates: DuplicatePolicy,
+    pub(crate) suffixes: SuffixPolicy,
+    pub(crate) route: Option<RouteProvider>,
+    pub(crate) limits: Limits,
+    pub(crate) redact: Option<Redactor>,
+    pub(crate) procedure_errors: Option<ErrorHook>,
+}
+
+/// Immutable values every registry starts with, built once per process.
+struct SharedDefaults {
+    host: HostContext,
+    anonymous: crate::context::Consumer,
+    empty_chain: std::sync::OnceLock<Arc<Chain>>,
+}
+
+impl SharedDefaults {
+    fn empty_chain(&self) -> &Arc<Chain> {
+        self.empty_chain
+            .get_or_init(|| Arc::new(Chain::compose(&[], &[], Vec::new())))
+    }
+}
+
+fn shared_defaults() -> &'static SharedDefaults {
+    static DEFAULTS: std::sync::OnceLock<SharedDefaults> = std::sync::OnceLock::new();
+    DEFAULTS.get_or_init(|| SharedDefaults {
+        host: HostContext::default(),
+        anonymous: crate::context::Consumer::anonymous(),
+        empty_chain: std::sync::OnceLock::new(),
+    })
+}

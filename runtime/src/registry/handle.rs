@@ -1,0 +1,211 @@
+//! The mount handle: status, the master switch, availability pushes and
+//! state-driven re-evaluation; dropping it unmounts.
+
+use super::{RegistrationStatus, Registry};
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::registration::{Availability, Override, Registration};
+
+use crate::context::Environment;
+use crate::events::SurfaceEvent;
+
+/// The handle of one mount. Dropping it (or calling
+/// [`unmount`](Mounted::unmount)) unmounts the component.
+#[must_use = "dropping the handle unmounts the component at once"]
+pub struct Mounted {
+    pub(super) registry: Registry,
+    pub(super) registration_id: Arc<str>,
+    pub(super) registration: Option<Arc<Registration>>,
+}
+
+impl fmt::Debug for Mounted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mounted")
+            .field("registration_id", &self.registration_id)
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+impl Mounted {
+    /// The registration id (`reg_…`), the staleness token agents send back.
+    pub fn registration_id(&self) -> &str {
+        &self.registration_id
+    }
+
+    /// Active, rejected or unregistered.
+    pub fn status(&self) -> RegistrationStatus {
+        match &self.registration {
+            None => RegistrationStatus::Rejected,
+            Some(registration) if registration.is_active() => RegistrationStatus::Active,
+            Some(_) => RegistrationStatus::Unregistered,
+        }
+    }
+
+    fn live(&self) -> Option<&Arc<Registration>> {
+        let live = self.registration.as_ref().filter(|r| r.is_active());
+        if live.is_none() && self.registry.inner.config.environment == Environment::Development {
+            tracing::warn!(registration = %self.registration_id, "update on a handle that is not active is ignored");
+        }
+        live
+    }
+
+    /// The master switch: `false` shows every capability as unavailable
+    /// (reason `component-disabled`). Bumps the version when it changes.
+    pub fn set_enabled(&self, enabled: bool) {
+        let Some(registration) = self.live() else {
+            return;
+        };
+        let inner = &self.registry.inner;
+        let mut state = inner.state();
+        if !registration.is_active()
+            || registration.enabled.swap(enabled, Ordering::AcqRel) == enabled
+        {
+            return;
+        }
+        let events = if inner.dispatcher.active() {
+            registration
+                .contract
+                .capabilities()
+                .iter()
+                .map(|capability| SurfaceEvent::AvailabilityChanged {
+                    registration_id: Arc::clone(&registration.id),
+                    capability_id: Arc::clone(capability.id().as_arc()),
+                    available: enabled,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        inner.bump(&mut state, events);
+        drop(state);
+        inner.dispatcher.drain();
+    }
+
+    /// Pushes an availability override for one capability (by name);
+    /// `None` removes it. Bumps the version when it changes.
+    pub fn set_availability(
+        &self,
+        capability: &str,
+        availability: Option<(bool, Option<&str>)>,
+    ) -> bool {
+        let Some(registration) = self.live() else {
+            return false;
+        };
+        let Some(index) = registration
+            .contract
+            .capabilities()
+            .iter()
+            .position(|c| c.name().as_str() == capability)
+        else {
+            return false;
+        };
+        let inner = &self.registry.inner;
+        let mut state = inner.state();
+        let value = availability.map(|(available, reason)| Override {
+            available,
+            reason: reason.map(Arc::from),
+        });
+        let available = value.as_ref().is_none_or(|o| o.available);
+        if !registration.is_active() || !registration.set_override(index, value) {
+            return true;
+        }
+        let events = match registration.capability(index) {
+            Some(capability) if inner.dispatcher.active() => {
+                vec![SurfaceEvent::AvailabilityChanged {
+                    registration_id: Arc::clone(&registration.id),
+                    capability_id: Arc::clone(capability.id().as_arc()),
+                    available,
+                }]
+            }
+            _ => Vec::new(),
+        };
+        inner.bump(&mut state, events);
+        drop(state);
+        inner.dispatcher.drain();
+        true
+    }
+
+    /// Tells the registry that the application state this component's
+    /// availability reads has changed (a selection, a route, a loaded
+    /// list). The registry re-evaluates every `when` of this registration
+    /// and of its procedure references; only when an availability (or its
+    /// reason) actually changed does it bump the surface version and emit
+    /// `availability-changed` and `surface-changed`, which every consumer
+    /// hears (toolset subscriptions, MCP `tools/list_changed`, the testing
+    /// harness). Returns whether the surface changed.
+    ///
+    /// Cheap enough to call after every render: with nothing changed it
+    /// runs the predicates, compares and returns, emitting nothing. (The
+    /// specification's `invalidate` bumps unconditionally; that is
+    /// [`bump_version`](Self::bump_version).)
+    pub fn invalidate(&self) -> bool {
+        let Some(registration) = self.live() else {
+            return false;
+        };
+        let Some(component) = registration.component() else {
+            return false;
+        };
+        // Predicates are host code: evaluated with no registry lock held.
+        let Some(changed) = registration.reevaluate(&**component) else {
+            return false;
+        };
+        let inner = &self.registry.inner;
+        let events = if inner.dispatcher.active() {
+            changed
+                .capabilities
+                .iter()
+                .filter_map(|&index| {
+                    let capability = registration.capability(index)?;
+                    let available = registration.availability(index, Some(&**component))
+                        == Availability::Available;
+                    Some(SurfaceEvent::AvailabilityChanged {
+                        registration_id: Arc::clone(&registration.id),
+                        capability_id: Arc::clone(capability.id().as_arc()),
+                        available,
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        drop(component);
+        let mut state = inner.state();
+        if !registration.is_active() {
+            return false;
+        }
+        inner.bump(&mut state, events);
+        drop(state);
+        inner.dispatcher.drain();
+        true
+    }
+
+    /// Bumps the surface version without changing anything (the
+    /// specification's handle `invalidate`): every consumer re-reads the
+    /// surface. Prefer [`invalidate`](Self::invalidate), which bumps only
+    /// when availability changed.
+    pub fn bump_version(&self) {
+        if self.live().is_none() {
+            return;
+        }
+        let inner = &self.registry.inner;
+        let mut state = inner.state();
+        inner.bump(&mut state, Vec::new());
+        drop(state);
+        inner.dispatcher.drain();
+    }
+
+    /// Unmounts now (the same as dropping the handle).
+    pub fn unmount(self) {}
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if let Some(registration) = self.registration.take() {
+            self.registry.unregister(&registration);
+        }
+    }
+}

@@ -1,0 +1,539 @@
+//! Mounting: the builder, structural and manifest checks, the registration
+//! guard, duplicate and suffix policies, and unmounting.
+
+use super::{
+    DuplicatePolicy, GuardDecision, Limits, Mounted, RegistrationCandidate, Registry, State,
+    SuffixPolicy,
+};
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde::Serialize;
+
+use super::registration::{Chain, Chains, Registration};
+
+use crate::audit::{AuditEvent, AuditKind};
+use crate::component::Component;
+use crate::context::Environment;
+use crate::contract::CheckedContract;
+use crate::error::DefinitionError;
+use crate::events::SurfaceEvent;
+use crate::ids::InstanceId;
+use crate::procedure::{ErasedRef, ManifestMismatch, Procedure, ProcedureRef, Reference};
+
+/// Why a mount failed. Runtime conditions (duplicates, guard refusals) do
+/// not fail: they return a rejected [`Mounted`] handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MountError {
+    /// A structural defect of the contract or the instance id; raised in
+    /// every environment.
+    Definition(DefinitionError),
+    /// The registry was disposed.
+    Disposed,
+    /// A procedure reference disagrees with the installed executor's
+    /// manifest (id, description, schemas, effect or confirmation posture).
+    Manifest(ManifestMismatch),
+    /// The suffix-collision policy is `error` and the mount collides.
+    SuffixCollision {
+        /// The view capability.
+        view: String,
+        /// The domain procedure it collides with.
+        domain: String,
+    },
+}
+
+impl fmt::Display for MountError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MountError::Definition(err) => err.fmt(f),
+            MountError::Disposed => f.write_str("the registry was disposed"),
+            MountError::Manifest(mismatch) => mismatch.fmt(f),
+            MountError::SuffixCollision { view, domain } => {
+                write!(f, "`{view}` collides with the domain procedure `{domain}`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MountError {}
+
+impl From<DefinitionError> for MountError {
+    fn from(err: DefinitionError) -> Self {
+        MountError::Definition(err)
+    }
+}
+
+/// The state of a registration handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RegistrationStatus {
+    /// Mounted and visible.
+    Active,
+    /// Refused (duplicate instance or registration guard).
+    Rejected,
+    /// Unmounted.
+    Unregistered,
+}
+
+/// A mount being configured; see [`Registry::mounting`].
+#[must_use = "call `.mount()` to mount the component"]
+pub struct MountBuilder<'r> {
+    registry: &'r Registry,
+    contract: Result<&'static CheckedContract, DefinitionError>,
+    component: Arc<dyn Component>,
+    instance: Option<String>,
+    enabled: Option<bool>,
+    references: Vec<ErasedRef>,
+}
+
+impl fmt::Debug for MountBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MountBuilder")
+            .field("instance", &self.instance)
+            .field("enabled", &self.enabled)
+            .field("references", &self.references.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MountBuilder<'_> {
+    /// The instance id (default: the contract's). Derive it from data (an
+    /// entity id, a semantic slot), never from render or mount order.
+    pub fn instance(mut self, instance: impl Into<String>) -> Self {
+        self.instance = Some(instance.into());
+        self
+    }
+
+    /// The initial master switch (default: the contract's `enabled`).
+    pub fn enabled(mut self, enabled: bool) -> Self {
+        self.enabled = Some(enabled);
+        self
+    }
+
+    /// References backend procedure `P` with this mount's bindings. It is
+    /// exposed only while the installed executor's manifest lists it.
+    pub fn procedure<P: Procedure>(mut self, reference: ProcedureRef<P>) -> Self {
+        self.references.push(reference.erase());
+        self
+    }
+
+    /// Mounts. Structural defects and manifest disagreements fail; runtime
+    /// refusals (duplicates, the registration guard) return a rejected handle.
+    pub fn mount(self) -> Result<Mounted, MountError> {
+        let contract = self.contract?;
+        let instance = match &self.instance {
+            None => contract.default_instance().clone(),
+            Some(instance) => InstanceId::new(instance).map_err(|err| {
+                DefinitionError::new(
+                    crate::error::DefinitionErrorKind::InvalidId,
+                    contract.component_type().as_str(),
+                    err.to_string(),
+                )
+            })?,
+        };
+        let enabled = self.enabled.unwrap_or_else(|| contract.enabled());
+        self.registry
+            .mount_checked(contract, self.component, instance, enabled, self.references)
+    }
+}
+
+impl Registry {
+    /// Mounts a component under its contract's default instance id.
+    pub fn mount<T: Component>(&self, component: Arc<T>) -> Result<Mounted, MountError> {
+        self.mounting(component).mount()
+    }
+
+    /// Mounts a component under an instance id derived from data (an entity
+    /// id, a semantic slot), never from render or mount order.
+    pub fn mount_instance<T: Component>(
+        &self,
+        component: Arc<T>,
+        instance: &str,
+    ) -> Result<Mounted, MountError> {
+        self.mounting(component).instance(instance).mount()
+    }
+
+    /// Starts a mount with options: an instance id, the initial master
+    /// switch, and references to backend procedures.
+    ///
+    /// ```
+    /// # use agent_surface::prelude::*;
+    /// # use agent_surface::procedure::{Procedure, ProcedureRef};
+    /// # use std::sync::Arc;
+    /// /// Archive a project.
+    /// #[agent_procedure(id = "domain:projects.archive", effect = "server-mutation")]
+    /// pub struct Archive {
+    ///     /// The project.
+    ///     pub project_id: String,
+    /// }
+    /// /// A project page.
+    /// #[agent_component(type = "projects.page")]
+    /// impl Page {
+    ///     /// The project shown.
+    ///     #[observation]
+    ///     fn project(&self) -> String {
+    ///         self.0.clone()
+    ///     }
+    /// }
+    /// struct Page(String);
+    ///
+    /// let registry = Registry::default();
+    /// let page = Arc::new(Page("p1".into()));
+    /// let shown = Arc::clone(&page);
+    /// let mounted = registry
+    ///     .mounting(page)
+    ///     .instance("p1")
+    ///     .procedure(
+    ///         ProcedureRef::<Archive>::new().bind(Archive::fields().project_id, move || shown.0.clone()),
+    ///     )
+    ///     .mount()?;
+    /// # let _ = mounted;
+    /// # Ok::<(), agent_surface::registry::MountError>(())
+    /// ```
+    pub fn mounting<T: Component>(&self, component: Arc<T>) -> MountBuilder<'_> {
+        MountBuilder {
+            registry: self,
+            contract: T::contract().checked(),
+            component,
+            instance: None,
+            enabled: None,
+            references: Vec::new(),
+        }
+    }
+
+    fn check_limits(&self, contract: &CheckedContract) -> Result<(), DefinitionError> {
+        let limits = &self.inner.config.limits;
+        let defaults = Limits::default();
+        contract.check_limits(&self.inner.schema_limits())?;
+        let stricter = limits.max_component_description < defaults.max_component_description
+            || limits.max_capability_description < defaults.max_capability_description
+            || limits.max_meta_bytes < defaults.max_meta_bytes;
+        if stricter {
+            contract.check_text_limits(
+                limits.max_component_description,
+                limits.max_capability_description,
+                limits.max_meta_bytes,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Builds the references of a mount and checks them against the
+    /// installed manifest: absent procedures are not exposed; disagreeing
+    /// ones fail the mount.
+    fn references(
+        &self,
+        contract: &CheckedContract,
+        erased: Vec<ErasedRef>,
+    ) -> Result<Box<[Arc<Reference>]>, MountError> {
+        if erased.is_empty() {
+            return Ok(Box::default());
+        }
+        let inner = &self.inner;
+        let component_policies = contract.policies();
+        let executor = inner.executor();
+        let mut references: Vec<Arc<Reference>> = Vec::with_capacity(erased.len());
+        for mut reference in erased {
+            let id = reference.contract().id();
+            if references.iter().any(|r| &**r.id() == id) {
+                return Err(MountError::Definition(DefinitionError::new(
+                    crate::error::DefinitionErrorKind::DuplicateCapability,
+                    id,
+                    "the component references this procedure twice",
+                )));
+            }
+            let policies = std::mem::take(&mut reference.policies);
+            let chain = Chain::compose(&inner.config.policies, &component_policies, policies);
+            let built = reference.build(chain)?;
+            built.capability.input_schema().map_or(Ok(()), |schema| {
+                schema
+                    .within(&inner.schema_limits())
+                    .map_err(|err| err.within(id))
+            })?;
+            let entry = executor
+                .as_ref()
+                .and_then(|executor| executor.manifest().get(id).cloned());
+            match entry {
+                Some(entry) => {
+                    crate::procedure::agree(built.procedure, &entry)
+                        .map_err(MountError::Manifest)?;
+                    built.exposed.store(true, Ordering::Release);
+                }
+                None => {
+                    tracing::info!(
+                        procedure = id,
+                        "the backend manifest does not list this procedure; the reference registers nothing"
+                    );
+                }
+            }
+            references.push(Arc::new(built));
+        }
+        Ok(references.into_boxed_slice())
+    }
+
+    fn mount_checked(
+        &self,
+        contract: &'static CheckedContract,
+        component: Arc<dyn Component>,
+        instance: InstanceId,
+        enabled: bool,
+        references: Vec<ErasedRef>,
+    ) -> Result<Mounted, MountError> {
+        let inner = &self.inner;
+        if inner.disposed.is_cancelled() {
+            return Err(MountError::Disposed);
+        }
+        self.check_limits(contract)?;
+        let references = self.references(contract, references)?;
+        let registration_id: Arc<str> = Arc::from(inner.ids.registration_id());
+        let component_type = Arc::clone(contract.component_type().as_arc());
+
+        if let Some(guard) = &inner.config.guard {
+            let candidate = RegistrationCandidate {
+                component_type: &component_type,
+                instance_id: instance.as_str(),
+                origin: contract.origin(),
+                capabilities: contract
+                    .capabilities()
+                    .iter()
+                    .map(|c| c.id())
+                    .chain(
+                        references
+                            .iter()
+                            .filter(|r| r.is_exposed())
+                            .map(|r| r.procedure.id()),
+                    )
+                    .collect(),
+            };
+            let verdict =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard(&candidate)))
+                    .unwrap_or(GuardDecision::Reject);
+            if verdict == GuardDecision::Reject {
+                return Ok(self.rejected(registration_id, component_type, instance, "guard"));
+            }
+        }
+
+        let chains = if contract.has_own_policies() {
+            let component_policies = contract.policies();
+            Chains::Each(
+                contract
+                    .capabilities()
+                    .iter()
+                    .map(|capability| {
+                        Chain::compose(
+                            &inner.config.policies,
+                            &component_policies,
+                            capability.policies(),
+                        )
+                    })
+                    .collect(),
+            )
+        } else {
+            // Only the registry's chain: shared, nothing to build per mount.
+            Chains::Shared(Arc::clone(&inner.base_chain))
+        };
+        let registration = Arc::new(Registration::new(
+            Arc::clone(&registration_id),
+            contract,
+            instance.clone(),
+            component,
+            enabled,
+            chains,
+            references,
+        ));
+
+        // The baseline `invalidate` compares against (predicates are host
+        // code: evaluated before any lock is taken).
+        if registration.has_state_derived_availability()
+            && let Some(component) = registration.component()
+        {
+            let _ = registration.reevaluate(&**component);
+        }
+        let now = inner.now_ms();
+        let mut state = inner.state();
+        let collision = self.suffix_collision(&state, contract);
+        if let (Some((view, domain)), SuffixPolicy::Error) = (&collision, inner.config.suffixes) {
+            let released = registration.release();
+            drop(state);
+            released.drop_unlocked();
+            return Err(MountError::SuffixCollision {
+                view: view.to_string(),
+                domain: domain.to_string(),
+            });
+        }
+        let mut events = Vec::new();
+        let mut replaced = None;
+        let mut released = None;
+        let existing = state
+            .by_type
+            .get(&*component_type)
+            .and_then(|instances| instances.get(&instance))
+            .cloned();
+        if let Some(existing) = existing {
+            match inner.config.duplicates {
+                DuplicatePolicy::Reject => {
+                    let released = registration.release();
+                    drop(state);
+                    released.drop_unlocked();
+                    return Ok(self.rejected(
+                        registration_id,
+                        component_type,
+                        instance,
+                        "duplicate",
+                    ));
+                }
+                DuplicatePolicy::Replace => {
+                    state.remove(&existing, now);
+                    released = Some(existing.release());
+                    events.push(SurfaceEvent::ComponentUnregistered {
+                        registration_id: Arc::clone(&existing.id),
+                        component_type: Arc::clone(&component_type),
+                        instance_id: Arc::clone(instance.as_arc()),
+                    });
+                    replaced = Some(existing);
+                }
+            }
+        }
+        state.insert(&registration);
+        if inner.dispatcher.active() {
+            events.push(SurfaceEvent::ComponentRegistered {
+                registration_id: Arc::clone(&registration_id),
+                component_type: Arc::clone(&component_type),
+                instance_id: Arc::clone(instance.as_arc()),
+            });
+            if let (Some((view, domain)), SuffixPolicy::Warn) = (&collision, inner.config.suffixes)
+            {
+                events.push(SurfaceEvent::CollisionSuspected {
+                    view_capability_id: Arc::clone(view),
+                    domain_procedure_id: Arc::clone(domain),
+                });
+            }
+        }
+        inner.bump(&mut state, events);
+        drop(state);
+
+        if let Some(replaced) = replaced {
+            replaced.abort();
+            self.audit_registration(AuditKind::Unregistration, &replaced.id, now, None);
+        }
+        // The replaced component's destructor may unmount others: no lock held.
+        if let Some(released) = released {
+            released.drop_unlocked();
+        }
+        if let (Some((view, domain)), SuffixPolicy::Warn) = (&collision, inner.config.suffixes) {
+            tracing::warn!(%view, %domain, "a view capability shares its suffix with a domain procedure");
+            let mut event = AuditEvent::new(AuditKind::CollisionSuspected, now);
+            event.capability_id = Some(Arc::clone(view));
+            event.detail = Some(serde_json::Map::from_iter([(
+                "domainProcedureId".to_owned(),
+                serde_json::Value::from(domain.to_string()),
+            )]));
+            inner.record(&event);
+        }
+        self.audit_registration(AuditKind::Registration, &registration_id, now, None);
+        inner.dispatcher.drain();
+        Ok(Mounted {
+            registry: self.clone(),
+            registration_id,
+            registration: Some(registration),
+        })
+    }
+
+    fn suffix_collision(
+        &self,
+        state: &State,
+        contract: &CheckedContract,
+    ) -> Option<(Arc<str>, Arc<str>)> {
+        if self.inner.config.suffixes == SuffixPolicy::Off || state.known_procedures.is_empty() {
+            return None;
+        }
+        contract.capabilities().iter().find_map(|capability| {
+            let suffix = capability.id().path();
+            state
+                .known_procedures
+                .iter()
+                .find(|known| known.strip_prefix("domain:") == Some(suffix))
+                .map(|known| (Arc::clone(capability.id().as_arc()), Arc::clone(known)))
+        })
+    }
+
+    fn rejected(
+        &self,
+        registration_id: Arc<str>,
+        component_type: Arc<str>,
+        instance: InstanceId,
+        reason: &'static str,
+    ) -> Mounted {
+        let inner = &self.inner;
+        if inner.config.environment == Environment::Development {
+            tracing::error!(%component_type, instance = %instance, reason, "mount rejected");
+        }
+        let mut event = AuditEvent::new(AuditKind::RegistrationRejected, inner.now_ms());
+        event.registration_id = Some(Arc::clone(&registration_id));
+        event.detail = Some(serde_json::Map::from_iter([
+            (
+                "componentType".to_owned(),
+                serde_json::Value::from(component_type.to_string()),
+            ),
+            (
+                "instanceId".to_owned(),
+                serde_json::Value::from(instance.as_str()),
+            ),
+            ("reason".to_owned(), serde_json::Value::from(reason)),
+        ]));
+        inner.record(&event);
+        inner.dispatcher.emit([SurfaceEvent::ComponentRejected {
+            component_type,
+            instance_id: Arc::clone(instance.as_arc()),
+            reason,
+        }]);
+        Mounted {
+            registry: self.clone(),
+            registration_id,
+            registration: None,
+        }
+    }
+
+    fn audit_registration(
+        &self,
+        kind: AuditKind,
+        registration_id: &Arc<str>,
+        now: u64,
+        detail: Option<serde_json::Map<String, serde_json::Value>>,
+    ) {
+        let mut event = AuditEvent::new(kind, now);
+        event.registration_id = Some(Arc::clone(registration_id));
+        event.detail = detail;
+        self.inner.record(&event);
+    }
+
+    pub(crate) fn unregister(&self, registration: &Arc<Registration>) {
+        let inner = &self.inner;
+        let now = inner.now_ms();
+        let mut state = inner.state();
+        if !registration.is_active() {
+            return;
+        }
+        state.remove(registration, now);
+        let released = registration.release();
+        let events = if inner.dispatcher.active() {
+            vec![SurfaceEvent::ComponentUnregistered {
+                registration_id: Arc::clone(&registration.id),
+                component_type: Arc::clone(registration.contract.component_type().as_arc()),
+                instance_id: Arc::clone(registration.instance.as_arc()),
+            }]
+        } else {
+            Vec::new()
+        };
+        inner.bump(&mut state, events);
+        drop(state);
+        registration.abort();
+        self.audit_registration(AuditKind::Unregistration, &registration.id, now, None);
+        inner.dispatcher.drain();
+        // Last: the destructor may unmount other components (nested mounts)
+        // and may panic; neither can hold up or undo this unmount.
+        released.drop_unlocked();
+    }
+}

@@ -1,0 +1,150 @@
+//! The registry's mutable state behind its one lock: live registrations
+//! indexed by id, type and procedure, and the tombstones of recent unmounts.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+use super::registration::Registration;
+
+use crate::ids::InstanceId;
+use crate::util::lru::Lru;
+
+/// What is kept after an unmount: the released registration — its
+/// identity, contract and policy chains, so a tombstone answers each
+/// consumer exactly as the live registration did (hidden stays hidden).
+/// Its handlers and closures are gone (taken out at unmount).
+#[derive(Clone, Debug)]
+pub(crate) struct Tombstone {
+    pub(crate) registration: Arc<Registration>,
+}
+
+impl Tombstone {
+    /// The instance it had.
+    pub(crate) fn instance(&self) -> &InstanceId {
+        &self.registration.instance
+    }
+
+    /// Whether it exposed procedure `id` when it was unmounted.
+    pub(crate) fn exposed(&self, id: &str) -> bool {
+        self.registration
+            .references
+            .iter()
+            .any(|reference| reference.is_exposed() && &**reference.id() == id)
+    }
+}
+
+/// Snapshot order: priority descending, then type, then instance.
+fn snapshot_order(a: &Registration, b: &Registration) -> std::cmp::Ordering {
+    b.contract
+        .priority()
+        .cmp(&a.contract.priority())
+        .then_with(|| a.contract.component_type().cmp(b.contract.component_type()))
+        .then_with(|| a.instance.cmp(&b.instance))
+}
+
+pub(crate) struct State {
+    pub(crate) version: u64,
+    pub(crate) live: FxHashMap<Arc<str>, Arc<Registration>>,
+    /// Live registrations per component type, by instance (deterministic order).
+    pub(crate) by_type: FxHashMap<Arc<str>, BTreeMap<InstanceId, Arc<Registration>>>,
+    /// Live registrations in snapshot order, rebuilt lazily after mutations.
+    pub(super) ordered: Option<Arc<Vec<Arc<Registration>>>>,
+    pub(crate) tombstones: Lru<Arc<str>, Tombstone>,
+    /// Component types of recent unmounts (→ registration id), for calls
+    /// without a registration id.
+    pub(crate) unmounted_types: Lru<Arc<str>, Arc<str>>,
+    pub(crate) known_procedures: Vec<Arc<str>>,
+    /// Live registrations exposing each procedure, in mount order.
+    pub(crate) by_procedure: FxHashMap<Arc<str>, Vec<Arc<Registration>>>,
+}
+
+impl State {
+    /// Live registrations sorted by (priority desc, type, instance).
+    pub(crate) fn ordered(&mut self) -> Arc<Vec<Arc<Registration>>> {
+        if let Some(ordered) = &self.ordered {
+            return Arc::clone(ordered);
+        }
+        let mut all: Vec<Arc<Registration>> = self.live.values().cloned().collect();
+        all.sort_by(|a, b| snapshot_order(a, b));
+        let all = Arc::new(all);
+        self.ordered = Some(Arc::clone(&all));
+        all
+    }
+
+    pub(super) fn insert(&mut self, registration: &Arc<Registration>) {
+        self.live
+            .insert(Arc::clone(&registration.id), Arc::clone(registration));
+        self.by_type
+            .entry(Arc::clone(registration.contract.component_type().as_arc()))
+            .or_default()
+            .insert(registration.instance.clone(), Arc::clone(registration));
+        for reference in registration.references.iter() {
+            if reference.is_exposed() {
+                let holders = self
+                    .by_procedure
+                    .entry(Arc::clone(reference.id()))
+                    .or_default();
+                holders.push(Arc::clone(registration));
+                holders.sort_by(|a, b| snapshot_order(a, b));
+            }
+        }
+        self.ordered = None;
+    }
+
+    /// Rebuilds the procedure index (after the manifest changed).
+    pub(super) fn index_procedures(&mut self) {
+        self.ordered = None;
+        self.by_procedure.clear();
+        let mut live: Vec<&Arc<Registration>> = self.live.values().collect();
+        live.sort_by(|a, b| snapshot_order(a, b));
+        for registration in live {
+            for reference in registration.references.iter() {
+                if reference.is_exposed() {
+                    self.by_procedure
+                        .entry(Arc::clone(reference.id()))
+                        .or_default()
+                        .push(Arc::clone(registration));
+                }
+            }
+        }
+    }
+
+    pub(super) fn remove(&mut self, registration: &Arc<Registration>, now_ms: u64) {
+        self.live.remove(&registration.id);
+        let component_type = registration.contract.component_type().as_str();
+        if let Some(instances) = self.by_type.get_mut(component_type) {
+            if instances
+                .get(&registration.instance)
+                .is_some_and(|live| Arc::ptr_eq(live, registration))
+            {
+                instances.remove(&registration.instance);
+            }
+            if instances.is_empty() {
+                self.by_type.remove(component_type);
+            }
+        }
+        for reference in registration.references.iter() {
+            if let Some(holders) = self.by_procedure.get_mut(&**reference.id()) {
+                holders.retain(|holder| !Arc::ptr_eq(holder, registration));
+                if holders.is_empty() {
+                    self.by_procedure.remove(&**reference.id());
+                }
+            }
+        }
+        self.unmounted_types.insert(
+            Arc::clone(registration.contract.component_type().as_arc()),
+            Arc::clone(&registration.id),
+            now_ms,
+        );
+        self.tombstones.insert(
+            Arc::clone(&registration.id),
+            Tombstone {
+                registration: Arc::clone(registration),
+            },
+            now_ms,
+        );
+        self.ordered = None;
+    }
+}
