@@ -485,6 +485,61 @@ mod tests {
         assert_eq!(utf16_cmp("ab", "abc"), Ordering::Less);
     }
 
+    /// Runs `test` on a thread with a 2 MiB stack.
+    fn on_small_stack(test: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(test)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
+    fn deep_values_are_written_without_recursion() {
+        const DEPTH: usize = 100_000;
+        on_small_stack(|| {
+            let mut arrays = Value::Null;
+            let mut objects = json!(1);
+            for _ in 0..DEPTH {
+                arrays = Value::Array(vec![arrays]);
+                let mut map = Map::new();
+                map.insert("k".to_owned(), objects);
+                objects = Value::Object(map);
+            }
+            let text = canonical_json(&arrays);
+            let hashed = fnv1a64(&objects) == Fnv1a64::hash(canonical_json(&objects).as_bytes());
+            let _ = Sha256Digest::of(&objects);
+            let budget = canonical_len_within(&arrays, 10);
+            // Dropped iteratively before asserting: unwinding would drop recursively.
+            crate::invoke::bounds::dispose(arrays);
+            crate::invoke::bounds::dispose(objects);
+            assert_eq!(text, "[".repeat(DEPTH) + "null" + &"]".repeat(DEPTH));
+            assert!(hashed);
+            assert_eq!(budget, None);
+        });
+    }
+
+    #[test]
+    fn the_size_budget_stops_early_and_counts_exactly() {
+        let value = json!({"b": [1, 2.5, "x\n"], "a": null});
+        let exact = canonical_json(&value).len();
+        assert_eq!(canonical_len_within(&value, exact), Some(exact));
+        assert_eq!(canonical_len_within(&value, exact - 1), None);
+        struct Counting(usize);
+        impl Sink for Counting {
+            fn write(&mut self, bytes: &[u8]) {
+                self.0 += bytes.len();
+            }
+            fn full(&self) -> bool {
+                self.0 > 4
+            }
+        }
+        let mut counting = Counting(0);
+        write_canonical(&json!(vec![12345; 10_000]), &mut counting);
+        assert!(counting.0 < 16, "stopped after {} bytes", counting.0);
+    }
+
     #[test]
     fn fnv_matches_the_published_test_vectors() {
         assert_eq!(Fnv1a64::hash(b""), 0xcbf2_9ce4_8422_2325);

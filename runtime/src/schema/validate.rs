@@ -18,7 +18,7 @@ pub(crate) const MAX_PATH_SEGMENT: usize = 64;
 /// deeper value is an issue at that depth, never a deeper recursion. The
 /// invocation pipeline refuses inputs deeper than `Limits::max_input_depth`
 /// before validating, so this only bounds direct use and raised limits.
-pub const MAX_VALUE_DEPTH: usize = 256;
+pub const MAX_VALUE_DEPTH: usize = 128;
 
 const NULL: u8 = 1;
 const BOOLEAN: u8 = 2;
@@ -860,6 +860,54 @@ mod tests {
         let cycle =
             json!({"$ref": "#/$defs/A", "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}]}}});
         assert_eq!(compile(&cycle).unwrap_err().keyword(), "$ref");
+    }
+
+    #[test]
+    fn recursive_schemas_check_deep_values_on_a_small_stack() {
+        let found = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                let tree = json!({
+                    "$ref": "#/$defs/Tree",
+                    "$defs": {"Tree": {"type": "object", "properties": {
+                        "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}}
+                });
+                let any = json!({
+                    "$ref": "#/$defs/A",
+                    "$defs": {"A": {"type": ["array", "null"], "items": {"$ref": "#/$defs/A"}}}
+                });
+                let validators = [compile(&tree).unwrap(), compile(&any).unwrap()];
+                let mut objects = json!({});
+                let mut arrays = Value::Null;
+                for _ in 0..100_000 {
+                    let mut map = Map::new();
+                    map.insert("children".to_owned(), Value::Array(vec![objects]));
+                    objects = Value::Object(map);
+                    arrays = Value::Array(vec![arrays]);
+                }
+                let found: Vec<Vec<Issue>> = validators
+                    .iter()
+                    .flat_map(|v| [v.validate(&objects), v.validate(&arrays)])
+                    .collect();
+                crate::invoke::bounds::dispose(objects);
+                crate::invoke::bounds::dispose(arrays);
+                found
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let deep = format!("nests deeper than {MAX_VALUE_DEPTH} levels of arrays and objects");
+        assert_eq!(found_messages(&found[0]), [deep.as_str()]);
+        assert_eq!(found_messages(&found[3]), [deep.as_str()]);
+        // The path names where the bound was hit, not the value.
+        assert_eq!(
+            found[0][0].path().matches("/children/0").count(),
+            MAX_VALUE_DEPTH / 2
+        );
+    }
+
+    fn found_messages(issues: &[Issue]) -> Vec<&str> {
+        issues.iter().map(Issue::message).collect()
     }
 
     #[test]
