@@ -173,7 +173,7 @@ fn input_depth_and_size_limits_are_exact() {
     let outcomes = on_small_stack(|| async {
         let registry = registry();
         let _mounted = registry.mount(Deep::new(3)).unwrap();
-        let limits = registry.limits().clone();
+        let limits = *registry.limits();
         let call = |input: Value| {
             registry.invoke(
                 Invocation::new("view:test.deep.store").input(input),
