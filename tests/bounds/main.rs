@@ -428,11 +428,20 @@ fn as_meta_007_ten_thousand_unknown_keys_yield_a_capped_cleaned_issue_list() {
             .build()
             .unwrap();
         let mut envelope = Map::new();
-        envelope.insert("capabilityId".to_owned(), json!("view:test.deep.store"));
         for index in 0..10_000 {
             let key = format!("\u{1}{index:05}{}\n", "k".repeat(1_000));
             envelope.insert(key, json!(index));
         }
+        // Without a target, the missing key is listed first.
+        let untargeted = meta
+            .execute(ACT, Value::Object(envelope.clone()), None)
+            .await;
+        let first = issues(&untargeted).into_iter().next().unwrap();
+        assert_eq!(
+            first,
+            ("/capabilityId".to_owned(), "is required".to_owned())
+        );
+        envelope.insert("capabilityId".to_owned(), json!("view:test.deep.store"));
         let result = meta.execute(ACT, Value::Object(envelope), None).await;
         let listed = issues(&result);
         assert_eq!(listed.len(), MAX_ISSUES + 1);

@@ -1155,6 +1155,12 @@ impl Envelope {
         let mut allowed: Vec<&str> = strings.iter().chain(other).copied().collect();
         allowed.sort_unstable();
         let unknown = format!("unknown key; the keys are: {}", allowed.join(", "));
+        // Missing keys first: they stay listed however many unknown ones follow.
+        for key in required {
+            if !map.contains_key(*key) {
+                issues.push_issue(Issue::new(key_pointer(key), "is required"));
+            }
+        }
         for (key, value) in &map {
             if strings.contains(&key.as_str()) {
                 if !value.is_string() {
@@ -1162,11 +1168,6 @@ impl Envelope {
                 }
             } else if !other.contains(&key.as_str()) {
                 issues.push_issue(Issue::new(key_pointer(key), unknown.clone()));
-            }
-        }
-        for key in required {
-            if !map.contains_key(*key) {
-                issues.push_issue(Issue::new(key_pointer(key), "is required"));
             }
         }
         if issues.is_empty() {
