@@ -34,6 +34,12 @@ use sha2::{Digest as _, Sha256};
 pub trait Sink {
     /// Appends bytes.
     fn write(&mut self, bytes: &[u8]);
+
+    /// Whether the sink wants no more bytes: the writer then stops early,
+    /// leaving the output incomplete. Never, by default.
+    fn full(&self) -> bool {
+        false
+    }
 }
 
 impl Sink for Vec<u8> {
@@ -92,57 +98,131 @@ impl Sink for Fnv1a64 {
 }
 
 /// Writes the canonical form of `value` into `sink`.
+///
+/// The walk keeps its own stack on the heap, so any nesting depth is safe on
+/// any thread stack; it stops early once the sink reports [`Sink::full`].
 pub fn write_canonical<S: Sink + ?Sized>(value: &Value, sink: &mut S) {
-    match value {
-        Value::Null => sink.write(b"null"),
-        Value::Bool(true) => sink.write(b"true"),
-        Value::Bool(false) => sink.write(b"false"),
-        Value::Number(number) => write_number(number, sink),
-        Value::String(text) => write_string(text, sink),
-        Value::Array(items) => {
-            sink.write(b"[");
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    sink.write(b",");
+    let mut stack: Vec<Frame<'_>> = Vec::new();
+    let mut next = Some(value);
+    loop {
+        if let Some(value) = next.take() {
+            match value {
+                Value::Null => sink.write(b"null"),
+                Value::Bool(true) => sink.write(b"true"),
+                Value::Bool(false) => sink.write(b"false"),
+                Value::Number(number) => write_number(number, sink),
+                Value::String(text) => write_string(text, sink),
+                Value::Array(items) => {
+                    sink.write(b"[");
+                    stack.push(Frame::Array(items.iter(), true));
                 }
-                write_canonical(item, sink);
+                Value::Object(map) => {
+                    sink.write(b"{");
+                    stack.push(Frame::Object(Entries::of(map), true));
+                }
             }
-            sink.write(b"]");
         }
-        Value::Object(map) => write_object(map, sink),
+        if sink.full() {
+            return;
+        }
+        let Some(frame) = stack.last_mut() else {
+            return;
+        };
+        match frame {
+            Frame::Array(items, first) => match items.next() {
+                Some(item) => {
+                    if !std::mem::replace(first, false) {
+                        sink.write(b",");
+                    }
+                    next = Some(item);
+                }
+                None => {
+                    sink.write(b"]");
+                    stack.pop();
+                }
+            },
+            Frame::Object(entries, first) => match entries.next() {
+                Some((key, item)) => {
+                    if !std::mem::replace(first, false) {
+                        sink.write(b",");
+                    }
+                    write_string(key, sink);
+                    sink.write(b":");
+                    next = Some(item);
+                }
+                None => {
+                    sink.write(b"}");
+                    stack.pop();
+                }
+            },
+        }
     }
 }
 
-fn write_object<S: Sink + ?Sized>(map: &Map<String, Value>, sink: &mut S) {
-    sink.write(b"{");
-    // serde_json's default map iterates in byte order, which equals UTF-16
-    // order unless keys mix U+E000..U+FFFF with astral characters (or another
-    // crate enabled `preserve_order`); only then do we sort.
-    let sorted = map
-        .keys()
-        .zip(map.keys().skip(1))
-        .all(|(a, b)| utf16_cmp(a, b) == Ordering::Less);
-    if sorted {
-        for (index, (key, value)) in map.iter().enumerate() {
-            write_entry(index, key, value, sink);
-        }
-    } else {
-        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-        entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
-        for (index, (key, value)) in entries.into_iter().enumerate() {
-            write_entry(index, key, value, sink);
-        }
-    }
-    sink.write(b"}");
+/// An array or object being written: what is left of it, and whether
+/// nothing of it was written yet.
+enum Frame<'a> {
+    Array(std::slice::Iter<'a, Value>, bool),
+    Object(Entries<'a>, bool),
 }
 
-fn write_entry<S: Sink + ?Sized>(index: usize, key: &str, value: &Value, sink: &mut S) {
-    if index > 0 {
-        sink.write(b",");
+/// An object's entries in canonical key order.
+enum Entries<'a> {
+    /// The map's own order, already canonical.
+    InOrder(serde_json::map::Iter<'a>),
+    /// Re-sorted by UTF-16 code units.
+    Sorted(std::vec::IntoIter<(&'a String, &'a Value)>),
+}
+
+impl<'a> Entries<'a> {
+    fn of(map: &'a Map<String, Value>) -> Entries<'a> {
+        // serde_json's default map iterates in byte order, which equals UTF-16
+        // order unless keys mix U+E000..U+FFFF with astral characters (or another
+        // crate enabled `preserve_order`); only then do we sort.
+        let sorted = map
+            .keys()
+            .zip(map.keys().skip(1))
+            .all(|(a, b)| utf16_cmp(a, b) == Ordering::Less);
+        if sorted {
+            Entries::InOrder(map.iter())
+        } else {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+            Entries::Sorted(entries.into_iter())
+        }
     }
-    write_string(key, sink);
-    sink.write(b":");
-    write_canonical(value, sink);
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = (&'a String, &'a Value);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Entries::InOrder(entries) => entries.next(),
+            Entries::Sorted(entries) => entries.next(),
+        }
+    }
+}
+
+/// The length in bytes of the canonical JSON of `value`, or `None` as soon
+/// as it exceeds `max` (the walk stops there: a huge value costs no more
+/// than `max` bytes of counting).
+pub fn canonical_len_within(value: &Value, max: usize) -> Option<usize> {
+    struct Budget {
+        written: usize,
+        max: usize,
+    }
+    impl Sink for Budget {
+        fn write(&mut self, bytes: &[u8]) {
+            self.written = self.written.saturating_add(bytes.len());
+        }
+        fn full(&self) -> bool {
+            self.written > self.max
+        }
+    }
+    let mut budget = Budget { written: 0, max };
+    write_canonical(value, &mut budget);
+    (budget.written <= max).then_some(budget.written)
 }
 
 /// Compares two strings by their UTF-16 code units, as JavaScript sorts keys.
@@ -403,6 +483,61 @@ mod tests {
         );
         assert_eq!(utf16_cmp("\u{ff21}", "\u{1f600}"), Ordering::Greater);
         assert_eq!(utf16_cmp("ab", "abc"), Ordering::Less);
+    }
+
+    /// Runs `test` on a thread with a 2 MiB stack.
+    fn on_small_stack(test: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(test)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
+    fn deep_values_are_written_without_recursion() {
+        const DEPTH: usize = 100_000;
+        on_small_stack(|| {
+            let mut arrays = Value::Null;
+            let mut objects = json!(1);
+            for _ in 0..DEPTH {
+                arrays = Value::Array(vec![arrays]);
+                let mut map = Map::new();
+                map.insert("k".to_owned(), objects);
+                objects = Value::Object(map);
+            }
+            let text = canonical_json(&arrays);
+            let hashed = fnv1a64(&objects) == Fnv1a64::hash(canonical_json(&objects).as_bytes());
+            let _ = Sha256Digest::of(&objects);
+            let budget = canonical_len_within(&arrays, 10);
+            // Dropped iteratively before asserting: unwinding would drop recursively.
+            crate::invoke::bounds::dispose(arrays);
+            crate::invoke::bounds::dispose(objects);
+            assert_eq!(text, "[".repeat(DEPTH) + "null" + &"]".repeat(DEPTH));
+            assert!(hashed);
+            assert_eq!(budget, None);
+        });
+    }
+
+    #[test]
+    fn the_size_budget_stops_early_and_counts_exactly() {
+        let value = json!({"b": [1, 2.5, "x\n"], "a": null});
+        let exact = canonical_json(&value).len();
+        assert_eq!(canonical_len_within(&value, exact), Some(exact));
+        assert_eq!(canonical_len_within(&value, exact - 1), None);
+        struct Counting(usize);
+        impl Sink for Counting {
+            fn write(&mut self, bytes: &[u8]) {
+                self.0 += bytes.len();
+            }
+            fn full(&self) -> bool {
+                self.0 > 4
+            }
+        }
+        let mut counting = Counting(0);
+        write_canonical(&json!(vec![12345; 10_000]), &mut counting);
+        assert!(counting.0 < 16, "stopped after {} bytes", counting.0);
     }
 
     #[test]

@@ -99,9 +99,7 @@ impl<T: AgentOutput> HandlerReturn for T {
         Some(crate::schema::generate::<T>())
     }
     fn into_outcome(self) -> HandlerOutcome {
-        serde_json::to_value(&self)
-            .map(Some)
-            .map_err(|err| ActionError::output_invalid(err.to_string()))
+        crate::invoke::bounds::to_value(&self).map(Some)
     }
 }
 

@@ -5,6 +5,7 @@
 //! including `CONFIRMATION_REQUIRED`, is an [`InvocationResult`] whose error
 //! carries a code, a retry hint and structured details.
 
+pub(crate) mod bounds;
 pub(crate) mod concurrency;
 pub(crate) mod dedupe;
 mod pipeline;
@@ -332,6 +333,9 @@ impl Registry {
         options: InvokeOptions,
         expect: Option<Expect>,
     ) -> InvocationResult {
+        if let Err(refused) = bounds::check_request(&request, &self.inner.config.limits) {
+            return bounds::refuse(self, request, refused);
+        }
         let inner = &self.inner;
         let consumer = match &options.consumer {
             Some(consumer) => consumer.clone(),

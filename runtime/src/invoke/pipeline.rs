@@ -926,6 +926,17 @@ impl Call<'_> {
         let Some(output) = output else {
             return Ok(None);
         };
+        // Checked iteratively before anything walks the output recursively
+        // (the validator, serializers, the dedupe copy); outputs share the
+        // input depth bound, as they are often sent back as inputs.
+        let max_depth = self.registry.inner.config.limits.max_input_depth;
+        if !super::bounds::depth_within(&output, max_depth) {
+            trace.operator = Some(format!(
+                "output nests deeper than {max_depth} levels of arrays and objects"
+            ));
+            super::bounds::dispose(output);
+            return Err(ErrorPayload::execution_failed(FailureReason::OutputInvalid));
+        }
         let capability = subject.capability();
         if let Some(schema) = subject.output_schema() {
             let issues = schema.validator().validate(&output);

@@ -57,7 +57,8 @@ use serde_json::Value;
 pub use normalize::{normalize, shape};
 pub use subset::{check_subset, measure};
 pub use types::{AgentInput, AgentOutput, AgentSchema, MapValue, SameElement};
-pub use validate::{CompiledSchema, MAX_ISSUES, compile};
+pub use validate::{CompiledSchema, MAX_ISSUES, MAX_VALUE_DEPTH, compile};
+pub(crate) use validate::{Issues, key_pointer};
 
 /// Size and depth caps of a schema.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

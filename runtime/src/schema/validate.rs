@@ -12,8 +12,13 @@ use super::{Issue, SchemaError, push_pointer};
 
 /// Most issues reported for one input; the rest are counted in a final issue.
 pub const MAX_ISSUES: usize = 32;
-/// Longest property name quoted in an issue path.
-const MAX_PATH_SEGMENT: usize = 64;
+/// Longest property name quoted in an issue path, in characters.
+pub(crate) const MAX_PATH_SEGMENT: usize = 64;
+/// Deepest nesting of arrays and objects the validator descends into; a
+/// deeper value is an issue at that depth, never a deeper recursion. The
+/// invocation pipeline refuses inputs deeper than `Limits::max_input_depth`
+/// before validating, so this only bounds direct use and raised limits.
+pub const MAX_VALUE_DEPTH: usize = 128;
 
 const NULL: u8 = 1;
 const BOOLEAN: u8 = 2;
@@ -372,9 +377,12 @@ fn list_values(values: &[Value]) -> String {
     out
 }
 
-/// Collected issues, capped at [`MAX_ISSUES`].
+/// Collected issues, capped at [`MAX_ISSUES`]: the rest are counted and
+/// reported as one final `"and N more issues"` issue. Every list of issues
+/// built from agent input (the validator's, the meta-mode envelope's) goes
+/// through it.
 #[derive(Default)]
-struct Issues {
+pub(crate) struct Issues {
     list: Vec<Issue>,
     dropped: usize,
     /// Whether an object property failed its `const`/`enum` (a union tag).
@@ -390,25 +398,72 @@ impl Issues {
         }
     }
 
+    /// Adds an issue whose path is already rendered (see [`key_pointer`]).
+    pub(crate) fn push_issue(&mut self, issue: Issue) {
+        if self.list.len() < MAX_ISSUES {
+            self.list.push(issue);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
     fn count(&self) -> usize {
         self.list.len() + self.dropped
+    }
+
+    /// Whether no issue was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count() == 0
+    }
+
+    /// The listed issues, plus a final one counting those left out.
+    pub(crate) fn finish(self) -> Vec<Issue> {
+        let Issues {
+            mut list, dropped, ..
+        } = self;
+        if dropped > 0 {
+            list.push(Issue::new("", format!("and {dropped} more issues")));
+        }
+        list
+    }
+}
+
+/// The JSON pointer of a top-level property, cleaned as every issue path
+/// is: at most [`MAX_PATH_SEGMENT`] characters of the name, `~` and `/`
+/// escaped, control characters shown as `?`.
+pub(crate) fn key_pointer(key: &str) -> String {
+    let mut out = String::with_capacity(key.len().min(4 * MAX_PATH_SEGMENT) + 1);
+    push_segment(&mut out, key);
+    out
+}
+
+/// Appends `/` and the cleaned property name (see [`key_pointer`]).
+fn push_segment(out: &mut String, key: &str) {
+    out.push('/');
+    let key = match key.char_indices().nth(MAX_PATH_SEGMENT) {
+        Some((cut, _)) => key.get(..cut).unwrap_or(key),
+        None => key,
+    };
+    for c in key.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c if c.is_control() => out.push('?'),
+            c => out.push(c),
+        }
     }
 }
 
 impl CompiledSchema {
     /// Every issue of `value` against the schema, each with its JSON pointer;
     /// empty when the value is valid. At most [`MAX_ISSUES`] are listed, plus a
-    /// final issue counting the rest.
+    /// final issue counting the rest. An array or object nested deeper than
+    /// [`MAX_VALUE_DEPTH`] is one issue there, so any value is safe to check
+    /// on any thread stack.
     pub fn validate(&self, value: &Value) -> Vec<Issue> {
         let mut issues = Issues::default();
-        self.check(self.root, value, &Path::Root, &mut issues);
-        let Issues {
-            mut list, dropped, ..
-        } = issues;
-        if dropped > 0 {
-            list.push(Issue::new("", format!("and {dropped} more issues")));
-        }
-        list
+        self.check(self.root, value, &Path::Root, 0, &mut issues);
+        issues.finish()
     }
 
     /// Inserts the `default` of every absent property that declares one,
@@ -464,12 +519,27 @@ impl CompiledSchema {
         self.validate(value).is_empty()
     }
 
-    fn check(&self, index: usize, value: &Value, path: &Path<'_>, issues: &mut Issues) {
+    /// Checks `value` (at `depth` arrays and objects below the root).
+    fn check(
+        &self,
+        index: usize,
+        value: &Value,
+        path: &Path<'_>,
+        depth: usize,
+        issues: &mut Issues,
+    ) {
         let Some(node) = self.nodes.get(index) else {
             return;
         };
+        if depth >= MAX_VALUE_DEPTH && matches!(value, Value::Array(_) | Value::Object(_)) {
+            issues.push(
+                path,
+                format!("nests deeper than {MAX_VALUE_DEPTH} levels of arrays and objects"),
+            );
+            return;
+        }
         if let Some(reference) = node.reference {
-            self.check(reference, value, path, issues);
+            self.check(reference, value, path, depth, issues);
         }
         if !matches_types(node.types, value) {
             issues.push(
@@ -495,14 +565,14 @@ impl CompiledSchema {
             issues.tag_mismatch |= path.is_property();
         }
         match value {
-            Value::Object(map) => self.check_object(node, map, path, issues),
-            Value::Array(items) => self.check_array(node, items, path, issues),
+            Value::Object(map) => self.check_object(node, map, path, depth, issues),
+            Value::Array(items) => self.check_array(node, items, path, depth, issues),
             Value::String(text) => check_string(node, text, path, issues),
             Value::Number(number) => check_number(node, number, path, issues),
             _ => {}
         }
         if !node.any_of.is_empty() {
-            self.check_any_of(node, value, path, issues);
+            self.check_any_of(node, value, path, depth, issues);
         }
     }
 
@@ -511,6 +581,7 @@ impl CompiledSchema {
         node: &Node,
         map: &Map<String, Value>,
         path: &Path<'_>,
+        depth: usize,
         issues: &mut Issues,
     ) {
         for name in &node.required {
@@ -526,7 +597,7 @@ impl CompiledSchema {
                 .and_then(|at| node.properties.get(at));
             let here = Path::Key(path, key);
             match known {
-                Some((_, property)) => self.check(*property, child, &here, issues),
+                Some((_, property)) => self.check(*property, child, &here, depth + 1, issues),
                 None if node.closed => {
                     let allowed: Vec<&str> = node
                         .properties
@@ -545,7 +616,14 @@ impl CompiledSchema {
         }
     }
 
-    fn check_array(&self, node: &Node, items: &[Value], path: &Path<'_>, issues: &mut Issues) {
+    fn check_array(
+        &self,
+        node: &Node,
+        items: &[Value],
+        path: &Path<'_>,
+        depth: usize,
+        issues: &mut Issues,
+    ) {
         let len = items.len() as u64;
         if let Some(min) = node.min_items.filter(|min| len < *min) {
             issues.push(path, format!("must have at least {min} item(s)"));
@@ -564,17 +642,30 @@ impl CompiledSchema {
         }
         if let Some(item_schema) = node.items {
             for (index, item) in items.iter().enumerate() {
-                self.check(item_schema, item, &Path::Index(path, index), issues);
+                self.check(
+                    item_schema,
+                    item,
+                    &Path::Index(path, index),
+                    depth + 1,
+                    issues,
+                );
             }
         }
     }
 
-    fn check_any_of(&self, node: &Node, value: &Value, path: &Path<'_>, issues: &mut Issues) {
+    fn check_any_of(
+        &self,
+        node: &Node,
+        value: &Value,
+        path: &Path<'_>,
+        depth: usize,
+        issues: &mut Issues,
+    ) {
         let mut best: Option<(bool, usize, Issues)> = None;
         let mut tie = false;
         for &branch in &node.any_of {
             let mut attempt = Issues::default();
-            self.check(branch, value, path, &mut attempt);
+            self.check(branch, value, path, depth, &mut attempt);
             if attempt.count() == 0 {
                 return;
             }
@@ -591,11 +682,7 @@ impl CompiledSchema {
         match best {
             Some((false, _, attempt)) if !tie => {
                 for issue in attempt.list {
-                    if issues.list.len() < MAX_ISSUES {
-                        issues.list.push(issue);
-                    } else {
-                        issues.dropped += 1;
-                    }
+                    issues.push_issue(issue);
                 }
             }
             _ => issues.push(
@@ -635,19 +722,7 @@ impl Path<'_> {
             Path::Root => {}
             Path::Key(parent, key) => {
                 parent.write(out);
-                out.push('/');
-                let key = match key.char_indices().nth(MAX_PATH_SEGMENT) {
-                    Some((cut, _)) => key.get(..cut).unwrap_or(key),
-                    None => key,
-                };
-                for c in key.chars() {
-                    match c {
-                        '~' => out.push_str("~0"),
-                        '/' => out.push_str("~1"),
-                        c if c.is_control() => out.push('?'),
-                        c => out.push(c),
-                    }
-                }
+                push_segment(out, key);
             }
             Path::Index(parent, index) => {
                 parent.write(out);
@@ -785,6 +860,54 @@ mod tests {
         let cycle =
             json!({"$ref": "#/$defs/A", "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}]}}});
         assert_eq!(compile(&cycle).unwrap_err().keyword(), "$ref");
+    }
+
+    #[test]
+    fn recursive_schemas_check_deep_values_on_a_small_stack() {
+        let found = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                let tree = json!({
+                    "$ref": "#/$defs/Tree",
+                    "$defs": {"Tree": {"type": "object", "properties": {
+                        "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}}
+                });
+                let any = json!({
+                    "$ref": "#/$defs/A",
+                    "$defs": {"A": {"type": ["array", "null"], "items": {"$ref": "#/$defs/A"}}}
+                });
+                let validators = [compile(&tree).unwrap(), compile(&any).unwrap()];
+                let mut objects = json!({});
+                let mut arrays = Value::Null;
+                for _ in 0..100_000 {
+                    let mut map = Map::new();
+                    map.insert("children".to_owned(), Value::Array(vec![objects]));
+                    objects = Value::Object(map);
+                    arrays = Value::Array(vec![arrays]);
+                }
+                let found: Vec<Vec<Issue>> = validators
+                    .iter()
+                    .flat_map(|v| [v.validate(&objects), v.validate(&arrays)])
+                    .collect();
+                crate::invoke::bounds::dispose(objects);
+                crate::invoke::bounds::dispose(arrays);
+                found
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let deep = format!("nests deeper than {MAX_VALUE_DEPTH} levels of arrays and objects");
+        assert_eq!(found_messages(&found[0]), [deep.as_str()]);
+        assert_eq!(found_messages(&found[3]), [deep.as_str()]);
+        // The path names where the bound was hit, not the value.
+        assert_eq!(
+            found[0][0].path().matches("/children/0").count(),
+            MAX_VALUE_DEPTH / 2
+        );
+    }
+
+    fn found_messages(issues: &[Issue]) -> Vec<&str> {
+        issues.iter().map(Issue::message).collect()
     }
 
     #[test]

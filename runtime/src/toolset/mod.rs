@@ -68,11 +68,12 @@ use crate::contract::CheckedCapability;
 use crate::error::{ErrorCode, ErrorPayload};
 use crate::events::Subscription;
 use crate::ids::{CapabilityId, InstanceId};
+use crate::invoke::bounds;
 use crate::invoke::{Expect, Invocation, InvocationResult, InvokeOptions};
 use crate::procedure::Reference;
 use crate::registry::Registration;
 use crate::registry::Registry;
-use crate::schema::Issue;
+use crate::schema::{Issue, Issues, key_pointer};
 use crate::snapshot::{Budget, Snapshot, SnapshotOptions, in_scope};
 use crate::util::listeners::Listeners;
 use crate::wire::{MAX_WIRE_NAME, WireNames};
@@ -686,6 +687,10 @@ impl Toolset {
         if shared.disposed.is_cancelled() {
             return shared.immediate(name, tool_call_id, ErrorPayload::cancelled());
         }
+        if let Err(error) = shared.check_depth(&input) {
+            bounds::dispose(input);
+            return shared.immediate(name, tool_call_id, error);
+        }
         match shared.mode {
             Mode::Direct => {
                 let catalog = self.catalog();
@@ -805,21 +810,43 @@ impl Shared {
         self.listeners.call(&catalog.tools, "toolset");
     }
 
+    /// Refuses arguments nested deeper than the pipeline accepts before
+    /// the toolset walks them (a retry key, a copy of the request); the
+    /// pipeline checks every other bound itself. In meta mode the bound
+    /// applies to each envelope field, named in the issue.
+    fn check_depth(&self, input: &Value) -> Result<(), ErrorPayload> {
+        let max = self.registry.limits().max_input_depth;
+        let issue = match (self.mode, input) {
+            (Mode::Meta, Value::Object(fields)) => fields
+                .iter()
+                .find(|(_, value)| !bounds::depth_within(value, max))
+                .map(|(key, _)| bounds::too_deep(&key_pointer(key), max)),
+            _ => (!bounds::depth_within(input, max)).then(|| bounds::too_deep("", max)),
+        };
+        match issue {
+            Some(issue) => Err(ErrorPayload::invalid_input(&[issue])),
+            None => Ok(()),
+        }
+    }
+
     /// A result settled by the toolset itself (unknown tool, envelope
     /// error, discovery), under the tool-call id or a fresh invocation id.
+    /// A tool-call id or tool name over `max_id_bytes` is never echoed: the
+    /// id is replaced by a fresh one, the name cut to the limit.
     fn settled(
         &self,
         name: &str,
         tool_call_id: Option<&str>,
         outcome: Result<Option<Arc<Value>>, ErrorPayload>,
     ) -> InvocationResult {
+        let max = self.registry.limits().max_id_bytes;
         let invocation_id: Arc<str> = match tool_call_id {
-            Some(id) => Arc::from(id),
-            None => Arc::from(self.registry.inner.ids.invocation_id()),
+            Some(id) if id.len() <= max => Arc::from(id),
+            _ => Arc::from(self.registry.inner.ids.invocation_id()),
         };
         InvocationResult::new(
             invocation_id,
-            Arc::from(name),
+            Arc::from(bounds::truncated(name, max)),
             outcome,
             self.registry.version(),
             false,
@@ -1106,7 +1133,8 @@ struct Envelope(Map<String, Value>);
 
 impl Envelope {
     /// Checks the top-level keys and their types: unknown or mistyped keys
-    /// and missing required ones are `INVALID_INPUT` naming them.
+    /// and missing required ones are `INVALID_INPUT` naming them, capped,
+    /// truncated and cleaned as the validator's issues are.
     fn check(
         input: Value,
         strings: &[&str],
@@ -1123,30 +1151,29 @@ impl Envelope {
                 )]));
             }
         };
-        let mut issues = Vec::new();
+        let mut issues = Issues::default();
+        let mut allowed: Vec<&str> = strings.iter().chain(other).copied().collect();
+        allowed.sort_unstable();
+        let unknown = format!("unknown key; the keys are: {}", allowed.join(", "));
+        // Missing keys first: they stay listed however many unknown ones follow.
+        for key in required {
+            if !map.contains_key(*key) {
+                issues.push_issue(Issue::new(key_pointer(key), "is required"));
+            }
+        }
         for (key, value) in &map {
             if strings.contains(&key.as_str()) {
                 if !value.is_string() {
-                    issues.push(Issue::new(format!("/{key}"), "must be a string"));
+                    issues.push_issue(Issue::new(key_pointer(key), "must be a string"));
                 }
             } else if !other.contains(&key.as_str()) {
-                let mut allowed: Vec<&str> = strings.iter().chain(other).copied().collect();
-                allowed.sort_unstable();
-                issues.push(Issue::new(
-                    format!("/{key}"),
-                    format!("unknown key; the keys are: {}", allowed.join(", ")),
-                ));
-            }
-        }
-        for key in required {
-            if !map.contains_key(*key) {
-                issues.push(Issue::new(format!("/{key}"), "is required"));
+                issues.push_issue(Issue::new(key_pointer(key), unknown.clone()));
             }
         }
         if issues.is_empty() {
             Ok(Envelope(map))
         } else {
-            Err(ErrorPayload::invalid_input(&issues))
+            Err(ErrorPayload::invalid_input(&issues.finish()))
         }
     }
 

@@ -1,0 +1,271 @@
+//! Request bounds: the identifier lengths, input size and input depth every
+//! invocation is checked against at its very start, before deduplication,
+//! audit, confirmation or any recursive walk sees it.
+//!
+//! - Every agent-supplied identifier (invocation, capability, instance,
+//!   registration and confirmation ids, and the surface-version hint) is at
+//!   most `Limits::max_id_bytes` bytes.
+//! - The input nests at most `Limits::max_input_depth` arrays and objects,
+//!   measured with an explicit stack (no recursion, stops at the limit).
+//! - The input's canonical JSON is at most `Limits::max_input_bytes` bytes,
+//!   counted while streaming and abandoned as soon as it is over.
+//!
+//! A request over any bound settles `INVALID_INPUT` whose issues name the
+//! field (`/invocationId`, …; `""` for the input, as schema issues do) and
+//! the limit, never the value. The matrix allows no `reason` detail for
+//! `INVALID_INPUT`, so the issue messages are the stable part.
+//!
+//! The refused result never echoes an oversized value: an invocation id over
+//! the limit is replaced by a freshly minted one (a prefix could collide with
+//! a real id of the same consumer), and a capability id over the limit is
+//! cut to the limit on a character boundary. Nothing of a refused request is
+//! remembered (no dedupe record, no audit event): it never ran.
+
+mod nesting;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub(crate) use nesting::to_value;
+
+use super::{Invocation, InvocationResult};
+use crate::canonical::canonical_len_within;
+use crate::error::ErrorPayload;
+use crate::registry::{Limits, Registry};
+use crate::schema::Issue;
+
+/// Checks every bound of `request`; the error is the agent-facing refusal.
+pub(crate) fn check_request(request: &Invocation, limits: &Limits) -> Result<(), ErrorPayload> {
+    let ids = [
+        ("/invocationId", request.invocation_id.as_deref()),
+        ("/capabilityId", Some(request.capability_id.as_str())),
+        ("/instanceId", request.instance_id.as_deref()),
+        ("/registrationId", request.registration_id.as_deref()),
+        ("/confirmationId", request.confirmation_id.as_deref()),
+        ("/surfaceVersion", request.surface_version.as_deref()),
+    ];
+    let mut issues: Vec<Issue> = ids
+        .into_iter()
+        .filter(|(_, id)| id.is_some_and(|id| id.len() > limits.max_id_bytes))
+        .map(|(pointer, _)| id_too_long(pointer, limits.max_id_bytes))
+        .collect();
+    if let Some(input) = &request.input
+        && let Err(issue) = check_input(input, limits)
+    {
+        issues.push(issue);
+    }
+    if issues.is_empty() {
+        Ok(())
+    } else {
+        Err(ErrorPayload::invalid_input(&issues))
+    }
+}
+
+/// The issue for an identifier over `max` bytes at `pointer`.
+pub(crate) fn id_too_long(pointer: &str, max: usize) -> Issue {
+    Issue::new(pointer, format!("must be at most {max} bytes long"))
+}
+
+/// Checks an input's depth, then its size; the issue is at `""` (the whole
+/// input).
+pub(crate) fn check_input(input: &Value, limits: &Limits) -> Result<(), Issue> {
+    if !depth_within(input, limits.max_input_depth) {
+        return Err(too_deep("", limits.max_input_depth));
+    }
+    if canonical_len_within(input, limits.max_input_bytes).is_none() {
+        return Err(Issue::new(
+            "",
+            format!(
+                "is larger than {} bytes as JSON; send less",
+                limits.max_input_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The issue for a value at `pointer` nested deeper than `max`.
+pub(crate) fn too_deep(pointer: &str, max: usize) -> Issue {
+    Issue::new(
+        pointer,
+        format!("nests deeper than {max} levels of arrays and objects"),
+    )
+}
+
+/// What is left to visit of an array or an object.
+enum Children<'a> {
+    Array(std::slice::Iter<'a, Value>),
+    Object(serde_json::map::Values<'a>),
+}
+
+/// Whether `value` nests at most `max` arrays and objects (a scalar nests
+/// none, `[]` one, `[{}]` two). Iterative: the explicit stack never holds
+/// more than `max` entries, and the walk stops at the first value too deep.
+pub(crate) fn depth_within(value: &Value, max: usize) -> bool {
+    let mut stack: Vec<Children<'_>> = Vec::new();
+    let mut next = Some(value);
+    loop {
+        if let Some(value) = next.take() {
+            let children = match value {
+                Value::Array(items) => Some(Children::Array(items.iter())),
+                Value::Object(map) => Some(Children::Object(map.values())),
+                _ => None,
+            };
+            if let Some(children) = children {
+                if stack.len() >= max {
+                    return false;
+                }
+                stack.push(children);
+            }
+        }
+        let Some(top) = stack.last_mut() else {
+            return true;
+        };
+        let child = match top {
+            Children::Array(items) => items.next(),
+            Children::Object(values) => values.next(),
+        };
+        match child {
+            Some(child) => next = Some(child),
+            None => {
+                stack.pop();
+            }
+        }
+    }
+}
+
+/// Drops `value` without recursion: a value nested deeper than the thread
+/// stack allows would overflow it in the compiler's recursive drop.
+pub(crate) fn dispose(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, child)| child)),
+            _ => {}
+        }
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary.
+pub(crate) fn truncated(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.get(..cut).unwrap_or_default()
+}
+
+/// The settled result of a request [`check_request`] refused: nothing of it
+/// ran or is remembered, and no oversized value is echoed.
+pub(crate) fn refuse(
+    registry: &Registry,
+    mut request: Invocation,
+    error: ErrorPayload,
+) -> InvocationResult {
+    let inner = &registry.inner;
+    let max = inner.config.limits.max_id_bytes;
+    let invocation_id: Arc<str> = match request.invocation_id.take() {
+        Some(id) if id.len() <= max => Arc::from(id),
+        _ => Arc::from(inner.ids.invocation_id()),
+    };
+    let capability_id: Arc<str> = Arc::from(truncated(&request.capability_id, max));
+    if let Some(input) = request.input.take() {
+        dispose(input);
+    }
+    InvocationResult::new(
+        invocation_id,
+        capability_id,
+        Err(error),
+        inner.version(),
+        false,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An array nesting `depth` arrays, built without recursion.
+    fn nested(depth: usize) -> Value {
+        let mut value = Value::Null;
+        for _ in 0..depth {
+            value = Value::Array(vec![value]);
+        }
+        value
+    }
+
+    #[test]
+    fn depth_counts_arrays_and_objects() {
+        assert!(depth_within(&json!(1), 0));
+        assert!(!depth_within(&json!([]), 0));
+        assert!(depth_within(&json!([{}]), 2));
+        assert!(!depth_within(&json!([{"a": [1]}]), 2));
+        assert!(depth_within(&json!([[1], {"a": [1]}]), 3));
+        assert!(depth_within(&nested(64), 64));
+        let deep = nested(65);
+        assert!(!depth_within(&deep, 64));
+        dispose(deep);
+    }
+
+    #[test]
+    fn truncation_keeps_whole_characters() {
+        assert_eq!(truncated("abc", 5), "abc");
+        assert_eq!(truncated("aéb", 2), "a");
+        assert_eq!(truncated("aéb", 3), "aé");
+    }
+
+    #[test]
+    fn every_identifier_is_bounded_and_named_without_its_value() {
+        let limits = Limits::default();
+        let long = "x".repeat(limits.max_id_bytes + 1);
+        let request = Invocation::new(long.clone())
+            .invocation_id(long.clone())
+            .instance(long.clone())
+            .registration(long.clone())
+            .surface_version(long.clone())
+            .confirmation(long.clone());
+        let error = check_request(&request, &limits).unwrap_err();
+        let issues = error.detail("issues").unwrap().as_array().unwrap();
+        let paths: Vec<&str> = issues.iter().map(|i| i["path"].as_str().unwrap()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/invocationId",
+                "/capabilityId",
+                "/instanceId",
+                "/registrationId",
+                "/confirmationId",
+                "/surfaceVersion"
+            ]
+        );
+        assert!(!serde_json::to_string(&error).unwrap().contains("xxx"));
+        let exact = Invocation::new("x".repeat(limits.max_id_bytes));
+        assert!(check_request(&exact, &limits).is_ok());
+    }
+
+    #[test]
+    fn the_input_is_bounded_by_depth_then_size() {
+        let limits = Limits::default();
+        let deep = Invocation::new("view:a.b.c").input(nested(limits.max_input_depth + 1));
+        let error = check_request(&deep, &limits).unwrap_err();
+        if let Some(input) = deep.input {
+            dispose(input);
+        }
+        let text = serde_json::to_string(&error).unwrap();
+        assert!(text.contains("nests deeper than 64"), "{text}");
+        let big =
+            Invocation::new("view:a.b.c").input(json!({"s": "x".repeat(limits.max_input_bytes)}));
+        let error = check_request(&big, &limits).unwrap_err();
+        let text = serde_json::to_string(&error).unwrap();
+        assert!(text.contains("larger than 262144 bytes"), "{text}");
+        let fits = Invocation::new("view:a.b.c")
+            .input(json!({"s": "x".repeat(limits.max_input_bytes - 8)}));
+        assert!(check_request(&fits, &limits).is_ok());
+    }
+}
