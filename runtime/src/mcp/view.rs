@@ -14,6 +14,10 @@ use crate::invoke::InvocationResult;
 use crate::registry::Registry;
 use crate::toolset::{ConfirmationMode, Tool, Toolset, Topology};
 
+/// A build of a consumer's tools and the (registry version, poke) it was
+/// made at.
+type Build = ((u64, u64), Arc<Vec<Tool>>);
+
 /// One consumer's view.
 pub(super) struct View {
     pub(super) toolset: Toolset,
@@ -22,7 +26,7 @@ pub(super) struct View {
     poke: watch::Sender<u64>,
     /// The latest build and the (version, poke) it was made at, shared by
     /// this consumer's watchers so one wake-up rebuilds once.
-    latest: Mutex<Option<((u64, u64), Arc<Vec<Tool>>)>>,
+    latest: Mutex<Option<Build>>,
     /// Two-phase calls: the confirmation each (tool, input) was asked for.
     asked: Mutex<Vec<(u64, String)>>,
     /// Creation order, for eviction.
