@@ -106,7 +106,7 @@ async fn change(i: usize, app: &App, client: &RunningService<RoleClient, Pushes>
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_change_right_after_the_listen_acknowledgment_is_always_notified() {
+async fn as_adapter_003_a_change_right_after_the_listen_acknowledgment_is_always_notified() {
     let app = App::start(User::admin()).await.unwrap();
     let server = McpServer::builder(app.registry()).build();
     let (client, _) = connect(&server, true).await;
@@ -128,7 +128,7 @@ async fn a_change_right_after_the_listen_acknowledgment_is_always_notified() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_change_right_after_initialized_is_always_notified() {
+async fn as_adapter_003_a_change_right_after_initialized_is_always_notified() {
     let app = App::start(User::admin()).await.unwrap();
     let server = McpServer::builder(app.registry()).build();
     for i in 0..60 {

@@ -68,30 +68,15 @@ impl Wire {
         self.writer.flush().await.unwrap();
     }
 
-    /// The response to request `id` (notifications in between are skipped).
+    /// The response to request `id` (other messages are skipped).
     async fn response(&mut self, id: u64) -> Value {
-        tokio::time::timeout(PATIENCE, async {
-            loop {
-                let line = self
-                    .lines
-                    .next_line()
-                    .await
-                    .unwrap()
-                    .expect("the server hung up");
-                let message: Value = serde_json::from_str(&line).unwrap();
-                if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
-                    return message;
-                }
-            }
-        })
-        .await
-        .expect("a response in time")
+        self.until(id).await.1
     }
 
-    /// Every message before the response to `id`.
-    async fn messages_until(&mut self, id: u64) -> Vec<Value> {
+    /// Every message before the response to `id`, and that response.
+    async fn until(&mut self, id: u64) -> (Vec<Value>, Value) {
         tokio::time::timeout(PATIENCE, async {
-            let mut seen = Vec::new();
+            let mut before = Vec::new();
             loop {
                 let line = self
                     .lines
@@ -101,9 +86,9 @@ impl Wire {
                     .expect("the server hung up");
                 let message: Value = serde_json::from_str(&line).unwrap();
                 if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
-                    return seen;
+                    return (before, message);
                 }
-                seen.push(message);
+                before.push(message);
             }
         })
         .await
@@ -141,6 +126,12 @@ async fn non_object_arguments_are_invalid_params() {
             response["error"]["code"],
             json!(-32602),
             "arguments {arguments}: {response}"
+        );
+        assert!(
+            response["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("tools/call")),
+            "{response}"
         );
     }
     // An object still works on the same session.
@@ -223,7 +214,7 @@ async fn a_client_cancellation_cancels_the_running_invocation() {
     .expect("the invocation settles");
     wire.send(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}))
         .await;
-    let before = wire.messages_until(8).await;
+    let (before, _) = wire.until(8).await;
     assert!(
         before.iter().all(|m| m.get("id") != Some(&json!(7))),
         "{before:?}"
