@@ -3,6 +3,8 @@
 //! the application navigates (unmounting or mounting the devices page) and
 //! the clock stops when the client's handler sees the notification — the
 //! handshake-era push and the 2026-07-28 `subscriptions/listen` stream.
+//! Also one `tools/call` while 1 or 1,000 other sessions sit idle: a call
+//! costs the others nothing, so both take the same time.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -143,5 +145,69 @@ fn list_changed(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, list_changed);
+/// A classic session over a duplex stream (its list_changed notifier runs).
+async fn session(server: &McpServer) -> rmcp::service::RunningService<RoleClient, Pushes> {
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let server = server.clone();
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    Pushes(Arc::new(watch::channel(0).0))
+        .serve_with_lifecycle(client_io, ClientLifecycleMode::Initialize)
+        .await
+        .unwrap()
+}
+
+fn call_with_idle_sessions(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("tools/call with idle sessions");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    for idle in [1usize, 1000] {
+        let (app, idle_sessions, client) = runtime.block_on(async {
+            let app = App::start(User::admin()).await.unwrap();
+            let server = McpServer::builder(app.registry()).build();
+            let mut idle_sessions = Vec::with_capacity(idle);
+            for _ in 0..idle {
+                let client = session(&server).await;
+                // One round trip: the session's view and notifier exist.
+                client.list_all_tools().await.unwrap();
+                idle_sessions.push(client);
+            }
+            let client = session(&server).await;
+            client.list_all_tools().await.unwrap();
+            (app, idle_sessions, client)
+        });
+        let arguments = serde_json::json!({"status": "online"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        group.bench_function(format!("{idle} idle"), |b| {
+            b.to_async(&runtime).iter(|| {
+                let request = rmcp::model::CallToolRequestParams::new("view_devices__filters__set")
+                    .with_arguments(arguments.clone());
+                let client = &client;
+                async move { client.call_tool(request).await.unwrap() }
+            });
+        });
+        runtime.block_on(async {
+            let _ = client.cancel().await;
+            for session in idle_sessions {
+                let _ = session.cancel().await;
+            }
+            app.stop().await;
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, list_changed, call_with_idle_sessions);
 criterion_main!(benches);

@@ -6,7 +6,9 @@ Runs two clients against a fresh server each time:
   1. two-phase (no elicitation support): list tools, filters, selection,
      list_changed when domain_devices__disable appears, CONFIRMATION_REQUIRED,
      malformed arguments, navigation away and a stale call;
-  2. elicitation: the disable completes after the human approves.
+  2. elicitation: the disable completes after the human approves;
+  3. (current mode) a change made right after each listen acknowledgment,
+     many times in a row, is notified every time.
 Prints a transcript; exits non-zero on the first failed expectation.
 """
 
@@ -243,12 +245,37 @@ async def denial(transport, mode):
             expect(result.is_error and error["details"]["reason"] == "denied" and error["retry"] == "no", "a denial is final")
 
 
+async def listen_then_act(transport, mode, rounds=25):
+    """Subscribe, then change the tools at once (the drawer opens or closes):
+    the change must be notified on that subscription, every round."""
+    if mode != "current":
+        return
+    with Server(transport) as server:
+        async with Client(server.target(), mode="auto") as client:
+            started = time.monotonic()
+            for round_ in range(rounds):
+                # Entering waits for the server's acknowledgment.
+                async with client.listen(tools_list_changed=True) as subscription:
+                    if round_ % 2 == 0:
+                        result = await client.call_tool("view_devices__drawer__open", {"deviceId": "d1"})
+                    else:
+                        result = await client.call_tool("view_devices__drawer__close", {})
+                    expect(not result.is_error, f"round {round_}: the drawer call succeeds")
+                    try:
+                        await asyncio.wait_for(subscription.__anext__(), timeout=5)
+                    except asyncio.TimeoutError:
+                        raise Failed(f"round {round_}: no tools/list_changed for a change right after the listen acknowledgment")
+            elapsed = (time.monotonic() - started) * 1000
+            say(f"  [{transport}/{mode}, listen then act] {rounds} rounds, each notified ({elapsed:.0f} ms)")
+
+
 async def main():
     for transport in TRANSPORTS:
         for mode in MODES:
             await two_phase(transport, mode)
             await elicitation(transport, mode)
             await denial(transport, mode)
+            await listen_then_act(transport, mode)
     say("all MCP client checks passed")
 
 

@@ -1,0 +1,218 @@
+//! `tools/list_changed` delivery under pressure, with rmcp's own client
+//! over in-process duplex streams: a change made right after the server
+//! acknowledged `subscriptions/listen` (2026-07-28), or right after
+//! `initialized` (handshake era), is always notified; and a call costs
+//! nothing for the other, idle sessions.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // test code
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agent_surface::mcp::McpServer;
+use agent_surface::prelude::*;
+use devices::components::Route;
+use devices::{App, User};
+use rmcp::model::{CallToolRequestParams, ProtocolVersion, SubscriptionFilter};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
+use serde_json::json;
+use tokio::sync::watch;
+
+/// Generous: a notification that takes this long is lost, not late.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// Counts pushed `tools/list_changed` notifications.
+#[derive(Clone)]
+struct Pushes(Arc<watch::Sender<u64>>);
+
+impl Pushes {
+    fn new() -> Pushes {
+        Pushes(Arc::new(watch::channel(0).0))
+    }
+}
+
+impl ClientHandler for Pushes {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.0.send_modify(|n| *n += 1);
+    }
+}
+
+async fn connect(server: &McpServer, modern: bool) -> (RunningService<RoleClient, Pushes>, Pushes) {
+    let (client_io, server_io) = tokio::io::duplex(256 * 1024);
+    let server = server.clone();
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let pushes = Pushes::new();
+    let lifecycle = if modern {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
+    };
+    let client = pushes
+        .clone()
+        .serve_with_lifecycle(client_io, lifecycle)
+        .await
+        .expect("the MCP handshake");
+    (client, pushes)
+}
+
+async fn call(
+    client: &RunningService<RoleClient, Pushes>,
+    name: &str,
+    arguments: serde_json::Value,
+) {
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new(name.to_owned())
+                .with_arguments(arguments.as_object().cloned().unwrap_or_default()),
+        )
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{name}: {result:?}");
+}
+
+/// The `i`-th change of a cycle of four, each one changing the tools: the
+/// drawer opens (its `close` becomes available: live state, no version
+/// bump) and closes, the agent navigates away, the application navigates
+/// back (a mutation made by the application, not by a call).
+async fn change(i: usize, app: &App, client: &RunningService<RoleClient, Pushes>) {
+    match i % 4 {
+        0 => {
+            call(
+                client,
+                "view_devices__drawer__open",
+                json!({"deviceId": "d1"}),
+            )
+            .await
+        }
+        1 => call(client, "view_devices__drawer__close", json!({})).await,
+        2 => {
+            call(
+                client,
+                "view_app__navigation__goTo",
+                json!({"route": "/settings"}),
+            )
+            .await
+        }
+        _ => app.console().navigate(Route::Devices),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_adapter_003_a_change_right_after_the_listen_acknowledgment_is_always_notified() {
+    let app = App::start(User::admin()).await.unwrap();
+    let server = McpServer::builder(app.registry()).build();
+    let (client, _) = connect(&server, true).await;
+    for i in 0..60 {
+        // `listen` returns once the server acknowledged the subscription.
+        let mut subscription = client
+            .listen(SubscriptionFilter::builder().tools_list_changed().build())
+            .await
+            .unwrap();
+        change(i, &app, &client).await;
+        let event = tokio::time::timeout(PATIENCE, subscription.next())
+            .await
+            .unwrap_or_else(|_| panic!("iteration {i}: no tools/list_changed after the change"))
+            .unwrap();
+        assert!(event.is_some(), "iteration {i}: the stream ended");
+        subscription.cancel().await.unwrap();
+    }
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_adapter_003_a_change_right_after_initialized_is_always_notified() {
+    let app = App::start(User::admin()).await.unwrap();
+    let server = McpServer::builder(app.registry()).build();
+    for i in 0..60 {
+        // The handshake ends when the client sent `initialized`.
+        let (client, pushes) = connect(&server, false).await;
+        let mut pushed = pushes.0.subscribe();
+        change(i, &app, &client).await;
+        tokio::time::timeout(PATIENCE, pushed.wait_for(|n| *n > 0))
+            .await
+            .unwrap_or_else(|_| panic!("iteration {i}: no tools/list_changed after the change"))
+            .unwrap();
+        client.cancel().await.unwrap();
+    }
+    app.stop().await;
+}
+
+/// Counts how often its availability is evaluated: once per tool build
+/// that includes it, plus once per call of it.
+struct Gauge {
+    evaluations: AtomicUsize,
+}
+
+/// A tool whose availability is counted.
+#[agent_component(type = "test.gauge")]
+impl Gauge {
+    /// Does nothing.
+    #[action(effect = "local-state", idempotent, when = counted, unavailable_reason = "never")]
+    fn tick(&self) {}
+
+    fn counted(&self) -> bool {
+        self.evaluations.fetch_add(1, Ordering::SeqCst);
+        true
+    }
+}
+
+/// Availability evaluations over `calls` calls by one session while
+/// `idle` other sessions (each with its own list_changed notifier) wait.
+async fn evaluations_per_call(idle: usize, calls: usize) -> usize {
+    let app = App::start(User::admin()).await.unwrap();
+    let gauge = Arc::new(Gauge {
+        evaluations: AtomicUsize::new(0),
+    });
+    let _mounted = app.registry().mount(Arc::clone(&gauge)).unwrap();
+    let server = McpServer::builder(app.registry()).build();
+    let mut sessions = Vec::new();
+    for _ in 0..idle {
+        let (client, _) = connect(&server, false).await;
+        client.list_all_tools().await.unwrap();
+        sessions.push(client);
+    }
+    let (active, _) = connect(&server, false).await;
+    active.list_all_tools().await.unwrap();
+    settle().await;
+    gauge.evaluations.store(0, Ordering::SeqCst);
+    for _ in 0..calls {
+        call(&active, "view_test__gauge__tick", json!({})).await;
+    }
+    // Whatever the calls set off in other tasks runs now (one thread).
+    settle().await;
+    let evaluations = gauge.evaluations.load(Ordering::SeqCst);
+    for client in sessions {
+        let _ = client.cancel().await;
+    }
+    app.stop().await;
+    evaluations
+}
+
+/// Lets every task woken so far run (single-threaded runtime).
+async fn settle() {
+    for _ in 0..256 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn a_call_does_no_work_for_idle_sessions() {
+    let calls = 5;
+    let alone = evaluations_per_call(0, calls).await;
+    let crowded = evaluations_per_call(40, calls).await;
+    // The call's own availability check, and the caller's watcher
+    // rebuilding its own tools: a small constant per call.
+    assert!(alone <= 3 * calls, "alone: {alone}");
+    assert_eq!(
+        crowded, alone,
+        "40 idle sessions must not re-evaluate anything on another session's call"
+    );
+}

@@ -1,0 +1,308 @@
+//! `tools/call`: runs the tool as the session's consumer under the
+//! request's cancellation token, with two-phase or elicited confirmations.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitationAction,
+    InputRequest, InputRequiredResult,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::convert::{
+    approval_schema, approves, confirmation_of, decode_name, is_modern, to_call_result,
+};
+use super::view::{View, retry_key};
+use super::{CONFIRM_KEY, CONFIRMATION_META, McpSession, PendingElicitation};
+use crate::error::ErrorPayload;
+use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
+
+impl McpSession {
+    /// Handles `tools/call`.
+    pub(super) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let consumer = self.consumer_of(&context.extensions);
+        let Some(view) = self.shared.view(&consumer) else {
+            return Err(ErrorData::internal_error(
+                "the application is shutting down",
+                None,
+            ));
+        };
+        // Until this call ends: then only this consumer's watchers re-check
+        // (any call may change what is available: selection, navigation).
+        let _busy = self.shared.activity.begin(Some(Arc::clone(&view)));
+        let cancel = context.ct.clone();
+        let name = request.name.to_string();
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let invocation_id = self
+            .session_scoped(&context.extensions)
+            .then(|| format!("mcp-{}", context.id));
+        let explicit = request
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.0.0.get(CONFIRMATION_META))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+
+        // A 2026-07-28 retry answering our input request.
+        if let Some(state) = request.request_state.as_deref() {
+            let pending = self
+                .shared
+                .elicitations
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .peek(state, self.shared.registry.now_ms())
+                .cloned();
+            let Some(pending) = pending
+                .filter(|p| p.consumer == consumer && p.tool == name && p.arguments == arguments)
+            else {
+                return Err(ErrorData::invalid_params(
+                    "unknown or mismatched requestState",
+                    None,
+                ));
+            };
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|responses| responses.get(CONFIRM_KEY));
+            let action = answer
+                .and_then(|a| a.get("action"))
+                .and_then(|a| serde_json::from_value::<ElicitationAction>(a.clone()).ok())
+                .unwrap_or(ElicitationAction::Cancel);
+            let approved = approves(action, answer.and_then(|a| a.get("content")));
+            self.shared
+                .elicitations
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(state);
+            let _ = self
+                .shared
+                .registry
+                .confirmations()
+                .resolve(state, approved);
+            // Denied: the retry reports CONFIRMATION_INVALID {denied}; never retried further.
+            let result = self
+                .execute(&view, &name, pending.arguments, None, Some(state), cancel)
+                .await;
+            return Ok(to_call_result(&result).into());
+        }
+
+        if view.toolset.tool(&name).is_none() {
+            // Not in this consumer's tools: a stale name (a capability that
+            // went away) still gets the pipeline's precise error; anything
+            // else is not a tool at all.
+            let Some((id, instance)) = decode_name(&name) else {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool `{name}`"),
+                    None,
+                ));
+            };
+            let mut invocation = Invocation::new(id).input(arguments);
+            invocation.instance_id = instance;
+            invocation.invocation_id = invocation_id;
+            let result = self
+                .shared
+                .registry
+                .invoke(invocation, self.options(&view, cancel))
+                .await;
+            return Ok(to_call_result(&result).into());
+        }
+
+        let result = self
+            .execute(
+                &view,
+                &name,
+                arguments.clone(),
+                invocation_id.as_deref(),
+                explicit.as_deref(),
+                cancel.clone(),
+            )
+            .await;
+        let supports_elicitation = self.shared.elicitation
+            && context
+                .client_capabilities()
+                .is_some_and(|capabilities| capabilities.elicitation.is_some());
+        let outcome = match confirmation_of(&result) {
+            Some(confirmation_id) if supports_elicitation && explicit.is_none() => {
+                let message = self.ask_text(&confirmation_id);
+                if is_modern(&context) {
+                    // Ask in an input-required round; the state names a
+                    // record kept here.
+                    self.shared
+                        .elicitations
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(
+                            confirmation_id.clone(),
+                            PendingElicitation {
+                                consumer,
+                                tool: name,
+                                arguments,
+                            },
+                            self.shared.registry.now_ms(),
+                        );
+                    let Some(schema) = approval_schema() else {
+                        return Ok(to_call_result(&result).into());
+                    };
+                    let ask = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+                        meta: None,
+                        message,
+                        requested_schema: schema,
+                    });
+                    let requests =
+                        BTreeMap::from([(CONFIRM_KEY.to_owned(), InputRequest::Elicitation(ask))]);
+                    return Ok(
+                        InputRequiredResult::new(Some(requests), Some(confirmation_id)).into(),
+                    );
+                }
+                let asked = async {
+                    let schema = approval_schema()?;
+                    context
+                        .peer
+                        .create_elicitation(ElicitRequestParams::FormElicitationParams {
+                            meta: None,
+                            message,
+                            requested_schema: schema,
+                        })
+                        .await
+                        .ok()
+                };
+                let answer = tokio::select! {
+                    answer = asked => answer,
+                    // The client gave up on the call: nothing is resolved
+                    // (the confirmation expires unanswered).
+                    () = cancel.cancelled() => {
+                        return Ok(to_call_result(&self.cancelled(&name, invocation_id)).into());
+                    }
+                };
+                let approved = answer.is_some_and(|a| approves(a.action, a.content.as_ref()));
+                let _ = self
+                    .shared
+                    .registry
+                    .confirmations()
+                    .resolve(&confirmation_id, approved);
+                // Denied: the retry reports CONFIRMATION_INVALID {denied}.
+                self.execute(
+                    &view,
+                    &name,
+                    arguments,
+                    invocation_id.as_deref(),
+                    Some(&confirmation_id),
+                    cancel,
+                )
+                .await
+            }
+            _ => result,
+        };
+        Ok(to_call_result(&outcome).into())
+    }
+
+    /// Options for a call as `view`'s consumer, cancelled with the request.
+    fn options(&self, view: &View, cancel: CancellationToken) -> InvokeOptions {
+        InvokeOptions {
+            cancellation: Some(cancel),
+            ..InvokeOptions::consumer(view.toolset.consumer().clone())
+        }
+    }
+
+    /// Runs the tool `name` of `view`'s catalog (what the client last
+    /// listed: its registration and surface version travel with the call).
+    /// Without evidence, a call of the same tool with the same input
+    /// reuses the confirmation its previous attempt was asked for, so a
+    /// model retries by calling again once the user approved.
+    async fn execute(
+        &self,
+        view: &View,
+        name: &str,
+        input: Value,
+        invocation_id: Option<&str>,
+        confirmation_id: Option<&str>,
+        cancel: CancellationToken,
+    ) -> InvocationResult {
+        let invocation_id = invocation_id.map(str::to_owned);
+        if view.toolset.is_disposed() {
+            return self.cancelled(name, invocation_id);
+        }
+        let Some(tool) = view.toolset.tool(name) else {
+            return self.settled(name, invocation_id, ErrorPayload::not_found());
+        };
+        let Some(target) = tool.target() else {
+            return self.settled(name, invocation_id, ErrorPayload::not_found());
+        };
+        let key = retry_key(name, &input);
+        let mut request = Invocation::new(target.capability_id)
+            .instance(target.instance_id)
+            .registration(target.registration_id)
+            .surface_version(target.surface_version.to_string())
+            .input(input);
+        request.invocation_id = invocation_id;
+        request.confirmation_id = confirmation_id
+            .map(str::to_owned)
+            .or_else(|| view.remembered(key));
+        let result = self
+            .shared
+            .registry
+            .invoke(request, self.options(view, cancel))
+            .await;
+        let cap = self
+            .shared
+            .registry
+            .inner
+            .config
+            .limits
+            .max_pending_confirmations_per_consumer;
+        view.remember(key, &result, cap);
+        result
+    }
+
+    /// A result settled here, without the pipeline.
+    fn settled(
+        &self,
+        name: &str,
+        invocation_id: Option<String>,
+        error: ErrorPayload,
+    ) -> InvocationResult {
+        let registry = &self.shared.registry;
+        let invocation_id = invocation_id.unwrap_or_else(|| registry.inner.ids.invocation_id());
+        InvocationResult::new(
+            Arc::from(invocation_id),
+            Arc::from(name),
+            Err(error),
+            registry.version(),
+            false,
+        )
+    }
+
+    fn cancelled(&self, name: &str, invocation_id: Option<String>) -> InvocationResult {
+        self.settled(name, invocation_id, ErrorPayload::cancelled())
+    }
+
+    /// The message shown to the human for a pending confirmation.
+    fn ask_text(&self, confirmation_id: &str) -> String {
+        let pending = self
+            .shared
+            .registry
+            .confirmations()
+            .pending()
+            .into_iter()
+            .find(|p| *p.confirmation_id == *confirmation_id);
+        match pending {
+            // Both parts escaped: no bidi, zero-width or control character
+            // of the agent's reaches the human as is.
+            Some(p) => format!(
+                "Approve this {} operation?\n{}\nExact input: {}",
+                p.effect.as_str(),
+                crate::util::display_text::escape(&p.summary),
+                p.display_input()
+            ),
+            None => "Approve this operation?".to_owned(),
+        }
+    }
+}

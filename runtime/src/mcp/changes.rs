@@ -1,0 +1,195 @@
+//! Change delivery: when a session is told `notifications/tools/list_changed`.
+//!
+//! A consumer's tools change in two ways: a surface mutation (the registry
+//! version moves) or live state that `when`/`describe` read (no version
+//! bump: re-evaluated when the tools are built). A [`Watcher`] follows one
+//! consumer's [`View`]: it wakes when the version moves or the view is
+//! poked (the consumer's own call settled, or an explicit refresh),
+//! rebuilds that one view and compares what a client would be served with
+//! what it last delivered. Calls never touch other consumers' views.
+//!
+//! A watcher starts after the moment it must cover (rmcp acknowledges a
+//! `subscriptions/listen` before the handler runs; `notifications/initialized`
+//! is handled concurrently with later requests). So the moment is a
+//! [`Mark`] taken *before* the acknowledgment (or the `initialize` response):
+//! the registry version and the server's call activity. Attaching, a
+//! watcher first subscribes to its wake-ups, then builds the tools it
+//! compares against, then reads the activity again: if anything could have
+//! changed the tools in between, the first notification is due at once.
+//! Nothing is ever marked delivered that was not compared and sent.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::watch;
+
+use super::view::View;
+use crate::registry::Registry;
+use crate::toolset::Tool;
+
+/// Server-wide call activity: whatever may change tools without a version
+/// bump happens inside a call (or an explicit refresh), and moves `epoch`.
+#[derive(Debug, Default)]
+pub(super) struct Activity {
+    /// Moves when a call starts, when it ends, and on explicit refreshes.
+    epoch: AtomicU64,
+    /// Calls running now.
+    in_flight: AtomicU64,
+}
+
+impl Activity {
+    /// Counts a call from now until the guard drops; dropping it also
+    /// pokes the caller's view, so its watchers re-check.
+    pub(super) fn begin(&self, view: Option<Arc<View>>) -> Busy<'_> {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        Busy {
+            activity: self,
+            view,
+        }
+    }
+
+    /// Records a change made outside any call (an explicit refresh).
+    pub(super) fn touch(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A running call (see [`Activity::begin`]).
+pub(super) struct Busy<'a> {
+    activity: &'a Activity,
+    view: Option<Arc<View>>,
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        if let Some(view) = &self.view {
+            view.poke();
+        }
+        self.activity.epoch.fetch_add(1, Ordering::SeqCst);
+        self.activity.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A moment a watcher must cover from: every change after it is followed
+/// by a notification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Mark {
+    version: u64,
+    epoch: u64,
+    /// No call was running (one that was could change state at any time).
+    idle: bool,
+}
+
+impl Mark {
+    /// Now.
+    pub(super) fn now(registry: &Registry, activity: &Activity) -> Mark {
+        let idle = activity.in_flight.load(Ordering::SeqCst) == 0;
+        let epoch = activity.epoch.load(Ordering::SeqCst);
+        Mark {
+            version: registry.version(),
+            epoch,
+            idle,
+        }
+    }
+
+    /// A moment nothing is known about: whoever covers from it notifies once.
+    pub(super) fn unknown() -> Mark {
+        Mark {
+            version: 0,
+            epoch: 0,
+            idle: false,
+        }
+    }
+
+    /// Whether tools may have changed between `self` and `later`.
+    fn moved(self, later: Mark) -> bool {
+        !self.idle || !later.idle || self.epoch != later.epoch || self.version != later.version
+    }
+}
+
+/// Follows one consumer's view and reports when what a client is served
+/// changed since it was last told.
+pub(super) struct Watcher {
+    view: Arc<View>,
+    registry: Registry,
+    version: watch::Receiver<u64>,
+    poke: watch::Receiver<u64>,
+    delivered: Arc<Vec<Tool>>,
+}
+
+impl Watcher {
+    /// Attaches to `view`, covering every change after `since`. Returns the
+    /// watcher and whether a notification is due at once.
+    pub(super) fn attach(
+        registry: &Registry,
+        activity: &Activity,
+        view: Arc<View>,
+        since: Mark,
+    ) -> (Watcher, bool) {
+        // Wake-ups first, then the baseline, then the activity check: a
+        // change lands either before the baseline (the check sees it) or
+        // after the subscription (it wakes the watcher).
+        let version = registry.watch_version();
+        let poke = view.subscribe();
+        let delivered = view.current(registry);
+        let due = since.moved(Mark::now(registry, activity));
+        let watcher = Watcher {
+            view,
+            registry: registry.clone(),
+            version,
+            poke,
+            delivered,
+        };
+        (watcher, due)
+    }
+
+    /// Waits until the tools a client would be served differ from those
+    /// last delivered, and takes the new ones as delivered (the caller
+    /// sends the notification). `None` once nothing can change any more.
+    pub(super) async fn changed(&mut self) -> Option<()> {
+        loop {
+            tokio::select! {
+                moved = self.version.changed() => moved.ok()?,
+                moved = self.poke.changed() => moved.ok()?,
+            }
+            // A mutation often comes in a burst (a page unmounts several
+            // components): let it finish, compare once.
+            tokio::task::yield_now().await;
+            let now = self.view.current(&self.registry);
+            if !same_served(&self.delivered, &now) {
+                self.delivered = now;
+                return Some(());
+            }
+        }
+    }
+}
+
+/// Whether two tool lists serve the same MCP tools: the available ones,
+/// with the same names, descriptions, schemas and annotations (live notes
+/// and unavailable tools are not served).
+pub(super) fn same_served(a: &[Tool], b: &[Tool]) -> bool {
+    let mut a = a.iter().filter(|tool| tool.state().available);
+    let mut b = b.iter().filter(|tool| tool.state().available);
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return true,
+            (Some(x), Some(y)) if served_alike(x, y) => {}
+            _ => return false,
+        }
+    }
+}
+
+fn served_alike(a: &Tool, b: &Tool) -> bool {
+    let targets = match (a.target(), b.target()) {
+        (Some(x), Some(y)) => {
+            x.kind == y.kind && x.effect == y.effect && x.idempotent == y.idempotent
+        }
+        (None, None) => true,
+        _ => false,
+    };
+    targets
+        && a.name() == b.name()
+        && a.description() == b.description()
+        && a.input_schema() == b.input_schema()
+}

@@ -1,0 +1,112 @@
+//! Conversions between the surface and MCP: tools with annotations, call
+//! results with the exact payload, confirmation elicitation forms, and
+//! stale wire names back to capability ids.
+
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolResult, ElicitationAction, ElicitationSchema, ProtocolVersion, Tool as McpTool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use serde_json::{Map, Value};
+
+use crate::error::ErrorCode;
+use crate::invoke::InvocationResult;
+use crate::toolset::Tool;
+use crate::{Effect, Kind};
+
+/// Tool annotations from effect and kind.
+fn annotations(tool: &Tool) -> Option<ToolAnnotations> {
+    let target = tool.target()?;
+    let read_only = target.kind == Kind::Observation || target.effect == Effect::ServerQuery;
+    let idempotent = read_only || target.idempotent;
+    Some(
+        ToolAnnotations::new()
+            .read_only(read_only)
+            .destructive(target.effect == Effect::Destructive)
+            .idempotent(idempotent)
+            .open_world(target.effect == Effect::ExternalSideEffect),
+    )
+}
+
+pub(super) fn to_mcp_tool(tool: &Tool) -> McpTool {
+    let schema = match tool.input_schema() {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    };
+    let mut mcp = McpTool::new(
+        tool.name().to_owned(),
+        tool.description().to_owned(),
+        Arc::new(schema),
+    );
+    if let Some(annotations) = annotations(tool) {
+        mcp = mcp.with_annotations(annotations);
+    }
+    mcp
+}
+
+/// A pipeline result as an MCP tool result: structured output, or an
+/// `isError` result with the exact payload.
+pub(super) fn to_call_result(result: &InvocationResult) -> CallToolResult {
+    match result.error() {
+        Some(error) => {
+            CallToolResult::structured_error(serde_json::to_value(error).unwrap_or(Value::Null))
+        }
+        None => match result.output() {
+            Some(Value::Object(output)) => {
+                CallToolResult::structured(Value::Object(output.clone()))
+            }
+            Some(other) => {
+                CallToolResult::success(vec![rmcp::model::ContentBlock::text(other.to_string())])
+            }
+            None => CallToolResult::success(vec![rmcp::model::ContentBlock::text("ok")]),
+        },
+    }
+}
+
+/// The confirmation id of a `CONFIRMATION_REQUIRED` result.
+pub(super) fn confirmation_of(result: &InvocationResult) -> Option<String> {
+    result
+        .error()
+        .filter(|error| error.code() == ErrorCode::ConfirmationRequired)
+        .and_then(|error| error.detail("confirmationId"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// The elicitation form: approve or not.
+pub(super) fn approval_schema() -> Option<ElicitationSchema> {
+    ElicitationSchema::builder()
+        .required_bool("approve")
+        .build()
+        .ok()
+}
+
+/// Whether an elicitation answer approves.
+pub(super) fn approves(action: ElicitationAction, content: Option<&Value>) -> bool {
+    action == ElicitationAction::Accept
+        && content
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+}
+
+pub(super) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+}
+
+/// `view_devices__table__selectRows` (optionally `_at_<instance>`) back to
+/// a capability id and instance, for names no longer in the catalog.
+pub(super) fn decode_name(name: &str) -> Option<(String, Option<String>)> {
+    if let Some(id) = crate::wire::decode(name) {
+        return Some((id.as_str().to_owned(), None));
+    }
+    let (base, instance) = name.rsplit_once("_at_")?;
+    let id = crate::wire::decode(base)?;
+    crate::ids::InstanceId::new(instance).ok()?;
+    Some((id.as_str().to_owned(), Some(instance.to_owned())))
+}

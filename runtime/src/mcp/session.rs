@@ -1,0 +1,306 @@
+//! The handler of one MCP session: identity, the tool list, and
+//! `tools/list_changed` delivery on both protocol generations.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use super::changes::{Mark, Watcher};
+use super::convert::to_mcp_tool;
+
+/// A handler's lifetime: dropping the last clone of the handler (the
+/// session ended) stops its background tasks and, for a session identity,
+/// forgets the consumer's view.
+struct Life {
+    /// A session transport's own identity; `None` for HTTP, where the
+    /// identity comes from each request.
+    consumer: Option<String>,
+    stop: CancellationToken,
+    shared: Arc<Shared>,
+    /// The moment the handshake-era notifier covers from: the `initialize`
+    /// response (at the latest), taken before it is sent.
+    opened: Mutex<Mark>,
+    /// `subscriptions/listen` requests acknowledged (or about to be) whose
+    /// stream has not started, and the earliest mark among them.
+    listens: Mutex<(usize, Mark)>,
+}
+
+impl Drop for Life {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Some(consumer) = &self.consumer {
+            self.shared.views.forget(consumer);
+        }
+    }
+}
+
+/// The handler of one MCP session (or, for stateless HTTP, one request).
+#[derive(Clone)]
+pub struct McpSession {
+    pub(super) shared: Arc<Shared>,
+    life: Arc<Life>,
+}
+
+impl fmt::Debug for McpSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpSession")
+            .field("consumer", &self.life.consumer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpSession {
+    pub(super) fn new(shared: &Arc<Shared>, consumer: Option<String>) -> McpSession {
+        let opened = shared.mark();
+        McpSession {
+            shared: Arc::clone(shared),
+            life: Arc::new(Life {
+                consumer,
+                stop: CancellationToken::new(),
+                shared: Arc::clone(shared),
+                opened: Mutex::new(opened),
+                listens: Mutex::new((0, opened)),
+            }),
+        }
+    }
+
+    /// The consumer id of a request (or notification), from the session,
+    /// the `identify` hook, the HTTP session header, or the shared
+    /// stateless-HTTP identity.
+    pub(super) fn consumer_of(&self, extensions: &rmcp::model::Extensions) -> String {
+        if let Some(consumer) = &self.life.consumer {
+            return consumer.clone();
+        }
+        let parts = extensions.get::<http::request::Parts>();
+        if let (Some(identify), Some(parts)) = (&self.shared.identify, parts)
+            && let Some(id) = identify(parts)
+        {
+            return id;
+        }
+        parts
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok())
+            .map_or_else(|| "http".to_owned(), |session| format!("http-{session}"))
+    }
+
+    /// Whether request ids identify attempts of this consumer only.
+    pub(super) fn session_scoped(&self, extensions: &rmcp::model::Extensions) -> bool {
+        self.life.consumer.is_some()
+            || extensions
+                .get::<http::request::Parts>()
+                .is_some_and(|parts| parts.headers.contains_key("mcp-session-id"))
+    }
+
+    /// The mark a starting listen stream covers from: the earliest among
+    /// the acknowledged listens not yet started (never later than its own).
+    fn take_listen_mark(&self) -> Mark {
+        let mut listens = self
+            .life
+            .listens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if listens.0 == 0 {
+            return Mark::unknown();
+        }
+        listens.0 -= 1;
+        listens.1
+    }
+
+    /// Handshake-era sessions: pushes `list_changed` from a task that ends
+    /// with the session, covering every change since the `initialize`
+    /// response.
+    fn spawn_notifier(&self, peer: rmcp::Peer<RoleServer>, consumer: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Some(view) = self.shared.view(consumer) else {
+            return;
+        };
+        let since = *self
+            .life
+            .opened
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (mut watcher, due) =
+            Watcher::attach(&self.shared.registry, &self.shared.activity, view, since);
+        let stop = self.life.stop.clone();
+        runtime.spawn(async move {
+            if due && peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    moved = watcher.changed() => {
+                        if moved.is_none() || peer.notify_tool_list_changed().await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+impl ServerHandler for McpSession {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            self.shared.name.clone(),
+            self.shared.version.clone(),
+        ));
+        if let Some(instructions) = &self.shared.instructions {
+            config = config.with_instructions(instructions.clone());
+        }
+        config
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // Before the response: the client acts only after it.
+        *self
+            .life
+            .opened
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = self.shared.mark();
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let Some(view) = self.shared.view(&self.consumer_of(&context.extensions)) else {
+            return Ok(ListToolsResult::with_all_items(Vec::new()));
+        };
+        let tools: Vec<McpTool> = view
+            .toolset
+            .tools()
+            .iter()
+            .filter(|tool| tool.state().available)
+            .map(to_mcp_tool)
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(request, context).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        // A known method lands here only when its params did not parse
+        // (`tools/call` with array, string or number arguments…).
+        if is_known_method(&request.method) {
+            return Err(ErrorData::invalid_params(
+                format!("invalid params for `{}`", request.method),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let consumer = self.consumer_of(&context.extensions);
+        self.spawn_notifier(context.peer, &consumer);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Runs before the acknowledgment is sent: the stream covers from here.
+        let mark = self.shared.mark();
+        let mut listens = self
+            .life
+            .listens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if listens.0 == 0 {
+            listens.1 = mark;
+        }
+        listens.0 += 1;
+        drop(listens);
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let since = self.take_listen_mark();
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let consumer = self.consumer_of(&context.request_context().extensions);
+        let Some(view) = self.shared.view(&consumer) else {
+            return Ok(());
+        };
+        let (mut watcher, due) =
+            Watcher::attach(&self.shared.registry, &self.shared.activity, view, since);
+        if due && context.sink().notify_tool_list_changed().await.is_err() {
+            return Ok(());
+        }
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                moved = watcher.changed() => {
+                    if moved.is_none() || context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Client request methods of the protocol (whose malformed params are
+/// invalid params, not an unknown method).
+fn is_known_method(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "tools/call"
+            | "tools/list"
+            | "prompts/get"
+            | "prompts/list"
+            | "resources/list"
+            | "resources/read"
+            | "resources/templates/list"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "completion/complete"
+            | "logging/setLevel"
+            | "subscriptions/listen"
+            | "server/discover"
+    )
+}

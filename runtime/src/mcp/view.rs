@@ -1,0 +1,177 @@
+//! Consumer views: each MCP consumer's toolset, the confirmations its
+//! two-phase calls were asked for, and the wake-up its watchers follow.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::canonical::write_canonical;
+use crate::context::{Consumer, ConsumerKind};
+use crate::error::ErrorCode;
+use crate::invoke::InvocationResult;
+use crate::registry::Registry;
+use crate::toolset::{ConfirmationMode, Tool, Toolset, Topology};
+
+/// A build of a consumer's tools and the (registry version, poke) it was
+/// made at.
+type Build = ((u64, u64), Arc<Vec<Tool>>);
+
+/// One consumer's view.
+pub(super) struct View {
+    pub(super) toolset: Toolset,
+    /// Moves when this consumer's tools may have changed without a version
+    /// bump (its own call settled, an explicit refresh).
+    poke: watch::Sender<u64>,
+    /// The latest build and the (version, poke) it was made at, shared by
+    /// this consumer's watchers so one wake-up rebuilds once.
+    latest: Mutex<Option<Build>>,
+    /// Two-phase calls: the confirmation each (tool, input) was asked for.
+    asked: Mutex<Vec<(u64, String)>>,
+    /// Creation order, for eviction.
+    created: u64,
+}
+
+impl View {
+    /// Wakes this consumer's watchers.
+    pub(super) fn poke(&self) {
+        self.poke.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Follows [`poke`](Self::poke).
+    pub(super) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.poke.subscribe()
+    }
+
+    /// The tools now. Rebuilt unless the last build was made at the current
+    /// registry version and poke (nothing tracked moved since).
+    pub(super) fn current(&self, registry: &Registry) -> Arc<Vec<Tool>> {
+        // Read before building: a build is never filed under a later stamp
+        // than the state it saw.
+        let stamp = (registry.version(), *self.poke.borrow());
+        if let Some((at, tools)) = self
+            .latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            && *at == stamp
+        {
+            return Arc::clone(tools);
+        }
+        let tools = self.toolset.tools();
+        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((stamp, Arc::clone(&tools)));
+        tools
+    }
+
+    /// The confirmation a previous attempt of the same call was asked for.
+    pub(super) fn remembered(&self, key: u64) -> Option<String> {
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, id)| id.clone())
+    }
+
+    /// Remembers the confirmation a call was asked for; forgets it once the
+    /// same call settled any other way. At most `cap` are kept.
+    pub(super) fn remember(&self, key: u64, result: &InvocationResult, cap: usize) {
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        asked.retain(|(k, _)| *k != key);
+        let requested = result
+            .error()
+            .filter(|error| error.code() == ErrorCode::ConfirmationRequired)
+            .and_then(|error| error.detail("confirmationId"))
+            .and_then(Value::as_str);
+        if let Some(id) = requested {
+            while asked.len() >= cap.max(1) {
+                asked.remove(0);
+            }
+            asked.push((key, id.to_owned()));
+        }
+    }
+}
+
+/// Identifies "the same call again": the tool and the canonical input.
+pub(super) fn retry_key(name: &str, input: &Value) -> u64 {
+    let mut hasher = crate::canonical::Fnv1a64::new();
+    crate::canonical::write_string(name, &mut hasher);
+    write_canonical(input, &mut hasher);
+    hasher.finish()
+}
+
+/// Consumer views kept at once.
+const MAX_VIEWS: usize = 1024;
+
+/// The views by consumer id.
+#[derive(Default)]
+pub(super) struct Views {
+    views: Mutex<BTreeMap<String, Arc<View>>>,
+}
+
+impl Views {
+    /// The view of `consumer_id`, created on first use (`None` once the
+    /// registry is disposed). `order` numbers creations.
+    pub(super) fn get(
+        &self,
+        registry: &Registry,
+        consumer_id: &str,
+        order: impl FnOnce() -> u64,
+    ) -> Option<Arc<View>> {
+        let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(view) = views.get(consumer_id) {
+            return Some(Arc::clone(view));
+        }
+        let toolset = Toolset::builder(registry)
+            .consumer(Consumer::new(ConsumerKind::Mcp, consumer_id))
+            .topology(Topology::Remote)
+            .confirmations(ConfirmationMode::TwoPhase)
+            .build()
+            .ok()?;
+        let view = Arc::new(View {
+            toolset,
+            poke: watch::channel(0).0,
+            latest: Mutex::new(None),
+            asked: Mutex::new(Vec::new()),
+            created: order(),
+        });
+        // Bounded: HTTP session identities are not told when a session
+        // ends. The oldest view nobody watches goes first (else the
+        // oldest); a returning client gets a fresh one.
+        if views.len() >= MAX_VIEWS {
+            let oldest = views
+                .iter()
+                .min_by_key(|(_, view)| (view.poke.receiver_count() > 0, view.created))
+                .map(|(id, _)| id.clone());
+            if let Some(evicted) = oldest.and_then(|id| views.remove(&id)) {
+                evicted.toolset.dispose();
+            }
+        }
+        views.insert(consumer_id.to_owned(), Arc::clone(&view));
+        Some(view)
+    }
+
+    /// Every view (for an explicit refresh).
+    pub(super) fn all(&self) -> Vec<Arc<View>> {
+        self.views
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Drops the view of an ended session.
+    pub(super) fn forget(&self, consumer_id: &str) {
+        let removed = self
+            .views
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(consumer_id);
+        if let Some(view) = removed {
+            view.toolset.dispose();
+        }
+    }
+}
