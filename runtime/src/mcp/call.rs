@@ -16,10 +16,11 @@ use tokio_util::sync::CancellationToken;
 use super::convert::{
     approval_schema, approves, confirmation_of, decode_name, is_modern, to_call_result,
 };
-use super::view::{View, retry_key};
+use super::view::View;
 use super::{CONFIRM_KEY, CONFIRMATION_META, McpSession, PendingElicitation};
 use crate::error::ErrorPayload;
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
+use crate::toolset::ExecuteOptions;
 
 impl McpSession {
     /// Handles `tools/call`.
@@ -212,11 +213,11 @@ impl McpSession {
         }
     }
 
-    /// Runs the tool `name` of `view`'s catalog (what the client last
-    /// listed: its registration and surface version travel with the call).
-    /// Without evidence, a call of the same tool with the same input
-    /// reuses the confirmation its previous attempt was asked for, so a
-    /// model retries by calling again once the user approved.
+    /// Runs the tool `name` of `view`'s toolset (what the client last
+    /// listed: its registration and surface version travel with the call),
+    /// cancelled with the request. Without evidence, a call of the same tool
+    /// with the same input reuses the confirmation its previous attempt was
+    /// asked for, so a model retries by calling again once the user approved.
     async fn execute(
         &self,
         view: &View,
@@ -226,40 +227,17 @@ impl McpSession {
         confirmation_id: Option<&str>,
         cancel: CancellationToken,
     ) -> InvocationResult {
-        let invocation_id = invocation_id.map(str::to_owned);
-        if view.toolset.is_disposed() {
-            return self.cancelled(name, invocation_id);
-        }
-        let Some(tool) = view.toolset.tool(name) else {
-            return self.settled(name, invocation_id, ErrorPayload::not_found());
-        };
-        let Some(target) = tool.target() else {
-            return self.settled(name, invocation_id, ErrorPayload::not_found());
-        };
-        let key = retry_key(name, &input);
-        let mut request = Invocation::new(target.capability_id)
-            .instance(target.instance_id)
-            .registration(target.registration_id)
-            .surface_version(target.surface_version.to_string())
-            .input(input);
-        request.invocation_id = invocation_id;
-        request.confirmation_id = confirmation_id
-            .map(str::to_owned)
-            .or_else(|| view.remembered(key));
-        let result = self
-            .shared
-            .registry
-            .invoke(request, self.options(view, cancel))
-            .await;
-        let cap = self
-            .shared
-            .registry
-            .inner
-            .config
-            .limits
-            .max_pending_confirmations_per_consumer;
-        view.remember(key, &result, cap);
-        result
+        view.toolset
+            .execute_with_options(
+                name,
+                input,
+                ExecuteOptions {
+                    tool_call_id: invocation_id,
+                    confirmation_id,
+                    cancellation: Some(cancel),
+                },
+            )
+            .await
     }
 
     /// A result settled here, without the pipeline.

@@ -1,16 +1,13 @@
-//! Consumer views: each MCP consumer's toolset, the confirmations its
-//! two-phase calls were asked for, and the wake-up its watchers follow.
+//! Consumer views: each MCP consumer's toolset (which also remembers the
+//! confirmations its two-phase calls were asked for) and the wake-up its
+//! watchers follow.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::canonical::write_canonical;
 use crate::context::{Consumer, ConsumerKind};
-use crate::error::ErrorCode;
-use crate::invoke::InvocationResult;
 use crate::registry::Registry;
 use crate::toolset::{ConfirmationMode, Tool, Toolset, Topology};
 
@@ -27,8 +24,6 @@ pub(super) struct View {
     /// The latest build and the (version, poke) it was made at, shared by
     /// this consumer's watchers so one wake-up rebuilds once.
     latest: Mutex<Option<Build>>,
-    /// Two-phase calls: the confirmation each (tool, input) was asked for.
-    asked: Mutex<Vec<(u64, String)>>,
     /// Creation order, for eviction.
     created: u64,
 }
@@ -64,42 +59,6 @@ impl View {
             Some((stamp, Arc::clone(&tools)));
         tools
     }
-
-    /// The confirmation a previous attempt of the same call was asked for.
-    pub(super) fn remembered(&self, key: u64) -> Option<String> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, id)| id.clone())
-    }
-
-    /// Remembers the confirmation a call was asked for; forgets it once the
-    /// same call settled any other way. At most `cap` are kept.
-    pub(super) fn remember(&self, key: u64, result: &InvocationResult, cap: usize) {
-        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        asked.retain(|(k, _)| *k != key);
-        let requested = result
-            .error()
-            .filter(|error| error.code() == ErrorCode::ConfirmationRequired)
-            .and_then(|error| error.detail("confirmationId"))
-            .and_then(Value::as_str);
-        if let Some(id) = requested {
-            while asked.len() >= cap.max(1) {
-                asked.remove(0);
-            }
-            asked.push((key, id.to_owned()));
-        }
-    }
-}
-
-/// Identifies "the same call again": the tool and the canonical input.
-pub(super) fn retry_key(name: &str, input: &Value) -> u64 {
-    let mut hasher = crate::canonical::Fnv1a64::new();
-    crate::canonical::write_string(name, &mut hasher);
-    write_canonical(input, &mut hasher);
-    hasher.finish()
 }
 
 /// Consumer views kept at once.
@@ -134,7 +93,6 @@ impl Views {
             toolset,
             poke: watch::channel(0).0,
             latest: Mutex::new(None),
-            asked: Mutex::new(Vec::new()),
             created: order(),
         });
         // Bounded: HTTP session identities are not told when a session

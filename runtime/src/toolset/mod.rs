@@ -246,6 +246,17 @@ pub struct ToolState {
     pub note: Option<String>,
 }
 
+/// How to run one tool call; see [`Toolset::execute_with_options`].
+#[derive(Clone, Debug, Default)]
+pub struct ExecuteOptions<'a> {
+    /// The model's tool-call id: it becomes the invocation id.
+    pub tool_call_id: Option<&'a str>,
+    /// Evidence from an approved confirmation (a model's explicit retry).
+    pub confirmation_id: Option<&'a str>,
+    /// Firing it settles the call `CANCELLED` (a wait for the user too).
+    pub cancellation: Option<CancellationToken>,
+}
+
 /// What a direct-mode tool calls: the target as the catalog saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ToolTarget<'a> {
@@ -683,6 +694,33 @@ impl Toolset {
         tool_call_id: Option<&str>,
         confirmation_id: Option<&str>,
     ) -> InvocationResult {
+        self.execute_with_options(
+            name,
+            input,
+            ExecuteOptions {
+                tool_call_id,
+                confirmation_id,
+                cancellation: None,
+            },
+        )
+        .await
+    }
+
+    /// [`execute`](Self::execute) with every option: the tool-call id,
+    /// confirmation evidence and an external cancellation (an MCP client's
+    /// `notifications/cancelled`, a closed connection) that settles the
+    /// call `CANCELLED`.
+    pub async fn execute_with_options(
+        &self,
+        name: &str,
+        input: Value,
+        options: ExecuteOptions<'_>,
+    ) -> InvocationResult {
+        let ExecuteOptions {
+            tool_call_id,
+            confirmation_id,
+            cancellation,
+        } = options;
         let shared = &self.shared;
         if shared.disposed.is_cancelled() {
             return shared.immediate(name, tool_call_id, ErrorPayload::cancelled());
@@ -707,14 +745,14 @@ impl Toolset {
                 request.confirmation_id = confirmation_id
                     .map(str::to_owned)
                     .or_else(|| shared.remembered(key));
-                let result = shared.run(request, None).await;
+                let result = shared.run(request, None, cancellation).await;
                 shared.remember(key, &result);
                 result
             }
             Mode::Meta => match name {
                 DISCOVER => self.discover(input, tool_call_id),
-                READ => self.read(input, tool_call_id).await,
-                ACT => self.act(input, tool_call_id).await,
+                READ => self.read(input, tool_call_id, cancellation).await,
+                ACT => self.act(input, tool_call_id, cancellation).await,
                 _ => shared.immediate(name, tool_call_id, ErrorPayload::not_found()),
             },
         }
@@ -762,7 +800,11 @@ impl Shared {
             .and_then(|error| error.detail("confirmationId"))
             .and_then(Value::as_str);
         if let Some(id) = requested {
-            let cap = self.registry.limits().max_pending_confirmations.max(1);
+            let cap = self
+                .registry
+                .limits()
+                .max_pending_confirmations_per_consumer
+                .max(1);
             while asked.len() >= cap {
                 asked.remove(0);
             }
@@ -864,9 +906,16 @@ impl Shared {
 
     /// One call through the pipeline; in wait mode a confirmation request
     /// waits for the user and the call is retried with the evidence.
-    async fn run(&self, request: Invocation, expect: Option<Expect>) -> InvocationResult {
+    async fn run(
+        &self,
+        request: Invocation,
+        expect: Option<Expect>,
+        cancellation: Option<CancellationToken>,
+    ) -> InvocationResult {
+        let external = cancellation.clone();
         let options = InvokeOptions {
             scope: self.options.scope.clone(),
+            cancellation,
             ..InvokeOptions::consumer(self.options.consumer.clone())
         };
         let mut request = request;
@@ -891,8 +940,21 @@ impl Shared {
             return first;
         };
         let controller = self.registry.confirmations();
+        let cancelled = async {
+            match &external {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = controller.wait_for(&confirmation_id) => {}
+            () = cancelled => {
+                return self.immediate(
+                    first.capability_id(),
+                    Some(first.invocation_id()),
+                    ErrorPayload::cancelled(),
+                );
+            }
             () = self.disposed.cancelled() => {
                 return self.immediate(
                     first.capability_id(),
@@ -1313,7 +1375,12 @@ impl Toolset {
         self.ok(DISCOVER, tool_call_id, output)
     }
 
-    async fn read(&self, input: Value, tool_call_id: Option<&str>) -> InvocationResult {
+    async fn read(
+        &self,
+        input: Value,
+        tool_call_id: Option<&str>,
+        cancellation: Option<CancellationToken>,
+    ) -> InvocationResult {
         let shared = &self.shared;
         let envelope = match Envelope::check(
             input,
@@ -1330,10 +1397,17 @@ impl Toolset {
         }
         request.registration_id = self.known_registration(&request);
         request.invocation_id = tool_call_id.map(str::to_owned);
-        shared.run(request, Some(Expect::Observation)).await
+        shared
+            .run(request, Some(Expect::Observation), cancellation)
+            .await
     }
 
-    async fn act(&self, input: Value, tool_call_id: Option<&str>) -> InvocationResult {
+    async fn act(
+        &self,
+        input: Value,
+        tool_call_id: Option<&str>,
+        cancellation: Option<CancellationToken>,
+    ) -> InvocationResult {
         let shared = &self.shared;
         let strings = [
             "capabilityId",
@@ -1375,7 +1449,9 @@ impl Toolset {
             .string("invocationId")
             .or(tool_call_id)
             .map(str::to_owned);
-        shared.run(request, Some(Expect::Operation)).await
+        shared
+            .run(request, Some(Expect::Operation), cancellation)
+            .await
     }
 
     /// Whether the target's input schema is an object schema (true for
