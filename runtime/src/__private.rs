@@ -79,8 +79,8 @@ pub fn parse_input<C: Takes>(value: &Value) -> Result<TypedInput, Issue> {
 }
 
 /// The input of an action that takes none: `{}` validated by its schema.
-pub fn parse_empty_input(_value: &Value) -> Result<TypedInput, Issue> {
-    Ok(Box::new(()))
+pub fn parse_empty_input(value: &Value) -> Result<TypedInput, Issue> {
+    crate::contract::parse_empty_input(value)
 }
 
 /// Recovers the typed input of capability `C` handed over by the pipeline.

@@ -512,8 +512,8 @@ mod tests {
             let _ = Sha256Digest::of(&objects);
             let budget = canonical_len_within(&arrays, 10);
             // Dropped iteratively before asserting: unwinding would drop recursively.
-            crate::invoke::bounds::dispose(arrays);
-            crate::invoke::bounds::dispose(objects);
+            crate::util::nesting::dispose(arrays);
+            crate::util::nesting::dispose(objects);
             assert_eq!(text, "[".repeat(DEPTH) + "null" + &"]".repeat(DEPTH));
             assert!(hashed);
             assert_eq!(budget, None);

@@ -1024,7 +1024,7 @@ impl CheckedCapability {
                     schema::empty_object_schema(),
                     &format!("{subject} input schema"),
                 )?,
-                crate::__private::parse_empty_input as ParseFn,
+                parse_empty_input as ParseFn,
             )),
         };
         let output = match contract.output.and_then(|schema_fn| schema_fn()) {
@@ -1078,33 +1078,41 @@ impl CheckedCapability {
     }
 }
 
+/// What a procedure contributes to the capability a reference is seen as.
+pub(crate) struct ProcedureIdentity<'a> {
+    pub(crate) id: &'a CapabilityId,
+    pub(crate) description: &'a Arc<str>,
+    pub(crate) effect: Effect,
+    pub(crate) idempotent: bool,
+    pub(crate) audit: Audit,
+}
+
 impl CheckedCapability {
     /// A procedure reference seen as a capability: the procedure's identity,
     /// effect and audit level with the reference's agent-facing input
     /// schema, effective confirmation posture, timeout and queue depth. Its
-    /// output schema is the procedure's (see [`CheckedProcedure`]).
+    /// output schema is the procedure's.
     pub(crate) fn procedure_reference(
-        procedure: &crate::procedure::CheckedProcedure,
+        procedure: ProcedureIdentity<'_>,
         input: CheckedSchema,
         confirmation: Confirmation,
         timeout_ms: Option<u64>,
         queue_depth: Option<u32>,
     ) -> CheckedCapability {
-        let reversible =
-            Defaults::of(Kind::Procedure, procedure.effect()).and_then(|d| d.reversible);
+        let reversible = Defaults::of(Kind::Procedure, procedure.effect).and_then(|d| d.reversible);
         CheckedCapability {
             index: 0,
             kind: Kind::Procedure,
-            id: procedure.id().clone(),
-            name: CapabilityName::of_procedure(procedure.id().path()),
+            id: procedure.id.clone(),
+            name: CapabilityName::of_procedure(procedure.id.path()),
             method: "",
-            description: Arc::clone(procedure.description()),
-            effect: procedure.effect(),
-            idempotent: procedure.idempotent(),
+            description: Arc::clone(procedure.description),
+            effect: procedure.effect,
+            idempotent: procedure.idempotent,
             reversible,
             confirmation,
-            audit: procedure.audit(),
-            input: Some((input, crate::__private::parse_empty_input as ParseFn)),
+            audit: procedure.audit,
+            input: Some((input, parse_empty_input as ParseFn)),
             output: None,
             has_when: false,
             reason: ReasonSource::None,
@@ -1218,4 +1226,8 @@ impl Serialize for CheckedCapability {
         out.serialize_entry("method", self.method)?;
         out.end()
     }
+}
+/// The input of an action that takes none: `{}` validated by its schema.
+pub(crate) fn parse_empty_input(_value: &Value) -> Result<TypedInput, Issue> {
+    Ok(Box::new(()))
 }

@@ -348,6 +348,17 @@ impl<'de> Deserialize<'de> for CapabilityId {
     }
 }
 
+/// Whether `component_type` falls under one of the `prefixes` (segment-wise).
+pub fn in_scope(component_type: &str, prefixes: &[String]) -> bool {
+    prefixes.is_empty()
+        || prefixes.iter().any(|prefix| {
+            component_type == prefix
+                || component_type
+                    .strip_prefix(prefix.as_str())
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

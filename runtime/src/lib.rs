@@ -80,6 +80,17 @@
 //! - [`catalog`] and [`explain`]: what an agent could ever reach, and why a
 //!   consumer sees what it sees.
 //!
+//! # Layers
+//! Modules import one way, bottom to top (checked by `runtime/tests/layers.rs`):
+//!
+//! | layer | modules |
+//! |---|---|
+//! | foundations | the grammar (`agent-surface-rules`), [`ids`], [`canonical`], [`wire`], [`clock`], [`schema`], [`error`], [`audit`], [`context`], [`events`], the call types ([`invoke::Invocation`], …) |
+//! | contracts | [`contract`], [`component`], [`policy`], [`procedure`] contracts |
+//! | primitives | deduplication, admission and action queues, [`confirmation`] store, the procedure executor trait |
+//! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`catalog`], [`explain`] |
+//! | adapters | [`toolset`], `mcp`, `testing`, the MCP procedure executor |
+//!
 //! # What the compiler checks
 //! Ids against the grammar, descriptions (present, within 500/300 characters),
 //! effects against the plane rule, unique capability names, attribute keys
@@ -92,6 +103,7 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+mod call;
 pub mod canonical;
 pub mod catalog;
 pub mod clock;
@@ -107,6 +119,7 @@ pub mod invoke;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod policy;
+mod primitives;
 pub mod procedure;
 pub mod registry;
 pub mod schema;

@@ -88,16 +88,7 @@ pub struct Budget {
     pub max_bytes: Option<usize>,
 }
 
-/// Whether `component_type` falls under one of the `prefixes` (segment-wise).
-pub fn in_scope(component_type: &str, prefixes: &[String]) -> bool {
-    prefixes.is_empty()
-        || prefixes.iter().any(|prefix| {
-            component_type == prefix
-                || component_type
-                    .strip_prefix(prefix.as_str())
-                    .is_some_and(|rest| rest.starts_with('.'))
-        })
-}
+pub use crate::ids::in_scope;
 
 /// One capability's state for one consumer.
 #[derive(Clone, Debug, PartialEq, Eq)]

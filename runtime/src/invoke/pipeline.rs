@@ -19,7 +19,6 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::concurrency::{ActionQueue, Entry, QUEUE_FULL_RETRY_MS, QueueKey, QueueRefusal, Ticket};
 use super::{Invocation, InvocationResult, InvokeOptions};
 use crate::audit::{AuditEvent, AuditKind};
 use crate::canonical::{Sink, write_canonical};
@@ -29,6 +28,9 @@ use crate::context::{ActionContext, ConfirmationEvidence, Consumer, HostContext,
 use crate::contract::{CheckedCapability, CheckedSchema, Concurrency, TypedInput};
 use crate::error::{ErrorPayload, FailureReason};
 use crate::policy::{self, Decision, InvokeContext, PolicyContext};
+use crate::primitives::concurrency::{
+    ActionQueue, Entry, QUEUE_FULL_RETRY_MS, QueueKey, QueueRefusal, Ticket,
+};
 use crate::procedure::{ProcedureCall, ProcedureError, Reference};
 use crate::registry::{Availability, Chain, Registration, Registry};
 use crate::util::contain::Contained;
@@ -180,7 +182,7 @@ impl Cancelled<'_> {
 #[allow(dead_code)] // held for its `Drop`
 enum Slot {
     Action(tokio::sync::OwnedSemaphorePermit),
-    Observation(super::concurrency::Admitted),
+    Observation(crate::primitives::concurrency::Admitted),
 }
 
 enum Interrupt {
@@ -555,7 +557,7 @@ impl Call<'_> {
         }
         let full = || ErrorPayload::rate_limited("queue-full", Some(QUEUE_FULL_RETRY_MS));
         if capability.kind() == Kind::Observation {
-            let admission_limits = super::concurrency::AdmissionLimits {
+            let admission_limits = crate::primitives::concurrency::AdmissionLimits {
                 per_consumer: limits.max_concurrent_observations_per_consumer,
                 total: limits.max_concurrent_observations_total,
                 queued_per_consumer: limits.max_queued_observations_per_consumer,

@@ -458,6 +458,7 @@ pub fn policy<P: Policy>(policy: P) -> PolicyRef {
 }
 
 mod builtins;
+pub(crate) mod chain;
 
 pub use builtins::{
     AuditPolicy, Authenticated, EnvironmentPolicy, HasPermission, RateLimit, RequireConfirmation,

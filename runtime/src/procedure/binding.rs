@@ -17,8 +17,8 @@ use super::{CheckedProcedure, Field, Procedure, ProcedureContract};
 use crate::Confirmation;
 use crate::contract::{CheckedCapability, CheckedSchema};
 use crate::error::{DefinitionError, DefinitionErrorKind as K, ErrorPayload};
-use crate::invoke::concurrency::ActionQueue;
 use crate::policy::PolicyRef;
+use crate::primitives::concurrency::ActionQueue;
 use crate::registry::{Availability, Chain};
 use crate::schema::Issue;
 
@@ -297,7 +297,13 @@ impl ErasedRef {
             .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
             .or(procedure.timeout_ms());
         let capability = CheckedCapability::procedure_reference(
-            procedure,
+            crate::contract::ProcedureIdentity {
+                id: procedure.id(),
+                description: procedure.description(),
+                effect: procedure.effect(),
+                idempotent: procedure.idempotent(),
+                audit: procedure.audit(),
+            },
             input,
             confirmation,
             timeout_ms,

@@ -20,9 +20,9 @@ use crate::confirmation::ConfirmationStore;
 use crate::context::{Environment, HostContext};
 use crate::events::Dispatcher;
 use crate::ids::CapabilityId;
-use crate::invoke::concurrency::Admission;
-use crate::invoke::dedupe::Dedupe;
 use crate::policy::PolicyRef;
+use crate::primitives::concurrency::Admission;
+use crate::primitives::dedupe::Dedupe;
 use crate::procedure::ProcedureError;
 use crate::util::ids::IdMint;
 use crate::util::lru::Lru;
@@ -377,7 +377,7 @@ impl RegistryBuilder {
             dispatcher: Arc::new(Dispatcher::default()),
             audit,
             memory_audit: memory,
-            dedupe: Mutex::new(Dedupe::new(crate::invoke::dedupe::Budget {
+            dedupe: Mutex::new(Dedupe::new(crate::primitives::dedupe::Budget {
                 count: limits.dedupe_cache_size,
                 bytes: limits.dedupe_cache_bytes,
                 ttl_ms: millis(limits.dedupe_cache_ttl),

@@ -889,8 +889,8 @@ mod tests {
                     .iter()
                     .flat_map(|v| [v.validate(&objects), v.validate(&arrays)])
                     .collect();
-                crate::invoke::bounds::dispose(objects);
-                crate::invoke::bounds::dispose(arrays);
+                crate::util::nesting::dispose(objects);
+                crate::util::nesting::dispose(arrays);
                 found
             })
             .unwrap()

@@ -5,3 +5,4 @@ pub(crate) mod display_text;
 pub(crate) mod ids;
 pub(crate) mod listeners;
 pub(crate) mod lru;
+pub(crate) mod nesting;

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use super::{Call, Subject, Target};
 use crate::context::HostContext;
 use crate::error::ErrorPayload;
+use crate::ids::in_scope;
 use crate::policy::Decision;
 use crate::registry::{Registration, Tombstone};
-use crate::snapshot::in_scope;
 
 impl Call<'_> {
     /// Phase 2: capability id (+ instance) → a live registration this

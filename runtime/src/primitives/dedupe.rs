@@ -25,7 +25,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 use tokio::sync::watch;
 
-use super::InvocationResult;
+use crate::call::InvocationResult;
 use crate::util::lru::Lru;
 
 /// The structured dedupe key: `(consumer key, invocation id)`.

@@ -1,6 +1,8 @@
 //! The [`Component`] trait that `#[agent_component]` implements, and the
 //! handler return types it accepts.
 
+mod output;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -99,7 +101,7 @@ impl<T: AgentOutput> HandlerReturn for T {
         Some(crate::schema::generate::<T>())
     }
     fn into_outcome(self) -> HandlerOutcome {
-        crate::invoke::bounds::to_value(&self).map(Some)
+        output::to_value(&self).map(Some)
     }
 }
 

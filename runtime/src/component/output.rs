@@ -1,5 +1,6 @@
-//! The nesting depth of a handler's return value, measured through its
-//! `Serialize` implementation before it is turned into JSON.
+//! Handler output to JSON, bounded by depth: the nesting depth of a
+//! handler's return value is measured through its `Serialize`
+//! implementation before it is turned into JSON.
 //!
 //! `serde_json::to_value` recurses once per level of the value (about a
 //! kilobyte of stack per level in unoptimized builds), so a handler that
@@ -283,7 +284,7 @@ mod tests {
                     deep = Value::Array(vec![deep]);
                 }
                 let refused = to_value(&deep).is_err();
-                super::super::dispose(deep);
+                crate::util::nesting::dispose(deep);
                 refused
             })
             .unwrap()

@@ -1,0 +1,257 @@
+//! The call as data: what an agent (or adapter) issues — [`Invocation`] —,
+//! how to run it — [`InvokeOptions`] — and its settled outcome —
+//! [`InvocationResult`]. Re-exported from [`crate::invoke`], where the
+//! pipeline that runs them lives.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::canonical::{Fnv1a64, Sink, write_canonical, write_string};
+use crate::context::Consumer;
+use crate::error::ErrorPayload;
+
+/// One call, as an agent (or adapter) issues it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Invocation {
+    /// Idempotency key; adapters pass their tool-call id. Minted when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocation_id: Option<String>,
+    /// `view:…` or `domain:…`.
+    pub capability_id: String,
+    /// Required when more than one live instance offers the capability.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+    /// The staleness token from discovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registration_id: Option<String>,
+    /// Version hint, enforced for destructive and external effects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface_version: Option<String>,
+    /// The agent's input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    /// Evidence from a resolved confirmation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation_id: Option<String>,
+}
+
+impl Invocation {
+    /// A call of `capability_id` with no input.
+    pub fn new(capability_id: impl Into<String>) -> Invocation {
+        Invocation {
+            capability_id: capability_id.into(),
+            ..Invocation::default()
+        }
+    }
+
+    /// Sets the input.
+    #[must_use]
+    pub fn input(mut self, input: Value) -> Self {
+        self.input = Some(input);
+        self
+    }
+
+    /// Sets the invocation id.
+    #[must_use]
+    pub fn invocation_id(mut self, id: impl Into<String>) -> Self {
+        self.invocation_id = Some(id.into());
+        self
+    }
+
+    /// Names the instance.
+    #[must_use]
+    pub fn instance(mut self, instance: impl Into<String>) -> Self {
+        self.instance_id = Some(instance.into());
+        self
+    }
+
+    /// Sends the registration id from discovery.
+    #[must_use]
+    pub fn registration(mut self, registration_id: impl Into<String>) -> Self {
+        self.registration_id = Some(registration_id.into());
+        self
+    }
+
+    /// Sends the surface version from discovery.
+    #[must_use]
+    pub fn surface_version(mut self, version: impl Into<String>) -> Self {
+        self.surface_version = Some(version.into());
+        self
+    }
+
+    /// Sends confirmation evidence.
+    #[must_use]
+    pub fn confirmation(mut self, confirmation_id: impl Into<String>) -> Self {
+        self.confirmation_id = Some(confirmation_id.into());
+        self
+    }
+
+    /// The request fingerprint: FNV-1a 64 over the canonical JSON of
+    /// `{capabilityId, registrationId, instanceId, surfaceVersion, input,
+    /// confirmationId}` as issued (absent fields omitted).
+    pub fn fingerprint(&self) -> u64 {
+        enum Field<'a> {
+            Text(&'a str),
+            Json(&'a Value),
+        }
+        // Keys in canonical (sorted) order, streamed without building a Value.
+        let fields = [
+            ("capabilityId", Some(Field::Text(&self.capability_id))),
+            (
+                "confirmationId",
+                self.confirmation_id.as_deref().map(Field::Text),
+            ),
+            ("input", self.input.as_ref().map(Field::Json)),
+            ("instanceId", self.instance_id.as_deref().map(Field::Text)),
+            (
+                "registrationId",
+                self.registration_id.as_deref().map(Field::Text),
+            ),
+            (
+                "surfaceVersion",
+                self.surface_version.as_deref().map(Field::Text),
+            ),
+        ];
+        let mut hasher = Fnv1a64::new();
+        hasher.write(b"{");
+        let mut first = true;
+        for (key, field) in fields {
+            let Some(field) = field else { continue };
+            if !first {
+                hasher.write(b",");
+            }
+            first = false;
+            write_string(key, &mut hasher);
+            hasher.write(b":");
+            match field {
+                Field::Text(text) => write_string(text, &mut hasher),
+                Field::Json(value) => write_canonical(value, &mut hasher),
+            }
+        }
+        hasher.write(b"}");
+        hasher.finish()
+    }
+}
+
+/// How to run one call.
+#[derive(Clone, Debug, Default)]
+pub struct InvokeOptions {
+    /// Who calls (default: `embedded:anonymous`).
+    pub consumer: Option<Consumer>,
+    /// External cancellation: firing it settles `CANCELLED`.
+    pub cancellation: Option<CancellationToken>,
+    /// Overrides the capability's and the registry's timeout.
+    pub timeout: Option<Duration>,
+    /// Component-type prefixes the call may reach (a toolset's scope
+    /// floor); outside them a capability is not found. Empty: everything.
+    pub scope: Vec<String>,
+}
+
+impl InvokeOptions {
+    /// Options for `consumer`.
+    pub fn consumer(consumer: Consumer) -> InvokeOptions {
+        InvokeOptions {
+            consumer: Some(consumer),
+            ..InvokeOptions::default()
+        }
+    }
+}
+
+/// The settled outcome of a call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InvocationResult {
+    invocation_id: Arc<str>,
+    capability_id: Arc<str>,
+    outcome: Result<Option<Arc<Value>>, ErrorPayload>,
+    surface_version: u64,
+    surface_changed: bool,
+}
+
+impl InvocationResult {
+    pub(crate) fn new(
+        invocation_id: Arc<str>,
+        capability_id: Arc<str>,
+        outcome: Result<Option<Arc<Value>>, ErrorPayload>,
+        surface_version: u64,
+        surface_changed: bool,
+    ) -> InvocationResult {
+        InvocationResult {
+            invocation_id,
+            capability_id,
+            outcome,
+            surface_version,
+            surface_changed,
+        }
+    }
+
+    /// Whether the call succeeded.
+    pub fn is_ok(&self) -> bool {
+        self.outcome.is_ok()
+    }
+
+    /// The output of a successful call (`None` for actions returning `()`).
+    pub fn output(&self) -> Option<&Value> {
+        self.outcome
+            .as_ref()
+            .ok()
+            .and_then(|output| output.as_deref())
+    }
+
+    /// The error of a failed call.
+    pub fn error(&self) -> Option<&ErrorPayload> {
+        self.outcome.as_ref().err()
+    }
+
+    /// The invocation id (the caller's, or a minted one).
+    pub fn invocation_id(&self) -> &str {
+        &self.invocation_id
+    }
+
+    /// The capability called.
+    pub fn capability_id(&self) -> &str {
+        &self.capability_id
+    }
+
+    /// The surface version at settlement.
+    pub fn surface_version(&self) -> u64 {
+        self.surface_version
+    }
+
+    /// Whether the surface changed while the call ran (re-discover).
+    pub fn surface_changed(&self) -> bool {
+        self.surface_changed
+    }
+
+    /// The output or the error, consuming the result.
+    pub fn into_outcome(self) -> Result<Option<Value>, ErrorPayload> {
+        self.outcome.map(|output| {
+            output.map(|value| Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone()))
+        })
+    }
+}
+
+/// `{status, invocationId, capabilityId, output? | error, surfaceVersion, surfaceChanged?}`.
+impl Serialize for InvocationResult {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("status", if self.is_ok() { "ok" } else { "error" })?;
+        map.serialize_entry("invocationId", &*self.invocation_id)?;
+        map.serialize_entry("capabilityId", &*self.capability_id)?;
+        match &self.outcome {
+            Ok(Some(output)) => map.serialize_entry("output", &**output)?,
+            Ok(None) => {}
+            Err(error) => map.serialize_entry("error", error)?,
+        }
+        map.serialize_entry("surfaceVersion", &self.surface_version.to_string())?;
+        if self.surface_changed {
+            map.serialize_entry("surfaceChanged", &true)?;
+        }
+        map.end()
+    }
+}

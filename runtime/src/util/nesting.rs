@@ -1,0 +1,73 @@
+//! JSON nesting without recursion: how deep a value nests, dropping a value
+//! of any depth, and cutting text on a character boundary. Agent- and
+//! handler-built values may nest deeper than any thread stack allows the
+//! compiler's recursive walks to go.
+
+use serde_json::Value;
+
+/// What is left to visit of an array or an object.
+enum Children<'a> {
+    Array(std::slice::Iter<'a, Value>),
+    Object(serde_json::map::Values<'a>),
+}
+
+/// Whether `value` nests at most `max` arrays and objects (a scalar nests
+/// none, `[]` one, `[{}]` two). Iterative: the explicit stack never holds
+/// more than `max` entries, and the walk stops at the first value too deep.
+pub(crate) fn depth_within(value: &Value, max: usize) -> bool {
+    let mut stack: Vec<Children<'_>> = Vec::new();
+    let mut next = Some(value);
+    loop {
+        if let Some(value) = next.take() {
+            let children = match value {
+                Value::Array(items) => Some(Children::Array(items.iter())),
+                Value::Object(map) => Some(Children::Object(map.values())),
+                _ => None,
+            };
+            if let Some(children) = children {
+                if stack.len() >= max {
+                    return false;
+                }
+                stack.push(children);
+            }
+        }
+        let Some(top) = stack.last_mut() else {
+            return true;
+        };
+        let child = match top {
+            Children::Array(items) => items.next(),
+            Children::Object(values) => values.next(),
+        };
+        match child {
+            Some(child) => next = Some(child),
+            None => {
+                stack.pop();
+            }
+        }
+    }
+}
+
+/// Drops `value` without recursion: a value nested deeper than the thread
+/// stack allows would overflow it in the compiler's recursive drop.
+pub(crate) fn dispose(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, child)| child)),
+            _ => {}
+        }
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary.
+pub(crate) fn truncated(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.get(..cut).unwrap_or_default()
+}
