@@ -262,13 +262,7 @@ impl<'a> Component<'a> {
 
 impl ComponentAttrs {
     fn parse(cx: &Ctxt, args: TokenStream, item: &ItemImpl) -> ComponentAttrs {
-        let args = match attr::parse_args(args) {
-            Ok(args) => args,
-            Err(err) => {
-                cx.syn_error(err);
-                return ComponentAttrs::default();
-            }
-        };
+        let args = attr::parse_args(cx, args);
         let mut set = ArgSet::new(cx, "#[agent_component]", COMPONENT_KEYS, args);
         let description = set
             .string(DESCRIPTION)
@@ -320,13 +314,7 @@ impl<'a> Capability<'a> {
         };
         let args = match &attr.meta {
             syn::Meta::Path(_) => Vec::new(),
-            syn::Meta::List(list) => match attr::parse_args(list.tokens.clone()) {
-                Ok(args) => args,
-                Err(err) => {
-                    cx.syn_error(err);
-                    Vec::new()
-                }
-            },
+            syn::Meta::List(list) => attr::parse_args(cx, list.tokens.clone()),
             syn::Meta::NameValue(value) => {
                 cx.error_spanned_by(
                     value,
@@ -577,13 +565,7 @@ pub(crate) struct SchemaOptions {
 
 impl SchemaOptions {
     pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> SchemaOptions {
-        let args = match attr::parse_args(args) {
-            Ok(args) => args,
-            Err(err) => {
-                cx.syn_error(err);
-                Vec::new()
-            }
-        };
+        let args = attr::parse_args(cx, args);
         let mut set = ArgSet::new(cx, "#[agent_schema]", SCHEMA_KEYS, args);
         let input = set.flag(SCHEMA_INPUT).map(|(b, _)| b).unwrap_or(false);
         let output = set.flag(SCHEMA_OUTPUT).map(|(b, _)| b).unwrap_or(false);

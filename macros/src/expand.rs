@@ -115,6 +115,18 @@ fn marker_items(capability: &Capability<'_>) -> TokenStream {
         .output
         .map_or(capability.ident().span(), Spanned::span);
     let output = quote_spanned! {returns_span=> type Output = #returns; };
+    let returns_impl = match capability.kind {
+        Kind::Observation => quote! {
+            impl ::agent_surface::__private::Observes for #marker {
+                #output
+            }
+        },
+        _ => quote! {
+            impl ::agent_surface::__private::Returns for #marker {
+                #output
+            }
+        },
+    };
     let takes = capability.input().map(|input| {
         let ty = quote_spanned! {input.span()=> type Input = #input; };
         quote! {
@@ -131,10 +143,7 @@ fn marker_items(capability: &Capability<'_>) -> TokenStream {
 
         #inherent
         #takes
-
-        impl ::agent_surface::__private::Returns for #marker {
-            #output
-        }
+        #returns_impl
     }
 }
 

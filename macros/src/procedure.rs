@@ -14,7 +14,7 @@ use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, LitStr};
 
 use crate::ast::{Spanned as At, doc_description, is_helper};
-use crate::attr::{self, ArgSet, ArgValue};
+use crate::attr::{self, ArgSet};
 use crate::ctxt::Ctxt;
 use crate::expand::{audit_tokens, confirmation_tokens, effect_tokens, source_tokens};
 use crate::schema::attr_args;
@@ -41,38 +41,12 @@ struct Handle<'a> {
 }
 
 fn parse_attrs(cx: &Ctxt, args: TokenStream, item: &DeriveInput) -> Attrs {
-    let args = match attr::parse_args(args) {
-        Ok(args) => args,
-        Err(err) => {
-            cx.syn_error(err);
-            Vec::new()
-        }
-    };
-    // `output = Type` may be a path, which the generic parser does not take
-    // as a value: pull it out first.
-    let mut output = None;
-    let mut rest = Vec::new();
-    for arg in args {
-        if arg.key == OUTPUT {
-            match &arg.value {
-                ArgValue::Ident(ident) => output = Some(syn::parse_quote!(#ident)),
-                ArgValue::Lit(syn::Lit::Str(lit)) => match lit.parse::<syn::Type>() {
-                    Ok(ty) => output = Some(ty),
-                    Err(_) => cx.error_spanned_by(lit, "`output` names the output type"),
-                },
-                _ => cx.error_at(
-                    arg.key_span,
-                    "`output` names the output type: `output = MyOutput` or `output = \"path::MyOutput\"`",
-                ),
-            }
-        } else {
-            rest.push(arg);
-        }
-    }
-    let mut set = ArgSet::new(cx, "#[agent_procedure]", PROCEDURE_KEYS, rest);
+    let args = attr::parse_args(cx, args);
+    let mut set = ArgSet::new(cx, "#[agent_procedure]", PROCEDURE_KEYS, args);
     let quiet = set.had_unknown_keys();
+    let id_given = set.has(ID);
     let id = set.string(ID);
-    if id.is_none() && !quiet {
+    if !id_given && !quiet {
         cx.error_spanned_by(
             &item.ident,
             "missing `id`: write `#[agent_procedure(id = \"domain:<path>\", effect = \"…\")]`",
@@ -131,6 +105,7 @@ fn parse_attrs(cx: &Ctxt, args: TokenStream, item: &DeriveInput) -> Attrs {
         .map(|(value, span)| At { value, span });
     let audit = set.audit(AUDIT);
     let timeout_ms = set.duration_ms(TIMEOUT);
+    let output = set.ty(OUTPUT);
     Attrs {
         id,
         description,

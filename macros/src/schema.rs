@@ -127,6 +127,28 @@ fn fields_of(data: &Data) -> Vec<&syn::Field> {
     }
 }
 
+/// The element lists of the tuple struct or of each tuple variant with two
+/// or more elements.
+fn tuple_groups(data: &Data) -> Vec<Vec<&syn::Field>> {
+    fn unnamed(fields: &Fields) -> Option<Vec<&syn::Field>> {
+        match fields {
+            Fields::Unnamed(fields) if fields.unnamed.len() > 1 => {
+                Some(fields.unnamed.iter().collect())
+            }
+            _ => None,
+        }
+    }
+    match data {
+        Data::Struct(data) => unnamed(&data.fields).into_iter().collect(),
+        Data::Enum(data) => data
+            .variants
+            .iter()
+            .filter_map(|variant| unnamed(&variant.fields))
+            .collect(),
+        Data::Union(_) => Vec::new(),
+    }
+}
+
 pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
     let options = SchemaOptions::parse(&cx, args);
@@ -216,6 +238,25 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             assertions.push(quote_spanned! {ty.span()=>
                 ::agent_surface::__private::assert_schema::<#ty>();
             });
+        }
+    }
+    // Tuple structs and tuple variants are JSON arrays: with two or more
+    // elements they must share one type (mixed ones need `prefixItems`).
+    for group in tuple_groups(&item.data) {
+        let mut kept = group
+            .iter()
+            .filter(|field| !field_schema_is_replaced(&field.attrs));
+        let Some(first) = kept.next() else { continue };
+        let first = &first.ty;
+        for field in kept {
+            let ty = &field.ty;
+            if mentions_generics(ty, &item.generics) || mentions_generics(first, &item.generics) {
+                bounds.push(quote!(#ty: ::agent_surface::__private::SameField<#first>));
+            } else {
+                assertions.push(quote_spanned! {ty.span()=>
+                    ::agent_surface::__private::assert_same_field::<#first, #ty>();
+                });
+            }
         }
     }
     let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();

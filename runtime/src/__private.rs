@@ -34,6 +34,30 @@ pub trait Returns {
     type Output: HandlerReturn;
 }
 
+/// Names the return type of one observation. An observation returns the
+/// state it reads, so `()` and `Result<(), E>` are refused where they are
+/// written; its [`Returns`] follows.
+pub trait Observes {
+    /// The observation's return type.
+    type Output: ObservationReturn;
+}
+
+impl<M: Observes> Returns for M {
+    type Output = M::Output;
+}
+
+/// The types an observation may return: a value, or a `Result` of one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a supported observation return type",
+    label = "an observation returns the state it reads: `T` or `Result<T, E>` where `T` has `#[agent_schema]` (or is a standard type such as String, bool, Vec<T>), never `()`",
+    note = "return the value the agent reads, e.g. `-> Status`; a method that only changes state is an `#[action(effect = \"local-state\")]`"
+)]
+pub trait ObservationReturn: HandlerReturn {}
+
+impl<T: AgentOutput> ObservationReturn for T {}
+
+impl<T: AgentOutput, E: Into<ActionError>> ObservationReturn for Result<T, E> {}
+
 /// The raw input schema of capability `C`.
 pub fn input_schema<C: Takes>() -> Value {
     crate::schema::generate::<C::Input>()
@@ -152,6 +176,21 @@ pub fn check_procedure(contract: &'static ProcedureContract) {
 
 /// Compile-time assertion placed at a field type by `#[agent_schema]`.
 pub fn assert_schema<T: AgentSchema + ?Sized>() {}
+
+/// The elements of a tuple struct or tuple variant share one type: with
+/// mixed types its schema needs `prefixItems`, outside the subset.
+#[diagnostic::on_unimplemented(
+    message = "a tuple struct or tuple variant mixing `{First}` and `{Self}` is outside the agent-surface subset",
+    label = "its elements become a JSON array whose items differ in type (`prefixItems`), which the subset does not allow",
+    note = "name the fields (`Reading {{ label: String, value: f64 }}`), or give every element the same type"
+)]
+pub trait SameField<First: ?Sized> {}
+
+impl<T: ?Sized> SameField<T> for T {}
+
+/// Compile-time assertion placed at the second and later element types of a
+/// tuple struct or tuple variant by `#[agent_schema]`.
+pub fn assert_same_field<First: ?Sized, T: SameField<First> + ?Sized>() {}
 
 /// The body of the test generated beside each component: fails `cargo test`
 /// with the keyword and the JSON pointer when a schema leaves the subset.

@@ -1,6 +1,6 @@
 //! Runs every case. Set `TRYBUILD=overwrite` to regenerate the `.stderr` files,
 //! and `UI_CASES=<glob>` (e.g. `UI_CASES=schemas/*.rs`) to run only the
-//! matching cases while iterating.
+//! matching cases (several globs separated by spaces) while iterating.
 
 const TOPICS: &[&str] = &[
     "ids",
@@ -18,11 +18,13 @@ const TOPICS: &[&str] = &[
 #[test]
 fn ui() {
     let cases = trybuild::TestCases::new();
-    if let Ok(glob) = std::env::var("UI_CASES") {
-        if glob.starts_with("pass/") {
-            cases.pass(glob);
-        } else {
-            cases.compile_fail(glob);
+    if let Ok(globs) = std::env::var("UI_CASES") {
+        for glob in globs.split_whitespace() {
+            if glob.starts_with("pass/") {
+                cases.pass(glob);
+            } else {
+                cases.compile_fail(glob);
+            }
         }
         return;
     }
