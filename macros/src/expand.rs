@@ -135,6 +135,12 @@ fn marker_items(capability: &Capability<'_>) -> TokenStream {
             }
         }
     });
+    let contexts = capability.params.iter().filter_map(|param| match param {
+        Param::Context(ty) => Some(quote_spanned! {ty.span()=>
+            const _: fn() = || ::agent_surface::__private::assert_context::<#ty>();
+        }),
+        Param::Input(_) => None,
+    });
     let policies = policies_fn(capability.policies.as_ref());
     let inherent = (!policies.is_empty()).then(|| quote!(impl #marker { #policies }));
     quote! {
@@ -144,6 +150,7 @@ fn marker_items(capability: &Capability<'_>) -> TokenStream {
         #inherent
         #takes
         #returns_impl
+        #(#contexts)*
     }
 }
 
@@ -355,10 +362,10 @@ fn precondition_method(component: &Component<'_>) -> TokenStream {
             let precondition = capability.precondition.as_ref()?;
             capability.input()?;
             let marker = marker(capability);
-            // Pass the context only when the check declares a parameter for it.
+            // Pass the context only when the check declares it (by type).
             let with_context = component
                 .method(precondition)
-                .is_some_and(|method| method.sig.inputs.len() >= 3);
+                .is_some_and(crate::helpers::precondition_takes_context);
             let call = if with_context {
                 quote_spanned!(precondition.span()=> Self::#precondition(self, input, _ctx))
             } else {
@@ -367,7 +374,9 @@ fn precondition_method(component: &Component<'_>) -> TokenStream {
             Some(quote! {
                 #index => match ::agent_surface::__private::input_ref::<#marker>(_input) {
                     ::core::option::Option::Some(input) => #call,
-                    ::core::option::Option::None => ::core::result::Result::Ok(()),
+                    ::core::option::Option::None => ::core::result::Result::Err(
+                        ::agent_surface::__private::precondition_input_missing(),
+                    ),
                 },
             })
         })

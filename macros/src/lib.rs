@@ -15,6 +15,7 @@ mod attr;
 mod ctxt;
 mod expand;
 mod fallback;
+mod helpers;
 mod procedure;
 mod schema;
 mod symbol;

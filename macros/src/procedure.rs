@@ -131,28 +131,17 @@ fn check(cx: &Ctxt, attrs: &Attrs, item: &DeriveInput) {
             Err(message) => cx.error_spanned_by(id, message),
         }
     }
-    match &attrs.description {
-        Some(description) if description.value.trim().is_empty() => {
-            cx.error_at(description.span, "the description is empty");
-        }
-        Some(description)
-            if agent_surface_rules::char_len(description.value.trim())
-                > agent_surface_rules::MAX_CAPABILITY_DESCRIPTION =>
-        {
-            cx.error_at(
-                description.span,
-                format!(
-                    "the description is longer than {} characters",
-                    agent_surface_rules::MAX_CAPABILITY_DESCRIPTION
-                ),
+    crate::valid::check_description(
+        cx,
+        attrs.description.as_ref(),
+        agent_surface_rules::MAX_CAPABILITY_DESCRIPTION,
+        || {
+            cx.error_spanned_by(
+                &item.ident,
+                "missing description: add a doc comment (`/// …`) on the struct or `description = \"…\"`",
             );
-        }
-        Some(_) => {}
-        None => cx.error_spanned_by(
-            &item.ident,
-            "a procedure needs a description: add a doc comment to the struct or `description = \"…\"`",
-        ),
-    }
+        },
+    );
     if let (Some(effect), Some(confirmation)) = (&attrs.effect, &attrs.confirmation)
         && let Some(defaults) = Defaults::of(Kind::Procedure, effect.value)
         && confirmation.value < defaults.confirmation_floor

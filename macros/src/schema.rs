@@ -197,7 +197,11 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         derive_paths.push(quote!(::agent_surface::__private::schemars::JsonSchema));
     }
     let mut container = vec![
-        quote!(#[derive(#(#derive_paths),*)]),
+        if derive_paths.is_empty() {
+            TokenStream::new()
+        } else {
+            quote!(#[derive(#(#derive_paths),*)])
+        },
         quote!(#[serde(crate = "::agent_surface::__private::serde")]),
     ];
     if add_schema_derive {
@@ -274,10 +278,25 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         quote!(where #(#predicates),*)
     };
     let concrete = item.generics.params.is_empty();
-    let input_impl = (named_struct && options.deserialize && concrete).then(|| {
-        quote! {
-            #[automatically_derived]
-            impl ::agent_surface::__private::AgentInput for #ident {}
+    let input_impl = (named_struct && options.deserialize).then(|| {
+        if concrete {
+            quote! {
+                #[automatically_derived]
+                impl ::agent_surface::__private::AgentInput for #ident {}
+            }
+        } else {
+            // A generic input is an input wherever its arguments make it one.
+            let mut predicates = predicates.clone();
+            predicates.push(quote! {
+                Self: ::agent_surface::__private::serde::de::DeserializeOwned
+                    + ::core::marker::Send
+                    + 'static
+            });
+            quote! {
+                #[automatically_derived]
+                impl #impl_generics ::agent_surface::__private::AgentInput for #ident #ty_generics
+                where #(#predicates),* {}
+            }
         }
     });
     let assert_fields = (!assertions.is_empty()).then(|| {
@@ -288,9 +307,22 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         }
     });
 
+    // The item's own derives come first, then ours, then every helper
+    // attribute: each helper follows the derive that introduces it.
+    let (user_derives, other_attrs): (Vec<&Attribute>, Vec<&Attribute>) = item
+        .attrs
+        .iter()
+        .partition(|attr| attr.path().is_ident("derive"));
+    let (our_derive, helpers) = container.split_at(1);
+    let mut bare = item.clone();
+    bare.attrs.clear();
+
     quote! {
-        #(#container)*
-        #input
+        #(#user_derives)*
+        #(#our_derive)*
+        #(#helpers)*
+        #(#other_attrs)*
+        #bare
 
         #[doc(hidden)]
         const _: () = {

@@ -8,7 +8,7 @@ use std::future::Future;
 use serde_json::Value;
 
 pub use crate::catalog::CatalogEntry;
-pub use crate::component::{Component, HandlerFuture, HandlerOutcome, HandlerReturn};
+pub use crate::component::{Component, HandlerError, HandlerFuture, HandlerOutcome, HandlerReturn};
 pub use crate::context::{ActionContext, ReadContext};
 pub use crate::contract::{CapabilityContract, ComponentContract, Concurrency, Source, TypedInput};
 pub use crate::error::{ActionError, PreconditionFailure};
@@ -56,7 +56,7 @@ pub trait ObservationReturn: HandlerReturn {}
 
 impl<T: AgentOutput> ObservationReturn for T {}
 
-impl<T: AgentOutput, E: Into<ActionError>> ObservationReturn for Result<T, E> {}
+impl<T: AgentOutput, E: HandlerError> ObservationReturn for Result<T, E> {}
 
 /// The raw input schema of capability `C`.
 pub fn input_schema<C: Takes>() -> Value {
@@ -117,6 +117,12 @@ pub fn take_input<C: Takes>(input: Option<TypedInput>) -> Result<C::Input, Actio
         })
 }
 
+/// The refusal of a precondition whose typed input did not arrive: the check
+/// cannot run, so the call does not go on.
+pub fn precondition_input_missing() -> PreconditionFailure {
+    PreconditionFailure::new("The input could not be checked; the call was refused")
+}
+
 /// Borrows the typed input of capability `C` for a precondition check.
 pub fn input_ref<C: Takes>(input: &TypedInput) -> Option<&C::Input> {
     input.downcast_ref::<C::Input>()
@@ -173,6 +179,20 @@ pub fn check_procedure(contract: &'static ProcedureContract) {
         );
     }
 }
+
+/// The context parameters a handler may declare.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler context",
+    label = "a handler borrows `&ActionContext` or `&ReadContext` from `agent_surface`",
+    note = "the input is taken by value and annotated with `#[agent_schema]`; the context is `agent_surface::prelude::ActionContext` (actions) or `ReadContext`"
+)]
+pub trait HandlerContext {}
+
+impl HandlerContext for &ActionContext {}
+impl HandlerContext for &ReadContext {}
+
+/// Compile-time assertion placed at a context parameter by `#[agent_component]`.
+pub fn assert_context<T: HandlerContext>() {}
 
 /// Compile-time assertion placed at a field type by `#[agent_schema]`.
 pub fn assert_schema<T: AgentSchema + ?Sized>() {}
