@@ -210,7 +210,15 @@ impl<'a> Component<'a> {
                 "#[agent_component] goes on an inherent impl block (`impl MyComponent { … }`), not a trait impl",
             );
         }
-        if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
+        if !item.generics.params.is_empty()
+            && item.generics.type_params().next().is_none()
+            && item.generics.const_params().next().is_none()
+        {
+            cx.error_spanned_by(
+                &item.generics,
+                "a component cannot borrow: the registry keeps a mounted component in an `Arc` for as long as it is mounted (`'static`); own the data, or hold an `Arc<…>` instead of a `&'a` reference",
+            );
+        } else if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
             cx.error_spanned_by(
                 &item.generics,
                 "generic components are not supported: a component's contract is static; implement it on a concrete type",
@@ -535,10 +543,7 @@ fn signature<'a>(
                 format!(
                     "an action takes its input by value: write `{}: {}` without `&`; only the context is borrowed (`&ActionContext` or `&ReadContext`)",
                     param_name(&typed.pat),
-                    {
-                        let elem = &reference.elem;
-                        quote::quote!(#elem)
-                    }
+                    crate::helpers::type_text(&reference.elem)
                 ),
             ),
             Type::ImplTrait(_) => cx.error_spanned_by(
@@ -547,7 +552,11 @@ fn signature<'a>(
             ),
             ty if crate::helpers::names_context(ty) => cx.error_spanned_by(
                 ty,
-                "the context is borrowed: write `ctx: &ActionContext` (or `&ReadContext`)",
+                format!(
+                    "the context is borrowed: write `{}: &{}`",
+                    param_name(&typed.pat),
+                    crate::helpers::type_text(ty)
+                ),
             ),
             ty => {
                 if kind == Kind::Observation {

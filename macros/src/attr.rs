@@ -68,7 +68,13 @@ impl Parse for Arg {
             (ident.unraw().to_string(), ident.span())
         };
         let value = if input.peek(Token![=]) {
-            input.parse::<Token![=]>()?;
+            let eq: Token![=] = input.parse()?;
+            if input.is_empty() {
+                return Err(syn::Error::new(
+                    key_span.join(eq.span).unwrap_or(key_span),
+                    format!("`{key} =` has no value; write `{key} = \"…\"`, `{key} = true`, `{key} = 10` or `{key} = method`, or remove it"),
+                ));
+            }
             if input.peek(Token![-]) {
                 let minus: Token![-] = input.parse()?;
                 let lit: Lit = input.parse()?;
@@ -146,29 +152,62 @@ fn split_commas(tokens: TokenStream) -> Vec<TokenStream> {
 fn args_of(tokens: TokenStream, errors: &mut Vec<syn::Error>) -> Vec<Arg> {
     let mut args = Vec::new();
     for chunk in split_commas(tokens) {
-        let mut trees = chunk.clone().into_iter();
-        let key = match trees.next() {
-            Some(TokenTree::Ident(ident)) => Some((ident.unraw().to_string(), ident.span())),
-            Some(TokenTree::Literal(lit)) => syn::parse2::<LitStr>(TokenTree::Literal(lit).into())
-                .ok()
-                .map(|lit| (lit.value(), lit.span())),
-            _ => None,
+        let keys = keys_in(&chunk);
+        let parser = |input: ParseStream<'_>| {
+            let arg = Arg::parse(input)?;
+            if !input.is_empty() {
+                return Err(input.error(
+                    "unexpected token after the argument: separate arguments with `,`, and quote text values (`key = \"…\"`)",
+                ));
+            }
+            Ok(arg)
         };
-        match Arg::parse.parse2(chunk) {
+        match parser.parse2(chunk) {
             Ok(arg) => args.push(arg),
             Err(err) => {
                 errors.push(err);
-                if let Some((key, key_span)) = key {
-                    args.push(Arg {
-                        key,
-                        key_span,
-                        value: ArgValue::Broken,
-                    });
-                }
+                // Every key written in the broken argument (a missing comma
+                // joins two) counts as given, so no "missing" error follows.
+                args.extend(keys.into_iter().map(|(key, key_span)| Arg {
+                    key,
+                    key_span,
+                    value: ArgValue::Broken,
+                }));
             }
         }
     }
     args
+}
+
+/// The keys of a chunk: its first identifier (or string), and every
+/// identifier directly followed by a single `=`.
+fn keys_in(chunk: &TokenStream) -> Vec<(String, Span)> {
+    let trees: Vec<TokenTree> = chunk.clone().into_iter().collect();
+    let mut keys = Vec::new();
+    let is_eq = |tree: Option<&TokenTree>| {
+        matches!(tree, Some(TokenTree::Punct(punct)) if punct.as_char() == '=' && punct.spacing() == proc_macro2::Spacing::Alone)
+    };
+    for (index, tree) in trees.iter().enumerate() {
+        let key = match tree {
+            TokenTree::Ident(ident) if index == 0 || is_eq(trees.get(index + 1)) => {
+                Some((ident.unraw().to_string(), ident.span()))
+            }
+            TokenTree::Literal(lit) if index == 0 => {
+                syn::parse2::<LitStr>(TokenTree::Literal(lit.clone()).into())
+                    .ok()
+                    .map(|lit| (lit.value(), lit.span()))
+            }
+            _ => None,
+        };
+        // A value that is an identifier (`when = ready`) is not a key.
+        let after_eq = index > 0 && is_eq(trees.get(index - 1));
+        if let Some(key) = key
+            && !after_eq
+        {
+            keys.push(key);
+        }
+    }
+    keys
 }
 
 /// Parses a comma-separated argument list, reporting each malformed

@@ -135,12 +135,6 @@ fn marker_items(capability: &Capability<'_>) -> TokenStream {
             }
         }
     });
-    let contexts = capability.params.iter().filter_map(|param| match param {
-        Param::Context(ty) => Some(quote_spanned! {ty.span()=>
-            const _: fn() = || ::agent_surface::__private::assert_context::<#ty>();
-        }),
-        Param::Input(_) => None,
-    });
     let policies = policies_fn(capability.policies.as_ref());
     let inherent = (!policies.is_empty()).then(|| quote!(impl #marker { #policies }));
     quote! {
@@ -150,7 +144,6 @@ fn marker_items(capability: &Capability<'_>) -> TokenStream {
         #inherent
         #takes
         #returns_impl
-        #(#contexts)*
     }
 }
 
@@ -405,7 +398,9 @@ fn invoke_arm(index: usize, capability: &Capability<'_>) -> TokenStream {
     let method = capability.ident();
     let args = capability.params.iter().map(|param| match param {
         Param::Input(ty) => quote_spanned!(ty.span()=> input),
-        Param::Context(ty) => quote_spanned!(ty.span()=> &_ctx),
+        Param::Context(ty) => {
+            quote_spanned!(ty.span()=> ::agent_surface::__private::context(&_ctx))
+        }
     });
     let call = if capability.method.sig.asyncness.is_some() {
         quote!(Self::#method(&*self, #(#args),*).await)

@@ -31,6 +31,26 @@ pub(crate) fn is_context_ref(ty: &Type) -> bool {
     matches!(ty, Type::Reference(reference) if names_context(&reference.elem))
 }
 
+/// A type as the user would write it: `Option<bool>`, not `Option < bool >`.
+pub(crate) fn type_text(ty: &Type) -> String {
+    let text = quote::quote!(#ty).to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            let previous = out.chars().last();
+            let next = chars.peek().copied();
+            let tight = matches!(previous, Some('<' | '&' | ':' | '('))
+                || matches!(next, Some('<' | '>' | ',' | ':' | ')'));
+            if tight {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Whether `ty` is literally `bool`.
 fn is_bool(ty: &Type) -> bool {
     matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.is_ident("bool"))
@@ -76,7 +96,7 @@ pub(crate) fn check_when(cx: &Ctxt, method: &ImplItemFn) {
         ReturnType::Type(_, ty) if is_bool(ty) => {}
         ReturnType::Type(_, ty) => cx.error_spanned_by(
             ty,
-            format!("{rule}: `{name}` must return `bool`, not `{}`", quote::quote!(#ty)),
+            format!("{rule}: `{name}` must return `bool`, not `{}`", type_text(ty)),
         ),
         ReturnType::Default => cx.error_spanned_by(
             &sig.ident,
@@ -92,7 +112,7 @@ pub(crate) fn check_precondition(cx: &Ctxt, method: &ImplItemFn, input: &Type) {
     let name = &sig.ident;
     let expected = format!(
         "a precondition is `fn {name}(&self, input: &{}) -> Result<(), PreconditionFailure>`, optionally with `ctx: &ReadContext` after the input",
-        quote::quote!(#input)
+        type_text(input)
     );
     if let Some(asyncness) = &sig.asyncness {
         cx.error_spanned_by(

@@ -12,7 +12,7 @@ use crate::ast::SchemaOptions;
 use crate::ctxt::Ctxt;
 
 /// Whether the item already derives the trait named `name`.
-fn derives(attrs: &[Attribute], name: &str) -> bool {
+pub(crate) fn derives(attrs: &[Attribute], name: &str) -> bool {
     attrs
         .iter()
         .filter(|attr| attr.path().is_ident("derive"))
@@ -30,6 +30,25 @@ fn derives(attrs: &[Attribute], name: &str) -> bool {
                 Ok(())
             });
             found
+        })
+}
+
+/// Whether `#[agent_schema]` already expanded on this item (it was written
+/// above another attribute macro), read from its `#[serde(crate = …)]`:
+/// `Some(true)` when it made the type serialize-only.
+pub(crate) fn already_expanded(attrs: &[Attribute]) -> Option<bool> {
+    attr_args(attrs, "serde")
+        .iter()
+        .find_map(|(key, value)| match value.as_ref().map(LitStr::value) {
+            Some(path) if key == "crate" && path == "::agent_surface::__private::serde" => {
+                Some(false)
+            }
+            Some(path)
+                if key == "crate" && path == "::agent_surface::__private::serde_output_only" =>
+            {
+                Some(true)
+            }
+            _ => None,
         })
 }
 
@@ -168,11 +187,11 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             union.union_token,
             "unions have no JSON Schema; use an enum (`#[agent_schema]` supports structs and enums)",
         );
-    }
-    if cx.has_errors() {
         let errors = cx.into_compile_errors();
         return quote!(#input #errors);
     }
+    // Malformed options were reported; the expansion goes on with the
+    // defaults, so uses of the type raise no follow-on errors.
 
     let ident = &item.ident;
     let serde_keys = attr_keys(&item.attrs, "serde");
@@ -202,7 +221,11 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         } else {
             quote!(#[derive(#(#derive_paths),*)])
         },
-        quote!(#[serde(crate = "::agent_surface::__private::serde")]),
+        if options.deserialize {
+            quote!(#[serde(crate = "::agent_surface::__private::serde")])
+        } else {
+            quote!(#[serde(crate = "::agent_surface::__private::serde_output_only")])
+        },
     ];
     if add_schema_derive {
         container.push(quote!(#[schemars(crate = "::agent_surface::__private::schemars")]));
@@ -317,6 +340,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut bare = item.clone();
     bare.attrs.clear();
 
+    let errors = cx.into_compile_errors();
     quote! {
         #(#user_derives)*
         #(#our_derive)*
@@ -332,5 +356,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             #input_impl
             #assert_fields
         };
+
+        #errors
     }
 }

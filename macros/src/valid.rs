@@ -257,6 +257,13 @@ fn check_named_method<'a>(
                 .find(|c| c.ident() == &method.sig.ident);
             match target {
                 Some(target) if key == "when" && target.kind == Kind::Observation => Some(method),
+                Some(_) if key == "when" => {
+                    cx.error_spanned_by(
+                        ident,
+                        format!("`when` must name a helper method or a boolean observation, not the action `{ident}`"),
+                    );
+                    None
+                }
                 Some(_) => {
                     cx.error_spanned_by(
                         ident,

@@ -8,7 +8,9 @@ use std::future::Future;
 use serde_json::Value;
 
 pub use crate::catalog::CatalogEntry;
-pub use crate::component::{Component, HandlerError, HandlerFuture, HandlerOutcome, HandlerReturn};
+pub use crate::component::{
+    Component, HandlerError, HandlerFuture, HandlerOutcome, HandlerReturn, ObservationReturn,
+};
 pub use crate::context::{ActionContext, ReadContext};
 pub use crate::contract::{CapabilityContract, ComponentContract, Concurrency, Source, TypedInput};
 pub use crate::error::{ActionError, PreconditionFailure};
@@ -18,6 +20,9 @@ pub use agent_surface_rules::{Audit, Confirmation, Effect};
 pub use inventory;
 pub use schemars;
 pub use serde;
+/// serde again, named so that a `#[serde(crate = …)]` path records that
+/// `#[agent_schema(output)]` made the type serialize-only.
+pub use serde as serde_output_only;
 pub use std::sync::Arc;
 
 /// Names the input type of one capability. `#[agent_component]` implements
@@ -46,17 +51,7 @@ impl<M: Observes> Returns for M {
     type Output = M::Output;
 }
 
-/// The types an observation may return: a value, or a `Result` of one.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a supported observation return type",
-    label = "an observation returns the state it reads: `T` or `Result<T, E>` where `T` has `#[agent_schema]` (or is a standard type such as String, bool, Vec<T>), never `()`",
-    note = "return the value the agent reads, e.g. `-> Status`; a method that only changes state is an `#[action(effect = \"local-state\")]`"
-)]
-pub trait ObservationReturn: HandlerReturn {}
 
-impl<T: AgentOutput> ObservationReturn for T {}
-
-impl<T: AgentOutput, E: HandlerError> ObservationReturn for Result<T, E> {}
 
 /// The raw input schema of capability `C`.
 pub fn input_schema<C: Takes>() -> Value {
@@ -180,19 +175,34 @@ pub fn check_procedure(contract: &'static ProcedureContract) {
     }
 }
 
-/// The context parameters a handler may declare.
+/// The context parameters a handler may declare, lent from the call's
+/// [`ActionContext`].
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a handler context",
     label = "a handler borrows `&ActionContext` or `&ReadContext` from `agent_surface`",
     note = "the input is taken by value and annotated with `#[agent_schema]`; the context is `agent_surface::prelude::ActionContext` (actions) or `ReadContext`"
 )]
-pub trait HandlerContext {}
+pub trait HandlerContext<'a>: Sized {
+    /// Borrows the context as this parameter type.
+    fn lend(ctx: &'a ActionContext) -> Self;
+}
 
-impl HandlerContext for &ActionContext {}
-impl HandlerContext for &ReadContext {}
+impl<'a> HandlerContext<'a> for &'a ActionContext {
+    fn lend(ctx: &'a ActionContext) -> Self {
+        ctx
+    }
+}
 
-/// Compile-time assertion placed at a context parameter by `#[agent_component]`.
-pub fn assert_context<T: HandlerContext>() {}
+impl<'a> HandlerContext<'a> for &'a ReadContext {
+    fn lend(ctx: &'a ActionContext) -> Self {
+        ctx
+    }
+}
+
+/// The context argument of a handler, as the type its parameter declares.
+pub fn context<'a, T: HandlerContext<'a>>(ctx: &'a ActionContext) -> T {
+    T::lend(ctx)
+}
 
 /// Compile-time assertion placed at a field type by `#[agent_schema]`.
 pub fn assert_schema<T: AgentSchema + ?Sized>() {}

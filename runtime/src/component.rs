@@ -181,3 +181,15 @@ impl<E: HandlerError> HandlerReturn for Result<(), E> {
         self.map(|()| None).map_err(HandlerError::into_action_error)
     }
 }
+
+/// The types an observation may return: a value, or a `Result` of one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a supported observation return type",
+    label = "an observation returns the state it reads: `T` or `Result<T, E>` where `T` has `#[agent_schema]` (or is a standard type such as String, bool, Vec<T>), never `()`",
+    note = "return the value the agent reads, e.g. `-> Status`; a method that only changes state is an `#[action(effect = \"local-state\")]`"
+)]
+pub trait ObservationReturn: HandlerReturn {}
+
+impl<T: AgentOutput> ObservationReturn for T {}
+
+impl<T: AgentOutput, E: HandlerError> ObservationReturn for Result<T, E> {}
