@@ -72,7 +72,9 @@ impl Parse for Arg {
             if input.is_empty() {
                 return Err(syn::Error::new(
                     key_span.join(eq.span).unwrap_or(key_span),
-                    format!("`{key} =` has no value; write `{key} = \"…\"`, `{key} = true`, `{key} = 10` or `{key} = method`, or remove it"),
+                    format!(
+                        "`{key} =` has no value; write `{key} = \"…\"`, `{key} = true`, `{key} = 10` or `{key} = method`, or remove it"
+                    ),
                 ));
             }
             if input.peek(Token![-]) {
@@ -92,7 +94,8 @@ impl Parse for Arg {
                 Ident::parse_any(&fork).is_ok() && fork.is_empty()
             } {
                 ArgValue::Ident(Ident::parse_any(input)?)
-            } else if input.peek(Ident::peek_any) || input.peek(Token![::]) || input.peek(Token![<]) {
+            } else if input.peek(Ident::peek_any) || input.peek(Token![::]) || input.peek(Token![<])
+            {
                 let ty: syn::Type = input.parse()?;
                 ArgValue::Type(Box::new(ty))
             } else {
@@ -184,9 +187,7 @@ fn args_of(tokens: TokenStream, errors: &mut Vec<syn::Error>) -> Vec<Arg> {
 fn keys_in(chunk: &TokenStream) -> Vec<(String, Span)> {
     let trees: Vec<TokenTree> = chunk.clone().into_iter().collect();
     let mut keys = Vec::new();
-    let is_eq = |tree: Option<&TokenTree>| {
-        matches!(tree, Some(TokenTree::Punct(punct)) if punct.as_char() == '=' && punct.spacing() == proc_macro2::Spacing::Alone)
-    };
+    let is_eq = |tree: Option<&TokenTree>| matches!(tree, Some(TokenTree::Punct(punct)) if punct.as_char() == '=' && punct.spacing() == proc_macro2::Spacing::Alone);
     for (index, tree) in trees.iter().enumerate() {
         let key = match tree {
             TokenTree::Ident(ident) if index == 0 || is_eq(trees.get(index + 1)) => {
@@ -407,7 +408,8 @@ impl<'c> ArgSet<'c> {
                 }
             },
             _ => {
-                let expected = format!("a type, e.g. `{key} = MyOutput` or `{key} = Vec<MyOutput>`");
+                let expected =
+                    format!("a type, e.g. `{key} = MyOutput` or `{key} = Vec<MyOutput>`");
                 self.mismatch(&arg, &expected);
                 None
             }

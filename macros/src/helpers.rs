@@ -73,10 +73,9 @@ pub(crate) fn check_when(cx: &Ctxt, method: &ImplItemFn) {
             if receiver.reference.is_some()
                 && receiver.mutability.is_none()
                 && receiver.colon_token.is_none() => {}
-        Some(FnArg::Receiver(receiver)) => cx.error_spanned_by(
-            receiver,
-            format!("{rule}: take `&self` here"),
-        ),
+        Some(FnArg::Receiver(receiver)) => {
+            cx.error_spanned_by(receiver, format!("{rule}: take `&self` here"))
+        }
         Some(FnArg::Typed(first)) => cx.error_spanned_by(
             first,
             format!("{rule}: `{name}` has no `self`; add `&self` as its only parameter"),
@@ -96,7 +95,10 @@ pub(crate) fn check_when(cx: &Ctxt, method: &ImplItemFn) {
         ReturnType::Type(_, ty) if is_bool(ty) => {}
         ReturnType::Type(_, ty) => cx.error_spanned_by(
             ty,
-            format!("{rule}: `{name}` must return `bool`, not `{}`", type_text(ty)),
+            format!(
+                "{rule}: `{name}` must return `bool`, not `{}`",
+                type_text(ty)
+            ),
         ),
         ReturnType::Default => cx.error_spanned_by(
             &sig.ident,
@@ -142,10 +144,7 @@ pub(crate) fn check_precondition(cx: &Ctxt, method: &ImplItemFn, input: &Type) {
         })
         .collect();
     match params.as_slice() {
-        [] => cx.error_spanned_by(
-            &sig.inputs,
-            format!("{expected}; add the input parameter"),
-        ),
+        [] => cx.error_spanned_by(&sig.inputs, format!("{expected}; add the input parameter")),
         [first, rest @ ..] => {
             if !matches!(&*first.ty, Type::Reference(reference) if reference.mutability.is_none())
                 || is_context_ref(&first.ty)
@@ -162,10 +161,9 @@ pub(crate) fn check_precondition(cx: &Ctxt, method: &ImplItemFn, input: &Type) {
                     &ctx.ty,
                     format!("{expected}; the second parameter can only be the context"),
                 ),
-                [_, extra, ..] => cx.error_spanned_by(
-                    extra,
-                    format!("{expected}; remove this parameter"),
-                ),
+                [_, extra, ..] => {
+                    cx.error_spanned_by(extra, format!("{expected}; remove this parameter"))
+                }
             }
         }
     }

@@ -210,7 +210,11 @@ fn named_fields<'a>(cx: &Ctxt, item: &'a DeriveInput) -> Vec<&'a syn::Field> {
 /// the agent's call is deserialized into it.
 fn output_only_schema(cx: &Ctxt, item: &DeriveInput) -> bool {
     let mut found = false;
-    for attr in item.attrs.iter().filter(|attr| is_helper(attr, "agent_schema")) {
+    for attr in item
+        .attrs
+        .iter()
+        .filter(|attr| is_helper(attr, "agent_schema"))
+    {
         let _ = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident(crate::symbol::SCHEMA_OUTPUT) {
                 found = true;
@@ -397,8 +401,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         if !representable {
             return quote!(#schema #errors);
         }
-        let fallback_impl =
-            (!output_only).then(|| procedure_impl(quote!(::core::unreachable!())));
+        let fallback_impl = (!output_only).then(|| procedure_impl(quote!(::core::unreachable!())));
         return quote! {
             #schema
             #fields_struct

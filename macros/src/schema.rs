@@ -37,9 +37,8 @@ pub(crate) fn derives(attrs: &[Attribute], name: &str) -> bool {
 /// above another attribute macro), read from its `#[serde(crate = …)]`:
 /// `Some(true)` when it made the type serialize-only.
 pub(crate) fn already_expanded(attrs: &[Attribute]) -> Option<bool> {
-    attr_args(attrs, "serde")
-        .iter()
-        .find_map(|(key, value)| match value.as_ref().map(LitStr::value) {
+    attr_args(attrs, "serde").iter().find_map(|(key, value)| {
+        match value.as_ref().map(LitStr::value) {
             Some(path) if key == "crate" && path == "::agent_surface::__private::serde" => {
                 Some(false)
             }
@@ -49,7 +48,8 @@ pub(crate) fn already_expanded(attrs: &[Attribute]) -> Option<bool> {
                 Some(true)
             }
             _ => None,
-        })
+        }
+    })
 }
 
 /// The arguments of the item's `#[serde(...)]` (or `#[schemars(...)]`)

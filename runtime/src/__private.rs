@@ -51,8 +51,6 @@ impl<M: Observes> Returns for M {
     type Output = M::Output;
 }
 
-
-
 /// The raw input schema of capability `C`.
 pub fn input_schema<C: Takes>() -> Value {
     crate::schema::generate::<C::Input>()

@@ -8,6 +8,7 @@
     clippy::panic
 )] // test code
 
+mod authoring;
 mod canonical;
 mod concurrency;
 mod confirmations;
@@ -25,6 +26,7 @@ mod pipeline;
 mod policies;
 mod procedures;
 mod schema;
+mod supplied_schema;
 mod toolset;
 mod wire;
 

@@ -134,7 +134,9 @@ pub fn check_component_type(text: &str) -> Result<(), String> {
 pub fn check_capability_name(text: &str) -> Result<(), String> {
     const ALLOWED: &str = "a capability name is camelCase ASCII letters and digits";
     let Some(first) = text.chars().next() else {
-        return Err("the capability name is empty; write camelCase such as `selectRows`".to_owned());
+        return Err(
+            "the capability name is empty; write camelCase such as `selectRows`".to_owned(),
+        );
     };
     if let Some(bad) = text.chars().find(|c| !c.is_ascii_alphanumeric()) {
         let (reason, example) = if bad == '_' || bad == '-' {

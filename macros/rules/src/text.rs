@@ -61,7 +61,10 @@ fn doc_lines(text: &str) -> impl Iterator<Item = &str> {
 
 /// Whether a trimmed line starts a markdown list item.
 fn is_list_item(line: &str) -> bool {
-    if ["- ", "* ", "+ "].iter().any(|bullet| line.starts_with(bullet)) {
+    if ["- ", "* ", "+ "]
+        .iter()
+        .any(|bullet| line.starts_with(bullet))
+    {
         return true;
     }
     let digits = line.chars().take_while(char::is_ascii_digit).count();
