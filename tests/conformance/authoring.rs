@@ -169,7 +169,7 @@ fn a_precondition_without_its_typed_input_refuses() {
     let index = contract
         .capabilities()
         .iter()
-        .position(|capability| capability.name().to_string() == "greet")
+        .position(|capability| *capability.name() == "greet")
         .unwrap();
     // Not the declared input type: the check cannot run, so the call stops.
     let wrong: agent_surface::contract::TypedInput = Box::new(42_u8);
