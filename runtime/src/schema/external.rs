@@ -144,8 +144,10 @@ impl<S: SuppliedSchema> schemars::JsonSchema for Supplied<S> {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<S: SuppliedSchema> super::AgentSchema for Supplied<S> {}
 
+#[diagnostic::do_not_recommend]
 impl<S: SuppliedSchema> super::AgentInput for Supplied<S> where
     S::Value: serde::de::DeserializeOwned + Send + 'static
 {
