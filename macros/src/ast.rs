@@ -210,7 +210,15 @@ impl<'a> Component<'a> {
                 "#[agent_component] goes on an inherent impl block (`impl MyComponent { … }`), not a trait impl",
             );
         }
-        if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
+        if !item.generics.params.is_empty()
+            && item.generics.type_params().next().is_none()
+            && item.generics.const_params().next().is_none()
+        {
+            cx.error_spanned_by(
+                &item.generics,
+                "a component cannot borrow: the registry keeps a mounted component in an `Arc` for as long as it is mounted (`'static`); own the data, or hold an `Arc<…>` instead of a `&'a` reference",
+            );
+        } else if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
             cx.error_spanned_by(
                 &item.generics,
                 "generic components are not supported: a component's contract is static; implement it on a concrete type",
@@ -262,13 +270,7 @@ impl<'a> Component<'a> {
 
 impl ComponentAttrs {
     fn parse(cx: &Ctxt, args: TokenStream, item: &ItemImpl) -> ComponentAttrs {
-        let args = match attr::parse_args(args) {
-            Ok(args) => args,
-            Err(err) => {
-                cx.syn_error(err);
-                return ComponentAttrs::default();
-            }
-        };
+        let args = attr::parse_args(cx, args);
         let mut set = ArgSet::new(cx, "#[agent_component]", COMPONENT_KEYS, args);
         let description = set
             .string(DESCRIPTION)
@@ -320,13 +322,7 @@ impl<'a> Capability<'a> {
         };
         let args = match &attr.meta {
             syn::Meta::Path(_) => Vec::new(),
-            syn::Meta::List(list) => match attr::parse_args(list.tokens.clone()) {
-                Ok(args) => args,
-                Err(err) => {
-                    cx.syn_error(err);
-                    Vec::new()
-                }
-            },
+            syn::Meta::List(list) => attr::parse_args(cx, list.tokens.clone()),
             syn::Meta::NameValue(value) => {
                 cx.error_spanned_by(
                     value,
@@ -520,20 +516,47 @@ fn signature<'a>(
         ) {
             cx.error_spanned_by(&typed.pat, "use a plain parameter name here");
         }
-        match &*typed.ty {
-            Type::Reference(reference) => {
-                if reference.mutability.is_some() {
-                    cx.error_spanned_by(&typed.ty, "the context parameter is a shared reference: `&ActionContext` or `&ReadContext`");
-                } else if seen_context {
-                    cx.error_spanned_by(&typed.ty, "a handler takes at most one context parameter");
-                } else {
+        let ty = &*typed.ty;
+        if crate::helpers::is_context_ref(ty) {
+            match ty {
+                Type::Reference(reference) if reference.mutability.is_some() => cx.error_spanned_by(
+                    ty,
+                    "the context parameter is a shared reference: `&ActionContext` or `&ReadContext`",
+                ),
+                _ if seen_context => {
+                    cx.error_spanned_by(ty, "a handler takes at most one context parameter");
+                }
+                _ => {
                     seen_context = true;
-                    params.push(Param::Context(&typed.ty));
+                    params.push(Param::Context(ty));
                 }
             }
+            continue;
+        }
+        match ty {
+            Type::Reference(reference) if kind == Kind::Observation => cx.error_spanned_by(
+                reference,
+                "observations take no input: they read current state; make this an `#[action]`, or read the value from `&self`",
+            ),
+            Type::Reference(reference) => cx.error_spanned_by(
+                reference.and_token,
+                format!(
+                    "an action takes its input by value: write `{}: {}` without `&`; only the context is borrowed (`&ActionContext` or `&ReadContext`)",
+                    param_name(&typed.pat),
+                    crate::helpers::type_text(&reference.elem)
+                ),
+            ),
             Type::ImplTrait(_) => cx.error_spanned_by(
-                &typed.ty,
+                ty,
                 "`impl Trait` inputs have no schema; use a struct annotated with `#[agent_schema]`",
+            ),
+            ty if crate::helpers::names_context(ty) => cx.error_spanned_by(
+                ty,
+                format!(
+                    "the context is borrowed: write `{}: &{}`",
+                    param_name(&typed.pat),
+                    crate::helpers::type_text(ty)
+                ),
             ),
             ty => {
                 if kind == Kind::Observation {
@@ -561,11 +584,46 @@ fn signature<'a>(
                     ty,
                     "return a concrete type; for asynchronous handlers write `async fn`",
                 );
+            } else if let Some(borrowed) = borrowed_part(ty) {
+                cx.error_spanned_by(
+                    borrowed,
+                    "return an owned value (`String` for `&str`, `Vec<T>` for `&[T]`, `T` for `&T`): the result is serialized after the handler returns, so it cannot borrow",
+                );
             }
             Some(&**ty)
         }
     };
     (params, output)
+}
+
+/// The first reference without a `'static` lifetime inside a return type.
+fn borrowed_part(ty: &Type) -> Option<&syn::TypeReference> {
+    struct Finder<'a> {
+        found: Option<&'a syn::TypeReference>,
+    }
+    impl<'a> syn::visit::Visit<'a> for Finder<'a> {
+        fn visit_type_reference(&mut self, reference: &'a syn::TypeReference) {
+            let is_static = reference
+                .lifetime
+                .as_ref()
+                .is_some_and(|lifetime| lifetime.ident == "static");
+            if !is_static && self.found.is_none() {
+                self.found = Some(reference);
+            }
+            syn::visit::visit_type_reference(self, reference);
+        }
+    }
+    let mut finder = Finder { found: None };
+    syn::visit::Visit::visit_type(&mut finder, ty);
+    finder.found
+}
+
+/// The name of a parameter, for messages (`input` when it is a pattern).
+fn param_name(pat: &Pat) -> String {
+    match pat {
+        Pat::Ident(ident) => ident.ident.to_string(),
+        _ => "input".to_owned(),
+    }
 }
 
 /// `#[agent_schema(...)]` options.
@@ -577,13 +635,7 @@ pub(crate) struct SchemaOptions {
 
 impl SchemaOptions {
     pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> SchemaOptions {
-        let args = match attr::parse_args(args) {
-            Ok(args) => args,
-            Err(err) => {
-                cx.syn_error(err);
-                Vec::new()
-            }
-        };
+        let args = attr::parse_args(cx, args);
         let mut set = ArgSet::new(cx, "#[agent_schema]", SCHEMA_KEYS, args);
         let input = set.flag(SCHEMA_INPUT).map(|(b, _)| b).unwrap_or(false);
         let output = set.flag(SCHEMA_OUTPUT).map(|(b, _)| b).unwrap_or(false);

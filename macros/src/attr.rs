@@ -1,6 +1,11 @@
-//! Parsing of attribute arguments: `key = value`, `key`, `key(...)`, `key = [...]`.
+//! Parsing of attribute arguments: `key = value`, `key`, `key(...)`,
+//! `key = [...]`, `key = path::Type`.
+//!
+//! Arguments are split at top-level commas first and parsed one by one, so a
+//! syntax error in one argument is reported at its token and the others are
+//! still read: one typo never turns into "missing `effect`" elsewhere.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
@@ -31,6 +36,11 @@ pub(crate) enum ArgValue {
     List(Vec<Arg>, Span),
     /// `key = [expr, expr]`.
     Exprs(Vec<syn::Expr>, Span),
+    /// `key = path::Type` or `key = Vec<T>`.
+    Type(Box<syn::Type>),
+    /// A syntax error, already reported: the key was given, its value is
+    /// unusable, and nothing more is said about it.
+    Broken,
 }
 
 impl ArgValue {
@@ -42,6 +52,8 @@ impl ArgValue {
                 *span
             }
             ArgValue::Ident(ident) => ident.span(),
+            ArgValue::Type(ty) => syn::spanned::Spanned::span(&**ty),
+            ArgValue::Broken => key_span,
         }
     }
 }
@@ -56,7 +68,15 @@ impl Parse for Arg {
             (ident.unraw().to_string(), ident.span())
         };
         let value = if input.peek(Token![=]) {
-            input.parse::<Token![=]>()?;
+            let eq: Token![=] = input.parse()?;
+            if input.is_empty() {
+                return Err(syn::Error::new(
+                    key_span.join(eq.span).unwrap_or(key_span),
+                    format!(
+                        "`{key} =` has no value; write `{key} = \"…\"`, `{key} = true`, `{key} = 10` or `{key} = method`, or remove it"
+                    ),
+                ));
+            }
             if input.peek(Token![-]) {
                 let minus: Token![-] = input.parse()?;
                 let lit: Lit = input.parse()?;
@@ -69,16 +89,31 @@ impl Parse for Arg {
                 ArgValue::Exprs(exprs.into_iter().collect(), bracket.span.join())
             } else if input.peek(Lit) {
                 ArgValue::Lit(input.parse()?)
-            } else if input.peek(Ident::peek_any) {
+            } else if input.peek(Ident::peek_any) && {
+                let fork = input.fork();
+                Ident::parse_any(&fork).is_ok() && fork.is_empty()
+            } {
                 ArgValue::Ident(Ident::parse_any(input)?)
+            } else if input.peek(Ident::peek_any) || input.peek(Token![::]) || input.peek(Token![<])
+            {
+                let ty: syn::Type = input.parse()?;
+                ArgValue::Type(Box::new(ty))
             } else {
                 return Err(input.error("expected a literal (\"text\", 42, true) or a method name"));
             }
         } else if input.peek(syn::token::Paren) {
             let content;
             let paren = syn::parenthesized!(content in input);
-            let args = Punctuated::<Arg, Token![,]>::parse_terminated(&content)?;
-            ArgValue::List(args.into_iter().collect(), paren.span.join())
+            let tokens: TokenStream = content.parse()?;
+            let mut errors = Vec::new();
+            let args = args_of(tokens, &mut errors);
+            if let Some(error) = errors.into_iter().reduce(|mut all, next| {
+                all.combine(next);
+                all
+            }) {
+                return Err(error);
+            }
+            ArgValue::List(args, paren.span.join())
         } else {
             ArgValue::Flag
         };
@@ -90,10 +125,101 @@ impl Parse for Arg {
     }
 }
 
-/// Parses a comma-separated argument list.
-pub(crate) fn parse_args(tokens: TokenStream) -> syn::Result<Vec<Arg>> {
-    let parser = Punctuated::<Arg, Token![,]>::parse_terminated;
-    Ok(parser.parse2(tokens)?.into_iter().collect())
+/// Splits `tokens` at top-level commas (outside groups and `<…>`).
+fn split_commas(tokens: TokenStream) -> Vec<TokenStream> {
+    let mut chunks = Vec::new();
+    let mut current = TokenStream::new();
+    let mut angle_depth = 0usize;
+    for tree in tokens {
+        if let TokenTree::Punct(punct) = &tree {
+            match punct.as_char() {
+                ',' if angle_depth == 0 => {
+                    chunks.push(std::mem::take(&mut current));
+                    continue;
+                }
+                '<' => angle_depth += 1,
+                '>' => angle_depth = angle_depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        current.extend([tree]);
+    }
+    if !current.is_empty() {
+        chunks.push(current);
+    }
+    chunks
+}
+
+/// Parses each argument on its own; a malformed one becomes an error plus a
+/// `Broken` argument under its key (when the key can be read).
+fn args_of(tokens: TokenStream, errors: &mut Vec<syn::Error>) -> Vec<Arg> {
+    let mut args = Vec::new();
+    for chunk in split_commas(tokens) {
+        let keys = keys_in(&chunk);
+        let parser = |input: ParseStream<'_>| {
+            let arg = Arg::parse(input)?;
+            if !input.is_empty() {
+                return Err(input.error(
+                    "unexpected token after the argument: separate arguments with `,`, and quote text values (`key = \"…\"`)",
+                ));
+            }
+            Ok(arg)
+        };
+        match parser.parse2(chunk) {
+            Ok(arg) => args.push(arg),
+            Err(err) => {
+                errors.push(err);
+                // Every key written in the broken argument (a missing comma
+                // joins two) counts as given, so no "missing" error follows.
+                args.extend(keys.into_iter().map(|(key, key_span)| Arg {
+                    key,
+                    key_span,
+                    value: ArgValue::Broken,
+                }));
+            }
+        }
+    }
+    args
+}
+
+/// The keys of a chunk: its first identifier (or string), and every
+/// identifier directly followed by a single `=`.
+fn keys_in(chunk: &TokenStream) -> Vec<(String, Span)> {
+    let trees: Vec<TokenTree> = chunk.clone().into_iter().collect();
+    let mut keys = Vec::new();
+    let is_eq = |tree: Option<&TokenTree>| matches!(tree, Some(TokenTree::Punct(punct)) if punct.as_char() == '=' && punct.spacing() == proc_macro2::Spacing::Alone);
+    for (index, tree) in trees.iter().enumerate() {
+        let key = match tree {
+            TokenTree::Ident(ident) if index == 0 || is_eq(trees.get(index + 1)) => {
+                Some((ident.unraw().to_string(), ident.span()))
+            }
+            TokenTree::Literal(lit) if index == 0 => {
+                syn::parse2::<LitStr>(TokenTree::Literal(lit.clone()).into())
+                    .ok()
+                    .map(|lit| (lit.value(), lit.span()))
+            }
+            _ => None,
+        };
+        // A value that is an identifier (`when = ready`) is not a key.
+        let after_eq = index > 0 && is_eq(trees.get(index - 1));
+        if let Some(key) = key
+            && !after_eq
+        {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
+/// Parses a comma-separated argument list, reporting each malformed
+/// argument at its token and keeping the others.
+pub(crate) fn parse_args(cx: &Ctxt, tokens: TokenStream) -> Vec<Arg> {
+    let mut errors = Vec::new();
+    let args = args_of(tokens, &mut errors);
+    for error in errors {
+        cx.syn_error(error);
+    }
+    args
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -177,9 +303,12 @@ impl<'c> ArgSet<'c> {
         self.unknown
     }
 
+    /// Removes `key`'s argument; a `Broken` one (already reported) yields
+    /// nothing.
     fn take(&mut self, key: &str) -> Option<Arg> {
         let index = self.args.iter().position(|arg| arg.key == key)?;
-        Some(self.args.remove(index))
+        let arg = self.args.remove(index);
+        (!matches!(arg.value, ArgValue::Broken)).then_some(arg)
     }
 
     /// Whether `key` was given.
@@ -257,6 +386,31 @@ impl<'c> ArgSet<'c> {
             },
             _ => {
                 self.mismatch(&arg, "the name of a method of this impl block");
+                None
+            }
+        }
+    }
+
+    /// `key = Type`, `key = path::Type`, `key = Vec<T>` or `key = "Type"`.
+    pub(crate) fn ty(&mut self, key: &str) -> Option<syn::Type> {
+        let arg = self.take(key)?;
+        match arg.value {
+            ArgValue::Ident(ident) => Some(syn::parse_quote!(#ident)),
+            ArgValue::Type(ty) => Some(*ty),
+            ArgValue::Lit(Lit::Str(lit)) => match lit.parse::<syn::Type>() {
+                Ok(ty) => Some(ty),
+                Err(_) => {
+                    self.cx.error_spanned_by(
+                        &lit,
+                        format!("`{}` is not a type; write `{key} = MyOutput` or `{key} = path::MyOutput`", lit.value()),
+                    );
+                    None
+                }
+            },
+            _ => {
+                let expected =
+                    format!("a type, e.g. `{key} = MyOutput` or `{key} = Vec<MyOutput>`");
+                self.mismatch(&arg, &expected);
                 None
             }
         }

@@ -115,6 +115,18 @@ fn marker_items(capability: &Capability<'_>) -> TokenStream {
         .output
         .map_or(capability.ident().span(), Spanned::span);
     let output = quote_spanned! {returns_span=> type Output = #returns; };
+    let returns_impl = match capability.kind {
+        Kind::Observation => quote! {
+            impl ::agent_surface::__private::Observes for #marker {
+                #output
+            }
+        },
+        _ => quote! {
+            impl ::agent_surface::__private::Returns for #marker {
+                #output
+            }
+        },
+    };
     let takes = capability.input().map(|input| {
         let ty = quote_spanned! {input.span()=> type Input = #input; };
         quote! {
@@ -131,10 +143,7 @@ fn marker_items(capability: &Capability<'_>) -> TokenStream {
 
         #inherent
         #takes
-
-        impl ::agent_surface::__private::Returns for #marker {
-            #output
-        }
+        #returns_impl
     }
 }
 
@@ -346,10 +355,10 @@ fn precondition_method(component: &Component<'_>) -> TokenStream {
             let precondition = capability.precondition.as_ref()?;
             capability.input()?;
             let marker = marker(capability);
-            // Pass the context only when the check declares a parameter for it.
+            // Pass the context only when the check declares it (by type).
             let with_context = component
                 .method(precondition)
-                .is_some_and(|method| method.sig.inputs.len() >= 3);
+                .is_some_and(crate::helpers::precondition_takes_context);
             let call = if with_context {
                 quote_spanned!(precondition.span()=> Self::#precondition(self, input, _ctx))
             } else {
@@ -358,7 +367,9 @@ fn precondition_method(component: &Component<'_>) -> TokenStream {
             Some(quote! {
                 #index => match ::agent_surface::__private::input_ref::<#marker>(_input) {
                     ::core::option::Option::Some(input) => #call,
-                    ::core::option::Option::None => ::core::result::Result::Ok(()),
+                    ::core::option::Option::None => ::core::result::Result::Err(
+                        ::agent_surface::__private::precondition_input_missing(),
+                    ),
                 },
             })
         })
@@ -387,7 +398,9 @@ fn invoke_arm(index: usize, capability: &Capability<'_>) -> TokenStream {
     let method = capability.ident();
     let args = capability.params.iter().map(|param| match param {
         Param::Input(ty) => quote_spanned!(ty.span()=> input),
-        Param::Context(ty) => quote_spanned!(ty.span()=> &_ctx),
+        Param::Context(ty) => {
+            quote_spanned!(ty.span()=> ::agent_surface::__private::context(&_ctx))
+        }
     });
     let call = if capability.method.sig.asyncness.is_some() {
         quote!(Self::#method(&*self, #(#args),*).await)

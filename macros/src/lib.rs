@@ -6,15 +6,19 @@
 //!
 //! The pipeline of `#[agent_component]`: `ast` (the typed model of the impl
 //! block, reporting malformed attributes) → `valid` (checks across the
-//! block) → `expand` (the contract, the dispatch, the catalog entry, the
-//! schema test), or `fallback` after errors. Every error is reported at the
-//! token that is wrong, all of them in one build.
+//! block, with `helpers` for the signatures of named helper methods) →
+//! `expand` (the contract, the dispatch, the catalog entry, the schema
+//! test), or `fallback` after errors. `#[agent_procedure]` and
+//! `#[agent_schema]` follow the same parse → validate → expand → fallback
+//! order in one file each. Every error is reported at the token that is
+//! wrong, all of them in one build.
 
 mod ast;
 mod attr;
 mod ctxt;
 mod expand;
 mod fallback;
+mod helpers;
 mod procedure;
 mod schema;
 mod symbol;
@@ -113,7 +117,8 @@ fn outside_component(name: &str, input: TokenStream) -> TokenStream {
 /// "destructive"` (required), `description = "…"` (or the doc comment),
 /// `confirmation = "never" | "optional" | "required"` (a destructive
 /// procedure cannot go below `optional`), `audit = "none" | "metadata" |
-/// "full"`, `idempotent`, `output = OutputType`, `timeout = "30s"`.
+/// "full"`, `idempotent`, `output = OutputType` (a path or a generic type
+/// such as `Vec<Row>` is fine unquoted), `timeout = "30s"`.
 ///
 /// Used on anything but a struct with named fields, it is an error:
 /// procedure inputs are JSON objects.
@@ -132,7 +137,9 @@ pub fn agent_procedure(args: TokenStream, input: TokenStream) -> TokenStream {
 /// Options: `#[agent_schema(output)]` (serialize only),
 /// `#[agent_schema(input)]` (deserialize only),
 /// `#[agent_schema(allow_unknown_fields)]`. Your own `#[serde(rename_all =
-/// …)]` or derives take precedence.
+/// …)]` or derives take precedence: write `#[agent_schema]` above your
+/// `#[derive(Serialize, Deserialize, JsonSchema)]` and it reuses them (a
+/// derive written above an attribute macro is invisible to it).
 #[proc_macro_attribute]
 pub fn agent_schema(args: TokenStream, input: TokenStream) -> TokenStream {
     schema::expand(args.into(), input.into()).into()

@@ -6,7 +6,7 @@
 //! `{Name}Fields` struct of typed field handles for bindings, a catalog
 //! entry, and a test that checks the contract.
 
-use agent_surface_rules::{Confirmation, Defaults, Effect, Kind, Plane};
+use agent_surface_rules::{Confirmation, Defaults, Effect, Kind};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
@@ -14,7 +14,7 @@ use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, LitStr};
 
 use crate::ast::{Spanned as At, doc_description, is_helper};
-use crate::attr::{self, ArgSet, ArgValue};
+use crate::attr::{self, ArgSet};
 use crate::ctxt::Ctxt;
 use crate::expand::{audit_tokens, confirmation_tokens, effect_tokens, source_tokens};
 use crate::schema::attr_args;
@@ -41,38 +41,12 @@ struct Handle<'a> {
 }
 
 fn parse_attrs(cx: &Ctxt, args: TokenStream, item: &DeriveInput) -> Attrs {
-    let args = match attr::parse_args(args) {
-        Ok(args) => args,
-        Err(err) => {
-            cx.syn_error(err);
-            Vec::new()
-        }
-    };
-    // `output = Type` may be a path, which the generic parser does not take
-    // as a value: pull it out first.
-    let mut output = None;
-    let mut rest = Vec::new();
-    for arg in args {
-        if arg.key == OUTPUT {
-            match &arg.value {
-                ArgValue::Ident(ident) => output = Some(syn::parse_quote!(#ident)),
-                ArgValue::Lit(syn::Lit::Str(lit)) => match lit.parse::<syn::Type>() {
-                    Ok(ty) => output = Some(ty),
-                    Err(_) => cx.error_spanned_by(lit, "`output` names the output type"),
-                },
-                _ => cx.error_at(
-                    arg.key_span,
-                    "`output` names the output type: `output = MyOutput` or `output = \"path::MyOutput\"`",
-                ),
-            }
-        } else {
-            rest.push(arg);
-        }
-    }
-    let mut set = ArgSet::new(cx, "#[agent_procedure]", PROCEDURE_KEYS, rest);
+    let args = attr::parse_args(cx, args);
+    let mut set = ArgSet::new(cx, "#[agent_procedure]", PROCEDURE_KEYS, args);
     let quiet = set.had_unknown_keys();
+    let id_given = set.has(ID);
     let id = set.string(ID);
-    if id.is_none() && !quiet {
+    if !id_given && !quiet {
         cx.error_spanned_by(
             &item.ident,
             "missing `id`: write `#[agent_procedure(id = \"domain:<path>\", effect = \"…\")]`",
@@ -131,6 +105,7 @@ fn parse_attrs(cx: &Ctxt, args: TokenStream, item: &DeriveInput) -> Attrs {
         .map(|(value, span)| At { value, span });
     let audit = set.audit(AUDIT);
     let timeout_ms = set.duration_ms(TIMEOUT);
+    let output = set.ty(OUTPUT);
     Attrs {
         id,
         description,
@@ -147,37 +122,48 @@ fn parse_attrs(cx: &Ctxt, args: TokenStream, item: &DeriveInput) -> Attrs {
 /// confirmation floor of the effect.
 fn check(cx: &Ctxt, attrs: &Attrs, item: &DeriveInput) {
     if let Some(id) = &attrs.id {
-        match agent_surface_rules::ids::parse_capability_id(&id.value()) {
-            Ok(parts) if parts.plane == Plane::Domain => {}
-            Ok(_) => cx.error_spanned_by(
+        let text = id.value();
+        match text.split_once(':') {
+            Some(("domain", path)) => {
+                if let Err(message) = agent_surface_rules::ids::parse_capability_id(&text)
+                    .map(|_| ())
+                    .and_then(|()| agent_surface_rules::ids::check_procedure_path(path))
+                {
+                    cx.error_spanned_by(id, message);
+                }
+            }
+            Some(("view", path)) => cx.error_spanned_by(
                 id,
-                "procedure ids are on the domain plane: write `domain:<path>`; `view:` ids belong to component capabilities (`#[action]`)",
-            ),
-            Err(message) => cx.error_spanned_by(id, message),
-        }
-    }
-    match &attrs.description {
-        Some(description) if description.value.trim().is_empty() => {
-            cx.error_at(description.span, "the description is empty");
-        }
-        Some(description)
-            if agent_surface_rules::char_len(description.value.trim())
-                > agent_surface_rules::MAX_CAPABILITY_DESCRIPTION =>
-        {
-            cx.error_at(
-                description.span,
                 format!(
-                    "the description is longer than {} characters",
-                    agent_surface_rules::MAX_CAPABILITY_DESCRIPTION
+                    "procedure ids are on the domain plane: write `domain:{path}`; `view:` ids belong to component capabilities"
                 ),
-            );
+            ),
+            Some((plane, path)) => cx.error_spanned_by(
+                id,
+                format!(
+                    "procedure id `{text}` has plane `{plane}`; procedure ids start with `domain:`, as in `domain:{path}`"
+                ),
+            ),
+            None => cx.error_spanned_by(
+                id,
+                format!(
+                    "procedure id `{text}` has no plane; procedure ids start with `domain:`, as in `domain:{}`",
+                    if text.is_empty() { "devices.disable" } else { &text }
+                ),
+            ),
         }
-        Some(_) => {}
-        None => cx.error_spanned_by(
-            &item.ident,
-            "a procedure needs a description: add a doc comment to the struct or `description = \"…\"`",
-        ),
     }
+    crate::valid::check_description(
+        cx,
+        attrs.description.as_ref(),
+        agent_surface_rules::MAX_CAPABILITY_DESCRIPTION,
+        || {
+            cx.error_spanned_by(
+                &item.ident,
+                "missing description: add a doc comment (`/// …`) on the struct or `description = \"…\"`",
+            );
+        },
+    );
     if let (Some(effect), Some(confirmation)) = (&attrs.effect, &attrs.confirmation)
         && let Some(defaults) = Defaults::of(Kind::Procedure, effect.value)
         && confirmation.value < defaults.confirmation_floor
@@ -218,6 +204,35 @@ fn named_fields<'a>(cx: &Ctxt, item: &'a DeriveInput) -> Vec<&'a syn::Field> {
             Vec::new()
         }
     }
+}
+
+/// Reports `#[agent_schema(output)]` on a procedure input, at `output`:
+/// the agent's call is deserialized into it.
+fn output_only_schema(cx: &Ctxt, item: &DeriveInput) -> bool {
+    let mut found = false;
+    for attr in item
+        .attrs
+        .iter()
+        .filter(|attr| is_helper(attr, "agent_schema"))
+    {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident(crate::symbol::SCHEMA_OUTPUT) {
+                found = true;
+                cx.error_spanned_by(
+                    &meta.path,
+                    format!(
+                        "`{}` is a procedure's input: the agent's call is deserialized into it, and `#[agent_schema(output)]` makes it serialize-only; remove `output`",
+                        item.ident
+                    ),
+                );
+            }
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            }
+            Ok(())
+        });
+    }
+    found
 }
 
 /// The value of `key = "…"` in the item's or a field's `#[serde(...)]`.
@@ -307,19 +322,28 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         );
     }
     let handles = handles(&cx, &item, &fields);
-    let has_schema = item
-        .attrs
-        .iter()
-        .any(|attr| is_helper(attr, "agent_schema"));
+    let expanded = crate::schema::already_expanded(&item.attrs);
+    let has_schema = expanded.is_some()
+        || item
+            .attrs
+            .iter()
+            .any(|attr| is_helper(attr, "agent_schema"));
+    let mut output_only = output_only_schema(&cx, &item);
+    if expanded == Some(true) {
+        output_only = true;
+        cx.error_spanned_by(
+            &item.ident,
+            format!(
+                "`{}` is a procedure's input: the agent's call is deserialized into it, and `#[agent_schema(output)]` makes it serialize-only; remove `output`",
+                item.ident
+            ),
+        );
+    }
     let schema = if has_schema {
         input
     } else {
         crate::schema::expand(TokenStream::new(), input)
     };
-    if cx.has_errors() {
-        let errors = cx.into_compile_errors();
-        return quote!(#schema #errors);
-    }
     let ident = &item.ident;
     let vis = &item.vis;
     let fields_ident = format_ident!("{}Fields", ident);
@@ -342,6 +366,49 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         let wire = &handle.wire;
         quote!(#name: ::agent_surface::__private::Field::new(#wire))
     });
+    let fields_struct = quote! {
+        #[doc = #fields_doc]
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #fields_ident {
+            #(#handle_fields,)*
+        }
+    };
+    let procedure_impl = |contract: TokenStream| {
+        quote! {
+            #[automatically_derived]
+            impl ::agent_surface::__private::Procedure for #ident {
+                type Fields = #fields_ident;
+
+                fn contract() -> &'static ::agent_surface::__private::ProcedureContract {
+                    #contract
+                }
+
+                fn fields() -> #fields_ident {
+                    #fields_ident {
+                        #(#handle_values,)*
+                    }
+                }
+            }
+        }
+    };
+    if cx.has_errors() {
+        // Fallback: the schema impls, the `…Fields` type and a `Procedure`
+        // impl that is never run, so uses of the type raise no follow-on
+        // errors.
+        let errors = cx.into_compile_errors();
+        let representable = matches!(&item.data, Data::Struct(data) if matches!(data.fields, Fields::Named(_)))
+            && item.generics.params.is_empty();
+        if !representable {
+            return quote!(#schema #errors);
+        }
+        let fallback_impl = (!output_only).then(|| procedure_impl(quote!(::core::unreachable!())));
+        return quote! {
+            #schema
+            #fields_struct
+            const _: () = { #fallback_impl };
+            #errors
+        };
+    }
     let id = attrs
         .id
         .clone()
@@ -391,34 +458,18 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         contract.extend(quote!(.timeout_ms(#ms)));
     }
     let test_name = format_ident!("agent_surface_procedure_contract_of_{}", ident.unraw());
+    let procedure_impl = procedure_impl(quote!(&CONTRACT));
 
     quote! {
         #schema
 
-        #[doc = #fields_doc]
-        #[derive(Clone, Copy, Debug)]
-        #vis struct #fields_ident {
-            #(#handle_fields,)*
-        }
+        #fields_struct
 
         #[doc(hidden)]
         const _: () = {
             static CONTRACT: ::agent_surface::__private::ProcedureContract = #contract;
 
-            #[automatically_derived]
-            impl ::agent_surface::__private::Procedure for #ident {
-                type Fields = #fields_ident;
-
-                fn contract() -> &'static ::agent_surface::__private::ProcedureContract {
-                    &CONTRACT
-                }
-
-                fn fields() -> #fields_ident {
-                    #fields_ident {
-                        #(#handle_values,)*
-                    }
-                }
-            }
+            #procedure_impl
 
             ::agent_surface::__private::inventory::submit! {
                 ::agent_surface::__private::ProcedureEntry::new(

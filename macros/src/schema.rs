@@ -12,7 +12,7 @@ use crate::ast::SchemaOptions;
 use crate::ctxt::Ctxt;
 
 /// Whether the item already derives the trait named `name`.
-fn derives(attrs: &[Attribute], name: &str) -> bool {
+pub(crate) fn derives(attrs: &[Attribute], name: &str) -> bool {
     attrs
         .iter()
         .filter(|attr| attr.path().is_ident("derive"))
@@ -31,6 +31,25 @@ fn derives(attrs: &[Attribute], name: &str) -> bool {
             });
             found
         })
+}
+
+/// Whether `#[agent_schema]` already expanded on this item (it was written
+/// above another attribute macro), read from its `#[serde(crate = …)]`:
+/// `Some(true)` when it made the type serialize-only.
+pub(crate) fn already_expanded(attrs: &[Attribute]) -> Option<bool> {
+    attr_args(attrs, "serde").iter().find_map(|(key, value)| {
+        match value.as_ref().map(LitStr::value) {
+            Some(path) if key == "crate" && path == "::agent_surface::__private::serde" => {
+                Some(false)
+            }
+            Some(path)
+                if key == "crate" && path == "::agent_surface::__private::serde_output_only" =>
+            {
+                Some(true)
+            }
+            _ => None,
+        }
+    })
 }
 
 /// The arguments of the item's `#[serde(...)]` (or `#[schemars(...)]`)
@@ -127,6 +146,28 @@ fn fields_of(data: &Data) -> Vec<&syn::Field> {
     }
 }
 
+/// The element lists of the tuple struct or of each tuple variant with two
+/// or more elements.
+fn tuple_groups(data: &Data) -> Vec<Vec<&syn::Field>> {
+    fn unnamed(fields: &Fields) -> Option<Vec<&syn::Field>> {
+        match fields {
+            Fields::Unnamed(fields) if fields.unnamed.len() > 1 => {
+                Some(fields.unnamed.iter().collect())
+            }
+            _ => None,
+        }
+    }
+    match data {
+        Data::Struct(data) => unnamed(&data.fields).into_iter().collect(),
+        Data::Enum(data) => data
+            .variants
+            .iter()
+            .filter_map(|variant| unnamed(&variant.fields))
+            .collect(),
+        Data::Union(_) => Vec::new(),
+    }
+}
+
 pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
     let options = SchemaOptions::parse(&cx, args);
@@ -146,11 +187,11 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             union.union_token,
             "unions have no JSON Schema; use an enum (`#[agent_schema]` supports structs and enums)",
         );
-    }
-    if cx.has_errors() {
         let errors = cx.into_compile_errors();
         return quote!(#input #errors);
     }
+    // Malformed options were reported; the expansion goes on with the
+    // defaults, so uses of the type raise no follow-on errors.
 
     let ident = &item.ident;
     let serde_keys = attr_keys(&item.attrs, "serde");
@@ -175,8 +216,16 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         derive_paths.push(quote!(::agent_surface::__private::schemars::JsonSchema));
     }
     let mut container = vec![
-        quote!(#[derive(#(#derive_paths),*)]),
-        quote!(#[serde(crate = "::agent_surface::__private::serde")]),
+        if derive_paths.is_empty() {
+            TokenStream::new()
+        } else {
+            quote!(#[derive(#(#derive_paths),*)])
+        },
+        if options.deserialize {
+            quote!(#[serde(crate = "::agent_surface::__private::serde")])
+        } else {
+            quote!(#[serde(crate = "::agent_surface::__private::serde_output_only")])
+        },
     ];
     if add_schema_derive {
         container.push(quote!(#[schemars(crate = "::agent_surface::__private::schemars")]));
@@ -218,6 +267,25 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             });
         }
     }
+    // Tuple structs and tuple variants are JSON arrays: with two or more
+    // elements they must share one type (mixed ones need `prefixItems`).
+    for group in tuple_groups(&item.data) {
+        let mut kept = group
+            .iter()
+            .filter(|field| !field_schema_is_replaced(&field.attrs));
+        let Some(first) = kept.next() else { continue };
+        let first = &first.ty;
+        for field in kept {
+            let ty = &field.ty;
+            if mentions_generics(ty, &item.generics) || mentions_generics(first, &item.generics) {
+                bounds.push(quote!(#ty: ::agent_surface::__private::SameField<#first>));
+            } else {
+                assertions.push(quote_spanned! {ty.span()=>
+                    ::agent_surface::__private::assert_same_field::<#first, #ty>();
+                });
+            }
+        }
+    }
     let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
     let mut predicates: Vec<TokenStream> = where_clause
         .map(|clause| clause.predicates.iter().map(|p| quote!(#p)).collect())
@@ -233,10 +301,25 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         quote!(where #(#predicates),*)
     };
     let concrete = item.generics.params.is_empty();
-    let input_impl = (named_struct && options.deserialize && concrete).then(|| {
-        quote! {
-            #[automatically_derived]
-            impl ::agent_surface::__private::AgentInput for #ident {}
+    let input_impl = (named_struct && options.deserialize).then(|| {
+        if concrete {
+            quote! {
+                #[automatically_derived]
+                impl ::agent_surface::__private::AgentInput for #ident {}
+            }
+        } else {
+            // A generic input is an input wherever its arguments make it one.
+            let mut predicates = predicates.clone();
+            predicates.push(quote! {
+                Self: ::agent_surface::__private::serde::de::DeserializeOwned
+                    + ::core::marker::Send
+                    + 'static
+            });
+            quote! {
+                #[automatically_derived]
+                impl #impl_generics ::agent_surface::__private::AgentInput for #ident #ty_generics
+                where #(#predicates),* {}
+            }
         }
     });
     let assert_fields = (!assertions.is_empty()).then(|| {
@@ -247,9 +330,23 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         }
     });
 
+    // The item's own derives come first, then ours, then every helper
+    // attribute: each helper follows the derive that introduces it.
+    let (user_derives, other_attrs): (Vec<&Attribute>, Vec<&Attribute>) = item
+        .attrs
+        .iter()
+        .partition(|attr| attr.path().is_ident("derive"));
+    let (our_derive, helpers) = container.split_at(1);
+    let mut bare = item.clone();
+    bare.attrs.clear();
+
+    let errors = cx.into_compile_errors();
     quote! {
-        #(#container)*
-        #input
+        #(#user_derives)*
+        #(#our_derive)*
+        #(#helpers)*
+        #(#other_attrs)*
+        #bare
 
         #[doc(hidden)]
         const _: () = {
@@ -259,5 +356,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             #input_impl
             #assert_fields
         };
+
+        #errors
     }
 }

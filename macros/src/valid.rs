@@ -17,7 +17,8 @@ pub(crate) fn check(cx: &Ctxt, component: &Component<'_>) {
     check_unique_names(cx, component);
 }
 
-fn check_description(
+/// The shared description rule, or `missing` when there is none.
+pub(crate) fn check_description(
     cx: &Ctxt,
     description: Option<&Spanned<String>>,
     limit: usize,
@@ -25,17 +26,11 @@ fn check_description(
 ) {
     match description {
         None => missing(),
-        Some(text) if text.value.trim().is_empty() => cx.error_at(
-            text.span,
-            "the description is empty; agents choose capabilities by their descriptions, so say what it does",
-        ),
         Some(text) => {
-            let len = agent_surface_rules::char_len(&text.value);
-            if len > limit {
-                cx.error_at(
-                    text.span,
-                    format!("the description is {len} characters long; the limit is {limit}. Shorten it"),
-                );
+            if let Err(message) =
+                agent_surface_rules::check_description("the description", &text.value, limit)
+            {
+                cx.error_at(text.span, message);
             }
         }
     }
@@ -174,24 +169,27 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
         );
     }
 
-    check_named_method(cx, component, capability, capability.when.as_ref(), "when");
+    if let Some(method) =
+        check_named_method(cx, component, capability, capability.when.as_ref(), "when")
+    {
+        crate::helpers::check_when(cx, method);
+    }
     match &capability.reason {
         Some(_) if capability.when.is_none() => cx.error_at(
             capability.reason_span.unwrap_or(capability.attr_span),
             "`unavailable_reason` explains a `when` condition; add `when = method` or remove it",
         ),
+        Some(Ok(lit)) if lit.value().trim().is_empty() => cx.error_spanned_by(
+            lit,
+            "the unavailable reason is empty; say what enables the capability",
+        ),
         Some(Ok(lit)) => {
-            let text = lit.value();
-            if text.trim().is_empty() {
-                cx.error_spanned_by(
-                    lit,
-                    "the unavailable reason is empty; say what enables the capability",
-                );
-            } else if agent_surface_rules::char_len(&text) > MAX_CAPABILITY_DESCRIPTION {
-                cx.error_spanned_by(
-                    lit,
-                    format!("the unavailable reason is longer than {MAX_CAPABILITY_DESCRIPTION} characters"),
-                );
+            if let Err(message) = agent_surface_rules::check_description(
+                "the unavailable reason",
+                &lit.value(),
+                MAX_CAPABILITY_DESCRIPTION,
+            ) {
+                cx.error_spanned_by(lit, message);
             }
         }
         Some(Err(method)) => {
@@ -206,13 +204,16 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
         None => {}
     }
     if let Some(precondition) = &capability.precondition {
-        check_named_method(
+        let method = check_named_method(
             cx,
             component,
             capability,
             Some(precondition),
             "precondition",
         );
+        if let (Some(method), Some(input)) = (method, capability.input()) {
+            crate::helpers::check_precondition(cx, method, input);
+        }
         if capability.input().is_none() {
             cx.error_spanned_by(
                 precondition,
@@ -225,32 +226,54 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
     }
 }
 
-/// Checks that an attribute names a plain method of this impl block.
-fn check_named_method(
+/// Checks that an attribute names a plain method of this impl block (for
+/// `when`, a synchronous boolean observation also serves), and returns it.
+fn check_named_method<'a>(
     cx: &Ctxt,
-    component: &Component<'_>,
+    component: &Component<'a>,
     capability: &Capability<'_>,
     named: Option<&syn::Ident>,
     key: &str,
-) {
-    let Some(ident) = named else { return };
+) -> Option<&'a syn::ImplItemFn> {
+    let ident = named?;
     match component.method(ident) {
-        None => cx.error_spanned_by(
-            ident,
-            format!(
-                "`{key} = {ident}` names no method of this impl block; add `fn {ident}(&self) …` here"
-            ),
-        ),
-        Some(method) if component.capabilities.iter().any(|c| c.ident() == &method.sig.ident) => {
+        None => {
             cx.error_spanned_by(
                 ident,
-                format!("`{key}` must name a helper method, not the capability `{ident}`"),
+                format!(
+                    "`{key} = {ident}` names no method of this impl block; add `fn {ident}(&self) …` here"
+                ),
             );
+            None
         }
         Some(_) if *ident == *capability.ident() => {
             cx.error_spanned_by(ident, format!("`{key}` cannot name the capability itself"));
+            None
         }
-        Some(_) => {}
+        Some(method) => {
+            let target = component
+                .capabilities
+                .iter()
+                .find(|c| c.ident() == &method.sig.ident);
+            match target {
+                Some(target) if key == "when" && target.kind == Kind::Observation => Some(method),
+                Some(_) if key == "when" => {
+                    cx.error_spanned_by(
+                        ident,
+                        format!("`when` must name a helper method or a boolean observation, not the action `{ident}`"),
+                    );
+                    None
+                }
+                Some(_) => {
+                    cx.error_spanned_by(
+                        ident,
+                        format!("`{key}` must name a helper method, not the capability `{ident}`"),
+                    );
+                    None
+                }
+                None => Some(method),
+            }
+        }
     }
 }
 

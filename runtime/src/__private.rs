@@ -8,7 +8,9 @@ use std::future::Future;
 use serde_json::Value;
 
 pub use crate::catalog::CatalogEntry;
-pub use crate::component::{Component, HandlerFuture, HandlerOutcome, HandlerReturn};
+pub use crate::component::{
+    Component, HandlerError, HandlerFuture, HandlerOutcome, HandlerReturn, ObservationReturn,
+};
 pub use crate::context::{ActionContext, ReadContext};
 pub use crate::contract::{CapabilityContract, ComponentContract, Concurrency, Source, TypedInput};
 pub use crate::error::{ActionError, PreconditionFailure};
@@ -18,6 +20,9 @@ pub use agent_surface_rules::{Audit, Confirmation, Effect};
 pub use inventory;
 pub use schemars;
 pub use serde;
+/// serde again, named so that a `#[serde(crate = …)]` path records that
+/// `#[agent_schema(output)]` made the type serialize-only.
+pub use serde as serde_output_only;
 pub use std::sync::Arc;
 
 /// Names the input type of one capability. `#[agent_component]` implements
@@ -32,6 +37,18 @@ pub trait Takes {
 pub trait Returns {
     /// The handler's return type.
     type Output: HandlerReturn;
+}
+
+/// Names the return type of one observation. An observation returns the
+/// state it reads, so `()` and `Result<(), E>` are refused where they are
+/// written; its [`Returns`] follows.
+pub trait Observes {
+    /// The observation's return type.
+    type Output: ObservationReturn;
+}
+
+impl<M: Observes> Returns for M {
+    type Output = M::Output;
 }
 
 /// The raw input schema of capability `C`.
@@ -93,6 +110,12 @@ pub fn take_input<C: Takes>(input: Option<TypedInput>) -> Result<C::Input, Actio
         })
 }
 
+/// The refusal of a precondition whose typed input did not arrive: the check
+/// cannot run, so the call does not go on.
+pub fn precondition_input_missing() -> PreconditionFailure {
+    PreconditionFailure::new("The input could not be checked; the call was refused")
+}
+
 /// Borrows the typed input of capability `C` for a precondition check.
 pub fn input_ref<C: Takes>(input: &TypedInput) -> Option<&C::Input> {
     input.downcast_ref::<C::Input>()
@@ -150,8 +173,52 @@ pub fn check_procedure(contract: &'static ProcedureContract) {
     }
 }
 
+/// The context parameters a handler may declare, lent from the call's
+/// [`ActionContext`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler context",
+    label = "a handler borrows `&ActionContext` or `&ReadContext` from `agent_surface`",
+    note = "the input is taken by value and annotated with `#[agent_schema]`; the context is `agent_surface::prelude::ActionContext` (actions) or `ReadContext`"
+)]
+pub trait HandlerContext<'a>: Sized {
+    /// Borrows the context as this parameter type.
+    fn lend(ctx: &'a ActionContext) -> Self;
+}
+
+impl<'a> HandlerContext<'a> for &'a ActionContext {
+    fn lend(ctx: &'a ActionContext) -> Self {
+        ctx
+    }
+}
+
+impl<'a> HandlerContext<'a> for &'a ReadContext {
+    fn lend(ctx: &'a ActionContext) -> Self {
+        ctx
+    }
+}
+
+/// The context argument of a handler, as the type its parameter declares.
+pub fn context<'a, T: HandlerContext<'a>>(ctx: &'a ActionContext) -> T {
+    T::lend(ctx)
+}
+
 /// Compile-time assertion placed at a field type by `#[agent_schema]`.
 pub fn assert_schema<T: AgentSchema + ?Sized>() {}
+
+/// The elements of a tuple struct or tuple variant share one type: with
+/// mixed types its schema needs `prefixItems`, outside the subset.
+#[diagnostic::on_unimplemented(
+    message = "a tuple struct or tuple variant mixing `{First}` and `{Self}` is outside the agent-surface subset",
+    label = "its elements become a JSON array whose items differ in type (`prefixItems`), which the subset does not allow",
+    note = "name the fields (`Reading {{ label: String, value: f64 }}`), or give every element the same type"
+)]
+pub trait SameField<First: ?Sized> {}
+
+impl<T: ?Sized> SameField<T> for T {}
+
+/// Compile-time assertion placed at the second and later element types of a
+/// tuple struct or tuple variant by `#[agent_schema]`.
+pub fn assert_same_field<First: ?Sized, T: SameField<First> + ?Sized>() {}
 
 /// The body of the test generated beside each component: fails `cargo test`
 /// with the keyword and the JSON pointer when a schema leaves the subset.

@@ -134,7 +134,7 @@ pub use agent_surface_macros::{
     action, agent_component, agent_procedure, agent_schema, observation,
 };
 pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
-pub use component::{Component, HandlerReturn};
+pub use component::{Component, HandlerError, HandlerReturn, ObservationReturn};
 pub use context::{ActionContext, Consumer, ConsumerKind, Environment, HostContext, ReadContext};
 pub use error::{
     ActionError, DefinitionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry,

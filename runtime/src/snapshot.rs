@@ -541,6 +541,10 @@ impl Registry {
             } else {
                 Decision::Expose
             };
+            // Hidden: nothing of the reference (its `when`) runs for this consumer.
+            if decision == Decision::Hide {
+                continue;
+            }
             let availability = registration.procedure_availability(reference);
             let reason = match (decision, availability) {
                 (Decision::Hide, _) => continue,

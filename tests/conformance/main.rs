@@ -9,6 +9,7 @@
 )] // test code
 
 mod audit_trail;
+mod authoring;
 mod canonical;
 mod concurrency;
 mod confirmation_integrity;
@@ -31,6 +32,7 @@ mod rate_limits;
 mod reentrancy;
 mod schema;
 mod staleness;
+mod supplied_schema;
 mod toolset;
 mod wire;
 

@@ -165,3 +165,5 @@ impl Defective {
         }
     }
 }
+
+pub mod supplied;

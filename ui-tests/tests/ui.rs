@@ -1,20 +1,34 @@
-//! Runs every case. Set `TRYBUILD=overwrite` to regenerate the `.stderr` files.
+//! Runs every case. Set `TRYBUILD=overwrite` to regenerate the `.stderr` files,
+//! and `UI_CASES=<glob>` (e.g. `UI_CASES=schemas/*.rs`) to run only the
+//! matching cases (several globs separated by spaces) while iterating.
+
+const TOPICS: &[&str] = &[
+    "ids",
+    "descriptions",
+    "effects",
+    "names",
+    "attributes",
+    "signatures",
+    "schemas",
+    "placement",
+    "multiple",
+    "procedures",
+];
 
 #[test]
 fn ui() {
     let cases = trybuild::TestCases::new();
-    for topic in [
-        "ids",
-        "descriptions",
-        "effects",
-        "names",
-        "attributes",
-        "signatures",
-        "schemas",
-        "placement",
-        "multiple",
-        "procedures",
-    ] {
+    if let Ok(globs) = std::env::var("UI_CASES") {
+        for glob in globs.split_whitespace() {
+            if glob.starts_with("pass/") {
+                cases.pass(glob);
+            } else {
+                cases.compile_fail(glob);
+            }
+        }
+        return;
+    }
+    for topic in TOPICS {
         cases.compile_fail(format!("{topic}/*.rs"));
     }
     cases.pass("pass/*.rs");

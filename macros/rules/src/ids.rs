@@ -37,20 +37,72 @@ fn too_long(what: &str, text: &str) -> Result<(), String> {
     }
 }
 
-fn check_type_segment(segment: &str, whole: &str) -> Result<(), String> {
-    let mut chars = segment.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase());
-    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if segment.is_empty() {
-        Err(format!(
-            "component type `{whole}` has an empty segment; write dot-separated segments such as `devices.table`"
-        ))
-    } else if first_ok && rest_ok {
-        Ok(())
+/// What is wrong with one character of an id, and what to write instead.
+fn bad_char(c: char, allowed: &str) -> String {
+    if c == '_' {
+        format!("`_`; underscores are reserved for wire names, so use `-` instead ({allowed})")
+    } else if c.is_ascii_uppercase() {
+        format!("the uppercase letter `{c}`; write it lowercase ({allowed})")
+    } else if !c.is_ascii() {
+        format!("`{c}` (U+{:04X}), which is not ASCII ({allowed})", c as u32)
+    } else if c.is_whitespace() {
+        format!("a space ({allowed})")
     } else {
-        Err(format!(
-            "segment `{segment}` of component type `{whole}` must start with a lowercase letter and contain only lowercase letters, digits and `-` (for example `devices.table`)"
-        ))
+        format!("`{c}` ({allowed})")
+    }
+}
+
+fn check_type_segment(segment: &str, whole: &str) -> Result<(), String> {
+    const ALLOWED: &str = "segments hold lowercase ASCII letters, digits and `-`";
+    let Some(first) = segment.chars().next() else {
+        let place = if whole.starts_with('.') {
+            "a leading `.`"
+        } else if whole.ends_with('.') {
+            "a trailing `.`"
+        } else {
+            "two dots in a row"
+        };
+        return Err(format!(
+            "component type `{whole}` has an empty segment ({place}); write dot-separated segments such as `devices.table`"
+        ));
+    };
+    if let Some(bad) = segment
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    {
+        let example = if bad == '_' || bad == ' ' || bad.is_ascii_uppercase() {
+            suggest_type(whole)
+        } else {
+            "devices.table".to_owned()
+        };
+        return Err(format!(
+            "segment `{segment}` of component type `{whole}` contains {}; for example `{example}`",
+            bad_char(bad, ALLOWED)
+        ));
+    }
+    if !first.is_ascii_lowercase() {
+        return Err(format!(
+            "segment `{segment}` of component type `{whole}` starts with `{first}`; each segment starts with a lowercase letter (for example `devices.table`)"
+        ));
+    }
+    Ok(())
+}
+
+/// A component type close to `text` that follows the grammar, for messages.
+fn suggest_type(text: &str) -> String {
+    let fixed: String = text
+        .chars()
+        .map(|c| match c {
+            '_' | ' ' => '-',
+            c => c.to_ascii_lowercase(),
+        })
+        .filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '.')
+        .collect();
+    let segments: Vec<&str> = fixed.split('.').filter(|s| !s.is_empty()).collect();
+    if segments.is_empty() {
+        "devices.table".to_owned()
+    } else {
+        segments.join(".")
     }
 }
 
@@ -62,6 +114,17 @@ pub fn check_component_type(text: &str) -> Result<(), String> {
                 .to_owned(),
         );
     }
+    if let Some((prefix, rest)) = text.split_once(':') {
+        return Err(if Plane::parse(prefix).is_some() {
+            format!(
+                "component type `{text}` carries the plane prefix `{prefix}:`; the type is only the part after it: write `{rest}` (capability ids add `view:` themselves)"
+            )
+        } else {
+            format!(
+                "component type `{text}` contains `:`; write dot-separated lowercase segments such as `devices.table`"
+            )
+        });
+    }
     too_long("the component type", text)?;
     text.split('.')
         .try_for_each(|segment| check_type_segment(segment, text))
@@ -69,16 +132,31 @@ pub fn check_component_type(text: &str) -> Result<(), String> {
 
 /// Checks a capability name such as `selectRows`.
 pub fn check_capability_name(text: &str) -> Result<(), String> {
-    let mut chars = text.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase());
-    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric());
-    if first_ok && rest_ok {
-        too_long("the capability name", text)
-    } else {
-        Err(format!(
-            "capability name `{text}` must be camelCase: a lowercase letter followed by letters and digits (for example `selectRows`)"
-        ))
+    const ALLOWED: &str = "a capability name is camelCase ASCII letters and digits";
+    let Some(first) = text.chars().next() else {
+        return Err(
+            "the capability name is empty; write camelCase such as `selectRows`".to_owned(),
+        );
+    };
+    if let Some(bad) = text.chars().find(|c| !c.is_ascii_alphanumeric()) {
+        let (reason, example) = if bad == '_' || bad == '-' {
+            (
+                format!("`{bad}`; write it camelCase"),
+                snake_to_camel(&text.replace('-', "_")),
+            )
+        } else {
+            (bad_char(bad, ALLOWED), "selectRows".to_owned())
+        };
+        return Err(format!(
+            "capability name `{text}` contains {reason}: for example `{example}`"
+        ));
     }
+    if !first.is_ascii_lowercase() {
+        return Err(format!(
+            "capability name `{text}` starts with `{first}`; a capability name is camelCase and starts with a lowercase letter (for example `selectRows`)"
+        ));
+    }
+    too_long("the capability name", text)
 }
 
 /// Checks an instance id such as `main` or `device_456`.
@@ -110,12 +188,23 @@ pub fn check_procedure_path(text: &str) -> Result<(), String> {
         );
     }
     for segment in text.split('.') {
-        let mut chars = segment.chars();
-        let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-        let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '-');
-        if !(first_ok && rest_ok) {
+        let Some(first) = segment.chars().next() else {
             return Err(format!(
-                "segment `{segment}` of procedure path `{text}` must start with a letter and contain only letters, digits and `-` (for example `devices.disable`)"
+                "procedure path `{text}` has an empty segment; write dot-separated segments such as `devices.disable`"
+            ));
+        };
+        if let Some(bad) = segment
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-'))
+        {
+            return Err(format!(
+                "segment `{segment}` of procedure path `{text}` contains {}",
+                bad_char(bad, "path segments hold ASCII letters, digits and `-`")
+            ));
+        }
+        if !first.is_ascii_alphabetic() {
+            return Err(format!(
+                "segment `{segment}` of procedure path `{text}` starts with `{first}`; each segment starts with a letter (for example `devices.disable`)"
             ));
         }
     }

@@ -21,7 +21,7 @@
 pub mod ids;
 mod text;
 
-pub use text::{description_from_doc_lines, parse_duration_ms};
+pub use text::{check_description, description_from_doc_lines, parse_duration_ms};
 
 /// Maximum length, in characters, of a component description.
 pub const MAX_COMPONENT_DESCRIPTION: usize = 500;

@@ -73,12 +73,70 @@ pub trait Component: Send + Sync + 'static {
     ) -> HandlerFuture;
 }
 
+/// The error types a handler may return in its `Result`: [`ActionError`],
+/// [`PreconditionFailure`], and everything that converts into
+/// `Box<dyn Error + Send + Sync>`: any `std::error::Error + Send + Sync +
+/// 'static`, `Box<dyn Error + Send + Sync>` itself, `anyhow::Error`, and
+/// `String`/`&'static str`.
+///
+/// Errors other than the first two become `EXECUTION_FAILED`: the agent
+/// sees a generic message, the operator channel the error and its sources.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a handler error",
+    label = "not convertible into `ActionError`",
+    note = "return `ActionError`, `PreconditionFailure`, any `std::error::Error + Send + Sync + 'static`, `Box<dyn Error + Send + Sync>` or `anyhow::Error`"
+)]
+pub trait HandlerError {
+    /// Converts the error into the handler outcome's error.
+    fn into_action_error(self) -> ActionError;
+}
+
+impl HandlerError for ActionError {
+    fn into_action_error(self) -> ActionError {
+        self
+    }
+}
+
+impl HandlerError for PreconditionFailure {
+    fn into_action_error(self) -> ActionError {
+        self.into()
+    }
+}
+
+impl<E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>> HandlerError for E {
+    fn into_action_error(self) -> ActionError {
+        ActionError::from(BoxedCause(self.into()))
+    }
+}
+
+/// A boxed error as an `Error` (a box of `dyn Error` is not one itself),
+/// keeping its message and its chain of sources.
+struct BoxedCause(Box<dyn std::error::Error + Send + Sync + 'static>);
+
+impl std::fmt::Debug for BoxedCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl std::fmt::Display for BoxedCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for BoxedCause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
 /// The types a handler may return: an output value, `()`, or a `Result` of
-/// either with an error convertible into [`ActionError`].
+/// either with a [`HandlerError`].
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a supported handler return type",
-    label = "handlers return `T: AgentOutput`, `()`, or `Result<T, E>` with `E: Into<ActionError>`",
-    note = "annotate output structs with `#[agent_schema]`; any `std::error::Error + Send + Sync + 'static` converts into `ActionError`"
+    label = "handlers return `T: AgentOutput`, `()`, or `Result<T, E>` with `E: HandlerError`",
+    note = "annotate output structs with `#[agent_schema]`; any `std::error::Error + Send + Sync + 'static`, `Box<dyn Error + Send + Sync>` and `anyhow::Error` convert into `ActionError`"
 )]
 pub trait HandlerReturn {
     /// Generates the raw output schema; `None` for `()`.
@@ -105,21 +163,33 @@ impl<T: AgentOutput> HandlerReturn for T {
     }
 }
 
-impl<T: AgentOutput, E: Into<ActionError>> HandlerReturn for Result<T, E> {
+impl<T: AgentOutput, E: HandlerError> HandlerReturn for Result<T, E> {
     fn output_schema() -> Option<Value> {
         Some(crate::schema::generate::<T>())
     }
     fn into_outcome(self) -> HandlerOutcome {
-        self.map_err(Into::into)
+        self.map_err(HandlerError::into_action_error)
             .and_then(HandlerReturn::into_outcome)
     }
 }
 
-impl<E: Into<ActionError>> HandlerReturn for Result<(), E> {
+impl<E: HandlerError> HandlerReturn for Result<(), E> {
     fn output_schema() -> Option<Value> {
         None
     }
     fn into_outcome(self) -> HandlerOutcome {
-        self.map(|()| None).map_err(Into::into)
+        self.map(|()| None).map_err(HandlerError::into_action_error)
     }
 }
+
+/// The types an observation may return: a value, or a `Result` of one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a supported observation return type",
+    label = "an observation returns the state it reads: `T` or `Result<T, E>` where `T` has `#[agent_schema]` (or is a standard type such as String, bool, Vec<T>), never `()`",
+    note = "return the value the agent reads, e.g. `-> Status`; a method that only changes state is an `#[action(effect = \"local-state\")]`"
+)]
+pub trait ObservationReturn: HandlerReturn {}
+
+impl<T: AgentOutput> ObservationReturn for T {}
+
+impl<T: AgentOutput, E: HandlerError> ObservationReturn for Result<T, E> {}

@@ -251,14 +251,27 @@ impl Dedupe {
         }
     }
 
-    /// Over budget: the heaviest consumer gives up its oldest record, until
-    /// the window fits. Consumers holding records are at most `count`.
+    /// Over budget: the consumer holding the most of what overflowed (records
+    /// when the count did, bytes when the bytes did) gives up its oldest
+    /// record, until the window fits. A consumer within its fair share of
+    /// both is never the one chosen. Consumers holding records are at most
+    /// `count`.
     fn enforce_budget(&mut self) {
-        while self.settled_count > self.budget.count || self.settled_bytes > self.budget.bytes {
+        loop {
+            let by_count = self.settled_count > self.budget.count;
+            if !by_count && self.settled_bytes <= self.budget.bytes {
+                return;
+            }
             let Some(heaviest) = self
                 .settled
                 .iter()
-                .max_by_key(|(_, ledger)| (ledger.bytes, ledger.records.len()))
+                .max_by_key(|(_, ledger)| {
+                    if by_count {
+                        (ledger.records.len(), ledger.bytes)
+                    } else {
+                        (ledger.bytes, ledger.records.len())
+                    }
+                })
                 .map(|(consumer, _)| Arc::clone(consumer))
             else {
                 self.settled_count = 0;
@@ -364,6 +377,46 @@ mod tests {
         }
         assert!(matches!(dedupe.begin(&quiet, 7, 0), Begin::Cached(_)));
         assert!(dedupe.len() <= 10);
+    }
+
+    #[test]
+    fn count_pressure_evicts_the_consumer_with_the_most_records() {
+        let mut dedupe = Dedupe::new(Budget {
+            count: 200,
+            bytes: 4 << 20,
+            ttl_ms: 1_000,
+            in_flight_per_consumer: 4,
+        });
+        let heavy = |id: &str| {
+            InvocationResult::new(
+                Arc::from(id),
+                Arc::from("view:t.c.a"),
+                Ok(Some(Arc::new(serde_json::Value::String(
+                    "x".repeat(20_000),
+                )))),
+                1,
+                false,
+            )
+        };
+        for n in 0..10 {
+            let k = key("victim", &format!("v{n}"));
+            let Begin::Leader(generation) = dedupe.begin(&k, 7, 0) else {
+                panic!("expected a new attempt");
+            };
+            dedupe.finish(&k, generation, &heavy(&k.1), 0);
+        }
+        for n in 0..300 {
+            settle(&mut dedupe, &key("attacker", &format!("a{n}")), 0);
+        }
+        for n in 0..10 {
+            assert!(
+                matches!(
+                    dedupe.begin(&key("victim", &format!("v{n}")), 7, 0),
+                    Begin::Cached(_)
+                ),
+                "v{n}"
+            );
+        }
     }
 
     #[test]

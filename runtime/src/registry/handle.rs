@@ -206,6 +206,8 @@ impl Drop for Mounted {
     fn drop(&mut self) {
         if let Some(registration) = self.registration.take() {
             self.registry.unregister(&registration);
+            // Possibly the last owner: its policy chains are host code.
+            crate::util::contain::drop_contained("registration", registration);
         }
     }
 }

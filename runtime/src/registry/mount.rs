@@ -358,6 +358,7 @@ impl Registry {
             let released = registration.release();
             drop(state);
             released.drop_unlocked();
+            crate::util::contain::drop_contained("registration", registration);
             return Err(MountError::SuffixCollision {
                 view: view.to_string(),
                 domain: domain.to_string(),
@@ -366,6 +367,7 @@ impl Registry {
         let mut events = Vec::new();
         let mut replaced = None;
         let mut released = None;
+        let mut evicted = Vec::new();
         let existing = state
             .by_type
             .get(&*component_type)
@@ -377,6 +379,7 @@ impl Registry {
                     let released = registration.release();
                     drop(state);
                     released.drop_unlocked();
+                    crate::util::contain::drop_contained("registration", registration);
                     return Ok(self.rejected(
                         registration_id,
                         component_type,
@@ -385,7 +388,7 @@ impl Registry {
                     ));
                 }
                 DuplicatePolicy::Replace => {
-                    state.remove(&existing, now);
+                    evicted = state.remove(&existing, now);
                     released = Some(existing.release());
                     events.push(SurfaceEvent::ComponentUnregistered {
                         registration_id: Arc::clone(&existing.id),
@@ -422,6 +425,7 @@ impl Registry {
         if let Some(released) = released {
             released.drop_unlocked();
         }
+        crate::util::contain::drop_contained("evicted tombstones", evicted);
         if let (Some((view, domain)), SuffixPolicy::Warn) = (&collision, inner.config.suffixes) {
             tracing::warn!(%view, %domain, "a view capability shares its suffix with a domain procedure");
             let mut event = AuditEvent::new(AuditKind::CollisionSuspected, now);
@@ -516,7 +520,7 @@ impl Registry {
         if !registration.is_active() {
             return;
         }
-        state.remove(registration, now);
+        let evicted = state.remove(registration, now);
         let released = registration.release();
         let events = if inner.dispatcher.active() {
             vec![SurfaceEvent::ComponentUnregistered {
@@ -535,5 +539,6 @@ impl Registry {
         // Last: the destructor may unmount other components (nested mounts)
         // and may panic; neither can hold up or undo this unmount.
         released.drop_unlocked();
+        crate::util::contain::drop_contained("evicted tombstones", evicted);
     }
 }

@@ -111,7 +111,16 @@ impl State {
         }
     }
 
-    pub(super) fn remove(&mut self, registration: &Arc<Registration>, now_ms: u64) {
+    /// Removes a live registration and remembers it as a tombstone. Returns
+    /// the tombstones that made room: the caller drops them once the state
+    /// lock is released (they hold policy chains, whose destructors are
+    /// host code).
+    #[must_use = "drop the evicted tombstones after releasing the state lock"]
+    pub(super) fn remove(
+        &mut self,
+        registration: &Arc<Registration>,
+        now_ms: u64,
+    ) -> Vec<(Arc<str>, Tombstone)> {
         self.live.remove(&registration.id);
         let component_type = registration.contract.component_type().as_str();
         if let Some(instances) = self.by_type.get_mut(component_type) {
@@ -138,7 +147,7 @@ impl State {
             Arc::clone(&registration.id),
             now_ms,
         );
-        self.tombstones.insert(
+        let evicted = self.tombstones.insert(
             Arc::clone(&registration.id),
             Tombstone {
                 registration: Arc::clone(registration),
@@ -146,5 +155,6 @@ impl State {
             now_ms,
         );
         self.ordered = None;
+        evicted
     }
 }

@@ -42,6 +42,8 @@
 //! # Ok::<(), schema::SchemaError>(())
 //! ```
 
+mod ecosystem;
+mod external;
 mod format;
 mod normalize;
 mod subset;
@@ -54,6 +56,8 @@ use std::fmt;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
+pub use ecosystem::formats;
+pub use external::{Supplied, SuppliedSchema, check_supplied};
 pub use normalize::{normalize, shape};
 pub use subset::{check_subset, measure};
 pub use types::{AgentInput, AgentOutput, AgentSchema, MapValue, SameElement};

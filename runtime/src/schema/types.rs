@@ -29,7 +29,8 @@ pub trait AgentSchema: schemars::JsonSchema {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be an action input: tool inputs are JSON objects",
     label = "not an object input type",
-    note = "use a struct with named fields annotated with `#[agent_schema]`; wrap a single value in a field, e.g. `struct Rename {{ name: String }}`"
+    note = "use a struct with named fields annotated with `#[agent_schema]`; wrap a single value in a field, e.g. `struct Rename {{ name: String }}`",
+    note = "a type annotated with `#[agent_schema(output)]` only serializes: remove `output` to take it as an input"
 )]
 pub trait AgentInput: AgentSchema + serde::de::DeserializeOwned + Send + 'static {}
 

@@ -1,0 +1,184 @@
+//! The signatures of the helper methods an attribute names: `when` and
+//! `precondition`. Each mismatch is reported at the part of the signature
+//! that is wrong, with the signature that is expected.
+
+use syn::{FnArg, ImplItemFn, ReturnType, Type};
+
+use crate::ctxt::Ctxt;
+
+/// The context types a handler or precondition may borrow.
+const CONTEXTS: [&str; 2] = ["ActionContext", "ReadContext"];
+
+/// The last path segment of `ty`, when it is a plain path.
+fn last_ident(ty: &Type) -> Option<&syn::Ident> {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => {
+            path.path.segments.last().map(|segment| &segment.ident)
+        }
+        Type::Paren(inner) => last_ident(&inner.elem),
+        Type::Group(inner) => last_ident(&inner.elem),
+        _ => None,
+    }
+}
+
+/// Whether `ty` names one of the context types (by value).
+pub(crate) fn names_context(ty: &Type) -> bool {
+    last_ident(ty).is_some_and(|ident| CONTEXTS.iter().any(|name| ident == name))
+}
+
+/// Whether `ty` is `&ActionContext` or `&ReadContext` (shared or not).
+pub(crate) fn is_context_ref(ty: &Type) -> bool {
+    matches!(ty, Type::Reference(reference) if names_context(&reference.elem))
+}
+
+/// A type as the user would write it: `Option<bool>`, not `Option < bool >`.
+pub(crate) fn type_text(ty: &Type) -> String {
+    let text = quote::quote!(#ty).to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            let previous = out.chars().last();
+            let next = chars.peek().copied();
+            let tight = matches!(previous, Some('<' | '&' | ':' | '('))
+                || matches!(next, Some('<' | '>' | ',' | ':' | ')'));
+            if tight {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether `ty` is literally `bool`.
+fn is_bool(ty: &Type) -> bool {
+    matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.is_ident("bool"))
+}
+
+/// `when = method`: a synchronous `fn(&self) -> bool`.
+pub(crate) fn check_when(cx: &Ctxt, method: &ImplItemFn) {
+    let sig = &method.sig;
+    let name = &sig.ident;
+    let rule = "`when` must name a synchronous `fn(&self) -> bool` in this impl block";
+    if let Some(asyncness) = &sig.asyncness {
+        cx.error_spanned_by(
+            asyncness,
+            format!("{rule}: `{name}` is `async`; availability is decided synchronously, so read the state from `&self`"),
+        );
+    }
+    let mut inputs = sig.inputs.iter();
+    match inputs.next() {
+        Some(FnArg::Receiver(receiver))
+            if receiver.reference.is_some()
+                && receiver.mutability.is_none()
+                && receiver.colon_token.is_none() => {}
+        Some(FnArg::Receiver(receiver)) => {
+            cx.error_spanned_by(receiver, format!("{rule}: take `&self` here"))
+        }
+        Some(FnArg::Typed(first)) => cx.error_spanned_by(
+            first,
+            format!("{rule}: `{name}` has no `self`; add `&self` as its only parameter"),
+        ),
+        None => cx.error_spanned_by(
+            &sig.ident,
+            format!("{rule}: `{name}` has no `self`; add `&self` as its only parameter"),
+        ),
+    }
+    for extra in inputs {
+        cx.error_spanned_by(
+            extra,
+            format!("{rule}: `{name}` takes no other parameter; remove this one"),
+        );
+    }
+    match &sig.output {
+        ReturnType::Type(_, ty) if is_bool(ty) => {}
+        ReturnType::Type(_, ty) => cx.error_spanned_by(
+            ty,
+            format!(
+                "{rule}: `{name}` must return `bool`, not `{}`",
+                type_text(ty)
+            ),
+        ),
+        ReturnType::Default => cx.error_spanned_by(
+            &sig.ident,
+            format!("{rule}: `{name}` returns nothing; add `-> bool`"),
+        ),
+    }
+}
+
+/// `precondition = method`: `fn(&self, input: &Input) -> Result<(),
+/// PreconditionFailure>`, optionally with `ctx: &ReadContext` after the input.
+pub(crate) fn check_precondition(cx: &Ctxt, method: &ImplItemFn, input: &Type) {
+    let sig = &method.sig;
+    let name = &sig.ident;
+    let expected = format!(
+        "a precondition is `fn {name}(&self, input: &{}) -> Result<(), PreconditionFailure>`, optionally with `ctx: &ReadContext` after the input",
+        type_text(input)
+    );
+    if let Some(asyncness) = &sig.asyncness {
+        cx.error_spanned_by(
+            asyncness,
+            format!("{expected}; it runs before the handler and cannot be `async`"),
+        );
+    }
+    let mut inputs = sig.inputs.iter();
+    match inputs.next() {
+        Some(FnArg::Receiver(receiver))
+            if receiver.reference.is_some()
+                && receiver.mutability.is_none()
+                && receiver.colon_token.is_none() => {}
+        Some(other) => {
+            cx.error_spanned_by(other, format!("{expected}; take `&self` first"));
+            return;
+        }
+        None => {
+            cx.error_spanned_by(&sig.ident, format!("{expected}; it has no parameters"));
+            return;
+        }
+    }
+    let params: Vec<&syn::PatType> = inputs
+        .filter_map(|arg| match arg {
+            FnArg::Typed(typed) => Some(typed),
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    match params.as_slice() {
+        [] => cx.error_spanned_by(&sig.inputs, format!("{expected}; add the input parameter")),
+        [first, rest @ ..] => {
+            if !matches!(&*first.ty, Type::Reference(reference) if reference.mutability.is_none())
+                || is_context_ref(&first.ty)
+            {
+                cx.error_spanned_by(
+                    &first.ty,
+                    format!("{expected}; the input comes first, borrowed"),
+                );
+            }
+            match rest {
+                [] => {}
+                [ctx] if is_context_ref(&ctx.ty) => {}
+                [ctx] => cx.error_spanned_by(
+                    &ctx.ty,
+                    format!("{expected}; the second parameter can only be the context"),
+                ),
+                [_, extra, ..] => {
+                    cx.error_spanned_by(extra, format!("{expected}; remove this parameter"))
+                }
+            }
+        }
+    }
+    if matches!(sig.output, ReturnType::Default) {
+        cx.error_at(
+            sig.paren_token.span.join(),
+            format!("{expected}; add the return type"),
+        );
+    }
+}
+
+/// Whether the precondition method takes the context (decided by type).
+pub(crate) fn precondition_takes_context(method: &ImplItemFn) -> bool {
+    method.sig.inputs.iter().any(|arg| match arg {
+        FnArg::Typed(typed) => is_context_ref(&typed.ty),
+        FnArg::Receiver(_) => false,
+    })
+}

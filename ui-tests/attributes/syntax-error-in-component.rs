@@ -1,0 +1,17 @@
+use agent_surface::prelude::*;
+
+pub struct Table;
+
+/// A table.
+#[agent_component(type = "devices.table", priority = 1 2)]
+impl Table {
+    /// The row count.
+    #[observation]
+    fn count(&self) -> usize {
+        0
+    }
+}
+
+fn main() {
+    let _ = Table::contract();
+}

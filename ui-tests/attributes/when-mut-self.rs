@@ -1,0 +1,23 @@
+use agent_surface::prelude::*;
+
+#[agent_schema]
+pub struct Rows {
+    /// Row ids.
+    pub ids: Vec<String>,
+}
+
+pub struct Table;
+
+/// A table.
+#[agent_component(type = "devices.table")]
+impl Table {
+    fn has_rows(&mut self) -> bool {
+        true
+    }
+
+    /// Clears the rows.
+    #[action(effect = "local-state", when = has_rows)]
+    fn clear(&self) {}
+}
+
+fn main() {}

@@ -1,0 +1,25 @@
+use agent_surface::prelude::*;
+
+#[agent_schema]
+pub struct Rows {
+    /// Row ids.
+    pub ids: Vec<String>,
+}
+
+pub struct Table;
+
+/// A table.
+#[agent_component(type = "devices.table")]
+impl Table {
+    /// Whether the table has rows.
+    #[observation]
+    fn has_rows(&self, _ctx: &ReadContext) -> bool {
+        true
+    }
+
+    /// Clears the rows.
+    #[action(effect = "local-state", when = has_rows)]
+    fn clear(&self) {}
+}
+
+fn main() {}

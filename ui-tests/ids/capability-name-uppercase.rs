@@ -1,0 +1,15 @@
+use agent_surface::prelude::*;
+
+pub struct Table;
+
+/// A table.
+#[agent_component(type = "devices.table")]
+impl Table {
+    /// The row count.
+    #[observation(name = "RowCount")]
+    fn count(&self) -> usize {
+        0
+    }
+}
+
+fn main() {}

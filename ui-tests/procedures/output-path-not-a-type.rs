@@ -1,0 +1,10 @@
+use agent_surface::prelude::*;
+
+/// Disables devices.
+#[agent_procedure(id = "domain:devices.disable", effect = "destructive", output = "not a type")]
+pub struct DisableDevices {
+    /// The devices.
+    pub ids: Vec<String>,
+}
+
+fn main() {}

@@ -1,0 +1,25 @@
+use agent_surface::prelude::*;
+
+#[agent_schema]
+pub struct Rows {
+    /// Row ids.
+    pub ids: Vec<String>,
+}
+
+pub struct Table;
+
+/// A table.
+#[agent_component(type = "devices.table")]
+impl Table {
+    /// Selects rows.
+    #[action(effect = "local-state")]
+    fn select(&self, input: Rows) -> Result<usize, Refusal> {
+        let _ = input;
+        Err(Refusal)
+    }
+}
+
+/// Not an error type.
+pub struct Refusal;
+
+fn main() {}

@@ -1,0 +1,21 @@
+use agent_surface::prelude::*;
+
+#[agent_schema]
+pub struct Rows {
+    /// Row ids.
+    pub ids: Vec<String>,
+}
+
+pub struct Table;
+
+/// A table.
+#[agent_component(type = "devices.table")]
+impl Table {
+    /// The rows on a page.
+    #[observation]
+    fn rows(&self, page: &Rows) -> usize {
+        page.ids.len()
+    }
+}
+
+fn main() {}

@@ -1,0 +1,22 @@
+use agent_surface::prelude::*;
+
+#[agent_schema]
+pub struct Rows {
+    /// Row ids.
+    pub ids: Vec<String>,
+}
+
+pub struct Table;
+
+/// A table.
+#[agent_component(type = "devices.table")]
+impl Table {
+    /// Selects rows.
+    #[action(effect = "local-state")]
+    fn select(&self, input: Rows, ctx: &ActionContext, read: &ReadContext) -> usize {
+        let _ = (ctx, read);
+        input.ids.len()
+    }
+}
+
+fn main() {}
