@@ -1129,8 +1129,11 @@ impl CheckedCapability {
     }
 }
 
-fn policy_names(chain: &[PolicyRef]) -> Vec<&str> {
-    chain.iter().map(|policy| policy.name()).collect()
+fn policy_names(chain: &[PolicyRef]) -> Vec<std::borrow::Cow<'_, str>> {
+    chain
+        .iter()
+        .map(|policy| crate::policy::name_of(policy.as_ref()))
+        .collect()
 }
 
 /// The catalog form: everything an agent could be shown plus authoring facts

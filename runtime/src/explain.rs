@@ -155,7 +155,7 @@ fn explain_one(
             let vote = crate::registry::vote(policy.as_ref(), ctx);
             let (decision, reason) = outcome_of(&vote);
             votes.push(Vote {
-                policy: policy.name().to_owned(),
+                policy: crate::policy::name_of(policy.as_ref()).into_owned(),
                 scope: *scope,
                 decision,
                 reason,

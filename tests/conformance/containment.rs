@@ -147,3 +147,94 @@ async fn duration_max_means_no_timeout_and_never_overflows() {
         .await;
     assert_eq!(code(&asked), Some(ErrorCode::ConfirmationRequired));
 }
+
+/// Builds a value nested `depth` arrays deep, without recursion.
+fn nested(depth: usize) -> serde_json::Value {
+    let mut value = serde_json::Value::Null;
+    for _ in 0..depth {
+        value = serde_json::Value::Array(vec![value]);
+    }
+    value
+}
+
+/// Returns what the host hands it, however deep.
+pub(crate) struct Echo;
+
+/// An echo.
+#[agent_component(type = "test.echo")]
+impl Echo {
+    /// Something nested far too deep.
+    #[observation]
+    fn deep(&self) -> serde_json::Value {
+        nested(100_000)
+    }
+
+    /// Audited in full.
+    #[action(effect = "local-state", audit = "full")]
+    fn note(&self, input: crate::identity::Entry) -> crate::identity::Entry {
+        input
+    }
+}
+
+/// Runs `f` on a thread with a 2 MiB stack, as a small worker thread has.
+fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .expect("no stack overflow")
+}
+
+#[test]
+fn as_ser_001_a_handler_returning_a_value_too_deep_to_drop_settles_on_a_small_stack() {
+    let code = on_small_stack(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let registry = Registry::builder().build();
+            let _mounted = registry.mount(std::sync::Arc::new(Echo)).unwrap();
+            let result = registry
+                .invoke(
+                    Invocation::new("view:test.echo.deep"),
+                    InvokeOptions::default(),
+                )
+                .await;
+            code(&result)
+        })
+    });
+    assert_eq!(code, Some(ErrorCode::ExecutionFailed));
+}
+
+#[test]
+fn as_obsv_001_a_redaction_hook_returning_a_value_too_deep_is_recorded_as_a_marker() {
+    let payload = on_small_stack(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let registry = Registry::builder()
+                .audit_redaction(|_| nested(100_000))
+                .build();
+            let _mounted = registry.mount(std::sync::Arc::new(Echo)).unwrap();
+            let result = registry
+                .invoke(
+                    Invocation::new("view:test.echo.note").input(json!({"text": "x"})),
+                    InvokeOptions::default(),
+                )
+                .await;
+            assert!(result.is_ok(), "{result:?}");
+            let log = registry.audit_log();
+            let settled = log
+                .iter()
+                .rev()
+                .find(|e| e.kind == agent_surface::audit::AuditKind::InvocationSettled)
+                .unwrap();
+            serde_json::to_string(&settled.payload).unwrap()
+        })
+    });
+    assert!(payload.contains("too-deep"), "{payload}");
+}

@@ -469,3 +469,40 @@ async fn as_meta_001_the_scope_floor_filters_procedures_before_any_error() {
         );
     }
 }
+
+#[test]
+fn as_policy_003_a_hidden_reference_when_never_runs_in_snapshots_or_tools() {
+    use crate::procedures::{DisableDevices, FakeBackend, Screen};
+    let registry = Registry::builder()
+        .host_context(|| {
+            HostContext::new().with("user", json!({"id": "u", "permissions": ["devices:read"]}))
+        })
+        .build();
+    registry.set_procedure_executor(Some(
+        FakeBackend::agreeing() as Arc<dyn agent_surface::procedure::ProcedureExecutor>
+    ));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let _mounted = registry
+        .mounting(Arc::new(Screen::default()))
+        .procedure(
+            agent_surface::procedure::ProcedureRef::<DisableDevices>::new()
+                .bind(DisableDevices::fields().device_ids, || {
+                    vec!["d1".to_owned()]
+                })
+                .when({
+                    let runs = Arc::clone(&runs);
+                    move || {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                        true
+                    }
+                })
+                .policy(agent_surface::policy::has_permission("devices:write")),
+        )
+        .mount()
+        .unwrap();
+    let before = runs.load(Ordering::SeqCst);
+    let snapshot = registry.snapshot(&SnapshotOptions::default());
+    assert!(snapshot.procedures().is_empty());
+    let _ = direct(&registry).tools();
+    assert_eq!(runs.load(Ordering::SeqCst), before);
+}

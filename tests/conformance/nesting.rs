@@ -211,3 +211,101 @@ fn as_life_001_dropping_a_listener_that_owns_a_mount_unmounts_it() {
     let r = registry.clone();
     completes(move || r.dispose());
 }
+
+/// A policy that owns a mount handle (and may panic when dropped).
+struct Owning {
+    child: Mutex<Option<Mounted>>,
+    panic_on_drop: bool,
+}
+
+impl agent_surface::policy::Policy for Owning {
+    fn name(&self) -> &str {
+        "owning"
+    }
+}
+
+impl Drop for Owning {
+    fn drop(&mut self) {
+        if let Ok(mut child) = self.child.lock() {
+            child.take();
+        }
+        if self.panic_on_drop {
+            panic!("a policy destructor panicked");
+        }
+    }
+}
+
+fn evicting_registry() -> Registry {
+    let registry = Registry::builder()
+        .limits(agent_surface::registry::Limits {
+            tombstone_size: 1,
+            ..agent_surface::registry::Limits::default()
+        })
+        .build();
+    registry.set_procedure_executor(Some(crate::procedures::FakeBackend::agreeing()
+        as Arc<dyn agent_surface::procedure::ProcedureExecutor>));
+    registry
+}
+
+/// Mounts a screen whose procedure reference's policy owns a widget's
+/// mount, then unmounts the screen: its tombstone keeps the policy.
+fn screen_owning_a_widget(registry: &Registry, panic_on_drop: bool) -> Arc<AtomicBool> {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let widget = registry
+        .mount(Arc::new(Widget {
+            dropped: Arc::clone(&dropped),
+        }))
+        .unwrap();
+    let screen = Arc::new(crate::procedures::Screen::default());
+    let mounted = registry
+        .mounting(Arc::clone(&screen))
+        .procedure(crate::procedures::disable_ref(&screen).policy(Owning {
+            child: Mutex::new(Some(widget)),
+            panic_on_drop,
+        }))
+        .mount()
+        .unwrap();
+    drop(mounted);
+    dropped
+}
+
+#[test]
+fn as_life_001_evicting_a_tombstone_that_owns_a_mount_completes() {
+    let registry = evicting_registry();
+    let dropped = screen_owning_a_widget(&registry, false);
+    let r = registry.clone();
+    // The next unmount evicts the screen's tombstone, dropping its policy.
+    completes(move || {
+        let page = r
+            .mount_instance(
+                Arc::new(Page {
+                    children: Mutex::new(Vec::new()),
+                    panic_on_drop: false,
+                }),
+                "evictor",
+            )
+            .unwrap();
+        drop(page);
+    });
+    assert!(dropped.load(Ordering::SeqCst), "the widget was unmounted");
+    assert!(live_types(&registry).is_empty());
+}
+
+#[test]
+fn as_life_001_a_panicking_tombstone_policy_never_escapes_an_unrelated_unmount() {
+    let registry = evicting_registry();
+    let _dropped = screen_owning_a_widget(&registry, true);
+    let page = registry
+        .mount_instance(
+            Arc::new(Page {
+                children: Mutex::new(Vec::new()),
+                panic_on_drop: false,
+            }),
+            "evictor",
+        )
+        .unwrap();
+    let version = registry.version();
+    let r = registry.clone();
+    completes(move || drop(page));
+    assert!(r.version() > version, "the unrelated unmount still bumped");
+}

@@ -823,3 +823,40 @@ async fn two_phase_direct_tools_retry_by_calling_again_after_approval() {
     );
     assert_ne!(fresh.error().unwrap().detail("confirmationId"), Some(&id));
 }
+
+#[tokio::test]
+async fn as_meta_006_a_requested_scope_is_bounded_before_it_is_echoed() {
+    let registry = registry();
+    let _mounted = registry.mount(Probe::new()).unwrap();
+    let toolset = Toolset::builder(&registry)
+        .consumer(consumer("agent"))
+        .mode(Mode::Meta)
+        .topology(Topology::Remote)
+        .scope(["test.probe"])
+        .build()
+        .unwrap();
+    let many: Vec<String> = (0..2_000).map(|n| format!("{n:0>1000}")).collect();
+    let result = toolset
+        .execute(DISCOVER, json!({"scope": many}), None)
+        .await;
+    assert_eq!(
+        result.error().map(ErrorPayload::code),
+        Some(ErrorCode::InvalidInput)
+    );
+    assert!(serde_json::to_string(&result).unwrap().len() < 1_024);
+    let long = toolset
+        .execute(DISCOVER, json!({"scope": ["x".repeat(300)]}), None)
+        .await;
+    assert_eq!(
+        long.error().map(ErrorPayload::code),
+        Some(ErrorCode::InvalidInput)
+    );
+    // Within bounds, rejected prefixes are still echoed.
+    let fine = toolset
+        .execute(DISCOVER, json!({"scope": ["elsewhere"]}), None)
+        .await;
+    assert_eq!(
+        fine.output().unwrap()["scopeRejected"]["prefixes"],
+        json!(["elsewhere"])
+    );
+}

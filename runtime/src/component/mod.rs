@@ -159,7 +159,7 @@ impl<T: AgentOutput> HandlerReturn for T {
         Some(crate::schema::generate::<T>())
     }
     fn into_outcome(self) -> HandlerOutcome {
-        output::to_value(&self).map(Some)
+        output::into_value(self).map(Some)
     }
 }
 

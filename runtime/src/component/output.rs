@@ -19,18 +19,33 @@ use crate::error::ActionError;
 use crate::schema::MAX_VALUE_DEPTH;
 
 /// Converts a handler's return value into JSON, refusing (as an invalid
-/// output) one that nests deeper than [`MAX_VALUE_DEPTH`] levels.
-pub(crate) fn to_value<T: Serialize + ?Sized>(value: &T) -> Result<Value, ActionError> {
+/// output) one that nests deeper than [`MAX_VALUE_DEPTH`] levels. A value
+/// refused for its depth is not dropped: its destructor would recurse once
+/// per level and could overflow the thread's stack (a handler returning a `Value` 100 000 levels deep).
+/// It is leaked instead — a host defect, logged — so the call settles
+/// `EXECUTION_FAILED {reason: "output-invalid"}` and the process survives.
+pub(crate) fn into_value<T: Serialize>(value: T) -> Result<Value, ActionError> {
+    if too_deep(&value) {
+        tracing::error!(
+            max = MAX_VALUE_DEPTH,
+            "a handler returned a value nested too deep to convert or drop safely; it is leaked"
+        );
+        std::mem::forget(value);
+        return Err(refusal());
+    }
+    serde_json::to_value(&value).map_err(|err| ActionError::output_invalid(err.to_string()))
+}
+
+fn too_deep<T: Serialize + ?Sized>(value: &T) -> bool {
     let probe = Probe {
         depth: 0,
         max: MAX_VALUE_DEPTH,
     };
-    if let Err(Fault::TooDeep) = value.serialize(probe) {
-        return Err(ActionError::output_invalid(format!(
-            "output nests deeper than {MAX_VALUE_DEPTH} levels"
-        )));
-    }
-    serde_json::to_value(value).map_err(|err| ActionError::output_invalid(err.to_string()))
+    matches!(value.serialize(probe), Err(Fault::TooDeep))
+}
+
+fn refusal() -> ActionError {
+    ActionError::output_invalid(format!("output nests deeper than {MAX_VALUE_DEPTH} levels"))
 }
 
 /// Why the probe stopped.
@@ -274,7 +289,7 @@ mod tests {
 
     #[test]
     fn shallow_values_convert_and_deep_ones_are_refused_on_a_small_stack() {
-        let converted = to_value(&vec![Some(1), None]).unwrap();
+        let converted = into_value(vec![Some(1), None]).unwrap();
         assert_eq!(converted, json!([1, null]));
         let outcome = std::thread::Builder::new()
             .stack_size(2 << 20)
@@ -283,9 +298,8 @@ mod tests {
                 for _ in 0..5_000 {
                     deep = Value::Array(vec![deep]);
                 }
-                let refused = to_value(&deep).is_err();
-                crate::util::nesting::dispose(deep);
-                refused
+                // Refused, and not dropped recursively on this small stack.
+                into_value(deep).is_err()
             })
             .unwrap()
             .join()

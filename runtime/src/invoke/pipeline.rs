@@ -1056,6 +1056,13 @@ impl Call<'_> {
                 }
                 None => value.clone(),
             };
+            // A redaction hook may return anything: a value too deep to walk
+            // safely is dropped without recursion and kept as a marker.
+            let max_depth = config.limits.max_input_depth;
+            if !crate::util::nesting::depth_within(&value, max_depth) {
+                crate::util::nesting::dispose(value);
+                return serde_json::json!({"truncated": true, "reason": "too-deep"});
+            }
             let size = byte_len(&value);
             if size > cap {
                 serde_json::json!({"truncated": true, "bytes": size})

@@ -320,8 +320,20 @@ impl RateLimit {
             tokens: self.limit,
             last_ms: now_ms,
         };
-        let Some(bucket) = buckets.entry(key, fresh) else {
-            return Ok(());
+        // A full table gives up only a bucket that has refilled (forgetting
+        // it loses nothing); while every bucket is still draining, a new
+        // pair waits for the oldest to refill: limiting never stops.
+        let limit = self.limit;
+        let busy = |bucket: &Bucket| {
+            #[allow(clippy::cast_precision_loss)]
+            let refilled = bucket.tokens + now_ms.saturating_sub(bucket.last_ms) as f64 * per_ms;
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            (refilled < limit).then(|| (((limit - refilled) / per_ms).ceil() as u64).max(1))
+        };
+        let bucket = match buckets.entry(key, fresh, busy) {
+            Ok(Some(bucket)) => bucket,
+            Ok(None) => return Ok(()),
+            Err(wait) => return Err(wait),
         };
         #[allow(clippy::cast_precision_loss)]
         let refill = now_ms.saturating_sub(bucket.last_ms) as f64 * per_ms;

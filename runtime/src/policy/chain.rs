@@ -90,7 +90,7 @@ impl Chain {
 pub(crate) fn vote(policy: &dyn crate::policy::Policy, ctx: &PolicyContext<'_>) -> Decision {
     catch_unwind(AssertUnwindSafe(|| policy.on_discovery(ctx))).unwrap_or_else(|_| {
         tracing::error!(
-            policy = policy.name(),
+            policy = %crate::policy::name_of(policy),
             "a policy panicked at discovery; the capability is hidden"
         );
         Decision::Hide

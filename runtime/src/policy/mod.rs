@@ -447,8 +447,17 @@ pub trait Policy: Send + Sync + 'static {
 
 impl fmt::Debug for dyn Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Policy({})", self.name())
+        write!(f, "Policy({})", name_of(self))
     }
+}
+
+/// A policy's name for reviewers and logs; a panicking `name()` is
+/// contained and shows as `<unnamed policy>`.
+pub(crate) fn name_of(policy: &dyn Policy) -> std::borrow::Cow<'_, str> {
+    crate::util::contain::contained("policy name", || policy.name()).map_or(
+        std::borrow::Cow::Borrowed("<unnamed policy>"),
+        std::borrow::Cow::Borrowed,
+    )
 }
 
 /// Converts a policy value into a shared reference (used by the macros'

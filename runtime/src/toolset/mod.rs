@@ -1251,6 +1251,9 @@ struct Scoped {
     empty: bool,
 }
 
+/// The most prefixes a model may request in `surface_discover`'s `scope`.
+const MAX_SCOPE_PREFIXES: usize = 32;
+
 fn narrow(floor: &[String], requested: Option<Vec<String>>) -> Scoped {
     let Some(requested) = requested else {
         return Scoped {
@@ -1322,7 +1325,31 @@ impl Toolset {
                     .map(|item| item.as_str().map(str::to_owned))
                     .collect();
                 match strings {
-                    Some(strings) => Some(strings),
+                    Some(strings) => {
+                        // Bounded: the rejected prefixes are echoed back.
+                        let max_bytes = shared.registry.limits().max_id_bytes;
+                        let issue = if strings.len() > MAX_SCOPE_PREFIXES {
+                            Some(Issue::new(
+                                "/scope",
+                                format!("must list at most {MAX_SCOPE_PREFIXES} prefixes"),
+                            ))
+                        } else {
+                            strings.iter().position(|p| p.len() > max_bytes).map(|at| {
+                                Issue::new(
+                                    format!("/scope/{at}"),
+                                    format!("must be at most {max_bytes} bytes long"),
+                                )
+                            })
+                        };
+                        if let Some(issue) = issue {
+                            return shared.immediate(
+                                DISCOVER,
+                                tool_call_id,
+                                ErrorPayload::invalid_input(&[issue]),
+                            );
+                        }
+                        Some(strings)
+                    }
                     None => {
                         return shared.immediate(
                             DISCOVER,

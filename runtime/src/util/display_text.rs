@@ -39,15 +39,31 @@ const FORMAT: &[(u32, u32)] = &[
 /// the line and paragraph separators (Zl, Zp).
 const INVISIBLE: &[u32] = &[0x115F, 0x1160, 0x2028, 0x2029, 0x3164, 0xFFA0];
 
+/// The rest of Unicode's default-ignorable code points (characters a
+/// renderer shows as nothing, usable to hide data in text that looks
+/// plain): the combining grapheme joiner, Khmer inherent vowels, Mongolian
+/// free variation selectors, variation selectors and their supplement, and
+/// the reserved default-ignorable blocks.
+const IGNORABLE: &[(u32, u32)] = &[
+    (0x034F, 0x034F),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0xFE00, 0xFE0F),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0FFF),
+];
+
 /// Whether `c` must not reach a human as is: control (Cc), format (Cf,
 /// which holds the bidi controls and zero-width characters), separators
-/// that break lines, and invisible fillers.
+/// that break lines, invisible fillers and every other default-ignorable
+/// code point (variation selectors among them).
 pub(crate) fn is_hidden(c: char) -> bool {
     let code = u32::from(c);
     c.is_control()
         || INVISIBLE.contains(&code)
         || FORMAT
             .iter()
+            .chain(IGNORABLE)
             .any(|&(first, last)| (first..=last).contains(&code))
 }
 
@@ -83,6 +99,21 @@ pub(crate) fn truncate(text: &str, max: usize) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_ignorable_code_points_are_escaped() {
+        for c in [
+            '\u{FE0F}',
+            '\u{E0100}',
+            '\u{034F}',
+            '\u{180B}',
+            '\u{17B4}',
+            '\u{E0FFF}',
+        ] {
+            let text = format!("ok{c}x");
+            assert!(!escape(&text).contains(c), "{:04X}", u32::from(c));
+        }
+    }
 
     #[test]
     fn hidden_characters_become_visible_escapes() {

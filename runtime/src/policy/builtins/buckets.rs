@@ -53,9 +53,16 @@ impl<K: Hash + Eq + Clone, V> Buckets<K, V> {
     }
 
     /// The value of `key`, made most recently used; created by `make` when
-    /// absent (evicting the least recently used entry when full). `None`
-    /// only if the table's links are broken, which no operation does.
-    pub(super) fn entry(&mut self, key: K, make: impl FnOnce() -> V) -> Option<&mut V> {
+    /// absent. A full table evicts its least recently used entry only if
+    /// `busy` says it may (`None`); otherwise nothing changes and `busy`'s
+    /// answer comes back as `Err` (how long until it may). `Ok(None)` only
+    /// if the table's links are broken, which no operation does.
+    pub(super) fn entry(
+        &mut self,
+        key: K,
+        make: impl FnOnce() -> V,
+        busy: impl FnOnce(&V) -> Option<u64>,
+    ) -> Result<Option<&mut V>, u64> {
         let slot = match self.index.get(&key) {
             Some(&slot) => {
                 self.unlink(slot);
@@ -74,8 +81,13 @@ impl<K: Hash + Eq + Clone, V> Buckets<K, V> {
             }
             None => {
                 let slot = self.tail;
+                if let Some(wait) = self.nodes.get(slot).and_then(|node| busy(&node.value)) {
+                    return Err(wait);
+                }
                 self.unlink(slot);
-                let node = self.nodes.get_mut(slot)?;
+                let Some(node) = self.nodes.get_mut(slot) else {
+                    return Ok(None);
+                };
                 let evicted = std::mem::replace(&mut node.key, key.clone());
                 node.value = make();
                 self.index.remove(&evicted);
@@ -84,7 +96,7 @@ impl<K: Hash + Eq + Clone, V> Buckets<K, V> {
             }
         };
         self.push_front(slot);
-        self.nodes.get_mut(slot).map(|node| &mut node.value)
+        Ok(self.nodes.get_mut(slot).map(|node| &mut node.value))
     }
 
     /// Takes `slot` out of the recency list.
@@ -138,30 +150,67 @@ mod tests {
     fn looks_up_before_it_evicts_and_evicts_the_least_recently_used() {
         let mut buckets: Buckets<u32, u32> = Buckets::new(3);
         for key in 1..=3 {
-            buckets.entry(key, || key);
+            buckets.entry(key, || key, |_| None).ok().flatten();
         }
         // A hit on a full table evicts nothing.
-        assert_eq!(buckets.entry(1, || 100).copied(), Some(1));
+        assert_eq!(
+            buckets.entry(1, || 100, |_| None).ok().flatten().copied(),
+            Some(1)
+        );
         assert_eq!(buckets.keys_by_recency(), [1, 3, 2]);
         // A miss evicts 2, the least recently used.
-        assert_eq!(buckets.entry(4, || 40).copied(), Some(40));
+        assert_eq!(
+            buckets.entry(4, || 40, |_| None).ok().flatten().copied(),
+            Some(40)
+        );
         assert_eq!(buckets.keys_by_recency(), [4, 1, 3]);
         assert_eq!(buckets.len(), 3);
         assert_eq!(
-            buckets.entry(2, || 20).copied(),
+            buckets.entry(2, || 20, |_| None).ok().flatten().copied(),
             Some(20),
             "2 starts afresh"
         );
         assert_eq!(buckets.keys_by_recency(), [2, 4, 1]);
-        assert_eq!(buckets.entry(1, || 100).copied(), Some(1), "1 survived");
+        assert_eq!(
+            buckets.entry(1, || 100, |_| None).ok().flatten().copied(),
+            Some(1),
+            "1 survived"
+        );
+    }
+
+    #[test]
+    fn a_busy_least_recently_used_entry_is_not_evicted() {
+        let mut buckets: Buckets<u32, u32> = Buckets::new(1);
+        assert_eq!(
+            buckets.entry(1, || 1, |_| None).ok().flatten().copied(),
+            Some(1)
+        );
+        assert_eq!(buckets.entry(2, || 2, |_| Some(500)).err(), Some(500));
+        assert_eq!(
+            buckets
+                .entry(1, || 9, |_| Some(500))
+                .ok()
+                .flatten()
+                .copied(),
+            Some(1)
+        );
     }
 
     #[test]
     fn a_single_slot_table_keeps_the_last_key() {
         let mut buckets: Buckets<u32, u32> = Buckets::new(1);
-        assert_eq!(buckets.entry(1, || 1).copied(), Some(1));
-        assert_eq!(buckets.entry(2, || 2).copied(), Some(2));
-        assert_eq!(buckets.entry(2, || 9).copied(), Some(2));
+        assert_eq!(
+            buckets.entry(1, || 1, |_| None).ok().flatten().copied(),
+            Some(1)
+        );
+        assert_eq!(
+            buckets.entry(2, || 2, |_| None).ok().flatten().copied(),
+            Some(2)
+        );
+        assert_eq!(
+            buckets.entry(2, || 9, |_| None).ok().flatten().copied(),
+            Some(2)
+        );
         assert_eq!(buckets.keys_by_recency(), [2]);
     }
 }
