@@ -285,9 +285,7 @@ impl Registration {
             return None;
         }
         published.evaluation = evaluation;
-        let Some(before) = published.marks.replace(marks) else {
-            return None;
-        };
+        let before = published.marks.replace(marks)?;
         let after = published.marks.as_deref().unwrap_or_default();
         let mut changed = Changed::default();
         for (index, (was, is)) in before.iter().zip(after).enumerate() {
