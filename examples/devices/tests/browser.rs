@@ -6,7 +6,12 @@
 //! them). Without them the test says it was skipped — unless `CI=true`,
 //! where their absence fails it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // test code
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
 
 use std::future::Future;
 use std::net::SocketAddr;
