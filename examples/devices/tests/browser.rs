@@ -392,6 +392,34 @@ async fn journey(page: Client, mut agent: Session, app: App, url: String) {
         text(&page, "#status-d4").await.as_deref() == Some("disabled")
     })
     .await;
+
+    // One surface per application: a second tab takes the console over,
+    // the first says so; closing the second and taking it back restores
+    // the tools.
+    let first = page.window().await.unwrap();
+    let second = page.new_window(true).await.unwrap().handle;
+    page.switch_to_window(second).await.unwrap();
+    page.goto(&url).await.unwrap();
+    page.wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css("#row-d4"))
+        .await
+        .expect("the second tab draws the console (filtered by the agent)");
+    assert!(has(&agent.tools().await, "view_devices__table__selectRows"));
+    agent.changed.borrow_and_update();
+    page.close_window().await.unwrap();
+    page.switch_to_window(first).await.unwrap();
+    agent
+        .list_changes("closing the tab in front removes its tools", |t| {
+            !has(t, "view_devices__table__selectRows")
+        })
+        .await;
+    click(&page, "#take-over").await;
+    agent
+        .list_changes("taking the console back restores them", |t| {
+            has(t, "view_devices__table__selectRows")
+        })
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
