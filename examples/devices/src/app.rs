@@ -117,6 +117,33 @@ impl App {
     /// Starts the application on an existing registry (built from
     /// [`registry_builder`]; a test harness supplies its own host context).
     pub async fn attach(registry: Registry, user: User) -> Result<App, StartError> {
+        let app = App::connect(registry, user).await?;
+        let page = mount_page(&app.inner.registry, &app.inner.console)?;
+        let navigation = app
+            .inner
+            .registry
+            .mount(Arc::new(Navigation(Arc::clone(&app.inner.console))))?;
+        *app.inner
+            .page
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = page;
+        *app.inner
+            .navigation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(navigation);
+        let router: Weak<Inner> = Arc::downgrade(&app.inner);
+        app.inner.console.on_navigate(move |route| {
+            if let Some(inner) = router.upgrade() {
+                inner.route(route);
+            }
+        });
+        Ok(app)
+    }
+
+    /// Starts the application without mounting anything: the backend, its
+    /// session and the console state. A user interface (the web console)
+    /// mounts the components while it renders them.
+    pub async fn connect(registry: Registry, user: User) -> Result<App, StartError> {
         let backend = Arc::new(Backend::demo());
         let server = BackendServer::new(Arc::clone(&backend), user.clone());
         let (client_io, server_io) = tokio::io::duplex(64 * 1024);
@@ -139,25 +166,18 @@ impl App {
             return Err(StartError::Manifest(mismatch.to_string()));
         }
         let console = Console::new(Arc::clone(&backend));
-        let page = mount_page(&registry, &console)?;
-        let navigation = registry.mount(Arc::new(Navigation(Arc::clone(&console))))?;
-        let inner = Arc::new(Inner {
-            registry,
-            console,
-            backend,
-            user,
-            server,
-            session: Mutex::new(Some(session)),
-            page: Mutex::new(page),
-            navigation: Mutex::new(Some(navigation)),
-        });
-        let router: Weak<Inner> = Arc::downgrade(&inner);
-        inner.console.on_navigate(move |route| {
-            if let Some(inner) = router.upgrade() {
-                inner.route(route);
-            }
-        });
-        Ok(App { inner })
+        Ok(App {
+            inner: Arc::new(Inner {
+                registry,
+                console,
+                backend,
+                user,
+                server,
+                session: Mutex::new(Some(session)),
+                page: Mutex::new(Vec::new()),
+                navigation: Mutex::new(None),
+            }),
+        })
     }
 
     /// The registry the agent sees.

@@ -10,6 +10,8 @@ use serde::{Deserialize, Deserializer};
 
 use crate::backend::{Backend, Device, Status};
 
+mod person;
+
 /// Which statuses the table shows.
 #[agent_schema]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -8,6 +8,7 @@ pub mod components;
 pub mod domain;
 pub mod scenario;
 pub mod server;
+pub mod web;
 
 pub use app::{App, StartError, host_for, mount_page, registry_builder};
 pub use backend::{Backend, City, Device, Status};

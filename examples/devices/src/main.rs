@@ -1,9 +1,15 @@
-//! `cargo run -p devices`: the devices console operated by a scripted
-//! agent through the embedded toolset, no model needed.
+//! `cargo run -p devices`: the devices console as a live web application
+//! (it prints the URL), serving its agent surface over MCP streamable HTTP
+//! from the same process at `/mcp`.
 //!
 //! Options:
+//! - `--listen addr` — where the web console listens (default
+//!   `127.0.0.1:8080`; port 0 picks a free one);
 //! - `--user admin|viewer` — who is signed in (default `admin`; the viewer
 //!   is not offered `domain:devices.disable`);
+//! - `--script` — instead of the web console, the console operated by a
+//!   scripted agent through the embedded toolset, printed as a transcript
+//!   (no model needed);
 //! - `--catalog` — print every authored contract as JSON;
 //! - `--snapshot` — print the current snapshot for the user as JSON;
 //! - `--explain` — print the developer explain view for the user;
@@ -21,9 +27,10 @@ use agent_surface::mcp::McpServer;
 use agent_surface::snapshot::SnapshotOptions;
 use devices::{App, User, scenario};
 
-const USAGE: &str = "usage: devices [--user admin|viewer] [--catalog | --snapshot | --explain | --mcp stdio | --mcp http [addr]]";
+const USAGE: &str = "usage: devices [--user admin|viewer] [--listen addr | --script | --catalog | --snapshot | --explain | --mcp stdio | --mcp http [addr]]";
 
 enum Show {
+    Web(std::net::SocketAddr),
     Scenario,
     Catalog,
     Snapshot,
@@ -34,7 +41,7 @@ enum Show {
 
 fn parse() -> Result<(User, Show), String> {
     let mut user = User::admin();
-    let mut show = Show::Scenario;
+    let mut show = Show::Web(std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -50,6 +57,13 @@ fn parse() -> Result<(User, Show), String> {
                     }
                 }
             }
+            "--listen" => {
+                let address = args.next().unwrap_or_default();
+                show = Show::Web(address.parse().map_err(|_| {
+                    format!("`--listen {address}`: write an address like 127.0.0.1:8080")
+                })?);
+            }
+            "--script" => show = Show::Scenario,
             "--catalog" => show = Show::Catalog,
             "--snapshot" => show = Show::Snapshot,
             "--explain" => show = Show::Explain,
@@ -96,6 +110,34 @@ fn mcp_server(app: &App) -> McpServer {
         .build()
 }
 
+/// Serves the web console (and MCP at `/mcp`) until interrupted.
+async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
+    let app = match App::connect(devices::web::registry(&user), user).await {
+        Ok(app) => app,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let server = mcp_server(&app);
+    let console = match devices::web::serve(app.clone(), &server, address).await {
+        Ok(console) => console,
+        Err(err) => {
+            eprintln!("error: cannot listen on {address}: {err}");
+            app.stop().await;
+            return ExitCode::FAILURE;
+        }
+    };
+    // Stdout carries the addresses so a person (or a launcher) can connect.
+    println!("devices console: {}", console.url());
+    println!("MCP (streamable HTTP): {}", console.mcp_url());
+    let _ = std::io::stdout().flush();
+    let _ = tokio::signal::ctrl_c().await;
+    console.shutdown().await;
+    app.stop().await;
+    ExitCode::SUCCESS
+}
+
 fn print_json(value: &impl serde::Serialize) {
     println!(
         "{}",
@@ -131,6 +173,9 @@ async fn main() -> ExitCode {
             }
         };
     }
+    if let Show::Web(address) = show {
+        return web_console(user, address).await;
+    }
     let app = match App::start(user).await {
         Ok(app) => app,
         Err(err) => {
@@ -163,7 +208,7 @@ async fn main() -> ExitCode {
             app.registry(),
             &SnapshotOptions::default(),
         )),
-        Show::Catalog | Show::Scenario => {
+        Show::Catalog | Show::Web(_) | Show::Scenario => {
             let mut out = std::io::stdout().lock();
             let outcome = scenario::run(&app, &mut out).await;
             let _ = if outcome.disable_offered {

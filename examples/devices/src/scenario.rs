@@ -30,9 +30,21 @@ pub struct Outcome {
     pub disable_offered: bool,
 }
 
+/// Who answers the confirmations the agent's calls wait for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Approval {
+    /// The transcript approves on the user's behalf (the terminal run).
+    #[default]
+    Scripted,
+    /// A person answers in the host's dialog (the web console); the agent
+    /// waits for the answer and never retries a denial.
+    Person,
+}
+
 /// The scripted agent: a toolset, a transcript, and a step counter.
 struct Agent<'a> {
     app: &'a App,
+    approval: Approval,
     toolset: Toolset,
     out: &'a mut dyn Write,
     step: u32,
@@ -167,7 +179,20 @@ impl Agent<'_> {
             ));
         }
         let n = self.next();
-        let approved = self.app.registry().confirmations().approve(&id).is_ok();
+        let approved = match self.approval {
+            Approval::Scripted => self.app.registry().confirmations().approve(&id).is_ok(),
+            Approval::Person => {
+                self.say(format!(
+                    "   waiting for the user to answer {id} in the dialog"
+                ));
+                let outcome = self.app.registry().confirmations().wait_for(&id).await;
+                outcome == Some(agent_surface::confirmation::ConfirmationOutcome::Approved)
+            }
+        };
+        if self.approval == Approval::Person && !approved {
+            self.say(format!("   the user did not approve {id}: the agent stops"));
+            return asked;
+        }
         self.say(format!(
             "{n}. the user {} {id}",
             if approved {
@@ -193,8 +218,14 @@ impl Agent<'_> {
     }
 }
 
-/// Runs the scenario for the app's user, writing the transcript to `out`.
+/// Runs the scenario for the app's user, writing the transcript to `out`;
+/// the transcript approves the confirmation on the user's behalf.
 pub async fn run(app: &App, out: &mut dyn Write) -> Outcome {
+    run_with(app, out, Approval::Scripted).await
+}
+
+/// Runs the scenario with confirmations answered as `approval` says.
+pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Outcome {
     let toolset = match Toolset::builder(app.registry())
         .consumer(Consumer::new(ConsumerKind::Embedded, "scripted-agent"))
         .topology(Topology::Embedded)
@@ -217,6 +248,7 @@ pub async fn run(app: &App, out: &mut dyn Write) -> Outcome {
     );
     let mut agent = Agent {
         app,
+        approval,
         toolset,
         out,
         step: 0,
