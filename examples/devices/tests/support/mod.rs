@@ -203,7 +203,13 @@ impl Served {
     /// A stateless 2026-07-28 request (no session), with `extra` headers.
     pub async fn modern(&self, id: Value, method: &str, mut params: Value, extra: &[(&str, &str)]) -> Reply {
         if let Some(params) = params.as_object_mut() {
-            params.insert("_meta".to_owned(), modern_meta());
+            let mut meta = modern_meta();
+            if let (Some(meta), Some(Value::Object(own))) =
+                (meta.as_object_mut(), params.get("_meta"))
+            {
+                meta.extend(own.clone());
+            }
+            params.insert("_meta".to_owned(), meta);
         }
         let name = params
             .get("name")
