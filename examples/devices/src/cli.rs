@@ -136,7 +136,11 @@ mod tests {
     use super::*;
 
     fn parse_line(line: &str) -> Result<Options, clap::Error> {
-        parse(std::iter::once("devices").chain(line.split_whitespace()).map(OsString::from))
+        parse(
+            std::iter::once("devices")
+                .chain(line.split_whitespace())
+                .map(OsString::from),
+        )
     }
 
     #[test]

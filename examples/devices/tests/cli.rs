@@ -2,14 +2,19 @@
 //! stands (the viewer served over MCP never sees `domain_devices__disable`),
 //! and unknown or misplaced flags are usage errors, never ignored.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // test code
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
+use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::ServiceExt;
 use serde_json::json;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_devices");
@@ -51,7 +56,9 @@ async fn tools_after_a_selection(url: &str) -> Vec<String> {
     let client = ().serve(StreamableHttpClientTransport::from_uri(url.to_owned())).await.unwrap();
     let arguments = json!({"ids": ["d2", "d3"]}).as_object().cloned().unwrap();
     client
-        .call_tool(CallToolRequestParams::new("view_devices__table__selectRows").with_arguments(arguments))
+        .call_tool(
+            CallToolRequestParams::new("view_devices__table__selectRows").with_arguments(arguments),
+        )
         .await
         .unwrap();
     let tools = client
@@ -73,13 +80,22 @@ async fn the_viewer_never_sees_disable_wherever_the_user_flag_stands() {
     ] {
         let running = spawn(&args);
         let tools = tools_after_a_selection(&running.url).await;
-        assert!(tools.contains(&"view_devices__table__selectRows".to_owned()), "{args:?}: {tools:?}");
-        assert!(!tools.contains(&"domain_devices__disable".to_owned()), "{args:?}: {tools:?}");
+        assert!(
+            tools.contains(&"view_devices__table__selectRows".to_owned()),
+            "{args:?}: {tools:?}"
+        );
+        assert!(
+            !tools.contains(&"domain_devices__disable".to_owned()),
+            "{args:?}: {tools:?}"
+        );
     }
     // The admin, for contrast, is offered it.
     let running = spawn(&["--mcp", "http", "127.0.0.1:0", "--user", "admin"]);
     let tools = tools_after_a_selection(&running.url).await;
-    assert!(tools.contains(&"domain_devices__disable".to_owned()), "{tools:?}");
+    assert!(
+        tools.contains(&"domain_devices__disable".to_owned()),
+        "{tools:?}"
+    );
 }
 
 #[test]
@@ -92,7 +108,11 @@ fn unknown_or_misplaced_flags_exit_with_a_usage_error() {
         &["127.0.0.1:0"],
         &["--catalog", "--snapshot"],
     ] {
-        let output = Command::new(BINARY).args(args).stdin(Stdio::null()).output().unwrap();
+        let output = Command::new(BINARY)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.starts_with("error:"), "{args:?}: {stderr}");

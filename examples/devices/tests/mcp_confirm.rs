@@ -6,7 +6,12 @@
 //! both protocol generations. On stateless HTTP every request is a new
 //! consumer, so only the presented id can carry the retry.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // test code
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
 
 mod support;
 
@@ -49,27 +54,75 @@ async fn call(client: &Client, name: &str, arguments: Value, evidence: Option<&s
 /// (mismatch, never executed).
 async fn two_phase_journey(app: &App, client: &Client) {
     let confirmations = app.registry().confirmations();
-    call(client, "view_devices__table__selectRows", json!({"ids": ["d2", "d3"]}), None).await;
-    let asked = call(client, "domain_devices__disable", json!({"reason": "cleanup"}), None).await;
+    call(
+        client,
+        "view_devices__table__selectRows",
+        json!({"ids": ["d2", "d3"]}),
+        None,
+    )
+    .await;
+    let asked = call(
+        client,
+        "domain_devices__disable",
+        json!({"reason": "cleanup"}),
+        None,
+    )
+    .await;
     assert_eq!(asked["code"], "CONFIRMATION_REQUIRED", "{asked}");
     assert_eq!(asked["retry"], "with-confirmation");
-    let id = asked["details"]["confirmationId"].as_str().unwrap().to_owned();
+    let id = asked["details"]["confirmationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     confirmations.approve(&id).unwrap();
-    let done = call(client, "domain_devices__disable", json!({"reason": "cleanup"}), Some(&id)).await;
+    let done = call(
+        client,
+        "domain_devices__disable",
+        json!({"reason": "cleanup"}),
+        Some(&id),
+    )
+    .await;
     assert_eq!(done, json!({"disabled": 2}), "the approved retry executes");
 
     // Single use: the same evidence again is refused, not a new question.
-    let replay = call(client, "domain_devices__disable", json!({"reason": "cleanup"}), Some(&id)).await;
+    let replay = call(
+        client,
+        "domain_devices__disable",
+        json!({"reason": "cleanup"}),
+        Some(&id),
+    )
+    .await;
     assert_eq!(replay["code"], "CONFIRMATION_INVALID", "{replay}");
     assert_eq!(replay["details"]["reason"], "consumed");
 
     // Evidence for one input never runs another.
-    call(client, "view_devices__table__selectRows", json!({"ids": ["d4"]}), None).await;
-    let asked = call(client, "domain_devices__disable", json!({"reason": "one"}), None).await;
-    let other = asked["details"]["confirmationId"].as_str().unwrap().to_owned();
+    call(
+        client,
+        "view_devices__table__selectRows",
+        json!({"ids": ["d4"]}),
+        None,
+    )
+    .await;
+    let asked = call(
+        client,
+        "domain_devices__disable",
+        json!({"reason": "one"}),
+        None,
+    )
+    .await;
+    let other = asked["details"]["confirmationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     confirmations.approve(&other).unwrap();
-    let mismatch = call(client, "domain_devices__disable", json!({"reason": "two"}), Some(&other)).await;
+    let mismatch = call(
+        client,
+        "domain_devices__disable",
+        json!({"reason": "two"}),
+        Some(&other),
+    )
+    .await;
     assert_eq!(mismatch["code"], "CONFIRMATION_INVALID", "{mismatch}");
     assert_eq!(mismatch["details"]["reason"], "mismatch");
 }
@@ -122,16 +175,31 @@ async fn as_confirm_005_anonymous_callers_hold_a_bounded_number_of_confirmations
     let registry = served.app.registry().clone();
     let cap = registry.limits().max_pending_confirmations_per_consumer;
     served
-        .modern_call(json!(0), "view_devices__table__selectRows", json!({"ids": ["d2"]}), &[])
+        .modern_call(
+            json!(0),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+            &[],
+        )
         .await;
     let mut ids = Vec::new();
     for n in 0..=cap {
         let asked = served
-            .modern_call(json!(n + 1), "domain_devices__disable", json!({"reason": format!("r{n}")}), &[])
+            .modern_call(
+                json!(n + 1),
+                "domain_devices__disable",
+                json!({"reason": format!("r{n}")}),
+                &[],
+            )
             .await;
         let payload = support::payload(&asked);
         assert_eq!(payload["code"], "CONFIRMATION_REQUIRED", "{asked}");
-        ids.push(payload["details"]["confirmationId"].as_str().unwrap().to_owned());
+        ids.push(
+            payload["details"]["confirmationId"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
     }
     let pending: Vec<String> = registry
         .confirmations()
@@ -139,7 +207,11 @@ async fn as_confirm_005_anonymous_callers_hold_a_bounded_number_of_confirmations
         .iter()
         .map(|p| p.confirmation_id.to_string())
         .collect();
-    assert_eq!(pending.len(), cap, "anonymous callers together hold at most the cap");
+    assert_eq!(
+        pending.len(),
+        cap,
+        "anonymous callers together hold at most the cap"
+    );
     assert!(!pending.contains(&ids[0]), "the oldest gave way");
     assert!(pending.contains(&ids[cap]));
 }

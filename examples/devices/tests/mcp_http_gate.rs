@@ -3,7 +3,12 @@
 //! `initialize`, malformed bodies, unknown sessions), agent-chosen ids,
 //! and the bounds on sessions, reads and connections.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // test code
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
 
 mod support;
 
@@ -104,16 +109,29 @@ async fn the_origin_and_host_allow_lists_are_builder_options() {
         let served = &served;
         async move { served.initialize_with(&[("origin", &origin)]).await.status }
     };
-    assert_eq!(status("https://app.example.com".into()).await, StatusCode::OK);
-    assert_eq!(status("https://app.example.com:443".into()).await, StatusCode::OK);
-    assert_eq!(status(format!("http://localhost:{port}")).await, StatusCode::OK);
+    assert_eq!(
+        status("https://app.example.com".into()).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        status("https://app.example.com:443".into()).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        status(format!("http://localhost:{port}")).await,
+        StatusCode::OK
+    );
     // The scheme's default port only, the exact scheme, nothing else.
     for refused in [
         "https://app.example.com:8443".to_owned(),
         "http://app.example.com".to_owned(),
         format!("http://127.0.0.1:{port}"),
     ] {
-        assert_eq!(status(refused.clone()).await, StatusCode::FORBIDDEN, "{refused}");
+        assert_eq!(
+            status(refused.clone()).await,
+            StatusCode::FORBIDDEN,
+            "{refused}"
+        );
     }
     // Hosts: the listed ones (a reverse proxy's public name), no others.
     for (host, expected) in [
@@ -132,7 +150,10 @@ async fn a_second_initialize_is_refused_and_the_session_keeps_its_protocol() {
     let session = served.open_session().await;
     let again = served
         .post_json(
-            &[("mcp-session-id", &session), ("mcp-protocol-version", LEGACY)],
+            &[
+                ("mcp-session-id", &session),
+                ("mcp-protocol-version", LEGACY),
+            ],
             &json!({"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {
                 "protocolVersion": "2024-11-05", "capabilities": {"elicitation": {}},
                 "clientInfo": {"name": "again", "version": "0"}}}),
@@ -141,7 +162,12 @@ async fn a_second_initialize_is_refused_and_the_session_keeps_its_protocol() {
     assert_eq!(again.status, StatusCode::BAD_REQUEST, "{}", again.body);
     assert_eq!(again.messages[0]["error"]["code"], -32600);
     // Still the negotiated session: its requests carry the same version.
-    assert!(served.tools(&session).await.contains(&"view_devices__table__readState".to_owned()));
+    assert!(
+        served
+            .tools(&session)
+            .await
+            .contains(&"view_devices__table__readState".to_owned())
+    );
 }
 
 #[tokio::test]
@@ -171,7 +197,10 @@ async fn a_second_initialize_is_refused_on_a_stream_transport() {
         .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
         .await
         .unwrap();
-    writer.write_all(init(2, "2024-11-05").as_bytes()).await.unwrap();
+    writer
+        .write_all(init(2, "2024-11-05").as_bytes())
+        .await
+        .unwrap();
     let second = tokio::time::timeout(PATIENCE, async {
         loop {
             let line = lines.next_line().await.unwrap().unwrap();
@@ -201,7 +230,12 @@ async fn malformed_bodies_are_bad_requests() {
         "42",
     ] {
         let reply = raw(body).await;
-        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{body}: {}", reply.body);
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{body}: {}",
+            reply.body
+        );
         assert_eq!(reply.messages[0]["error"]["code"], -32600, "{body}");
     }
     // Not JSON at all by its own account: still the transport's 415.
@@ -225,9 +259,13 @@ async fn sessions_the_server_does_not_hold_are_not_found() {
     let session = served.open_session().await;
     assert!(served.delete(&session).await.is_success());
     assert_eq!(served.delete(&session).await, StatusCode::NOT_FOUND);
-    let reply = served.request(&session, json!(1), "tools/list", json!({})).await;
+    let reply = served
+        .request(&session, json!(1), "tools/list", json!({}))
+        .await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
-    let made_up = served.request("made-up", json!(1), "tools/list", json!({})).await;
+    let made_up = served
+        .request("made-up", json!(1), "tools/list", json!({}))
+        .await;
     assert_eq!(made_up.status, StatusCode::NOT_FOUND);
 }
 
@@ -240,20 +278,36 @@ async fn as_ident_004_agent_chosen_ids_over_the_limit_never_become_invocation_id
     // Over the limit as sent: refused at the gate with a typed payload.
     let long = "x".repeat(limit + 1);
     let reply = served
-        .request(&session, json!(long), "tools/call",
-                 json!({"name": "view_devices__table__readState", "arguments": {}}))
+        .request(
+            &session,
+            json!(long),
+            "tools/call",
+            json!({"name": "view_devices__table__readState", "arguments": {}}),
+        )
         .await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
-    assert_eq!(reply.messages[0]["error"]["data"]["code"], "INVALID_INPUT", "{}", reply.body);
+    assert_eq!(
+        reply.messages[0]["error"]["data"]["code"], "INVALID_INPUT",
+        "{}",
+        reply.body
+    );
     // Within the limit as sent, over it as an invocation id (`mcp-` + id):
     // the adapter refuses the call with the runtime's typed error.
     let near = "y".repeat(limit - 2);
     let refused = served
-        .call(&session, json!(near), "view_devices__table__readState", json!({}))
+        .call(
+            &session,
+            json!(near),
+            "view_devices__table__readState",
+            json!({}),
+        )
         .await;
     assert_eq!(refused["result"]["isError"], true, "{refused}");
     assert_eq!(payload(&refused)["code"], "INVALID_INPUT");
-    assert_eq!(payload(&refused)["details"]["issues"][0]["path"], "/invocationId");
+    assert_eq!(
+        payload(&refused)["details"]["issues"][0]["path"],
+        "/invocationId"
+    );
     assert_eq!(registry.dedupe_len(), 0, "nothing of a refused id is kept");
     // A huge id is a too-large body, never parsed into anything.
     let huge = "z".repeat(3 << 20);
@@ -263,7 +317,12 @@ async fn as_ident_004_agent_chosen_ids_over_the_limit_never_become_invocation_id
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
     // An id within bounds is an invocation id (remembered for retries).
     let ok = served
-        .call(&session, json!("fine"), "view_devices__table__readState", json!({}))
+        .call(
+            &session,
+            json!("fine"),
+            "view_devices__table__readState",
+            json!({}),
+        )
         .await;
     assert_ne!(ok["result"]["isError"], true, "{ok}");
     assert_eq!(registry.dedupe_len(), 1);
@@ -275,7 +334,12 @@ async fn the_session_cap_refuses_with_a_typed_error_and_delete_frees_a_place() {
     let first = served.open_session().await;
     let _second = served.open_session().await;
     let refused = served.initialize_with(&[]).await;
-    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE, "{}", refused.body);
+    assert_eq!(
+        refused.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        refused.body
+    );
     assert!(refused.headers.contains_key("retry-after"));
     assert!(refused.session().is_none());
     let data = &refused.messages[0]["error"]["data"];
@@ -294,7 +358,12 @@ async fn idle_sessions_expire_after_the_operator_set_time() {
     let session = served.open_session().await;
     // Leave something behind: a pending confirmation of this session.
     served
-        .call(&session, json!(1), "view_devices__table__selectRows", json!({"ids": ["d2"]}))
+        .call(
+            &session,
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+        )
         .await;
     let asked = served
         .call(&session, json!(2), "domain_devices__disable", json!({}))
@@ -308,7 +377,9 @@ async fn idle_sessions_expire_after_the_operator_set_time() {
         confirmations.pending().is_empty()
     })
     .await;
-    let reply = served.request(&session, json!(9), "tools/list", json!({})).await;
+    let reply = served
+        .request(&session, json!(9), "tools/list", json!({}))
+        .await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
 }
 
@@ -331,7 +402,10 @@ async fn stalled_headers_and_bodies_are_cut_off() {
         .unwrap();
     let started = tokio::time::Instant::now();
     let _ = read_to_close(&mut stalled).await;
-    assert!(started.elapsed() < PATIENCE, "the stalled headers hold the connection");
+    assert!(
+        started.elapsed() < PATIENCE,
+        "the stalled headers hold the connection"
+    );
     // A body that never finishes: 408, and the connection closes.
     let mut slow = TcpStream::connect(address).await.unwrap();
     slow.write_all(
@@ -353,7 +427,11 @@ async fn stalled_headers_and_bodies_are_cut_off() {
 
 #[tokio::test]
 async fn connections_beyond_the_limit_wait_for_a_free_one() {
-    let served = serve(|b| b.max_connections(2).read_timeout(Duration::from_millis(400))).await;
+    let served = serve(|b| {
+        b.max_connections(2)
+            .read_timeout(Duration::from_millis(400))
+    })
+    .await;
     let address = served.http.local_addr();
     let mut holders = [
         TcpStream::connect(address).await.unwrap(),
@@ -385,5 +463,9 @@ async fn connections_beyond_the_limit_wait_for_a_free_one() {
         .await
         .unwrap()
         .unwrap();
-    assert!(answer.starts_with(b"HTTP/1.1 "), "{:?}", String::from_utf8_lossy(&answer));
+    assert!(
+        answer.starts_with(b"HTTP/1.1 "),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
 }

@@ -4,7 +4,12 @@
 //! consumers whatever session header they send; a live session's
 //! notifications survive any amount of other sessions.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // test code
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
 
 mod support;
 
@@ -15,7 +20,11 @@ use support::{LEGACY, PATIENCE, payload, serve};
 use tokio::sync::watch;
 
 fn confirmation_id(response: &Value) -> String {
-    assert_eq!(payload(response)["code"], "CONFIRMATION_REQUIRED", "{response}");
+    assert_eq!(
+        payload(response)["code"],
+        "CONFIRMATION_REQUIRED",
+        "{response}"
+    );
     payload(response)["details"]["confirmationId"]
         .as_str()
         .unwrap()
@@ -29,16 +38,30 @@ async fn as_confirm_004_nobody_acts_as_a_terminated_session() {
     let confirmations = registry.confirmations();
     let session = served.open_session().await;
     served
-        .call(&session, json!(1), "view_devices__table__selectRows", json!({"ids": ["d2", "d3"]}))
+        .call(
+            &session,
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2", "d3"]}),
+        )
         .await;
     let asked = served
         .call(&session, json!(7), "domain_devices__disable", json!({}))
         .await;
     let confirmation = confirmation_id(&asked);
     served
-        .call(&session, json!("r1"), "view_devices__table__readState", json!({}))
+        .call(
+            &session,
+            json!("r1"),
+            "view_devices__table__readState",
+            json!({}),
+        )
         .await;
-    assert_eq!(registry.dedupe_len(), 2, "the session's settled calls are remembered");
+    assert_eq!(
+        registry.dedupe_len(),
+        2,
+        "the session's settled calls are remembered"
+    );
 
     assert!(served.delete(&session).await.is_success());
     support::eventually("the session's confirmation is forgotten", async || {
@@ -46,13 +69,21 @@ async fn as_confirm_004_nobody_acts_as_a_terminated_session() {
     })
     .await;
     assert_eq!(registry.dedupe_len(), 0, "its dedupe records are forgotten");
-    assert!(confirmations.approve(&confirmation).is_err(), "nothing left to approve");
+    assert!(
+        confirmations.approve(&confirmation).is_err(),
+        "nothing left to approve"
+    );
 
     // The stateless path ignores the dead session's id: its request ids
     // conflict with nothing, and its evidence executes nothing.
     let dead = [("mcp-session-id", session.as_str())];
     let read = served
-        .modern_call(json!("r1"), "view_devices__table__selectRows", json!({"ids": ["d2", "d3"]}), &dead)
+        .modern_call(
+            json!("r1"),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2", "d3"]}),
+            &dead,
+        )
         .await;
     assert_ne!(payload(&read)["code"], "INVOCATION_CONFLICT", "{read}");
     let replay = served
@@ -71,11 +102,14 @@ async fn as_confirm_004_nobody_acts_as_a_terminated_session() {
         .await;
     let rows = payload(&state)["visibleRows"].as_array().unwrap().clone();
     assert!(
-        rows.iter().all(|row| row["status"] != "disabled" || !["d2", "d3"].contains(&row["id"].as_str().unwrap())),
+        rows.iter().all(|row| row["status"] != "disabled"
+            || !["d2", "d3"].contains(&row["id"].as_str().unwrap())),
         "nothing was disabled: {rows:?}"
     );
     // And the handshake-era path answers the dead id 404 (see mcp_http_gate).
-    let reply = served.request(&session, json!(9), "tools/list", json!({})).await;
+    let reply = served
+        .request(&session, json!(9), "tools/list", json!({}))
+        .await;
     assert_eq!(reply.status, reqwest::StatusCode::NOT_FOUND);
 }
 
@@ -85,7 +119,12 @@ async fn as_ident_004_stateless_callers_are_distinct_consumers_whatever_they_cla
     let confirmations = served.app.registry().confirmations();
     let claim = [("mcp-session-id", "shared-guess")];
     served
-        .modern_call(json!(1), "view_devices__table__selectRows", json!({"ids": ["d2"]}), &claim)
+        .modern_call(
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+            &claim,
+        )
         .await;
     // The same tool, input and JSON-RPC id from two callers claiming the
     // same session: two consumers, two confirmations, no conflict.
@@ -104,7 +143,9 @@ async fn as_ident_004_stateless_callers_are_distinct_consumers_whatever_they_cla
     assert_eq!(consumers.len(), 2);
     assert_ne!(consumers[0], consumers[1]);
     assert!(
-        consumers.iter().all(|c| c.starts_with("mcp:http-") && !c.contains("shared-guess")),
+        consumers
+            .iter()
+            .all(|c| c.starts_with("mcp:http-") && !c.contains("shared-guess")),
         "{consumers:?}"
     );
 }
@@ -124,7 +165,12 @@ async fn as_ident_004_the_identify_hook_names_the_principal() {
     let confirmations = served.app.registry().confirmations();
     let ann = [("x-user", "ann")];
     served
-        .modern_call(json!(1), "view_devices__table__selectRows", json!({"ids": ["d2"]}), &ann)
+        .modern_call(
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+            &ann,
+        )
         .await;
     let first = served
         .modern_call(json!(2), "domain_devices__disable", json!({}), &ann)
@@ -184,16 +230,31 @@ async fn as_adapter_003_a_live_sessions_notifications_survive_any_other_traffic(
     // The live session's own call changes its tools: notified.
     let before = *seen.borrow();
     served
-        .call(&live, json!(1), "view_devices__table__selectRows", json!({"ids": ["d2"]}))
+        .call(
+            &live,
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+        )
         .await;
     notified(&mut seen, before + 1, "its own selection").await;
-    assert!(served.tools(&live).await.contains(&"domain_devices__disable".to_owned()));
+    assert!(
+        served
+            .tools(&live)
+            .await
+            .contains(&"domain_devices__disable".to_owned())
+    );
     // Another session changes the surface (navigation unmounts the page):
     // notified too.
     let before = *seen.borrow();
     let other = served.open_session().await;
     served
-        .call(&other, json!(1), "view_app__navigation__goTo", json!({"route": "/settings"}))
+        .call(
+            &other,
+            json!(1),
+            "view_app__navigation__goTo",
+            json!({"route": "/settings"}),
+        )
         .await;
     notified(&mut seen, before + 1, "another session's navigation").await;
 }

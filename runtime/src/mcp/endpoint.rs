@@ -14,9 +14,7 @@ use std::time::Duration;
 
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, SessionConfig,
-};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -108,7 +106,11 @@ impl McpServer {
                 .iter()
                 .filter_map(|o| Allowed::origin(o))
                 .collect(),
-            hosts: options.hosts.iter().filter_map(|h| Allowed::host(h)).collect(),
+            hosts: options
+                .hosts
+                .iter()
+                .filter_map(|h| Allowed::host(h))
+                .collect(),
             sessions,
             max_sessions: options.max_sessions,
             read_timeout: options.read_timeout,

@@ -173,37 +173,35 @@ impl Gate {
         let Some((host, port)) = parse_authority(host) else {
             return false;
         };
-        self.hosts.iter().any(|allowed| {
-            allowed.host == host && (allowed.port.is_none() || allowed.port == port)
-        })
+        self.hosts
+            .iter()
+            .any(|allowed| allowed.host == host && (allowed.port.is_none() || allowed.port == port))
     }
 
-    /// `403` for a disallowed `Host` or `Origin`.
-    fn check_headers(&self, headers: &HeaderMap) -> Result<(), Response> {
-        for host in headers.get_all(header::HOST) {
-            if !host.to_str().is_ok_and(|host| self.host_allowed(host)) {
-                return Err(plain(
-                    StatusCode::FORBIDDEN,
-                    "Forbidden: Host header is not allowed",
-                ));
-            }
+    /// Why a request is forbidden: a disallowed `Host` or `Origin`.
+    fn forbidden(&self, headers: &HeaderMap) -> Option<&'static str> {
+        if headers
+            .get_all(header::HOST)
+            .iter()
+            .any(|host| !host.to_str().is_ok_and(|host| self.host_allowed(host)))
+        {
+            return Some("Forbidden: Host header is not allowed");
         }
-        for origin in headers.get_all(header::ORIGIN) {
-            if !origin.to_str().is_ok_and(|origin| self.origin_allowed(origin)) {
-                return Err(plain(
-                    StatusCode::FORBIDDEN,
-                    "Forbidden: Origin header is not allowed",
-                ));
-            }
+        if headers.get_all(header::ORIGIN).iter().any(|origin| {
+            !origin
+                .to_str()
+                .is_ok_and(|origin| self.origin_allowed(origin))
+        }) {
+            return Some("Forbidden: Origin header is not allowed");
         }
-        Ok(())
+        None
     }
 }
 
 /// The gate as axum middleware.
 pub(super) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    if let Err(refused) = gate.check_headers(request.headers()) {
-        return refused;
+    if let Some(reason) = gate.forbidden(request.headers()) {
+        return plain(StatusCode::FORBIDDEN, reason);
     }
     match *request.method() {
         Method::POST => post(&gate, request, next).await,

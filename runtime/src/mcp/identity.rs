@@ -81,10 +81,10 @@ impl McpSession {
             .anonymous
             .get_or_init(|| {
                 let consumer = self.shared.anonymous_id();
-                let view =
-                    self.shared
-                        .views
-                        .detached(&self.shared.registry, &consumer, true)?;
+                let view = self
+                    .shared
+                    .views
+                    .detached(&self.shared.registry, &consumer, true)?;
                 Some((consumer, view))
             })
             .as_ref()?;

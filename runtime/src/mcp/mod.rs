@@ -63,8 +63,8 @@
 mod call;
 mod changes;
 mod convert;
-mod gate;
 mod endpoint;
+mod gate;
 mod identity;
 mod session;
 mod view;

@@ -3,7 +3,13 @@
 //! headers, SSE responses — so tests can send what a client library never
 //! would.
 
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)] // test code
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)] // test code
 
 use std::time::Duration;
 
@@ -57,7 +63,10 @@ impl Reply {
 }
 
 /// Serves a fresh devices app for `user`, the builder adjusted by `tune`.
-pub async fn serve_as(user: User, tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder) -> Served {
+pub async fn serve_as(
+    user: User,
+    tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder,
+) -> Served {
     let app = App::start(user).await.unwrap();
     let server = tune(McpServer::builder(app.registry()).name("devices")).build();
     let http = server
@@ -159,11 +168,19 @@ impl Served {
         let session = reply.session().expect("a session id");
         let initialized = self
             .post_json(
-                &[("mcp-session-id", &session), ("mcp-protocol-version", LEGACY)],
+                &[
+                    ("mcp-session-id", &session),
+                    ("mcp-protocol-version", LEGACY),
+                ],
                 &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
             )
             .await;
-        assert_eq!(initialized.status, StatusCode::ACCEPTED, "{}", initialized.body);
+        assert_eq!(
+            initialized.status,
+            StatusCode::ACCEPTED,
+            "{}",
+            initialized.body
+        );
         session
     }
 
@@ -171,7 +188,10 @@ impl Served {
     pub async fn request(&self, session: &str, id: Value, method: &str, params: Value) -> Reply {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.post_json(
-            &[("mcp-session-id", session), ("mcp-protocol-version", LEGACY)],
+            &[
+                ("mcp-session-id", session),
+                ("mcp-protocol-version", LEGACY),
+            ],
             &body,
         )
         .await
@@ -196,12 +216,20 @@ impl Served {
     /// The tool names session `session` is served.
     pub async fn tools(&self, session: &str) -> Vec<String> {
         let id = json!("list");
-        let reply = self.request(session, id.clone(), "tools/list", json!({})).await;
+        let reply = self
+            .request(session, id.clone(), "tools/list", json!({}))
+            .await;
         tool_names(reply.response(&id).expect("a tools/list response"))
     }
 
     /// A stateless 2026-07-28 request (no session), with `extra` headers.
-    pub async fn modern(&self, id: Value, method: &str, mut params: Value, extra: &[(&str, &str)]) -> Reply {
+    pub async fn modern(
+        &self,
+        id: Value,
+        method: &str,
+        mut params: Value,
+        extra: &[(&str, &str)],
+    ) -> Reply {
         if let Some(params) = params.as_object_mut() {
             let mut meta = modern_meta();
             if let (Some(meta), Some(Value::Object(own))) =
@@ -226,7 +254,13 @@ impl Served {
     }
 
     /// A stateless `tools/call`; the JSON-RPC response.
-    pub async fn modern_call(&self, id: Value, name: &str, arguments: Value, extra: &[(&str, &str)]) -> Value {
+    pub async fn modern_call(
+        &self,
+        id: Value,
+        name: &str,
+        arguments: Value,
+        extra: &[(&str, &str)],
+    ) -> Value {
         let reply = self
             .modern(
                 id.clone(),
