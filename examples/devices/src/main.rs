@@ -18,6 +18,8 @@
 //!   `127.0.0.1:8765`, path `/mcp`) until interrupted;
 //! - `--help`.
 
+mod cli;
+
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -25,78 +27,8 @@ use agent_surface::catalog::Catalog;
 use agent_surface::explain::explain_surface;
 use agent_surface::mcp::McpServer;
 use agent_surface::snapshot::SnapshotOptions;
+use cli::Show;
 use devices::{App, User, scenario};
-
-const USAGE: &str = "usage: devices [--user admin|viewer] [--listen addr | --script | --catalog | --snapshot | --explain | --mcp stdio | --mcp http [addr]]";
-
-enum Show {
-    Web(std::net::SocketAddr),
-    Scenario,
-    Catalog,
-    Snapshot,
-    Explain,
-    McpStdio,
-    McpHttp(std::net::SocketAddr),
-}
-
-fn parse() -> Result<(User, Show), String> {
-    let mut user = User::admin();
-    let mut show = Show::Web(std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--user" => {
-                user = match args.next().as_deref() {
-                    Some("admin") => User::admin(),
-                    Some("viewer") => User::viewer(),
-                    other => {
-                        return Err(format!(
-                            "unknown user {}; the demo users are admin and viewer",
-                            other.unwrap_or("(none)")
-                        ));
-                    }
-                }
-            }
-            "--listen" => {
-                let address = args.next().unwrap_or_default();
-                show = Show::Web(address.parse().map_err(|_| {
-                    format!("`--listen {address}`: write an address like 127.0.0.1:8080")
-                })?);
-            }
-            "--script" => show = Show::Scenario,
-            "--catalog" => show = Show::Catalog,
-            "--snapshot" => show = Show::Snapshot,
-            "--explain" => show = Show::Explain,
-            "--mcp" => {
-                show = match args.next().as_deref() {
-                    Some("stdio") => Show::McpStdio,
-                    Some("http") => {
-                        let mut rest: Vec<String> = args.by_ref().collect();
-                        let address = match rest.first().filter(|a| !a.starts_with("--")) {
-                            Some(address) => address.parse().map_err(|_| {
-                                format!("`{address}` is not an address like 127.0.0.1:8765")
-                            })?,
-                            None => std::net::SocketAddr::from(([127, 0, 0, 1], 8765)),
-                        };
-                        if !rest.is_empty() {
-                            rest.remove(0);
-                        }
-                        Show::McpHttp(address)
-                    }
-                    other => {
-                        return Err(format!(
-                            "`--mcp {}`: write `--mcp stdio` or `--mcp http [addr]`",
-                            other.unwrap_or("")
-                        ));
-                    }
-                }
-            }
-            "--help" | "-h" => return Err(String::new()),
-            other => return Err(format!("unknown argument `{other}`")),
-        }
-    }
-    Ok((user, show))
-}
 
 /// The devices surface as an MCP server.
 fn mcp_server(app: &App) -> McpServer {
@@ -147,18 +79,12 @@ fn print_json(value: &impl serde::Serialize) {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let (user, show) = match parse() {
-        Ok(parsed) => parsed,
-        Err(message) => {
-            if !message.is_empty() {
-                eprintln!("error: {message}");
-            }
-            eprintln!("{USAGE}");
-            return if message.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            };
+    let (user, show) = match cli::parse(std::env::args_os()) {
+        Ok(options) => (options.user, options.show),
+        Err(error) => {
+            // Help goes to stdout (success); a usage error to stderr.
+            let _ = error.print();
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
         }
     };
     if let Show::Catalog = show {

@@ -8,6 +8,8 @@
 //! A reserved record is not redeemed by a second call meanwhile and does
 //! not expire under the call that holds it.
 
+mod forget;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 

@@ -16,9 +16,11 @@ use tokio_util::sync::CancellationToken;
 use super::convert::{
     approval_schema, approves, confirmation_of, decode_name, is_modern, to_call_result,
 };
+use super::identity::{Acting, Caller};
 use super::view::View;
 use super::{CONFIRM_KEY, CONFIRMATION_META, McpSession, PendingElicitation};
 use crate::error::ErrorPayload;
+use crate::invoke::bounds;
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
 use crate::toolset::ExecuteOptions;
 
@@ -29,28 +31,46 @@ impl McpSession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let consumer = self.consumer_of(&context.extensions);
-        let Some(view) = self.shared.view(&consumer) else {
+        let Some(mut acting) = self.acting(&context.extensions) else {
             return Err(ErrorData::internal_error(
                 "the application is shutting down",
                 None,
             ));
         };
-        // Until this call ends: then only this consumer's watchers re-check
-        // (any call may change what is available: selection, navigation).
-        let _busy = self.shared.activity.begin(Some(Arc::clone(&view)));
         let cancel = context.ct.clone();
         let name = request.name.to_string();
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        let invocation_id = self
-            .session_scoped(&context.extensions)
-            .then(|| format!("mcp-{}", context.id));
-        let explicit = request
+        let invocation_id = self.invocation_id(&acting, &context.id);
+        let max_id = self.shared.registry.limits().max_id_bytes;
+        if invocation_id.as_ref().is_some_and(|id| id.len() > max_id) {
+            // The agent chose the id: refused here, never kept anywhere.
+            let issue = bounds::id_too_long("/invocationId", max_id);
+            let refused = self.settled(&name, None, ErrorPayload::invalid_input(&[issue]));
+            return Ok(to_call_result(&refused).into());
+        }
+        // rmcp hands the request's `_meta` over in the context; a params
+        // `_meta` is read too.
+        let explicit = context
             .meta
-            .as_ref()
-            .and_then(|meta| meta.0.0.get(CONFIRMATION_META))
+            .0
+            .0
+            .get(CONFIRMATION_META)
+            .or_else(|| {
+                request
+                    .meta
+                    .as_ref()
+                    .and_then(|meta| meta.0.0.get(CONFIRMATION_META))
+            })
             .and_then(Value::as_str)
             .map(str::to_owned);
+        // Evidence an anonymous caller was given acts as whom it was given to.
+        if let Some(confirmation_id) = explicit.as_deref()
+            && acting.caller == Caller::Anonymous
+            && let Some(recorded) = self.issued_to(confirmation_id)
+            && let Some(adopted) = self.adopt(&acting, &recorded, true)
+        {
+            acting = adopted;
+        }
 
         // A 2026-07-28 retry answering our input request.
         if let Some(state) = request.request_state.as_deref() {
@@ -61,14 +81,19 @@ impl McpSession {
                 .unwrap_or_else(PoisonError::into_inner)
                 .peek(state, self.shared.registry.now_ms())
                 .cloned();
-            let Some(pending) = pending
-                .filter(|p| p.consumer == consumer && p.tool == name && p.arguments == arguments)
+            let Some((pending, acting)) = pending
+                .filter(|p| p.tool == name && p.arguments == arguments)
+                .and_then(|p| {
+                    let adopted = self.adopt(&acting, &p.consumer, p.anonymous)?;
+                    Some((p, adopted))
+                })
             else {
                 return Err(ErrorData::invalid_params(
                     "unknown or mismatched requestState",
                     None,
                 ));
             };
+            let _busy = self.shared.activity.begin(self.poked(&acting));
             let answer = request
                 .input_responses
                 .as_ref()
@@ -90,11 +115,22 @@ impl McpSession {
                 .resolve(state, approved);
             // Denied: the retry reports CONFIRMATION_INVALID {denied}; never retried further.
             let result = self
-                .execute(&view, &name, pending.arguments, None, Some(state), cancel)
+                .execute(
+                    &acting.view,
+                    &name,
+                    pending.arguments,
+                    None,
+                    Some(state),
+                    cancel,
+                )
                 .await;
             return Ok(to_call_result(&result).into());
         }
 
+        // Until this call ends: then only this consumer's watchers re-check
+        // (any call may change what is available: selection, navigation).
+        let _busy = self.shared.activity.begin(self.poked(&acting));
+        let view = Arc::clone(&acting.view);
         if view.toolset.tool(&name).is_none() {
             // Not in this consumer's tools: a stale name (a capability that
             // went away) still gets the pipeline's precise error; anything
@@ -126,6 +162,9 @@ impl McpSession {
                 cancel.clone(),
             )
             .await;
+        if let Some(confirmation_id) = confirmation_of(&result) {
+            self.issue(&acting, &confirmation_id);
+        }
         let supports_elicitation = self.shared.elicitation
             && context
                 .client_capabilities()
@@ -143,7 +182,8 @@ impl McpSession {
                         .insert(
                             confirmation_id.clone(),
                             PendingElicitation {
-                                consumer,
+                                consumer: acting.consumer.clone(),
+                                anonymous: acting.caller == Caller::Anonymous,
                                 tool: name,
                                 arguments,
                             },
@@ -203,6 +243,17 @@ impl McpSession {
             _ => result,
         };
         Ok(to_call_result(&outcome).into())
+    }
+
+    /// The views whose watchers re-check when a call of `acting` ends: its
+    /// own, and for an anonymous caller every anonymous caller's (a listen
+    /// stream is a request of its own).
+    fn poked(&self, acting: &Acting) -> Vec<Arc<View>> {
+        let mut views = vec![Arc::clone(&acting.view)];
+        if acting.caller == Caller::Anonymous {
+            views.extend(self.shared.views.anonymous());
+        }
+        views
     }
 
     /// Options for a call as `view`'s consumer, cancelled with the request.

@@ -39,13 +39,13 @@ pub(super) struct Activity {
 
 impl Activity {
     /// Counts a call from now until the guard drops; dropping it also
-    /// pokes the caller's view, so its watchers re-check.
-    pub(super) fn begin(&self, view: Option<Arc<View>>) -> Busy<'_> {
+    /// pokes `views` (the caller's), so their watchers re-check.
+    pub(super) fn begin(&self, views: Vec<Arc<View>>) -> Busy<'_> {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         self.epoch.fetch_add(1, Ordering::SeqCst);
         Busy {
             activity: self,
-            view,
+            views,
         }
     }
 
@@ -58,12 +58,12 @@ impl Activity {
 /// A running call (see [`Activity::begin`]).
 pub(super) struct Busy<'a> {
     activity: &'a Activity,
-    view: Option<Arc<View>>,
+    views: Vec<Arc<View>>,
 }
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
-        if let Some(view) = &self.view {
+        for view in &self.views {
             view.poke();
         }
         self.activity.epoch.fetch_add(1, Ordering::SeqCst);

@@ -25,17 +25,27 @@
 //!   `notifications/cancelled` cancels the invocation (it settles
 //!   `CANCELLED` and the handler's cancellation token fires).
 //! - **Confirmations**: two-phase by default — the model calls again with
-//!   the same arguments once the user approved (or passes
-//!   `_meta["agentSurface/confirmationId"]`). When the client declares
+//!   the same arguments once the user approved, or passes
+//!   `_meta["agentSurface/confirmationId"]` (a stateless HTTP caller, whose
+//!   every request is a new consumer, passes the id). When the client declares
 //!   elicitation support, the server asks the human through MCP elicitation
 //!   (a server request on handshake-era sessions, an input-required round on
 //!   2026-07-28), showing the summary and the exact effective input, and
 //!   returns the final result in the same call. A denial is never retried.
-//! - **Identity**: each session is its own consumer (`mcp:<id>`). The
-//!   2026-07-28 HTTP protocol has no sessions: give the server an
-//!   [`identify`](McpServerBuilder::identify) hook (e.g. from the
-//!   authenticated principal); without one, stateless HTTP callers share the
-//!   consumer `mcp:http`, which suits a loopback server for one user.
+//! - **Identity** (see `identity`): each session is its own consumer,
+//!   issued by the server and forgotten with the session (its dedupe
+//!   records, open confirmations and view). The 2026-07-28 HTTP protocol has
+//!   no sessions: give the server an [`identify`](McpServerBuilder::identify)
+//!   hook (e.g. from the authenticated principal); without one, every
+//!   stateless request is its own consumer — a session header it carries is
+//!   ignored — and a confirmation it was asked for can be presented later by
+//!   id.
+//! - **HTTP** (see `endpoint` and `gate`): loopback origins and hosts by
+//!   default (`403` otherwise, every verb), a session cap with a typed
+//!   refusal, idle expiry, a body limit, read timeouts and a connection
+//!   limit; a second `initialize` is refused, a malformed body is `400`, a
+//!   `DELETE` of an unknown session `404`. JSON-RPC ids over
+//!   `Limits::max_id_bytes` never become invocation ids.
 //!
 //! ```no_run
 //! use agent_surface::mcp::McpServer;
@@ -53,25 +63,29 @@
 mod call;
 mod changes;
 mod convert;
+mod endpoint;
+mod gate;
+mod identity;
 mod session;
 mod view;
 
 use std::fmt;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::ServiceExt;
 use rmcp::service::RunningService;
-use tokio_util::sync::CancellationToken;
 
 use crate::registry::Registry;
 use crate::util::lru::Lru;
 
+pub use endpoint::HttpServer;
 pub use session::McpSession;
 
 use changes::Activity;
+use endpoint::HttpOptions;
 use view::{View, Views};
 
 /// The request `_meta` key by which a client passes confirmation evidence.
@@ -103,6 +117,7 @@ pub struct McpServerBuilder {
     instructions: Option<String>,
     elicitation: bool,
     identify: Option<Identify>,
+    http: HttpOptions,
 }
 
 impl fmt::Debug for McpServerBuilder {
@@ -150,9 +165,69 @@ impl McpServerBuilder {
         self
     }
 
+    /// Browser origins allowed to reach the HTTP endpoint (default: the
+    /// loopback origins `http(s)://localhost`, `127.0.0.1` and `[::1]` on
+    /// any port). Entries are `scheme://host` (the scheme's default port),
+    /// `scheme://host:port`, `scheme://host:*` (any port) or `null`. A
+    /// request whose `Origin` is not listed is `403`; one without `Origin`
+    /// (not from a browser) passes.
+    pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.http.origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// `Host` values the HTTP endpoint answers (default `localhost`,
+    /// `127.0.0.1`, `::1`, any port): add the public name when a reverse
+    /// proxy forwards it. Others are `403` (DNS rebinding).
+    pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.http.hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// HTTP sessions open at once (default 64); beyond it `initialize` is
+    /// refused with `503` and a `RATE_LIMITED` payload.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.http.max_sessions = max;
+        self
+    }
+
+    /// How long an HTTP session lives without a request (default 10
+    /// minutes); then it ends, its records are forgotten, and the client
+    /// initializes again.
+    pub fn session_idle_timeout(mut self, idle: Duration) -> Self {
+        self.http.session_idle = idle;
+        self
+    }
+
+    /// Connections served at once by [`McpServer::serve_http`] (default
+    /// 256); more wait to be accepted.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.http.max_connections = max;
+        self
+    }
+
+    /// How long a client may take to send a request's headers, and then its
+    /// body (default 15 seconds each); an idle keep-alive connection closes
+    /// after the same time.
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.http.read_timeout = timeout;
+        self
+    }
+
+    /// The largest HTTP request body (default 1 MiB); larger is `413`.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.http.max_body_bytes = bytes;
+        self
+    }
+
     /// Builds the server. Each consumer's toolset follows the registry's
     /// surface; calls re-evaluate availability read from live state.
     pub fn build(self) -> McpServer {
+        let limits = self.registry.limits();
+        let issued = Lru::new(
+            limits.max_pending_confirmations_per_consumer.max(1),
+            u64::try_from(limits.confirmation_ttl.as_millis()).unwrap_or(u64::MAX),
+        );
         let shared = Arc::new(Shared {
             registry: self.registry,
             name: self.name,
@@ -163,7 +238,9 @@ impl McpServerBuilder {
             views: Views::default(),
             activity: Activity::default(),
             elicitations: Mutex::new(Lru::new(256, 600_000)),
+            issued: Mutex::new(issued),
             next_session: AtomicU64::new(1),
+            http: self.http,
         });
         McpServer { shared }
     }
@@ -174,6 +251,8 @@ impl McpServerBuilder {
 #[derive(Clone)]
 struct PendingElicitation {
     consumer: String,
+    /// Whether `consumer` is an anonymous stateless caller's.
+    anonymous: bool,
     tool: String,
     arguments: serde_json::Value,
 }
@@ -188,7 +267,11 @@ struct Shared {
     views: Views,
     activity: Activity,
     elicitations: Mutex<Lru<String, PendingElicitation>>,
+    /// Confirmation ids asked of anonymous callers, and whom they were
+    /// asked of (see `identity`).
+    issued: Mutex<Lru<String, String>>,
     next_session: AtomicU64,
+    http: HttpOptions,
 }
 
 impl Shared {
@@ -198,6 +281,18 @@ impl Shared {
         self.views.get(&self.registry, consumer_id, || {
             self.next_session.fetch_add(1, Ordering::Relaxed)
         })
+    }
+
+    /// A new session identity: `session-<n>-<random>`.
+    fn session_id(&self) -> String {
+        let n = self.next_session.fetch_add(1, Ordering::Relaxed);
+        format!("session-{n}-{}", self.registry.inner.ids.invocation_id())
+    }
+
+    /// A new anonymous caller identity: `http-<n>-<random>`.
+    fn anonymous_id(&self) -> String {
+        let n = self.next_session.fetch_add(1, Ordering::Relaxed);
+        format!("http-{n}-{}", self.registry.inner.ids.invocation_id())
     }
 
     /// Now, as a moment a watcher covers from.
@@ -229,32 +324,6 @@ impl fmt::Debug for McpServer {
     }
 }
 
-/// A running HTTP server.
-#[derive(Debug)]
-pub struct HttpServer {
-    address: SocketAddr,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl HttpServer {
-    /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.address
-    }
-
-    /// The MCP endpoint URL.
-    pub fn url(&self) -> String {
-        format!("http://{}/mcp", self.address)
-    }
-
-    /// Stops accepting requests and ends the sessions.
-    pub async fn shutdown(self) {
-        self.stop.cancel();
-        let _ = self.task.await;
-    }
-}
-
 impl McpServer {
     /// A builder over `registry`.
     pub fn builder(registry: &Registry) -> McpServerBuilder {
@@ -265,6 +334,7 @@ impl McpServer {
             instructions: None,
             elicitation: true,
             identify: None,
+            http: HttpOptions::default(),
         }
     }
 
@@ -279,12 +349,7 @@ impl McpServer {
     /// A handler for one session with its own consumer identity
     /// (`mcp:session-<n>-…`).
     pub fn session(&self) -> McpSession {
-        let n = self.shared.next_session.fetch_add(1, Ordering::Relaxed);
-        let id = format!(
-            "session-{n}-{}",
-            self.shared.registry.inner.ids.invocation_id()
-        );
-        McpSession::new(&self.shared, Some(id))
+        McpSession::new(&self.shared, Some(self.shared.session_id()))
     }
 
     /// Serves one session over any rmcp transport (a duplex stream in
@@ -312,51 +377,5 @@ impl McpServer {
             .await
             .map(|_| ())
             .map_err(|err| McpServeError(err.to_string()))
-    }
-
-    /// The streamable HTTP service (a tower service) for your own router;
-    /// mount it at `/mcp`.
-    pub fn http_service(
-        &self,
-        stop: CancellationToken,
-    ) -> rmcp::transport::streamable_http_server::StreamableHttpService<
-        McpSession,
-        rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
-    > {
-        let shared = Arc::clone(&self.shared);
-        rmcp::transport::streamable_http_server::StreamableHttpService::new(
-            move || Ok(McpSession::new(&shared, None)),
-            Arc::default(),
-            rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
-                .with_cancellation_token(stop),
-        )
-    }
-
-    /// Serves streamable HTTP at `address` (use a loopback address unless
-    /// you put authentication in front) on `/mcp`.
-    pub async fn serve_http(&self, address: SocketAddr) -> Result<HttpServer, McpServeError> {
-        let stop = CancellationToken::new();
-        let router =
-            axum::Router::new().nest_service("/mcp", self.http_service(stop.child_token()));
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
-            .map_err(|err| McpServeError(format!("cannot listen on {address}: {err}")))?;
-        let address = listener
-            .local_addr()
-            .map_err(|err| McpServeError(err.to_string()))?;
-        let shutdown = stop.clone();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, router)
-                .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-                .await;
-            if let Err(err) = served {
-                tracing::error!(%err, "the MCP HTTP server stopped");
-            }
-        });
-        Ok(HttpServer {
-            address,
-            stop,
-            task,
-        })
     }
 }

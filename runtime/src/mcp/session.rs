@@ -2,7 +2,8 @@
 //! `tools/list_changed` delivery on both protocol generations.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
@@ -16,14 +17,25 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::changes::{Mark, Watcher};
 use super::convert::to_mcp_tool;
+use super::view::View;
+use crate::context::{Consumer, ConsumerKind};
 
 /// A handler's lifetime: dropping the last clone of the handler (the
-/// session ended) stops its background tasks and, for a session identity,
-/// forgets the consumer's view.
-struct Life {
-    /// A session transport's own identity; `None` for HTTP, where the
-    /// identity comes from each request.
-    consumer: Option<String>,
+/// session ended, or a stateless request was answered) stops its background
+/// tasks and forgets what its own identity left behind.
+pub(super) struct Life {
+    /// This session's own consumer id: a transport session's from the
+    /// start, an HTTP session's from its `initialize`; unset for a
+    /// stateless HTTP request.
+    pub(super) session: OnceLock<String>,
+    /// A stateless request's own anonymous identity and its detached view,
+    /// made on first use.
+    pub(super) anonymous: OnceLock<Option<(String, Arc<View>)>>,
+    /// The session's own view, held while the session lives (never evicted
+    /// from under it).
+    pub(super) held: OnceLock<Arc<View>>,
+    /// Whether `initialize` was answered (a second one is refused).
+    initialized: AtomicBool,
     stop: CancellationToken,
     shared: Arc<Shared>,
     /// The moment the handshake-era notifier covers from: the `initialize`
@@ -37,8 +49,18 @@ struct Life {
 impl Drop for Life {
     fn drop(&mut self) {
         self.stop.cancel();
-        if let Some(consumer) = &self.consumer {
+        if let Some(consumer) = self.session.get() {
+            // The session ended: its view, settled dedupe records and open
+            // confirmations go with it (nobody can present them any more).
             self.shared.views.forget(consumer);
+            self.shared
+                .registry
+                .forget_consumer(&Consumer::new(ConsumerKind::Mcp, consumer.as_str()));
+        }
+        if let Some(Some((_, view))) = self.anonymous.get() {
+            // Its confirmations stay redeemable by whoever holds their ids
+            // (see `identity`); they expire with their time to live.
+            view.toolset.dispose();
         }
     }
 }
@@ -47,57 +69,39 @@ impl Drop for Life {
 #[derive(Clone)]
 pub struct McpSession {
     pub(super) shared: Arc<Shared>,
-    life: Arc<Life>,
+    pub(super) life: Arc<Life>,
 }
 
 impl fmt::Debug for McpSession {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpSession")
-            .field("consumer", &self.life.consumer)
+            .field("session", &self.life.session.get())
             .finish_non_exhaustive()
     }
 }
 
 impl McpSession {
-    pub(super) fn new(shared: &Arc<Shared>, consumer: Option<String>) -> McpSession {
+    /// A handler; `session` is a transport session's own consumer id
+    /// (`None` for HTTP, whose sessions get theirs at `initialize`).
+    pub(super) fn new(shared: &Arc<Shared>, session: Option<String>) -> McpSession {
         let opened = shared.mark();
+        let life = Life {
+            session: OnceLock::new(),
+            anonymous: OnceLock::new(),
+            held: OnceLock::new(),
+            initialized: AtomicBool::new(false),
+            stop: CancellationToken::new(),
+            shared: Arc::clone(shared),
+            opened: Mutex::new(opened),
+            listens: Mutex::new((0, opened)),
+        };
+        if let Some(session) = session {
+            let _ = life.session.set(session);
+        }
         McpSession {
             shared: Arc::clone(shared),
-            life: Arc::new(Life {
-                consumer,
-                stop: CancellationToken::new(),
-                shared: Arc::clone(shared),
-                opened: Mutex::new(opened),
-                listens: Mutex::new((0, opened)),
-            }),
+            life: Arc::new(life),
         }
-    }
-
-    /// The consumer id of a request (or notification), from the session,
-    /// the `identify` hook, the HTTP session header, or the shared
-    /// stateless-HTTP identity.
-    pub(super) fn consumer_of(&self, extensions: &rmcp::model::Extensions) -> String {
-        if let Some(consumer) = &self.life.consumer {
-            return consumer.clone();
-        }
-        let parts = extensions.get::<http::request::Parts>();
-        if let (Some(identify), Some(parts)) = (&self.shared.identify, parts)
-            && let Some(id) = identify(parts)
-        {
-            return id;
-        }
-        parts
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
-            .and_then(|value| value.to_str().ok())
-            .map_or_else(|| "http".to_owned(), |session| format!("http-{session}"))
-    }
-
-    /// Whether request ids identify attempts of this consumer only.
-    pub(super) fn session_scoped(&self, extensions: &rmcp::model::Extensions) -> bool {
-        self.life.consumer.is_some()
-            || extensions
-                .get::<http::request::Parts>()
-                .is_some_and(|parts| parts.headers.contains_key("mcp-session-id"))
     }
 
     /// The mark a starting listen stream covers from: the earliest among
@@ -118,11 +122,8 @@ impl McpSession {
     /// Handshake-era sessions: pushes `list_changed` from a task that ends
     /// with the session, covering every change since the `initialize`
     /// response.
-    fn spawn_notifier(&self, peer: rmcp::Peer<RoleServer>, consumer: &str) {
+    fn spawn_notifier(&self, peer: rmcp::Peer<RoleServer>, view: Arc<View>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let Some(view) = self.shared.view(consumer) else {
             return;
         };
         let since = *self
@@ -174,6 +175,16 @@ impl ServerHandler for McpSession {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        if self.life.initialized.swap(true, Ordering::SeqCst) {
+            // A live session keeps what it negotiated: a second handshake
+            // would downgrade its protocol and replace its capabilities.
+            return Err(ErrorData::invalid_request(
+                "this session is already initialized",
+                None,
+            ));
+        }
+        // An HTTP session's own identity, issued here with its session id.
+        let _ = self.life.session.get_or_init(|| self.shared.session_id());
         // Before the response: the client acts only after it.
         *self
             .life
@@ -189,9 +200,10 @@ impl ServerHandler for McpSession {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let Some(view) = self.shared.view(&self.consumer_of(&context.extensions)) else {
+        let Some(acting) = self.acting(&context.extensions) else {
             return Ok(ListToolsResult::with_all_items(Vec::new()));
         };
+        let view = acting.view;
         let tools: Vec<McpTool> = view
             .toolset
             .tools()
@@ -231,8 +243,9 @@ impl ServerHandler for McpSession {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let consumer = self.consumer_of(&context.extensions);
-        self.spawn_notifier(context.peer, &consumer);
+        if let Some(acting) = self.acting(&context.extensions) {
+            self.spawn_notifier(context.peer, acting.view);
+        }
     }
 
     fn accepted_subscription_filter(
@@ -260,10 +273,10 @@ impl ServerHandler for McpSession {
             context.cancelled().await;
             return Ok(());
         }
-        let consumer = self.consumer_of(&context.request_context().extensions);
-        let Some(view) = self.shared.view(&consumer) else {
+        let Some(acting) = self.acting(&context.request_context().extensions) else {
             return Ok(());
         };
+        let view = acting.view;
         let (mut watcher, due) =
             Watcher::attach(&self.shared.registry, &self.shared.activity, view, since);
         if due && context.sink().notify_tool_list_changed().await.is_err() {

@@ -1,9 +1,16 @@
 //! Consumer views: each MCP consumer's toolset (which also remembers the
 //! confirmations its two-phase calls were asked for) and the wake-up its
 //! watchers follow.
+//!
+//! Who holds a view decides how long it lives. A session's view is held by
+//! the session and forgotten when it ends; a watcher (a list_changed
+//! notifier or listen stream) holds the view it follows; a principal's view
+//! (the `identify` hook) is kept in a bounded cache from which only views
+//! nobody holds are evicted. An anonymous stateless caller's view is
+//! detached: never cached, gone with its request.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tokio::sync::watch;
 
@@ -29,6 +36,22 @@ pub(super) struct View {
 }
 
 impl View {
+    /// A view of `consumer_id` (`None` once the registry is disposed).
+    fn new(registry: &Registry, consumer_id: &str, created: u64) -> Option<View> {
+        let toolset = Toolset::builder(registry)
+            .consumer(Consumer::new(ConsumerKind::Mcp, consumer_id))
+            .topology(Topology::Remote)
+            .confirmations(ConfirmationMode::TwoPhase)
+            .build()
+            .ok()?;
+        Some(View {
+            toolset,
+            poke: watch::channel(0).0,
+            latest: Mutex::new(None),
+            created,
+        })
+    }
+
     /// Wakes this consumer's watchers.
     pub(super) fn poke(&self) {
         self.poke.send_modify(|n| *n = n.wrapping_add(1));
@@ -61,13 +84,18 @@ impl View {
     }
 }
 
-/// Consumer views kept at once.
+/// Consumer views cached at once; beyond it, the oldest view nobody holds
+/// goes (views held by sessions and watchers are bounded by the sessions
+/// and connections themselves).
 const MAX_VIEWS: usize = 1024;
 
-/// The views by consumer id.
+/// The views by consumer id, and the anonymous callers' detached views.
 #[derive(Default)]
 pub(super) struct Views {
     views: Mutex<BTreeMap<String, Arc<View>>>,
+    /// Detached views of anonymous callers, poked together: one anonymous
+    /// caller's call may change what the others (a listen stream) see.
+    anonymous: Mutex<Vec<Weak<View>>>,
 }
 
 impl Views {
@@ -83,25 +111,12 @@ impl Views {
         if let Some(view) = views.get(consumer_id) {
             return Some(Arc::clone(view));
         }
-        let toolset = Toolset::builder(registry)
-            .consumer(Consumer::new(ConsumerKind::Mcp, consumer_id))
-            .topology(Topology::Remote)
-            .confirmations(ConfirmationMode::TwoPhase)
-            .build()
-            .ok()?;
-        let view = Arc::new(View {
-            toolset,
-            poke: watch::channel(0).0,
-            latest: Mutex::new(None),
-            created: order(),
-        });
-        // Bounded: HTTP session identities are not told when a session
-        // ends. The oldest view nobody watches goes first (else the
-        // oldest); a returning client gets a fresh one.
+        let view = Arc::new(View::new(registry, consumer_id, order())?);
         if views.len() >= MAX_VIEWS {
             let oldest = views
                 .iter()
-                .min_by_key(|(_, view)| (view.poke.receiver_count() > 0, view.created))
+                .filter(|(_, view)| Arc::strong_count(view) == 1)
+                .min_by_key(|(_, view)| view.created)
                 .map(|(id, _)| id.clone());
             if let Some(evicted) = oldest.and_then(|id| views.remove(&id)) {
                 evicted.toolset.dispose();
@@ -111,14 +126,48 @@ impl Views {
         Some(view)
     }
 
+    /// A view of `consumer_id` that is not cached (an anonymous caller's,
+    /// or one adopted for a single call). `anonymous` views are poked by
+    /// every anonymous call while they live.
+    pub(super) fn detached(
+        &self,
+        registry: &Registry,
+        consumer_id: &str,
+        anonymous: bool,
+    ) -> Option<Arc<View>> {
+        let view = Arc::new(View::new(registry, consumer_id, 0)?);
+        if anonymous {
+            let mut all = self
+                .anonymous
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            all.retain(|view| view.strong_count() > 0);
+            all.push(Arc::downgrade(&view));
+        }
+        Some(view)
+    }
+
+    /// The anonymous callers' views alive now.
+    pub(super) fn anonymous(&self) -> Vec<Arc<View>> {
+        self.anonymous
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
     /// Every view (for an explicit refresh).
     pub(super) fn all(&self) -> Vec<Arc<View>> {
-        self.views
+        let mut all: Vec<Arc<View>> = self
+            .views
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
             .cloned()
-            .collect()
+            .collect();
+        all.extend(self.anonymous());
+        all
     }
 
     /// Drops the view of an ended session.

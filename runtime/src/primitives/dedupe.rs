@@ -20,6 +20,8 @@
 //! `CONFIRMATION_REQUIRED`, `RATE_LIMITED` and `INVOCATION_CONFLICT` are
 //! never kept.
 
+mod forget;
+
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;

@@ -33,6 +33,7 @@
 //! ```
 
 mod config;
+mod forget;
 mod handle;
 mod mount;
 mod procedures;

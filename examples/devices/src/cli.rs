@@ -1,0 +1,214 @@
+//! The devices example's command line: who is signed in and what to run.
+//! Parsed with clap: unknown flags, stray arguments, a second mode or an
+//! address where none belongs are usage errors, never silently ignored.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+
+use clap::error::ErrorKind;
+use clap::{Arg, ArgAction, ArgGroup, Command};
+use devices::User;
+
+/// What the process does.
+pub(crate) enum Show {
+    /// The live web console at this address (the default), serving MCP at
+    /// `/mcp` from the same process.
+    Web(SocketAddr),
+    /// The scripted agent scenario, printed as a transcript.
+    Scenario,
+    /// Every authored contract as JSON.
+    Catalog,
+    /// The current snapshot for the user as JSON.
+    Snapshot,
+    /// The developer explain view for the user.
+    Explain,
+    /// Serve MCP over stdin/stdout.
+    McpStdio,
+    /// Serve MCP over streamable HTTP at this address.
+    McpHttp(SocketAddr),
+}
+
+/// The parsed command line.
+pub(crate) struct Options {
+    pub(crate) user: User,
+    pub(crate) show: Show,
+}
+
+/// Where `--mcp http` listens when no address is given.
+const DEFAULT_HTTP: &str = "127.0.0.1:8765";
+
+/// Where the web console listens when no address is given.
+const DEFAULT_WEB: &str = "127.0.0.1:8080";
+
+fn command() -> Command {
+    Command::new("devices")
+        .about(
+            "The devices console: a live web application (the default), a scripted agent's \
+             transcript, or the surface served to an MCP client",
+        )
+        .arg(
+            Arg::new("user")
+                .long("user")
+                .value_name("USER")
+                .value_parser(["admin", "viewer"])
+                .default_value("admin")
+                .help("Who is signed in (the viewer is not offered domain:devices.disable)"),
+        )
+        .arg(
+            Arg::new("listen")
+                .long("listen")
+                .value_name("ADDR")
+                .help("Where the web console listens (default 127.0.0.1:8080; port 0 picks one)"),
+        )
+        .arg(
+            Arg::new("script")
+                .long("script")
+                .action(ArgAction::SetTrue)
+                .help(
+                    "Run the scripted agent through the embedded toolset and print the transcript",
+                ),
+        )
+        .arg(
+            Arg::new("catalog")
+                .long("catalog")
+                .action(ArgAction::SetTrue)
+                .help("Print every authored contract as JSON"),
+        )
+        .arg(
+            Arg::new("snapshot")
+                .long("snapshot")
+                .action(ArgAction::SetTrue)
+                .help("Print the current snapshot for the user as JSON"),
+        )
+        .arg(
+            Arg::new("explain")
+                .long("explain")
+                .action(ArgAction::SetTrue)
+                .help("Print the developer explain view for the user"),
+        )
+        .arg(
+            Arg::new("mcp")
+                .long("mcp")
+                .value_names(["TRANSPORT", "ADDR"])
+                .num_args(1..=2)
+                .help(
+                    "Serve the surface to an MCP client: `stdio`, or `http [ADDR]` \
+                     (default 127.0.0.1:8765, path /mcp) until interrupted",
+                ),
+        )
+        .group(
+            ArgGroup::new("mode")
+                .args(["listen", "script", "catalog", "snapshot", "explain", "mcp"])
+                .multiple(false),
+        )
+}
+
+/// Parses `args` (the program name first).
+pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, clap::Error> {
+    let mut command = command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    let user = match matches.get_one::<String>("user").map(String::as_str) {
+        Some("viewer") => User::viewer(),
+        _ => User::admin(),
+    };
+    let show = if matches.get_flag("script") {
+        Show::Scenario
+    } else if matches.get_flag("catalog") {
+        Show::Catalog
+    } else if matches.get_flag("snapshot") {
+        Show::Snapshot
+    } else if matches.get_flag("explain") {
+        Show::Explain
+    } else if let Some(values) = matches.get_many::<String>("mcp") {
+        let values: Vec<&str> = values.map(String::as_str).collect();
+        match values.as_slice() {
+            ["stdio"] => Show::McpStdio,
+            ["http"] => Show::McpHttp(address(&mut command, DEFAULT_HTTP)?),
+            ["http", address_text] => Show::McpHttp(address(&mut command, address_text)?),
+            ["stdio", extra] => {
+                return Err(command.error(
+                    ErrorKind::TooManyValues,
+                    format!("`--mcp stdio` takes no address (got `{extra}`)"),
+                ));
+            }
+            [other, ..] => {
+                return Err(command.error(
+                    ErrorKind::InvalidValue,
+                    format!("`--mcp {other}`: write `--mcp stdio` or `--mcp http [ADDR]`"),
+                ));
+            }
+            [] => Show::Web(address(&mut command, DEFAULT_WEB)?),
+        }
+    } else {
+        let listen = matches
+            .get_one::<String>("listen")
+            .map_or(DEFAULT_WEB, String::as_str);
+        Show::Web(address(&mut command, listen)?)
+    };
+    Ok(Options { user, show })
+}
+
+fn address(command: &mut Command, text: &str) -> Result<SocketAddr, clap::Error> {
+    text.parse().map_err(|_| {
+        command.error(
+            ErrorKind::ValueValidation,
+            format!("`{text}` is not an address like 127.0.0.1:8765"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)] // test code
+
+    use super::*;
+
+    fn parse_line(line: &str) -> Result<Options, clap::Error> {
+        parse(
+            std::iter::once("devices")
+                .chain(line.split_whitespace())
+                .map(OsString::from),
+        )
+    }
+
+    #[test]
+    fn the_user_is_read_wherever_it_stands() {
+        for line in [
+            "--mcp http 127.0.0.1:0 --user viewer",
+            "--mcp http --user viewer",
+            "--user viewer --mcp http 127.0.0.1:0",
+            "--mcp stdio --user viewer",
+        ] {
+            let options = parse_line(line).unwrap();
+            assert_eq!(options.user.id, User::viewer().id, "{line}");
+            assert!(
+                matches!(options.show, Show::McpHttp(_) | Show::McpStdio),
+                "{line}"
+            );
+        }
+        let options = parse_line("--mcp http --user viewer").unwrap();
+        let Show::McpHttp(address) = options.show else {
+            panic!("http expected");
+        };
+        assert_eq!(address.to_string(), DEFAULT_HTTP);
+    }
+
+    #[test]
+    fn unknown_or_misplaced_flags_are_usage_errors() {
+        for line in [
+            "--bogus",
+            "--mcp http 127.0.0.1:0 --verbose",
+            "--mcp stdio 127.0.0.1:0",
+            "--mcp ftp",
+            "--mcp http not-an-address",
+            "--mcp http 127.0.0.1:0 extra",
+            "127.0.0.1:0",
+            "--catalog --mcp stdio",
+            "--user root",
+            "--user viewer --user admin",
+            "--user",
+        ] {
+            assert!(parse_line(line).is_err(), "`{line}` must be refused");
+        }
+    }
+}

@@ -1,0 +1,471 @@
+//! The MCP HTTP endpoint under hostile requests, over raw HTTP (reqwest)
+//! and raw TCP: origins and hosts on every verb, protocol state (a second
+//! `initialize`, malformed bodies, unknown sessions), agent-chosen ids,
+//! and the bounds on sessions, reads and connections.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
+
+mod support;
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use support::{LEGACY, PATIENCE, Served, payload, serve};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Every verb of the endpoint with `origin`: initialize, a call on a live
+/// session, the GET stream, DELETE, and a stateless request.
+async fn statuses_with_origin(served: &Served, session: &str, origin: &str) -> Vec<StatusCode> {
+    let with = [("origin", origin)];
+    let initialize = served.initialize_with(&with).await.status;
+    let call = served
+        .post_json(
+            &[
+                ("origin", origin),
+                ("mcp-session-id", session),
+                ("mcp-protocol-version", LEGACY),
+            ],
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "view_devices__table__readState", "arguments": {}}}),
+        )
+        .await
+        .status;
+    let stream = served
+        .client
+        .get(&served.url)
+        .header("origin", origin)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", LEGACY)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    let delete = served
+        .client
+        .delete(&served.url)
+        .header("origin", origin)
+        .header("mcp-session-id", session)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    let stateless = served
+        .modern(json!(2), "tools/list", json!({}), &with)
+        .await
+        .status;
+    vec![initialize, call, stream, delete, stateless]
+}
+
+#[tokio::test]
+async fn foreign_origins_are_forbidden_on_every_verb() {
+    let served = serve(|b| b).await;
+    let session = served.open_session().await;
+    let port = served.http.local_addr().port();
+    for origin in [
+        "http://evil.example".to_owned(),
+        "null".to_owned(),
+        format!("http://127.0.0.1.evil.example:{port}"),
+        format!("http://localhost.evil.example:{port}"),
+        "file://".to_owned(),
+        "not an origin".to_owned(),
+    ] {
+        let statuses = statuses_with_origin(&served, &session, &origin).await;
+        assert!(
+            statuses.iter().all(|s| *s == StatusCode::FORBIDDEN),
+            "{origin}: {statuses:?}"
+        );
+    }
+    // The forbidden DELETEs did nothing: the session still answers.
+    assert!(!served.tools(&session).await.is_empty());
+    // Loopback origins and requests without one pass.
+    for origin in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+        format!("http://[::1]:{port}"),
+    ] {
+        let reply = served.initialize_with(&[("origin", &origin)]).await;
+        assert_eq!(reply.status, StatusCode::OK, "{origin}: {}", reply.body);
+    }
+    assert_eq!(served.initialize_with(&[]).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_origin_and_host_allow_lists_are_builder_options() {
+    let served = serve(|b| {
+        b.allowed_origins(["https://app.example.com", "http://localhost:*"])
+            .allowed_hosts(["127.0.0.1", "mcp.example.com"])
+    })
+    .await;
+    let port = served.http.local_addr().port();
+    let status = |origin: String| {
+        let served = &served;
+        async move { served.initialize_with(&[("origin", &origin)]).await.status }
+    };
+    assert_eq!(
+        status("https://app.example.com".into()).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        status("https://app.example.com:443".into()).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        status(format!("http://localhost:{port}")).await,
+        StatusCode::OK
+    );
+    // The scheme's default port only, the exact scheme, nothing else.
+    for refused in [
+        "https://app.example.com:8443".to_owned(),
+        "http://app.example.com".to_owned(),
+        format!("http://127.0.0.1:{port}"),
+    ] {
+        assert_eq!(
+            status(refused.clone()).await,
+            StatusCode::FORBIDDEN,
+            "{refused}"
+        );
+    }
+    // Hosts: the listed ones (a reverse proxy's public name), no others.
+    for (host, expected) in [
+        ("mcp.example.com", StatusCode::OK),
+        ("evil.example", StatusCode::FORBIDDEN),
+        ("localhost", StatusCode::FORBIDDEN),
+    ] {
+        let reply = served.initialize_with(&[("host", host)]).await;
+        assert_eq!(reply.status, expected, "{host}");
+    }
+}
+
+#[tokio::test]
+async fn a_second_initialize_is_refused_and_the_session_keeps_its_protocol() {
+    let served = serve(|b| b).await;
+    let session = served.open_session().await;
+    let again = served
+        .post_json(
+            &[
+                ("mcp-session-id", &session),
+                ("mcp-protocol-version", LEGACY),
+            ],
+            &json!({"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {
+                "protocolVersion": "2024-11-05", "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "again", "version": "0"}}}),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::BAD_REQUEST, "{}", again.body);
+    assert_eq!(again.messages[0]["error"]["code"], -32600);
+    // Still the negotiated session: its requests carry the same version.
+    assert!(
+        served
+            .tools(&session)
+            .await
+            .contains(&"view_devices__table__readState".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_second_initialize_is_refused_on_a_stream_transport() {
+    let app = devices::App::start(devices::User::admin()).await.unwrap();
+    let server = agent_surface::mcp::McpServer::builder(app.registry()).build();
+    let (client, server_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let (reader, mut writer) = tokio::io::split(client);
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(reader));
+    let init = |id: u64, version: &str| {
+        format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+                "protocolVersion": version, "capabilities": {},
+                "clientInfo": {"name": "wire", "version": "0"}}})
+        )
+    };
+    writer.write_all(init(1, LEGACY).as_bytes()).await.unwrap();
+    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(first["result"]["protocolVersion"], LEGACY);
+    writer
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    writer
+        .write_all(init(2, "2024-11-05").as_bytes())
+        .await
+        .unwrap();
+    let second = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap();
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == 2 {
+                return message;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(second["error"]["code"], -32600, "{second}");
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_bad_requests() {
+    let served = serve(|b| b).await;
+    let raw = |body: &'static str| served.send(served.post(&[]).body(body));
+    let not_json = raw("{not json").await;
+    assert_eq!(not_json.status, StatusCode::BAD_REQUEST);
+    assert_eq!(not_json.messages[0]["error"]["code"], -32700);
+    for body in [
+        "[]",
+        r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
+        r#"{"jsonrpc":"2.0"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":7}"#,
+        "42",
+    ] {
+        let reply = raw(body).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{body}: {}",
+            reply.body
+        );
+        assert_eq!(reply.messages[0]["error"]["code"], -32600, "{body}");
+    }
+    // Not JSON at all by its own account: still the transport's 415.
+    let typed = served
+        .send(
+            served
+                .client
+                .post(&served.url)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "text/plain")
+                .body("hello"),
+        )
+        .await;
+    assert_eq!(typed.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+}
+
+#[tokio::test]
+async fn sessions_the_server_does_not_hold_are_not_found() {
+    let served = serve(|b| b).await;
+    assert_eq!(served.delete("never-issued").await, StatusCode::NOT_FOUND);
+    let session = served.open_session().await;
+    assert!(served.delete(&session).await.is_success());
+    assert_eq!(served.delete(&session).await, StatusCode::NOT_FOUND);
+    let reply = served
+        .request(&session, json!(1), "tools/list", json!({}))
+        .await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+    let made_up = served
+        .request("made-up", json!(1), "tools/list", json!({}))
+        .await;
+    assert_eq!(made_up.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn as_ident_004_agent_chosen_ids_over_the_limit_never_become_invocation_ids() {
+    let served = serve(|b| b).await;
+    let registry = served.app.registry().clone();
+    let session = served.open_session().await;
+    let limit = registry.limits().max_id_bytes;
+    // Over the limit as sent: refused at the gate with a typed payload.
+    let long = "x".repeat(limit + 1);
+    let reply = served
+        .request(
+            &session,
+            json!(long),
+            "tools/call",
+            json!({"name": "view_devices__table__readState", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        reply.messages[0]["error"]["data"]["code"], "INVALID_INPUT",
+        "{}",
+        reply.body
+    );
+    // Within the limit as sent, over it as an invocation id (`mcp-` + id):
+    // the adapter refuses the call with the runtime's typed error.
+    let near = "y".repeat(limit - 2);
+    let refused = served
+        .call(
+            &session,
+            json!(near),
+            "view_devices__table__readState",
+            json!({}),
+        )
+        .await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert_eq!(payload(&refused)["code"], "INVALID_INPUT");
+    assert_eq!(
+        payload(&refused)["details"]["issues"][0]["path"],
+        "/invocationId"
+    );
+    assert_eq!(registry.dedupe_len(), 0, "nothing of a refused id is kept");
+    // A huge id is a too-large body, never parsed into anything.
+    let huge = "z".repeat(3 << 20);
+    let reply = served
+        .request(&session, json!(huge), "tools/list", json!({}))
+        .await;
+    assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
+    // An id within bounds is an invocation id (remembered for retries).
+    let ok = served
+        .call(
+            &session,
+            json!("fine"),
+            "view_devices__table__readState",
+            json!({}),
+        )
+        .await;
+    assert_ne!(ok["result"]["isError"], true, "{ok}");
+    assert_eq!(registry.dedupe_len(), 1);
+}
+
+#[tokio::test]
+async fn the_session_cap_refuses_with_a_typed_error_and_delete_frees_a_place() {
+    let served = serve(|b| b.max_sessions(2)).await;
+    let first = served.open_session().await;
+    let _second = served.open_session().await;
+    let refused = served.initialize_with(&[]).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        refused.body
+    );
+    assert!(refused.headers.contains_key("retry-after"));
+    assert!(refused.session().is_none());
+    let data = &refused.messages[0]["error"]["data"];
+    assert_eq!(data["code"], "RATE_LIMITED", "{}", refused.body);
+    assert_eq!(data["details"]["reason"], "sessions-full");
+    assert!(served.delete(&first).await.is_success());
+    support::eventually("a place frees up after DELETE", async || {
+        served.initialize_with(&[]).await.status == StatusCode::OK
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn idle_sessions_expire_after_the_operator_set_time() {
+    let served = serve(|b| b.session_idle_timeout(Duration::from_millis(300))).await;
+    let session = served.open_session().await;
+    // Leave something behind: a pending confirmation of this session.
+    served
+        .call(
+            &session,
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+        )
+        .await;
+    let asked = served
+        .call(&session, json!(2), "domain_devices__disable", json!({}))
+        .await;
+    assert_eq!(payload(&asked)["code"], "CONFIRMATION_REQUIRED", "{asked}");
+    let confirmations = served.app.registry().confirmations();
+    assert_eq!(confirmations.pending().len(), 1);
+    // Untouched (a request would count as activity), the session ends and
+    // what it left is forgotten.
+    support::eventually("the idle session ends", async || {
+        confirmations.pending().is_empty()
+    })
+    .await;
+    let reply = served
+        .request(&session, json!(9), "tools/list", json!({}))
+        .await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+}
+
+/// Reads until the peer closes (or `PATIENCE` runs out); what was read.
+async fn read_to_close(stream: &mut TcpStream) -> String {
+    let mut seen = Vec::new();
+    let _ = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut seen)).await;
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+#[tokio::test]
+async fn stalled_headers_and_bodies_are_cut_off() {
+    let served = serve(|b| b.read_timeout(Duration::from_millis(200))).await;
+    let address = served.http.local_addr();
+    // Headers that never finish: the connection closes.
+    let mut stalled = TcpStream::connect(address).await.unwrap();
+    stalled
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let _ = read_to_close(&mut stalled).await;
+    assert!(
+        started.elapsed() < PATIENCE,
+        "the stalled headers hold the connection"
+    );
+    // A body that never finishes: 408, and the connection closes.
+    let mut slow = TcpStream::connect(address).await.unwrap();
+    slow.write_all(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\n\
+          Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
+    )
+    .await
+    .unwrap();
+    let started = tokio::time::Instant::now();
+    let answer = read_to_close(&mut slow).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(started.elapsed() < PATIENCE);
+    // An idle connection (no request at all) is closed too.
+    let mut idle = TcpStream::connect(address).await.unwrap();
+    let started = tokio::time::Instant::now();
+    assert_eq!(read_to_close(&mut idle).await, "");
+    assert!(started.elapsed() < PATIENCE);
+}
+
+#[tokio::test]
+async fn connections_beyond_the_limit_wait_for_a_free_one() {
+    let served = serve(|b| {
+        b.max_connections(2)
+            .read_timeout(Duration::from_millis(400))
+    })
+    .await;
+    let address = served.http.local_addr();
+    let mut holders = [
+        TcpStream::connect(address).await.unwrap(),
+        TcpStream::connect(address).await.unwrap(),
+    ];
+    // Both holders are served connections before the third arrives.
+    let [first, second] = &mut holders;
+    let mut third = TcpStream::connect(address).await.unwrap();
+    third
+        .write_all(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = [0_u8; 12];
+    // The third is answered only once a holder's connection closed (its
+    // read timeout), never before: with no limit it would be answered at once.
+    let order = tokio::time::timeout(PATIENCE, async {
+        let (mut sink, mut other) = (Vec::new(), Vec::new());
+        tokio::select! {
+            biased;
+            _ = first.read_to_end(&mut sink) => "holder closed",
+            _ = second.read_to_end(&mut other) => "holder closed",
+            _ = third.read_exact(&mut answer) => "third answered",
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(order, "holder closed");
+    tokio::time::timeout(PATIENCE, third.read_exact(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        answer.starts_with(b"HTTP/1.1 "),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
+}

@@ -1,0 +1,260 @@
+//! Who an HTTP request acts as, over raw HTTP (reqwest): only identities
+//! the server issued and still holds. A terminated session's records are
+//! forgotten and nobody can act as it; stateless callers are distinct
+//! consumers whatever session header they send; a live session's
+//! notifications survive any amount of other sessions.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
+
+mod support;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use support::{LEGACY, PATIENCE, payload, serve};
+use tokio::sync::watch;
+
+fn confirmation_id(response: &Value) -> String {
+    assert_eq!(
+        payload(response)["code"],
+        "CONFIRMATION_REQUIRED",
+        "{response}"
+    );
+    payload(response)["details"]["confirmationId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn as_confirm_004_nobody_acts_as_a_terminated_session() {
+    let served = serve(|b| b).await;
+    let registry = served.app.registry().clone();
+    let confirmations = registry.confirmations();
+    let session = served.open_session().await;
+    served
+        .call(
+            &session,
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2", "d3"]}),
+        )
+        .await;
+    let asked = served
+        .call(&session, json!(7), "domain_devices__disable", json!({}))
+        .await;
+    let confirmation = confirmation_id(&asked);
+    served
+        .call(
+            &session,
+            json!("r1"),
+            "view_devices__table__readState",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        registry.dedupe_len(),
+        2,
+        "the session's settled calls are remembered"
+    );
+
+    assert!(served.delete(&session).await.is_success());
+    support::eventually("the session's confirmation is forgotten", async || {
+        confirmations.pending().is_empty()
+    })
+    .await;
+    assert_eq!(registry.dedupe_len(), 0, "its dedupe records are forgotten");
+    assert!(
+        confirmations.approve(&confirmation).is_err(),
+        "nothing left to approve"
+    );
+
+    // The stateless path ignores the dead session's id: its request ids
+    // conflict with nothing, and its evidence executes nothing.
+    let dead = [("mcp-session-id", session.as_str())];
+    let read = served
+        .modern_call(
+            json!("r1"),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2", "d3"]}),
+            &dead,
+        )
+        .await;
+    assert_ne!(payload(&read)["code"], "INVOCATION_CONFLICT", "{read}");
+    let replay = served
+        .modern(
+            json!(7),
+            "tools/call",
+            json!({"name": "domain_devices__disable", "arguments": {},
+                   "_meta": {"agentSurface/confirmationId": confirmation}}),
+            &dead,
+        )
+        .await;
+    let replay = replay.response(&json!(7)).unwrap();
+    assert_eq!(payload(replay)["code"], "CONFIRMATION_INVALID", "{replay}");
+    let state = served
+        .modern_call(json!(8), "view_devices__table__readState", json!({}), &[])
+        .await;
+    let rows = payload(&state)["visibleRows"].as_array().unwrap().clone();
+    assert!(
+        rows.iter().all(|row| row["status"] != "disabled"
+            || !["d2", "d3"].contains(&row["id"].as_str().unwrap())),
+        "nothing was disabled: {rows:?}"
+    );
+    // And the handshake-era path answers the dead id 404 (see mcp_http_gate).
+    let reply = served
+        .request(&session, json!(9), "tools/list", json!({}))
+        .await;
+    assert_eq!(reply.status, reqwest::StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn as_ident_004_stateless_callers_are_distinct_consumers_whatever_they_claim() {
+    let served = serve(|b| b).await;
+    let confirmations = served.app.registry().confirmations();
+    let claim = [("mcp-session-id", "shared-guess")];
+    served
+        .modern_call(
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+            &claim,
+        )
+        .await;
+    // The same tool, input and JSON-RPC id from two callers claiming the
+    // same session: two consumers, two confirmations, no conflict.
+    let first = served
+        .modern_call(json!(1), "domain_devices__disable", json!({}), &claim)
+        .await;
+    let second = served
+        .modern_call(json!(1), "domain_devices__disable", json!({}), &claim)
+        .await;
+    assert_ne!(confirmation_id(&first), confirmation_id(&second));
+    let consumers: Vec<String> = confirmations
+        .pending()
+        .iter()
+        .map(|p| p.consumer_key.to_string())
+        .collect();
+    assert_eq!(consumers.len(), 2);
+    assert_ne!(consumers[0], consumers[1]);
+    assert!(
+        consumers
+            .iter()
+            .all(|c| c.starts_with("mcp:http-") && !c.contains("shared-guess")),
+        "{consumers:?}"
+    );
+}
+
+#[tokio::test]
+async fn as_ident_004_the_identify_hook_names_the_principal() {
+    let served = serve(|b| {
+        b.identify(|parts| {
+            parts
+                .headers
+                .get("x-user")
+                .and_then(|v| v.to_str().ok())
+                .map(|user| format!("user-{user}"))
+        })
+    })
+    .await;
+    let confirmations = served.app.registry().confirmations();
+    let ann = [("x-user", "ann")];
+    served
+        .modern_call(
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+            &ann,
+        )
+        .await;
+    let first = served
+        .modern_call(json!(2), "domain_devices__disable", json!({}), &ann)
+        .await;
+    // The principal spans requests: the same call is the same confirmation.
+    let again = served
+        .modern_call(json!(3), "domain_devices__disable", json!({}), &ann)
+        .await;
+    assert_eq!(confirmation_id(&first), confirmation_id(&again));
+    let pending = confirmations.pending();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(&*pending[0].consumer_key, "mcp:user-ann");
+}
+
+/// Follows a session's GET stream, counting `tools/list_changed`.
+async fn follow(served: &support::Served, session: &str) -> watch::Receiver<usize> {
+    let mut response = served
+        .client
+        .get(&served.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", LEGACY)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    let (count, seen) = watch::channel(0_usize);
+    let count = Arc::new(count);
+    tokio::spawn(async move {
+        let mut text = String::new();
+        while let Ok(Some(chunk)) = response.chunk().await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            let n = text.matches("notifications/tools/list_changed").count();
+            count.send_replace(n);
+        }
+    });
+    seen
+}
+
+async fn notified(seen: &mut watch::Receiver<usize>, at_least: usize, what: &str) {
+    tokio::time::timeout(PATIENCE, seen.wait_for(|n| *n >= at_least))
+        .await
+        .unwrap_or_else(|_| panic!("no tools/list_changed after {what}"))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn as_adapter_003_a_live_sessions_notifications_survive_any_other_traffic() {
+    let served = serve(|b| b).await;
+    let live = served.open_session().await;
+    let mut seen = follow(&served, &live).await;
+    // More sessions come and go than any cache of views holds.
+    for _ in 0..1_100 {
+        let other = served.open_session().await;
+        assert!(served.delete(&other).await.is_success());
+    }
+    // The live session's own call changes its tools: notified.
+    let before = *seen.borrow();
+    served
+        .call(
+            &live,
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+        )
+        .await;
+    notified(&mut seen, before + 1, "its own selection").await;
+    assert!(
+        served
+            .tools(&live)
+            .await
+            .contains(&"domain_devices__disable".to_owned())
+    );
+    // Another session changes the surface (navigation unmounts the page):
+    // notified too.
+    let before = *seen.borrow();
+    let other = served.open_session().await;
+    served
+        .call(
+            &other,
+            json!(1),
+            "view_app__navigation__goTo",
+            json!({"route": "/settings"}),
+        )
+        .await;
+    notified(&mut seen, before + 1, "another session's navigation").await;
+}

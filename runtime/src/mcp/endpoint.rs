@@ -1,0 +1,203 @@
+//! Streamable HTTP: the MCP endpoint behind the [gate](super::gate), served
+//! with a connection limit and read timeouts.
+//!
+//! Defaults, all settable on the builder: loopback origins and hosts only;
+//! at most 64 sessions, each ended after 10 minutes without a request (the
+//! client initializes again); headers and body each within 15 seconds; a
+//! 1 MiB body; at most 256 connections (more wait in the listen backlog).
+//! A live session's notification stream never ends because of other
+//! traffic: its view is held by the session, not cached.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::gate::{Allowed, Gate, LOOPBACK_HOSTS, LOOPBACK_ORIGINS, gate};
+use super::{McpServeError, McpServer, McpSession};
+
+/// The HTTP settings of a server.
+#[derive(Clone, Debug)]
+pub(super) struct HttpOptions {
+    pub(super) origins: Vec<String>,
+    pub(super) hosts: Vec<String>,
+    pub(super) max_sessions: usize,
+    pub(super) session_idle: Duration,
+    pub(super) max_connections: usize,
+    pub(super) read_timeout: Duration,
+    pub(super) max_body_bytes: usize,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            origins: LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect(),
+            hosts: LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect(),
+            max_sessions: 64,
+            session_idle: Duration::from_secs(600),
+            max_connections: 256,
+            read_timeout: Duration::from_secs(15),
+            max_body_bytes: 1 << 20,
+        }
+    }
+}
+
+/// A running HTTP server.
+#[derive(Debug)]
+pub struct HttpServer {
+    address: SocketAddr,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The MCP endpoint URL.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.address)
+    }
+
+    /// Stops accepting requests and ends the sessions.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+impl McpServer {
+    /// The streamable HTTP endpoint, gated (origins, hosts, body limit and
+    /// read timeout, session cap, protocol state), as an axum router to
+    /// mount at `/mcp` in your own server (`Router::nest_service`). The
+    /// connection limit and the header read timeout belong to the server
+    /// that accepts connections: [`serve_http`](Self::serve_http) sets them;
+    /// set your own when you serve the router yourself.
+    pub fn http_service(&self, stop: CancellationToken) -> axum::Router {
+        let options = &self.shared.http;
+        let mut sessions = LocalSessionManager::default();
+        let mut config = SessionConfig::default();
+        config.keep_alive = Some(options.session_idle);
+        sessions.session_config = config;
+        let sessions = Arc::new(sessions);
+        let shared = Arc::clone(&self.shared);
+        let transport = StreamableHttpService::new(
+            move || Ok(McpSession::new(&shared, None)),
+            Arc::clone(&sessions),
+            StreamableHttpServerConfig::default()
+                .with_cancellation_token(stop)
+                .with_allowed_hosts(options.hosts.clone())
+                .with_allowed_origins(options.origins.clone())
+                .enforce_origin_validation()
+                .with_max_request_body_bytes(options.max_body_bytes),
+        );
+        let gate_state = Arc::new(Gate {
+            origins: options
+                .origins
+                .iter()
+                .filter_map(|o| Allowed::origin(o))
+                .collect(),
+            hosts: options
+                .hosts
+                .iter()
+                .filter_map(|h| Allowed::host(h))
+                .collect(),
+            sessions,
+            max_sessions: options.max_sessions,
+            read_timeout: options.read_timeout,
+            max_body_bytes: options.max_body_bytes,
+            max_id_bytes: self.shared.registry.limits().max_id_bytes,
+            admission: tokio::sync::Mutex::new(()),
+        });
+        axum::Router::new()
+            .fallback_service(transport)
+            .layer(axum::middleware::from_fn_with_state(gate_state, gate))
+    }
+
+    /// Serves streamable HTTP at `address` on `/mcp` (use a loopback
+    /// address unless you put authentication in front: see the README's
+    /// security model), with the builder's connection limit and read
+    /// timeouts.
+    pub async fn serve_http(&self, address: SocketAddr) -> Result<HttpServer, McpServeError> {
+        let stop = CancellationToken::new();
+        let router =
+            axum::Router::new().nest_service("/mcp", self.http_service(stop.child_token()));
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|err| McpServeError(format!("cannot listen on {address}: {err}")))?;
+        let address = listener
+            .local_addr()
+            .map_err(|err| McpServeError(err.to_string()))?;
+        let options = self.shared.http.clone();
+        let task = tokio::spawn(accept(listener, router, options, stop.clone()));
+        Ok(HttpServer {
+            address,
+            stop,
+            task,
+        })
+    }
+}
+
+/// Accepts connections while fewer than `max_connections` are open, each
+/// served over HTTP/1.1 with the header read timeout (which also closes a
+/// keep-alive connection idle that long), until `stop`.
+async fn accept(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    options: HttpOptions,
+    stop: CancellationToken,
+) {
+    let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let mut connections = JoinSet::new();
+    loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot,
+            () = stop.cancelled() => break,
+        };
+        let Ok(slot) = slot else { break };
+        let stream = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stop.cancelled() => break,
+        };
+        let stream = match stream {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                // Out of descriptors and the like: back off a little.
+                tracing::warn!(%err, "accepting an MCP HTTP connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let stop = stop.clone();
+        let read_timeout = options.read_timeout;
+        connections.spawn(async move {
+            let _slot = slot;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(read_timeout)
+                .keep_alive(true);
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                () = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    while connections.join_next().await.is_some() {}
+}

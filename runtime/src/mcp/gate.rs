@@ -1,0 +1,371 @@
+//! The HTTP gate in front of the streamable HTTP transport: what every
+//! request passes before a session or handler sees it.
+//!
+//! - **Host and Origin** (every verb): a `Host` outside the allowed hosts
+//!   or an `Origin` outside the allowed origins is `403` (DNS rebinding, a
+//!   hostile web page). A request without `Origin` (not from a browser)
+//!   passes.
+//! - **Body** (`POST`): read within the read timeout (`408` otherwise, and
+//!   the connection closes) and at most the body limit (`413`); a body that
+//!   is not one JSON-RPC message is `400` (parse error or invalid request).
+//! - **Agent-chosen ids**: a JSON-RPC id longer than `max_id_bytes` is
+//!   `400` with an `INVALID_INPUT` payload, before anything keeps it.
+//! - **Sessions**: `initialize` opens a session only below the session cap
+//!   (`503` with a `RATE_LIMITED` payload and `Retry-After` otherwise);
+//!   `initialize` on an existing session is `400`; `DELETE` of a session
+//!   the server does not hold is `404`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use http::{HeaderMap, Method, StatusCode, header};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, RequestId};
+use rmcp::transport::streamable_http_server::session::SessionId;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::{Value, json};
+
+use crate::error::ErrorPayload;
+use crate::invoke::bounds;
+
+/// The session header of the streamable HTTP transport.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// How long a refused `initialize` is told to wait.
+const SESSIONS_FULL_RETRY: Duration = Duration::from_secs(5);
+
+/// The gate's settings and the sessions it counts.
+pub(super) struct Gate {
+    pub(super) origins: Vec<Allowed>,
+    pub(super) hosts: Vec<Allowed>,
+    pub(super) sessions: Arc<LocalSessionManager>,
+    pub(super) max_sessions: usize,
+    pub(super) read_timeout: Duration,
+    pub(super) max_body_bytes: usize,
+    pub(super) max_id_bytes: usize,
+    /// Serializes session admission, so concurrent `initialize`s cannot
+    /// pass the cap together.
+    pub(super) admission: tokio::sync::Mutex<()>,
+}
+
+/// One allowed origin (`scheme://host[:port|:*]`) or host (`host[:port]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Allowed {
+    scheme: Option<String>,
+    host: String,
+    /// `None`: any port.
+    port: Option<u16>,
+}
+
+impl Allowed {
+    /// An origin entry: `http://localhost:*`, `https://app.example.com`
+    /// (the scheme's default port), `null`.
+    pub(super) fn origin(entry: &str) -> Option<Allowed> {
+        let entry = entry.trim();
+        if entry.eq_ignore_ascii_case("null") {
+            return Some(Allowed {
+                scheme: None,
+                host: "null".to_owned(),
+                port: Some(0),
+            });
+        }
+        let (base, any_port) = match entry.strip_suffix(":*") {
+            Some(base) => (base, true),
+            None => (entry, false),
+        };
+        let (scheme, host, port) = parse_origin(base)?;
+        if any_port && port.is_some() {
+            return None;
+        }
+        Some(Allowed {
+            host,
+            port: if any_port {
+                None
+            } else {
+                Some(port.or(default_port(&scheme))?)
+            },
+            scheme: Some(scheme),
+        })
+    }
+
+    /// A host entry: `localhost`, `127.0.0.1`, `[::1]`, `mcp.example.com:443`
+    /// (without a port: any port).
+    pub(super) fn host(entry: &str) -> Option<Allowed> {
+        let (host, port) = parse_authority(entry.trim())?;
+        Some(Allowed {
+            scheme: None,
+            host,
+            port,
+        })
+    }
+}
+
+/// The loopback origins allowed by default, on any port.
+pub(super) const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+/// The loopback hosts allowed by default.
+pub(super) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
+}
+
+/// `host[:port]`, the host lowercased and without IPv6 brackets.
+fn parse_authority(text: &str) -> Option<(String, Option<u16>)> {
+    let authority = http::uri::Authority::try_from(text).ok()?;
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    if host.is_empty() {
+        return None;
+    }
+    Some((host, authority.port_u16()))
+}
+
+/// `scheme://host[:port]` with nothing after the authority.
+fn parse_origin(text: &str) -> Option<(String, String, Option<u16>)> {
+    let uri = http::Uri::try_from(text).ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    if uri.path_and_query().is_some_and(|p| p.as_str() != "/") {
+        return None;
+    }
+    let (host, port) = parse_authority(uri.authority()?.as_str())?;
+    Some((scheme, host, port))
+}
+
+impl Gate {
+    /// Whether `origin` (an `Origin` header's value) is allowed.
+    fn origin_allowed(&self, origin: &str) -> bool {
+        if origin.trim().eq_ignore_ascii_case("null") {
+            return self.origins.iter().any(|a| a.scheme.is_none());
+        }
+        let Some((scheme, host, port)) = parse_origin(origin.trim()) else {
+            return false;
+        };
+        let Some(port) = port.or(default_port(&scheme)) else {
+            return false;
+        };
+        self.origins.iter().any(|allowed| {
+            allowed.scheme.as_deref() == Some(scheme.as_str())
+                && allowed.host == host
+                && allowed.port.is_none_or(|p| p == port)
+        })
+    }
+
+    /// Whether `host` (a `Host` header's value) is allowed.
+    fn host_allowed(&self, host: &str) -> bool {
+        let Some((host, port)) = parse_authority(host) else {
+            return false;
+        };
+        self.hosts
+            .iter()
+            .any(|allowed| allowed.host == host && (allowed.port.is_none() || allowed.port == port))
+    }
+
+    /// Why a request is forbidden: a disallowed `Host` or `Origin`.
+    fn forbidden(&self, headers: &HeaderMap) -> Option<&'static str> {
+        if headers
+            .get_all(header::HOST)
+            .iter()
+            .any(|host| !host.to_str().is_ok_and(|host| self.host_allowed(host)))
+        {
+            return Some("Forbidden: Host header is not allowed");
+        }
+        if headers.get_all(header::ORIGIN).iter().any(|origin| {
+            !origin
+                .to_str()
+                .is_ok_and(|origin| self.origin_allowed(origin))
+        }) {
+            return Some("Forbidden: Origin header is not allowed");
+        }
+        None
+    }
+}
+
+/// The gate as axum middleware.
+pub(super) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    if let Some(reason) = gate.forbidden(request.headers()) {
+        return plain(StatusCode::FORBIDDEN, reason);
+    }
+    match *request.method() {
+        Method::POST => post(&gate, request, next).await,
+        Method::DELETE => {
+            if let Some(session) = session_of(request.headers())
+                && !holds(&gate.sessions, &session).await
+            {
+                return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
+            }
+            next.run(request).await
+        }
+        _ => next.run(request).await,
+    }
+}
+
+async fn post(gate: &Gate, request: Request, next: Next) -> Response {
+    let is_json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .split(';')
+                .next()
+                .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !is_json {
+        // The transport answers 415 without reading the body.
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let read = tokio::time::timeout(
+        gate.read_timeout,
+        axum::body::to_bytes(body, gate.max_body_bytes),
+    )
+    .await;
+    let bytes = match read {
+        Err(_) => {
+            let mut response = plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "Request Timeout: the body did not arrive in time",
+            );
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+            return response;
+        }
+        Ok(Err(_)) => {
+            return plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Payload Too Large: the request body is over the limit",
+            );
+        }
+        Ok(Ok(bytes)) => bytes,
+    };
+    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+        return rpc_error(StatusCode::BAD_REQUEST, None, -32700, "Parse error", None);
+    };
+    let raw_id = value.get("id").cloned();
+    if let Some(Value::String(id)) = &raw_id
+        && id.len() > gate.max_id_bytes
+    {
+        let issue = bounds::id_too_long("/id", gate.max_id_bytes);
+        let payload = serde_json::to_value(ErrorPayload::invalid_input(&[issue])).ok();
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            -32600,
+            "Invalid Request: the id is too long",
+            payload,
+        );
+    }
+    let Ok(message) = serde_json::from_value::<ClientJsonRpcMessage>(value) else {
+        let id = raw_id.filter(|id| id.is_string() || id.is_number());
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            -32600,
+            "Invalid Request: not one JSON-RPC message",
+            None,
+        );
+    };
+    let request = Request::from_parts(parts, Body::from(bytes));
+    let ClientJsonRpcMessage::Request(rpc) = &message else {
+        return next.run(request).await;
+    };
+    if !matches!(rpc.request, ClientRequest::InitializeRequest(_)) {
+        return next.run(request).await;
+    }
+    let id = id_value(&rpc.id);
+    if session_of(request.headers()).is_some() {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Some(id),
+            -32600,
+            "Invalid Request: this session is already initialized",
+            None,
+        );
+    }
+    let _admission = gate.admission.lock().await;
+    if gate.sessions.sessions.read().await.len() >= gate.max_sessions {
+        let retry_ms = u64::try_from(SESSIONS_FULL_RETRY.as_millis()).unwrap_or(u64::MAX);
+        let payload =
+            serde_json::to_value(ErrorPayload::rate_limited("sessions-full", Some(retry_ms))).ok();
+        let mut response = rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(id),
+            -32000,
+            "Server busy: too many open sessions; retry later or end an unused session",
+            payload,
+        );
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            http::HeaderValue::from(SESSIONS_FULL_RETRY.as_secs()),
+        );
+        return response;
+    }
+    // Held until the session is registered (the response is built after).
+    next.run(request).await
+}
+
+fn session_of(headers: &HeaderMap) -> Option<SessionId> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| SessionId::from(value.to_owned()))
+}
+
+fn id_value(id: &RequestId) -> Value {
+    serde_json::to_value(id).unwrap_or(Value::Null)
+}
+
+/// Whether the transport holds session `id` now.
+async fn holds(sessions: &LocalSessionManager, id: &SessionId) -> bool {
+    sessions.sessions.read().await.contains_key(id)
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response {
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn rpc_error(
+    status: StatusCode,
+    id: Option<Value>,
+    code: i64,
+    message: &'static str,
+    data: Option<Value>,
+) -> Response {
+    let mut error = json!({"code": code, "message": message});
+    if let (Some(data), Some(error)) = (data, error.as_object_mut()) {
+        error.insert("data".to_owned(), data);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": error});
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}

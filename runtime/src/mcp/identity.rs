@@ -1,0 +1,169 @@
+//! Who a request acts as. An identity comes only from something the server
+//! issued and still holds, never from what a client claims:
+//!
+//! - **Session**: a transport session (stdio, a socket) or an HTTP session
+//!   is its own consumer (`mcp:session-<n>-…`), issued with the session and
+//!   forgotten when it ends — its view, its settled dedupe records and its
+//!   open confirmations. A session id the server no longer holds is a 404
+//!   at the transport, before any handler runs.
+//! - **Principal**: the [`identify`](super::McpServerBuilder::identify)
+//!   hook's answer for an HTTP request (the authenticated user).
+//! - **Anonymous**: a 2026-07-28 HTTP request has no session. Without a
+//!   hook, each request is its own consumer (`mcp:http-<n>-…`); an
+//!   `Mcp-Session-Id` it carries is ignored. What spans requests is a token
+//!   the server issued to that caller alone: the confirmation id of a
+//!   two-phase call (or the `requestState` of an input request) carries the
+//!   identity that was asked, so the caller that received it can present it
+//!   — an unguessable, single-use capability bound to the exact tool and
+//!   input. Anonymous callers together hold at most
+//!   `max_pending_confirmations_per_consumer` open confirmations; the
+//!   oldest expires when another is asked.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, PoisonError};
+
+use rmcp::model::{Extensions, RequestId};
+
+use super::McpSession;
+use super::view::View;
+use crate::context::{Consumer, ConsumerKind};
+
+/// How a request's identity was established.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Caller {
+    /// The session's own identity.
+    Session,
+    /// The `identify` hook's principal.
+    Principal,
+    /// A stateless request's own identity (or one adopted from a token).
+    Anonymous,
+}
+
+/// The consumer a request acts as, and its view.
+#[derive(Clone)]
+pub(super) struct Acting {
+    pub(super) consumer: String,
+    pub(super) caller: Caller,
+    pub(super) view: Arc<View>,
+}
+
+impl McpSession {
+    /// Who a request (or notification) acts as; `None` once the registry is
+    /// disposed.
+    pub(super) fn acting(&self, extensions: &Extensions) -> Option<Acting> {
+        let parts = extensions.get::<::http::request::Parts>();
+        if let (Some(identify), Some(parts)) = (&self.shared.identify, parts)
+            && let Ok(Some(principal)) = catch_unwind(AssertUnwindSafe(|| identify(parts)))
+        {
+            let view = self.shared.view(&principal)?;
+            return Some(Acting {
+                consumer: principal,
+                caller: Caller::Principal,
+                view,
+            });
+        }
+        if let Some(session) = self.life.session.get() {
+            let view = match self.life.held.get() {
+                Some(view) => Arc::clone(view),
+                None => {
+                    let view = self.shared.view(session)?;
+                    Arc::clone(self.life.held.get_or_init(|| view))
+                }
+            };
+            return Some(Acting {
+                consumer: session.clone(),
+                caller: Caller::Session,
+                view,
+            });
+        }
+        let (consumer, view) = self
+            .life
+            .anonymous
+            .get_or_init(|| {
+                let consumer = self.shared.anonymous_id();
+                let view = self
+                    .shared
+                    .views
+                    .detached(&self.shared.registry, &consumer, true)?;
+                Some((consumer, view))
+            })
+            .as_ref()?;
+        Some(Acting {
+            consumer: consumer.clone(),
+            caller: Caller::Anonymous,
+            view: Arc::clone(view),
+        })
+    }
+
+    /// The invocation id of a JSON-RPC request: request ids identify
+    /// attempts only within a session (a principal's sessions each number
+    /// their own).
+    pub(super) fn invocation_id(&self, acting: &Acting, id: &RequestId) -> Option<String> {
+        match (acting.caller, self.life.session.get()) {
+            (Caller::Session, _) => Some(format!("mcp-{id}")),
+            (Caller::Principal, Some(session)) => Some(format!("mcp-{session}-{id}")),
+            _ => None,
+        }
+    }
+
+    /// Acts as `recorded`, the consumer a server-issued token (a
+    /// confirmation id, a `requestState`) was issued to: the same caller, or
+    /// an anonymous caller presenting a token issued to an anonymous
+    /// caller. `None`: not this caller's token.
+    pub(super) fn adopt(
+        &self,
+        acting: &Acting,
+        recorded: &str,
+        recorded_anonymous: bool,
+    ) -> Option<Acting> {
+        if acting.consumer == recorded {
+            return Some(acting.clone());
+        }
+        if acting.caller != Caller::Anonymous || !recorded_anonymous {
+            return None;
+        }
+        let view = self
+            .shared
+            .views
+            .detached(&self.shared.registry, recorded, false)?;
+        Some(Acting {
+            consumer: recorded.to_owned(),
+            caller: Caller::Anonymous,
+            view,
+        })
+    }
+
+    /// The consumer an anonymous caller's confirmation was issued to.
+    pub(super) fn issued_to(&self, confirmation_id: &str) -> Option<String> {
+        let now = self.shared.registry.now_ms();
+        self.shared
+            .issued
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .peek(confirmation_id, now)
+            .cloned()
+    }
+
+    /// Records a confirmation asked of an anonymous caller, so that caller
+    /// can present its id from a later request. The pool is bounded: the
+    /// oldest entry's consumer gives up its open confirmations.
+    pub(super) fn issue(&self, acting: &Acting, confirmation_id: &str) {
+        if acting.caller != Caller::Anonymous {
+            return;
+        }
+        let now = self.shared.registry.now_ms();
+        let evicted = self
+            .shared
+            .issued
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(confirmation_id.to_owned(), acting.consumer.clone(), now);
+        for (_, consumer) in evicted {
+            if consumer != acting.consumer {
+                self.shared
+                    .registry
+                    .forget_consumer(&Consumer::new(ConsumerKind::Mcp, consumer));
+            }
+        }
+    }
+}

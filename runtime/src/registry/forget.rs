@@ -1,0 +1,22 @@
+//! [`Registry::forget_consumer`]: an adapter whose session ended drops what
+//! the runtime remembers for that consumer alone — its settled dedupe
+//! records and its open confirmations — so nothing presenting the same
+//! identity later can replay, conflict with or approve them.
+
+use crate::context::Consumer;
+use crate::registry::Registry;
+
+impl Registry {
+    /// Forgets `consumer`'s settled dedupe records and expires its pending
+    /// and approved confirmations (a confirmation reserved by a running
+    /// call is settled by that call).
+    pub(crate) fn forget_consumer(&self, consumer: &Consumer) {
+        let key = consumer.key();
+        self.inner
+            .dedupe
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .forget_consumer(key);
+        self.inner.confirmations.expire_consumer(self, key);
+    }
+}
