@@ -65,6 +65,7 @@ const STILL_TO_UNTANGLE: &[(&str, &str)] = &[
     ("confirmation/mod.rs", "registry"),
     ("confirmation/reservation.rs", "registry"),
     ("confirmation/store.rs", "registry"),
+    ("confirmation/store/forget.rs", "registry"),
 ];
 
 fn rank(layer: &str) -> usize {
