@@ -224,3 +224,35 @@ async fn a_client_cancellation_cancels_the_running_invocation() {
     assert_eq!(settled[0].invocation_id.as_deref(), Some("mcp-7"));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn as_policy_003_a_hidden_tool_answers_as_a_nonexistent_one_over_mcp() {
+    // The viewer lacks `devices:write`: `domain:devices.disable` is hidden.
+    let app = App::start(User::viewer()).await.unwrap();
+    let server = McpServer::builder(app.registry()).build();
+    let mut wire = Wire::connect(&server).await;
+    wire.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .await;
+    let listed = wire.response(1).await.to_string();
+    assert!(!listed.contains("domain_devices__disable"), "{listed}");
+    let mut answers = Vec::new();
+    for (id, name) in [
+        (2, "domain_devices__disable"),
+        (3, "domain_devices__obliterate"),
+        (4, "view_devices__vault__open"),
+    ] {
+        wire.call(id, name, json!({"reason": "x"})).await;
+        let mut response = wire.response(id).await;
+        // Only the request id and the name asked for differ by construction.
+        response["id"] = json!(null);
+        // `domain_devices__disable` is `domain:devices.disable` on the wire.
+        let id_form = name.replacen('_', ":", 1).replace("__", ".");
+        let text = response
+            .to_string()
+            .replace(name, "NAME")
+            .replace(&id_form, "NAME");
+        answers.push(text);
+    }
+    assert_eq!(answers[0], answers[1], "hidden vs nonexistent procedure");
+    assert_eq!(answers[0], answers[2], "hidden vs nonexistent view tool");
+}

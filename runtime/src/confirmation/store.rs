@@ -441,16 +441,33 @@ impl ConfirmationStore {
         if !due {
             return;
         }
-        let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
+        let Some(expired) = Self::expire_locked(&mut store, registry, confirmation_id) else {
             return;
         };
+        drop(store);
+        Self::announce_expired(registry, expired);
+        self.notify(registry);
+    }
+
+    /// Ends an open record as expired, under the store's lock; what to
+    /// announce once the lock is released.
+    fn expire_locked(
+        store: &mut Store,
+        registry: &Registry,
+        confirmation_id: &str,
+    ) -> Option<(PendingConfirmation, bool)> {
+        let (id, record) = store.open.remove_entry(confirmation_id)?;
         let was_pending = record.stage == Stage::Pending;
         let view = record.view.clone();
         record
             .resolved
             .send_replace(Some(ConfirmationOutcome::Expired));
-        Self::end(&mut store, registry, &id, record, Stage::Expired);
-        drop(store);
+        Self::end(store, registry, &id, record, Stage::Expired);
+        Some((view, was_pending))
+    }
+
+    /// Audits an expiry and, for a record still pending, announces it.
+    fn announce_expired(registry: &Registry, (view, was_pending): (PendingConfirmation, bool)) {
         Self::audit(registry, AuditKind::ConfirmationExpired, &view);
         if was_pending {
             registry
@@ -461,7 +478,6 @@ impl ConfirmationStore {
                     outcome: ConfirmationOutcome::Expired.as_str(),
                 }]);
         }
-        self.notify(registry);
     }
 
     /// Expires everything (dispose).

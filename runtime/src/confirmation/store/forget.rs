@@ -6,9 +6,6 @@
 use std::sync::Arc;
 
 use super::{ConfirmationStore, Stage};
-use crate::audit::AuditKind;
-use crate::confirmation::ConfirmationOutcome;
-use crate::events::SurfaceEvent;
 use crate::registry::Registry;
 
 impl ConfirmationStore {
@@ -29,29 +26,11 @@ impl ConfirmationStore {
         }
         let mut expired = Vec::with_capacity(ids.len());
         for id in ids {
-            let Some((id, record)) = store.open.remove_entry(&id) else {
-                continue;
-            };
-            let was_pending = record.stage == Stage::Pending;
-            let view = record.view.clone();
-            record
-                .resolved
-                .send_replace(Some(ConfirmationOutcome::Expired));
-            Self::end(&mut store, registry, &id, record, Stage::Expired);
-            expired.push((view, was_pending));
+            expired.extend(Self::expire_locked(&mut store, registry, &id));
         }
         drop(store);
-        for (view, was_pending) in expired {
-            Self::audit(registry, AuditKind::ConfirmationExpired, &view);
-            if was_pending {
-                registry
-                    .inner
-                    .dispatcher
-                    .emit([SurfaceEvent::ConfirmationResolved {
-                        confirmation_id: Arc::clone(&view.confirmation_id),
-                        outcome: ConfirmationOutcome::Expired.as_str(),
-                    }]);
-            }
+        for expired in expired {
+            Self::announce_expired(registry, expired);
         }
         self.notify(registry);
     }
