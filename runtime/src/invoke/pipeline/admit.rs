@@ -1,0 +1,327 @@
+//! Phases 3–8: availability, authorization (no input), the effective
+//! input, `on_invoke` policies with confirmation, the precondition, and an
+//! action queue slot or observation admission.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::component::Component;
+use crate::confirmation::Binding;
+use crate::context::{HostContext, ReadContext};
+use crate::contract::{CheckedCapability, Concurrency, TypedInput};
+use crate::error::{ErrorPayload, FailureReason};
+use crate::policy::{self, Decision, InvokeContext};
+use crate::primitives::concurrency::{
+    ActionQueue, Entry, QUEUE_FULL_RETRY_MS, QueueKey, QueueRefusal, Ticket,
+};
+use crate::registry::{Availability, Registration};
+use crate::util::contain::Contained;
+use crate::{Confirmation, Kind};
+
+use super::{
+    AssertUnwindFuture, Call, Cancelled, Slot, Subject, Trace, normalize_integral_floats,
+    panic_message, summarize,
+};
+
+impl Call<'_> {
+    /// Phase 3: enabled, pushed overrides and `when()`, re-evaluated now
+    /// (only for a capability resolution showed to this consumer).
+    pub(super) fn availability(
+        &self,
+        registration: &Arc<Registration>,
+        subject: &Subject,
+    ) -> Result<Contained<Arc<dyn Component>>, ErrorPayload> {
+        let _phase = tracing::trace_span!("phase", n = 3, name = "availability").entered();
+        let Some(component) = registration.component() else {
+            return Err(ErrorPayload::unmounted("resolve"));
+        };
+        let availability = match subject {
+            Subject::View { index, .. } => {
+                registration.availability(*index, Some(component.as_ref()))
+            }
+            Subject::Domain(reference) => registration.procedure_availability(reference),
+        };
+        // Resolution showed the capability to this consumer: unavailable
+        // is now something it may learn.
+        if let Availability::Unavailable(reason) = availability {
+            return Err(ErrorPayload::not_available(&reason));
+        }
+        Ok(component)
+    }
+
+    /// Phase 4: discovery re-check, then the `on_authorize` onion. No agent
+    /// input exists in this phase's context.
+    pub(super) async fn authorize(
+        &self,
+        registration: &Registration,
+        subject: &Subject,
+        host: &HostContext,
+    ) -> Result<(), ErrorPayload> {
+        let capability = subject.capability();
+        let Some(chain) = subject.chain(registration) else {
+            return Err(ErrorPayload::not_found());
+        };
+        if chain.policies.is_empty() {
+            return Ok(());
+        }
+        let ctx = self.policy_context(registration, capability, host);
+        match chain.discover(&ctx) {
+            Decision::Hide => return Err(ErrorPayload::not_found()),
+            Decision::Disable(reason) => return Err(ErrorPayload::not_available(&reason)),
+            Decision::Expose => {}
+        }
+        if chain.authorize.is_empty() {
+            return Ok(());
+        }
+        let onion = AssertUnwindFuture(policy::run_authorize(&chain.authorize, &ctx))
+            .instrument(tracing::trace_span!("phase", n = 4, name = "authorize"));
+        match onion.await {
+            Ok(result) => result,
+            Err(panic) => {
+                tracing::error!(panic = %panic_message(panic.as_ref()), "a policy panicked in on_authorize; the call is refused");
+                Err(ErrorPayload::not_authorized("client"))
+            }
+        }
+    }
+
+    /// Phase 5: parse and fully validate the effective input (for a
+    /// procedure: locked fields, bindings, merge, the full schema).
+    pub(super) fn effective_input(
+        &self,
+        subject: &Subject,
+    ) -> Result<(Value, Option<TypedInput>), ErrorPayload> {
+        let _phase = tracing::trace_span!("phase", n = 5, name = "effective input").entered();
+        let input = self
+            .input
+            .lock()
+            .map(|mut input| input.take())
+            .unwrap_or_default()
+            .unwrap_or(Value::Null);
+        let capability = match subject {
+            Subject::Domain(reference) => return Ok((reference.effective_input(input)?, None)),
+            Subject::View { capability, .. } => *capability,
+        };
+        if capability.kind() == Kind::Observation {
+            let empty = match &input {
+                Value::Null => true,
+                Value::Object(map) => map.is_empty(),
+                _ => false,
+            };
+            if !empty {
+                return Err(ErrorPayload::invalid_input(&[crate::schema::Issue::new(
+                    "",
+                    "observations take no input; send {} or nothing",
+                )]));
+            }
+            return Ok((Value::Object(Map::new()), None));
+        }
+        let mut value = match input {
+            Value::Null => Value::Object(Map::new()),
+            other => other,
+        };
+        let Some(schema) = capability.input_schema() else {
+            return Ok((value, None));
+        };
+        let issues = schema.validator().validate(&value);
+        if !issues.is_empty() {
+            return Err(ErrorPayload::invalid_input(&issues));
+        }
+        // The effective input is what the handler will run with: schema
+        // defaults filled in, integral floats as integers.
+        schema.validator().fill_defaults(&mut value);
+        normalize_integral_floats(&mut value);
+        match capability.parse_input(&value) {
+            Some(Ok(typed)) => Ok((value, Some(typed))),
+            Some(Err(issue)) => Err(ErrorPayload::invalid_input(&[issue])),
+            None => Ok((value, None)),
+        }
+    }
+
+    /// Phase 6: `on_invoke` policies over the validated effective input, then
+    /// the confirmation decision and evidence check. Approved evidence is
+    /// only reserved here: phase 9 consumes it, an earlier failure drops the
+    /// reservation and so releases it.
+    pub(super) async fn invoke_policies(
+        &self,
+        registration: &Registration,
+        subject: &Subject,
+        host: &HostContext,
+        effective: &Value,
+        trace: &mut Trace,
+    ) -> Result<Option<crate::confirmation::Reservation>, ErrorPayload> {
+        let capability = subject.capability();
+        if capability.kind() == Kind::Observation {
+            return Ok(None);
+        }
+        let mut escalated: Option<Option<String>> = None;
+        if let Some(chain) = subject
+            .chain(registration)
+            .filter(|chain| !chain.invoke.is_empty())
+        {
+            let policy_ctx = self.policy_context(registration, capability, host);
+            let ctx = InvokeContext::new(&policy_ctx, &self.invocation_id, effective);
+            let outcome = AssertUnwindFuture(policy::run_invoke(&chain.invoke, &ctx))
+                .instrument(tracing::trace_span!(
+                    "phase",
+                    n = 6,
+                    name = "invoke policies"
+                ))
+                .await;
+            match outcome {
+                Ok(Ok(())) => {}
+                Ok(Err(denied)) => return Err(denied),
+                Err(panic) => {
+                    tracing::error!(panic = %panic_message(panic.as_ref()), "a policy panicked in on_invoke; the call is refused");
+                    return Err(ErrorPayload::not_authorized("client"));
+                }
+            }
+            let effects = ctx.into_effects();
+            escalated = effects
+                .confirmation()
+                .map(|summary| summary.map(str::to_owned));
+            trace.audit_annotations = effects.audit().clone();
+        }
+        let required = capability.confirmation() == Confirmation::Required || escalated.is_some();
+        // Evidence for a domain call may answer the backend's own demand
+        // (a record of origin "server"), which the client posture does not require.
+        let answers_server =
+            matches!(subject, Subject::Domain(_)) && self.request.confirmation_id.is_some();
+        if !required && !answers_server {
+            return Ok(None);
+        }
+        let inner = &self.registry.inner;
+        let binding = Binding {
+            surface_id: &inner.surface_id,
+            registration_id: &registration.id,
+            capability_id: &self.capability_id,
+            consumer_key: &self.consumer_key,
+            effective_input: effective,
+            effect: capability.effect(),
+        };
+        match self.request.confirmation_id.as_deref() {
+            Some(confirmation_id) => inner
+                .confirmations
+                .redeem(self.registry, confirmation_id, &binding)
+                .map(Some),
+            None => {
+                let reference = match subject {
+                    Subject::Domain(reference) => Some(&**reference),
+                    Subject::View { .. } => None,
+                };
+                let summary = escalated
+                    .flatten()
+                    .unwrap_or_else(|| summarize(capability, effective, reference));
+                Err(inner
+                    .confirmations
+                    .request(self.registry, &binding, summary, "client"))
+            }
+        }
+    }
+
+    /// Phase 7: the capability's precondition over the typed input and live state.
+    pub(super) fn precondition(
+        &self,
+        component: &dyn Component,
+        index: usize,
+        capability: &CheckedCapability,
+        typed: Option<&TypedInput>,
+        read: &ReadContext,
+    ) -> Result<(), ErrorPayload> {
+        let _phase = tracing::trace_span!("phase", n = 7, name = "precondition").entered();
+        let (true, Some(typed)) = (capability.has_precondition(), typed) else {
+            return Ok(());
+        };
+        match catch_unwind(AssertUnwindSafe(|| {
+            component.__precondition(index, typed, read)
+        })) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(failure)) => Err(failure.into_payload()),
+            Err(panic) => {
+                tracing::error!(panic = %panic_message(panic.as_ref()), "a precondition panicked");
+                Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
+            }
+        }
+    }
+
+    /// Phase 8: an action queue slot (per group; per procedure reference),
+    /// or observation admission.
+    pub(super) async fn concurrency(
+        &self,
+        registration: &Registration,
+        subject: &Subject,
+    ) -> Result<(Slot, Duration), ErrorPayload> {
+        let capability = subject.capability();
+        let inner = &self.registry.inner;
+        let limits = &inner.config.limits;
+        let external = Cancelled(self.options.cancellation.as_ref());
+        if external.fired() {
+            return Err(ErrorPayload::cancelled());
+        }
+        let full = || ErrorPayload::rate_limited("queue-full", Some(QUEUE_FULL_RETRY_MS));
+        if capability.kind() == Kind::Observation {
+            let admission_limits = crate::primitives::concurrency::AdmissionLimits {
+                per_consumer: limits.max_concurrent_observations_per_consumer,
+                total: limits.max_concurrent_observations_total,
+                queued_per_consumer: limits.max_queued_observations_per_consumer,
+            };
+            return match inner.admission.enter(&self.consumer_key, admission_limits) {
+                Ok(Ticket::Admitted(admitted)) => Ok((Slot::Observation(admitted), Duration::ZERO)),
+                Ok(Ticket::Queued(ticket)) => {
+                    let waiting_since = Instant::now();
+                    tokio::select! {
+                        admitted = ticket.admitted() => admitted
+                            .map(|admitted| (Slot::Observation(admitted), waiting_since.elapsed()))
+                            .map_err(|_| ErrorPayload::cancelled()),
+                        () = external.wait() => Err(ErrorPayload::cancelled()),
+                        () = inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+                    }
+                }
+                Err(QueueRefusal::Full) => Err(full()),
+                Err(QueueRefusal::Closed) => Err(ErrorPayload::cancelled()),
+            };
+        }
+        let concurrency = capability.concurrency();
+        let depth = capability
+            .queue_depth()
+            .map_or(limits.action_queue_depth, |d| {
+                usize::try_from(d).unwrap_or(usize::MAX)
+            });
+        let slots = match concurrency {
+            Concurrency::Parallel(n) => usize::try_from(n).unwrap_or(1),
+            _ => 1,
+        };
+        let queue: Arc<ActionQueue> = match subject {
+            Subject::View { index, .. } => registration
+                .queue(QueueKey::of(concurrency, *index), || {
+                    ActionQueue::new(slots, depth)
+                }),
+            // One queue per (procedure, referencing registration): a view
+            // action of the same component never waits behind a backend call.
+            Subject::Domain(reference) => reference.queue(|| ActionQueue::new(1, depth)),
+        };
+        let entry = queue.enter().map_err(|_| full())?;
+        match entry {
+            Entry::Ready(permit) => Ok((Slot::Action(permit), Duration::ZERO)),
+            Entry::Queued(waiting) => {
+                let unmounted = registration.unmounted();
+                if !registration.is_active() {
+                    return Err(ErrorPayload::unmounted("mid-flight"));
+                }
+                let waiting_since = Instant::now();
+                let permit = tokio::select! {
+                    biased;
+                    () = external.wait() => return Err(ErrorPayload::cancelled()),
+                    () = inner.disposed.cancelled() => return Err(ErrorPayload::cancelled()),
+                    () = unmounted.cancelled() => return Err(ErrorPayload::unmounted("mid-flight")),
+                    permit = waiting.slot() => permit.map_err(|_| ErrorPayload::cancelled())?,
+                };
+                Ok((Slot::Action(permit), waiting_since.elapsed()))
+            }
+        }
+    }
+}

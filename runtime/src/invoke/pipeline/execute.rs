@@ -1,0 +1,340 @@
+//! Phase 9: the handler (or, for a procedure, the executor) raced against
+//! its timeout, external cancellation, unmount and disposal; first settle
+//! wins, and a late settlement is audited, never applied.
+
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::audit::{AuditEvent, AuditKind};
+use crate::confirmation::Binding;
+use crate::context::{ActionContext, ConfirmationEvidence, HostContext, ReadContext};
+use crate::contract::{CheckedCapability, TypedInput};
+use crate::error::{ErrorPayload, FailureReason};
+use crate::procedure::{ProcedureCall, ProcedureError, Reference};
+use crate::registry::Registration;
+use crate::util::contain::Contained;
+use crate::{Audit, Effect, Kind};
+
+use super::{
+    AssertUnwindFuture, Call, Cancelled, Interrupt, Trace, deadline, panic_message, summarize,
+};
+
+impl Call<'_> {
+    /// The one race of phase 9, for view handlers and procedure forwarding
+    /// alike: the work against its timeout, the caller's cancellation,
+    /// disposal (which unmounts everything and settles `CANCELLED`) and, when
+    /// given, the registration's unmount. First to finish wins; the time it
+    /// took is traced.
+    async fn race<F: Future + Unpin>(
+        &self,
+        work: &mut F,
+        timeout: Duration,
+        unmounted: Option<&tokio_util::sync::CancellationToken>,
+        trace: &mut Trace,
+    ) -> Result<F::Output, Interrupt> {
+        let external = Cancelled(self.options.cancellation.as_ref());
+        let disposed = &self.registry.inner.disposed;
+        let started = Instant::now();
+        let settled = tokio::select! {
+            biased;
+            outcome = work => Ok(outcome),
+            () = deadline(started, timeout) => Err(Interrupt::Timeout(timeout)),
+            () = external.wait() => Err(Interrupt::Cancelled),
+            () = disposed.cancelled() => Err(Interrupt::Cancelled),
+            () = async {
+                match unmounted {
+                    Some(token) => token.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            } => Err(Interrupt::Unmounted),
+        };
+        let finished = Instant::now();
+        trace.execution = Some(finished - started);
+        trace.finished = Some(finished);
+        settled
+    }
+
+    /// Phase 9: run the handler against its timeout, external cancellation,
+    /// unmount (except navigation) and disposal. First settle wins.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn execute(
+        &self,
+        registration: &Arc<Registration>,
+        index: usize,
+        capability: &CheckedCapability,
+        typed: Option<TypedInput>,
+        read: ReadContext,
+        evidence: Option<crate::confirmation::Reservation>,
+        trace: &mut Trace,
+    ) -> Result<Option<Value>, ErrorPayload> {
+        let inner = &self.registry.inner;
+        let limits = &inner.config.limits;
+        let external = Cancelled(self.options.cancellation.as_ref());
+        // Taken before the liveness check: an unmount after it fires the token.
+        let unmounted = registration.unmounted();
+        let Some(component) = registration
+            .component()
+            .filter(|_| registration.is_active())
+        else {
+            return Err(ErrorPayload::unmounted("mid-flight"));
+        };
+        if external.fired() {
+            return Err(ErrorPayload::cancelled());
+        }
+        let timeout = self
+            .options
+            .timeout
+            .unwrap_or_else(|| match capability.timeout_ms() {
+                Some(ms) => Duration::from_millis(ms),
+                None if capability.kind() == Kind::Observation => limits.observation_timeout,
+                None => limits.action_timeout,
+            });
+        let navigation = capability.effect() == Effect::Navigation;
+        // The handler runs now: the approval is used up.
+        let evidence: Option<ConfirmationEvidence> = evidence
+            .map(crate::confirmation::Reservation::consume)
+            .transpose()?;
+        // Observations are reads: settled by the registry, never signalled.
+        let token =
+            (capability.kind() != Kind::Observation).then(tokio_util::sync::CancellationToken::new);
+        let ctx = match &token {
+            Some(token) => ActionContext::new(
+                read,
+                Arc::clone(&self.invocation_id),
+                token.clone(),
+                evidence,
+            ),
+            None => ActionContext::for_observation(read, Arc::clone(&self.invocation_id)),
+        };
+        self.audit_started(trace);
+        // The handler future owns a component reference and may be its last
+        // owner: its drop is contained like every component destructor.
+        let mut handler = Contained::new(
+            "handler future",
+            AssertUnwindFuture(Arc::clone(&component).__invoke(index, typed, ctx)),
+        );
+        drop(component);
+        // Navigation settles on its own outcome, never on unmount.
+        let watched = (!navigation).then_some(unmounted);
+        let settled = self.race(&mut handler, timeout, watched, trace).await;
+        match settled {
+            Ok(Ok(Ok(output))) => Ok(output),
+            Ok(Ok(Err(error))) => {
+                trace.operator = Some(error.operator_message());
+                if navigation
+                    && token
+                        .as_ref()
+                        .is_some_and(tokio_util::sync::CancellationToken::is_cancelled)
+                {
+                    Err(ErrorPayload::cancelled())
+                } else {
+                    Err(error.to_payload())
+                }
+            }
+            Ok(Err(panic)) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(capability = %capability.id(), panic = %message, "a handler panicked");
+                trace.operator = Some(format!("handler panicked: {message}"));
+                Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
+            }
+            Err(interrupt) => {
+                if let Some(token) = &token {
+                    token.cancel();
+                }
+                self.watch_late_settlement(handler, timeout, capability);
+                Err(interrupt.into_payload(capability))
+            }
+        }
+    }
+
+    /// Phase 9 for a procedure: forward the validated effective input to
+    /// the installed executor, against the same timeout, cancellation,
+    /// unmount and disposal rules as a handler. Backend errors go through
+    /// the host's mapping hook; unmapped ones settle `EXECUTION_FAILED
+    /// {reason: "transport"}`; an approval demand becomes a pending
+    /// confirmation of origin `server`.
+    pub(super) async fn forward(
+        &self,
+        registration: &Arc<Registration>,
+        reference: &Reference,
+        input: Value,
+        host: HostContext,
+        evidence: Option<crate::confirmation::Reservation>,
+        trace: &mut Trace,
+    ) -> Result<Option<Value>, ErrorPayload> {
+        let inner = &self.registry.inner;
+        let capability = &reference.capability;
+        let external = Cancelled(self.options.cancellation.as_ref());
+        let unmounted = registration.unmounted();
+        if !registration.is_active() {
+            return Err(ErrorPayload::unmounted("mid-flight"));
+        }
+        if external.fired() {
+            return Err(ErrorPayload::cancelled());
+        }
+        // Removed since resolution: nothing can run the call.
+        let Some(executor) = inner.executor() else {
+            return Err(ErrorPayload::not_found());
+        };
+        let timeout = self.options.timeout.unwrap_or_else(|| {
+            capability
+                .timeout_ms()
+                .map_or(inner.config.limits.procedure_timeout, Duration::from_millis)
+        });
+        // The backend is called now: the approval is used up.
+        let evidence: Option<ConfirmationEvidence> = evidence
+            .map(crate::confirmation::Reservation::consume)
+            .transpose()?;
+        let token = tokio_util::sync::CancellationToken::new();
+        let call = ProcedureCall {
+            procedure_id: Arc::clone(&self.capability_id),
+            input,
+            invocation_id: Arc::clone(&self.invocation_id),
+            consumer: self.consumer.clone(),
+            host,
+            evidence,
+            cancellation: token.clone(),
+            timeout,
+        };
+        self.audit_started(trace);
+        let execution = catch_unwind(AssertUnwindSafe(|| executor.execute(call)));
+        let Ok(future) = execution else {
+            trace.operator = Some("the procedure executor panicked".to_owned());
+            return Err(ErrorPayload::execution_failed(FailureReason::HandlerError));
+        };
+        let mut future = Contained::new("procedure future", AssertUnwindFuture(future));
+        let settled = self.race(&mut future, timeout, Some(unmounted), trace).await;
+        match settled {
+            Ok(Ok(Ok(Value::Null))) => Ok(None),
+            Ok(Ok(Ok(output))) => Ok(Some(output)),
+            Ok(Ok(Err(error))) => {
+                trace.operator = Some(error.to_string());
+                Err(self.map_procedure_error(registration, reference, error, trace))
+            }
+            Ok(Err(panic)) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(procedure = %capability.id(), panic = %message, "a procedure executor panicked");
+                trace.operator = Some(format!("executor panicked: {message}"));
+                Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
+            }
+            Err(interrupt) => {
+                token.cancel();
+                self.watch_late_settlement(future, timeout, capability);
+                Err(interrupt.into_payload(capability))
+            }
+        }
+    }
+
+    /// Phase 9 begins: the `invocation-started` audit record (identity only,
+    /// at the capability's audit level), once, before the handler or the
+    /// executor runs.
+    pub(super) fn audit_started(&self, trace: &Trace) {
+        let Some(target) = &trace.target else {
+            return;
+        };
+        if target.subject.capability().audit() == Audit::None {
+            return;
+        }
+        let inner = &self.registry.inner;
+        let mut event = AuditEvent::new(AuditKind::InvocationStarted, inner.now_ms());
+        event.capability_id = Some(Arc::clone(&self.capability_id));
+        event.registration_id = Some(Arc::clone(&target.registration.id));
+        event.invocation_id = Some(Arc::clone(&self.invocation_id));
+        event.consumer_id = Some(Arc::clone(&self.consumer_key));
+        inner.record(&event);
+        if let Some(chain) = target.subject.chain(&target.registration) {
+            for sink in chain.audit_sinks.iter() {
+                crate::audit::record(sink.as_ref(), &event);
+            }
+        }
+    }
+
+    /// A backend error as the agent sees it.
+    pub(super) fn map_procedure_error(
+        &self,
+        registration: &Registration,
+        reference: &Reference,
+        error: ProcedureError,
+        trace: &Trace,
+    ) -> ErrorPayload {
+        let inner = &self.registry.inner;
+        match error {
+            ProcedureError::Cancelled => ErrorPayload::cancelled(),
+            ProcedureError::ApprovalRequired { summary } => {
+                let Some(effective) = trace.effective_input.as_ref() else {
+                    return ErrorPayload::execution_failed(FailureReason::Transport);
+                };
+                let binding = Binding {
+                    surface_id: &inner.surface_id,
+                    registration_id: &registration.id,
+                    capability_id: &self.capability_id,
+                    consumer_key: &self.consumer_key,
+                    effective_input: effective,
+                    effect: reference.capability.effect(),
+                };
+                let summary = summary
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| s.chars().take(300).collect())
+                    .unwrap_or_else(|| {
+                        summarize(&reference.capability, effective, Some(reference))
+                    });
+                inner
+                    .confirmations
+                    .request(self.registry, &binding, summary, "server")
+            }
+            error => {
+                let mapped = inner.config.procedure_errors.as_ref().and_then(|map| {
+                    catch_unwind(AssertUnwindSafe(|| map(&self.capability_id, &error)))
+                        .unwrap_or_else(|_| {
+                            tracing::error!(
+                                "the procedure error hook panicked; the error stays unmapped"
+                            );
+                            None
+                        })
+                });
+                mapped.unwrap_or_else(|| ErrorPayload::execution_failed(FailureReason::Transport))
+            }
+        }
+    }
+
+    /// The invocation already settled; give the cancelled handler a grace
+    /// period to finish and record a late settlement if it does. It is
+    /// dropped afterwards: no handler outlives its grace.
+    pub(super) fn watch_late_settlement<F, T, E>(
+        &self,
+        handler: Contained<AssertUnwindFuture<F>>,
+        grace: Duration,
+        capability: &CheckedCapability,
+    ) where
+        F: Future<Output = Result<T, E>> + Unpin + Send + 'static,
+    {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let weak = Arc::downgrade(&self.registry.inner);
+        let invocation_id = Arc::clone(&self.invocation_id);
+        let capability_id = Arc::clone(capability.id().as_arc());
+        runtime.spawn(async move {
+            if let Ok(outcome) = tokio::time::timeout(grace, handler).await
+                && let Some(inner) = weak.upgrade()
+            {
+                let mut event = AuditEvent::new(AuditKind::LateSettlement, inner.now_ms());
+                event.invocation_id = Some(invocation_id);
+                event.capability_id = Some(capability_id);
+                event.status = Some(match outcome {
+                    Ok(Ok(_)) => "ok",
+                    _ => "error",
+                });
+                inner.record(&event);
+                tracing::warn!(
+                    "a handler settled after its invocation had settled; its result was ignored"
+                );
+            }
+        });
+    }
+}

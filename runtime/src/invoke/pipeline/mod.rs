@@ -1,0 +1,368 @@
+//! Phases 2–10 of the invocation pipeline, in order, each its own step:
+//!
+//! 2. resolve + staleness  3. availability  4. authorize (no input)
+//! 5. effective input      6. invoke policies + confirmation
+//! 7. precondition         8. concurrency   9. execute   10. settle
+//!
+//! The first failing phase produces the typed error; every call, failed or
+//! not, is settled by [`Call::settle`] (audit, events, result).
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::Kind;
+use crate::canonical::{Sink, write_canonical};
+use crate::context::{Consumer, HostContext, ReadContext};
+use crate::contract::{CheckedCapability, CheckedSchema};
+use crate::error::ErrorPayload;
+use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
+use crate::policy::{Decision, PolicyContext};
+use crate::procedure::Reference;
+use crate::registry::{Chain, Registration, Registry};
+
+mod admit;
+mod execute;
+mod resolve;
+mod settle;
+
+/// One call in flight through phases 2–10.
+pub(super) struct Call<'r> {
+    pub(super) registry: &'r Registry,
+    pub(super) request: Invocation,
+    /// The agent's input, taken out of the request (consumed by phase 5).
+    pub(super) input: std::sync::Mutex<Option<Value>>,
+    pub(super) options: InvokeOptions,
+    pub(super) consumer: Consumer,
+    pub(super) consumer_key: Arc<str>,
+    pub(super) invocation_id: Arc<str>,
+    pub(super) capability_id: Arc<str>,
+    /// The kinds the caller's verb admits.
+    pub(super) expect: Option<super::Expect>,
+    /// The dedupe record this call leads (calls with an invocation id).
+    pub(super) leadership: Option<super::Leadership<'r>>,
+}
+
+/// What a call addresses on its registration.
+#[derive(Clone)]
+enum Subject {
+    /// A capability of the component's own contract.
+    View {
+        index: usize,
+        capability: &'static CheckedCapability,
+    },
+    /// A procedure the component references.
+    Domain(Arc<Reference>),
+}
+
+impl Subject {
+    fn capability(&self) -> &CheckedCapability {
+        match self {
+            Subject::View { capability, .. } => capability,
+            Subject::Domain(reference) => &reference.capability,
+        }
+    }
+
+    fn chain<'a>(&'a self, registration: &'a Registration) -> Option<&'a Chain> {
+        match self {
+            Subject::View { index, .. } => registration.chain(*index),
+            Subject::Domain(reference) => Some(&reference.chain),
+        }
+    }
+
+    fn output_schema(&self) -> Option<&CheckedSchema> {
+        match self {
+            Subject::View { capability, .. } => capability.output_schema(),
+            Subject::Domain(reference) => reference.procedure.output_schema(),
+        }
+    }
+}
+
+/// The resolved registration and what the call addresses on it.
+struct Target {
+    registration: Arc<Registration>,
+    subject: Subject,
+}
+
+/// What the pipeline knows when it settles.
+#[derive(Default)]
+struct Trace {
+    target: Option<Target>,
+    effective_input: Option<Value>,
+    queue_wait: Option<Duration>,
+    execution: Option<Duration>,
+    /// When the handler settled (the settlement time of successful calls).
+    finished: Option<Instant>,
+    operator: Option<String>,
+    audit_annotations: Map<String, Value>,
+}
+
+/// Completes `timeout` after `started`; a timeout too large to represent
+/// (`Duration::MAX` as "no timeout") never completes instead of overflowing.
+async fn deadline(started: Instant, timeout: Duration) {
+    match started.checked_add(timeout) {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned())
+}
+
+/// Counts canonical bytes without producing them.
+struct Counter(usize);
+
+impl Sink for Counter {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len();
+    }
+}
+
+fn byte_len(value: &Value) -> usize {
+    let mut counter = Counter(0);
+    write_canonical(value, &mut counter);
+    counter.0
+}
+
+/// Turns integral floats (`3.0`) into integers so typed deserialization
+/// accepts what the schema (JSON semantics) accepts.
+fn normalize_integral_floats(value: &mut Value) {
+    match value {
+        Value::Number(number) if number.is_f64() => {
+            if let Some(f) = number.as_f64() {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+                if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 {
+                    *value = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize_integral_floats),
+        Value::Object(map) => map.values_mut().for_each(normalize_integral_floats),
+        _ => {}
+    }
+}
+
+/// The caller's optional cancellation token.
+#[derive(Clone, Copy)]
+struct Cancelled<'a>(Option<&'a tokio_util::sync::CancellationToken>);
+
+impl Cancelled<'_> {
+    fn fired(self) -> bool {
+        self.0
+            .is_some_and(tokio_util::sync::CancellationToken::is_cancelled)
+    }
+
+    async fn wait(self) {
+        match self.0 {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// What holds a concurrency slot for the duration of the execution; its
+/// drop frees the slot.
+#[allow(dead_code)] // held for its `Drop`
+enum Slot {
+    Action(tokio::sync::OwnedSemaphorePermit),
+    Observation(crate::primitives::concurrency::Admitted),
+}
+
+enum Interrupt {
+    Timeout(Duration),
+    Cancelled,
+    Unmounted,
+}
+
+impl Interrupt {
+    fn into_payload(self, capability: &CheckedCapability) -> ErrorPayload {
+        match self {
+            Interrupt::Timeout(after) => ErrorPayload::timeout(
+                u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+                capability.idempotent(),
+            ),
+            Interrupt::Cancelled => ErrorPayload::cancelled(),
+            Interrupt::Unmounted => ErrorPayload::unmounted("mid-flight"),
+        }
+    }
+}
+
+impl Call<'_> {
+    pub(super) async fn run(self) -> InvocationResult {
+        let span = tracing::debug_span!(
+            "agent_surface.invoke",
+            capability = %self.capability_id,
+            invocation = %self.invocation_id,
+            consumer = %self.consumer_key,
+        );
+        let started = Instant::now();
+        let version_at_start = self.registry.inner.version();
+        self.registry.inner.dispatcher.emit_with(|| {
+            [crate::events::SurfaceEvent::InvocationStarted {
+                invocation_id: Arc::clone(&self.invocation_id),
+                capability_id: Arc::clone(&self.capability_id),
+                consumer_id: Arc::clone(&self.consumer_key),
+            }]
+        });
+        let mut trace = Trace::default();
+        let outcome = self.phases(&mut trace).instrument(span.clone()).await;
+        let _settling = span.enter();
+        self.settle(outcome, trace, started, version_at_start)
+    }
+
+    async fn phases(&self, trace: &mut Trace) -> Result<Option<Arc<Value>>, ErrorPayload> {
+        let host = self.registry.inner.host();
+        let target = self.resolve(&host)?;
+        if let Some(expect) = self.expect {
+            let observation = target.subject.capability().kind() == Kind::Observation;
+            let wrong = match expect {
+                super::Expect::Observation => !observation,
+                super::Expect::Operation => observation,
+            };
+            if wrong {
+                let hint = if observation {
+                    "this capability is an observation; read it with surface_read"
+                } else {
+                    "this capability is not an observation; call it with surface_act"
+                };
+                return Err(ErrorPayload::invalid_input(&[crate::schema::Issue::new(
+                    "/capabilityId",
+                    hint,
+                )]));
+            }
+        }
+        let registration = Arc::clone(&target.registration);
+        let subject = target.subject.clone();
+        trace.target = Some(target);
+        let capability = subject.capability();
+        let component = self.availability(&registration, &subject)?;
+        self.authorize(&registration, &subject, &host).await?;
+        let (effective, typed) = self.effective_input(&subject)?;
+        let evidence = self
+            .invoke_policies(&registration, &subject, &host, &effective, trace)
+            .await?;
+        let output = match &subject {
+            Subject::View { index, .. } => {
+                let index = *index;
+                trace.effective_input = Some(effective);
+                let read = ReadContext::new(
+                    capability.id().clone(),
+                    Arc::clone(&registration.id),
+                    self.consumer.clone(),
+                    host,
+                );
+                self.precondition(component.as_ref(), index, capability, typed.as_ref(), &read)?;
+                let (slot, waited) = self.concurrency(&registration, &subject).await?;
+                trace.queue_wait = Some(waited);
+                let output = self
+                    .execute(
+                        &registration,
+                        index,
+                        capability,
+                        typed,
+                        read,
+                        evidence,
+                        trace,
+                    )
+                    .await;
+                drop(slot);
+                output
+            }
+            Subject::Domain(reference) => {
+                trace.effective_input = Some(effective.clone());
+                let (slot, waited) = self.concurrency(&registration, &subject).await?;
+                trace.queue_wait = Some(waited);
+                let output = self
+                    .forward(&registration, reference, effective, host, evidence, trace)
+                    .await;
+                drop(slot);
+                output
+            }
+        };
+        self.check_output(&subject, output?, trace)
+    }
+
+    fn policy_context<'a>(
+        &'a self,
+        registration: &'a Registration,
+        capability: &'a CheckedCapability,
+        host: &'a HostContext,
+    ) -> PolicyContext<'a> {
+        self.registry
+            .inner
+            .policy_context(registration, capability, &self.consumer, host)
+    }
+
+    fn discover(
+        &self,
+        registration: &Registration,
+        subject: &Subject,
+        host: &HostContext,
+    ) -> Decision {
+        let Some(chain) = subject.chain(registration) else {
+            return Decision::Hide;
+        };
+        chain.discover(&self.policy_context(registration, subject.capability(), host))
+    }
+}
+
+/// The error for a registration id that is not live: minted by another
+/// registry (`surface-reloaded`), replaced by a live successor, unmounted
+/// (a tombstone remembers it), or unknown.
+fn dead_registration(minted_here: bool, live: Option<&str>, tombstoned: bool) -> ErrorPayload {
+    if !minted_here {
+        return ErrorPayload::stale("surface-reloaded", live);
+    }
+    match (live, tombstoned) {
+        (Some(live), _) => ErrorPayload::stale("registration-replaced", Some(live)),
+        (None, true) => ErrorPayload::unmounted("resolve"),
+        (None, false) => ErrorPayload::not_found(),
+    }
+}
+
+/// Contains panics of an async policy onion.
+struct AssertUnwindFuture<F>(F);
+
+impl<F: Future + Unpin> Future for AssertUnwindFuture<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = &mut self.0;
+        match catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *future).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+/// The default confirmation summary: the description and the effective
+/// input, the values a procedure reference binds (locked) first.
+fn summarize(
+    capability: &CheckedCapability,
+    effective: &Value,
+    reference: Option<&Reference>,
+) -> String {
+    let bound: Vec<String> = reference
+        .map(Reference::bound_fields)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|field| field.locked)
+        .map(|field| field.path.trim_start_matches('/').to_owned())
+        .collect();
+    let bound: Vec<&str> = bound.iter().map(String::as_str).collect();
+    crate::confirmation::summary(capability.description(), effective, &bound)
+}

@@ -1,0 +1,182 @@
+//! Phase 10: the output checked and sized, the dedupe record finished, the
+//! audit record written and the settled event emitted.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use crate::Audit;
+use crate::audit::{AuditEvent, AuditKind};
+use crate::error::{ErrorPayload, FailureReason};
+use crate::invoke::InvocationResult;
+
+use super::{Call, Subject, Trace, byte_len};
+
+impl Call<'_> {
+    /// Phase 10 (first half): validate and size-check the output.
+    pub(super) fn check_output(
+        &self,
+        subject: &Subject,
+        output: Option<Value>,
+        trace: &mut Trace,
+    ) -> Result<Option<Arc<Value>>, ErrorPayload> {
+        let Some(output) = output else {
+            return Ok(None);
+        };
+        // Checked iteratively before anything walks the output recursively
+        // (the validator, serializers, the dedupe copy); outputs share the
+        // input depth bound, as they are often sent back as inputs.
+        let max_depth = self.registry.inner.config.limits.max_input_depth;
+        if !crate::invoke::bounds::depth_within(&output, max_depth) {
+            trace.operator = Some(format!(
+                "output nests deeper than {max_depth} levels of arrays and objects"
+            ));
+            crate::invoke::bounds::dispose(output);
+            return Err(ErrorPayload::execution_failed(FailureReason::OutputInvalid));
+        }
+        let capability = subject.capability();
+        if let Some(schema) = subject.output_schema() {
+            let issues = schema.validator().validate(&output);
+            if !issues.is_empty() {
+                let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                trace.operator = Some(format!(
+                    "output does not match its schema: {}",
+                    listed.join("; ")
+                ));
+                if self.registry.inner.config.environment
+                    == crate::context::Environment::Development
+                {
+                    tracing::error!(capability = %capability.id(), issues = %listed.join("; "), "handler output does not match its schema");
+                }
+                return Err(ErrorPayload::execution_failed(FailureReason::OutputInvalid));
+            }
+        }
+        let size = byte_len(&output);
+        if size > self.registry.inner.config.limits.max_output_bytes {
+            trace.operator = Some(format!("output is {size} bytes"));
+            return Err(ErrorPayload::execution_failed(
+                FailureReason::OutputTooLarge,
+            ));
+        }
+        Ok(Some(Arc::new(output)))
+    }
+
+    /// Phase 10: the result, the audit record and the settled event.
+    pub(super) fn settle(
+        mut self,
+        outcome: Result<Option<Arc<Value>>, ErrorPayload>,
+        trace: Trace,
+        started: Instant,
+        version_at_start: u64,
+    ) -> InvocationResult {
+        let inner = &self.registry.inner;
+        let version = inner.version();
+        let result = InvocationResult::new(
+            Arc::clone(&self.invocation_id),
+            Arc::clone(&self.capability_id),
+            outcome,
+            version,
+            version != version_at_start,
+        );
+        // The dedupe record first: no host hook below can abandon it.
+        if let Some(leadership) = self.leadership.take() {
+            leadership.finish(&result);
+        }
+        let ended = trace.finished.unwrap_or_else(Instant::now);
+        let duration_ms = u64::try_from((ended - started).as_millis()).unwrap_or(u64::MAX);
+        let code = result.error().map(ErrorPayload::code);
+        let status = if result.is_ok() { "ok" } else { "error" };
+        let level = trace
+            .target
+            .as_ref()
+            .map_or(Audit::Metadata, |t| t.subject.capability().audit());
+        if level != Audit::None {
+            let mut event = AuditEvent::new(AuditKind::InvocationSettled, inner.now_ms());
+            event.capability_id = Some(Arc::clone(&self.capability_id));
+            event.registration_id = trace
+                .target
+                .as_ref()
+                .map(|t| Arc::clone(&t.registration.id));
+            event.invocation_id = Some(Arc::clone(&self.invocation_id));
+            event.consumer_id = Some(Arc::clone(&self.consumer_key));
+            event.status = Some(status);
+            event.code = code;
+            event.duration_ms = Some(duration_ms);
+            event.queue_wait_ms = trace
+                .queue_wait
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            event.execution_ms = trace
+                .execution
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            let mut detail = trace.audit_annotations;
+            if let Some(operator) = trace.operator {
+                detail.insert("operator".to_owned(), Value::String(operator));
+            }
+            event.detail = (!detail.is_empty()).then_some(detail);
+            if level == Audit::Full {
+                event.payload =
+                    Some(self.audit_payload(trace.effective_input.as_ref(), result.output()));
+            }
+            inner.record(&event);
+            if let Some(target) = &trace.target
+                && let Some(chain) = target.subject.chain(&target.registration)
+            {
+                for sink in chain.audit_sinks.iter() {
+                    crate::audit::record(sink.as_ref(), &event);
+                }
+            }
+        }
+        inner.dispatcher.emit_with(|| {
+            [crate::events::SurfaceEvent::InvocationSettled {
+                invocation_id: Arc::clone(&self.invocation_id),
+                capability_id: Arc::clone(&self.capability_id),
+                status,
+                code,
+                duration_ms,
+            }]
+        });
+        result
+    }
+
+    /// Input and output for a `full` audit record: redacted, size-capped.
+    pub(super) fn audit_payload(
+        &self,
+        input: Option<&Value>,
+        output: Option<&Value>,
+    ) -> Map<String, Value> {
+        let config = &self.registry.inner.config;
+        let cap = config.limits.max_audit_payload_bytes;
+        let prepare = |value: &Value| -> Value {
+            let value = match &config.redact {
+                // A panicking redaction hook keeps nothing of the payload.
+                Some(redact) => {
+                    crate::util::contain::contained("audit redaction hook", || redact(value))
+                        .unwrap_or_else(|| serde_json::json!({"redacted": "redaction-failed"}))
+                }
+                None => value.clone(),
+            };
+            // A redaction hook may return anything: a value too deep to walk
+            // safely is dropped without recursion and kept as a marker.
+            let max_depth = config.limits.max_input_depth;
+            if !crate::util::nesting::depth_within(&value, max_depth) {
+                crate::util::nesting::dispose(value);
+                return serde_json::json!({"truncated": true, "reason": "too-deep"});
+            }
+            let size = byte_len(&value);
+            if size > cap {
+                serde_json::json!({"truncated": true, "bytes": size})
+            } else {
+                value
+            }
+        };
+        let mut payload = Map::new();
+        if let Some(input) = input {
+            payload.insert("input".to_owned(), prepare(input));
+        }
+        if let Some(output) = output {
+            payload.insert("output".to_owned(), prepare(output));
+        }
+        payload
+    }
+}
