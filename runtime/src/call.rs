@@ -151,7 +151,29 @@ pub struct InvokeOptions {
     /// Component-type prefixes the call may reach (a toolset's scope
     /// floor); outside them a capability is not found. Empty: everything.
     pub scope: Vec<String>,
+    /// The kinds the caller's verb admits (a read-only verb: observations).
+    /// A target of another kind settles `INVALID_INPUT` at `/capabilityId`
+    /// after resolution — so a hidden capability stays not found — and
+    /// before anything runs.
+    pub kinds: Kinds,
 }
+
+/// Which kinds of capability a call may address; see [`InvokeOptions::kinds`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Kinds {
+    /// Every kind (the default).
+    #[default]
+    All,
+    /// Observations only.
+    Observations,
+    /// Actions and procedures only.
+    Operations,
+}
+
+/// The issue message of a target outside [`Kinds::Operations`].
+pub(crate) const IS_AN_OBSERVATION: &str = "is an observation";
+/// The issue message of a target outside [`Kinds::Observations`].
+pub(crate) const IS_NOT_AN_OBSERVATION: &str = "is not an observation";
 
 impl InvokeOptions {
     /// Options for `consumer`.

@@ -860,3 +860,44 @@ async fn as_meta_006_a_requested_scope_is_bounded_before_it_is_echoed() {
         json!(["elsewhere"])
     );
 }
+
+#[tokio::test]
+async fn as_meta_007_a_verb_of_the_wrong_kind_gets_the_toolsets_hint_and_the_core_stays_neutral() {
+    let registry = registry();
+    let _mounted = registry.mount(Probe::new()).unwrap();
+    let meta = meta(&registry);
+    let read_an_action = meta
+        .execute(READ, json!({"capabilityId": "view:test.probe.poke"}), None)
+        .await;
+    let text = serde_json::to_string(&read_an_action).unwrap();
+    assert!(text.contains("call it with surface_act"), "{text}");
+    let act_an_observation = meta
+        .execute(
+            ACT,
+            json!({"capabilityId": "view:test.probe.read", "input": {}}),
+            None,
+        )
+        .await;
+    let text = serde_json::to_string(&act_an_observation).unwrap();
+    assert!(text.contains("read it with surface_read"), "{text}");
+    // The core knows kinds, not verbs.
+    let options = InvokeOptions {
+        kinds: agent_surface::invoke::Kinds::Observations,
+        ..InvokeOptions::default()
+    };
+    let core = registry
+        .invoke(
+            Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]})),
+            options,
+        )
+        .await;
+    let text = serde_json::to_string(&core).unwrap();
+    assert_eq!(
+        core.error().map(ErrorPayload::code),
+        Some(ErrorCode::InvalidInput)
+    );
+    assert!(
+        text.contains("is not an observation") && !text.contains("surface_"),
+        "{text}"
+    );
+}

@@ -8,22 +8,13 @@
 pub(crate) mod bounds;
 mod pipeline;
 
-pub use crate::call::{Invocation, InvocationResult, InvokeOptions};
+pub use crate::call::{Invocation, InvocationResult, InvokeOptions, Kinds};
 
 use std::sync::Arc;
 
 use crate::error::ErrorPayload;
 use crate::primitives::dedupe::{self, Begin};
 use crate::registry::Registry;
-
-/// Which kinds of capability a call may address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Expect {
-    /// Observations only.
-    Observation,
-    /// Actions and procedures only.
-    Operation,
-}
 
 /// The leader of a deduplicated call. Finished by phase 10 *before* any
 /// host hook (audit sinks, redaction, listeners) runs, so nothing a host
@@ -70,19 +61,10 @@ impl Registry {
     ///
     /// Phase 1 (deduplication and conflict) happens here; phases 2–10 in
     /// the pipeline module. Never panics; handler panics settle `EXECUTION_FAILED`.
-    pub async fn invoke(&self, request: Invocation, options: InvokeOptions) -> InvocationResult {
-        self.invoke_expecting(request, options, None).await
-    }
-
-    /// [`invoke`](Self::invoke) for adapters whose verb admits only some
-    /// kinds (a meta-mode `surface_read` reads observations only): a target
-    /// of another kind settles `INVALID_INPUT` after resolution, before
-    /// anything runs.
-    pub(crate) async fn invoke_expecting(
+    pub async fn invoke(
         &self,
         mut request: Invocation,
         options: InvokeOptions,
-        expect: Option<Expect>,
     ) -> InvocationResult {
         if let Err(refused) = bounds::check_request(&request, &self.inner.config.limits) {
             return bounds::refuse(self, request, refused);
@@ -160,7 +142,6 @@ impl Registry {
             consumer_key,
             invocation_id,
             capability_id,
-            expect,
             leadership,
         };
         call.run().await

@@ -69,7 +69,7 @@ use crate::error::{ErrorCode, ErrorPayload};
 use crate::events::Subscription;
 use crate::ids::{CapabilityId, InstanceId};
 use crate::invoke::bounds;
-use crate::invoke::{Expect, Invocation, InvocationResult, InvokeOptions};
+use crate::invoke::{Invocation, InvocationResult, InvokeOptions, Kinds};
 use crate::procedure::Reference;
 use crate::registry::Registration;
 use crate::registry::Registry;
@@ -745,7 +745,7 @@ impl Toolset {
                 request.confirmation_id = confirmation_id
                     .map(str::to_owned)
                     .or_else(|| shared.remembered(key));
-                let result = shared.run(request, None, cancellation).await;
+                let result = shared.run(request, Kinds::All, cancellation).await;
                 shared.remember(key, &result);
                 result
             }
@@ -909,13 +909,24 @@ impl Shared {
     async fn run(
         &self,
         request: Invocation,
-        expect: Option<Expect>,
+        kinds: Kinds,
+        cancellation: Option<CancellationToken>,
+    ) -> InvocationResult {
+        let result = self.run_once_or_wait(request, kinds, cancellation).await;
+        with_verb_hint(result)
+    }
+
+    async fn run_once_or_wait(
+        &self,
+        request: Invocation,
+        kinds: Kinds,
         cancellation: Option<CancellationToken>,
     ) -> InvocationResult {
         let external = cancellation.clone();
         let options = InvokeOptions {
             scope: self.options.scope.clone(),
             cancellation,
+            kinds,
             ..InvokeOptions::consumer(self.options.consumer.clone())
         };
         let mut request = request;
@@ -923,10 +934,7 @@ impl Shared {
             // The retry after a confirmation must reuse the attempt's id.
             request.invocation_id = Some(self.registry.inner.ids.invocation_id());
         }
-        let first = self
-            .registry
-            .invoke_expecting(request.clone(), options.clone(), expect)
-            .await;
+        let first = self.registry.invoke(request.clone(), options.clone()).await;
         if self.confirmations != ConfirmationMode::Wait || request.confirmation_id.is_some() {
             return first;
         }
@@ -965,9 +973,45 @@ impl Shared {
         }
         // Approved, denied or expired: the retry reports which.
         self.registry
-            .invoke_expecting(request.confirmation(confirmation_id), options, expect)
+            .invoke(request.confirmation(confirmation_id), options)
             .await
     }
+}
+
+/// The meta verbs' hint for a target of the wrong kind: the pipeline says
+/// what the target is; the toolset says which verb to use.
+fn with_verb_hint(result: InvocationResult) -> InvocationResult {
+    let hint = match result.error() {
+        Some(error) if error.code() == ErrorCode::InvalidInput => {
+            let issue = error
+                .detail("issues")
+                .and_then(Value::as_array)
+                .and_then(|issues| issues.first())
+                .filter(|issue| issue.get("path").and_then(Value::as_str) == Some("/capabilityId"))
+                .and_then(|issue| issue.get("message"))
+                .and_then(Value::as_str);
+            match issue {
+                Some(crate::call::IS_AN_OBSERVATION) => {
+                    "this capability is an observation; read it with surface_read"
+                }
+                Some(crate::call::IS_NOT_AN_OBSERVATION) => {
+                    "this capability is not an observation; call it with surface_act"
+                }
+                _ => return result,
+            }
+        }
+        _ => return result,
+    };
+    InvocationResult::new(
+        Arc::from(result.invocation_id()),
+        Arc::from(result.capability_id()),
+        Err(ErrorPayload::invalid_input(&[Issue::new(
+            "/capabilityId",
+            hint,
+        )])),
+        result.surface_version(),
+        result.surface_changed(),
+    )
 }
 
 /// Builds the tools of one snapshot.
@@ -1424,9 +1468,7 @@ impl Toolset {
         }
         request.registration_id = self.known_registration(&request);
         request.invocation_id = tool_call_id.map(str::to_owned);
-        shared
-            .run(request, Some(Expect::Observation), cancellation)
-            .await
+        shared.run(request, Kinds::Observations, cancellation).await
     }
 
     async fn act(
@@ -1476,9 +1518,7 @@ impl Toolset {
             .string("invocationId")
             .or(tool_call_id)
             .map(str::to_owned);
-        shared
-            .run(request, Some(Expect::Operation), cancellation)
-            .await
+        shared.run(request, Kinds::Operations, cancellation).await
     }
 
     /// Whether the target's input schema is an object schema (true for

@@ -208,7 +208,9 @@ impl Call<'_> {
             return Err(ErrorPayload::execution_failed(FailureReason::HandlerError));
         };
         let mut future = Contained::new("procedure future", AssertUnwindFuture(future));
-        let settled = self.race(&mut future, timeout, Some(unmounted), trace).await;
+        let settled = self
+            .race(&mut future, timeout, Some(unmounted), trace)
+            .await;
         match settled {
             Ok(Ok(Ok(Value::Null))) => Ok(None),
             Ok(Ok(Ok(output))) => Ok(Some(output)),

@@ -46,7 +46,6 @@ pub(super) struct Call<'r> {
     pub(super) invocation_id: Arc<str>,
     pub(super) capability_id: Arc<str>,
     /// The kinds the caller's verb admits.
-    pub(super) expect: Option<super::Expect>,
     /// The dedupe record this call leads (calls with an invocation id).
     pub(super) leadership: Option<super::Leadership<'r>>,
 }
@@ -226,23 +225,19 @@ impl Call<'_> {
     async fn phases(&self, trace: &mut Trace) -> Result<Option<Arc<Value>>, ErrorPayload> {
         let host = self.registry.inner.host();
         let target = self.resolve(&host)?;
-        if let Some(expect) = self.expect {
-            let observation = target.subject.capability().kind() == Kind::Observation;
-            let wrong = match expect {
-                super::Expect::Observation => !observation,
-                super::Expect::Operation => observation,
-            };
-            if wrong {
-                let hint = if observation {
-                    "this capability is an observation; read it with surface_read"
-                } else {
-                    "this capability is not an observation; call it with surface_act"
-                };
-                return Err(ErrorPayload::invalid_input(&[crate::schema::Issue::new(
-                    "/capabilityId",
-                    hint,
-                )]));
+        let observation = target.subject.capability().kind() == Kind::Observation;
+        let outside = match self.options.kinds {
+            crate::call::Kinds::All => None,
+            crate::call::Kinds::Observations => {
+                (!observation).then_some(crate::call::IS_NOT_AN_OBSERVATION)
             }
+            crate::call::Kinds::Operations => observation.then_some(crate::call::IS_AN_OBSERVATION),
+        };
+        if let Some(message) = outside {
+            return Err(ErrorPayload::invalid_input(&[crate::schema::Issue::new(
+                "/capabilityId",
+                message,
+            )]));
         }
         let registration = Arc::clone(&target.registration);
         let subject = target.subject.clone();
