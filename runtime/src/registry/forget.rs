@@ -9,8 +9,10 @@ use crate::registry::Registry;
 impl Registry {
     /// Forgets `consumer`'s settled dedupe records and expires its pending
     /// and approved confirmations (a confirmation reserved by a running
-    /// call is settled by that call).
-    pub(crate) fn forget_consumer(&self, consumer: &Consumer) {
+    /// call is settled by that call). Call it when a consumer's session ends
+    /// for good (the MCP server does for its sessions): nobody presenting
+    /// the same identity later can replay, conflict with or approve them.
+    pub fn forget_consumer(&self, consumer: &Consumer) {
         let key = consumer.key();
         self.inner
             .dedupe
