@@ -111,7 +111,8 @@ fn as_err_001_closed_set_invariants() {
 
 #[test]
 fn as_err_001_payload_shape_is_exact() {
-    let payload = ErrorPayload::rate_limited("queue-full", Some(250));
+    let payload =
+        ErrorPayload::rate_limited(agent_surface::error::RateLimitReason::QueueFull, Some(250));
     let value = serde_json::to_value(&payload).unwrap();
     let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["code", "details", "message", "retry"]);

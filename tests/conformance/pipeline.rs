@@ -531,7 +531,7 @@ async fn as_invoke_001_authorization_runs_before_input_exists() {
             _: Next<'a, PolicyContext<'a>>,
         ) -> BoxFuture<'a, PolicyResult> {
             Box::pin(std::future::ready(Err(ErrorPayload::not_authorized(
-                "client",
+                agent_surface::error::Origin::Client,
             ))))
         }
     }

@@ -187,7 +187,9 @@ impl ProcedureExecutor for FakeBackend {
 pub(crate) fn registry_with(backend: &Arc<FakeBackend>) -> Registry {
     let registry = Registry::builder()
         .procedure_errors(|_, error| match error.code() {
-            Some("forbidden") => Some(ErrorPayload::not_authorized("server")),
+            Some("forbidden") => Some(ErrorPayload::not_authorized(
+                agent_surface::error::Origin::Server,
+            )),
             _ => None,
         })
         .build();

@@ -88,7 +88,9 @@ pub fn mount_page(registry: &Registry, console: &Arc<Console>) -> Result<Vec<Mou
 /// are the server refusing the user.
 pub fn registry_builder() -> RegistryBuilder {
     Registry::builder().procedure_errors(|_, error| match error.code() {
-        Some("forbidden") => Some(ErrorPayload::not_authorized("server")),
+        Some("forbidden") => Some(ErrorPayload::not_authorized(
+            agent_surface::error::Origin::Server,
+        )),
         _ => None,
     })
 }

@@ -45,7 +45,9 @@ async fn console_registry(session: &Session, user: &str, permissions: &[&str]) -
     let registry = Registry::builder()
         .host_context(move || HostContext::new().with("user", host_user.clone()))
         .procedure_errors(|_, error| match error.code() {
-            Some("forbidden") => Some(ErrorPayload::not_authorized("server")),
+            Some("forbidden") => Some(ErrorPayload::not_authorized(
+                agent_surface::error::Origin::Server,
+            )),
             _ => None,
         })
         .build();

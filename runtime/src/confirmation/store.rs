@@ -229,7 +229,10 @@ impl ConfirmationStore {
             .filter(|r| r.view.consumer_key == *binding.consumer_key)
             .count();
         if store.open.len() >= self.max_pending || of_consumer >= per_consumer {
-            return ErrorPayload::rate_limited("queue-full", Some(FULL_RETRY_MS));
+            return ErrorPayload::rate_limited(
+                crate::error::RateLimitReason::QueueFull,
+                Some(FULL_RETRY_MS),
+            );
         }
         let now = registry.now_ms();
         let ttl = registry.limits().confirmation_ttl;

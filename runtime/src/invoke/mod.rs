@@ -109,7 +109,10 @@ impl Registry {
             let generation = match begin {
                 Begin::Conflict => return immediate(ErrorPayload::conflict()),
                 Begin::Busy => {
-                    return immediate(ErrorPayload::rate_limited("queue-full", Some(1_000)));
+                    return immediate(ErrorPayload::rate_limited(
+                        crate::error::RateLimitReason::QueueFull,
+                        Some(1_000),
+                    ));
                 }
                 Begin::Cached(result) => return result,
                 Begin::Join(mut done) => {

@@ -157,7 +157,7 @@ impl Policy for HasPermission {
         next: Next<'a, PolicyContext<'a>>,
     ) -> BoxFuture<'a, PolicyResult> {
         pass(self.allowed(ctx.host()), next, || {
-            ErrorPayload::not_authorized("client")
+            ErrorPayload::not_authorized(crate::error::Origin::Client)
         })
     }
 }
@@ -373,7 +373,7 @@ impl Policy for RateLimit {
         ) {
             Ok(()) => next.run(),
             Err(retry_after_ms) => Box::pin(std::future::ready(Err(ErrorPayload::rate_limited(
-                "rate",
+                crate::error::RateLimitReason::Rate,
                 Some(retry_after_ms),
             )))),
         }

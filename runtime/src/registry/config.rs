@@ -310,11 +310,12 @@ impl RegistryBuilder {
     ///
     /// ```
     /// use agent_surface::procedure::ProcedureError;
+    /// use agent_surface::error::Origin;
     /// use agent_surface::{ErrorPayload, Registry};
     ///
     /// let registry = Registry::builder()
     ///     .procedure_errors(|_procedure, error| match error.code() {
-    ///         Some("forbidden") => Some(ErrorPayload::not_authorized("server")),
+    ///         Some("forbidden") => Some(ErrorPayload::not_authorized(Origin::Server)),
     ///         _ => None,
     ///     })
     ///     .build();

@@ -38,7 +38,9 @@ impl Call<'_> {
     ) -> Result<Contained<Arc<dyn Component>>, ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 3, name = "availability").entered();
         let Some(component) = registration.component() else {
-            return Err(ErrorPayload::unmounted("resolve"));
+            return Err(ErrorPayload::unmounted(
+                crate::error::UnmountedPhase::Resolve,
+            ));
         };
         let availability = match subject {
             Subject::View { index, .. } => {
@@ -84,7 +86,7 @@ impl Call<'_> {
             Ok(result) => result,
             Err(panic) => {
                 tracing::error!(panic = %panic_message(panic.as_ref()), "a policy panicked in on_authorize; the call is refused");
-                Err(ErrorPayload::not_authorized("client"))
+                Err(ErrorPayload::not_authorized(crate::error::Origin::Client))
             }
         }
     }
@@ -177,7 +179,7 @@ impl Call<'_> {
                 Ok(Err(denied)) => return Err(denied),
                 Err(panic) => {
                     tracing::error!(panic = %panic_message(panic.as_ref()), "a policy panicked in on_invoke; the call is refused");
-                    return Err(ErrorPayload::not_authorized("client"));
+                    return Err(ErrorPayload::not_authorized(crate::error::Origin::Client));
                 }
             }
             let effects = ctx.into_effects();
@@ -262,7 +264,12 @@ impl Call<'_> {
         if external.fired() {
             return Err(ErrorPayload::cancelled());
         }
-        let full = || ErrorPayload::rate_limited("queue-full", Some(QUEUE_FULL_RETRY_MS));
+        let full = || {
+            ErrorPayload::rate_limited(
+                crate::error::RateLimitReason::QueueFull,
+                Some(QUEUE_FULL_RETRY_MS),
+            )
+        };
         if capability.kind() == Kind::Observation {
             let admission_limits = crate::primitives::concurrency::AdmissionLimits {
                 per_consumer: limits.max_concurrent_observations_per_consumer,
@@ -310,14 +317,16 @@ impl Call<'_> {
             Entry::Queued(waiting) => {
                 let unmounted = registration.unmounted();
                 if !registration.is_active() {
-                    return Err(ErrorPayload::unmounted("mid-flight"));
+                    return Err(ErrorPayload::unmounted(
+                        crate::error::UnmountedPhase::MidFlight,
+                    ));
                 }
                 let waiting_since = Instant::now();
                 let permit = tokio::select! {
                     biased;
                     () = external.wait() => return Err(ErrorPayload::cancelled()),
                     () = inner.disposed.cancelled() => return Err(ErrorPayload::cancelled()),
-                    () = unmounted.cancelled() => return Err(ErrorPayload::unmounted("mid-flight")),
+                    () = unmounted.cancelled() => return Err(ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight)),
                     permit = waiting.slot() => permit.map_err(|_| ErrorPayload::cancelled())?,
                 };
                 Ok((Slot::Action(permit), waiting_since.elapsed()))

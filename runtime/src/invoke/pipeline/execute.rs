@@ -81,7 +81,9 @@ impl Call<'_> {
             .component()
             .filter(|_| registration.is_active())
         else {
-            return Err(ErrorPayload::unmounted("mid-flight"));
+            return Err(ErrorPayload::unmounted(
+                crate::error::UnmountedPhase::MidFlight,
+            ));
         };
         if external.fired() {
             return Err(ErrorPayload::cancelled());
@@ -172,7 +174,9 @@ impl Call<'_> {
         let external = Cancelled(self.options.cancellation.as_ref());
         let unmounted = registration.unmounted();
         if !registration.is_active() {
-            return Err(ErrorPayload::unmounted("mid-flight"));
+            return Err(ErrorPayload::unmounted(
+                crate::error::UnmountedPhase::MidFlight,
+            ));
         }
         if external.fired() {
             return Err(ErrorPayload::cancelled());

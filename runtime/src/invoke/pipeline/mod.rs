@@ -194,7 +194,9 @@ impl Interrupt {
                 capability.idempotent(),
             ),
             Interrupt::Cancelled => ErrorPayload::cancelled(),
-            Interrupt::Unmounted => ErrorPayload::unmounted("mid-flight"),
+            Interrupt::Unmounted => {
+                ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight)
+            }
         }
     }
 }
@@ -319,11 +321,13 @@ impl Call<'_> {
 /// (a tombstone remembers it), or unknown.
 fn dead_registration(minted_here: bool, live: Option<&str>, tombstoned: bool) -> ErrorPayload {
     if !minted_here {
-        return ErrorPayload::stale("surface-reloaded", live);
+        return ErrorPayload::stale(crate::error::StaleReason::SurfaceReloaded, live);
     }
     match (live, tombstoned) {
-        (Some(live), _) => ErrorPayload::stale("registration-replaced", Some(live)),
-        (None, true) => ErrorPayload::unmounted("resolve"),
+        (Some(live), _) => {
+            ErrorPayload::stale(crate::error::StaleReason::RegistrationReplaced, Some(live))
+        }
+        (None, true) => ErrorPayload::unmounted(crate::error::UnmountedPhase::Resolve),
         (None, false) => ErrorPayload::not_found(),
     }
 }

@@ -119,7 +119,7 @@ impl Call<'_> {
                         .as_ref()
                         .is_some_and(|t| instance.is_none_or(|i| t.instance().as_str() == i));
                     return Err(if recently {
-                        ErrorPayload::unmounted("resolve")
+                        ErrorPayload::unmounted(crate::error::UnmountedPhase::Resolve)
                     } else {
                         ErrorPayload::not_found()
                     });
@@ -263,7 +263,7 @@ impl Call<'_> {
             && hint != self.registry.inner.version().to_string()
         {
             return Err(ErrorPayload::stale(
-                "surface-version-mismatch",
+                crate::error::StaleReason::SurfaceVersionMismatch,
                 Some(&target.registration.id),
             ));
         }

@@ -32,6 +32,10 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
+mod reasons;
+
+pub use reasons::{Origin, RateLimitReason, StaleReason, UnmountedPhase};
+
 use std::borrow::Cow;
 use std::fmt;
 
@@ -425,21 +429,21 @@ impl ErrorPayload {
     }
 
     /// `COMPONENT_UNMOUNTED`; `phase` is `"resolve"` or `"mid-flight"`.
-    pub fn unmounted(phase: &'static str) -> ErrorPayload {
+    pub fn unmounted(phase: UnmountedPhase) -> ErrorPayload {
         ErrorPayload::new(
             ErrorCode::ComponentUnmounted,
             "The component offering this capability was unmounted. Refresh the list of capabilities.",
         )
-        .with_detail("phase", phase)
+        .with_detail("phase", phase.as_str())
     }
 
     /// `STALE_CAPABILITY` with its reason and, when known, the live registration.
-    pub fn stale(reason: &'static str, live_registration_id: Option<&str>) -> ErrorPayload {
+    pub fn stale(reason: StaleReason, live_registration_id: Option<&str>) -> ErrorPayload {
         let payload = ErrorPayload::new(
             ErrorCode::StaleCapability,
             "Your view of this capability is out of date. Refresh the list of capabilities and retry.",
         )
-        .with_detail("reason", reason);
+        .with_detail("reason", reason.as_str());
         match live_registration_id {
             Some(live) => payload.with_detail("liveRegistrationId", live),
             None => payload,
@@ -474,12 +478,12 @@ impl ErrorPayload {
     }
 
     /// `NOT_AUTHORIZED`; `origin` is `"client"` or `"server"`.
-    pub fn not_authorized(origin: &'static str) -> ErrorPayload {
+    pub fn not_authorized(origin: Origin) -> ErrorPayload {
         ErrorPayload::new(
             ErrorCode::NotAuthorized,
             "The current user is not permitted to do this. Do not retry.",
         )
-        .with_detail("origin", origin)
+        .with_detail("origin", origin.as_str())
     }
 
     /// `PRECONDITION_FAILED` with an author-written, agent-safe message.
@@ -487,13 +491,13 @@ impl ErrorPayload {
         ErrorPayload::new(ErrorCode::PreconditionFailed, message)
     }
 
-    /// `RATE_LIMITED`; `reason` is `"rate"` or `"queue-full"`.
-    pub fn rate_limited(reason: &'static str, retry_after_ms: Option<u64>) -> ErrorPayload {
+    /// `RATE_LIMITED` with its reason and, when known, when to retry.
+    pub fn rate_limited(reason: RateLimitReason, retry_after_ms: Option<u64>) -> ErrorPayload {
         let payload = ErrorPayload::new(
             ErrorCode::RateLimited,
             "Too many calls right now. Wait and retry.",
         )
-        .with_detail("reason", reason);
+        .with_detail("reason", reason.as_str());
         match retry_after_ms {
             Some(ms) => payload.with_detail("retryAfterMs", ms),
             None => payload,
@@ -838,7 +842,9 @@ impl ActionError {
         };
         match &self.repr {
             ActionErrorRepr::Precondition(failure) => failure.clone().into_payload(),
-            ActionErrorRepr::NotAuthorized => ErrorPayload::not_authorized("client"),
+            ActionErrorRepr::NotAuthorized => {
+                ErrorPayload::not_authorized(crate::error::Origin::Client)
+            }
             ActionErrorRepr::Cancelled => ErrorPayload::cancelled(),
             ActionErrorRepr::OutputInvalid(_) => {
                 ErrorPayload::execution_failed(FailureReason::OutputInvalid)
