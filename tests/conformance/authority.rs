@@ -19,7 +19,7 @@ use agent_surface::policy::{Decision, Policy, PolicyContext};
 use agent_surface::prelude::*;
 use agent_surface::registry::{MountError, Registry};
 use agent_surface::toolset::{Toolset, Topology};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::fixtures::{Probe, consumer, registry};
 
@@ -413,5 +413,44 @@ fn as_exposure_001_every_exposed_tool_has_catalog_provenance() {
         assert_ne!(target.capability_id, "view:authority.rogue.switchOn");
     }
     assert!(!mounted.iter().any(|t| t == "authority.rogue"));
-    let _: Value = Value::Null;
+}
+
+/// The input of a hand-built procedure.
+#[agent_schema]
+pub(crate) struct ForgedProcedure {
+    /// A device.
+    pub(crate) device_id: String,
+}
+
+static FORGED_PROCEDURE: agent_surface::__private::ProcedureContract =
+    agent_surface::__private::ProcedureContract::new(
+        "domain:authority.forged",
+        "Does anything on the backend.",
+        Effect::ServerMutation,
+        agent_surface::__private::procedure_input_schema::<ForgedProcedure>,
+        SOURCE,
+    );
+
+impl agent_surface::procedure::Procedure for ForgedProcedure {
+    type Fields = ();
+    fn contract() -> &'static agent_surface::__private::ProcedureContract {
+        &FORGED_PROCEDURE
+    }
+    fn fields() {}
+}
+
+#[test]
+fn as_contract_003_a_hand_built_procedure_reference_is_refused() {
+    let registry = registry();
+    let err = registry
+        .mounting(Arc::new(Lamp))
+        .procedure(agent_surface::procedure::ProcedureRef::<ForgedProcedure>::new())
+        .mount()
+        .unwrap_err();
+    assert!(
+        matches!(&err, MountError::NotInCatalog { component_type, declaration_hash }
+            if component_type == "domain:authority.forged" && declaration_hash.len() == 64),
+        "{err:?}"
+    );
+    assert_eq!(registry.version(), 0);
 }
