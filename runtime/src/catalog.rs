@@ -139,6 +139,15 @@ impl Catalog {
             .find(|contract| contract.component_type().as_str() == component_type)
     }
 
+    /// The catalog's manifest hash: 64 lowercase hex digits over the sorted
+    /// declaration hashes of every component and procedure it holds. Two
+    /// builds of the same source give the same manifest hash.
+    pub fn manifest_hash(&self) -> String {
+        let components = self.components.iter().map(|c| c.declaration_hash());
+        let procedures = self.procedures.iter().map(|p| p.declaration_hash());
+        crate::hashes::manifest_of(components.chain(procedures).collect())
+    }
+
     /// The catalog as JSON: `{"components": [...], "procedures": [...]}`.
     /// Deterministic: the same
     /// binary always produces the same bytes. Internal metadata never appears.

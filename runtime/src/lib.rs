@@ -86,7 +86,7 @@
 //! | layer | modules |
 //! |---|---|
 //! | foundations | the grammar (`agent-surface-rules`), [`ids`], [`canonical`], [`wire`], [`clock`], [`schema`], [`error`], [`audit`], [`context`], [`events`], the call types ([`invoke::Invocation`], …) |
-//! | contracts | [`contract`], [`component`], [`policy`], [`procedure`] contracts |
+//! | contracts | [`contract`], [`component`], [`policy`], [`procedure`] contracts, their content hashes |
 //! | primitives | deduplication, admission and action queues, [`confirmation`] store, the procedure executor trait |
 //! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`catalog`], [`explain`] |
 //! | adapters | [`toolset`], `mcp`, `testing`, the MCP procedure executor |
@@ -114,6 +114,7 @@ pub mod contract;
 pub mod error;
 pub mod events;
 pub mod explain;
+mod hashes;
 pub mod ids;
 pub mod invoke;
 #[cfg(feature = "mcp")]

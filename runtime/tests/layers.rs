@@ -37,6 +37,7 @@ const LAYERS: &[&str] = &[
     "component",
     "policy",
     "procedure",
+    "hashes",
     // primitives the registry is built from
     "primitives",
     "confirmation",
@@ -66,6 +67,7 @@ const STILL_TO_UNTANGLE: &[(&str, &str)] = &[
     ("confirmation/reservation.rs", "registry"),
     ("confirmation/store.rs", "registry"),
     ("confirmation/store/forget.rs", "registry"),
+    ("registry/authority.rs", "catalog"),
 ];
 
 fn rank(layer: &str) -> usize {

@@ -10,6 +10,7 @@
 
 mod audit_trail;
 mod authoring;
+mod authority;
 mod canonical;
 mod concurrency;
 mod confirmation_integrity;

@@ -24,9 +24,12 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerOutcome> + Send + 's
 /// A type whose `impl` block carries `#[agent_component]`.
 ///
 /// The macro implements this trait; it binds the component's static contract
-/// to its handlers. Do not implement it by hand: the dispatch methods are not
-/// part of the public API, and the registry accepts only contracts that pass
-/// every structural check.
+/// to its handlers. It cannot be implemented through the public, documented
+/// API: its dispatch methods are hidden support for generated code, and a
+/// registry mounts only contracts the macros linked into the binary's
+/// catalog (any other fails with
+/// [`MountError::NotInCatalog`](crate::registry::MountError::NotInCatalog)).
+/// Deliberate use of hidden items is outside that guarantee.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an agent component",
     label = "no `#[agent_component]` impl block for this type",

@@ -208,6 +208,7 @@ pub struct RegistryBuilder {
     pub(super) clock: Option<Arc<dyn Clock>>,
     pub(super) redact: Option<Redactor>,
     pub(super) procedure_errors: Option<ErrorHook>,
+    pub(super) expected_manifest: Option<Box<str>>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -329,6 +330,14 @@ impl RegistryBuilder {
         self
     }
 
+    /// Pins the catalog manifest hash this registry was reviewed against
+    /// (see [`Registry::manifest_hash`]): when the binary's catalog has a
+    /// different one, every mount fails with [`MountError::StaleManifest`](super::MountError::StaleManifest).
+    pub fn expect_manifest(mut self, manifest_hash: impl Into<Box<str>>) -> Self {
+        self.expected_manifest = Some(manifest_hash.into());
+        self
+    }
+
     /// Builds the registry.
     pub fn build(self) -> Registry {
         let ids = IdMint::new();
@@ -361,6 +370,7 @@ impl RegistryBuilder {
                 limits,
                 redact: self.redact,
                 procedure_errors: self.procedure_errors,
+                expected_manifest: self.expected_manifest,
             },
             clock,
             ids,
@@ -410,6 +420,7 @@ pub(crate) struct Config {
     pub(crate) limits: Limits,
     pub(crate) redact: Option<Redactor>,
     pub(crate) procedure_errors: Option<ErrorHook>,
+    pub(crate) expected_manifest: Option<Box<str>>,
 }
 
 /// Immutable values every registry starts with, built once per process.

@@ -32,6 +32,7 @@
 //! # Ok::<(), agent_surface::registry::MountError>(())
 //! ```
 
+mod authority;
 mod config;
 mod forget;
 mod handle;
@@ -224,6 +225,7 @@ impl Registry {
             clock: None,
             redact: None,
             procedure_errors: None,
+            expected_manifest: None,
         }
     }
 

@@ -42,6 +42,31 @@ pub enum MountError {
         /// The domain procedure it collides with.
         domain: String,
     },
+    /// The contract is not one the binary's catalog links (a hand-built or
+    /// unknown declaration): the authority mounts only macro contracts.
+    NotInCatalog {
+        /// The component type (or procedure id) it claims.
+        component_type: String,
+        /// Its declaration hash.
+        declaration_hash: String,
+    },
+    /// The catalog declares this component type with a different contract:
+    /// the declaration hashes disagree.
+    ContractMismatch {
+        /// The component type.
+        component_type: String,
+        /// The declaration hash of the contract being mounted.
+        declaration_hash: String,
+        /// The declaration hash the catalog holds for the type.
+        catalog_hash: String,
+    },
+    /// The registry pins a manifest hash the binary's catalog does not have.
+    StaleManifest {
+        /// The pinned manifest hash.
+        expected: String,
+        /// The catalog's manifest hash.
+        actual: String,
+    },
 }
 
 impl fmt::Display for MountError {
@@ -53,6 +78,25 @@ impl fmt::Display for MountError {
             MountError::SuffixCollision { view, domain } => {
                 write!(f, "`{view}` collides with the domain procedure `{domain}`")
             }
+            MountError::NotInCatalog {
+                component_type,
+                declaration_hash,
+            } => write!(
+                f,
+                "`{component_type}` (declaration {declaration_hash}) is not in the binary's catalog"
+            ),
+            MountError::ContractMismatch {
+                component_type,
+                declaration_hash,
+                catalog_hash,
+            } => write!(
+                f,
+                "`{component_type}` (declaration {declaration_hash}) disagrees with the catalog's declaration {catalog_hash}"
+            ),
+            MountError::StaleManifest { expected, actual } => write!(
+                f,
+                "the pinned manifest {expected} is stale: the catalog's is {actual}"
+            ),
         }
     }
 }
@@ -285,6 +329,7 @@ impl Registry {
         if inner.disposed.is_cancelled() {
             return Err(MountError::Disposed);
         }
+        self.admit(contract, &references)?;
         self.check_limits(contract)?;
         let references = self.references(contract, references)?;
         let registration_id: Arc<str> = Arc::from(inner.ids.registration_id());
