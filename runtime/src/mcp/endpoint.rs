@@ -133,10 +133,10 @@ impl McpServer {
             axum::Router::new().nest_service("/mcp", self.http_service(stop.child_token()));
         let listener = tokio::net::TcpListener::bind(address)
             .await
-            .map_err(|err| McpServeError(format!("cannot listen on {address}: {err}")))?;
+            .map_err(|err| McpServeError::new(format!("cannot listen on {address}"), err))?;
         let address = listener
             .local_addr()
-            .map_err(|err| McpServeError(err.to_string()))?;
+            .map_err(|err| McpServeError::new("cannot read the listening address", err))?;
         let options = self.shared.http.clone();
         let task = tokio::spawn(accept(listener, router, options, stop.clone()));
         Ok(HttpServer {

@@ -96,17 +96,38 @@ const CONFIRM_KEY: &str = "agentSurface/confirm";
 
 type Identify = Arc<dyn Fn(&http::request::Parts) -> Option<String> + Send + Sync>;
 
-/// Why serving failed.
+/// Why serving failed; [`source`](std::error::Error::source) is the
+/// underlying error (the io error of a failed listen, the transport's).
 #[derive(Debug)]
-pub struct McpServeError(String);
+pub struct McpServeError {
+    message: String,
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
 
-impl fmt::Display for McpServeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl McpServeError {
+    pub(crate) fn new(
+        message: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> McpServeError {
+        McpServeError {
+            message: message.into(),
+            source: source.into(),
+        }
     }
 }
 
-impl std::error::Error for McpServeError {}
+/// The message and its cause, so a plain `{err}` says what went wrong.
+impl fmt::Display for McpServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.message, self.source)
+    }
+}
+
+impl std::error::Error for McpServeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.source)
+    }
+}
 
 /// Builds an [`McpServer`].
 #[must_use]
@@ -365,7 +386,7 @@ impl McpServer {
         self.session()
             .serve(transport)
             .await
-            .map_err(|err| McpServeError(err.to_string()))
+            .map_err(|err| McpServeError::new("the MCP session could not start", err))
     }
 
     /// Serves one session over this process's stdin/stdout until the client
@@ -376,6 +397,6 @@ impl McpServer {
             .waiting()
             .await
             .map(|_| ())
-            .map_err(|err| McpServeError(err.to_string()))
+            .map_err(|err| McpServeError::new("the MCP session over stdio failed", err))
     }
 }

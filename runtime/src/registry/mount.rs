@@ -26,6 +26,7 @@ use crate::procedure::{ErasedRef, ManifestMismatch, Procedure, ProcedureRef, Ref
 /// Why a mount failed. Runtime conditions (duplicates, guard refusals) do
 /// not fail: they return a rejected [`Mounted`] handle.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MountError {
     /// A structural defect of the contract or the instance id; raised in
     /// every environment.
@@ -101,7 +102,17 @@ impl fmt::Display for MountError {
     }
 }
 
-impl std::error::Error for MountError {}
+/// The structural defect or the manifest disagreement behind a mount
+/// failure is its [`source`](std::error::Error::source).
+impl std::error::Error for MountError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MountError::Definition(err) => Some(err),
+            MountError::Manifest(mismatch) => Some(mismatch),
+            _ => None,
+        }
+    }
+}
 
 impl From<DefinitionError> for MountError {
     fn from(err: DefinitionError) -> Self {
