@@ -31,14 +31,16 @@ pub(crate) struct Leadership<'r> {
 }
 
 impl Leadership<'_> {
-    pub(crate) fn finish(mut self, result: &InvocationResult) {
+    /// `output_bytes`: the output's size when phase 10 measured it (so the
+    /// dedupe budget need not serialize the result again).
+    pub(crate) fn finish(mut self, result: &InvocationResult, output_bytes: Option<usize>) {
         let inner = &self.registry.inner;
         let now = self.began_ms;
         inner
             .dedupe
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .finish(&self.key, self.generation, result, now);
+            .finish(&self.key, self.generation, result, output_bytes, now);
         self.finished = true;
     }
 }

@@ -168,6 +168,7 @@ impl Dedupe {
         key: &Key,
         generation: u64,
         result: &InvocationResult,
+        output_bytes: Option<usize>,
         now_ms: u64,
     ) {
         let Some(record) = self.take_in_flight(key, generation) else {
@@ -182,7 +183,14 @@ impl Dedupe {
         {
             return;
         }
-        let bytes = RECORD_OVERHEAD + key.1.len() + serialized_len(result);
+        // A successful result costs its output, which phase 10 already
+        // measured; anything else (an error payload, small) is counted here.
+        let payload = match (result.is_ok(), output_bytes) {
+            (true, Some(bytes)) => bytes,
+            (true, None) if result.output().is_none() => 0,
+            _ => serialized_len(result),
+        };
+        let bytes = RECORD_OVERHEAD + key.1.len() + result.capability_id().len() + payload;
         if bytes > self.budget.bytes {
             // Larger than the whole window: kept by nobody.
             return;
@@ -345,7 +353,7 @@ mod tests {
         let Begin::Leader(generation) = dedupe.begin(k, 7, now) else {
             panic!("expected a new attempt");
         };
-        dedupe.finish(k, generation, &ok(&k.1), now);
+        dedupe.finish(k, generation, &ok(&k.1), None, now);
     }
 
     #[test]
@@ -405,7 +413,7 @@ mod tests {
             let Begin::Leader(generation) = dedupe.begin(&k, 7, 0) else {
                 panic!("expected a new attempt");
             };
-            dedupe.finish(&k, generation, &heavy(&k.1), 0);
+            dedupe.finish(&k, generation, &heavy(&k.1), None, 0);
         }
         for n in 0..300 {
             settle(&mut dedupe, &key("attacker", &format!("a{n}")), 0);
@@ -464,7 +472,7 @@ mod tests {
         let Begin::Leader(generation) = dedupe.begin(&k, 1, 0) else {
             panic!("expected a new attempt");
         };
-        dedupe.finish(&k, generation, &error, 0);
+        dedupe.finish(&k, generation, &error, None, 0);
         assert!(matches!(dedupe.begin(&k, 1, 0), Begin::Leader(_)));
     }
 }

@@ -28,10 +28,7 @@ impl Tombstone {
 
     /// Whether it exposed procedure `id` when it was unmounted.
     pub(crate) fn exposed(&self, id: &str) -> bool {
-        self.registration
-            .references
-            .iter()
-            .any(|reference| reference.is_exposed() && &**reference.id() == id)
+        self.registration.reference(id).is_some()
     }
 }
 

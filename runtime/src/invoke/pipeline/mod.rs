@@ -102,6 +102,8 @@ struct Trace {
     finished: Option<Instant>,
     operator: Option<String>,
     audit_annotations: Map<String, Value>,
+    /// The output's serialized size, measured once by phase 10's size check.
+    output_bytes: Option<usize>,
 }
 
 /// Completes `timeout` after `started`; a timeout too large to represent

@@ -53,6 +53,7 @@ impl Call<'_> {
             }
         }
         let size = byte_len(&output);
+        trace.output_bytes = Some(size);
         if size > self.registry.inner.config.limits.max_output_bytes {
             trace.operator = Some(format!("output is {size} bytes"));
             return Err(ErrorPayload::execution_failed(
@@ -81,7 +82,7 @@ impl Call<'_> {
         );
         // The dedupe record first: no host hook below can abandon it.
         if let Some(leadership) = self.leadership.take() {
-            leadership.finish(&result);
+            leadership.finish(&result, trace.output_bytes);
         }
         let ended = trace.finished.unwrap_or_else(Instant::now);
         let duration_ms = u64::try_from((ended - started).as_millis()).unwrap_or(u64::MAX);

@@ -38,7 +38,7 @@ mod tests {
             1,
             false,
         );
-        dedupe.finish(k, generation, &result, 0);
+        dedupe.finish(k, generation, &result, None, 0);
     }
 
     #[test]
