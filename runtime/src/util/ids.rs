@@ -179,13 +179,16 @@ impl IdMint {
 
     /// `inv_<counter>_<random>` for invocations that came without an id.
     pub(crate) fn invocation_id(&self) -> String {
+        // Unique, not secret: a minted id is never a dedupe key (calls
+        // without an id are not deduplicated) and dedupe is per consumer,
+        // so the registry's random prefix and a counter suffice — no
+        // random draw on the hot path.
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        let [bits] = random::<1>();
-        let mut id = String::with_capacity(36);
+        let mut id = String::with_capacity(8 + PREFIX_CHARS + 20);
         id.push_str("inv_");
-        push_decimal(&mut id, n);
+        id.push_str(&self.prefix);
         id.push('_');
-        push_base62(&mut id, bits, 11);
+        push_decimal(&mut id, n);
         id
     }
 }
@@ -211,7 +214,16 @@ mod tests {
         let confirmation = mint.confirmation_id();
         assert_eq!(confirmation.len(), 26);
         assert!(confirmation.starts_with("cnf_"));
-        assert!(mint.invocation_id().starts_with("inv_1_"));
+        let invocation = mint.invocation_id();
+        assert!(
+            invocation.starts_with("inv_") && invocation.ends_with("_1"),
+            "{invocation}"
+        );
+        assert_ne!(
+            IdMint::new().invocation_id(),
+            invocation,
+            "registries never share one"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::confirmation::Binding;
 use crate::context::{HostContext, ReadContext};
 use crate::contract::{CheckedCapability, Concurrency, TypedInput};
 use crate::error::{ErrorPayload, FailureReason};
-use crate::policy::{self, Decision, InvokeContext};
+use crate::policy::{self, InvokeContext};
 use crate::primitives::concurrency::{
     ActionQueue, Entry, QUEUE_FULL_RETRY_MS, QueueKey, QueueRefusal, Ticket,
 };
@@ -56,30 +56,28 @@ impl Call<'_> {
         Ok(component)
     }
 
-    /// Phase 4: discovery re-check, then the `on_authorize` onion. No agent
-    /// input exists in this phase's context.
+    /// Phase 4: discovery's verdict (taken at resolution), then the
+    /// `on_authorize` onion. No agent input exists in this phase's context.
     pub(super) async fn authorize(
         &self,
         registration: &Registration,
         subject: &Subject,
         host: &HostContext,
+        disabled: Option<std::borrow::Cow<'static, str>>,
     ) -> Result<(), ErrorPayload> {
         let capability = subject.capability();
         let Some(chain) = subject.chain(registration) else {
             return Err(ErrorPayload::not_found());
         };
-        if chain.policies.is_empty() {
-            return Ok(());
-        }
-        let ctx = self.policy_context(registration, capability, host);
-        match chain.discover(&ctx) {
-            Decision::Hide => return Err(ErrorPayload::not_found()),
-            Decision::Disable(reason) => return Err(ErrorPayload::not_available(&reason)),
-            Decision::Expose => {}
+        // Discovery ran once, at resolution (a hidden target never got
+        // here); a policy that shows it disabled refuses now.
+        if let Some(reason) = disabled {
+            return Err(ErrorPayload::not_available(&reason));
         }
         if chain.authorize.is_empty() {
             return Ok(());
         }
+        let ctx = self.policy_context(registration, capability, host);
         let onion = AssertUnwindFuture(policy::run_authorize(&chain.authorize, &ctx))
             .instrument(tracing::trace_span!("phase", n = 4, name = "authorize"));
         match onion.await {

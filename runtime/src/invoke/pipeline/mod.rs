@@ -89,6 +89,9 @@ impl Subject {
 struct Target {
     registration: Arc<Registration>,
     subject: Subject,
+    /// Discovery's verdict for this consumer, taken once at resolution: a
+    /// reason when a policy shows the target disabled.
+    disabled: Option<std::borrow::Cow<'static, str>>,
 }
 
 /// What the pipeline knows when it settles.
@@ -248,7 +251,9 @@ impl Call<'_> {
         trace.target = Some(target);
         let capability = subject.capability();
         let component = self.availability(&registration, &subject)?;
-        self.authorize(&registration, &subject, &host).await?;
+        let disabled = trace.target.as_ref().and_then(|t| t.disabled.clone());
+        self.authorize(&registration, &subject, &host, disabled)
+            .await?;
         let (effective, typed) = self.effective_input(&subject)?;
         let evidence = self
             .invoke_policies(&registration, &subject, &host, &effective, trace)

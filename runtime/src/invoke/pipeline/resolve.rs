@@ -64,7 +64,7 @@ impl Call<'_> {
         let mut visible: Vec<Target> = candidates
             .iter()
             .filter_map(|registration| self.view_target(registration))
-            .filter(|target| self.visible(target, host))
+            .filter_map(|target| self.discovered(target, host))
             .collect();
         // A tombstone counts only if this consumer could see what it offered.
         let tombstone = tombstone.filter(|tomb| {
@@ -166,7 +166,7 @@ impl Call<'_> {
             .iter()
             .filter(|registration| in_floor(registration))
             .filter_map(|registration| self.domain_target(registration))
-            .filter(|target| self.visible(target, host))
+            .filter_map(|target| self.discovered(target, host))
             .collect();
         let tombstone: Option<Tombstone> = tombstone.filter(|tomb| {
             tomb.exposed(&self.capability_id)
@@ -237,6 +237,7 @@ impl Call<'_> {
                 index,
                 capability: registration.capability(index)?,
             },
+            disabled: None,
         })
     }
 
@@ -247,12 +248,26 @@ impl Call<'_> {
             .map(|reference| Target {
                 registration: Arc::clone(registration),
                 subject: Subject::Domain(Arc::clone(reference)),
+                disabled: None,
             })
     }
 
     /// Whether this consumer's discovery chain shows the target.
     fn visible(&self, target: &Target, host: &HostContext) -> bool {
         self.discover(&target.registration, &target.subject, host) != Decision::Hide
+    }
+
+    /// The target with discovery's verdict for this consumer, or `None` when
+    /// it is hidden. Phase 4 reuses the verdict instead of asking again.
+    fn discovered(&self, mut target: Target, host: &HostContext) -> Option<Target> {
+        match self.discover(&target.registration, &target.subject, host) {
+            Decision::Hide => None,
+            Decision::Disable(reason) => {
+                target.disabled = Some(reason);
+                Some(target)
+            }
+            Decision::Expose => Some(target),
+        }
     }
 
     /// The version hint, enforced for destructive and external effects —
