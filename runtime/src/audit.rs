@@ -191,13 +191,24 @@ impl Default for MemoryAuditSink {
     }
 }
 
+impl MemoryAuditSink {
+    /// Keeps `event` itself (no copy); returns the event it pushed out, for
+    /// the caller to drop after the lock is released.
+    pub(crate) fn push(&self, event: AuditEvent) -> Option<AuditEvent> {
+        let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        let evicted = if events.len() >= self.capacity {
+            events.pop_front()
+        } else {
+            None
+        };
+        events.push_back(event);
+        evicted
+    }
+}
+
 impl AuditSink for MemoryAuditSink {
     fn record(&self, event: &AuditEvent) {
-        let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
-        if events.len() == self.capacity {
-            events.pop_front();
-        }
-        events.push_back(event.clone());
+        drop(self.push(event.clone()));
     }
 }
 

@@ -2,11 +2,11 @@
 //! the duplicate and suffix policies, the registration guard, and the
 //! builder that assembles a registry.
 
-use super::{Inner, Registry, State};
+use super::{ClockSlot, Inner, Registry, State};
 
 use rustc_hash::FxHashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::registration::Chain;
 
-use crate::audit::{AuditSink, ConsoleAuditSink, FanOut, MemoryAuditSink};
-use crate::clock::{Clock, TokioClock};
+use crate::audit::{AuditSink, ConsoleAuditSink, MemoryAuditSink};
+use crate::clock::Clock;
 use crate::confirmation::ConfirmationStore;
 use crate::context::{Environment, HostContext};
 use crate::events::Dispatcher;
@@ -340,25 +340,26 @@ impl RegistryBuilder {
 
     /// Builds the registry.
     pub fn build(self) -> Registry {
-        let ids = IdMint::new();
-        let memory = Arc::new(MemoryAuditSink::new(self.limits.audit_buffer));
-        let audit: Arc<dyn AuditSink> = match (self.audit, self.environment) {
-            (Some(sink), _) => sink,
-            (None, Environment::Development) => Arc::new(FanOut(vec![
-                Arc::clone(&memory) as Arc<dyn AuditSink>,
-                Arc::new(ConsoleAuditSink),
-            ])),
-            (None, _) => Arc::clone(&memory) as Arc<dyn AuditSink>,
-        };
+        // Creating a registry allocates its shared state and nothing else
+        // (see `Inner`): registries are created per request and per test.
+        let (audit, memory_on): (Option<Arc<dyn AuditSink>>, bool) =
+            match (self.audit, self.environment) {
+                (Some(sink), _) => (Some(sink), false),
+                (None, Environment::Development) => (Some(Arc::new(ConsoleAuditSink)), true),
+                (None, _) => (None, true),
+            };
         let limits = self.limits;
-        let clock = self.clock.unwrap_or_else(|| Arc::new(TokioClock::new()));
+        let clock = match self.clock {
+            Some(clock) => ClockSlot::Custom(clock),
+            None => ClockSlot::Default(std::sync::OnceLock::new()),
+        };
         let base_chain = if self.policies.is_empty() {
             Arc::clone(shared_defaults().empty_chain())
         } else {
             Arc::new(Chain::compose(&self.policies, &[], Vec::new()))
         };
         let inner = Inner {
-            surface_id: Arc::from(ids.surface_id()),
+            surface_id: LazyLock::new(|| Arc::from(crate::util::ids::surface_id())),
             config: Config {
                 environment: self.environment,
                 host: self.host,
@@ -373,7 +374,7 @@ impl RegistryBuilder {
                 expected_manifest: self.expected_manifest,
             },
             clock,
-            ids,
+            ids: IdMint::new(),
             state: Mutex::new(State {
                 version: 0,
                 live: FxHashMap::default(),
@@ -385,9 +386,10 @@ impl RegistryBuilder {
                 by_procedure: FxHashMap::default(),
             }),
             executor: std::sync::RwLock::new(None),
-            dispatcher: Arc::new(Dispatcher::default()),
+            dispatcher: LazyLock::new(|| Arc::new(Dispatcher::default())),
             audit,
-            memory_audit: memory,
+            memory_on,
+            memory_audit: MemoryAuditSink::new(limits.audit_buffer),
             dedupe: Mutex::new(Dedupe::new(crate::primitives::dedupe::Budget {
                 count: limits.dedupe_cache_size,
                 bytes: limits.dedupe_cache_bytes,
@@ -395,12 +397,12 @@ impl RegistryBuilder {
                 in_flight_per_consumer: limits.max_in_flight_per_consumer.max(1),
             })),
             confirmations: ConfirmationStore::new(limits.max_pending_confirmations),
-            admission: Arc::new(Admission::default()),
-            disposed: CancellationToken::new(),
+            admission: LazyLock::new(|| Arc::new(Admission::default())),
+            disposed: LazyLock::new(CancellationToken::new),
             version_tx: std::sync::OnceLock::new(),
             version: std::sync::atomic::AtomicU64::new(0),
-            empty_host: shared_defaults().host.clone(),
-            anonymous: shared_defaults().anonymous.clone(),
+            empty_host: &shared_defaults().host,
+            anonymous: &shared_defaults().anonymous,
             base_chain,
         };
         Registry {

@@ -52,7 +52,7 @@ pub(crate) use state::{State, Tombstone};
 
 use std::fmt;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -62,7 +62,7 @@ pub(crate) use registration::{
 };
 
 use crate::audit::{self, AuditEvent, AuditSink, MemoryAuditSink};
-use crate::clock::Clock;
+use crate::clock::{Clock, TokioClock};
 use crate::confirmation::ConfirmationStore;
 use crate::context::{Environment, HostContext};
 use crate::events::{Dispatcher, Listener, Subscription, SurfaceEvent};
@@ -72,28 +72,37 @@ use crate::procedure::ProcedureExecutor;
 use crate::schema::SchemaLimits;
 use crate::util::ids::IdMint;
 
+/// The registry's shared state. Creating a registry allocates only this:
+/// everything that needs randomness, a clock reading or an allocation of
+/// its own (ids, the surface id, the default clock, the event dispatcher,
+/// admission, the disposal token) is made on first use.
 pub(crate) struct Inner {
-    pub(crate) surface_id: Arc<str>,
+    /// `srf_…`, minted on first use.
+    pub(crate) surface_id: LazyLock<Arc<str>>,
     pub(crate) config: Config,
-    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) clock: ClockSlot,
     pub(crate) ids: IdMint,
     pub(crate) state: Mutex<State>,
-    pub(crate) dispatcher: Arc<Dispatcher>,
-    pub(crate) audit: Arc<dyn AuditSink>,
-    pub(crate) memory_audit: Arc<MemoryAuditSink>,
+    pub(crate) dispatcher: LazyLock<Arc<Dispatcher>>,
+    /// The sink the host installed, or the console sink in development.
+    pub(crate) audit: Option<Arc<dyn AuditSink>>,
+    /// Whether the default in-memory sink records (not when the host
+    /// installed its own sink).
+    pub(crate) memory_on: bool,
+    pub(crate) memory_audit: MemoryAuditSink,
     pub(crate) dedupe: Mutex<Dedupe>,
     pub(crate) confirmations: ConfirmationStore,
-    pub(crate) admission: Arc<Admission>,
+    pub(crate) admission: LazyLock<Arc<Admission>>,
     /// Fired by `dispose()`.
-    pub(crate) disposed: CancellationToken,
+    pub(crate) disposed: LazyLock<CancellationToken>,
     /// Created by the first `watch_version`.
     pub(crate) version_tx: std::sync::OnceLock<watch::Sender<u64>>,
     /// The version, readable without the state lock (written under it).
     pub(crate) version: std::sync::atomic::AtomicU64,
     /// The host context used when no provider is configured.
-    pub(crate) empty_host: HostContext,
+    pub(crate) empty_host: &'static HostContext,
     /// The consumer of calls that name none.
-    pub(crate) anonymous: crate::context::Consumer,
+    pub(crate) anonymous: &'static crate::context::Consumer,
     /// The registry's own policy chain, shared by registrations that add none.
     pub(crate) base_chain: Arc<Chain>,
     /// The installed procedure executor.
@@ -106,7 +115,7 @@ impl Inner {
     }
 
     pub(crate) fn now_ms(&self) -> u64 {
-        self.clock.now_ms()
+        self.clock.get().now_ms()
     }
 
     /// The installed procedure executor.
@@ -149,7 +158,7 @@ impl Inner {
             capability_meta: capability.meta().map(|m| &**m),
             component_internal: registration.contract.internal(),
             capability_internal: capability.internal(),
-            clock: self.clock.as_ref(),
+            clock: self.clock.get(),
         }
     }
 
@@ -159,7 +168,41 @@ impl Inner {
     }
 
     pub(crate) fn record(&self, event: &AuditEvent) {
-        audit::record(self.audit.as_ref(), event);
+        if self.memory_on {
+            audit::record(&self.memory_audit, event);
+        }
+        if let Some(sink) = &self.audit {
+            audit::record(sink.as_ref(), event);
+        }
+    }
+
+    /// Records into the registry's sinks, then into the sinks of the
+    /// policies that govern the call (`None`: no policy sinks).
+    pub(crate) fn record_with(
+        &self,
+        event: AuditEvent,
+        policy_sinks: Option<&[Arc<dyn AuditSink>]>,
+    ) {
+        match policy_sinks.filter(|sinks| !sinks.is_empty()) {
+            Some(sinks) => {
+                self.record(&event);
+                for sink in sinks {
+                    audit::record(sink.as_ref(), &event);
+                }
+            }
+            None => self.record_owned(event),
+        }
+    }
+
+    /// [`record`](Self::record) for an event the caller no longer needs:
+    /// the in-memory sink keeps it without a copy.
+    pub(crate) fn record_owned(&self, event: AuditEvent) {
+        if let Some(sink) = &self.audit {
+            audit::record(sink.as_ref(), &event);
+        }
+        if self.memory_on {
+            drop(self.memory_audit.push(event));
+        }
     }
 
     /// Bumps the version under the state lock and queues `surface-changed`.
@@ -188,6 +231,24 @@ impl Inner {
     }
 }
 
+/// The registry's clock: the host's, or the default one, anchored on first
+/// use (so creating a registry reads no clock).
+pub(crate) enum ClockSlot {
+    /// Installed with [`RegistryBuilder::clock`].
+    Custom(Arc<dyn Clock>),
+    /// Wall time that follows tokio's clock.
+    Default(std::sync::OnceLock<TokioClock>),
+}
+
+impl ClockSlot {
+    pub(crate) fn get(&self) -> &dyn Clock {
+        match self {
+            ClockSlot::Custom(clock) => clock.as_ref(),
+            ClockSlot::Default(clock) => clock.get_or_init(TokioClock::new),
+        }
+    }
+}
+
 /// The registry. Cheap to clone (`Arc` inside); `Send + Sync`.
 #[derive(Clone)]
 pub struct Registry {
@@ -197,7 +258,7 @@ pub struct Registry {
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registry")
-            .field("surface_id", &self.inner.surface_id)
+            .field("surface_id", &&**self.inner.surface_id)
             .field("version", &self.version())
             .finish_non_exhaustive()
     }

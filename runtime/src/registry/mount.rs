@@ -566,7 +566,7 @@ impl Registry {
         let mut event = AuditEvent::new(kind, now);
         event.registration_id = Some(Arc::clone(registration_id));
         event.detail = detail;
-        self.inner.record(&event);
+        self.inner.record_owned(event);
     }
 
     pub(crate) fn unregister(&self, registration: &Arc<Registration>) {

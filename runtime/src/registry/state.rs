@@ -1,8 +1,6 @@
 //! The registry's mutable state behind its one lock: live registrations
 //! indexed by id, type and procedure, and the tombstones of recent unmounts.
 
-use std::collections::BTreeMap;
-
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -44,8 +42,9 @@ fn snapshot_order(a: &Registration, b: &Registration) -> std::cmp::Ordering {
 pub(crate) struct State {
     pub(crate) version: u64,
     pub(crate) live: FxHashMap<Arc<str>, Arc<Registration>>,
-    /// Live registrations per component type, by instance (deterministic order).
-    pub(crate) by_type: FxHashMap<Arc<str>, BTreeMap<InstanceId, Arc<Registration>>>,
+    /// Live registrations per component type, by instance (unordered: a
+    /// reader that needs an order sorts by instance).
+    pub(crate) by_type: FxHashMap<Arc<str>, FxHashMap<InstanceId, Arc<Registration>>>,
     /// Live registrations in snapshot order, rebuilt lazily after mutations.
     pub(super) ordered: Option<Arc<Vec<Arc<Registration>>>>,
     pub(crate) tombstones: Lru<Arc<str>, Tombstone>,

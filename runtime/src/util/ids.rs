@@ -8,7 +8,7 @@
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -95,43 +95,70 @@ fn random<const N: usize>() -> [u64; N] {
     std::array::from_fn(|_| pool.u64())
 }
 
-/// Mints the ids of one registry.
-#[derive(Debug)]
+/// Mints the ids of one registry. Its keys are drawn on first use, so
+/// creating a registry costs no random draw.
+#[derive(Debug, Default)]
 pub(crate) struct IdMint {
-    /// This registry's random prefix in its registration ids.
-    prefix: String,
+    keys: OnceLock<Keys>,
+    counter: AtomicU64,
+}
+
+/// The random keys of one registry.
+#[derive(Debug)]
+struct Keys {
+    /// This registry's random prefix in its registration ids (base62).
+    prefix: [u8; PREFIX_CHARS],
     /// The key of the check that closes each registration id: an id
     /// carrying the prefix but not a valid check was not minted here.
     tag_key: RandomState,
     tag_secret: u64,
-    counter: AtomicU64,
+}
+
+impl Keys {
+    fn new() -> Keys {
+        let [prefix_bits, tag_secret] = random::<2>();
+        let mut prefix = [b'0'; PREFIX_CHARS];
+        let mut value = prefix_bits;
+        for byte in &mut prefix {
+            let index = usize::try_from(value % 62).unwrap_or(0);
+            *byte = BASE62.get(index).copied().unwrap_or(b'0');
+            value /= 62;
+        }
+        Keys {
+            prefix,
+            tag_key: RandomState::new(),
+            tag_secret,
+        }
+    }
+
+    fn prefix(&self) -> &str {
+        // Base62 digits are ASCII.
+        std::str::from_utf8(&self.prefix).unwrap_or("")
+    }
+}
+
+/// `srf_` + 22 base62 characters (128 random bits): a registry's surface id.
+pub(crate) fn surface_id() -> String {
+    let [high, low] = random::<2>();
+    let mut id = String::with_capacity(26);
+    id.push_str("srf_");
+    push_base62(&mut id, high, 11);
+    push_base62(&mut id, low, 11);
+    id
 }
 
 impl IdMint {
     pub(crate) fn new() -> IdMint {
-        let [prefix_bits, tag_secret] = random::<2>();
-        let mut prefix = String::with_capacity(PREFIX_CHARS);
-        push_base62(&mut prefix, prefix_bits, PREFIX_CHARS);
-        IdMint {
-            prefix,
-            tag_key: RandomState::new(),
-            tag_secret,
-            counter: AtomicU64::new(0),
-        }
+        IdMint::default()
+    }
+
+    fn keys(&self) -> &Keys {
+        self.keys.get_or_init(Keys::new)
     }
 
     fn tag(&self, random: &str) -> u64 {
-        self.tag_key.hash_one((self.tag_secret, random))
-    }
-
-    /// `srf_` + 22 base62 characters (128 random bits).
-    pub(crate) fn surface_id(&self) -> String {
-        let [high, low] = random::<2>();
-        let mut id = String::with_capacity(26);
-        id.push_str("srf_");
-        push_base62(&mut id, high, 11);
-        push_base62(&mut id, low, 11);
-        id
+        let keys = self.keys();
+        keys.tag_key.hash_one((keys.tag_secret, random))
     }
 
     /// `reg_<registry prefix><random><check>`: recognizably from this
@@ -141,7 +168,7 @@ impl IdMint {
         let mut id =
             String::with_capacity(4 + PREFIX_CHARS + REGISTRATION_RANDOM_CHARS + TAG_CHARS);
         id.push_str("reg_");
-        id.push_str(&self.prefix);
+        id.push_str(self.keys().prefix());
         let body = id.len();
         push_base62(&mut id, bits, REGISTRATION_RANDOM_CHARS);
         let tag = self.tag(id.get(body..).unwrap_or_default());
@@ -154,7 +181,7 @@ impl IdMint {
     pub(crate) fn minted_here(&self, registration_id: &str) -> bool {
         let Some(rest) = registration_id
             .strip_prefix("reg_")
-            .and_then(|rest| rest.strip_prefix(self.prefix.as_str()))
+            .and_then(|rest| rest.strip_prefix(self.keys().prefix()))
         else {
             return false;
         };
@@ -186,7 +213,7 @@ impl IdMint {
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
         let mut id = String::with_capacity(8 + PREFIX_CHARS + 20);
         id.push_str("inv_");
-        id.push_str(&self.prefix);
+        id.push_str(self.keys().prefix());
         id.push('_');
         push_decimal(&mut id, n);
         id
@@ -201,7 +228,7 @@ mod tests {
     #[test]
     fn ids_have_their_shapes() {
         let mint = IdMint::new();
-        let surface = mint.surface_id();
+        let surface = surface_id();
         assert_eq!(surface.len(), 26);
         assert!(surface.starts_with("srf_"));
         assert!(surface[4..].bytes().all(|b| b.is_ascii_alphanumeric()));
@@ -244,7 +271,9 @@ mod tests {
 
     #[test]
     fn registries_never_share_a_prefix() {
-        let prefixes: HashSet<String> = (0..2_000).map(|_| IdMint::new().prefix).collect();
+        let prefixes: HashSet<String> = (0..2_000)
+            .map(|_| IdMint::new().keys().prefix().to_owned())
+            .collect();
         assert_eq!(prefixes.len(), 2_000);
     }
 

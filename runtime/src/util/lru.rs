@@ -2,19 +2,25 @@
 //! the shape of every cache and memory the registry keeps.
 
 use std::borrow::Borrow;
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
 /// At most `capacity` entries; an entry older than `ttl_ms` (since it was
-/// last written) is gone. Operations are O(log n).
+/// last written) is gone. Every operation is O(1) amortized.
 #[derive(Debug)]
 pub(crate) struct Lru<K, V> {
     /// Keys are bounded in number, so a fast non-keyed hash cannot be
     /// turned into more than `capacity` collisions.
     entries: FxHashMap<K, Entry<V>>,
-    order: BTreeMap<u64, K>,
+    /// Keys in the order they were last touched, oldest first, each with
+    /// the tick of that touch. A touch appends; the key's earlier slot
+    /// stays behind, stale (its tick no longer matches the entry's), and
+    /// is skipped when it reaches the front. Compacted whenever stale slots
+    /// outnumber live entries, so it never holds more than about twice
+    /// `capacity` slots.
+    order: VecDeque<(u64, K)>,
     tick: u64,
     capacity: usize,
     ttl_ms: u64,
@@ -31,7 +37,7 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     pub(crate) fn new(capacity: usize, ttl_ms: u64) -> Lru<K, V> {
         Lru {
             entries: FxHashMap::default(),
-            order: BTreeMap::new(),
+            order: VecDeque::new(),
             tick: 0,
             capacity: capacity.max(1),
             ttl_ms,
@@ -42,26 +48,35 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         now_ms.saturating_sub(entry.written_ms) >= self.ttl_ms
     }
 
+    /// Records a touch of `key` at a new tick and returns the tick; the
+    /// caller then gives the entry that tick.
+    fn touch(&mut self, key: K) -> u64 {
+        // Compacted before the new slot goes in: every live entry still
+        // has its current slot, which the retain keeps.
+        if self.order.len() >= self.entries.len().saturating_mul(2).saturating_add(16) {
+            let entries = &self.entries;
+            self.order
+                .retain(|(tick, key)| entries.get(key).is_some_and(|entry| entry.tick == *tick));
+        }
+        self.tick += 1;
+        self.order.push_back((self.tick, key));
+        self.tick
+    }
+
     /// The value, marking it recently used; expired entries are removed.
     pub(crate) fn get<Q>(&mut self, key: &Q, now_ms: u64) -> Option<&mut V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let expired = self
-            .entries
-            .get(key)
-            .map(|entry| self.expired(entry, now_ms))?;
-        if expired {
+        let (owned, entry) = self.entries.get_key_value(key)?;
+        if self.expired(entry, now_ms) {
             self.remove(key);
             return None;
         }
-        self.tick += 1;
-        let tick = self.tick;
+        let owned = owned.clone();
+        let tick = self.touch(owned);
         let entry = self.entries.get_mut(key)?;
-        if let Some(owner) = self.order.remove(&entry.tick) {
-            self.order.insert(tick, owner);
-        }
         entry.tick = tick;
         Some(&mut entry.value)
     }
@@ -81,33 +96,31 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     /// Inserts or replaces, evicting the least recently used entries beyond
     /// capacity. Returns the evicted values.
     pub(crate) fn insert(&mut self, key: K, value: V, now_ms: u64) -> Vec<(K, V)> {
-        self.tick += 1;
-        if let Some(entry) = self.entries.get_mut(&key) {
-            if let Some(owner) = self.order.remove(&entry.tick) {
-                self.order.insert(self.tick, owner);
+        if self.entries.contains_key(&key) {
+            let tick = self.touch(key.clone());
+            if let Some(entry) = self.entries.get_mut(&key) {
+                entry.value = value;
+                entry.tick = tick;
+                entry.written_ms = now_ms;
             }
-            entry.value = value;
-            entry.tick = self.tick;
-            entry.written_ms = now_ms;
             return Vec::new();
         }
-        self.order.insert(self.tick, key.clone());
+        // Counted before the touch so compaction sees the new entry.
         self.entries.insert(
-            key,
+            key.clone(),
             Entry {
                 value,
-                tick: self.tick,
+                tick: self.tick + 1,
                 written_ms: now_ms,
             },
         );
+        self.touch(key);
         let mut evicted = Vec::new();
         while self.entries.len() > self.capacity {
-            let Some((_, oldest)) = self.order.pop_first() else {
+            let Some(oldest) = self.pop_oldest() else {
                 break;
             };
-            if let Some(entry) = self.entries.remove(&oldest) {
-                evicted.push((oldest, entry.value));
-            }
+            evicted.push(oldest);
         }
         evicted
     }
@@ -117,9 +130,8 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let entry = self.entries.remove(key)?;
-        self.order.remove(&entry.tick);
-        Some(entry.value)
+        // Its slot in `order` goes stale and is skipped later.
+        self.entries.remove(key).map(|entry| entry.value)
     }
 
     /// Removes every expired entry.
@@ -142,9 +154,17 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
 
     /// Removes and returns the least recently used entry.
     pub(crate) fn pop_oldest(&mut self) -> Option<(K, V)> {
-        let (_, oldest) = self.order.pop_first()?;
-        let entry = self.entries.remove(&oldest)?;
-        Some((oldest, entry.value))
+        while let Some((tick, key)) = self.order.pop_front() {
+            if self
+                .entries
+                .get(&key)
+                .is_some_and(|entry| entry.tick == tick)
+            {
+                let entry = self.entries.remove(&key)?;
+                return Some((key, entry.value));
+            }
+        }
+        None
     }
 }
 
@@ -165,5 +185,31 @@ mod tests {
         assert_eq!(lru.len(), 1);
         lru.purge_expired(1_000);
         assert_eq!(lru.len(), 0);
+    }
+
+    #[test]
+    fn touches_and_removals_keep_the_order_bounded_and_right() {
+        let mut lru: Lru<u32, u32> = Lru::new(3, u64::MAX);
+        for round in 0..10_000u32 {
+            lru.insert(round % 5, round, 0);
+            let _ = lru.get(&(round % 3), 0);
+            if round % 7 == 0 {
+                lru.remove(&(round % 5));
+            }
+            assert!(lru.len() <= 3);
+            assert!(lru.order.len() <= 3 * 2 + 17);
+            // Every live entry still has its slot.
+            for (key, entry) in &lru.entries {
+                assert!(lru.order.contains(&(entry.tick, *key)));
+            }
+        }
+        let mut lru: Lru<u32, u32> = Lru::new(2, u64::MAX);
+        lru.insert(1, 1, 0);
+        lru.insert(2, 2, 0);
+        lru.insert(1, 10, 0); // rewriting 1 makes 2 the oldest
+        assert_eq!(lru.insert(3, 3, 0), [(2, 2)]);
+        assert_eq!(lru.pop_oldest(), Some((1, 10)));
+        assert_eq!(lru.pop_oldest(), Some((3, 3)));
+        assert_eq!(lru.pop_oldest(), None);
     }
 }

@@ -252,12 +252,11 @@ impl Call<'_> {
         event.registration_id = Some(Arc::clone(&target.registration.id));
         event.invocation_id = Some(Arc::clone(&self.invocation_id));
         event.consumer_id = Some(Arc::clone(&self.consumer_key));
-        inner.record(&event);
-        if let Some(chain) = target.subject.chain(&target.registration) {
-            for sink in chain.audit_sinks.iter() {
-                crate::audit::record(sink.as_ref(), &event);
-            }
-        }
+        let sinks = target
+            .subject
+            .chain(&target.registration)
+            .map(|chain| &*chain.audit_sinks);
+        inner.record_with(event, sinks);
     }
 
     /// A backend error as the agent sees it.
@@ -336,7 +335,7 @@ impl Call<'_> {
                     Ok(Ok(_)) => "ok",
                     _ => "error",
                 });
-                inner.record(&event);
+                inner.record_owned(event);
                 tracing::warn!(
                     "a handler settled after its invocation had settled; its result was ignored"
                 );

@@ -46,17 +46,26 @@ impl Call<'_> {
             let candidates: Vec<Arc<Registration>> = match (instances, instance) {
                 (None, _) => Vec::new(),
                 (Some(instances), Some(i)) => instances.get(i).cloned().into_iter().collect(),
-                (Some(instances), None) => instances.values().cloned().collect(),
+                (Some(instances), None) => {
+                    let mut all: Vec<Arc<Registration>> = instances.values().cloned().collect();
+                    // Deterministic: by instance id.
+                    all.sort_unstable_by(|a, b| a.instance.cmp(&b.instance));
+                    all
+                }
             };
-            let now = inner.now_ms();
+            // The clock is read only when there is a tombstone to age.
             let tombstone = match registration_id {
+                _ if state.tombstones.len() == 0 => None,
                 Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
-                Some(id) => state.tombstones.peek(id, now).cloned(),
-                None => state
-                    .unmounted_types
-                    .peek(component_type, now)
-                    .and_then(|id| state.tombstones.peek(&**id, now))
-                    .cloned(),
+                Some(id) => state.tombstones.peek(id, inner.now_ms()).cloned(),
+                None => {
+                    let now = inner.now_ms();
+                    state
+                        .unmounted_types
+                        .peek(component_type, now)
+                        .and_then(|id| state.tombstones.peek(&**id, now))
+                        .cloned()
+                }
             };
             (candidates, tombstone)
         };

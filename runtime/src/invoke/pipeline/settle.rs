@@ -119,14 +119,12 @@ impl Call<'_> {
                 event.payload =
                     Some(self.audit_payload(trace.effective_input.as_ref(), result.output()));
             }
-            inner.record(&event);
-            if let Some(target) = &trace.target
-                && let Some(chain) = target.subject.chain(&target.registration)
-            {
-                for sink in chain.audit_sinks.iter() {
-                    crate::audit::record(sink.as_ref(), &event);
-                }
-            }
+            let sinks = trace
+                .target
+                .as_ref()
+                .and_then(|target| target.subject.chain(&target.registration))
+                .map(|chain| &*chain.audit_sinks);
+            inner.record_with(event, sinks);
         }
         inner.dispatcher.emit_with(|| {
             [crate::events::SurfaceEvent::InvocationSettled {
