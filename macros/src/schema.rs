@@ -168,6 +168,49 @@ fn tuple_groups(data: &Data) -> Vec<Vec<&syn::Field>> {
     }
 }
 
+/// What a rejected union still gets, so that its uses (an action input, a
+/// field of another schema type) raise no follow-on errors: the traits an
+/// `#[agent_schema]` type has, with bodies that never run (the crate does
+/// not compile).
+fn union_fallback(item: &DeriveInput) -> TokenStream {
+    if !item.generics.params.is_empty() {
+        return TokenStream::new();
+    }
+    let ident = &item.ident;
+    let name = ident.to_string();
+    quote! {
+        #[doc(hidden)]
+        const _: () = {
+            use ::agent_surface::__private::{schemars, serde};
+            #[automatically_derived]
+            impl ::agent_surface::__private::AgentSchema for #ident {}
+            #[automatically_derived]
+            impl ::agent_surface::__private::AgentInput for #ident {}
+            #[automatically_derived]
+            impl schemars::JsonSchema for #ident {
+                fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                    ::std::borrow::Cow::Borrowed(#name)
+                }
+                fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                    schemars::Schema::default()
+                }
+            }
+            #[automatically_derived]
+            impl serde::Serialize for #ident {
+                fn serialize<S: serde::Serializer>(&self, _: S) -> ::core::result::Result<S::Ok, S::Error> {
+                    ::core::result::Result::Err(<S::Error as serde::ser::Error>::custom(#name))
+                }
+            }
+            #[automatically_derived]
+            impl<'de> serde::Deserialize<'de> for #ident {
+                fn deserialize<D: serde::Deserializer<'de>>(_: D) -> ::core::result::Result<Self, D::Error> {
+                    ::core::result::Result::Err(<D::Error as serde::de::Error>::custom(#name))
+                }
+            }
+        };
+    }
+}
+
 pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
     let options = SchemaOptions::parse(&cx, args);
@@ -188,7 +231,8 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             "unions have no JSON Schema; use an enum (`#[agent_schema]` supports structs and enums)",
         );
         let errors = cx.into_compile_errors();
-        return quote!(#input #errors);
+        let fallback = union_fallback(&item);
+        return quote!(#input #fallback #errors);
     }
     // Malformed options were reported; the expansion goes on with the
     // defaults, so uses of the type raise no follow-on errors.

@@ -173,29 +173,7 @@ pub fn check_procedure(contract: &'static ProcedureContract) {
     }
 }
 
-/// The context parameters a handler may declare, lent from the call's
-/// [`ActionContext`].
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a handler context",
-    label = "a handler borrows `&ActionContext` or `&ReadContext` from `agent_surface`",
-    note = "the input is taken by value and annotated with `#[agent_schema]`; the context is `agent_surface::prelude::ActionContext` (actions) or `ReadContext`"
-)]
-pub trait HandlerContext<'a>: Sized {
-    /// Borrows the context as this parameter type.
-    fn lend(ctx: &'a ActionContext) -> Self;
-}
-
-impl<'a> HandlerContext<'a> for &'a ActionContext {
-    fn lend(ctx: &'a ActionContext) -> Self {
-        ctx
-    }
-}
-
-impl<'a> HandlerContext<'a> for &'a ReadContext {
-    fn lend(ctx: &'a ActionContext) -> Self {
-        ctx
-    }
-}
+pub use crate::context::HandlerContext;
 
 /// The context argument of a handler, as the type its parameter declares.
 pub fn context<'a, T: HandlerContext<'a>>(ctx: &'a ActionContext) -> T {
@@ -205,16 +183,7 @@ pub fn context<'a, T: HandlerContext<'a>>(ctx: &'a ActionContext) -> T {
 /// Compile-time assertion placed at a field type by `#[agent_schema]`.
 pub fn assert_schema<T: AgentSchema + ?Sized>() {}
 
-/// The elements of a tuple struct or tuple variant share one type: with
-/// mixed types its schema needs `prefixItems`, outside the subset.
-#[diagnostic::on_unimplemented(
-    message = "a tuple struct or tuple variant mixing `{First}` and `{Self}` is outside the agent-surface subset",
-    label = "its elements become a JSON array whose items differ in type (`prefixItems`), which the subset does not allow",
-    note = "name the fields (`Reading {{ label: String, value: f64 }}`), or give every element the same type"
-)]
-pub trait SameField<First: ?Sized> {}
-
-impl<T: ?Sized> SameField<T> for T {}
+pub use crate::schema::SameField;
 
 /// Compile-time assertion placed at the second and later element types of a
 /// tuple struct or tuple variant by `#[agent_schema]`.

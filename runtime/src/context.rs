@@ -379,3 +379,28 @@ impl Deref for ActionContext {
         &self.read
     }
 }
+
+/// The context parameters a handler may declare, lent from the call's
+/// [`ActionContext`]: `&ActionContext` or `&ReadContext`. Implemented
+/// by the framework only; handlers name one of the two.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler context",
+    label = "a handler borrows `&ActionContext` or `&ReadContext` from `agent_surface`",
+    note = "the input is taken by value and annotated with `#[agent_schema]`; the context is `agent_surface::prelude::ActionContext` (actions) or `ReadContext`"
+)]
+pub trait HandlerContext<'a>: Sized {
+    /// Borrows the context as this parameter type.
+    fn lend(ctx: &'a ActionContext) -> Self;
+}
+
+impl<'a> HandlerContext<'a> for &'a ActionContext {
+    fn lend(ctx: &'a ActionContext) -> Self {
+        ctx
+    }
+}
+
+impl<'a> HandlerContext<'a> for &'a ReadContext {
+    fn lend(ctx: &'a ActionContext) -> Self {
+        ctx
+    }
+}

@@ -60,7 +60,7 @@ pub use ecosystem::formats;
 pub use external::{Supplied, SuppliedSchema, check_supplied};
 pub use normalize::{normalize, shape};
 pub use subset::{check_subset, measure};
-pub use types::{AgentInput, AgentOutput, AgentSchema, MapValue, SameElement};
+pub use types::{AgentInput, AgentOutput, AgentSchema, MapValue, SameElement, SameField};
 pub use validate::{CompiledSchema, MAX_ISSUES, MAX_VALUE_DEPTH, compile};
 pub(crate) use validate::{Issues, key_pointer};
 

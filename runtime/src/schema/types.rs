@@ -54,6 +54,17 @@ pub trait MapValue {}
 
 impl MapValue for serde_json::Value {}
 
+/// The elements of a tuple struct or tuple variant share one type: with
+/// mixed types its schema needs `prefixItems`, outside the subset.
+#[diagnostic::on_unimplemented(
+    message = "a tuple struct or tuple variant mixing `{First}` and `{Self}` is outside the agent-surface subset",
+    label = "its elements become a JSON array whose items differ in type (`prefixItems`), which the subset does not allow",
+    note = "name the fields (`Reading {{ label: String, value: f64 }}`), or give every element the same type"
+)]
+pub trait SameField<First: ?Sized> {}
+
+impl<T: ?Sized> SameField<T> for T {}
+
 /// Tuple elements must share one type (then the tuple is an array of it).
 #[diagnostic::on_unimplemented(
     message = "a tuple mixing `{First}` and `{Self}` is outside the agent-surface subset",
