@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use agent_surface::error::DefinitionErrorKind;
 use agent_surface::events::SurfaceEvent;
 use agent_surface::prelude::*;
+use agent_surface::registry::AvailabilityOverride;
 use agent_surface::registry::{
     DuplicatePolicy, GuardDecision, MountError, RegistrationStatus, Registry,
 };
@@ -295,7 +296,7 @@ async fn as_ver_001_version_bump_matrix() {
     assert_eq!(registry.version(), 2);
     mounted.set_enabled(true);
     assert_eq!(registry.version(), 3);
-    assert!(mounted.set_availability("poke", Some((false, Some("Paused")))));
+    assert!(mounted.set_availability("poke", AvailabilityOverride::unavailable("Paused")));
     assert_eq!(registry.version(), 4);
     mounted.bump_version(); // +1
     assert_eq!(registry.version(), 5);

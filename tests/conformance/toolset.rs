@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_surface::error::Retry;
 use agent_surface::prelude::*;
+use agent_surface::registry::AvailabilityOverride;
 use agent_surface::snapshot::Budget;
 use agent_surface::toolset::{
     ACT, ConfirmationMode, DISCOVER, Mode, READ, Tool, Toolset, ToolsetError, Topology,
@@ -407,7 +408,7 @@ async fn subscribers_hear_every_change_including_state_only_ones() {
         }
     });
     // A pushed availability change (state only).
-    mounted.set_availability("poke", Some((false, Some("Busy"))));
+    mounted.set_availability("poke", AvailabilityOverride::unavailable("Busy"));
     assert_eq!(heard.load(Ordering::SeqCst), 1);
     // `when` flips without a surface mutation: refresh notices.
     probe.on.store(false, Ordering::SeqCst);

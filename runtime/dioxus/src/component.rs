@@ -121,7 +121,7 @@ impl AgentHandle {
     pub fn set_availability(
         &self,
         capability: &str,
-        availability: Option<(bool, Option<&str>)>,
+        availability: agent_surface::registry::AvailabilityOverride<'_>,
     ) -> bool {
         self.with(|mounted| mounted.set_availability(capability, availability))
             .unwrap_or(false)

@@ -12,6 +12,33 @@ use super::registration::{Availability, Override, Registration};
 use crate::context::Environment;
 use crate::events::SurfaceEvent;
 
+/// An availability the host pushes for one capability with
+/// [`Mounted::set_availability`], over what the component's `when` and
+/// master switch say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AvailabilityOverride<'a> {
+    /// Available, whatever its `when` says (the master switch still wins).
+    Available,
+    /// Unavailable, with the reason agents read (`None`: the default
+    /// "not available now").
+    Unavailable {
+        /// The reason shown to agents.
+        reason: Option<&'a str>,
+    },
+    /// No override: the capability's own `when` decides again.
+    Clear,
+}
+
+impl<'a> AvailabilityOverride<'a> {
+    /// Unavailable with `reason`.
+    pub fn unavailable(reason: &'a str) -> AvailabilityOverride<'a> {
+        AvailabilityOverride::Unavailable {
+            reason: Some(reason),
+        }
+    }
+}
+
 /// The handle of one mount. Dropping it (or calling
 /// [`unmount`](Mounted::unmount)) unmounts the component.
 #[must_use = "dropping the handle unmounts the component at once"]
@@ -85,13 +112,42 @@ impl Mounted {
         inner.dispatcher.drain();
     }
 
-    /// Pushes an availability override for one capability (by name);
-    /// `None` removes it. Bumps the version when it changes.
+    /// Pushes an availability override for one capability (by name), or
+    /// [`AvailabilityOverride::Clear`]s it. Returns whether this mount has
+    /// that capability; bumps the version only when the availability
+    /// changed.
+    ///
+    /// ```
+    /// use agent_surface::prelude::*;
+    /// use agent_surface::registry::{AvailabilityOverride, Registry};
+    /// use std::sync::Arc;
+    ///
+    /// /// A player.
+    /// #[agent_component(type = "demo.player")]
+    /// impl Player {
+    ///     /// Starts playback.
+    ///     #[action(effect = "local-state")]
+    ///     fn play(&self) {}
+    /// }
+    /// struct Player;
+    ///
+    /// let registry = Registry::builder().build();
+    /// let mounted = registry.mount(Arc::new(Player))?;
+    /// assert!(mounted.set_availability("play", AvailabilityOverride::unavailable("Buffering")));
+    /// assert!(mounted.set_availability("play", AvailabilityOverride::Clear));
+    /// assert!(!mounted.set_availability("stop", AvailabilityOverride::Available));
+    /// # Ok::<(), agent_surface::registry::MountError>(())
+    /// ```
     pub fn set_availability(
         &self,
         capability: &str,
-        availability: Option<(bool, Option<&str>)>,
+        availability: AvailabilityOverride<'_>,
     ) -> bool {
+        let availability = match availability {
+            AvailabilityOverride::Available => Some((true, None)),
+            AvailabilityOverride::Unavailable { reason } => Some((false, reason)),
+            AvailabilityOverride::Clear => None,
+        };
         let Some(registration) = self.live() else {
             return false;
         };

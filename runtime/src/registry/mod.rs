@@ -46,7 +46,7 @@ pub use config::{
     DuplicatePolicy, GuardDecision, Limits, RegistrationCandidate, RegistryBuilder, RouteInfo,
     SuffixPolicy,
 };
-pub use handle::Mounted;
+pub use handle::{AvailabilityOverride, Mounted};
 pub use mount::{MountBuilder, MountError, RegistrationStatus};
 pub(crate) use state::{State, Tombstone};
 
