@@ -4,7 +4,7 @@
 //! `#[agent_procedure]` submits its contract at link time), so it is read by
 //! running one:
 //! - a **library** needs nothing: a throw-away probe binary crate under
-//!   `target/agent-surface/probe-<package>/` depends on it by path, links it
+//!   `target/agent-surface/agent-surface-probe-<package>-<hash>/` depends on it by path, links it
 //!   (`use <lib> as _;`) and calls
 //!   `agent_surface::catalog::export_if_requested()`; the probe reuses the
 //!   workspace's `Cargo.lock`, profiles and target directory;
@@ -205,16 +205,25 @@ fn root_profiles(workspace_root: &Path) -> Option<toml::Value> {
     table.get("profile").cloned()
 }
 
+/// The probe's name: unique per package directory, so probes of several
+/// packages can share a target directory, even concurrently.
+fn probe_name(package: &Package) -> String {
+    let dir = package.dir.to_string_lossy();
+    let hash = agent_surface::canonical::Fnv1a64::hash(dir.as_bytes());
+    format!("agent-surface-probe-{}-{hash:016x}", package.name)
+}
+
 fn probe_manifest(package: &Package, options: &Options, runtime: &toml::Table) -> String {
+    let name = probe_name(package);
     let mut manifest = toml::Table::new();
     let mut meta = toml::Table::new();
-    meta.insert("name".into(), "agent-surface-probe".into());
+    meta.insert("name".into(), name.clone().into());
     meta.insert("version".into(), "0.0.0".into());
     meta.insert("edition".into(), "2021".into());
     meta.insert("publish".into(), false.into());
     manifest.insert("package".into(), meta.into());
     let mut bin = toml::Table::new();
-    bin.insert("name".into(), "agent-surface-probe".into());
+    bin.insert("name".into(), name.into());
     bin.insert("path".into(), "main.rs".into());
     manifest.insert("bin".into(), toml::Value::Array(vec![bin.into()]));
     let mut probed = toml::Table::new();
@@ -317,7 +326,7 @@ pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fat
     let work = package
         .target_dir
         .join("agent-surface")
-        .join(format!("probe-{}", package.name));
+        .join(probe_name(package));
     std::fs::create_dir_all(&work)
         .map_err(|err| Fatal(format!("cannot create {}: {err}", work.display())))?;
     let out = work.join("catalog.json");
@@ -370,6 +379,6 @@ pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fat
         .args(["build", "--manifest-path"])
         .arg(work.join("Cargo.toml"))
         .current_dir(&work);
-    let executable = build(command, "agent-surface-probe", &package.target_dir)?;
+    let executable = build(command, &probe_name(package), &package.target_dir)?;
     run(&executable, &out, &package.dir, false)
 }
