@@ -23,6 +23,10 @@
 //! assert!(catalog.get("app.navigation").is_some());
 //! let json = catalog.to_json();
 //! assert_eq!(json["components"][0]["observations"][0]["capabilityId"], "view:app.navigation.current");
+//! // Each declaration and capability carries its content hash.
+//! let navigation = catalog.get("app.navigation").unwrap();
+//! assert_eq!(json["components"][0]["declarationHash"], navigation.declaration_hash());
+//! assert_eq!(json["manifestHash"], catalog.manifest_hash());
 //! # Ok::<(), agent_surface::error::DefinitionError>(())
 //! ```
 
@@ -163,7 +167,10 @@ impl Catalog {
         if let Some(entries) = json.get_mut("procedures").and_then(Value::as_array_mut) {
             for (entry, procedure) in entries.iter_mut().zip(&self.procedures) {
                 if let Some(entry) = entry.as_object_mut() {
-                    entry.insert("declarationHash".into(), procedure.declaration_hash().into());
+                    entry.insert(
+                        "declarationHash".into(),
+                        procedure.declaration_hash().into(),
+                    );
                 }
             }
         }

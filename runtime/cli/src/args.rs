@@ -172,19 +172,11 @@ fn command() -> Command {
 }
 
 fn string(matches: &ArgMatches, id: &str) -> Option<String> {
-    matches
-        .try_get_one::<String>(id)
-        .ok()
-        .flatten()
-        .map(Clone::clone)
+    matches.try_get_one::<String>(id).ok().flatten().cloned()
 }
 
 fn path(matches: &ArgMatches, id: &str) -> Option<PathBuf> {
-    matches
-        .try_get_one::<PathBuf>(id)
-        .ok()
-        .flatten()
-        .map(Clone::clone)
+    matches.try_get_one::<PathBuf>(id).ok().flatten().cloned()
 }
 
 /// Parses the arguments after the program name; cargo's `agent-surface`
@@ -232,7 +224,11 @@ pub(crate) fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
         .flatten()
         .into_iter()
         .flatten()
-        .flat_map(|list| list.split([',', ' ']).map(str::to_owned).collect::<Vec<_>>())
+        .flat_map(|list| {
+            list.split([',', ' '])
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
         .filter(|feature| !feature.is_empty())
         .collect();
     Ok(Options {

@@ -113,7 +113,11 @@ pub(crate) fn empty() -> Value {
 
 /// Checks the artifact's shape; `origin` names it in the message.
 pub(crate) fn validate(artifact: &Value, origin: &str) -> Result<(), Fatal> {
-    let bad = |what: &str| Err(Fatal(format!("{origin} is not a contract artifact: {what}")));
+    let bad = |what: &str| {
+        Err(Fatal(format!(
+            "{origin} is not a contract artifact: {what}"
+        )))
+    };
     let Some(object) = artifact.as_object() else {
         return bad("not a JSON object");
     };

@@ -233,11 +233,8 @@ fn probe_manifest(package: &Package, options: &Options, runtime: &toml::Table) -
         package.dir.to_string_lossy().into_owned().into(),
     );
     if !options.features.is_empty() {
-        let features: Vec<toml::Value> = options
-            .features
-            .iter()
-            .map(|f| f.clone().into())
-            .collect();
+        let features: Vec<toml::Value> =
+            options.features.iter().map(|f| f.clone().into()).collect();
         probed.insert("features".into(), features.into());
     }
     let mut dependencies = toml::Table::new();
@@ -279,11 +276,15 @@ fn build(mut command: Command, name: &str, target_dir: &Path) -> Result<PathBuf,
     let stdout = String::from_utf8_lossy(&output.stdout);
     stdout
         .lines()
+        .rev()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|message| str_of(message, "reason") == "compiler-artifact")
-        .filter(|message| message.get("target").is_some_and(|t| str_of(t, "name") == name))
-        .filter_map(|message| message.get("executable")?.as_str().map(PathBuf::from))
-        .last()
+        .filter(|message| {
+            message
+                .get("target")
+                .is_some_and(|t| str_of(t, "name") == name)
+        })
+        .find_map(|message| message.get("executable")?.as_str().map(PathBuf::from))
         .ok_or_else(|| Fatal(format!("cargo built no executable `{name}`")))
 }
 
@@ -347,7 +348,10 @@ pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fat
         }
         (None, Some(_), _) => None,
     };
-    eprintln!("agent-surface: building {} to read its catalog", package.name);
+    eprintln!(
+        "agent-surface: building {} to read its catalog",
+        package.name
+    );
     if let Some(bin) = bin {
         let mut command = cargo();
         command

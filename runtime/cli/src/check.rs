@@ -19,6 +19,8 @@ pub(crate) struct Checked<'a> {
     pub(crate) package: &'a str,
     /// The artifact file as shown (relative to the package).
     pub(crate) artifact_name: &'a str,
+    /// The artifact file relative to the current directory, for annotations.
+    pub(crate) annotation_file: &'a str,
     /// `ok`, `stale` or `missing`.
     pub(crate) integrity: &'static str,
     /// Committed → fresh changes when stale.
@@ -36,9 +38,10 @@ impl Checked<'_> {
     pub(crate) fn failed(&self) -> bool {
         self.integrity != "ok"
             || self.contributors.iter().any(Contributor::fails)
-            || self.drift.as_ref().is_some_and(|(_, findings)| {
-                findings.iter().any(|f| f.class.fails(self.fail_on))
-            })
+            || self
+                .drift
+                .as_ref()
+                .is_some_and(|(_, findings)| findings.iter().any(|f| f.class.fails(self.fail_on)))
     }
 }
 
@@ -74,7 +77,12 @@ fn json(report: &Checked<'_>) -> String {
     canonical_json(&value) + "\n"
 }
 
-fn findings_table(findings: &[Finding], fail_on: Option<FailOn>, style: &Style, md: bool) -> String {
+fn findings_table(
+    findings: &[Finding],
+    fail_on: Option<FailOn>,
+    style: &Style,
+    md: bool,
+) -> String {
     let rows: Vec<Vec<String>> = findings
         .iter()
         .map(|f| {
@@ -192,7 +200,7 @@ fn escape(text: &str) -> String {
 }
 
 fn annotations(report: &Checked<'_>) -> String {
-    let file = report.artifact_name;
+    let file = report.annotation_file;
     let mut out = String::new();
     let mut line = |level: &str, title: &str, message: String| {
         out.push_str(&format!(

@@ -190,7 +190,10 @@ fn declaration_changes(key: &str, before: &Value, after: &Value, out: &mut Vec<F
         neutral_fields(key, before, after, out);
     }
     for row in &after_rows {
-        match before_rows.iter().find(|b| b.id == row.id && b.kind == row.kind) {
+        match before_rows
+            .iter()
+            .find(|b| b.id == row.id && b.kind == row.kind)
+        {
             Some(old) => capability_changes(old, row, out),
             None => {
                 let change = format!("new {} ({}, {})", row.kind, row.effect, row.confirmation);
@@ -199,7 +202,10 @@ fn declaration_changes(key: &str, before: &Value, after: &Value, out: &mut Vec<F
         }
     }
     for row in &before_rows {
-        if !after_rows.iter().any(|a| a.id == row.id && a.kind == row.kind) {
+        if !after_rows
+            .iter()
+            .any(|a| a.id == row.id && a.kind == row.kind)
+        {
             let change = format!("{} removed", row.kind);
             out.push(Finding::new(Class::Narrowing, &row.id, change));
         }
@@ -226,7 +232,11 @@ pub(crate) fn diff(before: &Value, after: &Value) -> Vec<Finding> {
     }
     for (key, declaration) in &old {
         if !new.iter().any(|(k, _)| k == key) {
-            out.push(Finding::new(Class::Narrowing, key, "declaration removed".into()));
+            out.push(Finding::new(
+                Class::Narrowing,
+                key,
+                "declaration removed".into(),
+            ));
             for row in surface::rows_of(key, declaration) {
                 let change = format!("{} removed", row.kind);
                 out.push(Finding::new(Class::Narrowing, &row.id, change));

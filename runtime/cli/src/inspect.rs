@@ -102,7 +102,14 @@ fn cells(row: &Row<'_>) -> Vec<String> {
     ]
 }
 
-const HEADER: [&str; 6] = ["CAPABILITY", "KIND", "EFFECT", "REACH", "CONFIRM", "POLICIES"];
+const HEADER: [&str; 6] = [
+    "CAPABILITY",
+    "KIND",
+    "EFFECT",
+    "REACH",
+    "CONFIRM",
+    "POLICIES",
+];
 
 fn detail(report: &Inspection<'_>, rows: &[Row<'_>], style: &Style, md: bool) -> String {
     let mut out = String::new();
@@ -148,7 +155,13 @@ fn drift_text(base: &str, findings: &[Finding], style: &Style, md: bool) -> Stri
     );
     let rows: Vec<Vec<String>> = findings
         .iter()
-        .map(|f| vec![f.class.word().to_owned(), f.subject.clone(), f.change.clone()])
+        .map(|f| {
+            vec![
+                f.class.word().to_owned(),
+                f.subject.clone(),
+                f.change.clone(),
+            ]
+        })
         .collect();
     if !rows.is_empty() {
         let header = ["CLASS", "SUBJECT", "CHANGE"];

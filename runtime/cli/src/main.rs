@@ -168,9 +168,20 @@ fn run(options: &Options) -> Result<u8, Fatal> {
                 }
                 None => None,
             };
+            let annotation_file = std::env::current_dir()
+                .ok()
+                .and_then(|cwd| {
+                    std::path::absolute(&path)
+                        .ok()?
+                        .strip_prefix(cwd)
+                        .ok()
+                        .map(Path::to_path_buf)
+                })
+                .map_or_else(|| name.clone(), |p| p.to_string_lossy().replace('\\', "/"));
             let report = check::Checked {
                 package: &package.name,
                 artifact_name: &name,
+                annotation_file: &annotation_file,
                 integrity,
                 stale,
                 contributors,

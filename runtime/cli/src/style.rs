@@ -70,7 +70,11 @@ pub(crate) fn table(
         out.push_str(line.trim_end());
         out.push('\n');
     };
-    render(header.iter().map(|h| (*h).to_owned()).collect(), false, &mut out);
+    render(
+        header.iter().map(|h| (*h).to_owned()).collect(),
+        false,
+        &mut out,
+    );
     for row in rows {
         render(row.clone(), true, &mut out);
     }

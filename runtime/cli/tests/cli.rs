@@ -3,6 +3,13 @@
 //! this workspace's runtime; every fixture build shares one target
 //! directory, so the runtime compiles once.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -91,7 +98,14 @@ fn describe(output: &Output) -> String {
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
@@ -124,10 +138,12 @@ fn drift(dir: &Path, policy: &str) -> (Option<i32>, Vec<Value>, Output) {
     assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
     let output = run(
         dir,
-        &["check", "--base", "main", "--policy", policy, "--format", "json"],
+        &[
+            "check", "--base", "main", "--policy", policy, "--format", "json",
+        ],
     );
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|_| panic!("{}", describe(&output)));
+    let report: Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{}", describe(&output)));
     assert_eq!(report["integrity"]["status"], "ok", "{report}");
     let findings = report["drift"]["findings"].as_array().cloned().unwrap();
     (output.status.code(), findings, output)
@@ -154,7 +170,12 @@ fn a_new_action_is_widening_and_fails_the_check() {
     let (code, findings, output) = drift(&dir, "widening");
     assert_eq!(code, Some(1), "{}", describe(&output));
     assert!(
-        has(&findings, "widening", "view:fixture.table.reload", "new action"),
+        has(
+            &findings,
+            "widening",
+            "view:fixture.table.reload",
+            "new action"
+        ),
         "{findings:?}"
     );
     // Human output names the class in words, and every row is printed.
@@ -171,7 +192,11 @@ fn a_new_action_is_widening_and_fails_the_check() {
 #[test]
 fn lowered_confirmation_is_widening_and_a_description_edit_is_neutral() {
     let dir = committed("confirmation");
-    edit(&dir, "confirmation = \"required\"", "confirmation = \"never\"");
+    edit(
+        &dir,
+        "confirmation = \"required\"",
+        "confirmation = \"never\"",
+    );
     edit(&dir, "/// Visible rows.", "/// The rows on screen.");
     let (code, findings, output) = drift(&dir, "widening");
     assert_eq!(code, Some(1), "{}", describe(&output));
@@ -185,7 +210,12 @@ fn lowered_confirmation_is_widening_and_a_description_edit_is_neutral() {
         "{findings:?}"
     );
     assert!(
-        has(&findings, "neutral", "view:fixture.table.rows", "description changed"),
+        has(
+            &findings,
+            "neutral",
+            "view:fixture.table.rows",
+            "description changed"
+        ),
         "{findings:?}"
     );
     assert_eq!(findings.len(), 2, "{findings:?}");
@@ -194,11 +224,20 @@ fn lowered_confirmation_is_widening_and_a_description_edit_is_neutral() {
 #[test]
 fn an_added_policy_is_narrowing_and_a_description_only_edit_passes() {
     let dir = committed("policy");
-    edit(&dir, "/// Devices of the fleet.", "/// Every device of the fleet.");
+    edit(
+        &dir,
+        "/// Devices of the fleet.",
+        "/// Every device of the fleet.",
+    );
     let (code, findings, output) = drift(&dir, "widening");
     assert_eq!(code, Some(0), "{}", describe(&output));
     assert!(
-        has(&findings, "neutral", "component fixture.table", "description changed"),
+        has(
+            &findings,
+            "neutral",
+            "component fixture.table",
+            "description changed"
+        ),
         "{findings:?}"
     );
     let (code, _, _) = drift(&dir, "neutral");
@@ -223,14 +262,23 @@ fn a_surface_change_without_a_refreshed_artifact_fails_integrity() {
     let dir = committed("stale");
     let clean = run(&dir, &["check"]);
     assert_eq!(clean.status.code(), Some(0), "{}", describe(&clean));
-    edit(&dir, "confirmation = \"required\"", "confirmation = \"optional\"");
+    edit(
+        &dir,
+        "confirmation = \"required\"",
+        "confirmation = \"optional\"",
+    );
     let stale = run(&dir, &["check", "--format", "json"]);
     assert_eq!(stale.status.code(), Some(1), "{}", describe(&stale));
     let report: Value = serde_json::from_slice(&stale.stdout).unwrap();
     assert_eq!(report["integrity"]["status"], "stale");
     let findings = report["integrity"]["findings"].as_array().unwrap();
     assert!(
-        has(findings, "widening", "view:fixture.table.clear", "confirmation lowered"),
+        has(
+            findings,
+            "widening",
+            "view:fixture.table.clear",
+            "confirmation lowered"
+        ),
         "{report}"
     );
     // A malformed artifact is a contract failure, exit 2, with a message.
@@ -286,13 +334,22 @@ fn an_unapproved_dependency_contract_fails_with_the_entry_to_add() {
     let _ = run(&app, &["snapshot"]);
     let changed = run(&app, &["check"]);
     assert_eq!(changed.status.code(), Some(1), "{}", describe(&changed));
-    assert!(stdout(&changed).contains("changed widgets"), "{}", describe(&changed));
+    assert!(
+        stdout(&changed).contains("changed widgets"),
+        "{}",
+        describe(&changed)
+    );
 }
 
 #[test]
 fn an_unbuildable_crate_exits_2() {
     let dir = fixtures().join("unbuildable");
-    fixture(&dir, "unbuildable", "pub fn broken() -> u32 { \"text\" }\n", "");
+    fixture(
+        &dir,
+        "unbuildable",
+        "pub fn broken() -> u32 { \"text\" }\n",
+        "",
+    );
     let output = run(&dir, &["check"]);
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
     assert!(
@@ -303,7 +360,7 @@ fn an_unbuildable_crate_exits_2() {
 }
 
 #[test]
-fn json_output_is_byte_identical_from_two_checkout_paths() {
+fn as_contract_002_json_output_and_hashes_are_byte_identical_from_two_checkout_paths() {
     let outputs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = ["checkout_a", "elsewhere/checkout_b"]
         .iter()
         .map(|place| {
@@ -340,12 +397,25 @@ fn inspect_prints_the_table_with_reach_in_words_and_a_binary_exports_with_one_li
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let text = stdout(&output);
     for word in [
-        "CAPABILITY", "KIND", "EFFECT", "REACH", "CONFIRM", "POLICIES", "view:fixture.table.clear",
-        "local-state", "low", "required", "snapshot agent-surface.contract.json missing",
+        "CAPABILITY",
+        "KIND",
+        "EFFECT",
+        "REACH",
+        "CONFIRM",
+        "POLICIES",
+        "view:fixture.table.clear",
+        "local-state",
+        "low",
+        "required",
+        "snapshot agent-surface.contract.json missing",
         "1 of 1 actions and procedures gated",
     ] {
         assert!(text.contains(word), "{word}: {text}");
     }
     let detail = run(&dir, &["inspect", "--verbosity", "detail"]);
-    assert!(stdout(&detail).contains("Clear the selection."), "{}", describe(&detail));
+    assert!(
+        stdout(&detail).contains("Clear the selection."),
+        "{}",
+        describe(&detail)
+    );
 }
