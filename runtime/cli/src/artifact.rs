@@ -228,3 +228,26 @@ pub(crate) fn keyed(artifact: &Value) -> Vec<(String, &Value)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code
+
+    use super::*;
+
+    #[test]
+    fn the_artifact_text_is_sorted_indented_and_round_trips_to_canonical_json() {
+        let value = json!({"b": [1.0, {"z": "é\u{1}", "a": -0.0}], "a": {}, "format": FORMAT,
+            "components": [], "procedures": []});
+        let text = to_text(&value);
+        assert!(
+            text.starts_with("{\n  \"a\": {},\n  \"b\": [\n    1,\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("}\n"));
+        let parsed = parse(&text, "test").unwrap();
+        assert_eq!(canonical_json(&parsed), canonical_json(&value));
+        assert!(parse("[]", "test").is_err());
+        assert!(parse("{\"format\": \"other\"}", "test").is_err());
+    }
+}

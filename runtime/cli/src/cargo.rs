@@ -7,7 +7,7 @@
 //!   `target/agent-surface/agent-surface-probe-<package>-<hash>/` depends on it by path, links it
 //!   (`use <lib> as _;`) and calls
 //!   `agent_surface::catalog::export_if_requested()`; the probe reuses the
-//!   workspace's `Cargo.lock`, profiles and target directory;
+//!   workspace's `Cargo.lock`, profiles, patches and target directory;
 //! - a **binary** (`--bin`, or a package without a library) is built and run
 //!   once with `AGENT_SURFACE_CATALOG_EXPORT` set; its `main` starts with the
 //!   one documented line `agent_surface::catalog::export_if_requested();`.
@@ -197,12 +197,41 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
     })
 }
 
-/// The `[profile.*]` tables of the workspace root, so the probe builds with
-/// the same settings (and reuses what the workspace already compiled).
-fn root_profiles(workspace_root: &Path) -> Option<toml::Value> {
-    let text = std::fs::read_to_string(workspace_root.join("Cargo.toml")).ok()?;
-    let table: toml::Table = text.parse().ok()?;
-    table.get("profile").cloned()
+/// The workspace root manifest's `[profile.*]` tables, so the probe builds
+/// with the same settings (and reuses what the workspace already compiled),
+/// and its `[patch.*]` tables with relative paths made absolute, so the
+/// probe resolves the same crates.
+fn root_tables(workspace_root: &Path) -> Vec<(String, toml::Value)> {
+    let Some(table) = std::fs::read_to_string(workspace_root.join("Cargo.toml"))
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(profiles) = table.get("profile") {
+        out.push(("profile".to_owned(), profiles.clone()));
+    }
+    if let Some(toml::Value::Table(patches)) = table.get("patch") {
+        let mut patches = patches.clone();
+        for (_, source) in patches.iter_mut() {
+            let Some(source) = source.as_table_mut() else {
+                continue;
+            };
+            for (_, dependency) in source.iter_mut() {
+                let relative = dependency
+                    .get("path")
+                    .and_then(toml::Value::as_str)
+                    .filter(|path| Path::new(path).is_relative())
+                    .map(|path| workspace_root.join(path).to_string_lossy().into_owned());
+                if let (Some(absolute), Some(table)) = (relative, dependency.as_table_mut()) {
+                    table.insert("path".into(), absolute.into());
+                }
+            }
+        }
+        out.push(("patch".to_owned(), patches.into()));
+    }
+    out
 }
 
 /// The probe's name: unique per package directory, so probes of several
@@ -242,9 +271,7 @@ fn probe_manifest(package: &Package, options: &Options, runtime: &toml::Table) -
     dependencies.insert("agent_surface".into(), runtime.clone().into());
     manifest.insert("dependencies".into(), dependencies.into());
     manifest.insert("workspace".into(), toml::Table::new().into());
-    if let Some(profiles) = root_profiles(&package.workspace_root) {
-        manifest.insert("profile".into(), profiles);
-    }
+    manifest.extend(root_tables(&package.workspace_root));
     toml::to_string(&manifest).unwrap_or_default()
 }
 

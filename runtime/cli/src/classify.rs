@@ -247,3 +247,70 @@ pub(crate) fn diff(before: &Value, after: &Value) -> Vec<Finding> {
     out.dedup();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::indexing_slicing, clippy::unwrap_used)] // test code
+
+    use super::*;
+
+    fn artifact(effect: &str, confirmation: &str, policies: &[&str]) -> Value {
+        json!({
+            "format": artifact::FORMAT,
+            "components": [],
+            "procedures": [{
+                "procedureId": "domain:fleet.wipe",
+                "description": "Wipe devices.",
+                "effect": effect,
+                "confirmation": confirmation,
+                "policies": policies,
+                "rustType": "fleet::Wipe",
+            }],
+        })
+    }
+
+    fn classes(before: &Value, after: &Value) -> Vec<(Class, String)> {
+        diff(before, after)
+            .into_iter()
+            .map(|f| (f.class, f.change))
+            .collect()
+    }
+
+    #[test]
+    fn effect_confirmation_and_policy_changes_are_classified_structurally() {
+        let base = artifact("destructive", "required", &["audited"]);
+        let lower = artifact("server-mutation", "required", &["audited"]);
+        assert_eq!(
+            classes(&base, &lower),
+            [(
+                Class::Widening,
+                "effect lowered: destructive → server-mutation".to_owned()
+            )]
+        );
+        assert_eq!(classes(&lower, &base)[0].0, Class::Narrowing);
+        let unconfirmed = artifact("destructive", "optional", &[]);
+        let found = classes(&base, &unconfirmed);
+        assert!(found.contains(&(
+            Class::Widening,
+            "confirmation lowered: required → optional".to_owned()
+        )));
+        assert!(found.contains(&(Class::Widening, "policy audited removed".to_owned())));
+        assert!(classes(&base, &base).is_empty());
+    }
+
+    #[test]
+    fn a_move_is_neutral_and_unknown_values_count_as_widening() {
+        let base = artifact("destructive", "required", &[]);
+        let mut moved = base.clone();
+        moved["procedures"][0]["rustType"] = json!("fleet::ops::Wipe");
+        assert_eq!(
+            classes(&base, &moved),
+            [(
+                Class::Neutral,
+                "moved from fleet::Wipe to fleet::ops::Wipe".to_owned()
+            )]
+        );
+        let odd = artifact("teleport", "required", &[]);
+        assert_eq!(classes(&base, &odd)[0].0, Class::Widening);
+    }
+}
