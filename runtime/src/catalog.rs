@@ -23,6 +23,10 @@
 //! assert!(catalog.get("app.navigation").is_some());
 //! let json = catalog.to_json();
 //! assert_eq!(json["components"][0]["observations"][0]["capabilityId"], "view:app.navigation.current");
+//! // Each declaration and capability carries its content hash.
+//! let navigation = catalog.get("app.navigation").unwrap();
+//! assert_eq!(json["components"][0]["declarationHash"], navigation.declaration_hash());
+//! assert_eq!(json["manifestHash"], catalog.manifest_hash());
 //! # Ok::<(), agent_surface::error::DefinitionError>(())
 //! ```
 
@@ -148,15 +152,102 @@ impl Catalog {
         crate::hashes::manifest_of(components.chain(procedures).collect())
     }
 
-    /// The catalog as JSON: `{"components": [...], "procedures": [...]}`.
+    /// The catalog as JSON: `{"components": [...], "procedures": [...],
+    /// "manifestHash": "…"}`, each component and procedure with its
+    /// `declarationHash` and each capability with its `capabilityHash`.
     /// Deterministic: the same
     /// binary always produces the same bytes. Internal metadata never appears.
     pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        let mut json = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Some(entries) = json.get_mut("components").and_then(Value::as_array_mut) {
+            for (entry, contract) in entries.iter_mut().zip(&self.components) {
+                annotate_component(entry, contract);
+            }
+        }
+        if let Some(entries) = json.get_mut("procedures").and_then(Value::as_array_mut) {
+            for (entry, procedure) in entries.iter_mut().zip(&self.procedures) {
+                if let Some(entry) = entry.as_object_mut() {
+                    entry.insert(
+                        "declarationHash".into(),
+                        procedure.declaration_hash().into(),
+                    );
+                }
+            }
+        }
+        if let Some(object) = json.as_object_mut() {
+            object.insert("manifestHash".into(), self.manifest_hash().into());
+        }
+        json
     }
 
-    /// The catalog as pretty-printed JSON text.
+    /// The catalog as pretty-printed JSON text (the same content as
+    /// [`Catalog::to_json`]).
     pub fn to_json_pretty(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_default()
+        serde_json::to_string_pretty(&self.to_json()).unwrap_or_default()
     }
+}
+
+/// Adds the declaration hash to a serialized component and the capability
+/// hash to each of its serialized observations and actions (both lists keep
+/// authoring order).
+fn annotate_component(entry: &mut Value, contract: &CheckedContract) {
+    let Some(entry) = entry.as_object_mut() else {
+        return;
+    };
+    entry.insert("declarationHash".into(), contract.declaration_hash().into());
+    let lists = [
+        ("observations", contract.observations().collect::<Vec<_>>()),
+        ("actions", contract.actions().collect::<Vec<_>>()),
+    ];
+    for (key, capabilities) in lists {
+        if let Some(items) = entry.get_mut(key).and_then(Value::as_array_mut) {
+            for (item, capability) in items.iter_mut().zip(capabilities) {
+                if let Some(item) = item.as_object_mut() {
+                    item.insert("capabilityHash".into(), capability.capability_hash().into());
+                }
+            }
+        }
+    }
+}
+
+/// The environment variable `cargo agent-surface` sets when it runs a binary
+/// to read its catalog: the file [`export_if_requested`] writes to.
+pub const EXPORT_ENV: &str = "AGENT_SURFACE_CATALOG_EXPORT";
+
+/// The one line a binary crate adds at the top of `main` so that
+/// `cargo agent-surface` can read its catalog.
+///
+/// Without [`EXPORT_ENV`] in the environment it returns at once and the
+/// program runs as usual. With it, the process writes the catalog
+/// ([`Catalog::to_json`]) to the named file and exits with status 0; when a
+/// contract is defective or the file cannot be written it prints the reason
+/// to stderr and exits with status 2. A library crate needs no line: the
+/// command builds a probe binary that links it.
+///
+/// # Example
+/// ```
+/// fn main() {
+///     agent_surface::catalog::export_if_requested();
+///     // … the application …
+/// }
+/// # main();
+/// ```
+pub fn export_if_requested() {
+    let Some(path) = std::env::var_os(EXPORT_ENV) else {
+        return;
+    };
+    let code = match Catalog::load() {
+        Ok(catalog) => match std::fs::write(&path, catalog.to_json_pretty()) {
+            Ok(()) => 0,
+            Err(err) => {
+                eprintln!("agent-surface: cannot write the catalog to {path:?}: {err}");
+                2
+            }
+        },
+        Err(err) => {
+            eprintln!("agent-surface: a contract is defective: {err}");
+            2
+        }
+    };
+    std::process::exit(code);
 }

@@ -1,0 +1,246 @@
+//! The command line of `cargo agent-surface`: subcommands, shared options and
+//! their parsing with clap (unknown flags and bad values are usage errors,
+//! exit 2).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+
+/// What to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// The inventory as a table.
+    Inspect,
+    /// Write the committed artifact.
+    Snapshot,
+    /// Integrity, contributors and drift; fails per `--policy`.
+    Check,
+}
+
+/// How output is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// Words for people; colour only repeats them, and only on a terminal.
+    Human,
+    /// Canonical JSON: the same bytes on every machine.
+    Json,
+    /// Markdown tables (for pull-request comments).
+    Md,
+    /// GitHub Actions workflow commands (annotations), then the human text.
+    Github,
+}
+
+/// How much `inspect` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Verbosity {
+    /// The headline only.
+    Min,
+    /// The headline and the table.
+    Normal,
+    /// Capabilities grouped under their declaration, with descriptions.
+    Detail,
+}
+
+/// Which drift findings fail `check`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailOn {
+    /// Any change.
+    All,
+    /// Widening changes (the default).
+    Widening,
+    /// Narrowing changes.
+    Narrowing,
+    /// Neutral changes.
+    Neutral,
+    /// No drift finding fails (integrity and contributors still do).
+    None,
+}
+
+/// The parsed command line.
+#[derive(Clone, Debug)]
+pub(crate) struct Options {
+    /// The subcommand.
+    pub(crate) mode: Mode,
+    /// `--manifest-path`.
+    pub(crate) manifest_path: Option<PathBuf>,
+    /// `-p/--package`.
+    pub(crate) package: Option<String>,
+    /// `--bin`: read the catalog from this binary (it calls
+    /// `agent_surface::catalog::export_if_requested()`).
+    pub(crate) bin: Option<String>,
+    /// `--features`, passed on to the build.
+    pub(crate) features: Vec<String>,
+    /// `--artifact`.
+    pub(crate) artifact: Option<PathBuf>,
+    /// `--format`.
+    pub(crate) format: Format,
+    /// `--verbosity` (inspect).
+    pub(crate) verbosity: Verbosity,
+    /// `--base` (inspect, check).
+    pub(crate) base: Option<String>,
+    /// `--policy` (check).
+    pub(crate) fail_on: FailOn,
+}
+
+fn shared(command: Command) -> Command {
+    command
+        .arg(
+            Arg::new("manifest-path")
+                .long("manifest-path")
+                .value_name("PATH")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("Path to the package's (or workspace's) Cargo.toml"),
+        )
+        .arg(
+            Arg::new("package")
+                .short('p')
+                .long("package")
+                .value_name("NAME")
+                .help("The package whose surface to read"),
+        )
+        .arg(
+            Arg::new("bin")
+                .long("bin")
+                .value_name("NAME")
+                .help("Read the catalog from this binary (its main calls export_if_requested)"),
+        )
+        .arg(
+            Arg::new("features")
+                .long("features")
+                .short('F')
+                .value_name("FEATURES")
+                .action(ArgAction::Append)
+                .help("Features of the package to enable (comma or space separated)"),
+        )
+        .arg(
+            Arg::new("artifact")
+                .long("artifact")
+                .value_name("PATH")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("The artifact (default: agent-surface.contract.json beside Cargo.toml)"),
+        )
+        .arg(
+            Arg::new("format")
+                .long("format")
+                .value_name("FORMAT")
+                .value_parser(["human", "json", "md", "github"])
+                .default_value("human")
+                .help("Output format"),
+        )
+}
+
+fn command() -> Command {
+    let base = Arg::new("base")
+        .long("base")
+        .value_name("GIT_REF")
+        .help("Compare with the artifact committed at this git ref");
+    Command::new("cargo-agent-surface")
+        .bin_name("cargo agent-surface")
+        .about("Inspect, snapshot and check the agent surface a crate declares")
+        .subcommand_required(true)
+        .subcommand(
+            shared(Command::new("inspect").about("The inventory as a table"))
+                .arg(
+                    Arg::new("verbosity")
+                        .long("verbosity")
+                        .value_name("LEVEL")
+                        .value_parser(["min", "normal", "detail"])
+                        .default_value("normal")
+                        .help("How much to print"),
+                )
+                .arg(base.clone()),
+        )
+        .subcommand(shared(
+            Command::new("snapshot").about("Write the committed artifact from a fresh build"),
+        ))
+        .subcommand(
+            shared(Command::new("check").about(
+                "Fail when the artifact is stale, a contributor is unapproved, or drift \
+                 selected by --policy is found",
+            ))
+            .arg(base)
+            .arg(
+                Arg::new("policy")
+                    .long("policy")
+                    .value_name("WHICH")
+                    .value_parser(["all", "widening", "narrowing", "neutral", "none"])
+                    .default_value("widening")
+                    .help("Which drift findings fail the check"),
+            ),
+        )
+}
+
+fn string(matches: &ArgMatches, id: &str) -> Option<String> {
+    matches.try_get_one::<String>(id).ok().flatten().cloned()
+}
+
+fn path(matches: &ArgMatches, id: &str) -> Option<PathBuf> {
+    matches.try_get_one::<PathBuf>(id).ok().flatten().cloned()
+}
+
+/// Parses the arguments after the program name; cargo's `agent-surface`
+/// (argv\[1\] when run as `cargo agent-surface`) is accepted and skipped.
+pub(crate) fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
+    let mut args = args.into_iter();
+    let program = args.next().unwrap_or_else(|| "cargo-agent-surface".into());
+    let mut rest: Vec<OsString> = args.collect();
+    if rest.first().is_some_and(|first| first == "agent-surface") {
+        rest.remove(0);
+    }
+    let matches = command().try_get_matches_from(std::iter::once(program).chain(rest))?;
+    let (mode, sub) = match matches.subcommand() {
+        Some(("inspect", sub)) => (Mode::Inspect, sub),
+        Some(("snapshot", sub)) => (Mode::Snapshot, sub),
+        Some((_, sub)) => (Mode::Check, sub),
+        None => {
+            return Err(command().error(
+                clap::error::ErrorKind::MissingSubcommand,
+                "a subcommand is required",
+            ));
+        }
+    };
+    let format = match string(sub, "format").as_deref() {
+        Some("json") => Format::Json,
+        Some("md") => Format::Md,
+        Some("github") => Format::Github,
+        _ => Format::Human,
+    };
+    let verbosity = match string(sub, "verbosity").as_deref() {
+        Some("min") => Verbosity::Min,
+        Some("detail") => Verbosity::Detail,
+        _ => Verbosity::Normal,
+    };
+    let fail_on = match string(sub, "policy").as_deref() {
+        Some("all") => FailOn::All,
+        Some("narrowing") => FailOn::Narrowing,
+        Some("neutral") => FailOn::Neutral,
+        Some("none") => FailOn::None,
+        _ => FailOn::Widening,
+    };
+    let features = sub
+        .try_get_many::<String>("features")
+        .ok()
+        .flatten()
+        .into_iter()
+        .flatten()
+        .flat_map(|list| {
+            list.split([',', ' '])
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|feature| !feature.is_empty())
+        .collect();
+    Ok(Options {
+        mode,
+        manifest_path: path(sub, "manifest-path"),
+        package: string(sub, "package"),
+        bin: string(sub, "bin"),
+        features,
+        artifact: path(sub, "artifact"),
+        format,
+        verbosity,
+        base: string(sub, "base"),
+        fail_on,
+    })
+}

@@ -1,0 +1,415 @@
+//! Reading the catalog out of the user's crate with cargo.
+//!
+//! The catalog lives in linked binaries (each `#[agent_component]` and
+//! `#[agent_procedure]` submits its contract at link time), so it is read by
+//! running one:
+//! - a **library** needs nothing: a throw-away probe binary crate under
+//!   `target/agent-surface/agent-surface-probe-<package>-<hash>/` depends on it by path, links it
+//!   (`use <lib> as _;`) and calls
+//!   `agent_surface::catalog::export_if_requested()`; the probe reuses the
+//!   workspace's `Cargo.lock`, profiles, patches and target directory;
+//! - a **binary** (`--bin`, or a package without a library) is built and run
+//!   once with `AGENT_SURFACE_CATALOG_EXPORT` set; its `main` starts with the
+//!   one documented line `agent_surface::catalog::export_if_requested();`.
+//!
+//! Every failure here (cargo metadata, the build, the run) is a [`Fatal`]:
+//! exit status 2 with cargo's own output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::Fatal;
+use crate::args::Options;
+
+/// The package whose surface is read, as cargo metadata describes it.
+#[derive(Clone, Debug)]
+pub(crate) struct Package {
+    /// The package name.
+    pub(crate) name: String,
+    /// The directory holding its Cargo.toml.
+    pub(crate) dir: PathBuf,
+    /// Its Cargo.toml.
+    pub(crate) manifest: PathBuf,
+    /// Crate names of its own targets (never need approval).
+    pub(crate) own_crates: Vec<String>,
+    /// `[package.metadata.agent-surface]`, or null.
+    pub(crate) settings: Value,
+    /// The workspace root.
+    pub(crate) workspace_root: PathBuf,
+    /// The target directory.
+    pub(crate) target_dir: PathBuf,
+    /// The library target's crate name, if any.
+    lib: Option<String>,
+    /// Binary target names.
+    bins: Vec<String>,
+    /// The dependency line of `agent-surface` as the package resolves it.
+    runtime: Option<toml::Table>,
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn array_of<'a>(value: &'a Value, key: &str) -> &'a [Value] {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The Cargo.toml the command is about: `--manifest-path`, else the nearest
+/// one at or above the current directory.
+fn manifest_of(options: &Options) -> Result<PathBuf, Fatal> {
+    if let Some(path) = &options.manifest_path {
+        if !path.is_file() {
+            return Err(Fatal(format!("no manifest at {}", path.display())));
+        }
+        return Ok(canonical(path));
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|err| Fatal(format!("cannot read the current directory: {err}")))?;
+    cwd.ancestors()
+        .map(|dir| dir.join("Cargo.toml"))
+        .find(|candidate| candidate.is_file())
+        .map(|found| canonical(&found))
+        .ok_or_else(|| Fatal("no Cargo.toml here or above; pass --manifest-path".to_owned()))
+}
+
+/// The dependency spec reproducing how `package` resolves `agent-surface`.
+fn runtime_dependency(metadata: &Value, package_id: &str) -> Option<toml::Table> {
+    let nodes = metadata.get("resolve").map(|r| array_of(r, "nodes"))?;
+    let node = nodes.iter().find(|node| str_of(node, "id") == package_id)?;
+    let packages = array_of(metadata, "packages");
+    let runtime = array_of(node, "deps").iter().find_map(|dep| {
+        let pkg = str_of(dep, "pkg");
+        packages
+            .iter()
+            .find(|p| str_of(p, "id") == pkg && str_of(p, "name") == "agent-surface")
+    })?;
+    let mut spec = toml::Table::new();
+    spec.insert("package".into(), "agent-surface".into());
+    let source = str_of(runtime, "source");
+    if source.is_empty() {
+        let dir = Path::new(str_of(runtime, "manifest_path")).parent()?;
+        spec.insert("path".into(), dir.to_string_lossy().into_owned().into());
+    } else if let Some(git) = source.strip_prefix("git+") {
+        let (url, rev) = git.split_once('#').unwrap_or((git, ""));
+        let url = url.split('?').next().unwrap_or(url);
+        spec.insert("git".into(), url.into());
+        if !rev.is_empty() {
+            spec.insert("rev".into(), rev.into());
+        }
+    } else {
+        let version = format!("={}", str_of(runtime, "version"));
+        spec.insert("version".into(), version.into());
+    }
+    Some(spec)
+}
+
+/// Finds the package with cargo metadata.
+pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
+    let manifest = manifest_of(options)?;
+    let output = cargo()
+        .args(["metadata", "--format-version", "1", "--manifest-path"])
+        .arg(&manifest)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|err| Fatal(format!("cannot run cargo: {err}")))?;
+    if !output.status.success() {
+        return Err(Fatal(format!(
+            "cargo metadata failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    let metadata: Value = serde_json::from_slice(&output.stdout)
+        .map_err(|err| Fatal(format!("cargo metadata printed no JSON: {err}")))?;
+    let members: Vec<&str> = array_of(&metadata, "workspace_members")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let candidates: Vec<&Value> = array_of(&metadata, "packages")
+        .iter()
+        .filter(|p| members.contains(&str_of(p, "id")))
+        .collect();
+    let chosen = match &options.package {
+        Some(name) => candidates.iter().find(|p| str_of(p, "name") == name),
+        None => candidates
+            .iter()
+            .find(|p| canonical(Path::new(str_of(p, "manifest_path"))) == manifest)
+            .or(if candidates.len() == 1 {
+                candidates.first()
+            } else {
+                None
+            }),
+    };
+    let Some(package) = chosen else {
+        let names: Vec<&str> = candidates.iter().map(|p| str_of(p, "name")).collect();
+        return Err(Fatal(format!(
+            "choose a package with -p (workspace members: {})",
+            names.join(", ")
+        )));
+    };
+    let manifest = PathBuf::from(str_of(package, "manifest_path"));
+    let mut lib = None;
+    let mut bins = Vec::new();
+    for target in array_of(package, "targets") {
+        let kinds: Vec<&str> = array_of(target, "kind")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let name = str_of(target, "name").to_owned();
+        if kinds.contains(&"bin") {
+            bins.push(name);
+        } else if kinds
+            .iter()
+            .any(|kind| matches!(*kind, "lib" | "rlib" | "dylib"))
+        {
+            lib = Some(name.replace('-', "_"));
+        }
+    }
+    let mut own_crates: Vec<String> = bins.iter().map(|b| b.replace('-', "_")).collect();
+    own_crates.extend(lib.clone());
+    Ok(Package {
+        name: str_of(package, "name").to_owned(),
+        dir: manifest.parent().map(Path::to_path_buf).unwrap_or_default(),
+        manifest,
+        own_crates,
+        settings: package
+            .get("metadata")
+            .and_then(|m| m.get("agent-surface"))
+            .cloned()
+            .unwrap_or(Value::Null),
+        workspace_root: PathBuf::from(str_of(&metadata, "workspace_root")),
+        target_dir: PathBuf::from(str_of(&metadata, "target_directory")),
+        lib,
+        bins,
+        runtime: runtime_dependency(&metadata, str_of(package, "id")),
+    })
+}
+
+/// The workspace root manifest's `[profile.*]` tables, so the probe builds
+/// with the same settings (and reuses what the workspace already compiled),
+/// and its `[patch.*]` tables with relative paths made absolute, so the
+/// probe resolves the same crates.
+fn root_tables(workspace_root: &Path) -> Vec<(String, toml::Value)> {
+    let Some(table) = std::fs::read_to_string(workspace_root.join("Cargo.toml"))
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(profiles) = table.get("profile") {
+        out.push(("profile".to_owned(), profiles.clone()));
+    }
+    if let Some(toml::Value::Table(patches)) = table.get("patch") {
+        let mut patches = patches.clone();
+        for (_, source) in patches.iter_mut() {
+            let Some(source) = source.as_table_mut() else {
+                continue;
+            };
+            for (_, dependency) in source.iter_mut() {
+                let relative = dependency
+                    .get("path")
+                    .and_then(toml::Value::as_str)
+                    .filter(|path| Path::new(path).is_relative())
+                    .map(|path| workspace_root.join(path).to_string_lossy().into_owned());
+                if let (Some(absolute), Some(table)) = (relative, dependency.as_table_mut()) {
+                    table.insert("path".into(), absolute.into());
+                }
+            }
+        }
+        out.push(("patch".to_owned(), patches.into()));
+    }
+    out
+}
+
+/// The probe's name: unique per package directory, so probes of several
+/// packages can share a target directory, even concurrently.
+fn probe_name(package: &Package) -> String {
+    let dir = package.dir.to_string_lossy();
+    let hash = agent_surface::canonical::Fnv1a64::hash(dir.as_bytes());
+    format!("agent-surface-probe-{}-{hash:016x}", package.name)
+}
+
+fn probe_manifest(package: &Package, options: &Options, runtime: &toml::Table) -> String {
+    let name = probe_name(package);
+    let mut manifest = toml::Table::new();
+    let mut meta = toml::Table::new();
+    meta.insert("name".into(), name.clone().into());
+    meta.insert("version".into(), "0.0.0".into());
+    meta.insert("edition".into(), "2021".into());
+    meta.insert("publish".into(), false.into());
+    manifest.insert("package".into(), meta.into());
+    let mut bin = toml::Table::new();
+    bin.insert("name".into(), name.into());
+    bin.insert("path".into(), "main.rs".into());
+    manifest.insert("bin".into(), toml::Value::Array(vec![bin.into()]));
+    let mut probed = toml::Table::new();
+    probed.insert("package".into(), package.name.clone().into());
+    probed.insert(
+        "path".into(),
+        package.dir.to_string_lossy().into_owned().into(),
+    );
+    if !options.features.is_empty() {
+        let features: Vec<toml::Value> =
+            options.features.iter().map(|f| f.clone().into()).collect();
+        probed.insert("features".into(), features.into());
+    }
+    let mut dependencies = toml::Table::new();
+    dependencies.insert("probed".into(), probed.into());
+    dependencies.insert("agent_surface".into(), runtime.clone().into());
+    manifest.insert("dependencies".into(), dependencies.into());
+    manifest.insert("workspace".into(), toml::Table::new().into());
+    manifest.extend(root_tables(&package.workspace_root));
+    toml::to_string(&manifest).unwrap_or_default()
+}
+
+const PROBE_MAIN: &str = "//! Generated by `cargo agent-surface`: links the library and writes its catalog.\n\
+use probed as _;\n\n\
+fn main() {\n    agent_surface::catalog::export_if_requested();\n    \
+eprintln!(\"run by cargo agent-surface only\");\n    std::process::exit(2);\n}\n";
+
+fn write(path: &Path, contents: &[u8]) -> Result<(), Fatal> {
+    std::fs::write(path, contents)
+        .map_err(|err| Fatal(format!("cannot write {}: {err}", path.display())))
+}
+
+/// Builds with cargo; returns the path of the executable named `name`.
+fn build(mut command: Command, name: &str, target_dir: &Path) -> Result<PathBuf, Fatal> {
+    command
+        .args(["--message-format", "json-render-diagnostics"])
+        .env("CARGO_TARGET_DIR", target_dir)
+        .stdin(Stdio::null());
+    let output = command
+        .output()
+        .map_err(|err| Fatal(format!("cannot run cargo: {err}")))?;
+    if !output.status.success() {
+        return Err(Fatal(format!(
+            "the build failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout
+        .lines()
+        .rev()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| str_of(message, "reason") == "compiler-artifact")
+        .filter(|message| {
+            message
+                .get("target")
+                .is_some_and(|t| str_of(t, "name") == name)
+        })
+        .find_map(|message| message.get("executable")?.as_str().map(PathBuf::from))
+        .ok_or_else(|| Fatal(format!("cargo built no executable `{name}`")))
+}
+
+/// Runs `executable` with the export variable; returns the catalog JSON.
+fn run(executable: &Path, out: &Path, cwd: &Path, bin_mode: bool) -> Result<Value, Fatal> {
+    let _ = std::fs::remove_file(out);
+    let output = Command::new(executable)
+        .env(agent_surface::catalog::EXPORT_ENV, out)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|err| Fatal(format!("cannot run {}: {err}", executable.display())))?;
+    let text = match std::fs::read_to_string(out) {
+        Ok(text) if output.status.success() => text,
+        _ if !output.status.success() => {
+            return Err(Fatal(format!(
+                "reading the catalog failed ({}):\n{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            )));
+        }
+        _ => {
+            let hint = if bin_mode {
+                "add `agent_surface::catalog::export_if_requested();` as the first line of `main`"
+            } else {
+                "the probe wrote no catalog"
+            };
+            return Err(Fatal(format!(
+                "{} exited without writing its catalog: {hint}",
+                executable.display()
+            )));
+        }
+    };
+    serde_json::from_str(&text).map_err(|err| Fatal(format!("the catalog is not JSON: {err}")))
+}
+
+/// Builds what holds the package's catalog, runs it, and returns the
+/// catalog JSON (`Catalog::to_json`).
+pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fatal> {
+    let work = package
+        .target_dir
+        .join("agent-surface")
+        .join(probe_name(package));
+    std::fs::create_dir_all(&work)
+        .map_err(|err| Fatal(format!("cannot create {}: {err}", work.display())))?;
+    let out = work.join("catalog.json");
+    let bin = match (&options.bin, &package.lib, package.bins.as_slice()) {
+        (Some(bin), _, _) => Some(bin.clone()),
+        (None, None, [only]) => Some(only.clone()),
+        (None, None, []) => {
+            return Err(Fatal(format!(
+                "package {} has neither a library nor a binary",
+                package.name
+            )));
+        }
+        (None, None, _) => {
+            return Err(Fatal(format!(
+                "package {} has several binaries; choose one with --bin",
+                package.name
+            )));
+        }
+        (None, Some(_), _) => None,
+    };
+    eprintln!(
+        "agent-surface: building {} to read its catalog",
+        package.name
+    );
+    if let Some(bin) = bin {
+        let mut command = cargo();
+        command
+            .args(["build", "--manifest-path"])
+            .arg(&package.manifest)
+            .args(["-p", &package.name, "--bin", &bin]);
+        if !options.features.is_empty() {
+            command.args(["--features", &options.features.join(",")]);
+        }
+        let executable = build(command, &bin, &package.target_dir)?;
+        return run(&executable, &out, &package.dir, true);
+    }
+    let Some(runtime) = &package.runtime else {
+        return Err(Fatal(format!(
+            "package {} does not depend on agent-surface",
+            package.name
+        )));
+    };
+    write(
+        &work.join("Cargo.toml"),
+        probe_manifest(package, options, runtime).as_bytes(),
+    )?;
+    write(&work.join("main.rs"), PROBE_MAIN.as_bytes())?;
+    if let Ok(lock) = std::fs::read(package.workspace_root.join("Cargo.lock")) {
+        write(&work.join("Cargo.lock"), &lock)?;
+    }
+    let mut command = cargo();
+    command
+        .args(["build", "--manifest-path"])
+        .arg(work.join("Cargo.toml"))
+        .current_dir(&work);
+    let executable = build(command, &probe_name(package), &package.target_dir)?;
+    run(&executable, &out, &package.dir, false)
+}

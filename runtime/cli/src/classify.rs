@@ -1,0 +1,316 @@
+//! Drift between two artifacts, classified on their structured content
+//! (never on a text diff):
+//! - **widening**: a new declaration or capability, a removed policy, a
+//!   reduced confirmation, a lower effect;
+//! - **narrowing**: a removed declaration or capability, an added policy, a
+//!   stronger confirmation or effect;
+//! - **neutral**: everything else — descriptions, schemas, meta, moves
+//!   (`rustType`), other fields.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::args::FailOn;
+use crate::artifact;
+use crate::surface::{self, Row};
+
+/// The class of a change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Class {
+    /// The agent can reach more, or with fewer gates.
+    Widening,
+    /// The agent can reach less, or with more gates.
+    Narrowing,
+    /// Neither: wording, schemas, metadata, moves.
+    Neutral,
+}
+
+impl Class {
+    /// The class as a word.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Class::Widening => "widening",
+            Class::Narrowing => "narrowing",
+            Class::Neutral => "neutral",
+        }
+    }
+
+    /// Whether `--policy` selects this class to fail.
+    pub(crate) fn fails(self, fail_on: FailOn) -> bool {
+        match fail_on {
+            FailOn::All => true,
+            FailOn::Widening => self == Class::Widening,
+            FailOn::Narrowing => self == Class::Narrowing,
+            FailOn::Neutral => self == Class::Neutral,
+            FailOn::None => false,
+        }
+    }
+}
+
+/// One classified change.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Finding {
+    /// Its class.
+    pub(crate) class: Class,
+    /// What changed: a capability id or a declaration key.
+    pub(crate) subject: String,
+    /// How, in words.
+    pub(crate) change: String,
+}
+
+impl Finding {
+    fn new(class: Class, subject: &str, change: String) -> Finding {
+        Finding {
+            class,
+            subject: subject.to_owned(),
+            change,
+        }
+    }
+
+    /// The finding as JSON.
+    pub(crate) fn to_json(&self, fail_on: Option<FailOn>) -> Value {
+        let mut value = json!({
+            "class": self.class.word(),
+            "subject": self.subject,
+            "change": self.change,
+        });
+        if let (Some(fail_on), Some(object)) = (fail_on, value.as_object_mut()) {
+            object.insert("fails".into(), self.class.fails(fail_on).into());
+        }
+        value
+    }
+}
+
+/// Keys compared structurally or derived from others: never a neutral row.
+const STRUCTURED: [&str; 8] = [
+    "effect",
+    "confirmation",
+    "policies",
+    "observations",
+    "actions",
+    "capabilityHash",
+    "declarationHash",
+    "crate",
+];
+
+fn neutral_fields(subject: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+    let empty = serde_json::Map::new();
+    let before = before.as_object().unwrap_or(&empty);
+    let after = after.as_object().unwrap_or(&empty);
+    let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    for key in keys {
+        if STRUCTURED.contains(&key.as_str()) || before.get(key) == after.get(key) {
+            continue;
+        }
+        let change = match (key.as_str(), before.get(key), after.get(key)) {
+            ("rustType", Some(from), Some(to)) => format!(
+                "moved from {} to {}",
+                from.as_str().unwrap_or_default(),
+                to.as_str().unwrap_or_default()
+            ),
+            (_, None, Some(_)) => format!("{key} added"),
+            (_, Some(_), None) => format!("{key} removed"),
+            _ => format!("{key} changed"),
+        };
+        out.push(Finding::new(Class::Neutral, subject, change));
+    }
+}
+
+fn policy_changes(subject: &str, before: &[String], after: &[String], out: &mut Vec<Finding>) {
+    for removed in before.iter().filter(|p| !after.contains(p)) {
+        let change = format!("policy {removed} removed");
+        out.push(Finding::new(Class::Widening, subject, change));
+    }
+    for added in after.iter().filter(|p| !before.contains(p)) {
+        let change = format!("policy {added} added");
+        out.push(Finding::new(Class::Narrowing, subject, change));
+    }
+}
+
+/// Compares two ordered values; lower after is widening.
+fn ranked(
+    subject: &str,
+    what: &str,
+    (before, after): (&str, &str),
+    rank: fn(&str) -> Option<usize>,
+    out: &mut Vec<Finding>,
+) {
+    if before == after {
+        return;
+    }
+    let class = match (rank(before), rank(after)) {
+        (Some(b), Some(a)) if a > b => Class::Narrowing,
+        _ => Class::Widening,
+    };
+    let verb = if class == Class::Widening {
+        "lowered"
+    } else {
+        "raised"
+    };
+    let change = format!("{what} {verb}: {before} → {after}");
+    out.push(Finding::new(class, subject, change));
+}
+
+fn capability_changes(before: &Row<'_>, after: &Row<'_>, out: &mut Vec<Finding>) {
+    let start = out.len();
+    let subject = after.id.as_str();
+    ranked(
+        subject,
+        "effect",
+        (&before.effect, &after.effect),
+        surface::effect_rank,
+        out,
+    );
+    ranked(
+        subject,
+        "confirmation",
+        (&before.confirmation, &after.confirmation),
+        surface::confirmation_rank,
+        out,
+    );
+    policy_changes(subject, &before.own_policies, &after.own_policies, out);
+    neutral_fields(subject, before.value, after.value, out);
+    let hash = |row: &Row<'_>| {
+        surface::text(row.value, "capabilityHash").to_owned()
+            + surface::text(row.value, "declarationHash")
+    };
+    if out.len() == start && hash(before) != hash(after) {
+        let change = "contract changed outside the catalog view (e.g. concurrency)".to_owned();
+        out.push(Finding::new(Class::Neutral, subject, change));
+    }
+}
+
+fn declaration_changes(key: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+    let before_rows = surface::rows_of(key, before);
+    let after_rows = surface::rows_of(key, after);
+    if after.get("procedureId").is_none() {
+        let (b, a) = (surface::policies(before), surface::policies(after));
+        policy_changes(key, &b, &a, out);
+        neutral_fields(key, before, after, out);
+    }
+    for row in &after_rows {
+        match before_rows
+            .iter()
+            .find(|b| b.id == row.id && b.kind == row.kind)
+        {
+            Some(old) => capability_changes(old, row, out),
+            None => {
+                let change = format!("new {} ({}, {})", row.kind, row.effect, row.confirmation);
+                out.push(Finding::new(Class::Widening, &row.id, change));
+            }
+        }
+    }
+    for row in &before_rows {
+        if !after_rows
+            .iter()
+            .any(|a| a.id == row.id && a.kind == row.kind)
+        {
+            let change = format!("{} removed", row.kind);
+            out.push(Finding::new(Class::Narrowing, &row.id, change));
+        }
+    }
+}
+
+/// Every change from `before` to `after`, widening first, then narrowing,
+/// then neutral, each sorted by subject.
+pub(crate) fn diff(before: &Value, after: &Value) -> Vec<Finding> {
+    let old = artifact::keyed(before);
+    let new = artifact::keyed(after);
+    let mut out = Vec::new();
+    for (key, declaration) in &new {
+        match old.iter().find(|(k, _)| k == key) {
+            Some((_, previous)) => declaration_changes(key, previous, declaration, &mut out),
+            None => {
+                out.push(Finding::new(Class::Widening, key, "new declaration".into()));
+                for row in surface::rows_of(key, declaration) {
+                    let change = format!("new {} ({}, {})", row.kind, row.effect, row.confirmation);
+                    out.push(Finding::new(Class::Widening, &row.id, change));
+                }
+            }
+        }
+    }
+    for (key, declaration) in &old {
+        if !new.iter().any(|(k, _)| k == key) {
+            out.push(Finding::new(
+                Class::Narrowing,
+                key,
+                "declaration removed".into(),
+            ));
+            for row in surface::rows_of(key, declaration) {
+                let change = format!("{} removed", row.kind);
+                out.push(Finding::new(Class::Narrowing, &row.id, change));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::indexing_slicing, clippy::unwrap_used)] // test code
+
+    use super::*;
+
+    fn artifact(effect: &str, confirmation: &str, policies: &[&str]) -> Value {
+        json!({
+            "format": artifact::FORMAT,
+            "components": [],
+            "procedures": [{
+                "procedureId": "domain:fleet.wipe",
+                "description": "Wipe devices.",
+                "effect": effect,
+                "confirmation": confirmation,
+                "policies": policies,
+                "rustType": "fleet::Wipe",
+            }],
+        })
+    }
+
+    fn classes(before: &Value, after: &Value) -> Vec<(Class, String)> {
+        diff(before, after)
+            .into_iter()
+            .map(|f| (f.class, f.change))
+            .collect()
+    }
+
+    #[test]
+    fn effect_confirmation_and_policy_changes_are_classified_structurally() {
+        let base = artifact("destructive", "required", &["audited"]);
+        let lower = artifact("server-mutation", "required", &["audited"]);
+        assert_eq!(
+            classes(&base, &lower),
+            [(
+                Class::Widening,
+                "effect lowered: destructive → server-mutation".to_owned()
+            )]
+        );
+        assert_eq!(classes(&lower, &base)[0].0, Class::Narrowing);
+        let unconfirmed = artifact("destructive", "optional", &[]);
+        let found = classes(&base, &unconfirmed);
+        assert!(found.contains(&(
+            Class::Widening,
+            "confirmation lowered: required → optional".to_owned()
+        )));
+        assert!(found.contains(&(Class::Widening, "policy audited removed".to_owned())));
+        assert!(classes(&base, &base).is_empty());
+    }
+
+    #[test]
+    fn a_move_is_neutral_and_unknown_values_count_as_widening() {
+        let base = artifact("destructive", "required", &[]);
+        let mut moved = base.clone();
+        moved["procedures"][0]["rustType"] = json!("fleet::ops::Wipe");
+        assert_eq!(
+            classes(&base, &moved),
+            [(
+                Class::Neutral,
+                "moved from fleet::Wipe to fleet::ops::Wipe".to_owned()
+            )]
+        );
+        let odd = artifact("teleport", "required", &[]);
+        assert_eq!(classes(&base, &odd)[0].0, Class::Widening);
+    }
+}

@@ -1,0 +1,67 @@
+//! The artifact as committed at a git ref (`--base`), read with the `git`
+//! command line. A ref that does not resolve, or no git repository, is a
+//! [`Fatal`] failure; an artifact absent at the ref is `None`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::Fatal;
+
+fn git(dir: &Path, args: &[&str]) -> Result<Output, Fatal> {
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|err| Fatal(format!("cannot run git: {err}")))
+}
+
+/// `path` with its directory resolved (the file itself may not exist).
+fn resolved(path: &Path) -> PathBuf {
+    if let Ok(path) = std::fs::canonicalize(path) {
+        return path;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|dir| dir.join(name))
+            .unwrap_or_else(|_| path.to_path_buf()),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// The text of `artifact` at `reference`; `None` when it did not exist
+/// there.
+pub(crate) fn show(artifact: &Path, reference: &str) -> Result<Option<String>, Fatal> {
+    let artifact = resolved(artifact);
+    let dir = artifact.parent().unwrap_or(Path::new("."));
+    let top = git(dir, &["rev-parse", "--show-toplevel"])?;
+    if !top.status.success() {
+        return Err(Fatal(format!(
+            "--base needs a git repository: {}",
+            String::from_utf8_lossy(&top.stderr).trim()
+        )));
+    }
+    let top = resolved(Path::new(String::from_utf8_lossy(&top.stdout).trim()));
+    let relative = artifact
+        .strip_prefix(&top)
+        .map_err(|_| Fatal(format!("{} is outside the repository", artifact.display())))?;
+    let relative = relative.to_string_lossy().replace('\\', "/");
+    let commit = format!("{reference}^{{commit}}");
+    let verify = git(dir, &["rev-parse", "--verify", "--quiet", &commit])?;
+    if !verify.status.success() {
+        return Err(Fatal(format!("git ref `{reference}` does not resolve")));
+    }
+    let object = format!("{reference}:{relative}");
+    if !git(dir, &["cat-file", "-e", &object])?.status.success() {
+        return Ok(None);
+    }
+    let output = git(dir, &["show", &object])?;
+    if !output.status.success() {
+        return Err(Fatal(format!(
+            "git show {object} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(Some(String::from_utf8_lossy(&output.stdout).into_owned()))
+}

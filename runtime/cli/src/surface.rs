@@ -1,0 +1,147 @@
+//! The surface as rows: every capability of an artifact with its kind,
+//! effect, reach, confirmation and effective policies, and the orders that
+//! make effects and confirmations comparable.
+
+use serde_json::Value;
+
+use crate::artifact;
+
+/// The effects, weakest first.
+const EFFECTS: [&str; 7] = [
+    "read",
+    "local-state",
+    "navigation",
+    "server-query",
+    "server-mutation",
+    "external-side-effect",
+    "destructive",
+];
+
+/// The confirmation postures, weakest first.
+const CONFIRMATIONS: [&str; 3] = ["never", "optional", "required"];
+
+/// The rank of an effect (`None` when unknown).
+pub(crate) fn effect_rank(effect: &str) -> Option<usize> {
+    EFFECTS.iter().position(|e| *e == effect)
+}
+
+/// The rank of a confirmation posture (`None` when unknown).
+pub(crate) fn confirmation_rank(confirmation: &str) -> Option<usize> {
+    CONFIRMATIONS.iter().position(|c| *c == confirmation)
+}
+
+/// How far an effect reaches, as a word: read and local state are `low`;
+/// navigation and server queries `medium`; server mutations, external side
+/// effects and destructive effects `high`.
+pub(crate) fn reach(effect: &str) -> &'static str {
+    match effect {
+        "read" | "local-state" => "low",
+        "navigation" | "server-query" => "medium",
+        _ => "high",
+    }
+}
+
+/// One capability as a row.
+#[derive(Clone, Debug)]
+pub(crate) struct Row<'a> {
+    /// The declaration key (`component <type>`, `procedure <id>`).
+    pub(crate) declaration: String,
+    /// The capability id.
+    pub(crate) id: String,
+    /// `observation`, `action` or `procedure`.
+    pub(crate) kind: &'static str,
+    /// The declared effect (`read` for observations).
+    pub(crate) effect: String,
+    /// The confirmation posture (`never` for observations).
+    pub(crate) confirmation: String,
+    /// The component's policies, then the capability's own.
+    pub(crate) policies: Vec<String>,
+    /// The capability's own policies.
+    pub(crate) own_policies: Vec<String>,
+    /// The description.
+    pub(crate) description: String,
+    /// The serialized capability.
+    pub(crate) value: &'a Value,
+}
+
+impl Row<'_> {
+    /// Whether calling it is gated: a confirmation is asked or a policy
+    /// decides.
+    pub(crate) fn gated(&self) -> bool {
+        self.confirmation != "never" || !self.policies.is_empty()
+    }
+}
+
+/// A string field.
+pub(crate) fn text<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// A list of policy names.
+pub(crate) fn policies(value: &Value) -> Vec<String> {
+    value
+        .get("policies")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The capabilities of one declaration, in authoring order (observations,
+/// then actions; a procedure is its own single capability).
+pub(crate) fn rows_of<'a>(key: &str, declaration: &'a Value) -> Vec<Row<'a>> {
+    if declaration.get("procedureId").is_some() {
+        let own = policies(declaration);
+        return vec![Row {
+            declaration: key.to_owned(),
+            id: text(declaration, "procedureId").to_owned(),
+            kind: "procedure",
+            effect: text(declaration, "effect").to_owned(),
+            confirmation: text(declaration, "confirmation").to_owned(),
+            policies: own.clone(),
+            own_policies: own,
+            description: text(declaration, "description").to_owned(),
+            value: declaration,
+        }];
+    }
+    let component_policies = policies(declaration);
+    let mut rows = Vec::new();
+    for (list, kind) in [("observations", "observation"), ("actions", "action")] {
+        let items = declaration.get(list).and_then(Value::as_array);
+        for item in items.into_iter().flatten() {
+            let own = policies(item);
+            let effect = match text(item, "effect") {
+                "" => "read",
+                effect => effect,
+            };
+            let confirmation = match text(item, "confirmation") {
+                "" => "never",
+                confirmation => confirmation,
+            };
+            rows.push(Row {
+                declaration: key.to_owned(),
+                id: text(item, "capabilityId").to_owned(),
+                kind,
+                effect: effect.to_owned(),
+                confirmation: confirmation.to_owned(),
+                policies: component_policies.iter().chain(&own).cloned().collect(),
+                own_policies: own,
+                description: text(item, "description").to_owned(),
+                value: item,
+            });
+        }
+    }
+    rows
+}
+
+/// Every capability of an artifact, declaration by declaration.
+pub(crate) fn rows(artifact: &Value) -> Vec<Row<'_>> {
+    artifact::keyed(artifact)
+        .into_iter()
+        .flat_map(|(key, declaration)| rows_of(&key, declaration))
+        .collect()
+}

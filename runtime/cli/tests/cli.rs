@@ -1,0 +1,421 @@
+//! `cargo agent-surface` run on fixture crates generated under the
+//! workspace's `target/agent-surface-fixtures/`, each a path dependent of
+//! this workspace's runtime; every fixture build shares one target
+//! directory, so the runtime compiles once.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn fixtures() -> PathBuf {
+    workspace().join("target/agent-surface-fixtures")
+}
+
+const COMPONENT: &str = r#"use agent_surface::policy::has_permission;
+use agent_surface::prelude::*;
+
+/// Devices of the fleet.
+#[agent_component(type = "fixture.table")]
+impl Table {
+    /// Visible rows.
+    #[observation]
+    fn rows(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Clear the selection.
+    #[action(effect = "local-state", confirmation = "required")]
+    fn clear(&self) -> Result<(), ActionError> {
+        Ok(())
+    }
+    //EXTRA
+}
+
+/// The table.
+pub struct Table;
+
+#[allow(dead_code)]
+fn policy_in_scope() {
+    let _ = has_permission("x");
+}
+"#;
+
+/// A fixture crate at `dir` named `name`, with `lib` as src/lib.rs and
+/// `extra` appended to its Cargo.toml.
+fn fixture(dir: &Path, name: &str, lib: &str, extra: &str) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let runtime = workspace().join("runtime");
+    let manifest = format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
+         [dependencies]\nagent-surface = {{ path = {:?} }}\n{extra}\n[workspace]\n",
+        runtime.to_string_lossy()
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
+    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-agent-surface"))
+        .arg("agent-surface")
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", fixtures().join("target"))
+        .env("NO_COLOR", "1")
+        .env_remove("CARGO_BUILD_TARGET_DIR")
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        stdout(output),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "git {args:?}: {status:?}");
+}
+
+/// A committed fixture: snapshot taken, the repository at one commit.
+fn committed(name: &str) -> PathBuf {
+    let dir = fixtures().join(name);
+    fixture(&dir, name, COMPONENT, "");
+    let snapshot = run(&dir, &["snapshot"]);
+    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "."]);
+    git(&dir, &["commit", "-q", "-m", "base"]);
+    dir
+}
+
+fn edit(dir: &Path, from: &str, to: &str) {
+    let path = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{from}");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+}
+
+/// Re-snapshots, then checks against the base commit: (exit, findings).
+fn drift(dir: &Path, policy: &str) -> (Option<i32>, Vec<Value>, Output) {
+    let snapshot = run(dir, &["snapshot"]);
+    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+    let output = run(
+        dir,
+        &[
+            "check", "--base", "main", "--policy", policy, "--format", "json",
+        ],
+    );
+    let report: Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{}", describe(&output)));
+    assert_eq!(report["integrity"]["status"], "ok", "{report}");
+    let findings = report["drift"]["findings"].as_array().cloned().unwrap();
+    (output.status.code(), findings, output)
+}
+
+fn has(findings: &[Value], class: &str, subject: &str, change: &str) -> bool {
+    findings.iter().any(|f| {
+        f["class"] == class
+            && f["subject"] == subject
+            && f["change"].as_str().unwrap().contains(change)
+    })
+}
+
+#[test]
+fn a_new_action_is_widening_and_fails_the_check() {
+    let dir = committed("new_action");
+    let clean = run(&dir, &["check", "--base", "main"]);
+    assert_eq!(clean.status.code(), Some(0), "{}", describe(&clean));
+    edit(
+        &dir,
+        "//EXTRA",
+        "/// Reload the rows.\n    #[action(effect = \"navigation\")]\n    fn reload(&self) {}",
+    );
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        has(
+            &findings,
+            "widening",
+            "view:fixture.table.reload",
+            "new action"
+        ),
+        "{findings:?}"
+    );
+    // Human output names the class in words, and every row is printed.
+    let human = run(&dir, &["check", "--base", "main"]);
+    assert_eq!(human.status.code(), Some(1));
+    let text = stdout(&human);
+    assert!(text.contains("FAIL") && text.contains("widening"), "{text}");
+    assert!(!text.contains('\x1b'), "{text}");
+    // --policy none fails on nothing from drift.
+    let none = run(&dir, &["check", "--base", "main", "--policy", "none"]);
+    assert_eq!(none.status.code(), Some(0), "{}", describe(&none));
+}
+
+#[test]
+fn lowered_confirmation_is_widening_and_a_description_edit_is_neutral() {
+    let dir = committed("confirmation");
+    edit(
+        &dir,
+        "confirmation = \"required\"",
+        "confirmation = \"never\"",
+    );
+    edit(&dir, "/// Visible rows.", "/// The rows on screen.");
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        has(
+            &findings,
+            "widening",
+            "view:fixture.table.clear",
+            "confirmation lowered: required → never"
+        ),
+        "{findings:?}"
+    );
+    assert!(
+        has(
+            &findings,
+            "neutral",
+            "view:fixture.table.rows",
+            "description changed"
+        ),
+        "{findings:?}"
+    );
+    assert_eq!(findings.len(), 2, "{findings:?}");
+}
+
+#[test]
+fn an_added_policy_is_narrowing_and_a_description_only_edit_passes() {
+    let dir = committed("policy");
+    edit(
+        &dir,
+        "/// Devices of the fleet.",
+        "/// Every device of the fleet.",
+    );
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(0), "{}", describe(&output));
+    assert!(
+        has(
+            &findings,
+            "neutral",
+            "component fixture.table",
+            "description changed"
+        ),
+        "{findings:?}"
+    );
+    let (code, _, _) = drift(&dir, "neutral");
+    assert_eq!(code, Some(1));
+    edit(
+        &dir,
+        "#[action(effect = \"local-state\", confirmation = \"required\")]",
+        "#[action(effect = \"local-state\", confirmation = \"required\", policies = [has_permission(\"fleet:write\")])]",
+    );
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(0), "{}", describe(&output));
+    assert!(
+        has(&findings, "narrowing", "view:fixture.table.clear", "added"),
+        "{findings:?}"
+    );
+    let (code, _, _) = drift(&dir, "narrowing");
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn a_surface_change_without_a_refreshed_artifact_fails_integrity() {
+    let dir = committed("stale");
+    let clean = run(&dir, &["check"]);
+    assert_eq!(clean.status.code(), Some(0), "{}", describe(&clean));
+    edit(
+        &dir,
+        "confirmation = \"required\"",
+        "confirmation = \"optional\"",
+    );
+    let stale = run(&dir, &["check", "--format", "json"]);
+    assert_eq!(stale.status.code(), Some(1), "{}", describe(&stale));
+    let report: Value = serde_json::from_slice(&stale.stdout).unwrap();
+    assert_eq!(report["integrity"]["status"], "stale");
+    let findings = report["integrity"]["findings"].as_array().unwrap();
+    assert!(
+        has(
+            findings,
+            "widening",
+            "view:fixture.table.clear",
+            "confirmation lowered"
+        ),
+        "{report}"
+    );
+    // A malformed artifact is a contract failure, exit 2, with a message.
+    std::fs::write(dir.join("agent-surface.contract.json"), "{ not json").unwrap();
+    let malformed = run(&dir, &["check"]);
+    assert_eq!(malformed.status.code(), Some(2), "{}", describe(&malformed));
+    assert!(String::from_utf8_lossy(&malformed.stderr).contains("not valid JSON"));
+    // An unknown git ref is exit 2 as well.
+    let _ = run(&dir, &["snapshot"]);
+    let bad_ref = run(&dir, &["check", "--base", "no-such-ref"]);
+    assert_eq!(bad_ref.status.code(), Some(2), "{}", describe(&bad_ref));
+}
+
+#[test]
+fn an_unapproved_dependency_contract_fails_with_the_entry_to_add() {
+    let root = fixtures().join("contributors");
+    let widgets = root.join("widgets");
+    fixture(
+        &widgets,
+        "widgets",
+        &COMPONENT.replace("fixture.table", "widgets.table"),
+        "",
+    );
+    let app = root.join("app");
+    let dependency = format!("widgets = {{ path = {:?} }}\n", widgets.to_string_lossy());
+    fixture(&app, "app", "pub use widgets::Table;\n", &dependency);
+    let snapshot = run(&app, &["snapshot"]);
+    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+    let output = run(&app, &["check"]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let text = stdout(&output);
+    let entry = text
+        .lines()
+        .find(|line| line.contains("{ crate = \"widgets\", digest = \"sha256:"))
+        .unwrap_or_else(|| panic!("{text}"))
+        .trim()
+        .trim_end_matches(',')
+        .to_owned();
+    assert!(text.contains("approved-contributors"), "{text}");
+    // Adding the printed entry approves it.
+    let manifest = app.join("Cargo.toml");
+    let mut toml = std::fs::read_to_string(&manifest).unwrap();
+    toml.push_str(&format!(
+        "\n[package.metadata.agent-surface]\napproved-contributors = [{entry}]\n"
+    ));
+    std::fs::write(&manifest, toml).unwrap();
+    let approved = run(&app, &["check"]);
+    assert_eq!(approved.status.code(), Some(0), "{}", describe(&approved));
+    // A changed contributor needs approval again.
+    let lib = widgets.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(&lib, text.replace("Visible rows.", "Rows.")).unwrap();
+    let _ = run(&app, &["snapshot"]);
+    let changed = run(&app, &["check"]);
+    assert_eq!(changed.status.code(), Some(1), "{}", describe(&changed));
+    assert!(
+        stdout(&changed).contains("changed widgets"),
+        "{}",
+        describe(&changed)
+    );
+}
+
+#[test]
+fn an_unbuildable_crate_exits_2() {
+    let dir = fixtures().join("unbuildable");
+    fixture(
+        &dir,
+        "unbuildable",
+        "pub fn broken() -> u32 { \"text\" }\n",
+        "",
+    );
+    let output = run(&dir, &["check"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("mismatched types"),
+        "{}",
+        describe(&output)
+    );
+}
+
+#[test]
+fn as_contract_002_json_output_and_hashes_are_byte_identical_from_two_checkout_paths() {
+    let outputs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = ["checkout_a", "elsewhere/checkout_b"]
+        .iter()
+        .map(|place| {
+            let dir = fixtures().join(place);
+            fixture(&dir, "twice", COMPONENT, "");
+            let snapshot = run(&dir, &["snapshot"]);
+            assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+            let check = run(&dir, &["check", "--format", "json"]);
+            assert_eq!(check.status.code(), Some(0), "{}", describe(&check));
+            let inspect = run(&dir, &["inspect", "--format", "json"]);
+            let artifact = std::fs::read(dir.join("agent-surface.contract.json")).unwrap();
+            (check.stdout, inspect.stdout, artifact)
+        })
+        .collect();
+    let (first, second) = (&outputs[0], &outputs[1]);
+    assert_eq!(first.0, second.0);
+    assert_eq!(first.1, second.1);
+    assert_eq!(first.2, second.2);
+    let artifact = String::from_utf8(first.2.clone()).unwrap();
+    assert!(!artifact.contains("agent-surface-fixtures"), "{artifact}");
+}
+
+#[test]
+fn inspect_prints_the_table_with_reach_in_words_and_a_binary_exports_with_one_line() {
+    let dir = fixtures().join("binary");
+    fixture(&dir, "binary", COMPONENT, "");
+    std::fs::remove_file(dir.join("src/lib.rs")).unwrap();
+    let main = format!(
+        "{}\nfn main() {{\n    agent_surface::catalog::export_if_requested();\n}}\n",
+        COMPONENT
+    );
+    std::fs::write(dir.join("src/main.rs"), main).unwrap();
+    let output = run(&dir, &["inspect"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let text = stdout(&output);
+    for word in [
+        "CAPABILITY",
+        "KIND",
+        "EFFECT",
+        "REACH",
+        "CONFIRM",
+        "POLICIES",
+        "view:fixture.table.clear",
+        "local-state",
+        "low",
+        "required",
+        "snapshot agent-surface.contract.json missing",
+        "1 of 1 actions and procedures gated",
+    ] {
+        assert!(text.contains(word), "{word}: {text}");
+    }
+    let detail = run(&dir, &["inspect", "--verbosity", "detail"]);
+    assert!(
+        stdout(&detail).contains("Clear the selection."),
+        "{}",
+        describe(&detail)
+    );
+}
