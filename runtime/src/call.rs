@@ -270,7 +270,10 @@ impl Serialize for InvocationResult {
             Ok(None) => {}
             Err(error) => map.serialize_entry("error", error)?,
         }
-        map.serialize_entry("surfaceVersion", &self.surface_version.to_string())?;
+        map.serialize_entry(
+            "surfaceVersion",
+            &crate::util::decimal::DecimalString(self.surface_version),
+        )?;
         if self.surface_changed {
             map.serialize_entry("surfaceChanged", &true)?;
         }

@@ -81,7 +81,13 @@ impl Registry {
             Some(id) => Arc::from(id),
             None => Arc::from(inner.ids.invocation_id()),
         };
-        let capability_id: Arc<str> = Arc::from(request.capability_id.as_str());
+        // Parsed once, here: the pipeline reads the plane and component
+        // type from it, never from the raw string.
+        let parsed = crate::ids::CapabilityId::new(&request.capability_id).ok();
+        let capability_id: Arc<str> = match &parsed {
+            Some(parsed) => Arc::clone(parsed.as_arc()),
+            None => Arc::from(request.capability_id.as_str()),
+        };
         let immediate = |error: ErrorPayload| {
             InvocationResult::new(
                 Arc::clone(&invocation_id),
@@ -147,6 +153,7 @@ impl Registry {
             consumer_key,
             invocation_id,
             capability_id,
+            parsed,
             leadership,
         };
         call.run().await

@@ -1,6 +1,7 @@
 //! Small internal building blocks.
 
 pub(crate) mod contain;
+pub(crate) mod decimal;
 pub(crate) mod display_text;
 pub(crate) mod ids;
 pub(crate) mod listeners;

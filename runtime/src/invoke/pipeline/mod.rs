@@ -45,6 +45,9 @@ pub(super) struct Call<'r> {
     pub(super) consumer_key: Arc<str>,
     pub(super) invocation_id: Arc<str>,
     pub(super) capability_id: Arc<str>,
+    /// The capability id parsed at entry (`None`: outside the grammar, so
+    /// it names nothing).
+    pub(super) parsed: Option<crate::ids::CapabilityId>,
     /// The kinds the caller's verb admits.
     /// The dedupe record this call leads (calls with an invocation id).
     pub(super) leadership: Option<super::Leadership<'r>>,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::{Call, Subject, Target};
 use crate::context::HostContext;
 use crate::error::ErrorPayload;
-use crate::ids::in_scope;
+use crate::ids::{Plane, in_scope};
 use crate::policy::Decision;
 use crate::registry::{Registration, Tombstone};
 
@@ -22,16 +22,17 @@ impl Call<'_> {
     /// consumer may see; staleness.
     pub(super) fn resolve(&self, host: &HostContext) -> Result<Target, ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 2, name = "resolve").entered();
-        if self.capability_id.starts_with("domain:") {
+        // An id outside the grammar names nothing that could be mounted.
+        let Some(parsed) = &self.parsed else {
+            return Err(ErrorPayload::not_found());
+        };
+        if parsed.plane() == Plane::Domain {
             return self.resolve_domain(host);
         }
         let inner = &self.registry.inner;
         let request = &self.request;
-        let Some(component_type) = self
-            .capability_id
-            .strip_prefix("view:")
-            .and_then(|rest| rest.rsplit_once('.'))
-            .map(|(component_type, _)| component_type)
+        let Some(component_type) = parsed
+            .component_type_str()
             .filter(|t| in_scope(t, &self.options.scope))
         else {
             return Err(ErrorPayload::not_found());
