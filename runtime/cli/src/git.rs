@@ -17,15 +17,19 @@ fn git(dir: &Path, args: &[&str]) -> Result<Output, Fatal> {
         .map_err(|err| Fatal(format!("cannot run git: {err}")))
 }
 
-/// `path` with its directory resolved (the file itself may not exist).
+/// `path` with its directory resolved (the file itself may not exist). The
+/// file name is kept as it is, never followed: an artifact that is a
+/// symbolic link is looked up at its own path at the base, not at its
+/// target's (which a change could point at a file holding the new surface).
 fn resolved(path: &Path) -> PathBuf {
-    if let Ok(path) = std::fs::canonicalize(path) {
-        return path;
-    }
     match (path.parent(), path.file_name()) {
-        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
-            .map(|dir| dir.join(name))
-            .unwrap_or_else(|_| path.to_path_buf()),
+        (Some(dir), Some(name)) => std::fs::canonicalize(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        })
+        .map(|dir| dir.join(name))
+        .unwrap_or_else(|_| path.to_path_buf()),
         _ => path.to_path_buf(),
     }
 }
@@ -42,7 +46,8 @@ pub(crate) fn show(artifact: &Path, reference: &str) -> Result<Option<String>, F
             String::from_utf8_lossy(&top.stderr).trim()
         )));
     }
-    let top = resolved(Path::new(String::from_utf8_lossy(&top.stdout).trim()));
+    let top = String::from_utf8_lossy(&top.stdout).trim().to_owned();
+    let top = std::fs::canonicalize(&top).unwrap_or_else(|_| PathBuf::from(top));
     let relative = artifact
         .strip_prefix(&top)
         .map_err(|_| Fatal(format!("{} is outside the repository", artifact.display())))?;

@@ -419,3 +419,39 @@ fn inspect_prints_the_table_with_reach_in_words_and_a_binary_exports_with_one_li
         describe(&detail)
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_artifact_is_compared_with_the_base_at_its_own_path_not_its_target() {
+    let dir = committed("symlinked");
+    // A first change adds a file holding a widened artifact (not gated).
+    edit(
+        &dir,
+        "confirmation = \"required\"",
+        "confirmation = \"never\"",
+    );
+    let snapshot = run(&dir, &["snapshot"]);
+    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+    let artifact = dir.join("agent-surface.contract.json");
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::copy(&artifact, dir.join("docs/example.json")).unwrap();
+    git(&dir, &["add", "docs"]);
+    git(&dir, &["commit", "-q", "-m", "docs"]);
+    git(&dir, &["tag", "before"]);
+    // The second widens the code and makes the artifact a link to that file.
+    std::fs::remove_file(&artifact).unwrap();
+    std::os::unix::fs::symlink("docs/example.json", &artifact).unwrap();
+    let output = run(&dir, &["check", "--base", "before", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let findings = report["drift"]["findings"].as_array().unwrap();
+    assert!(
+        has(
+            findings,
+            "widening",
+            "view:fixture.table.clear",
+            "confirmation lowered: required → never"
+        ),
+        "{report}"
+    );
+}
