@@ -32,7 +32,8 @@ pub(crate) struct Package {
     pub(crate) dir: PathBuf,
     /// Its Cargo.toml.
     pub(crate) manifest: PathBuf,
-    /// Crate names of its own targets (never need approval).
+    /// Crate names of its own targets linked into what is read: the
+    /// library, and the binary read with `--bin` (never need approval).
     pub(crate) own_crates: Vec<String>,
     /// `[package.metadata.agent-surface]`, or null.
     pub(crate) settings: Value,
@@ -40,10 +41,8 @@ pub(crate) struct Package {
     pub(crate) workspace_root: PathBuf,
     /// The target directory.
     pub(crate) target_dir: PathBuf,
-    /// The library target's crate name, if any.
-    lib: Option<String>,
-    /// Binary target names.
-    bins: Vec<String>,
+    /// The binary whose catalog is read, or `None` for the library.
+    bin: Option<String>,
     /// The dependency line of `agent-surface` as the package resolves it.
     runtime: Option<toml::Table>,
 }
@@ -116,6 +115,74 @@ fn runtime_dependency(metadata: &Value, package_id: &str) -> Option<toml::Table>
     Some(spec)
 }
 
+/// The binary whose catalog is read: `--bin`, else the only binary of a
+/// package without a library; `None` reads the library.
+fn chosen_bin(
+    options: &Options,
+    package: &str,
+    lib: Option<&str>,
+    bins: &[String],
+) -> Result<Option<String>, Fatal> {
+    match (&options.bin, lib, bins) {
+        (Some(bin), _, _) => Ok(Some(bin.clone())),
+        (None, None, [only]) => Ok(Some(only.clone())),
+        (None, None, []) => Err(Fatal(format!(
+            "package {package} has neither a library nor a binary"
+        ))),
+        (None, None, _) => Err(Fatal(format!(
+            "package {package} has several binaries; choose one with --bin"
+        ))),
+        (None, Some(_), _) => Ok(None),
+    }
+}
+
+/// The library crate names of every package `package_id` links through
+/// normal dependencies, transitively (itself excluded), each with the
+/// package that builds it (`name version`).
+fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<(String, String)> {
+    let nodes = metadata
+        .get("resolve")
+        .map_or(&[][..], |r| array_of(r, "nodes"));
+    let packages = array_of(metadata, "packages");
+    let mut seen: Vec<&str> = vec![package_id];
+    let mut queue: Vec<&str> = vec![package_id];
+    let mut out = Vec::new();
+    while let Some(id) = queue.pop() {
+        let Some(node) = nodes.iter().find(|node| str_of(node, "id") == id) else {
+            continue;
+        };
+        for dep in array_of(node, "deps") {
+            let kinds = array_of(dep, "dep_kinds");
+            let normal = kinds.is_empty()
+                || kinds
+                    .iter()
+                    .any(|kind| kind.get("kind").is_none_or(Value::is_null));
+            let pkg = str_of(dep, "pkg");
+            if !normal || seen.contains(&pkg) {
+                continue;
+            }
+            seen.push(pkg);
+            queue.push(pkg);
+            let Some(package) = packages.iter().find(|p| str_of(p, "id") == pkg) else {
+                continue;
+            };
+            for target in array_of(package, "targets") {
+                let linked = array_of(target, "kind")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .any(|kind| matches!(kind, "lib" | "rlib" | "dylib"));
+                if linked {
+                    out.push((
+                        str_of(target, "name").replace('-', "_"),
+                        format!("{} {}", str_of(package, "name"), str_of(package, "version")),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Finds the package with cargo metadata.
 pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
     let manifest = manifest_of(options)?;
@@ -177,10 +244,24 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
             lib = Some(name.replace('-', "_"));
         }
     }
-    let mut own_crates: Vec<String> = bins.iter().map(|b| b.replace('-', "_")).collect();
+    let name = str_of(package, "name");
+    let bin = chosen_bin(options, name, lib.as_deref(), &bins)?;
+    // Only the crates linked into what is read are the package's own: the
+    // library, and the binary when one is read (never other binaries).
+    let mut own_crates: Vec<String> = bin.iter().map(|b| b.replace('-', "_")).collect();
     own_crates.extend(lib.clone());
+    let package_id = str_of(package, "id");
+    for (crate_name, dependency) in linked_dependency_crates(&metadata, package_id) {
+        if own_crates.contains(&crate_name) {
+            return Err(Fatal(format!(
+                "dependency {dependency} builds a crate named `{crate_name}`, as package {name} \
+                 does: declarations are attributed to crates by name, so its contracts could \
+                 not be told from the package's own; rename one of the two crates"
+            )));
+        }
+    }
     Ok(Package {
-        name: str_of(package, "name").to_owned(),
+        name: name.to_owned(),
         dir: manifest.parent().map(Path::to_path_buf).unwrap_or_default(),
         manifest,
         own_crates,
@@ -191,9 +272,8 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
             .unwrap_or(Value::Null),
         workspace_root: PathBuf::from(str_of(&metadata, "workspace_root")),
         target_dir: PathBuf::from(str_of(&metadata, "target_directory")),
-        lib,
-        bins,
-        runtime: runtime_dependency(&metadata, str_of(package, "id")),
+        bin,
+        runtime: runtime_dependency(&metadata, package_id),
     })
 }
 
@@ -358,37 +438,20 @@ pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fat
     std::fs::create_dir_all(&work)
         .map_err(|err| Fatal(format!("cannot create {}: {err}", work.display())))?;
     let out = work.join("catalog.json");
-    let bin = match (&options.bin, &package.lib, package.bins.as_slice()) {
-        (Some(bin), _, _) => Some(bin.clone()),
-        (None, None, [only]) => Some(only.clone()),
-        (None, None, []) => {
-            return Err(Fatal(format!(
-                "package {} has neither a library nor a binary",
-                package.name
-            )));
-        }
-        (None, None, _) => {
-            return Err(Fatal(format!(
-                "package {} has several binaries; choose one with --bin",
-                package.name
-            )));
-        }
-        (None, Some(_), _) => None,
-    };
     eprintln!(
         "agent-surface: building {} to read its catalog",
         package.name
     );
-    if let Some(bin) = bin {
+    if let Some(bin) = &package.bin {
         let mut command = cargo();
         command
             .args(["build", "--manifest-path"])
             .arg(&package.manifest)
-            .args(["-p", &package.name, "--bin", &bin]);
+            .args(["-p", &package.name, "--bin", bin]);
         if !options.features.is_empty() {
             command.args(["--features", &options.features.join(",")]);
         }
-        let executable = build(command, &bin, &package.target_dir)?;
+        let executable = build(command, bin, &package.target_dir)?;
         return run(&executable, &out, &package.dir, true);
     }
     let Some(runtime) = &package.runtime else {

@@ -455,3 +455,58 @@ fn a_symlinked_artifact_is_compared_with_the_base_at_its_own_path_not_its_target
         "{report}"
     );
 }
+
+#[test]
+fn a_dependency_building_a_crate_of_the_package_own_name_is_refused_not_taken_as_own() {
+    let root = fixtures().join("same_name");
+    let old = root.join("old");
+    fixture(
+        &old,
+        "app",
+        &COMPONENT.replace("fixture.table", "old.table"),
+        "",
+    );
+    let manifest = old.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replace("0.1.0", "0.2.0")).unwrap();
+    let app = root.join("app");
+    let dependency = format!(
+        "old = {{ path = {:?}, package = \"app\" }}\n",
+        old.to_string_lossy()
+    );
+    fixture(&app, "app", "pub use old::Table;\n", &dependency);
+    let output = run(&app, &["check"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("app 0.2.0 builds a crate named `app`"),
+        "{}",
+        describe(&output)
+    );
+}
+
+#[test]
+fn a_dependency_named_like_a_binary_of_the_package_still_needs_approval_when_the_library_is_read() {
+    let root = fixtures().join("bin_named");
+    let widgets = root.join("widgets");
+    fixture(
+        &widgets,
+        "widgets",
+        &COMPONENT.replace("fixture.table", "widgets.table"),
+        "",
+    );
+    let app = root.join("app");
+    let dependency = format!("widgets = {{ path = {:?} }}\n", widgets.to_string_lossy());
+    fixture(&app, "app", "pub use widgets::Table;\n", &dependency);
+    std::fs::create_dir_all(app.join("src/bin")).unwrap();
+    std::fs::write(app.join("src/bin/widgets.rs"), "fn main() {}\n").unwrap();
+    let snapshot = run(&app, &["snapshot"]);
+    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+    let output = run(&app, &["check", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["contributors"][0]["crate"], "widgets", "{report}");
+    assert_eq!(
+        report["contributors"][0]["status"], "unapproved",
+        "{report}"
+    );
+}
