@@ -37,14 +37,39 @@ impl Style {
     }
 }
 
+/// A cell with its control characters escaped (`\n`, `\u{1b}`): text from
+/// the surface (a policy's name, a description) stays inside its cell and
+/// can neither start a line of its own (a forged row, a workflow command)
+/// nor emit terminal escapes.
+fn cell_text(cell: &str) -> String {
+    if !cell.chars().any(char::is_control) {
+        return cell.to_owned();
+    }
+    cell.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Pads cells into aligned columns; the last column is not padded. Styling
-/// is applied after padding so escape codes never shift columns.
+/// is applied after padding so escape codes never shift columns. Control
+/// characters in cells are escaped.
 pub(crate) fn table(
     header: &[&str],
     rows: &[Vec<String>],
     style: &Style,
     styled: &[usize],
 ) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|c| cell_text(c)).collect())
+        .collect();
+    let rows = rows.as_slice();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -81,9 +106,9 @@ pub(crate) fn table(
     out
 }
 
-/// A Markdown table; `|` in cells is escaped.
+/// A Markdown table; `|` and control characters in cells are escaped.
 pub(crate) fn markdown(header: &[&str], rows: &[Vec<String>]) -> String {
-    let cell = |text: &str| text.replace('|', "\\|");
+    let cell = |text: &str| cell_text(text).replace('|', "\\|");
     let mut out = format!("| {} |\n", header.join(" | "));
     out.push_str(&format!(
         "|{}\n",
@@ -94,4 +119,26 @@ pub(crate) fn markdown(header: &[&str], rows: &[Vec<String>]) -> String {
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_with_a_newline_or_escape_cannot_forge_a_line_of_its_own() {
+        let forged = "odd\n::error file=x::forged\nresult: ok\u{1b}[0m".to_owned();
+        let rows = vec![vec!["view:a.b.c".to_owned(), forged]];
+        let plain = table(
+            &["CAPABILITY", "POLICIES"],
+            &rows,
+            &Style::detect(true),
+            &[],
+        );
+        assert_eq!(plain.lines().count(), 2, "{plain}");
+        assert!(plain.contains("odd\\n::error file=x::forged\\nresult: ok\\u{1b}[0m"));
+        let md = markdown(&["CAPABILITY", "POLICIES"], &rows);
+        assert_eq!(md.lines().count(), 3, "{md}");
+        assert!(!md.contains('\u{1b}'));
+    }
 }
