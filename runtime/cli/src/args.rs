@@ -81,6 +81,9 @@ pub(crate) struct Options {
     pub(crate) base: Option<String>,
     /// `--policy` (check).
     pub(crate) fail_on: FailOn,
+    /// `--export-timeout`: how long the binary that exports the catalog
+    /// may run.
+    pub(crate) export_timeout: std::time::Duration,
 }
 
 fn shared(command: Command) -> Command {
@@ -119,6 +122,14 @@ fn shared(command: Command) -> Command {
                 .value_name("PATH")
                 .value_parser(clap::value_parser!(PathBuf))
                 .help("The artifact (default: agent-surface.contract.json beside Cargo.toml)"),
+        )
+        .arg(
+            Arg::new("export-timeout")
+                .long("export-timeout")
+                .value_name("SECONDS")
+                .value_parser(clap::value_parser!(u64).range(1..=86_400))
+                .default_value("120")
+                .help("How long the binary exporting the catalog may run before it is stopped"),
         )
         .arg(
             Arg::new("format")
@@ -242,5 +253,12 @@ pub(crate) fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
         verbosity,
         base: string(sub, "base"),
         fail_on,
+        export_timeout: std::time::Duration::from_secs(
+            sub.try_get_one::<u64>("export-timeout")
+                .ok()
+                .flatten()
+                .copied()
+                .unwrap_or(120),
+        ),
     })
 }

@@ -395,30 +395,95 @@ fn build(mut command: Command, name: &str, target_dir: &Path) -> Result<PathBuf,
         .ok_or_else(|| Fatal(format!("cargo built no executable `{name}`")))
 }
 
-/// Runs `executable` with the export variable; returns the catalog JSON.
-fn run(executable: &Path, out: &Path, cwd: &Path, bin_mode: bool) -> Result<Value, Fatal> {
-    let _ = std::fs::remove_file(out);
-    let output = Command::new(executable)
+/// At most this much of the run's diagnostic stream is kept for a message.
+const STDERR_KEPT: u64 = 64 * 1024;
+
+/// What a finished run left: its exit status and the start of its stderr.
+struct Finished {
+    status: std::process::ExitStatus,
+    stderr: String,
+}
+
+/// Runs `executable` with the export variable, waiting at most `timeout`
+/// (a binary that never reaches the export line, such as a server without
+/// it, would otherwise hold the command forever).
+fn run_bounded(
+    executable: &Path,
+    out: &Path,
+    cwd: &Path,
+    timeout: std::time::Duration,
+    hint: &str,
+) -> Result<Finished, Fatal> {
+    use std::io::Read as _;
+    let mut child = Command::new(executable)
         .env(agent_surface::catalog::EXPORT_ENV, out)
         .current_dir(cwd)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|err| Fatal(format!("cannot run {}: {err}", executable.display())))?;
+    let stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut stream) = stderr {
+            let _ = stream.by_ref().take(STDERR_KEPT).read_to_string(&mut text);
+            // The rest is drained so the child never blocks on a full pipe.
+            let _ = std::io::copy(&mut stream, &mut std::io::sink());
+        }
+        text
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Fatal(format!(
+                    "{} did not exit within {} s (--export-timeout): {hint}",
+                    executable.display(),
+                    timeout.as_secs()
+                )));
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(err) => {
+                let _ = child.kill();
+                return Err(Fatal(format!(
+                    "cannot wait for {}: {err}",
+                    executable.display()
+                )));
+            }
+        }
+    };
+    let stderr = reader.join().unwrap_or_default();
+    Ok(Finished { status, stderr })
+}
+
+/// Runs `executable` with the export variable; returns the catalog JSON.
+fn run(
+    executable: &Path,
+    out: &Path,
+    cwd: &Path,
+    bin_mode: bool,
+    timeout: std::time::Duration,
+) -> Result<Value, Fatal> {
+    let _ = std::fs::remove_file(out);
+    let hint = if bin_mode {
+        "add `agent_surface::catalog::export_if_requested();` as the first line of `main`"
+    } else {
+        "the probe wrote no catalog"
+    };
+    let output = run_bounded(executable, out, cwd, timeout, hint)?;
     let text = match std::fs::read_to_string(out) {
         Ok(text) if output.status.success() => text,
         _ if !output.status.success() => {
             return Err(Fatal(format!(
                 "reading the catalog failed ({}):\n{}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr)
+                output.status, output.stderr
             )));
         }
         _ => {
-            let hint = if bin_mode {
-                "add `agent_surface::catalog::export_if_requested();` as the first line of `main`"
-            } else {
-                "the probe wrote no catalog"
-            };
             return Err(Fatal(format!(
                 "{} exited without writing its catalog: {hint}",
                 executable.display()
@@ -452,7 +517,13 @@ pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fat
             command.args(["--features", &options.features.join(",")]);
         }
         let executable = build(command, bin, &package.target_dir)?;
-        return run(&executable, &out, &package.dir, true);
+        return run(
+            &executable,
+            &out,
+            &package.dir,
+            true,
+            options.export_timeout,
+        );
     }
     let Some(runtime) = &package.runtime else {
         return Err(Fatal(format!(
@@ -474,5 +545,11 @@ pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fat
         .arg(work.join("Cargo.toml"))
         .current_dir(&work);
     let executable = build(command, &probe_name(package), &package.target_dir)?;
-    run(&executable, &out, &package.dir, false)
+    run(
+        &executable,
+        &out,
+        &package.dir,
+        false,
+        options.export_timeout,
+    )
 }

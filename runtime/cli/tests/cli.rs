@@ -420,6 +420,26 @@ fn inspect_prints_the_table_with_reach_in_words_and_a_binary_exports_with_one_li
     );
 }
 
+#[test]
+fn a_binary_without_the_export_line_that_never_exits_is_stopped_with_exit_2() {
+    let dir = fixtures().join("server");
+    fixture(&dir, "server", COMPONENT, "");
+    std::fs::remove_file(dir.join("src/lib.rs")).unwrap();
+    // A server that forgot the one line: it would run forever.
+    let main = format!(
+        "{}\nfn main() {{\n    loop {{\n        std::thread::sleep(std::time::Duration::from_secs(1));\n    }}\n}}\n",
+        COMPONENT
+    );
+    std::fs::write(dir.join("src/main.rs"), main).unwrap();
+    let output = run(&dir, &["inspect", "--export-timeout", "2"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        text.contains("did not exit within 2 s") && text.contains("export_if_requested"),
+        "{text}"
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn a_symlinked_artifact_is_compared_with_the_base_at_its_own_path_not_its_target() {
