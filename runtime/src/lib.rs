@@ -85,8 +85,8 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | foundations | the grammar (`agent-surface-rules`), [`ids`], [`canonical`], [`wire`], [`clock`], [`schema`], [`error`], [`audit`], [`context`], [`events`], the call types ([`invoke::Invocation`], …) |
-//! | contracts | [`contract`], [`component`], [`policy`], [`procedure`] contracts, their content hashes |
+//! | foundations | the grammar (`agent-surface-rules`), [`ids`], [`canonical`], [`wire`], [`clock`], [`schema`], [`error`], [`audit`], [`context`], [`events`], the call types ([`invoke::Invocation`], …), internal metadata ([`contract::Internal`]) |
+//! | contracts | [`policy`] (the vocabulary contracts declare), [`contract`], [`component`], [`procedure`] contracts, their content hashes |
 //! | primitives | deduplication, admission and action queues, [`confirmation`] store, the procedure executor trait |
 //! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`catalog`], [`explain`] |
 //! | adapters | [`toolset`], `mcp`, `testing`, the MCP procedure executor |
@@ -119,6 +119,7 @@ pub mod ids;
 pub mod invoke;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod meta;
 pub mod policy;
 mod primitives;
 pub mod procedure;

@@ -32,10 +32,11 @@ const LAYERS: &[&str] = &[
     "context",
     "events",
     "call",
-    // contracts and the authority over them
+    "meta",
+    // policies, the contracts that declare them, and the authority over them
+    "policy",
     "contract",
     "component",
-    "policy",
     "procedure",
     "hashes",
     // primitives the registry is built from
@@ -60,8 +61,6 @@ const LAYERS: &[&str] = &[
 
 /// Upward imports still to untangle: (importing file, imported layer).
 const STILL_TO_UNTANGLE: &[(&str, &str)] = &[
-    // Contracts keep the policies they declare.
-    ("contract.rs", "policy"),
     // The confirmation store still takes the registry for its services.
     ("confirmation/mod.rs", "registry"),
     ("confirmation/reservation.rs", "registry"),
@@ -268,7 +267,6 @@ fn no_source_file_is_over_600_lines_and_each_names_its_concept() {
 
 /// Files still over 600 lines, to be split along their seams.
 const OVER_600_STILL_TO_SPLIT: &[&str] = &[
-    "contract.rs",
     "error/mod.rs",
     "schema/validate.rs",
     "snapshot.rs",

@@ -73,7 +73,7 @@ use crate::util::listeners::Listeners;
 
 pub use builder::{ConfirmationMode, Mode, ToolsetBuilder, ToolsetError, Topology};
 pub use meta::{ACT, DISCOVER, READ, meta_block_size};
-pub use tool::{Tool, ToolState, ToolTarget};
+pub use tool::{Tool, ToolState, ToolTarget, tool_description, wire_name};
 
 use direct::retry_key;
 use meta::meta_tools;

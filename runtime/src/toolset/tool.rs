@@ -117,7 +117,7 @@ impl Tool {
                 if *qualified {
                     registration.qualified_tool_name(*index)
                 } else {
-                    capability.wire_name()
+                    wire_name(capability)
                 }
             }
             Source::Domain { name, .. } => name,
@@ -128,8 +128,8 @@ impl Tool {
     /// Plane, effect and confirmation, then the authored description.
     pub fn description(&self) -> &str {
         match &self.source {
-            Source::View { capability, .. } => capability.tool_description(),
-            Source::Domain { reference, .. } => reference.capability.tool_description(),
+            Source::View { capability, .. } => tool_description(capability),
+            Source::Domain { reference, .. } => tool_description(&reference.capability),
             Source::Meta(meta) => meta.description,
         }
     }
@@ -191,6 +191,30 @@ impl Tool {
             "inputSchema": self.input_schema(),
         })
     }
+}
+
+/// The description a tool shows: plane, effect and confirmation posture,
+/// then the authored text. Never live state. Rendered once per capability.
+pub fn tool_description(capability: &CheckedCapability) -> &Arc<str> {
+    capability.rendered_description().get_or_init(|| {
+        let plane = capability.id().plane().as_str();
+        let text = match capability.kind() {
+            Kind::Observation => format!("[{plane}, read] {}", capability.description()),
+            _ => format!(
+                "[{plane}, {}, confirmation {}] {}",
+                capability.effect().as_str(),
+                capability.confirmation().as_str(),
+                capability.description()
+            ),
+        };
+        Arc::from(text)
+    })
+}
+
+/// The canonical wire name of a capability's tool
+/// (`view_devices__table__selectRows`), before any instance qualifier.
+pub fn wire_name(capability: &CheckedCapability) -> &str {
+    capability.wire_name()
 }
 
 /// One built catalog: the tools and a lazily built name index.
@@ -299,7 +323,7 @@ pub(super) fn build_catalog(snapshot: &Snapshot) -> Catalog {
             .iter()
             .filter(|other| other.procedure_id() == procedure.procedure_id())
             .collect();
-        let base = procedure.capability().wire_name();
+        let base = wire_name(procedure.capability());
         let name = if siblings.len() < 2 {
             base.to_owned()
         } else if siblings
