@@ -86,9 +86,9 @@
 //! | layer | modules |
 //! |---|---|
 //! | foundations | the grammar (`agent-surface-rules`), [`ids`], [`canonical`], [`wire`], [`clock`], [`schema`], [`error`], [`audit`], [`context`], [`events`], the call types ([`invoke::Invocation`], …), internal metadata ([`contract::Internal`]) |
-//! | contracts | [`policy`] (the vocabulary contracts declare), [`contract`], [`component`], [`procedure`] contracts, their content hashes |
-//! | primitives | deduplication, admission and action queues, [`confirmation`] store, the procedure executor trait |
-//! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`catalog`], [`explain`] |
+//! | contracts | [`policy`] (the vocabulary contracts declare), [`contract`], [`component`], [`procedure`] contracts, their content hashes, the [`catalog`] of every linked contract |
+//! | primitives | deduplication, admission and action queues, the [`confirmation`] store (over a narrow services handle the registry implements), the procedure executor trait |
+//! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`explain`] |
 //! | adapters | [`toolset`], `mcp`, `testing`, the MCP procedure executor |
 //!
 //! # What the compiler checks

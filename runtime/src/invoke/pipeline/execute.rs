@@ -291,7 +291,7 @@ impl Call<'_> {
                     });
                 inner
                     .confirmations
-                    .request(self.registry, &binding, summary, "server")
+                    .request(&self.registry.inner, &binding, summary, "server")
             }
             error => {
                 let mapped = inner.config.procedure_errors.as_ref().and_then(|map| {
