@@ -25,7 +25,7 @@ use crate::audit::{AuditEvent, AuditKind};
 use crate::canonical::{Canonical, Sha256Digest};
 use crate::clock::rfc3339;
 use crate::context::ConfirmationEvidence;
-use crate::error::{ErrorCode, ErrorPayload, Retry};
+use crate::error::{ConfirmationInvalidReason, ErrorCode, ErrorPayload};
 use crate::events::SurfaceEvent;
 use crate::util::display_text;
 use crate::util::listeners::Listeners;
@@ -117,25 +117,8 @@ fn required_payload(view: &PendingConfirmation) -> ErrorPayload {
     .with_detail("origin", view.origin)
 }
 
-fn invalid(reason: &'static str) -> ErrorPayload {
-    let (message, retry) = match reason {
-        "expired" => (
-            "The confirmation expired. Call again without a confirmationId to ask the user again.",
-            Retry::WithConfirmation,
-        ),
-        "denied" => ("The user denied this call. Do not retry it.", Retry::No),
-        "consumed" => (
-            "This confirmation was already used. Do not retry with it.",
-            Retry::No,
-        ),
-        _ => (
-            "The confirmation does not match this call. Do not retry with it.",
-            Retry::No,
-        ),
-    };
-    ErrorPayload::new(ErrorCode::ConfirmationInvalid, message)
-        .with_retry(retry)
-        .with_detail("reason", reason)
+fn invalid(reason: ConfirmationInvalidReason) -> ErrorPayload {
+    ErrorPayload::confirmation_invalid(reason)
 }
 
 impl ConfirmationStore {
@@ -308,7 +291,7 @@ impl ConfirmationStore {
         if let Some(record) = store.open.get_mut(confirmation_id) {
             // Digest and exact canonical value must both match.
             if record.digest != digest || record.binding != canonical {
-                return Err(invalid("mismatch"));
+                return Err(invalid(ConfirmationInvalidReason::Mismatch));
             }
             match record.stage {
                 Stage::Pending => return Err(required_payload(&record.view)),
@@ -319,7 +302,7 @@ impl ConfirmationStore {
                     return Ok(Reservation::new(services, id));
                 }
                 // Another call holds it: single use, as if consumed.
-                Stage::Reserved { .. } => return Err(invalid("consumed")),
+                Stage::Reserved { .. } => return Err(invalid(ConfirmationInvalidReason::Consumed)),
                 Stage::Denied | Stage::Expired | Stage::Consumed => {}
             }
         }
@@ -328,15 +311,17 @@ impl ConfirmationStore {
             .as_mut()
             .and_then(|ended| ended.peek(confirmation_id, services.clock_ms()))
         else {
-            return Err(invalid("mismatch"));
+            return Err(invalid(ConfirmationInvalidReason::Mismatch));
         };
         if ended.digest != digest || ended.binding != canonical {
-            return Err(invalid("mismatch"));
+            return Err(invalid(ConfirmationInvalidReason::Mismatch));
         }
         Err(match ended.stage {
-            Stage::Denied => invalid("denied"),
-            Stage::Expired => invalid("expired"),
-            _ => invalid("consumed"),
+            Stage::Denied => invalid(ConfirmationInvalidReason::Denied),
+            Stage::Expired => invalid(ConfirmationInvalidReason::Expired),
+            Stage::Consumed | Stage::Pending | Stage::Approved { .. } | Stage::Reserved { .. } => {
+                invalid(ConfirmationInvalidReason::Consumed)
+            }
         })
     }
 
@@ -350,10 +335,10 @@ impl ConfirmationStore {
         let at_ms = match store.open.get(confirmation_id).map(|record| record.stage) {
             Some(Stage::Reserved { at_ms }) => at_ms,
             // Expired by disposal while reserved; nothing else ends a reservation.
-            _ => return Err(invalid("expired")),
+            _ => return Err(invalid(ConfirmationInvalidReason::Expired)),
         };
         let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
-            return Err(invalid("expired"));
+            return Err(invalid(ConfirmationInvalidReason::Expired));
         };
         let view = record.view.clone();
         Self::end(&mut store, services, &id, record, Stage::Consumed);

@@ -42,7 +42,9 @@ pub use action::{ActionError, PreconditionFailure};
 pub use code::{CodeSpec, ErrorCode, Retry};
 pub use definition::{DefinitionError, DefinitionErrorKind};
 pub use payload::{ErrorPayload, FailureReason, MAX_MESSAGE, TransientReason};
-pub use reasons::{Origin, RateLimitReason, StaleReason, UnmountedPhase};
+pub use reasons::{
+    ConfirmationInvalidReason, Origin, RateLimitReason, StaleReason, UnmountedPhase,
+};
 
 #[cfg(test)]
 mod tests {
@@ -90,6 +92,27 @@ mod tests {
     fn timeout_retry_follows_idempotency() {
         assert_eq!(ErrorPayload::timeout(10, true).retry(), Retry::Yes);
         assert_eq!(ErrorPayload::timeout(10, false).retry(), Retry::No);
+    }
+
+    #[test]
+    fn confirmation_invalid_reasons_write_the_wire_strings_and_retry_hints() {
+        let cases = [
+            (ConfirmationInvalidReason::Mismatch, "mismatch", Retry::No),
+            (
+                ConfirmationInvalidReason::Expired,
+                "expired",
+                Retry::WithConfirmation,
+            ),
+            (ConfirmationInvalidReason::Denied, "denied", Retry::No),
+            (ConfirmationInvalidReason::Consumed, "consumed", Retry::No),
+        ];
+        for (reason, wire, retry) in cases {
+            let payload = ErrorPayload::confirmation_invalid(reason);
+            assert_eq!(payload.code(), ErrorCode::ConfirmationInvalid);
+            assert_eq!(payload.retry(), retry);
+            assert_eq!(payload.detail("reason"), Some(&json!(wire)));
+            assert_eq!(reason.to_string(), wire);
+        }
     }
 
     #[test]

@@ -7,7 +7,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{ErrorCode, Origin, RateLimitReason, Retry, StaleReason, UnmountedPhase};
+use super::{
+    ConfirmationInvalidReason, ErrorCode, Origin, RateLimitReason, Retry, StaleReason,
+    UnmountedPhase,
+};
 
 /// Maximum length of an agent-facing message, in characters.
 pub const MAX_MESSAGE: usize = 300;
@@ -190,6 +193,31 @@ impl ErrorPayload {
             Some(ms) => payload.with_detail("retryAfterMs", ms),
             None => payload,
         }
+    }
+
+    /// `CONFIRMATION_INVALID` with its reason: only an expired confirmation
+    /// may be asked for again.
+    pub fn confirmation_invalid(reason: ConfirmationInvalidReason) -> ErrorPayload {
+        let (message, retry) = match reason {
+            ConfirmationInvalidReason::Expired => (
+                "The confirmation expired. Call again without a confirmationId to ask the user again.",
+                Retry::WithConfirmation,
+            ),
+            ConfirmationInvalidReason::Denied => {
+                ("The user denied this call. Do not retry it.", Retry::No)
+            }
+            ConfirmationInvalidReason::Consumed => (
+                "This confirmation was already used. Do not retry with it.",
+                Retry::No,
+            ),
+            ConfirmationInvalidReason::Mismatch => (
+                "The confirmation does not match this call. Do not retry with it.",
+                Retry::No,
+            ),
+        };
+        ErrorPayload::new(ErrorCode::ConfirmationInvalid, message)
+            .with_retry(retry)
+            .with_detail("reason", reason.as_str())
     }
 
     /// `TIMEOUT`: retry `yes` only when the capability is idempotent.
