@@ -75,7 +75,7 @@
 //!   to a model (direct or meta mode), with renderers for the major model
 //!   APIs.
 //! - [`procedure`]: backend operations referenced with live bindings and
-//!   forwarded through an executor (feature `mcp`: over an MCP session).
+//!   forwarded through an executor (feature `mcp-client`: over an MCP session).
 //! - `testing` (feature `testing`): the harness for your own tests.
 //! - [`catalog`] and [`explain`]: what an agent could ever reach, and why a
 //!   consumer sees what it sees.
@@ -117,7 +117,7 @@ pub mod explain;
 mod hashes;
 pub mod ids;
 pub mod invoke;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-server")]
 pub mod mcp;
 mod meta;
 pub mod policy;
@@ -163,8 +163,13 @@ pub mod prelude {
 }
 
 /// The README's examples, compiled as doctests (with the `testing` and
-/// `mcp` features, which some of them use).
-#[cfg(all(doctest, feature = "testing", feature = "mcp"))]
+/// MCP features, which some of them use).
+#[cfg(all(
+    doctest,
+    feature = "testing",
+    feature = "mcp-server",
+    feature = "mcp-client"
+))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
