@@ -32,7 +32,7 @@ use crate::Effect;
 pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
 pub(crate) use store::{Binding, ConfirmationStore};
-pub(crate) use summary::summary;
+pub(crate) use summary::{MAX_SUMMARY_CHARS, summary};
 
 /// A request waiting for the user, as host UIs render it.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -145,7 +145,7 @@ impl ConfirmationStore {
         let ended = store.ended.get_or_insert_with(|| {
             Lru::new(
                 limits.max_pending.saturating_mul(8).max(64),
-                u64::try_from(limits.ended_ttl.as_millis()).unwrap_or(u64::MAX),
+                crate::util::millis::millis(limits.ended_ttl),
             )
         });
         ended.insert(
@@ -227,7 +227,7 @@ impl ConfirmationStore {
         }
         let now = services.clock_ms();
         let ttl = limits.ttl;
-        let expires_at_ms = now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let expires_at_ms = now.saturating_add(crate::util::millis::millis(ttl));
         let id: Arc<str> = Arc::from(services.mint_confirmation_id());
         let summary =
             display_text::truncate(&display_text::escape(&summary), MAX_SUMMARY_CHARS).into_owned();

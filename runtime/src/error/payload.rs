@@ -33,9 +33,8 @@ impl ErrorPayload {
     /// A payload with the code's default retry hint and no details.
     pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> ErrorPayload {
         let mut message = message.into();
-        if message.chars().count() > MAX_MESSAGE {
-            let cut: String = message.chars().take(MAX_MESSAGE - 1).collect();
-            message = Cow::Owned(cut + "…");
+        if let Cow::Owned(cut) = crate::util::display_text::truncate(&message, MAX_MESSAGE) {
+            message = Cow::Owned(cut);
         }
         ErrorPayload {
             code,

@@ -285,7 +285,13 @@ impl Call<'_> {
                 };
                 let summary = summary
                     .filter(|s| !s.trim().is_empty())
-                    .map(|s| s.chars().take(300).collect())
+                    .map(|s| {
+                        crate::util::display_text::truncate(
+                            &s,
+                            crate::confirmation::MAX_SUMMARY_CHARS,
+                        )
+                        .into_owned()
+                    })
                     .unwrap_or_else(|| {
                         summarize(&reference.capability, effective, Some(reference))
                     });

@@ -297,7 +297,7 @@ impl ErasedRef {
         let input = CheckedSchema::from_raw(agent_schema, &format!("{subject} input schema"))?;
         let timeout_ms = self
             .timeout
-            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+            .map(crate::util::millis::millis)
             .or(procedure.timeout_ms());
         let capability = CheckedCapability::procedure_reference(
             crate::contract::ProcedureIdentity {

@@ -184,12 +184,13 @@ impl Reference {
         if note.is_empty() {
             return None;
         }
-        let max = agent_surface_rules::MAX_CAPABILITY_DESCRIPTION;
-        Some(if note.chars().count() > max {
-            note.chars().take(max - 1).collect::<String>() + "…"
-        } else {
-            note.to_owned()
-        })
+        Some(
+            crate::util::display_text::truncate(
+                note,
+                agent_surface_rules::MAX_CAPABILITY_DESCRIPTION,
+            )
+            .into_owned(),
+        )
     }
 
     /// The queue of this (procedure, registration) pair.
