@@ -239,3 +239,32 @@ fn no_source_file_is_over_600_lines_and_each_names_its_concept() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+#[test]
+fn the_crate_docs_show_every_public_module_in_the_layer_map() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(root.join("lib.rs")).unwrap();
+    let start = lib
+        .find("//! # Layers")
+        .expect("lib.rs documents the layers");
+    let table: String = lib[start..]
+        .lines()
+        .skip(1)
+        .take_while(|line| !line.starts_with("//! #"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let missing: Vec<&str> = lib
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub mod "))
+        .filter_map(|rest| rest.strip_suffix(';'))
+        .filter(|name| !name.starts_with("__"))
+        .filter(|name| {
+            rank(name);
+            !table.contains(&format!("`{name}`"))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "public modules missing from the layer map in lib.rs: {missing:?}"
+    );
+}
