@@ -249,28 +249,6 @@ fn serde_flag(attrs: &[syn::Attribute], keys: &[&str]) -> bool {
         .any(|(key, _)| keys.contains(&key.as_str()))
 }
 
-/// A Rust field name under a serde `rename_all` rule.
-fn rename(field: &str, rule: &str) -> Option<String> {
-    let words: Vec<&str> = field.split('_').filter(|w| !w.is_empty()).collect();
-    let capitalized = |word: &str| {
-        let mut chars = word.chars();
-        chars.next().map_or_else(String::new, |first| {
-            first.to_uppercase().collect::<String>() + chars.as_str()
-        })
-    };
-    Some(match rule {
-        "lowercase" => field.to_lowercase(),
-        "UPPERCASE" => field.to_uppercase(),
-        "snake_case" => field.to_owned(),
-        "SCREAMING_SNAKE_CASE" => field.to_uppercase(),
-        "kebab-case" => field.replace('_', "-"),
-        "SCREAMING-KEBAB-CASE" => field.replace('_', "-").to_uppercase(),
-        "PascalCase" => words.iter().map(|w| capitalized(w)).collect(),
-        "camelCase" => agent_surface_rules::ids::snake_to_camel(field),
-        _ => return None,
-    })
-}
-
 fn handles<'a>(cx: &Ctxt, item: &'a DeriveInput, fields: &[&'a syn::Field]) -> Vec<Handle<'a>> {
     let rule = serde_string(&item.attrs, "rename_all");
     let rule_text = rule
@@ -284,7 +262,8 @@ fn handles<'a>(cx: &Ctxt, item: &'a DeriveInput, fields: &[&'a syn::Field]) -> V
         }
         let wire = match serde_string(&field.attrs, "rename") {
             Some(lit) => lit.value(),
-            None => match rename(&ident.unraw().to_string(), &rule_text) {
+            None => match agent_surface_rules::rename_field(&ident.unraw().to_string(), &rule_text)
+            {
                 Some(wire) => wire,
                 None => {
                     if let Some(rule) = &rule {

@@ -30,7 +30,7 @@ impl TokioClock {
     pub fn new() -> TokioClock {
         let anchor_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .map(crate::util::millis::millis)
             .unwrap_or(0);
         TokioClock {
             anchor_ms,
@@ -55,7 +55,7 @@ impl Clock for TokioClock {
             None => self.start.elapsed(),
         };
         self.anchor_ms
-            .saturating_add(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+            .saturating_add(crate::util::millis::millis(elapsed))
     }
 }
 
@@ -84,7 +84,7 @@ impl ManualClock {
 
     /// Moves the clock forward.
     pub fn advance(&self, by: Duration) {
-        let ms = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        let ms = crate::util::millis::millis(by);
         self.now_ms.fetch_add(ms, Ordering::SeqCst);
     }
 

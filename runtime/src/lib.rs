@@ -75,7 +75,7 @@
 //!   to a model (direct or meta mode), with renderers for the major model
 //!   APIs.
 //! - [`procedure`]: backend operations referenced with live bindings and
-//!   forwarded through an executor (feature `mcp`: over an MCP session).
+//!   forwarded through an executor (feature `mcp-client`: over an MCP session).
 //! - `testing` (feature `testing`): the harness for your own tests.
 //! - [`catalog`] and [`explain`]: what an agent could ever reach, and why a
 //!   consumer sees what it sees.
@@ -85,10 +85,10 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | foundations | the grammar (`agent-surface-rules`), [`ids`], [`canonical`], [`wire`], [`clock`], [`schema`], [`error`], [`audit`], [`context`], [`events`], the call types ([`invoke::Invocation`], …) |
-//! | contracts | [`contract`], [`component`], [`policy`], [`procedure`] contracts, their content hashes |
-//! | primitives | deduplication, admission and action queues, [`confirmation`] store, the procedure executor trait |
-//! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`catalog`], [`explain`] |
+//! | foundations | the grammar (`agent-surface-rules`), [`ids`], [`canonical`], [`wire`], [`clock`], [`schema`], [`error`], [`audit`], [`context`], [`events`], the call types ([`invoke::Invocation`], …), internal metadata ([`contract::Internal`]) |
+//! | contracts | [`policy`] (the vocabulary contracts declare), [`contract`], [`component`], [`procedure`] contracts, their content hashes, the [`catalog`] of every linked contract |
+//! | primitives | deduplication, admission and action queues, the [`confirmation`] store (over a narrow services handle the registry implements), the procedure executor trait |
+//! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`explain`] |
 //! | adapters | [`toolset`], `mcp`, `testing`, the MCP procedure executor |
 //!
 //! # What the compiler checks
@@ -117,8 +117,9 @@ pub mod explain;
 mod hashes;
 pub mod ids;
 pub mod invoke;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-server")]
 pub mod mcp;
+mod meta;
 pub mod policy;
 mod primitives;
 pub mod procedure;
@@ -162,8 +163,13 @@ pub mod prelude {
 }
 
 /// The README's examples, compiled as doctests (with the `testing` and
-/// `mcp` features, which some of them use).
-#[cfg(all(doctest, feature = "testing", feature = "mcp"))]
+/// MCP features, which some of them use).
+#[cfg(all(
+    doctest,
+    feature = "testing",
+    feature = "mcp-server",
+    feature = "mcp-client"
+))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 

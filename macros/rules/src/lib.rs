@@ -19,8 +19,10 @@
 //! ```
 
 pub mod ids;
+mod serde_names;
 mod text;
 
+pub use serde_names::rename_field;
 pub use text::{check_description, description_from_doc_lines, parse_duration_ms};
 
 /// Maximum length, in characters, of a component description.

@@ -17,6 +17,7 @@
 //! bidi and zero-width characters escaped.
 
 mod reservation;
+mod services;
 mod store;
 mod summary;
 
@@ -27,11 +28,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::Effect;
-use crate::registry::Registry;
 
 pub(crate) use reservation::Reservation;
+pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
 pub(crate) use store::{Binding, ConfirmationStore};
-pub(crate) use summary::summary;
+pub(crate) use summary::{MAX_SUMMARY_CHARS, summary};
 
 /// A request waiting for the user, as host UIs render it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -117,15 +118,21 @@ impl std::error::Error for ResolveError {}
 
 /// The confirmation controller of a registry: what host UIs use to show and
 /// answer pending requests.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Confirmations {
-    registry: Registry,
+    services: Arc<dyn ConfirmationServices>,
+}
+
+impl std::fmt::Debug for Confirmations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Confirmations").finish_non_exhaustive()
+    }
 }
 
 /// Stops a confirmation listener when dropped.
 #[must_use = "dropping it unsubscribes the listener"]
 pub struct PendingSubscription {
-    registry: Registry,
+    services: Arc<dyn ConfirmationServices>,
     id: u64,
 }
 
@@ -139,22 +146,29 @@ impl std::fmt::Debug for PendingSubscription {
 
 impl Drop for PendingSubscription {
     fn drop(&mut self) {
-        self.registry.inner.confirmations.listeners.remove(self.id);
+        self.services.confirmation_store().listeners.remove(self.id);
     }
 }
 
 impl Confirmations {
+    /// The controller over a registry's confirmation services.
+    pub(crate) fn new(services: Arc<dyn ConfirmationServices>) -> Confirmations {
+        Confirmations { services }
+    }
+
+    fn store(&self) -> &ConfirmationStore {
+        self.services.confirmation_store()
+    }
+
     /// Requests waiting for the user, oldest first.
     pub fn pending(&self) -> Vec<PendingConfirmation> {
-        self.registry.inner.confirmations.pending()
+        self.store().pending()
     }
 
     /// Approves or denies a pending request.
     pub fn resolve(&self, confirmation_id: &str, approved: bool) -> Result<(), ResolveError> {
-        self.registry
-            .inner
-            .confirmations
-            .resolve(&self.registry, confirmation_id, approved)
+        self.store()
+            .resolve(&*self.services, confirmation_id, approved)
     }
 
     /// Approves a pending request.
@@ -170,9 +184,9 @@ impl Confirmations {
     /// Waits until the confirmation is approved, denied or expired (`None`
     /// for an unknown id). Cancel by dropping the future.
     pub async fn wait_for(&self, confirmation_id: &str) -> Option<ConfirmationOutcome> {
-        let store = &self.registry.inner.confirmations;
+        let store = self.store();
         let Some(mut watcher) = store.watcher(confirmation_id) else {
-            return store.ended_outcome(&self.registry, confirmation_id);
+            return store.ended_outcome(&*self.services, confirmation_id);
         };
         match watcher.wait_for(Option::is_some).await {
             Ok(outcome) => *outcome,
@@ -185,9 +199,9 @@ impl Confirmations {
         &self,
         listener: impl Fn(&[PendingConfirmation]) + Send + Sync + 'static,
     ) -> PendingSubscription {
-        let id = self.registry.inner.confirmations.listeners.add(listener);
+        let id = self.store().listeners.add(listener);
         PendingSubscription {
-            registry: self.registry.clone(),
+            services: Arc::clone(&self.services),
             id,
         }
     }
@@ -195,20 +209,11 @@ impl Confirmations {
     /// Expires every request whose time is up now (timers do this on their
     /// own; useful with a manual clock).
     pub fn expire_due(&self) {
-        self.registry.inner.confirmations.expire_due(&self.registry);
+        self.store().expire_due(&*self.services);
     }
 
     /// The time to live of new requests.
     pub fn ttl(&self) -> Duration {
-        self.registry.limits().confirmation_ttl
-    }
-}
-
-impl Registry {
-    /// The confirmation controller.
-    pub fn confirmations(&self) -> Confirmations {
-        Confirmations {
-            registry: self.clone(),
-        }
+        self.services.confirmation_limits().ttl
     }
 }

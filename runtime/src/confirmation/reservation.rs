@@ -8,24 +8,28 @@
 
 use std::sync::{Arc, Weak};
 
+use super::services::ConfirmationServices;
 use crate::context::ConfirmationEvidence;
 use crate::error::ErrorPayload;
-use crate::registry::{Inner, Registry};
 
 /// Approved evidence reserved for one invocation.
 #[must_use = "dropping a reservation releases the approval"]
 pub(crate) struct Reservation {
     /// Weak: a reservation never keeps a disposed registry alive.
-    registry: Weak<Inner>,
+    services: Weak<dyn ConfirmationServices>,
     confirmation_id: Arc<str>,
     /// Whether it was consumed (nothing to release).
     consumed: bool,
 }
 
 impl Reservation {
-    pub(super) fn new(registry: &Registry, confirmation_id: Arc<str>) -> Reservation {
+    pub(super) fn new<S: ConfirmationServices>(
+        services: &Arc<S>,
+        confirmation_id: Arc<str>,
+    ) -> Reservation {
+        let services: Weak<S> = Arc::downgrade(services);
         Reservation {
-            registry: Arc::downgrade(&registry.inner),
+            services,
             confirmation_id,
             consumed: false,
         }
@@ -35,14 +39,12 @@ impl Reservation {
     /// or executor. Fails only when the registry expired it (disposal).
     pub(crate) fn consume(mut self) -> Result<ConfirmationEvidence, ErrorPayload> {
         self.consumed = true;
-        let Some(inner) = self.registry.upgrade() else {
+        let Some(services) = self.services.upgrade() else {
             return Err(ErrorPayload::cancelled());
         };
-        let registry = Registry { inner };
-        registry
-            .inner
-            .confirmations
-            .consume(&registry, &self.confirmation_id)
+        services
+            .confirmation_store()
+            .consume(&*services, &self.confirmation_id)
     }
 }
 
@@ -51,12 +53,10 @@ impl Drop for Reservation {
         if self.consumed {
             return;
         }
-        if let Some(inner) = self.registry.upgrade() {
-            let registry = Registry { inner };
-            registry
-                .inner
-                .confirmations
-                .release(&registry, &self.confirmation_id);
+        if let Some(services) = self.services.upgrade() {
+            services
+                .confirmation_store()
+                .release(&*services, &self.confirmation_id);
         }
     }
 }

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use super::reservation::Reservation;
+use super::services::ConfirmationServices;
 use super::summary::MAX_SUMMARY_CHARS;
 use super::{ConfirmationOutcome, PendingConfirmation, ResolveError};
 use crate::Effect;
@@ -24,9 +25,8 @@ use crate::audit::{AuditEvent, AuditKind};
 use crate::canonical::{Canonical, Sha256Digest};
 use crate::clock::rfc3339;
 use crate::context::ConfirmationEvidence;
-use crate::error::{ErrorCode, ErrorPayload, Retry};
+use crate::error::{ConfirmationInvalidReason, ErrorCode, ErrorPayload};
 use crate::events::SurfaceEvent;
-use crate::registry::Registry;
 use crate::util::display_text;
 use crate::util::listeners::Listeners;
 use crate::util::lru::Lru;
@@ -117,25 +117,8 @@ fn required_payload(view: &PendingConfirmation) -> ErrorPayload {
     .with_detail("origin", view.origin)
 }
 
-fn invalid(reason: &'static str) -> ErrorPayload {
-    let (message, retry) = match reason {
-        "expired" => (
-            "The confirmation expired. Call again without a confirmationId to ask the user again.",
-            Retry::WithConfirmation,
-        ),
-        "denied" => ("The user denied this call. Do not retry it.", Retry::No),
-        "consumed" => (
-            "This confirmation was already used. Do not retry with it.",
-            Retry::No,
-        ),
-        _ => (
-            "The confirmation does not match this call. Do not retry with it.",
-            Retry::No,
-        ),
-    };
-    ErrorPayload::new(ErrorCode::ConfirmationInvalid, message)
-        .with_retry(retry)
-        .with_detail("reason", reason)
+fn invalid(reason: ConfirmationInvalidReason) -> ErrorPayload {
+    ErrorPayload::confirmation_invalid(reason)
 }
 
 impl ConfirmationStore {
@@ -151,12 +134,18 @@ impl ConfirmationStore {
         self.store.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn end(store: &mut Store, registry: &Registry, id: &Arc<str>, record: Record, stage: Stage) {
-        let limits = registry.limits();
+    fn end<S: ConfirmationServices + ?Sized>(
+        store: &mut Store,
+        services: &S,
+        id: &Arc<str>,
+        record: Record,
+        stage: Stage,
+    ) {
+        let limits = services.confirmation_limits();
         let ended = store.ended.get_or_insert_with(|| {
             Lru::new(
-                limits.max_pending_confirmations.saturating_mul(8).max(64),
-                u64::try_from(limits.dedupe_cache_ttl.as_millis()).unwrap_or(u64::MAX),
+                limits.max_pending.saturating_mul(8).max(64),
+                crate::util::millis::millis(limits.ended_ttl),
             )
         });
         ended.insert(
@@ -166,12 +155,16 @@ impl ConfirmationStore {
                 digest: record.digest,
                 stage,
             },
-            registry.now_ms(),
+            services.clock_ms(),
         );
     }
 
-    fn audit(registry: &Registry, kind: AuditKind, view: &PendingConfirmation) {
-        let mut event = AuditEvent::new(kind, registry.now_ms());
+    fn audit<S: ConfirmationServices + ?Sized>(
+        services: &S,
+        kind: AuditKind,
+        view: &PendingConfirmation,
+    ) {
+        let mut event = AuditEvent::new(kind, services.clock_ms());
         event.capability_id = Some(Arc::clone(&view.capability_id));
         event.registration_id = Some(Arc::clone(&view.registration_id));
         event.consumer_id = Some(Arc::clone(&view.consumer_key));
@@ -179,13 +172,13 @@ impl ConfirmationStore {
             "confirmationId".to_owned(),
             Value::from(&*view.confirmation_id),
         )]));
-        registry.inner.record(&event);
+        services.audit(&event);
     }
 
     /// Expires records whose time is up (also done by timers; this keeps a
     /// manual clock honest).
-    pub(super) fn expire_due(&self, registry: &Registry) {
-        let now = registry.now_ms();
+    pub(super) fn expire_due<S: ConfirmationServices + ?Sized>(&self, services: &S) {
+        let now = services.clock_ms();
         let due: Vec<Arc<str>> = self
             .lock()
             .open
@@ -194,7 +187,7 @@ impl ConfirmationStore {
             .map(|(id, _)| Arc::clone(id))
             .collect();
         for id in due {
-            self.expire(registry, &id);
+            self.expire(services, &id);
         }
     }
 
@@ -202,19 +195,17 @@ impl ConfirmationStore {
     /// (or identical pending) request, or `RATE_LIMITED` when the registry
     /// or this consumer has too many open. The summary is escaped and cut
     /// to 300 characters here, whoever wrote it.
-    pub(crate) fn request(
+    pub(crate) fn request<S: ConfirmationServices>(
         &self,
-        registry: &Registry,
+        services: &Arc<S>,
         binding: &Binding<'_>,
         summary: String,
         origin: &'static str,
     ) -> ErrorPayload {
-        self.expire_due(registry);
+        self.expire_due(&**services);
         let (canonical, digest) = binding.canonical();
-        let per_consumer = registry
-            .limits()
-            .max_pending_confirmations_per_consumer
-            .max(1);
+        let limits = services.confirmation_limits();
+        let per_consumer = limits.per_consumer.max(1);
         let mut store = self.lock();
         if let Some(record) = store
             .open
@@ -234,10 +225,10 @@ impl ConfirmationStore {
                 Some(FULL_RETRY_MS),
             );
         }
-        let now = registry.now_ms();
-        let ttl = registry.limits().confirmation_ttl;
-        let expires_at_ms = now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-        let id: Arc<str> = Arc::from(registry.inner.ids.confirmation_id());
+        let now = services.clock_ms();
+        let ttl = limits.ttl;
+        let expires_at_ms = now.saturating_add(crate::util::millis::millis(ttl));
+        let id: Arc<str> = Arc::from(services.mint_confirmation_id());
         let summary =
             display_text::truncate(&display_text::escape(&summary), MAX_SUMMARY_CHARS).into_owned();
         let view = PendingConfirmation {
@@ -266,45 +257,41 @@ impl ConfirmationStore {
             },
         );
         drop(store);
-        Self::audit(registry, AuditKind::ConfirmationRequested, &view);
-        registry
-            .inner
-            .dispatcher
-            .emit([SurfaceEvent::ConfirmationRequested {
-                confirmation_id: Arc::clone(&id),
-                capability_id: Arc::clone(&view.capability_id),
-                expires_at: view.expires_at.clone(),
-            }]);
+        Self::audit(&**services, AuditKind::ConfirmationRequested, &view);
+        services.emit(SurfaceEvent::ConfirmationRequested {
+            confirmation_id: Arc::clone(&id),
+            capability_id: Arc::clone(&view.capability_id),
+            expires_at: view.expires_at.clone(),
+        });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let weak = Arc::downgrade(&registry.inner);
+            let weak = Arc::downgrade(services);
             runtime.spawn(async move {
                 tokio::time::sleep(ttl).await;
-                if let Some(inner) = weak.upgrade() {
-                    let registry = Registry { inner };
-                    registry.inner.confirmations.expire(&registry, &id);
+                if let Some(services) = weak.upgrade() {
+                    services.confirmation_store().expire(&*services, &id);
                 }
             });
         }
-        self.notify(registry);
+        self.notify();
         payload
     }
 
     /// Phase 6 with evidence: reserves approved, matching evidence for this
     /// invocation. The [`Reservation`] consumes it when execution starts
     /// and releases it if dropped before.
-    pub(crate) fn redeem(
+    pub(crate) fn redeem<S: ConfirmationServices>(
         &self,
-        registry: &Registry,
+        services: &Arc<S>,
         confirmation_id: &str,
         binding: &Binding<'_>,
     ) -> Result<Reservation, ErrorPayload> {
-        self.expire_due(registry);
+        self.expire_due(&**services);
         let (canonical, digest) = binding.canonical();
         let mut store = self.lock();
         if let Some(record) = store.open.get_mut(confirmation_id) {
             // Digest and exact canonical value must both match.
             if record.digest != digest || record.binding != canonical {
-                return Err(invalid("mismatch"));
+                return Err(invalid(ConfirmationInvalidReason::Mismatch));
             }
             match record.stage {
                 Stage::Pending => return Err(required_payload(&record.view)),
@@ -312,49 +299,51 @@ impl ConfirmationStore {
                     record.stage = Stage::Reserved { at_ms };
                     let id = Arc::clone(&record.view.confirmation_id);
                     drop(store);
-                    return Ok(Reservation::new(registry, id));
+                    return Ok(Reservation::new(services, id));
                 }
                 // Another call holds it: single use, as if consumed.
-                Stage::Reserved { .. } => return Err(invalid("consumed")),
+                Stage::Reserved { .. } => return Err(invalid(ConfirmationInvalidReason::Consumed)),
                 Stage::Denied | Stage::Expired | Stage::Consumed => {}
             }
         }
         let Some(ended) = store
             .ended
             .as_mut()
-            .and_then(|ended| ended.peek(confirmation_id, registry.now_ms()))
+            .and_then(|ended| ended.peek(confirmation_id, services.clock_ms()))
         else {
-            return Err(invalid("mismatch"));
+            return Err(invalid(ConfirmationInvalidReason::Mismatch));
         };
         if ended.digest != digest || ended.binding != canonical {
-            return Err(invalid("mismatch"));
+            return Err(invalid(ConfirmationInvalidReason::Mismatch));
         }
         Err(match ended.stage {
-            Stage::Denied => invalid("denied"),
-            Stage::Expired => invalid("expired"),
-            _ => invalid("consumed"),
+            Stage::Denied => invalid(ConfirmationInvalidReason::Denied),
+            Stage::Expired => invalid(ConfirmationInvalidReason::Expired),
+            Stage::Consumed | Stage::Pending | Stage::Approved { .. } | Stage::Reserved { .. } => {
+                invalid(ConfirmationInvalidReason::Consumed)
+            }
         })
     }
 
     /// Execution starts: the reserved record is consumed (single use).
-    pub(super) fn consume(
+    pub(super) fn consume<S: ConfirmationServices + ?Sized>(
         &self,
-        registry: &Registry,
+        services: &S,
         confirmation_id: &Arc<str>,
     ) -> Result<ConfirmationEvidence, ErrorPayload> {
         let mut store = self.lock();
         let at_ms = match store.open.get(confirmation_id).map(|record| record.stage) {
             Some(Stage::Reserved { at_ms }) => at_ms,
             // Expired by disposal while reserved; nothing else ends a reservation.
-            _ => return Err(invalid("expired")),
+            _ => return Err(invalid(ConfirmationInvalidReason::Expired)),
         };
         let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
-            return Err(invalid("expired"));
+            return Err(invalid(ConfirmationInvalidReason::Expired));
         };
         let view = record.view.clone();
-        Self::end(&mut store, registry, &id, record, Stage::Consumed);
+        Self::end(&mut store, services, &id, record, Stage::Consumed);
         drop(store);
-        Self::audit(registry, AuditKind::ConfirmationConsumed, &view);
+        Self::audit(services, AuditKind::ConfirmationConsumed, &view);
         Ok(ConfirmationEvidence {
             id: id.to_string(),
             approved_at: rfc3339(at_ms),
@@ -363,7 +352,11 @@ impl ConfirmationStore {
 
     /// The call failed before execution: the evidence is approved again,
     /// or expires now if its time ran out meanwhile.
-    pub(super) fn release(&self, registry: &Registry, confirmation_id: &Arc<str>) {
+    pub(super) fn release<S: ConfirmationServices + ?Sized>(
+        &self,
+        services: &S,
+        confirmation_id: &Arc<str>,
+    ) {
         let mut store = self.lock();
         let Some(record) = store.open.get_mut(confirmation_id) else {
             return;
@@ -372,23 +365,23 @@ impl ConfirmationStore {
             record.stage = Stage::Approved { at_ms };
         }
         drop(store);
-        self.expire(registry, confirmation_id);
+        self.expire(services, confirmation_id);
     }
 
     /// The host's answer.
-    pub(super) fn resolve(
+    pub(super) fn resolve<S: ConfirmationServices + ?Sized>(
         &self,
-        registry: &Registry,
+        services: &S,
         confirmation_id: &str,
         approved: bool,
     ) -> Result<(), ResolveError> {
-        self.expire_due(registry);
+        self.expire_due(services);
         let mut store = self.lock();
         let Some(record) = store.open.get_mut(confirmation_id) else {
             let known = store
                 .ended
                 .as_ref()
-                .is_some_and(|ended| ended.peek(confirmation_id, registry.now_ms()).is_some());
+                .is_some_and(|ended| ended.peek(confirmation_id, services.clock_ms()).is_some());
             return Err(if known {
                 ResolveError::NotPending
             } else {
@@ -406,12 +399,12 @@ impl ConfirmationStore {
         let view = record.view.clone();
         if approved {
             record.stage = Stage::Approved {
-                at_ms: registry.now_ms(),
+                at_ms: services.clock_ms(),
             };
             record.resolved.send_replace(Some(outcome));
         } else if let Some((id, record)) = store.open.remove_entry(confirmation_id) {
             record.resolved.send_replace(Some(outcome));
-            Self::end(&mut store, registry, &id, record, Stage::Denied);
+            Self::end(&mut store, services, &id, record, Stage::Denied);
         }
         drop(store);
         let kind = if approved {
@@ -419,44 +412,45 @@ impl ConfirmationStore {
         } else {
             AuditKind::ConfirmationDenied
         };
-        Self::audit(registry, kind, &view);
-        registry
-            .inner
-            .dispatcher
-            .emit([SurfaceEvent::ConfirmationResolved {
-                confirmation_id: Arc::clone(&view.confirmation_id),
-                outcome: outcome.as_str(),
-            }]);
-        self.notify(registry);
+        Self::audit(services, kind, &view);
+        services.emit(SurfaceEvent::ConfirmationResolved {
+            confirmation_id: Arc::clone(&view.confirmation_id),
+            outcome: outcome.as_str(),
+        });
+        self.notify();
         Ok(())
     }
 
     /// Expires one record if its time is up or the registry is going away.
     /// A reserved record waits for its call (which releases or consumes it),
     /// unless the registry is disposed.
-    pub(crate) fn expire(&self, registry: &Registry, confirmation_id: &Arc<str>) {
+    pub(crate) fn expire<S: ConfirmationServices + ?Sized>(
+        &self,
+        services: &S,
+        confirmation_id: &Arc<str>,
+    ) {
         let mut store = self.lock();
-        let disposed = registry.is_disposed();
+        let disposed = services.disposed();
         let due = store.open.get(confirmation_id).is_some_and(|record| {
             let held = matches!(record.stage, Stage::Reserved { .. });
-            disposed || (!held && registry.now_ms() >= record.expires_at_ms)
+            disposed || (!held && services.clock_ms() >= record.expires_at_ms)
         });
         if !due {
             return;
         }
-        let Some(expired) = Self::expire_locked(&mut store, registry, confirmation_id) else {
+        let Some(expired) = Self::expire_locked(&mut store, services, confirmation_id) else {
             return;
         };
         drop(store);
-        Self::announce_expired(registry, expired);
-        self.notify(registry);
+        Self::announce_expired(services, expired);
+        self.notify();
     }
 
     /// Ends an open record as expired, under the store's lock; what to
     /// announce once the lock is released.
-    fn expire_locked(
+    fn expire_locked<S: ConfirmationServices + ?Sized>(
         store: &mut Store,
-        registry: &Registry,
+        services: &S,
         confirmation_id: &str,
     ) -> Option<(PendingConfirmation, bool)> {
         let (id, record) = store.open.remove_entry(confirmation_id)?;
@@ -465,29 +459,29 @@ impl ConfirmationStore {
         record
             .resolved
             .send_replace(Some(ConfirmationOutcome::Expired));
-        Self::end(store, registry, &id, record, Stage::Expired);
+        Self::end(store, services, &id, record, Stage::Expired);
         Some((view, was_pending))
     }
 
     /// Audits an expiry and, for a record still pending, announces it.
-    fn announce_expired(registry: &Registry, (view, was_pending): (PendingConfirmation, bool)) {
-        Self::audit(registry, AuditKind::ConfirmationExpired, &view);
+    fn announce_expired<S: ConfirmationServices + ?Sized>(
+        services: &S,
+        (view, was_pending): (PendingConfirmation, bool),
+    ) {
+        Self::audit(services, AuditKind::ConfirmationExpired, &view);
         if was_pending {
-            registry
-                .inner
-                .dispatcher
-                .emit([SurfaceEvent::ConfirmationResolved {
-                    confirmation_id: Arc::clone(&view.confirmation_id),
-                    outcome: ConfirmationOutcome::Expired.as_str(),
-                }]);
+            services.emit(SurfaceEvent::ConfirmationResolved {
+                confirmation_id: Arc::clone(&view.confirmation_id),
+                outcome: ConfirmationOutcome::Expired.as_str(),
+            });
         }
     }
 
     /// Expires everything (dispose).
-    pub(crate) fn expire_all(&self, registry: &Registry) {
+    pub(crate) fn expire_all<S: ConfirmationServices + ?Sized>(&self, services: &S) {
         let ids: Vec<Arc<str>> = self.lock().open.keys().cloned().collect();
         for id in ids {
-            self.expire(registry, &id);
+            self.expire(services, &id);
         }
     }
 
@@ -517,16 +511,16 @@ impl ConfirmationStore {
             .map(|record| record.resolved.subscribe())
     }
 
-    pub(super) fn ended_outcome(
+    pub(super) fn ended_outcome<S: ConfirmationServices + ?Sized>(
         &self,
-        registry: &Registry,
+        services: &S,
         confirmation_id: &str,
     ) -> Option<ConfirmationOutcome> {
         let store = self.lock();
         let ended = store
             .ended
             .as_ref()?
-            .peek(confirmation_id, registry.now_ms())?;
+            .peek(confirmation_id, services.clock_ms())?;
         Some(match ended.stage {
             Stage::Denied => ConfirmationOutcome::Denied,
             Stage::Expired => ConfirmationOutcome::Expired,
@@ -534,11 +528,11 @@ impl ConfirmationStore {
         })
     }
 
-    fn notify(&self, registry: &Registry) {
+    fn notify(&self) {
         if self.listeners.is_empty() {
             return;
         }
-        let pending = registry.inner.confirmations.pending();
+        let pending = self.pending();
         self.listeners.call(&pending, "confirmation");
     }
 }

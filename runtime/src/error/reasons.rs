@@ -1,6 +1,7 @@
 //! The typed reasons some errors carry in their details: where a component
 //! was found unmounted, why a capability is stale, where an authorization
-//! refusal came from, why a call was rate limited. Each writes the
+//! refusal came from, why a call was rate limited, why confirmation evidence
+//! was refused. Each writes the
 //! specification's wire string, and nothing else can be written.
 
 use std::fmt;
@@ -44,6 +45,31 @@ pub enum RateLimitReason {
     QueueFull,
     /// The MCP server holds as many sessions as it may.
     SessionsFull,
+}
+
+/// Why `CONFIRMATION_INVALID` (`details.reason`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConfirmationInvalidReason {
+    /// The evidence does not belong to this exact call (or is unknown).
+    Mismatch,
+    /// Nobody answered in time (or the registry went away).
+    Expired,
+    /// The user denied the call.
+    Denied,
+    /// The evidence was already used (single use).
+    Consumed,
+}
+
+impl ConfirmationInvalidReason {
+    /// The wire string.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ConfirmationInvalidReason::Mismatch => "mismatch",
+            ConfirmationInvalidReason::Expired => "expired",
+            ConfirmationInvalidReason::Denied => "denied",
+            ConfirmationInvalidReason::Consumed => "consumed",
+        }
+    }
 }
 
 impl UnmountedPhase {
@@ -98,4 +124,10 @@ macro_rules! display_as_str {
     )*};
 }
 
-display_as_str!(UnmountedPhase, StaleReason, Origin, RateLimitReason);
+display_as_str!(
+    UnmountedPhase,
+    StaleReason,
+    Origin,
+    RateLimitReason,
+    ConfirmationInvalidReason
+);

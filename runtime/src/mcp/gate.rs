@@ -303,7 +303,7 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
     }
     let _admission = gate.admission.lock().await;
     if gate.sessions.sessions.read().await.len() >= gate.max_sessions {
-        let retry_ms = u64::try_from(SESSIONS_FULL_RETRY.as_millis()).unwrap_or(u64::MAX);
+        let retry_ms = crate::util::millis::millis(SESSIONS_FULL_RETRY);
         let payload = serde_json::to_value(ErrorPayload::rate_limited(
             crate::error::RateLimitReason::SessionsFull,
             Some(retry_ms),

@@ -1,5 +1,5 @@
-//! The MCP server adapter (feature `mcp`): serve a registry to any MCP
-//! client over stdio or streamable HTTP.
+//! The MCP server adapter (feature `mcp-server`, or `mcp`): serve a
+//! registry to any MCP client over stdio or streamable HTTP.
 //!
 //! - **Tools**: one per *available* capability and procedure reference, as
 //!   the embedded toolset names and describes them (wire names, the
@@ -247,7 +247,7 @@ impl McpServerBuilder {
         let limits = self.registry.limits();
         let issued = Lru::new(
             limits.max_pending_confirmations_per_consumer.max(1),
-            u64::try_from(limits.confirmation_ttl.as_millis()).unwrap_or(u64::MAX),
+            crate::util::millis::millis(limits.confirmation_ttl),
         );
         let shared = Arc::new(Shared {
             registry: self.registry,

@@ -300,7 +300,7 @@ pub struct RateLimit {
 
 /// [`RateLimit`]: at most `limit` calls per `window` per consumer and capability.
 pub fn rate_limit(limit: u32, window: Duration) -> RateLimit {
-    let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1);
+    let window_ms = crate::util::millis::millis(window).max(1);
     RateLimit {
         name: format!("rateLimit({limit}/{window_ms}ms)"),
         limit: f64::from(limit.max(1)),

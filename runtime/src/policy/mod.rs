@@ -47,9 +47,9 @@ use serde_json::{Map, Value};
 use crate::audit::AuditSink;
 use crate::clock::Clock;
 use crate::context::{Consumer, Environment, HostContext};
-use crate::contract::Internal;
 use crate::error::ErrorPayload;
 use crate::ids::CapabilityId;
+use crate::meta::Internal;
 use crate::{Effect, Kind, Plane};
 
 /// A boxed, `Send` future borrowing for `'a`.

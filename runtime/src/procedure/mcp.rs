@@ -1,6 +1,6 @@
-//! A procedure executor over MCP (feature `mcp`): the backend exposes its
-//! domain operations as MCP tools; calls go through `tools/call` on the
-//! user's own session.
+//! A procedure executor over MCP (feature `mcp-client`, or `mcp`): the
+//! backend exposes its domain operations as MCP tools; calls go through
+//! `tools/call` on the user's own session.
 //!
 //! - **Manifest** — from the backend's `tools/list`. Tool `devices.disable`
 //!   is procedure `domain:devices.disable` (names that are not procedure

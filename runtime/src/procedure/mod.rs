@@ -50,7 +50,7 @@
 
 mod binding;
 mod executor;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-client")]
 pub mod mcp;
 
 use std::fmt;

@@ -127,9 +127,7 @@ impl Default for Limits {
     }
 }
 
-pub(crate) fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
+pub(crate) use crate::util::millis::millis;
 
 /// What to do when a component is mounted under a `(type, instance)` that
 /// is already live.

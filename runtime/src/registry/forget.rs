@@ -19,6 +19,6 @@ impl Registry {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .forget_consumer(key);
-        self.inner.confirmations.expire_consumer(self, key);
+        self.inner.confirmations.expire_consumer(&*self.inner, key);
     }
 }

@@ -34,6 +34,7 @@
 
 mod authority;
 mod config;
+mod confirmations;
 mod forget;
 mod handle;
 mod mount;
@@ -359,7 +360,7 @@ impl Registry {
         for registration in live {
             self.unregister(&registration);
         }
-        inner.confirmations.expire_all(self);
+        inner.confirmations.expire_all(&**inner);
         inner.dispatcher.drain();
         inner.dispatcher.clear();
     }

@@ -42,10 +42,12 @@
 //! # Ok::<(), schema::SchemaError>(())
 //! ```
 
+mod compile;
 mod ecosystem;
 mod external;
 mod format;
 mod normalize;
+mod one_of;
 mod subset;
 mod types;
 mod validate;
@@ -56,13 +58,14 @@ use std::fmt;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
+pub use compile::{CompiledSchema, compile};
 pub use ecosystem::formats;
 pub use external::{Supplied, SuppliedSchema, check_supplied};
 pub use normalize::{normalize, shape};
 pub use subset::{check_subset, measure};
 pub use types::{AgentInput, AgentOutput, AgentSchema, MapValue, SameElement, SameField};
-pub use validate::{CompiledSchema, MAX_ISSUES, MAX_VALUE_DEPTH, compile};
 pub(crate) use validate::{Issues, key_pointer};
+pub use validate::{MAX_ISSUES, MAX_VALUE_DEPTH};
 
 /// Size and depth caps of a schema.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

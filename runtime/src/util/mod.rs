@@ -6,4 +6,5 @@ pub(crate) mod display_text;
 pub(crate) mod ids;
 pub(crate) mod listeners;
 pub(crate) mod lru;
+pub(crate) mod millis;
 pub(crate) mod nesting;

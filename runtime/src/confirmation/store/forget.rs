@@ -6,11 +6,15 @@
 use std::sync::Arc;
 
 use super::{ConfirmationStore, Stage};
-use crate::registry::Registry;
+use crate::confirmation::services::ConfirmationServices;
 
 impl ConfirmationStore {
     /// Expires every pending or approved record of `consumer_key`.
-    pub(crate) fn expire_consumer(&self, registry: &Registry, consumer_key: &str) {
+    pub(crate) fn expire_consumer<S: ConfirmationServices + ?Sized>(
+        &self,
+        services: &S,
+        consumer_key: &str,
+    ) {
         let mut store = self.lock();
         let ids: Vec<Arc<str>> = store
             .open
@@ -26,12 +30,12 @@ impl ConfirmationStore {
         }
         let mut expired = Vec::with_capacity(ids.len());
         for id in ids {
-            expired.extend(Self::expire_locked(&mut store, registry, &id));
+            expired.extend(Self::expire_locked(&mut store, services, &id));
         }
         drop(store);
         for expired in expired {
-            Self::announce_expired(registry, expired);
+            Self::announce_expired(services, expired);
         }
-        self.notify(registry);
+        self.notify();
     }
 }

@@ -206,7 +206,7 @@ impl Call<'_> {
         match self.request.confirmation_id.as_deref() {
             Some(confirmation_id) => inner
                 .confirmations
-                .redeem(self.registry, confirmation_id, &binding)
+                .redeem(&self.registry.inner, confirmation_id, &binding)
                 .map(Some),
             None => {
                 let reference = match subject {
@@ -218,7 +218,7 @@ impl Call<'_> {
                     .unwrap_or_else(|| summarize(capability, effective, reference));
                 Err(inner
                     .confirmations
-                    .request(self.registry, &binding, summary, "client"))
+                    .request(&self.registry.inner, &binding, summary, "client"))
             }
         }
     }

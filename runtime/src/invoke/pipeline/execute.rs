@@ -284,13 +284,19 @@ impl Call<'_> {
                 };
                 let summary = summary
                     .filter(|s| !s.trim().is_empty())
-                    .map(|s| s.chars().take(300).collect())
+                    .map(|s| {
+                        crate::util::display_text::truncate(
+                            &s,
+                            crate::confirmation::MAX_SUMMARY_CHARS,
+                        )
+                        .into_owned()
+                    })
                     .unwrap_or_else(|| {
                         summarize(&reference.capability, effective, Some(reference))
                     });
                 inner
                     .confirmations
-                    .request(self.registry, &binding, summary, "server")
+                    .request(&self.registry.inner, &binding, summary, "server")
             }
             error => {
                 let mapped = inner.config.procedure_errors.as_ref().and_then(|map| {

@@ -197,10 +197,9 @@ enum Interrupt {
 impl Interrupt {
     fn into_payload(self, capability: &CheckedCapability) -> ErrorPayload {
         match self {
-            Interrupt::Timeout(after) => ErrorPayload::timeout(
-                u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
-                capability.idempotent(),
-            ),
+            Interrupt::Timeout(after) => {
+                ErrorPayload::timeout(crate::util::millis::millis(after), capability.idempotent())
+            }
             Interrupt::Cancelled => ErrorPayload::cancelled(),
             Interrupt::Unmounted => {
                 ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight)

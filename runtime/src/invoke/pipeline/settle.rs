@@ -85,7 +85,7 @@ impl Call<'_> {
             leadership.finish(&result, trace.output_bytes);
         }
         let ended = trace.finished.unwrap_or_else(Instant::now);
-        let duration_ms = u64::try_from((ended - started).as_millis()).unwrap_or(u64::MAX);
+        let duration_ms = crate::util::millis::millis(ended - started);
         let code = result.error().map(ErrorPayload::code);
         let status = if result.is_ok() { "ok" } else { "error" };
         let level = trace
@@ -104,12 +104,8 @@ impl Call<'_> {
             event.status = Some(status);
             event.code = code;
             event.duration_ms = Some(duration_ms);
-            event.queue_wait_ms = trace
-                .queue_wait
-                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-            event.execution_ms = trace
-                .execution
-                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            event.queue_wait_ms = trace.queue_wait.map(crate::util::millis::millis);
+            event.execution_ms = trace.execution.map(crate::util::millis::millis);
             let mut detail = trace.audit_annotations;
             if let Some(operator) = trace.operator {
                 detail.insert("operator".to_owned(), Value::String(operator));

@@ -1,0 +1,54 @@
+//! The registry as its confirmation store's services (clock, ids, audit,
+//! dispatcher, limits), and the confirmation controller hosts use.
+
+use std::sync::Arc;
+
+use super::{Inner, Registry};
+use crate::audit::AuditEvent;
+use crate::confirmation::{
+    ConfirmationLimits, ConfirmationServices, ConfirmationStore, Confirmations,
+};
+use crate::events::SurfaceEvent;
+
+impl ConfirmationServices for Inner {
+    fn confirmation_store(&self) -> &ConfirmationStore {
+        &self.confirmations
+    }
+
+    fn clock_ms(&self) -> u64 {
+        self.now_ms()
+    }
+
+    fn confirmation_limits(&self) -> ConfirmationLimits {
+        let limits = &self.config.limits;
+        ConfirmationLimits {
+            ttl: limits.confirmation_ttl,
+            max_pending: limits.max_pending_confirmations,
+            per_consumer: limits.max_pending_confirmations_per_consumer,
+            ended_ttl: limits.dedupe_cache_ttl,
+        }
+    }
+
+    fn mint_confirmation_id(&self) -> String {
+        self.ids.confirmation_id()
+    }
+
+    fn audit(&self, event: &AuditEvent) {
+        self.record(event);
+    }
+
+    fn emit(&self, event: SurfaceEvent) {
+        self.dispatcher.emit([event]);
+    }
+
+    fn disposed(&self) -> bool {
+        self.disposed.is_cancelled()
+    }
+}
+
+impl Registry {
+    /// The confirmation controller.
+    pub fn confirmations(&self) -> Confirmations {
+        Confirmations::new(Arc::clone(&self.inner) as Arc<dyn ConfirmationServices>)
+    }
+}

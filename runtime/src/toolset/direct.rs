@@ -1,0 +1,266 @@
+//! Running calls: the retry key and two-phase memory of direct mode, the
+//! toolset's own settled results, and one call through the pipeline (with
+//! the wait for the user's confirmation in wait mode).
+
+use std::sync::{Arc, PoisonError};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::tool::{Catalog, build_catalog};
+use super::{ConfirmationMode, Mode, Shared};
+use crate::canonical::write_canonical;
+use crate::error::{ErrorCode, ErrorPayload};
+use crate::invoke::bounds;
+use crate::invoke::{Invocation, InvocationResult, InvokeOptions, Kinds};
+use crate::schema::{Issue, key_pointer};
+
+/// Identifies "the same call again": the tool and the canonical input.
+pub(super) fn retry_key(name: &str, input: &Value) -> u64 {
+    let mut hasher = crate::canonical::Fnv1a64::new();
+    crate::canonical::write_string(name, &mut hasher);
+    write_canonical(input, &mut hasher);
+    hasher.finish()
+}
+
+impl Shared {
+    /// The confirmation a previous attempt of the same call was asked for.
+    pub(super) fn remembered(&self, key: u64) -> Option<String> {
+        if self.confirmations != ConfirmationMode::TwoPhase {
+            return None;
+        }
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, id)| id.clone())
+    }
+
+    /// Remembers a confirmation request (two-phase), forgets it once the
+    /// call settled any other way. Bounded by the pending-confirmation limit.
+    pub(super) fn remember(&self, key: u64, result: &InvocationResult) {
+        if self.confirmations != ConfirmationMode::TwoPhase {
+            return;
+        }
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        asked.retain(|(k, _)| *k != key);
+        let requested = result
+            .error()
+            .filter(|error| error.code() == ErrorCode::ConfirmationRequired)
+            .and_then(|error| error.detail("confirmationId"))
+            .and_then(Value::as_str);
+        if let Some(id) = requested {
+            let cap = self
+                .registry
+                .limits()
+                .max_pending_confirmations_per_consumer
+                .max(1);
+            while asked.len() >= cap {
+                asked.remove(0);
+            }
+            asked.push((key, id.to_owned()));
+        }
+    }
+
+    /// The catalog the model last saw (built now if there is none).
+    pub(super) fn catalog(&self) -> Arc<Catalog> {
+        let built = self
+            .built
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        built.unwrap_or_else(|| self.rebuild())
+    }
+
+    /// A fresh catalog, kept as the one later calls resolve against.
+    pub(super) fn rebuild(&self) -> Arc<Catalog> {
+        let catalog = Arc::new(self.build());
+        *self.built.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&catalog));
+        catalog
+    }
+
+    /// Builds the direct-mode catalog from one snapshot.
+    fn build(&self) -> Catalog {
+        let snapshot = self.registry.snapshot(&self.options);
+        build_catalog(&snapshot)
+    }
+
+    pub(super) fn notify_if_changed(&self) {
+        if self.disposed.is_cancelled() || self.mode == Mode::Meta {
+            return;
+        }
+        let catalog = self.rebuild();
+        let fingerprint = catalog.fingerprint();
+        let before = self
+            .notified
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(fingerprint);
+        if before == Some(fingerprint) {
+            return;
+        }
+        self.listeners.call(&catalog.tools, "toolset");
+    }
+
+    /// Refuses arguments nested deeper than the pipeline accepts before
+    /// the toolset walks them (a retry key, a copy of the request); the
+    /// pipeline checks every other bound itself. In meta mode the bound
+    /// applies to each envelope field, named in the issue.
+    pub(super) fn check_depth(&self, input: &Value) -> Result<(), ErrorPayload> {
+        let max = self.registry.limits().max_input_depth;
+        let issue = match (self.mode, input) {
+            (Mode::Meta, Value::Object(fields)) => fields
+                .iter()
+                .find(|(_, value)| !bounds::depth_within(value, max))
+                .map(|(key, _)| bounds::too_deep(&key_pointer(key), max)),
+            _ => (!bounds::depth_within(input, max)).then(|| bounds::too_deep("", max)),
+        };
+        match issue {
+            Some(issue) => Err(ErrorPayload::invalid_input(&[issue])),
+            None => Ok(()),
+        }
+    }
+
+    /// A result settled by the toolset itself (unknown tool, envelope
+    /// error, discovery), under the tool-call id or a fresh invocation id.
+    /// A tool-call id or tool name over `max_id_bytes` is never echoed: the
+    /// id is replaced by a fresh one, the name cut to the limit.
+    pub(super) fn settled(
+        &self,
+        name: &str,
+        tool_call_id: Option<&str>,
+        outcome: Result<Option<Arc<Value>>, ErrorPayload>,
+    ) -> InvocationResult {
+        let max = self.registry.limits().max_id_bytes;
+        let invocation_id: Arc<str> = match tool_call_id {
+            Some(id) if id.len() <= max => Arc::from(id),
+            _ => Arc::from(self.registry.inner.ids.invocation_id()),
+        };
+        InvocationResult::new(
+            invocation_id,
+            Arc::from(bounds::truncated(name, max)),
+            outcome,
+            self.registry.version(),
+            false,
+        )
+    }
+
+    pub(super) fn immediate(
+        &self,
+        name: &str,
+        tool_call_id: Option<&str>,
+        error: ErrorPayload,
+    ) -> InvocationResult {
+        self.settled(name, tool_call_id, Err(error))
+    }
+
+    /// One call through the pipeline; in wait mode a confirmation request
+    /// waits for the user and the call is retried with the evidence.
+    pub(super) async fn run(
+        &self,
+        request: Invocation,
+        kinds: Kinds,
+        cancellation: Option<CancellationToken>,
+    ) -> InvocationResult {
+        let result = self.run_once_or_wait(request, kinds, cancellation).await;
+        with_verb_hint(result)
+    }
+
+    async fn run_once_or_wait(
+        &self,
+        request: Invocation,
+        kinds: Kinds,
+        cancellation: Option<CancellationToken>,
+    ) -> InvocationResult {
+        let external = cancellation.clone();
+        let options = InvokeOptions {
+            scope: self.options.scope.clone(),
+            cancellation,
+            kinds,
+            ..InvokeOptions::consumer(self.options.consumer.clone())
+        };
+        let mut request = request;
+        if request.invocation_id.is_none() {
+            // The retry after a confirmation must reuse the attempt's id.
+            request.invocation_id = Some(self.registry.inner.ids.invocation_id());
+        }
+        let first = self.registry.invoke(request.clone(), options.clone()).await;
+        if self.confirmations != ConfirmationMode::Wait || request.confirmation_id.is_some() {
+            return first;
+        }
+        let Some(confirmation_id) = first
+            .error()
+            .filter(|error| error.code() == ErrorCode::ConfirmationRequired)
+            .and_then(|error| error.detail("confirmationId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return first;
+        };
+        let controller = self.registry.confirmations();
+        let cancelled = async {
+            match &external {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = controller.wait_for(&confirmation_id) => {}
+            () = cancelled => {
+                return self.immediate(
+                    first.capability_id(),
+                    Some(first.invocation_id()),
+                    ErrorPayload::cancelled(),
+                );
+            }
+            () = self.disposed.cancelled() => {
+                return self.immediate(
+                    first.capability_id(),
+                    Some(first.invocation_id()),
+                    ErrorPayload::cancelled(),
+                );
+            }
+        }
+        // Approved, denied or expired: the retry reports which.
+        self.registry
+            .invoke(request.confirmation(confirmation_id), options)
+            .await
+    }
+}
+
+/// The meta verbs' hint for a target of the wrong kind: the pipeline says
+/// what the target is; the toolset says which verb to use.
+fn with_verb_hint(result: InvocationResult) -> InvocationResult {
+    let hint = match result.error() {
+        Some(error) if error.code() == ErrorCode::InvalidInput => {
+            let issue = error
+                .detail("issues")
+                .and_then(Value::as_array)
+                .and_then(|issues| issues.first())
+                .filter(|issue| issue.get("path").and_then(Value::as_str) == Some("/capabilityId"))
+                .and_then(|issue| issue.get("message"))
+                .and_then(Value::as_str);
+            match issue {
+                Some(crate::call::IS_AN_OBSERVATION) => {
+                    "this capability is an observation; read it with surface_read"
+                }
+                Some(crate::call::IS_NOT_AN_OBSERVATION) => {
+                    "this capability is not an observation; call it with surface_act"
+                }
+                _ => return result,
+            }
+        }
+        _ => return result,
+    };
+    InvocationResult::new(
+        Arc::from(result.invocation_id()),
+        Arc::from(result.capability_id()),
+        Err(ErrorPayload::invalid_input(&[Issue::new(
+            "/capabilityId",
+            hint,
+        )])),
+        result.surface_version(),
+        result.surface_changed(),
+    )
+}

@@ -1,0 +1,398 @@
+//! One tool as a model sees it (name, description, input schema, live
+//! state, target) and the catalog of tools built from one snapshot.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::meta::MetaTool;
+use crate::contract::CheckedCapability;
+use crate::ids::{CapabilityId, InstanceId};
+use crate::procedure::Reference;
+use crate::registry::Registration;
+use crate::snapshot::Snapshot;
+use crate::wire::{MAX_WIRE_NAME, WireNames};
+use crate::{Confirmation, Effect, Kind};
+
+/// The live state of a tool: volatile, rendered by hosts outside the cached
+/// tool block.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolState {
+    /// Whether a call would pass availability now.
+    pub available: bool,
+    /// Why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<String>,
+    /// Live contextual text (a procedure reference's `describe`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What a direct-mode tool calls: the target as the catalog saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolTarget<'a> {
+    /// The capability (or procedure) id.
+    pub capability_id: &'a str,
+    /// The instance (of the referencing component, for a procedure).
+    pub instance_id: &'a str,
+    /// The registration the catalog was built from.
+    pub registration_id: &'a str,
+    /// The surface version the catalog was built at.
+    pub surface_version: u64,
+    /// Observation, action or procedure.
+    pub kind: Kind,
+    /// The effect.
+    pub effect: Effect,
+    /// The confirmation posture.
+    pub confirmation: Confirmation,
+    /// Whether repeating the call changes nothing more.
+    pub idempotent: bool,
+}
+
+/// Where a tool's definition comes from. Definitions are borrowed from the
+/// static contracts and the registrations, never copied.
+#[derive(Clone)]
+pub(super) enum Source {
+    View {
+        registration: Arc<Registration>,
+        capability: &'static CheckedCapability,
+        index: usize,
+        qualified: bool,
+    },
+    Domain {
+        registration: Arc<Registration>,
+        reference: Arc<Reference>,
+        name: Box<str>,
+    },
+    Meta(&'static MetaTool),
+}
+
+/// One tool as a model sees it, plus its live state and target.
+#[derive(Clone)]
+pub struct Tool {
+    pub(super) source: Source,
+    /// A shortened name, when the canonical one is too long.
+    pub(super) renamed: Option<Box<str>>,
+    pub(super) state: ToolState,
+    pub(super) surface_version: u64,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name())
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Tool {
+    fn eq(&self, other: &Tool) -> bool {
+        self.name() == other.name()
+            && self.description() == other.description()
+            && self.input_schema() == other.input_schema()
+            && self.state == other.state
+            && self.target() == other.target()
+    }
+}
+
+impl Tool {
+    /// The wire-safe name (at most 64 characters of `[A-Za-z0-9_-]`).
+    pub fn name(&self) -> &str {
+        if let Some(name) = &self.renamed {
+            return name;
+        }
+        match &self.source {
+            Source::View {
+                registration,
+                capability,
+                index,
+                qualified,
+            } => {
+                if *qualified {
+                    registration.qualified_tool_name(*index)
+                } else {
+                    wire_name(capability)
+                }
+            }
+            Source::Domain { name, .. } => name,
+            Source::Meta(meta) => meta.name,
+        }
+    }
+
+    /// Plane, effect and confirmation, then the authored description.
+    pub fn description(&self) -> &str {
+        match &self.source {
+            Source::View { capability, .. } => tool_description(capability),
+            Source::Domain { reference, .. } => tool_description(&reference.capability),
+            Source::Meta(meta) => meta.description,
+        }
+    }
+
+    /// The JSON Schema of the tool's input (an object schema).
+    pub fn input_schema(&self) -> &Value {
+        match &self.source {
+            Source::View { capability, .. } => match capability.kind() {
+                Kind::Observation => empty_input_schema(),
+                _ => capability
+                    .input_schema()
+                    .map_or(empty_input_schema(), |schema| &**schema.json()),
+            },
+            Source::Domain { reference, .. } => reference
+                .capability
+                .input_schema()
+                .map_or(empty_input_schema(), |schema| &**schema.json()),
+            Source::Meta(meta) => &meta.schema,
+        }
+    }
+
+    /// The live state.
+    pub fn state(&self) -> &ToolState {
+        &self.state
+    }
+
+    /// What the tool calls (`None` for meta-mode tools).
+    pub fn target(&self) -> Option<ToolTarget<'_>> {
+        let (registration, capability) = match &self.source {
+            Source::View {
+                registration,
+                capability,
+                ..
+            } => (registration, *capability),
+            Source::Domain {
+                registration,
+                reference,
+                ..
+            } => (registration, &reference.capability),
+            Source::Meta(_) => return None,
+        };
+        Some(ToolTarget {
+            capability_id: capability.id().as_str(),
+            instance_id: registration.instance.as_str(),
+            registration_id: &registration.id,
+            surface_version: self.surface_version,
+            kind: capability.kind(),
+            effect: capability.effect(),
+            confirmation: capability.confirmation(),
+            idempotent: capability.idempotent(),
+        })
+    }
+
+    /// The definition a provider sees: `{name, description, inputSchema}`.
+    pub fn definition(&self) -> Value {
+        json!({
+            "name": self.name(),
+            "description": self.description(),
+            "inputSchema": self.input_schema(),
+        })
+    }
+}
+
+/// The description a tool shows: plane, effect and confirmation posture,
+/// then the authored text. Never live state. Rendered once per capability.
+pub fn tool_description(capability: &CheckedCapability) -> &Arc<str> {
+    capability.rendered_description().get_or_init(|| {
+        let plane = capability.id().plane().as_str();
+        let text = match capability.kind() {
+            Kind::Observation => format!("[{plane}, read] {}", capability.description()),
+            _ => format!(
+                "[{plane}, {}, confirmation {}] {}",
+                capability.effect().as_str(),
+                capability.confirmation().as_str(),
+                capability.description()
+            ),
+        };
+        Arc::from(text)
+    })
+}
+
+/// The canonical wire name of a capability's tool
+/// (`view_devices__table__selectRows`), before any instance qualifier.
+pub fn wire_name(capability: &CheckedCapability) -> &str {
+    capability.wire_name()
+}
+
+/// One built catalog: the tools and a lazily built name index.
+pub(super) struct Catalog {
+    pub(super) tools: Arc<Vec<Tool>>,
+    by_name: std::sync::OnceLock<FxHashMap<u64, usize>>,
+}
+
+fn name_hash(name: &str) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    name.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl Catalog {
+    fn new(tools: Vec<Tool>) -> Catalog {
+        Catalog {
+            tools: Arc::new(tools),
+            by_name: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The tool named `name` (names are unique within a catalog).
+    pub(super) fn find(&self, name: &str) -> Option<&Tool> {
+        let index = self.by_name.get_or_init(|| {
+            let mut map = FxHashMap::default();
+            map.reserve(self.tools.len());
+            for (index, tool) in self.tools.iter().enumerate() {
+                map.insert(name_hash(tool.name()), index);
+            }
+            map
+        });
+        index
+            .get(&name_hash(name))
+            .and_then(|&i| self.tools.get(i))
+            .filter(|tool| tool.name() == name)
+            .or_else(|| self.tools.iter().find(|tool| tool.name() == name))
+    }
+
+    /// Definitions and live state, for change notifications.
+    pub(super) fn fingerprint(&self) -> u64 {
+        let mut hasher = rustc_hash::FxHasher::default();
+        for tool in self.tools.iter() {
+            tool.name().hash(&mut hasher);
+            tool.description().hash(&mut hasher);
+            tool.state.hash(&mut hasher);
+            if let Some(target) = tool.target() {
+                target.registration_id.hash(&mut hasher);
+            }
+        }
+        hasher.finish()
+    }
+}
+
+/// Builds the tools of one snapshot.
+pub(super) fn build_catalog(snapshot: &Snapshot) -> Catalog {
+    let components = snapshot.components();
+    let procedures = snapshot.procedures();
+    let version = snapshot.surface_version();
+    let mut tools: Vec<Tool> = Vec::with_capacity(components.len() * 2 + procedures.len());
+    // Several live instances of a type are qualified with `_at_<instance>`.
+    // Components come sorted by (priority, type, instance), so instances of
+    // a type form runs: count per run, not per component.
+    let mut instances: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut run: Option<(&str, usize)> = None;
+    for component in components {
+        let own = component.component_type();
+        match &mut run {
+            Some((current, length)) if *current == own => *length += 1,
+            _ => {
+                if let Some((current, length)) = run.take() {
+                    *instances.entry(current).or_default() += length;
+                }
+                run = Some((own, 1));
+            }
+        }
+    }
+    if let Some((current, length)) = run {
+        *instances.entry(current).or_default() += length;
+    }
+    for component in components {
+        let qualified = instances
+            .get(component.component_type())
+            .is_some_and(|count| *count > 1);
+        let registration = component.registration();
+        for (index, capability) in component.capabilities_indexed() {
+            tools.push(Tool {
+                source: Source::View {
+                    registration: Arc::clone(registration),
+                    capability: capability.contract(),
+                    index,
+                    qualified,
+                },
+                renamed: None,
+                state: ToolState {
+                    available: capability.available(),
+                    unavailable_reason: capability.unavailable_reason().map(str::to_owned),
+                    note: None,
+                },
+                surface_version: version,
+            });
+        }
+    }
+    for procedure in procedures {
+        let siblings: Vec<&crate::snapshot::ProcedureView> = procedures
+            .iter()
+            .filter(|other| other.procedure_id() == procedure.procedure_id())
+            .collect();
+        let base = wire_name(procedure.capability());
+        let name = if siblings.len() < 2 {
+            base.to_owned()
+        } else if siblings
+            .iter()
+            .filter(|other| other.instance_id() == procedure.instance_id())
+            .nth(1)
+            .is_some()
+        {
+            // Two referencing components share the instance id: add the type.
+            format!(
+                "{base}_at_{}-{}",
+                procedure.component_type().replace('.', "-"),
+                procedure.instance_id()
+            )
+        } else {
+            format!("{base}_at_{}", procedure.instance_id())
+        };
+        tools.push(Tool {
+            source: Source::Domain {
+                registration: Arc::clone(procedure.registration()),
+                reference: Arc::clone(procedure.reference()),
+                name: name.into_boxed_str(),
+            },
+            renamed: None,
+            state: ToolState {
+                available: procedure.available(),
+                unavailable_reason: procedure.unavailable_reason().map(str::to_owned),
+                note: procedure.contextual_note().map(str::to_owned),
+            },
+            surface_version: version,
+        });
+    }
+    shorten_long_names(&mut tools);
+    Catalog::new(tools)
+}
+
+/// Canonical names are unique by construction (the encoding is injective
+/// and instances of one type are distinct). A name over 64 characters is
+/// shortened with a deterministic hash; when any is, the whole catalog is
+/// named by [`WireNames`] so shortened names cannot collide.
+fn shorten_long_names(tools: &mut [Tool]) {
+    if tools.iter().all(|tool| tool.name().len() <= MAX_WIRE_NAME) {
+        return;
+    }
+    let entry = |tool: &Tool| -> Option<(CapabilityId, Option<InstanceId>)> {
+        let target = tool.target()?;
+        let id = CapabilityId::new(target.capability_id).ok()?;
+        let qualifier = tool
+            .name()
+            .rsplit_once("_at_")
+            .and_then(|(_, q)| InstanceId::new(q).ok());
+        Some((id, qualifier))
+    };
+    let entries: Vec<(CapabilityId, Option<InstanceId>)> = tools.iter().filter_map(entry).collect();
+    let names = WireNames::assign(entries);
+    for tool in tools.iter_mut() {
+        let Some((id, qualifier)) = entry(tool) else {
+            continue;
+        };
+        if let Some(name) = names.name_of(&id, qualifier.as_ref())
+            && name != tool.name()
+        {
+            tool.renamed = Some(Box::from(name));
+        }
+    }
+}
+
+/// The input schema of tools that take no input.
+fn empty_input_schema() -> &'static Value {
+    static EMPTY: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(crate::schema::empty_object_schema)
+}
