@@ -79,6 +79,18 @@ use direct::retry_key;
 use meta::meta_tools;
 use tool::Catalog;
 
+/// One entry of [`Toolset::wire_names`]: a tool name and what it calls.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct WireName {
+    /// The tool name the model sees.
+    pub name: String,
+    /// The capability (or procedure) id it calls.
+    pub capability_id: String,
+    /// The instance it calls (of the referencing component, for a procedure).
+    pub instance_id: String,
+}
+
 /// How to run one tool call; see [`Toolset::execute_with_options`].
 #[derive(Clone, Debug, Default)]
 pub struct ExecuteOptions<'a> {
@@ -208,18 +220,18 @@ impl Toolset {
     }
 
     /// The authoritative wire-name map of the catalog the model last saw:
-    /// `(wire name, capability id, instance id)`.
-    pub fn wire_names(&self) -> Vec<(String, String, String)> {
+    /// which capability and instance each tool name calls.
+    pub fn wire_names(&self) -> Vec<WireName> {
         self.catalog()
             .tools
             .iter()
             .filter_map(|tool| {
                 let target = tool.target()?;
-                Some((
-                    tool.name().to_owned(),
-                    target.capability_id.to_owned(),
-                    target.instance_id.to_owned(),
-                ))
+                Some(WireName {
+                    name: tool.name().to_owned(),
+                    capability_id: target.capability_id.to_owned(),
+                    instance_id: target.instance_id.to_owned(),
+                })
             })
             .collect()
     }
