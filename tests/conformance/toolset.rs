@@ -177,6 +177,14 @@ async fn as_adapter_001_tool_call_ids_registration_ids_versions_and_unique_names
     let target = poke.target().unwrap();
     assert_eq!(target.registration_id, first.registration_id());
     assert_eq!(target.surface_version, registry.version());
+    let wire = toolset.wire_names();
+    let entry = wire
+        .iter()
+        .find(|entry| entry.name == "view_test__probe__poke")
+        .unwrap();
+    assert_eq!(entry.capability_id, "view:test.probe.poke");
+    assert_eq!(entry.instance_id, target.instance_id);
+    assert_eq!(wire.len(), tools.len());
 
     // The tool-call id is the invocation id: a transport retry replays.
     let once = toolset
