@@ -51,6 +51,15 @@ pub(crate) fn type_text(ty: &Type) -> String {
     out
 }
 
+/// Whether a receiver borrows the component shared: `&self`, or the same
+/// written out as `self: &Self`.
+pub(crate) fn is_shared_self(receiver: &syn::Receiver) -> bool {
+    matches!(&*receiver.ty, Type::Reference(reference)
+        if reference.mutability.is_none()
+            && matches!(&*reference.elem, Type::Path(path)
+                if path.qself.is_none() && path.path.is_ident("Self")))
+}
+
 /// Whether `ty` is literally `bool`.
 fn is_bool(ty: &Type) -> bool {
     matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.is_ident("bool"))
@@ -69,10 +78,7 @@ pub(crate) fn check_when(cx: &Ctxt, method: &ImplItemFn) {
     }
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
-        Some(FnArg::Receiver(receiver))
-            if receiver.reference.is_some()
-                && receiver.mutability.is_none()
-                && receiver.colon_token.is_none() => {}
+        Some(FnArg::Receiver(receiver)) if is_shared_self(receiver) => {}
         Some(FnArg::Receiver(receiver)) => {
             cx.error_spanned_by(receiver, format!("{rule}: take `&self` here"))
         }
@@ -124,10 +130,7 @@ pub(crate) fn check_precondition(cx: &Ctxt, method: &ImplItemFn, input: &Type) {
     }
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
-        Some(FnArg::Receiver(receiver))
-            if receiver.reference.is_some()
-                && receiver.mutability.is_none()
-                && receiver.colon_token.is_none() => {}
+        Some(FnArg::Receiver(receiver)) if is_shared_self(receiver) => {}
         Some(other) => {
             cx.error_spanned_by(other, format!("{expected}; take `&self` first"));
             return;
