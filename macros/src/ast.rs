@@ -124,6 +124,9 @@ pub(crate) struct Capability<'a> {
     pub(crate) queue_depth: Option<u32>,
     pub(crate) params: Vec<Param<'a>>,
     pub(crate) output: Option<&'a Type>,
+    /// Whether the signature raised no error, so its input and return
+    /// types can still be checked after errors elsewhere.
+    pub(crate) signature_ok: bool,
     pub(crate) attr_span: Span,
 }
 
@@ -223,6 +226,20 @@ impl<'a> Component<'a> {
                 &item.generics,
                 "generic components are not supported: a component's contract is static; implement it on a concrete type",
             );
+        }
+        for other in &item.items {
+            let attrs = match other {
+                ImplItem::Const(item) => &item.attrs,
+                ImplItem::Type(item) => &item.attrs,
+                ImplItem::Macro(item) => &item.attrs,
+                _ => continue,
+            };
+            for attr in attrs.iter().filter(|attr| helper_kind(attr).is_some()) {
+                cx.error_spanned_by(
+                    attr,
+                    "observations and actions are methods: put this attribute on a `fn name(&self) …` of this impl block",
+                );
+            }
         }
         let methods: Vec<&ImplItemFn> = item
             .items
@@ -399,7 +416,9 @@ impl<'a> Capability<'a> {
                         None
                     }
                 });
+        let errors_before = cx.error_count();
         let (params, output) = signature(cx, kind, method);
+        let signature_ok = cx.error_count() == errors_before;
         Some(Capability {
             kind,
             method,
@@ -424,6 +443,7 @@ impl<'a> Capability<'a> {
             queue_depth,
             params,
             output,
+            signature_ok,
             attr_span: attr.span(),
         })
     }

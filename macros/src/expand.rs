@@ -20,11 +20,14 @@ use crate::symbol::{ACTION, OBSERVATION};
 pub(crate) fn strip_helpers(item: &ItemImpl) -> ItemImpl {
     let mut item = item.clone();
     for inner in &mut item.items {
-        if let ImplItem::Fn(method) = inner {
-            method
-                .attrs
-                .retain(|attr| !is_helper(attr, OBSERVATION) && !is_helper(attr, ACTION));
-        }
+        let attrs = match inner {
+            ImplItem::Fn(item) => &mut item.attrs,
+            ImplItem::Const(item) => &mut item.attrs,
+            ImplItem::Type(item) => &mut item.attrs,
+            ImplItem::Macro(item) => &mut item.attrs,
+            _ => continue,
+        };
+        attrs.retain(|attr| !is_helper(attr, OBSERVATION) && !is_helper(attr, ACTION));
     }
     item
 }
@@ -144,6 +147,42 @@ fn index_patterns(component: &Component<'_>) -> Vec<TokenStream> {
 /// The marker type and its `Takes`/`Returns` impls: the one place where the
 /// input and return types are checked, at the tokens the user wrote.
 fn marker_items(capability: &Capability<'_>, self_ty: &syn::Type) -> TokenStream {
+    let policies = policies_fn(capability.policies.as_ref(), self_ty);
+    marker_items_with(capability, self_ty, policies)
+}
+
+/// After errors: the marker items of every capability whose signature is
+/// well formed (one per method name), without policies, so the input and
+/// return types are still checked in the same build.
+pub(crate) fn type_checks(component: &Component<'_>) -> TokenStream {
+    let mut seen = Vec::new();
+    let markers = component.capabilities.iter().filter_map(|capability| {
+        // An observation without a return type is reported already.
+        let reported = !capability.signature_ok
+            || (capability.kind == Kind::Observation && capability.output.is_none());
+        if reported || seen.contains(&capability.ident()) {
+            return None;
+        }
+        seen.push(capability.ident());
+        Some(marker_items_with(
+            capability,
+            component.self_ty,
+            TokenStream::new(),
+        ))
+    });
+    quote! {
+        #[allow(dead_code)]
+        const _: () = {
+            #(#markers)*
+        };
+    }
+}
+
+fn marker_items_with(
+    capability: &Capability<'_>,
+    self_ty: &syn::Type,
+    policies: TokenStream,
+) -> TokenStream {
     let marker = marker(capability);
     let cfg = cfg_attrs(capability);
     let returns = crate::self_type::replace(return_type(capability), self_ty);
@@ -176,7 +215,6 @@ fn marker_items(capability: &Capability<'_>, self_ty: &syn::Type) -> TokenStream
             }
         }
     });
-    let policies = policies_fn(capability.policies.as_ref(), self_ty);
     let inherent = (!policies.is_empty()).then(|| quote!(#cfg impl #marker { #policies }));
     quote! {
         #cfg

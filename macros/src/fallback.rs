@@ -11,10 +11,12 @@ use crate::expand::strip_helpers;
 pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
     let item = strip_helpers(component.item);
     let placeholder = component_impl(component);
+    let type_checks = crate::expand::type_checks(component);
     quote! {
         #item
 
         #placeholder
+        #type_checks
     }
 }
 
