@@ -414,9 +414,17 @@ fn reason_method(component: &Component<'_>, patterns: &[TokenStream]) -> TokenSt
                 return None;
             };
             let cfg = cfg_attrs(capability);
-            let reason = quote_spanned! {method.span()=>
-                ::core::option::Option::Some(::std::string::ToString::to_string(&Self::#method(self)))
-            };
+            let output_span =
+                component
+                    .method(method)
+                    .map_or(method.span(), |target| match &target.sig.output {
+                        syn::ReturnType::Type(_, ty) => ty.span(),
+                        syn::ReturnType::Default => method.span(),
+                    });
+            let call = quote_spanned!(method.span()=> Self::#method(self));
+            let text =
+                quote_spanned! {output_span=> ::agent_surface::__private::reason_text(#call) };
+            let reason = quote!(::core::option::Option::Some(#text));
             Some(quote!(#cfg #pattern => #reason,))
         })
         .collect();
@@ -444,14 +452,27 @@ fn precondition_method(component: &Component<'_>, patterns: &[TokenStream]) -> T
             capability.input()?;
             let marker = marker(capability);
             // Pass the context only when the check declares it (by type).
-            let with_context = component
-                .method(precondition)
-                .is_some_and(crate::helpers::precondition_takes_context);
-            let call = if with_context {
-                quote_spanned!(precondition.span()=> Self::#precondition(self, input, _ctx))
-            } else {
-                quote_spanned!(precondition.span()=> Self::#precondition(self, input))
+            let target = component.method(precondition);
+            let with_context = target.is_some_and(crate::helpers::precondition_takes_context);
+            // The input as the type the check borrows, and its result,
+            // each checked where the check's signature writes it.
+            let borrowed = target.and_then(crate::helpers::precondition_input_type);
+            let input = match borrowed {
+                Some(ty) => quote_spanned! {ty.span()=>
+                    ::agent_surface::__private::precondition_input::<#ty, _>(input)
+                },
+                None => quote!(input),
             };
+            let output_span = target.map_or(precondition.span(), |target| match &target.sig.output {
+                syn::ReturnType::Type(_, ty) => ty.span(),
+                syn::ReturnType::Default => precondition.span(),
+            });
+            let call = if with_context {
+                quote_spanned!(precondition.span()=> Self::#precondition(self, #input, _ctx))
+            } else {
+                quote_spanned!(precondition.span()=> Self::#precondition(self, #input))
+            };
+            let call = quote_spanned! {output_span=> ::agent_surface::__private::precondition_result(#call) };
             let cfg = cfg_attrs(capability);
             Some(quote! {
                 #cfg

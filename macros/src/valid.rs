@@ -193,13 +193,15 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
             }
         }
         Some(Err(method)) => {
-            check_named_method(
+            if let Some(method) = check_named_method(
                 cx,
                 component,
                 capability,
                 Some(method),
                 "unavailable_reason",
-            );
+            ) {
+                crate::helpers::check_reason(cx, method);
+            }
         }
         None => {}
     }
