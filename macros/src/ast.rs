@@ -124,6 +124,9 @@ pub(crate) struct Capability<'a> {
     pub(crate) queue_depth: Option<u32>,
     pub(crate) params: Vec<Param<'a>>,
     pub(crate) output: Option<&'a Type>,
+    /// Whether the signature raised no error, so its input and return
+    /// types can still be checked after errors elsewhere.
+    pub(crate) signature_ok: bool,
     pub(crate) attr_span: Span,
 }
 
@@ -223,6 +226,20 @@ impl<'a> Component<'a> {
                 &item.generics,
                 "generic components are not supported: a component's contract is static; implement it on a concrete type",
             );
+        }
+        for other in &item.items {
+            let attrs = match other {
+                ImplItem::Const(item) => &item.attrs,
+                ImplItem::Type(item) => &item.attrs,
+                ImplItem::Macro(item) => &item.attrs,
+                _ => continue,
+            };
+            for attr in attrs.iter().filter(|attr| helper_kind(attr).is_some()) {
+                cx.error_spanned_by(
+                    attr,
+                    "observations and actions are methods: put this attribute on a `fn name(&self) …` of this impl block",
+                );
+            }
         }
         let methods: Vec<&ImplItemFn> = item
             .items
@@ -399,7 +416,9 @@ impl<'a> Capability<'a> {
                         None
                     }
                 });
+        let errors_before = cx.error_count();
         let (params, output) = signature(cx, kind, method);
+        let signature_ok = cx.error_count() == errors_before;
         Some(Capability {
             kind,
             method,
@@ -424,6 +443,7 @@ impl<'a> Capability<'a> {
             queue_depth,
             params,
             output,
+            signature_ok,
             attr_span: attr.span(),
         })
     }
@@ -467,7 +487,14 @@ fn signature<'a>(
     if let Some(abi) = &sig.abi {
         cx.error_spanned_by(abi, "handlers cannot declare an ABI");
     }
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+    // Lifetime parameters alone change no schema; a borrowed input or
+    // return type is reported where it is written.
+    let only_lifetimes = sig
+        .generics
+        .params
+        .iter()
+        .all(|param| matches!(param, syn::GenericParam::Lifetime(_)));
+    if !only_lifetimes || sig.generics.where_clause.is_some() {
         cx.error_spanned_by(
             &sig.generics,
             "handlers cannot be generic: the input and output types define the capability's schemas",
@@ -479,7 +506,9 @@ fn signature<'a>(
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
         Some(FnArg::Receiver(receiver)) => {
-            if receiver.colon_token.is_some() {
+            if crate::helpers::is_shared_self(receiver) {
+                // `&self`, or `self: &Self`.
+            } else if receiver.colon_token.is_some() {
                 cx.error_spanned_by(
                     receiver,
                     "handlers take `&self`; the registry holds the component in an `Arc` and calls it by reference",
@@ -569,6 +598,11 @@ fn signature<'a>(
                         ty,
                         "an action takes at most one input; gather the fields into one struct annotated with `#[agent_schema]`",
                     );
+                } else if let Some(borrowed) = borrowed_part(ty) {
+                    cx.error_spanned_by(
+                        borrowed,
+                        "an action's input is deserialized from the agent's JSON and owned by the handler, so it cannot borrow: take a type without lifetime parameters (`String` instead of `&str` or `Cow<str>`)",
+                    );
                 } else {
                     seen_input = Some(ty);
                     params.push(Param::Input(ty));
@@ -587,7 +621,7 @@ fn signature<'a>(
             } else if let Some(borrowed) = borrowed_part(ty) {
                 cx.error_spanned_by(
                     borrowed,
-                    "return an owned value (`String` for `&str`, `Vec<T>` for `&[T]`, `T` for `&T`): the result is serialized after the handler returns, so it cannot borrow",
+                    "return an owned value (`String` for `&str` or `Cow<str>`, `Vec<T>` for `&[T]`, `T` for `&T`): the result is serialized after the handler returns, so it cannot borrow",
                 );
             }
             Some(&**ty)
@@ -596,21 +630,43 @@ fn signature<'a>(
     (params, output)
 }
 
-/// The first reference without a `'static` lifetime inside a return type.
-fn borrowed_part(ty: &Type) -> Option<&syn::TypeReference> {
-    struct Finder<'a> {
-        found: Option<&'a syn::TypeReference>,
+/// The first borrowed part of a return type: a reference, or a type with
+/// a lifetime argument, that is not `'static` (`&str`, `Cow<'_, str>`, or
+/// `Cow<str>` with its lifetime elided).
+fn borrowed_part(ty: &Type) -> Option<TokenStream> {
+    struct Finder {
+        found: Option<TokenStream>,
     }
-    impl<'a> syn::visit::Visit<'a> for Finder<'a> {
+    fn is_static(lifetime: &syn::Lifetime) -> bool {
+        lifetime.ident == "static"
+    }
+    impl<'a> syn::visit::Visit<'a> for Finder {
         fn visit_type_reference(&mut self, reference: &'a syn::TypeReference) {
-            let is_static = reference
-                .lifetime
-                .as_ref()
-                .is_some_and(|lifetime| lifetime.ident == "static");
-            if !is_static && self.found.is_none() {
-                self.found = Some(reference);
+            if !reference.lifetime.as_ref().is_some_and(is_static) && self.found.is_none() {
+                self.found = Some(quote::ToTokens::to_token_stream(reference));
             }
             syn::visit::visit_type_reference(self, reference);
+        }
+        fn visit_type_path(&mut self, path: &'a syn::TypePath) {
+            let borrows = path.path.segments.iter().any(|segment| {
+                let lifetimes: Vec<&syn::Lifetime> = match &segment.arguments {
+                    syn::PathArguments::AngleBracketed(args) => args
+                        .args
+                        .iter()
+                        .filter_map(|arg| match arg {
+                            syn::GenericArgument::Lifetime(lifetime) => Some(lifetime),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                lifetimes.iter().any(|lifetime| !is_static(lifetime))
+                    || (segment.ident == "Cow" && lifetimes.is_empty())
+            });
+            if borrows && self.found.is_none() {
+                self.found = Some(quote::ToTokens::to_token_stream(path));
+            }
+            syn::visit::visit_type_path(self, path);
         }
     }
     let mut finder = Finder { found: None };

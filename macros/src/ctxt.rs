@@ -33,6 +33,11 @@ impl Ctxt {
         self.errors.borrow_mut().push(error);
     }
 
+    /// How many errors were recorded so far.
+    pub(crate) fn error_count(&self) -> usize {
+        self.errors.borrow().len()
+    }
+
     /// Whether any error was recorded.
     pub(crate) fn has_errors(&self) -> bool {
         !self.errors.borrow().is_empty()

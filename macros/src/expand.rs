@@ -20,11 +20,14 @@ use crate::symbol::{ACTION, OBSERVATION};
 pub(crate) fn strip_helpers(item: &ItemImpl) -> ItemImpl {
     let mut item = item.clone();
     for inner in &mut item.items {
-        if let ImplItem::Fn(method) = inner {
-            method
-                .attrs
-                .retain(|attr| !is_helper(attr, OBSERVATION) && !is_helper(attr, ACTION));
-        }
+        let attrs = match inner {
+            ImplItem::Fn(item) => &mut item.attrs,
+            ImplItem::Const(item) => &mut item.attrs,
+            ImplItem::Type(item) => &mut item.attrs,
+            ImplItem::Macro(item) => &mut item.attrs,
+            _ => continue,
+        };
+        attrs.retain(|attr| !is_helper(attr, OBSERVATION) && !is_helper(attr, ACTION));
     }
     item
 }
@@ -92,11 +95,12 @@ fn marker(capability: &Capability<'_>) -> syn::Ident {
 
 /// `fn policies()` building a fresh chain from the attribute's expressions,
 /// each checked against `Policy` where it was written.
-fn policies_fn(policies: Option<&Vec<syn::Expr>>) -> TokenStream {
+fn policies_fn(policies: Option<&Vec<syn::Expr>>, self_ty: &syn::Type) -> TokenStream {
     let Some(policies) = policies else {
         return TokenStream::new();
     };
     let items = policies.iter().map(|expr| {
+        let expr = crate::self_type::replace(quote!(#expr), self_ty);
         quote_spanned! {expr.span()=> ::agent_surface::policy::policy(#expr) }
     });
     quote! {
@@ -106,38 +110,114 @@ fn policies_fn(policies: Option<&Vec<syn::Expr>>) -> TokenStream {
     }
 }
 
+/// The `#[cfg]` attributes of a capability's method, for every item and arm
+/// generated for it.
+fn cfg_attrs(capability: &Capability<'_>) -> TokenStream {
+    let attrs = crate::cfg::cfgs(&capability.method.attrs);
+    quote!(#(#attrs)*)
+}
+
+/// The match pattern selecting each capability by its index in the
+/// contract: the literal index, or, when a capability before it carries
+/// `#[cfg]`, a guard counting the capabilities compiled in before it.
+fn index_patterns(component: &Component<'_>) -> Vec<TokenStream> {
+    let predicates: Vec<Option<TokenStream>> = component
+        .capabilities
+        .iter()
+        .map(|capability| crate::cfg::predicate(&capability.method.attrs))
+        .collect();
+    let conditional = predicates.iter().any(Option::is_some);
+    (0..predicates.len())
+        .map(|index| {
+            if !conditional {
+                return quote!(#index);
+            }
+            let terms = predicates
+                .iter()
+                .take(index)
+                .map(|predicate| match predicate {
+                    Some(predicate) => quote!((#predicate as usize)),
+                    None => quote!(1usize),
+                });
+            quote!(__index if __index == 0usize #(+ #terms)*)
+        })
+        .collect()
+}
+
 /// The marker type and its `Takes`/`Returns` impls: the one place where the
 /// input and return types are checked, at the tokens the user wrote.
-fn marker_items(capability: &Capability<'_>) -> TokenStream {
+fn marker_items(capability: &Capability<'_>, self_ty: &syn::Type) -> TokenStream {
+    let policies = policies_fn(capability.policies.as_ref(), self_ty);
+    marker_items_with(capability, self_ty, policies)
+}
+
+/// After errors: the marker items of every capability whose signature is
+/// well formed (one per method name), without policies, so the input and
+/// return types are still checked in the same build.
+pub(crate) fn type_checks(component: &Component<'_>) -> TokenStream {
+    let mut seen = Vec::new();
+    let markers = component.capabilities.iter().filter_map(|capability| {
+        // An observation without a return type is reported already.
+        let reported = !capability.signature_ok
+            || (capability.kind == Kind::Observation && capability.output.is_none());
+        if reported || seen.contains(&capability.ident()) {
+            return None;
+        }
+        seen.push(capability.ident());
+        Some(marker_items_with(
+            capability,
+            component.self_ty,
+            TokenStream::new(),
+        ))
+    });
+    quote! {
+        #[allow(dead_code)]
+        const _: () = {
+            #(#markers)*
+        };
+    }
+}
+
+fn marker_items_with(
+    capability: &Capability<'_>,
+    self_ty: &syn::Type,
+    policies: TokenStream,
+) -> TokenStream {
     let marker = marker(capability);
-    let returns = return_type(capability);
+    let cfg = cfg_attrs(capability);
+    let returns = crate::self_type::replace(return_type(capability), self_ty);
     let returns_span = capability
         .output
         .map_or(capability.ident().span(), Spanned::span);
     let output = quote_spanned! {returns_span=> type Output = #returns; };
     let returns_impl = match capability.kind {
         Kind::Observation => quote! {
+            #cfg
             impl ::agent_surface::__private::Observes for #marker {
                 #output
             }
         },
         _ => quote! {
+            #cfg
             impl ::agent_surface::__private::Returns for #marker {
                 #output
             }
         },
     };
     let takes = capability.input().map(|input| {
-        let ty = quote_spanned! {input.span()=> type Input = #input; };
+        let span = input.span();
+        let input = crate::self_type::replace(quote!(#input), self_ty);
+        let ty = quote_spanned! {span=> type Input = #input; };
         quote! {
+            #cfg
             impl ::agent_surface::__private::Takes for #marker {
                 #ty
             }
         }
     });
-    let policies = policies_fn(capability.policies.as_ref());
-    let inherent = (!policies.is_empty()).then(|| quote!(impl #marker { #policies }));
+    let inherent = (!policies.is_empty()).then(|| quote!(#cfg impl #marker { #policies }));
     quote! {
+        #cfg
         #[allow(non_camel_case_types)]
         enum #marker {}
 
@@ -247,7 +327,11 @@ fn component_contract(component: &Component<'_>) -> TokenStream {
         .description
         .as_ref()
         .map_or("", |text| text.value.as_str()));
-    let capabilities = component.capabilities.iter().map(capability_contract);
+    let capabilities = component.capabilities.iter().map(|capability| {
+        let cfg = cfg_attrs(capability);
+        let contract = capability_contract(capability);
+        quote!(#cfg #contract)
+    });
     let source = source_tokens(
         &lit(&component.rust_type_name()),
         component.item.impl_token.span,
@@ -294,14 +378,16 @@ fn component_contract(component: &Component<'_>) -> TokenStream {
 }
 
 /// `fn __when`: one arm per capability with a `when` method.
-fn when_method(component: &Component<'_>) -> TokenStream {
+fn when_method(component: &Component<'_>, patterns: &[TokenStream]) -> TokenStream {
     let arms: Vec<TokenStream> = component
         .capabilities
         .iter()
-        .enumerate()
-        .filter_map(|(index, capability)| {
+        .zip(patterns)
+        .filter_map(|(capability, pattern)| {
             let when = capability.when.as_ref()?;
-            Some(quote_spanned! {when.span()=> #index => Self::#when(self), })
+            let cfg = cfg_attrs(capability);
+            let call = quote_spanned! {when.span()=> Self::#when(self) };
+            Some(quote!(#cfg #pattern => #call,))
         })
         .collect();
     if arms.is_empty() {
@@ -318,18 +404,28 @@ fn when_method(component: &Component<'_>) -> TokenStream {
 }
 
 /// `fn __unavailable_reason`: one arm per capability with a reason method.
-fn reason_method(component: &Component<'_>) -> TokenStream {
+fn reason_method(component: &Component<'_>, patterns: &[TokenStream]) -> TokenStream {
     let arms: Vec<TokenStream> = component
         .capabilities
         .iter()
-        .enumerate()
-        .filter_map(|(index, capability)| {
+        .zip(patterns)
+        .filter_map(|(capability, pattern)| {
             let Some(Err(method)) = &capability.reason else {
                 return None;
             };
-            Some(quote_spanned! {method.span()=>
-                #index => ::core::option::Option::Some(::std::string::ToString::to_string(&Self::#method(self))),
-            })
+            let cfg = cfg_attrs(capability);
+            let output_span =
+                component
+                    .method(method)
+                    .map_or(method.span(), |target| match &target.sig.output {
+                        syn::ReturnType::Type(_, ty) => ty.span(),
+                        syn::ReturnType::Default => method.span(),
+                    });
+            let call = quote_spanned!(method.span()=> Self::#method(self));
+            let text =
+                quote_spanned! {output_span=> ::agent_surface::__private::reason_text(#call) };
+            let reason = quote!(::core::option::Option::Some(#text));
+            Some(quote!(#cfg #pattern => #reason,))
         })
         .collect();
     if arms.is_empty() {
@@ -346,26 +442,41 @@ fn reason_method(component: &Component<'_>) -> TokenStream {
 }
 
 /// `fn __precondition`: one arm per capability with a precondition method.
-fn precondition_method(component: &Component<'_>) -> TokenStream {
+fn precondition_method(component: &Component<'_>, patterns: &[TokenStream]) -> TokenStream {
     let arms: Vec<TokenStream> = component
         .capabilities
         .iter()
-        .enumerate()
-        .filter_map(|(index, capability)| {
+        .zip(patterns)
+        .filter_map(|(capability, pattern)| {
             let precondition = capability.precondition.as_ref()?;
             capability.input()?;
             let marker = marker(capability);
             // Pass the context only when the check declares it (by type).
-            let with_context = component
-                .method(precondition)
-                .is_some_and(crate::helpers::precondition_takes_context);
-            let call = if with_context {
-                quote_spanned!(precondition.span()=> Self::#precondition(self, input, _ctx))
-            } else {
-                quote_spanned!(precondition.span()=> Self::#precondition(self, input))
+            let target = component.method(precondition);
+            let with_context = target.is_some_and(crate::helpers::precondition_takes_context);
+            // The input as the type the check borrows, and its result,
+            // each checked where the check's signature writes it.
+            let borrowed = target.and_then(crate::helpers::precondition_input_type);
+            let input = match borrowed {
+                Some(ty) => quote_spanned! {ty.span()=>
+                    ::agent_surface::__private::precondition_input::<#ty, _>(input)
+                },
+                None => quote!(input),
             };
+            let output_span = target.map_or(precondition.span(), |target| match &target.sig.output {
+                syn::ReturnType::Type(_, ty) => ty.span(),
+                syn::ReturnType::Default => precondition.span(),
+            });
+            let call = if with_context {
+                quote_spanned!(precondition.span()=> Self::#precondition(self, #input, _ctx))
+            } else {
+                quote_spanned!(precondition.span()=> Self::#precondition(self, #input))
+            };
+            let call = quote_spanned! {output_span=> ::agent_surface::__private::precondition_result(#call) };
+            let cfg = cfg_attrs(capability);
             Some(quote! {
-                #index => match ::agent_surface::__private::input_ref::<#marker>(_input) {
+                #cfg
+                #pattern => match ::agent_surface::__private::input_ref::<#marker>(_input) {
                     ::core::option::Option::Some(input) => #call,
                     ::core::option::Option::None => ::core::result::Result::Err(
                         ::agent_surface::__private::precondition_input_missing(),
@@ -394,7 +505,7 @@ fn precondition_method(component: &Component<'_>) -> TokenStream {
 
 /// One arm of `fn __invoke`: call the handler with its parameters in the
 /// order the user wrote them, inside a boxed `Send` future.
-fn invoke_arm(index: usize, capability: &Capability<'_>) -> TokenStream {
+fn invoke_arm(pattern: &TokenStream, capability: &Capability<'_>) -> TokenStream {
     let method = capability.ident();
     let args = capability.params.iter().map(|param| match param {
         Param::Input(ty) => quote_spanned!(ty.span()=> input),
@@ -414,14 +525,16 @@ fn invoke_arm(index: usize, capability: &Capability<'_>) -> TokenStream {
             ::agent_surface::__private::into_outcome::<#marker>(#call)
         })
     };
+    let cfg = cfg_attrs(capability);
     match capability.input() {
         Some(_) => quote! {
-            #index => match ::agent_surface::__private::take_input::<#marker>(_input) {
+            #cfg
+            #pattern => match ::agent_surface::__private::take_input::<#marker>(_input) {
                 ::core::result::Result::Ok(input) => #future,
                 ::core::result::Result::Err(error) => ::agent_surface::__private::failed(error),
             },
         },
-        None => quote!(#index => #future,),
+        None => quote!(#cfg #pattern => #future,),
     }
 }
 
@@ -429,17 +542,21 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
     let item = strip_helpers(component.item);
     let self_ty = component.self_ty;
     let contract = component_contract(component);
-    let when = when_method(component);
-    let reason = reason_method(component);
-    let precondition = precondition_method(component);
+    let patterns = index_patterns(component);
+    let when = when_method(component, &patterns);
+    let reason = reason_method(component, &patterns);
+    let precondition = precondition_method(component, &patterns);
     let arms = component
         .capabilities
         .iter()
-        .enumerate()
-        .map(|(index, capability)| invoke_arm(index, capability));
+        .zip(&patterns)
+        .map(|(capability, pattern)| invoke_arm(pattern, capability));
     let test_name = format_ident!("agent_surface_contract_of_{}", component.rust_type_name());
-    let markers = component.capabilities.iter().map(marker_items);
-    let component_policies = policies_fn(component.attrs.policies.as_ref());
+    let markers = component
+        .capabilities
+        .iter()
+        .map(|capability| marker_items(capability, self_ty));
+    let component_policies = policies_fn(component.attrs.policies.as_ref(), self_ty);
     let component_marker = (!component_policies.is_empty()).then(|| {
         quote! {
             #[allow(non_camel_case_types)]

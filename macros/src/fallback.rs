@@ -10,15 +10,26 @@ use crate::expand::strip_helpers;
 
 pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
     let item = strip_helpers(component.item);
+    let placeholder = component_impl(component);
+    let type_checks = crate::expand::type_checks(component);
+    quote! {
+        #item
+
+        #placeholder
+        #type_checks
+    }
+}
+
+/// The `Component` impl with unreachable bodies (nothing for a trait impl
+/// or a generic block, which cannot have one).
+pub(crate) fn component_impl(component: &Component<'_>) -> TokenStream {
     let self_ty = component.self_ty;
     let representable =
         component.item.trait_.is_none() && component.item.generics.params.is_empty();
     if !representable {
-        return quote!(#item);
+        return TokenStream::new();
     }
     quote! {
-        #item
-
         const _: () = {
             #[automatically_derived]
             impl ::agent_surface::Component for #self_ty {

@@ -51,6 +51,15 @@ pub(crate) fn type_text(ty: &Type) -> String {
     out
 }
 
+/// Whether a receiver borrows the component shared: `&self`, or the same
+/// written out as `self: &Self`.
+pub(crate) fn is_shared_self(receiver: &syn::Receiver) -> bool {
+    matches!(&*receiver.ty, Type::Reference(reference)
+        if reference.mutability.is_none()
+            && matches!(&*reference.elem, Type::Path(path)
+                if path.qself.is_none() && path.path.is_ident("Self")))
+}
+
 /// Whether `ty` is literally `bool`.
 fn is_bool(ty: &Type) -> bool {
     matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.is_ident("bool"))
@@ -69,10 +78,7 @@ pub(crate) fn check_when(cx: &Ctxt, method: &ImplItemFn) {
     }
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
-        Some(FnArg::Receiver(receiver))
-            if receiver.reference.is_some()
-                && receiver.mutability.is_none()
-                && receiver.colon_token.is_none() => {}
+        Some(FnArg::Receiver(receiver)) if is_shared_self(receiver) => {}
         Some(FnArg::Receiver(receiver)) => {
             cx.error_spanned_by(receiver, format!("{rule}: take `&self` here"))
         }
@@ -124,10 +130,7 @@ pub(crate) fn check_precondition(cx: &Ctxt, method: &ImplItemFn, input: &Type) {
     }
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
-        Some(FnArg::Receiver(receiver))
-            if receiver.reference.is_some()
-                && receiver.mutability.is_none()
-                && receiver.colon_token.is_none() => {}
+        Some(FnArg::Receiver(receiver)) if is_shared_self(receiver) => {}
         Some(other) => {
             cx.error_spanned_by(other, format!("{expected}; take `&self` first"));
             return;
@@ -181,4 +184,50 @@ pub(crate) fn precondition_takes_context(method: &ImplItemFn) -> bool {
         FnArg::Typed(typed) => is_context_ref(&typed.ty),
         FnArg::Receiver(_) => false,
     })
+}
+
+/// The type a precondition borrows as its input (`T` in `input: &T`).
+pub(crate) fn precondition_input_type(method: &ImplItemFn) -> Option<&Type> {
+    method.sig.inputs.iter().find_map(|arg| match arg {
+        FnArg::Typed(typed) => match &*typed.ty {
+            Type::Reference(reference) if !is_context_ref(&typed.ty) => Some(&*reference.elem),
+            _ => None,
+        },
+        FnArg::Receiver(_) => None,
+    })
+}
+
+/// `unavailable_reason = method`: a synchronous `fn(&self) -> String` (or
+/// another text type, checked by the compiler).
+pub(crate) fn check_reason(cx: &Ctxt, method: &ImplItemFn) {
+    let sig = &method.sig;
+    let name = &sig.ident;
+    let rule = "`unavailable_reason = method` must name a synchronous `fn(&self) -> String` in this impl block";
+    if let Some(asyncness) = &sig.asyncness {
+        cx.error_spanned_by(
+            asyncness,
+            format!("{rule}: `{name}` is `async`; the reason is read synchronously, from `&self`"),
+        );
+    }
+    let mut inputs = sig.inputs.iter();
+    match inputs.next() {
+        Some(FnArg::Receiver(receiver)) if is_shared_self(receiver) => {}
+        Some(other) => cx.error_spanned_by(other, format!("{rule}: take `&self` here")),
+        None => cx.error_spanned_by(
+            &sig.ident,
+            format!("{rule}: `{name}` has no `self`; add `&self` as its only parameter"),
+        ),
+    }
+    for extra in inputs {
+        cx.error_spanned_by(
+            extra,
+            format!("{rule}: `{name}` takes no other parameter; remove this one"),
+        );
+    }
+    if matches!(sig.output, ReturnType::Default) {
+        cx.error_spanned_by(
+            &sig.ident,
+            format!("{rule}: `{name}` returns nothing; add `-> String`"),
+        );
+    }
 }

@@ -15,12 +15,15 @@
 
 mod ast;
 mod attr;
+mod cfg;
 mod ctxt;
 mod expand;
 mod fallback;
 mod helpers;
 mod procedure;
+mod recover;
 mod schema;
+mod self_type;
 mod symbol;
 mod valid;
 
@@ -44,6 +47,9 @@ use quote::quote;
 pub fn agent_component(args: TokenStream, input: TokenStream) -> TokenStream {
     let item = match syn::parse::<syn::ItemImpl>(input.clone()) {
         Ok(item) => item,
+        Err(_) if recover::is_impl(&input.clone().into()) => {
+            return recover_impl(args.into(), input.into()).into();
+        }
         Err(_) => {
             let input = proc_macro2::TokenStream::from(input);
             let error = syn::Error::new(
@@ -63,6 +69,23 @@ pub fn agent_component(args: TokenStream, input: TokenStream) -> TokenStream {
         return quote!(#fallback #errors).into();
     }
     expand::expand(&component).into()
+}
+
+/// An impl block with a syntax error that rustc reports (see `recover`).
+fn recover_impl(
+    args: proc_macro2::TokenStream,
+    input: proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    let original = recover::without_helpers(input.clone());
+    let Ok(item) = syn::parse2::<syn::ItemImpl>(recover::without_bodies(input)) else {
+        return original;
+    };
+    let cx = ctxt::Ctxt::default();
+    let component = ast::Component::from_ast(&cx, args, &item);
+    valid::check(&cx, &component);
+    let placeholder = fallback::component_impl(&component);
+    let errors = cx.into_compile_errors();
+    quote!(#original #placeholder #errors)
 }
 
 /// Marks a method of an `#[agent_component]` impl block as an observation:

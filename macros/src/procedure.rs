@@ -335,7 +335,9 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         let field_vis = &field.vis;
         let ty = &field.ty;
         let doc = format!("The `{}` field.", handle.wire);
+        let cfgs = crate::cfg::cfgs(&field.attrs);
         quote! {
+            #(#cfgs)*
             #[doc = #doc]
             #field_vis #name: ::agent_surface::__private::Field<#ident, #ty>
         }
@@ -343,7 +345,8 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let handle_values = handles.iter().map(|handle| {
         let name = &handle.field.ident;
         let wire = &handle.wire;
-        quote!(#name: ::agent_surface::__private::Field::new(#wire))
+        let cfgs = crate::cfg::cfgs(&handle.field.attrs);
+        quote!(#(#cfgs)* #name: ::agent_surface::__private::Field::new(#wire))
     });
     let fields_struct = quote! {
         #[doc = #fields_doc]

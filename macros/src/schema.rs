@@ -108,10 +108,12 @@ fn field_schema_is_replaced(attrs: &[Attribute]) -> bool {
         .any(|key| replaced.contains(&key.as_str()))
 }
 
-/// Whether a type mentions one of the item's generic parameters.
+/// Whether a type mentions one of the item's generic parameters (a type
+/// or a lifetime: a check placed outside the item cannot name either).
 fn mentions_generics(ty: &Type, generics: &Generics) -> bool {
     struct Finder<'a> {
         params: Vec<&'a Ident>,
+        lifetimes: Vec<&'a Ident>,
         found: bool,
     }
     impl<'ast> Visit<'ast> for Finder<'_> {
@@ -120,49 +122,85 @@ fn mentions_generics(ty: &Type, generics: &Generics) -> bool {
                 self.found = true;
             }
         }
-        fn visit_lifetime(&mut self, _: &'ast syn::Lifetime) {}
+        fn visit_lifetime(&mut self, lifetime: &'ast syn::Lifetime) {
+            if self.lifetimes.contains(&&lifetime.ident) {
+                self.found = true;
+            }
+        }
     }
     let params: Vec<&Ident> = generics.type_params().map(|param| &param.ident).collect();
-    if params.is_empty() {
+    let lifetimes: Vec<&Ident> = generics
+        .lifetimes()
+        .map(|param| &param.lifetime.ident)
+        .collect();
+    if params.is_empty() && lifetimes.is_empty() {
         return false;
     }
     let mut finder = Finder {
         params,
+        lifetimes,
         found: false,
     };
     finder.visit_type(ty);
     finder.found
 }
 
-fn fields_of(data: &Data) -> Vec<&syn::Field> {
+/// Every field, with the `#[cfg]` of its variant and its own: a check of
+/// the field's type carries them, so a field compiled out is not checked.
+fn fields_of(data: &Data) -> Vec<(&syn::Field, Vec<&Attribute>)> {
+    fn with_cfgs<'a>(field: &'a syn::Field, outer: &[&'a Attribute]) -> Vec<&'a Attribute> {
+        let mut cfgs = outer.to_vec();
+        cfgs.extend(crate::cfg::cfgs(&field.attrs));
+        cfgs
+    }
     match data {
-        Data::Struct(data) => data.fields.iter().collect(),
+        Data::Struct(data) => data
+            .fields
+            .iter()
+            .map(|field| (field, with_cfgs(field, &[])))
+            .collect(),
         Data::Enum(data) => data
             .variants
             .iter()
-            .flat_map(|variant| variant.fields.iter())
+            .flat_map(|variant| {
+                let outer = crate::cfg::cfgs(&variant.attrs);
+                variant
+                    .fields
+                    .iter()
+                    .map(move |field| (field, with_cfgs(field, &outer)))
+            })
             .collect(),
         Data::Union(_) => Vec::new(),
     }
 }
 
 /// The element lists of the tuple struct or of each tuple variant with two
-/// or more elements.
-fn tuple_groups(data: &Data) -> Vec<Vec<&syn::Field>> {
+/// or more elements (without elements under `#[cfg]`), with the variant's
+/// `#[cfg]`.
+fn tuple_groups(data: &Data) -> Vec<(Vec<&syn::Field>, Vec<&Attribute>)> {
     fn unnamed(fields: &Fields) -> Option<Vec<&syn::Field>> {
         match fields {
-            Fields::Unnamed(fields) if fields.unnamed.len() > 1 => {
-                Some(fields.unnamed.iter().collect())
-            }
+            Fields::Unnamed(fields) if fields.unnamed.len() > 1 => Some(
+                fields
+                    .unnamed
+                    .iter()
+                    .filter(|field| crate::cfg::cfgs(&field.attrs).is_empty())
+                    .collect(),
+            ),
             _ => None,
         }
     }
     match data {
-        Data::Struct(data) => unnamed(&data.fields).into_iter().collect(),
+        Data::Struct(data) => unnamed(&data.fields)
+            .map(|group| (group, Vec::new()))
+            .into_iter()
+            .collect(),
         Data::Enum(data) => data
             .variants
             .iter()
-            .filter_map(|variant| unnamed(&variant.fields))
+            .filter_map(|variant| {
+                unnamed(&variant.fields).map(|group| (group, crate::cfg::cfgs(&variant.attrs)))
+            })
             .collect(),
         Data::Union(_) => Vec::new(),
     }
@@ -242,7 +280,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let fields = fields_of(&item.data);
     let named_struct =
         matches!(&item.data, Data::Struct(data) if matches!(data.fields, Fields::Named(_)));
-    let has_flatten = fields.iter().any(|field| {
+    let has_flatten = fields.iter().any(|(field, _)| {
         attr_keys(&field.attrs, "serde")
             .iter()
             .any(|key| key == "flatten")
@@ -298,22 +336,26 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     // types over the item's generics become bounds of the impl.
     let mut assertions = Vec::new();
     let mut bounds = Vec::new();
-    for field in fields
+    for (field, cfgs) in fields
         .iter()
-        .filter(|field| !field_schema_is_replaced(&field.attrs))
+        .filter(|(field, _)| !field_schema_is_replaced(&field.attrs))
     {
         let ty = &field.ty;
         if mentions_generics(ty, &item.generics) {
-            bounds.push(quote!(#ty: ::agent_surface::__private::AgentSchema));
+            // A bound cannot carry `#[cfg]`; a field compiled out adds none.
+            if cfgs.is_empty() {
+                bounds.push(quote!(#ty: ::agent_surface::__private::AgentSchema));
+            }
         } else {
-            assertions.push(quote_spanned! {ty.span()=>
+            let assertion = quote_spanned! {ty.span()=>
                 ::agent_surface::__private::assert_schema::<#ty>();
-            });
+            };
+            assertions.push(quote!(#(#cfgs)* #assertion));
         }
     }
     // Tuple structs and tuple variants are JSON arrays: with two or more
     // elements they must share one type (mixed ones need `prefixItems`).
-    for group in tuple_groups(&item.data) {
+    for (group, cfgs) in tuple_groups(&item.data) {
         let mut kept = group
             .iter()
             .filter(|field| !field_schema_is_replaced(&field.attrs));
@@ -322,11 +364,14 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         for field in kept {
             let ty = &field.ty;
             if mentions_generics(ty, &item.generics) || mentions_generics(first, &item.generics) {
-                bounds.push(quote!(#ty: ::agent_surface::__private::SameField<#first>));
+                if cfgs.is_empty() {
+                    bounds.push(quote!(#ty: ::agent_surface::__private::SameField<#first>));
+                }
             } else {
-                assertions.push(quote_spanned! {ty.span()=>
+                let assertion = quote_spanned! {ty.span()=>
                     ::agent_surface::__private::assert_same_field::<#first, #ty>();
-                });
+                };
+                assertions.push(quote!(#(#cfgs)* #assertion));
             }
         }
     }

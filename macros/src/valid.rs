@@ -193,13 +193,15 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
             }
         }
         Some(Err(method)) => {
-            check_named_method(
+            if let Some(method) = check_named_method(
                 cx,
                 component,
                 capability,
                 Some(method),
                 "unavailable_reason",
-            );
+            ) {
+                crate::helpers::check_reason(cx, method);
+            }
         }
         None => {}
     }
@@ -279,12 +281,9 @@ fn check_named_method<'a>(
 
 fn check_unique_names(cx: &Ctxt, component: &Component<'_>) {
     for (index, capability) in component.capabilities.iter().enumerate() {
-        if let Some(earlier) = component
-            .capabilities
-            .iter()
-            .take(index)
-            .find(|earlier| earlier.name.value == capability.name.value)
-        {
+        if let Some(earlier) = component.capabilities.iter().take(index).find(|earlier| {
+            earlier.name.value == capability.name.value && !exclusive_by_cfg(earlier, capability)
+        }) {
             cx.error_at(
                 capability.name.span,
                 format!(
@@ -295,4 +294,13 @@ fn check_unique_names(cx: &Ctxt, component: &Component<'_>) {
             );
         }
     }
+}
+
+/// Two methods of one name, each under `#[cfg]`: the usual way to give one
+/// capability two implementations. If both are compiled in, rustc reports
+/// the duplicate method itself.
+fn exclusive_by_cfg(a: &Capability<'_>, b: &Capability<'_>) -> bool {
+    a.ident() == b.ident()
+        && !crate::cfg::cfgs(&a.method.attrs).is_empty()
+        && !crate::cfg::cfgs(&b.method.attrs).is_empty()
 }

@@ -205,3 +205,22 @@ pub fn check_contract(contract: &'static ComponentContract) {
         );
     }
 }
+
+pub use crate::component::{PreconditionResult, ReasonText, SameInput};
+
+/// Checks a precondition's return type where it is written.
+pub fn precondition_result<R: PreconditionResult>(result: R) -> Result<(), PreconditionFailure> {
+    result.into_result()
+}
+
+/// Lends the action's input to a precondition declared over `Expected`.
+pub fn precondition_input<Expected: ?Sized, I: SameInput<Expected> + ?Sized>(
+    input: &I,
+) -> &Expected {
+    input.same()
+}
+
+/// Converts the return value of a reason method, checked where it is written.
+pub fn reason_text<T: ReasonText>(text: T) -> String {
+    text.into_text()
+}

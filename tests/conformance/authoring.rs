@@ -245,3 +245,75 @@ async fn chrono_uuid_and_url_types_have_subset_formats() {
     .await;
     assert_eq!(code(&invalid), Some(ErrorCode::InvalidInput));
 }
+
+/// A component whose own type is its schema, with capabilities compiled
+/// out by `#[cfg]` between the ones that remain.
+#[agent_schema]
+#[derive(Clone)]
+pub(crate) struct Tuning {
+    /// The level.
+    pub level: u32,
+}
+
+/// Tuning, written with `Self` and `#[cfg]`.
+#[agent_component(type = "test.tuning")]
+impl Tuning {
+    /// Compiled out.
+    #[cfg(not(test))]
+    #[observation]
+    fn hidden(&self) -> u32 {
+        0
+    }
+
+    /// The tuning.
+    #[observation]
+    fn read(self: &Self) -> Self {
+        self.clone()
+    }
+
+    /// Compiled out, with a `when`.
+    #[cfg(not(test))]
+    #[action(effect = "local-state", when = never)]
+    fn gone(&self) {}
+
+    /// Echoes a tuning, doubled.
+    #[cfg(test)]
+    #[action(effect = "local-state", when = always)]
+    fn double(&self, input: Self) -> Result<Option<Self>, ActionError> {
+        Ok(Some(Self {
+            level: input.level * 2,
+        }))
+    }
+
+    fn always(&self) -> bool {
+        true
+    }
+
+    #[cfg(not(test))]
+    fn never(&self) -> bool {
+        false
+    }
+}
+
+#[tokio::test]
+async fn self_in_signatures_and_cfg_capabilities_dispatch_to_their_handlers() {
+    let contract = Tuning::contract().checked().unwrap();
+    let names: Vec<String> = contract
+        .capabilities()
+        .iter()
+        .map(|capability| capability.name().to_string())
+        .collect();
+    assert_eq!(names, ["read", "double"]);
+    let registry = registry();
+    let _mounted = registry.mount(Arc::new(Tuning { level: 3 })).unwrap();
+    let read = call(&registry, Invocation::new("view:test.tuning.read")).await;
+    assert_eq!(read.output(), Some(&json!({"level": 3})));
+    let doubled = call(
+        &registry,
+        Invocation::new("view:test.tuning.double").input(json!({"level": 4})),
+    )
+    .await;
+    assert_eq!(doubled.output(), Some(&json!({"level": 8})));
+    let hidden = call(&registry, Invocation::new("view:test.tuning.hidden")).await;
+    assert!(hidden.error().is_some(), "{hidden:?}");
+}

@@ -1,6 +1,7 @@
 //! The [`Component`] trait that `#[agent_component]` implements, and the
 //! handler return types it accepts.
 
+mod helper_types;
 mod output;
 
 use std::future::Future;
@@ -8,6 +9,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
+
+pub use helper_types::{PreconditionResult, ReasonText, SameInput};
 
 use crate::context::{ActionContext, ReadContext};
 use crate::contract::{ComponentContract, TypedInput};
