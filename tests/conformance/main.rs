@@ -31,6 +31,7 @@ mod policies;
 mod procedures;
 mod rate_limits;
 mod reentrancy;
+mod regressions;
 mod schema;
 mod staleness;
 mod supplied_schema;

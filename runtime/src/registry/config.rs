@@ -349,7 +349,7 @@ impl RegistryBuilder {
         let limits = self.limits;
         let clock = match self.clock {
             Some(clock) => ClockSlot::Custom(clock),
-            None => ClockSlot::Default(std::sync::OnceLock::new()),
+            None => ClockSlot::default_clock(),
         };
         let base_chain = if self.policies.is_empty() {
             Arc::clone(shared_defaults().empty_chain())

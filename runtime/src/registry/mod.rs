@@ -238,14 +238,40 @@ pub(crate) enum ClockSlot {
     /// Installed with [`RegistryBuilder::clock`].
     Custom(Arc<dyn Clock>),
     /// Wall time that follows tokio's clock.
-    Default(std::sync::OnceLock<TokioClock>),
+    Default {
+        clock: std::sync::OnceLock<TokioClock>,
+        /// The runtime the registry was built in, until the clock is
+        /// anchored: a first use on a thread outside any runtime still
+        /// anchors on that runtime's (possibly paused) time.
+        runtime: Mutex<Option<tokio::runtime::Handle>>,
+    },
 }
 
 impl ClockSlot {
+    /// The default clock, following the runtime current at build, if any.
+    pub(crate) fn default_clock() -> ClockSlot {
+        ClockSlot::Default {
+            clock: std::sync::OnceLock::new(),
+            runtime: Mutex::new(tokio::runtime::Handle::try_current().ok()),
+        }
+    }
+
     pub(crate) fn get(&self) -> &dyn Clock {
         match self {
             ClockSlot::Custom(clock) => clock.as_ref(),
-            ClockSlot::Default(clock) => clock.get_or_init(TokioClock::new),
+            ClockSlot::Default { clock, runtime } => clock.get_or_init(|| {
+                let built_in = runtime
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                match built_in {
+                    Some(handle) if tokio::runtime::Handle::try_current().is_err() => {
+                        let _entered = handle.enter();
+                        TokioClock::new()
+                    }
+                    _ => TokioClock::new(),
+                }
+            }),
         }
     }
 }
