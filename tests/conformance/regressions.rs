@@ -7,8 +7,9 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
 use agent_surface::audit::{AuditEvent, AuditKind, AuditSink, MemoryAuditSink};
+use agent_surface::events::SurfaceEvent;
 use agent_surface::prelude::*;
-use agent_surface::registry::{Limits, MountError, Registry};
+use agent_surface::registry::{AvailabilityOverride, Limits, MountError, Registry};
 use serde_json::json;
 
 use crate::fixtures::{Probe, call, code, consumer, registry};
@@ -359,4 +360,25 @@ async fn ill_formed_capability_ids_answer_as_nonexistent_ones() {
         assert_eq!(result.error(), Some(&expected), "{id:?}");
         assert_eq!(result.capability_id(), id);
     }
+}
+
+#[tokio::test]
+async fn availability_events_tell_the_availability_that_results() {
+    let registry = registry();
+    let probe = Probe::new();
+    let mounted = registry.mount(Arc::clone(&probe)).unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&events);
+    let _subscription = registry.subscribe(move |event| {
+        if let SurfaceEvent::AvailabilityChanged { available, .. } = event {
+            sink.lock().unwrap().push(*available);
+        }
+    });
+    // `gated` is unavailable by its own `when`.
+    probe.on.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(mounted.set_availability("gated", AvailabilityOverride::unavailable("Busy")));
+    assert!(mounted.set_availability("gated", AvailabilityOverride::Clear));
+    let gated = call(&registry, Invocation::new("view:test.probe.gated")).await;
+    assert_eq!(code(&gated), Some(ErrorCode::CapabilityNotAvailable));
+    assert_eq!(*events.lock().unwrap(), [false, false]);
 }

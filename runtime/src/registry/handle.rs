@@ -18,7 +18,9 @@ use crate::events::SurfaceEvent;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum AvailabilityOverride<'a> {
-    /// Available, whatever its `when` says (the master switch still wins).
+    /// No pushed unavailability: available when the master switch and the
+    /// capability's `when` allow (a push never overrides `when` to
+    /// available, as the specification's availability rule says).
     Available,
     /// Unavailable, with the reason agents read (`None`: the default
     /// "not available now").
@@ -114,8 +116,10 @@ impl Mounted {
 
     /// Pushes an availability override for one capability (by name), or
     /// [`AvailabilityOverride::Clear`]s it. Returns whether this mount has
-    /// that capability; bumps the version only when the availability
-    /// changed.
+    /// that capability; bumps the version only when the pushed override
+    /// changed, and its `availability-changed` event carries the
+    /// availability that results (a cleared or `Available` push leaves the
+    /// capability's `when` in charge).
     ///
     /// ```
     /// use agent_surface::prelude::*;
@@ -160,17 +164,31 @@ impl Mounted {
             return false;
         };
         let inner = &self.registry.inner;
-        let mut state = inner.state();
         let value = availability.map(|(available, reason)| Override {
             available,
             reason: reason.map(Arc::from),
         });
-        let available = value.as_ref().is_none_or(|o| o.available);
-        if !registration.is_active() || !registration.set_override(index, value) {
-            return true;
+        let pushed_unavailable = value.as_ref().is_some_and(|o| !o.available);
+        {
+            let state = inner.state();
+            if !registration.is_active() || !registration.set_override(index, value) {
+                return true;
+            }
+            drop(state);
         }
+        // The event tells the availability that results: a pushed
+        // unavailability decides alone; otherwise the master switch and
+        // `when` do (host code: evaluated with no registry lock held).
         let events = match registration.capability(index) {
             Some(capability) if inner.dispatcher.active() => {
+                let available = !pushed_unavailable && {
+                    let component = registration.component();
+                    let available = registration
+                        .availability(index, component.as_deref().map(|c| &**c))
+                        == Availability::Available;
+                    drop(component);
+                    available
+                };
                 vec![SurfaceEvent::AvailabilityChanged {
                     registration_id: Arc::clone(&registration.id),
                     capability_id: Arc::clone(capability.id().as_arc()),
@@ -179,6 +197,10 @@ impl Mounted {
             }
             _ => Vec::new(),
         };
+        let mut state = inner.state();
+        if !registration.is_active() {
+            return true;
+        }
         inner.bump(&mut state, events);
         drop(state);
         inner.dispatcher.drain();
