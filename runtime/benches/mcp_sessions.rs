@@ -60,7 +60,15 @@ impl Extra {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--sessions-client") {
-        client_main(&args[at + 1], args[at + 2].parse().unwrap());
+        client_main(
+            &args[at + 1],
+            args[at + 2].parse().unwrap(),
+            args[at + 3].parse().unwrap(),
+        );
+        return;
+    }
+    if let Some(at) = args.iter().position(|a| a == "--sessions-server") {
+        server_main(args[at + 1].parse().unwrap(), args[at + 2] == "bare");
         return;
     }
     if !benching() {
@@ -74,11 +82,19 @@ fn main() {
             |at| args[at + 1].split(',').map(|n| n.parse().unwrap()).collect(),
         );
     println!(
-        "\n| sessions | RSS per idle session | tools/call p50 | tools/call p99 | change → last list_changed (median / max of {CHANGES}) |"
+        "\n| server | sessions | server RSS per idle session | tools/call p50 | tools/call p99 | change → last list_changed (median / max of {CHANGES}) |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
+    // Each count in a fresh server process: no memory freed by a previous
+    // count is reused by the next.
     for sessions in sizes {
-        server_main(sessions);
+        for side in ["agent-surface", "bare"] {
+            let status = Command::new(std::env::current_exe().unwrap())
+                .args(["--sessions-server", &sessions.to_string(), side])
+                .status()
+                .unwrap();
+            assert!(status.success(), "the server for {sessions} sessions failed");
+        }
     }
 }
 
@@ -88,7 +104,9 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
-fn server_main(sessions: usize) {
+/// One server (agent-surface's, or a bare rmcp one for comparison, which
+/// has no surface to change) under `sessions` sessions.
+fn server_main(sessions: usize, bare: bool) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -101,11 +119,21 @@ fn server_main(sessions: usize) {
         .max_sessions(sessions + 8)
         .max_connections(2 * sessions + 64)
         .build();
-    let http = rt.block_on(support::http_agent_surface(&server));
-    // Settle the allocator with one session's worth of work first.
-    let before = rss_bytes();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (url, http) = if bare {
+        (rt.block_on(support::http_rmcp(stop.clone())), None)
+    } else {
+        let http = rt.block_on(support::http_agent_surface(&server));
+        (http.url(), Some(http))
+    };
+    let changes = if bare { 0 } else { CHANGES };
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--sessions-client", &http.url(), &sessions.to_string()])
+        .args([
+            "--sessions-client",
+            &url,
+            &sessions.to_string(),
+            &changes.to_string(),
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -113,10 +141,22 @@ fn server_main(sessions: usize) {
     let mut to_child = child.stdin.take().unwrap();
     let mut from_child = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut line = || from_child.next().unwrap().unwrap();
+    // The first session pays for what any first use allocates (buffers,
+    // thread caches): the others are measured against it.
+    assert_eq!(line(), "warm");
+    std::thread::sleep(Duration::from_millis(300));
+    let before = rss_bytes();
+    writeln!(to_child, "more").unwrap();
     assert_eq!(line(), "connected");
     // Idle sessions: let background work settle before reading the RSS.
     std::thread::sleep(Duration::from_millis(500));
-    let per_session = rss_bytes().saturating_sub(before) / sessions as u64;
+    let per_session = match sessions {
+        1 => "—".to_owned(),
+        _ => format!(
+            "{:.1} kB",
+            rss_bytes().saturating_sub(before) as f64 / (sessions - 1) as f64 / 1024.0
+        ),
+    };
     writeln!(to_child, "go").unwrap();
     let mut extra = None;
     loop {
@@ -133,17 +173,18 @@ fn server_main(sessions: usize) {
                 writeln!(to_child, "changed").unwrap();
             }
             report => {
-                println!(
-                    "| {sessions} | {:.1} kB | {report}",
-                    per_session as f64 / 1024.0
-                );
+                let name = if bare { "bare rmcp" } else { "agent-surface" };
+                println!("| {name} | {sessions} | {per_session} | {report}");
                 break;
             }
         }
     }
     drop(to_child);
     child.wait().unwrap();
-    rt.block_on(http.shutdown());
+    stop.cancel();
+    if let Some(http) = http {
+        rt.block_on(http.shutdown());
+    }
 }
 
 /// Counts, per change, the sessions that saw a `list_changed`.
@@ -171,7 +212,7 @@ impl ClientHandler for Session {
     }
 }
 
-fn client_main(url: &str, sessions: usize) {
+fn client_main(url: &str, sessions: usize, changes: usize) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -183,21 +224,26 @@ fn client_main(url: &str, sessions: usize) {
         sessions,
         all: Notify::new(),
     });
-    let clients = rt.block_on(async {
-        let mut clients = Vec::with_capacity(sessions);
-        for _ in 0..sessions {
-            let handler = Session {
-                fanout: Arc::clone(&fanout),
-                last: Arc::default(),
-            };
-            let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-            clients.push(handler.serve(transport).await.unwrap());
-        }
-        clients
-    });
     let stdin = std::io::stdin();
     let mut input = stdin.lock().lines();
     let mut stdout = std::io::stdout();
+    let connect = |count: usize, clients: &mut Vec<_>| {
+        rt.block_on(async {
+            for _ in 0..count {
+                let handler = Session {
+                    fanout: Arc::clone(&fanout),
+                    last: Arc::default(),
+                };
+                let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+                clients.push(handler.serve(transport).await.unwrap());
+            }
+        });
+    };
+    let mut clients = Vec::with_capacity(sessions);
+    connect(1, &mut clients);
+    writeln!(stdout, "warm").unwrap();
+    assert_eq!(input.next().unwrap().unwrap(), "more");
+    connect(sessions - 1, &mut clients);
     writeln!(stdout, "connected").unwrap();
     assert_eq!(input.next().unwrap().unwrap(), "go");
 
@@ -212,7 +258,7 @@ fn client_main(url: &str, sessions: usize) {
     });
 
     let mut times = Vec::new();
-    for change in 1..=CHANGES as u64 {
+    for change in 1..=changes as u64 {
         fanout.reached.store(0, Ordering::SeqCst);
         fanout.change.store(change, Ordering::SeqCst);
         let started = Instant::now();
@@ -228,17 +274,15 @@ fn client_main(url: &str, sessions: usize) {
         std::thread::sleep(Duration::from_millis(100));
     }
     times.sort_unstable();
-    let median = times[times.len() / 2];
-    let max = times[times.len() - 1];
-    writeln!(
-        stdout,
-        "{} | {} | {:.1} ms / {:.1} ms |",
-        micros(p50),
-        micros(p99),
-        median.as_secs_f64() * 1e3,
-        max.as_secs_f64() * 1e3
-    )
-    .unwrap();
+    let fanout = match (times.get(times.len() / 2), times.last()) {
+        (Some(median), Some(max)) => format!(
+            "{:.1} ms / {:.1} ms",
+            median.as_secs_f64() * 1e3,
+            max.as_secs_f64() * 1e3
+        ),
+        _ => "—".to_owned(),
+    };
+    writeln!(stdout, "{} | {} | {fanout} |", micros(p50), micros(p99)).unwrap();
     rt.block_on(async {
         for client in clients {
             let _ = client.cancel().await;
