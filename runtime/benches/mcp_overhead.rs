@@ -25,8 +25,8 @@ use criterion::{Criterion, criterion_group};
 use tokio_util::sync::CancellationToken;
 
 use support::{
-    Client, Latencies, benching, cpu_time, duplex_agent_surface, duplex_rmcp, http_agent_surface, http_agent_surface_on_axum,
-    http_client, http_rmcp, micros, noop_registry, time_calls,
+    Client, Latencies, benching, cpu_time, duplex_agent_surface, duplex_rmcp, http_agent_surface,
+    http_agent_surface_on_axum, http_client, http_rmcp, micros, noop_registry, time_calls,
 };
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -74,13 +74,15 @@ fn main() {
     if !benching() {
         return; // `cargo test --benches`: nothing to check quickly
     }
-    let sizes: Vec<usize> = args
-        .iter()
-        .position(|a| a == "--sizes")
-        .map_or_else(
-            || vec![1, 100, 1000],
-            |at| args[at + 1].split(',').map(|n| n.parse().unwrap()).collect(),
-        );
+    let sizes: Vec<usize> = args.iter().position(|a| a == "--sizes").map_or_else(
+        || vec![1, 100, 1000],
+        |at| {
+            args[at + 1]
+                .split(',')
+                .map(|n| n.parse().unwrap())
+                .collect()
+        },
+    );
     println!(
         "\n| server | sessions | server RSS per idle session | tools/call p50 | tools/call p99 | change → last list_changed (median / max of {CHANGES}) |"
     );
@@ -93,7 +95,10 @@ fn main() {
                 .args(["--sessions-server", &sessions.to_string(), side])
                 .status()
                 .unwrap();
-            assert!(status.success(), "the server for {sessions} sessions failed");
+            assert!(
+                status.success(),
+                "the server for {sessions} sessions failed"
+            );
         }
     }
 }

@@ -33,16 +33,18 @@ impl Options {
         };
         let mut args = args.iter();
         while let Some(flag) = args.next() {
-            let value = args
-                .next()
-                .ok_or_else(|| format!("{flag} needs a value"))?;
+            let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
             match flag.as_str() {
                 "--sizes" => {
                     options.sizes = value
                         .split(',')
-                        .map(|n| n.trim().parse::<usize>().map_err(|e| format!("--sizes: {e}")))
+                        .map(|n| {
+                            n.trim()
+                                .parse::<usize>()
+                                .map_err(|e| format!("--sizes: {e}"))
+                        })
                         .collect::<Result<_, _>>()?;
-                    if options.sizes.iter().any(|&n| n == 0) {
+                    if options.sizes.contains(&0) {
                         return Err("--sizes: every size is at least 1".to_owned());
                     }
                     options.sizes.sort_unstable();
@@ -95,7 +97,8 @@ pub(crate) fn run(options: &Options) -> Result<(), String> {
     for &flavour in &options.flavours {
         let bench = Bench::create(&root, &base, flavour)?;
         eprintln!("[{}] building dependencies (untimed)", flavour.label());
-        bench.write(options.sizes[0], false)?;
+        let first = options.sizes.first().copied().unwrap_or(1);
+        bench.write(first, false)?;
         bench.cargo(&["check"], false)?;
         bench.cargo(&["build"], false)?;
         let mut samples = Vec::new();
@@ -218,7 +221,10 @@ impl Bench {
             .env("RUSTC_WORKSPACE_WRAPPER", exe)
             .env(WRAPPER_ENV, "1");
         let (_, stdout) = run_command(command, true)?;
-        Ok(stdout.lines().filter(|line| !line.trim().is_empty()).count())
+        Ok(stdout
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .count())
     }
 }
 
@@ -232,7 +238,11 @@ fn write_file(path: &Path, text: &str) -> Result<(), String> {
 
 fn run_command(mut command: Command, capture: bool) -> Result<(Duration, String), String> {
     command.stdin(Stdio::null()).stderr(Stdio::piped());
-    command.stdout(if capture { Stdio::piped() } else { Stdio::null() });
+    command.stdout(if capture {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
     let started = Instant::now();
     let output = command
         .output()
@@ -244,7 +254,10 @@ fn run_command(mut command: Command, capture: bool) -> Result<(Duration, String)
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    Ok((elapsed, String::from_utf8_lossy(&output.stdout).into_owned()))
+    Ok((
+        elapsed,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    ))
 }
 
 /// Stands in for rustc: runs it (the first argument) with `RUSTC_BOOTSTRAP=1`.
@@ -324,7 +337,9 @@ fn print_report(results: &[(Flavour, Vec<Sample>)], options: &Options) {
     println!(
         "\nPer capability (the slope from N = {lo} to N = {hi}; ratios are agent-surface's over the other flavour's):\n"
     );
-    println!("| flavour | check ms / capability | build ms / capability | expanded lines / capability |");
+    println!(
+        "| flavour | check ms / capability | build ms / capability | expanded lines / capability |"
+    );
     println!("|---|---|---|---|");
     for (flavour, _) in results {
         let f = *flavour;

@@ -91,7 +91,11 @@ impl Flavour {
         }
         if edited && self == Flavour::Floor {
             // No handlers: the edit is to a type's field.
-            out = out.replacen("pub labels: Vec<String>,", "pub labels: Vec<String>,\n    /// Added.\n    pub added: bool,", 1);
+            out = out.replacen(
+                "pub labels: Vec<String>,",
+                "pub labels: Vec<String>,\n    /// Added.\n    pub added: bool,",
+                1,
+            );
         }
         let groups = n.div_ceil(GROUP);
         for group in 0..groups {
@@ -127,7 +131,11 @@ impl Flavour {
         match self {
             Flavour::AgentSurface => "#[agent_schema]\n".to_owned(),
             Flavour::Rmcp | Flavour::Floor => {
-                let deny = if deny_unknown { ", deny_unknown_fields" } else { "" };
+                let deny = if deny_unknown {
+                    ", deny_unknown_fields"
+                } else {
+                    ""
+                };
                 format!(
                     "#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]\n\
                      #[serde(rename_all = \"camelCase\"{deny})]\n"

@@ -17,7 +17,9 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ClientHandler, Peer, RoleClient, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::{
+    ClientHandler, Peer, RoleClient, ServerHandler, ServiceExt, tool, tool_handler, tool_router,
+};
 use tokio_util::sync::CancellationToken;
 
 /// A component with one no-op action.
