@@ -1,0 +1,252 @@
+//! What the MCP benchmarks share: the no-op tool written both ways (an
+//! agent-surface component and a bare rmcp `#[tool]` server), the servers
+//! on an in-process duplex stream and on streamable HTTP over loopback, and
+//! sorted-latency percentiles.
+
+#![allow(dead_code)] // each bench uses a part
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use agent_surface::mcp::{HttpServer, McpServer};
+use agent_surface::prelude::*;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{CallToolRequestParams, ServerCapabilities, ServerConfig};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{
+    ClientHandler, Peer, RoleClient, ServerHandler, ServiceExt, tool, tool_handler, tool_router,
+};
+use tokio_util::sync::CancellationToken;
+
+/// A component with one no-op action.
+pub struct Noop;
+
+/// A no-op component.
+#[agent_component(type = "bench.noop")]
+impl Noop {
+    /// Does nothing.
+    #[action(effect = "local-state", idempotent)]
+    fn noop(&self) {}
+}
+
+/// The same tool on a bare rmcp server.
+#[derive(Clone)]
+pub struct Bare {
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl Bare {
+    /// Does nothing.
+    #[tool(description = "Does nothing.")]
+    fn noop(&self) -> String {
+        String::new()
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Bare {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+impl Bare {
+    pub fn new() -> Bare {
+        Bare {
+            tool_router: Self::tool_router(),
+        }
+    }
+}
+
+/// A client handler counting the `tools/list_changed` notifications it gets.
+#[derive(Clone, Default)]
+pub struct Counting(pub Arc<AtomicUsize>);
+
+impl ClientHandler for Counting {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A connected client and the name of its no-op tool.
+pub struct Client {
+    pub client: Peer<RoleClient>,
+    pub tool: String,
+    /// `tools/list_changed` notifications received.
+    pub list_changed: Arc<AtomicUsize>,
+    _running: Option<RunningService<RoleClient, Counting>>,
+}
+
+impl Client {
+    async fn connect(running: RunningService<RoleClient, Counting>) -> Client {
+        let mut client = Client::of(running.peer().clone()).await;
+        client.list_changed = Arc::clone(&running.service().0);
+        client._running = Some(running);
+        client
+    }
+
+    /// A client of a session some other handler runs.
+    pub async fn of(peer: Peer<RoleClient>) -> Client {
+        let tools = peer.list_all_tools().await.unwrap();
+        let tool = tools
+            .iter()
+            .map(|tool| tool.name.to_string())
+            .find(|name| name.ends_with("noop"))
+            .unwrap();
+        Client {
+            client: peer,
+            tool,
+            list_changed: Arc::default(),
+            _running: None,
+        }
+    }
+
+    /// One `tools/call` of the no-op tool with `{}` as arguments.
+    pub async fn call(&self) {
+        let result = self
+            .client
+            .call_tool(
+                CallToolRequestParams::new(self.tool.clone()).with_arguments(Default::default()),
+            )
+            .await
+            .unwrap();
+        assert_ne!(result.is_error, Some(true));
+    }
+}
+
+/// A registry with [`Noop`] mounted (keep the handle alive).
+pub fn noop_registry() -> (Registry, Mounted) {
+    let registry = Registry::builder().build();
+    let mounted = registry.mount(Arc::new(Noop)).unwrap();
+    (registry, mounted)
+}
+
+/// A client of `server` over an in-process duplex stream.
+pub async fn duplex_agent_surface(server: &McpServer) -> Client {
+    let (client_io, server_io) = tokio::io::duplex(256 * 1024);
+    let server = server.clone();
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    Client::connect(Counting::default().serve(client_io).await.unwrap()).await
+}
+
+/// A client of a bare rmcp server over an in-process duplex stream.
+pub async fn duplex_rmcp() -> Client {
+    let (client_io, server_io) = tokio::io::duplex(256 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = Bare::new().serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    Client::connect(Counting::default().serve(client_io).await.unwrap()).await
+}
+
+/// agent-surface's streamable HTTP endpoint on a loopback port.
+pub async fn http_agent_surface(server: &McpServer) -> HttpServer {
+    server
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap()
+}
+
+/// agent-surface's endpoint router (`McpServer::http_service`) served by
+/// `axum::serve` as the bare rmcp side is: isolates the accept loop.
+pub async fn http_agent_surface_on_axum(server: &McpServer, stop: CancellationToken) -> String {
+    let router = axum::Router::new().nest_service("/mcp", server.http_service(stop.child_token()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled_owned().await })
+            .await;
+    });
+    format!("http://{address}/mcp")
+}
+
+/// A bare rmcp streamable HTTP endpoint on a loopback port (rmcp's own
+/// defaults, served by axum); returns its URL.
+pub async fn http_rmcp(stop: CancellationToken) -> String {
+    let service: StreamableHttpService<Bare, LocalSessionManager> = StreamableHttpService::new(
+        || Ok(Bare::new()),
+        Arc::default(),
+        StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled_owned().await })
+            .await;
+    });
+    format!("http://{address}/mcp")
+}
+
+/// A streamable HTTP client session at `url`.
+pub async fn http_client(url: &str) -> Client {
+    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+    Client::connect(Counting::default().serve(transport).await.unwrap()).await
+}
+
+/// Sorted latencies.
+pub struct Latencies(Vec<Duration>);
+
+impl Latencies {
+    pub fn new(mut samples: Vec<Duration>) -> Latencies {
+        samples.sort_unstable();
+        Latencies(samples)
+    }
+
+    /// The `q` quantile (0.5 for the median), nearest rank.
+    pub fn quantile(&self, q: f64) -> Duration {
+        let rank = ((self.0.len() as f64) * q).ceil() as usize;
+        self.0
+            .get(rank.saturating_sub(1).min(self.0.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Times `count` sequential calls.
+pub async fn time_calls(client: &Client, count: usize, into: &mut Vec<Duration>) {
+    for _ in 0..count {
+        let started = Instant::now();
+        client.call().await;
+        into.push(started.elapsed());
+    }
+}
+
+/// This process's CPU time so far (user + system, from `/proc/self/stat`,
+/// in clock ticks of 10 ms).
+pub fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // Fields after the command name (which may hold spaces), 1-based 14 and 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Microseconds with one decimal.
+pub fn micros(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+/// Whether the binary runs as `cargo bench` (not `cargo test --benches`,
+/// nor criterion's `--profile-time`).
+pub fn benching() -> bool {
+    std::env::args().any(|arg| arg == "--bench")
+        && !std::env::args().any(|arg| arg == "--profile-time")
+}
