@@ -230,6 +230,32 @@ impl CapabilityId {
         })
     }
 
+    /// The plane and parts of a requested id, split without the grammar
+    /// check (the pipeline's entry: an id outside the grammar names nothing
+    /// mounted, so its lookup fails like any unknown id's, and the full
+    /// check would cost more than the rest of resolution). `None` when it
+    /// has no plane, or a view id has no component type or name.
+    pub(crate) fn split_requested(text: &str) -> Option<CapabilityId> {
+        let (plane, name_dot) = if let Some(rest) = text.strip_prefix("view:") {
+            let (component_type, name) = rest.rsplit_once('.')?;
+            if component_type.is_empty() || name.is_empty() {
+                return None;
+            }
+            (Plane::View, text.len() - name.len() - 1)
+        } else {
+            let rest = text.strip_prefix("domain:")?;
+            if rest.is_empty() {
+                return None;
+            }
+            (Plane::Domain, 0)
+        };
+        Some(CapabilityId {
+            text: Arc::from(text),
+            plane,
+            name_dot,
+        })
+    }
+
     /// The id of capability `name` of component type `component_type` (view plane).
     pub fn view(component_type: &ComponentType, name: &CapabilityName) -> CapabilityId {
         let text = grammar::view_capability_id(component_type.as_str(), name.as_str());
@@ -362,6 +388,28 @@ pub fn in_scope(component_type: &str, prefixes: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_requested_id_is_split_by_plane_and_last_dot() {
+        let view = CapabilityId::split_requested("view:devices.table.sort").unwrap();
+        assert_eq!(view.plane(), Plane::View);
+        assert_eq!(view.component_type_str(), Some("devices.table"));
+        assert_eq!(view.name(), Some("sort"));
+        let domain = CapabilityId::split_requested("domain:devices.disable").unwrap();
+        assert_eq!(domain.plane(), Plane::Domain);
+        assert_eq!(domain.path(), "devices.disable");
+        for text in [
+            "",
+            "view:",
+            "view:table",
+            "view:.sort",
+            "view:table.",
+            "domain:",
+            "other:x.y",
+        ] {
+            assert!(CapabilityId::split_requested(text).is_none(), "{text}");
+        }
+    }
 
     #[test]
     fn view_ids_split_at_the_last_dot() {

@@ -83,7 +83,7 @@ impl Registry {
         };
         // Parsed once, here: the pipeline reads the plane and component
         // type from it, never from the raw string.
-        let parsed = crate::ids::CapabilityId::new(&request.capability_id).ok();
+        let parsed = crate::ids::CapabilityId::split_requested(&request.capability_id);
         let capability_id: Arc<str> = match &parsed {
             Some(parsed) => Arc::clone(parsed.as_arc()),
             None => Arc::from(request.capability_id.as_str()),
