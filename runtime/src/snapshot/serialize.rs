@@ -39,7 +39,10 @@ impl Serialize for Snapshot {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("surfaceId", &*self.surface_id)?;
-        map.serialize_entry("surfaceVersion", &self.surface_version.to_string())?;
+        map.serialize_entry(
+            "surfaceVersion",
+            &crate::util::decimal::DecimalString(self.surface_version),
+        )?;
         map.serialize_entry("capturedAt", &rfc3339(self.captured_at_ms))?;
         if let Some(route) = &self.route {
             map.serialize_entry("route", route)?;
