@@ -86,6 +86,7 @@ pub struct CapturedRef {
 
 /// Why [`TestSurface::observe`] failed.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ObserveError {
     /// The call settled with an error.
     Failed(ErrorPayload),

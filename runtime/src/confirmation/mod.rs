@@ -98,6 +98,7 @@ impl ConfirmationOutcome {
 
 /// Why [`Confirmations::resolve`] did nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ResolveError {
     /// No such confirmation.
     Unknown,

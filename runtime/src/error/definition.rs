@@ -8,6 +8,7 @@ use serde::Serialize;
 /// Kinds of structural defects in an authored contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
 pub enum DefinitionErrorKind {
     /// An id does not match the grammar.
     InvalidId,

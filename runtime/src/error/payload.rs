@@ -265,6 +265,7 @@ impl fmt::Display for ErrorPayload {
 
 /// Why an execution failed; each reason has a fixed agent-facing message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FailureReason {
     /// The handler returned an error or panicked.
     HandlerError,
@@ -285,6 +286,7 @@ pub enum FailureReason {
 
 /// The reason behind a transient failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TransientReason {
     /// A handler error.
     HandlerError,

@@ -8,6 +8,7 @@ use std::fmt;
 
 /// Where `COMPONENT_UNMOUNTED` was decided (`details.phase`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum UnmountedPhase {
     /// At resolution: the component had already gone (a tombstone).
     Resolve,
@@ -17,6 +18,7 @@ pub enum UnmountedPhase {
 
 /// Why `STALE_CAPABILITY` (`details.reason`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StaleReason {
     /// The registration was replaced by another one of the same component.
     RegistrationReplaced,
@@ -37,6 +39,7 @@ pub enum Origin {
 
 /// Why `RATE_LIMITED` (`details.reason`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RateLimitReason {
     /// An advisory rate limit (`rate_limit`).
     Rate,
@@ -49,6 +52,7 @@ pub enum RateLimitReason {
 
 /// Why `CONFIRMATION_INVALID` (`details.reason`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ConfirmationInvalidReason {
     /// The evidence does not belong to this exact call (or is unknown).
     Mismatch,
