@@ -147,11 +147,6 @@ impl Mounted {
         capability: &str,
         availability: AvailabilityOverride<'_>,
     ) -> bool {
-        let availability = match availability {
-            AvailabilityOverride::Available => Some((true, None)),
-            AvailabilityOverride::Unavailable { reason } => Some((false, reason)),
-            AvailabilityOverride::Clear => None,
-        };
         let Some(registration) = self.live() else {
             return false;
         };
@@ -163,19 +158,24 @@ impl Mounted {
         else {
             return false;
         };
+        let value = match availability {
+            AvailabilityOverride::Available => Some(Override {
+                available: true,
+                reason: None,
+            }),
+            AvailabilityOverride::Unavailable { reason } => Some(Override {
+                available: false,
+                reason: reason.map(Arc::from),
+            }),
+            AvailabilityOverride::Clear => None,
+        };
+        let pushed_unavailable = matches!(availability, AvailabilityOverride::Unavailable { .. });
         let inner = &self.registry.inner;
-        let value = availability.map(|(available, reason)| Override {
-            available,
-            reason: reason.map(Arc::from),
-        });
-        let pushed_unavailable = value.as_ref().is_some_and(|o| !o.available);
-        {
-            let state = inner.state();
-            if !registration.is_active() || !registration.set_override(index, value) {
-                return true;
-            }
-            drop(state);
+        let state = inner.state();
+        if !registration.is_active() || !registration.set_override(index, value) {
+            return true;
         }
+        drop(state);
         // The event tells the availability that results: a pushed
         // unavailability decides alone; otherwise the master switch and
         // `when` do (host code: evaluated with no registry lock held).
