@@ -424,14 +424,18 @@ fn run_bounded(
         .spawn()
         .map_err(|err| Fatal(format!("cannot run {}: {err}", executable.display())))?;
     let stderr = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
+    // The start of stderr is sent as soon as it is read (at the limit or at
+    // the end of the stream); the rest is drained so the child never blocks
+    // on a full pipe. A process the binary left behind may hold the stream
+    // open: the message then goes without it rather than waiting.
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
         if let Some(mut stream) = stderr {
-            let _ = stream.by_ref().take(STDERR_KEPT).read_to_string(&mut text);
-            // The rest is drained so the child never blocks on a full pipe.
+            let _ = stream.by_ref().take(STDERR_KEPT).read_to_end(&mut kept);
+            let _ = sender.send(String::from_utf8_lossy(&kept).into_owned());
             let _ = std::io::copy(&mut stream, &mut std::io::sink());
         }
-        text
     });
     let deadline = std::time::Instant::now() + timeout;
     let status = loop {
@@ -456,7 +460,9 @@ fn run_bounded(
             }
         }
     };
-    let stderr = reader.join().unwrap_or_default();
+    let stderr = receiver
+        .recv_timeout(std::time::Duration::from_secs(2))
+        .unwrap_or_default();
     Ok(Finished { status, stderr })
 }
 

@@ -442,6 +442,31 @@ fn a_binary_without_the_export_line_that_never_exits_is_stopped_with_exit_2() {
 
 #[cfg(unix)]
 #[test]
+fn a_process_left_holding_stderr_does_not_hold_the_command() {
+    let dir = fixtures().join("daemon");
+    fixture(&dir, "daemon", COMPONENT, "");
+    std::fs::remove_file(dir.join("src/lib.rs")).unwrap();
+    // The binary forgets the export line and leaves a process behind that
+    // inherited its stderr.
+    let main = format!(
+        "{}\nfn main() {{\n    let _ = std::process::Command::new(\"sh\")\n        .args([\"-c\", \"echo $$ > daemon.pid; exec sleep 300\"])\n        .spawn();\n    std::thread::sleep(std::time::Duration::from_millis(200));\n    std::process::exit(3);\n}}\n",
+        COMPONENT
+    );
+    std::fs::write(dir.join("src/main.rs"), main).unwrap();
+    let output = run(&dir, &["inspect"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let pid = std::fs::read_to_string(dir.join("daemon.pid")).unwrap();
+    let pid = pid.trim();
+    // The command answered while the process holding its stderr still ran.
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the left-behind process should still run"
+    );
+    let _ = std::process::Command::new("kill").arg(pid).status();
+}
+
+#[cfg(unix)]
+#[test]
 fn a_symlinked_artifact_is_compared_with_the_base_at_its_own_path_not_its_target() {
     let dir = committed("symlinked");
     // A first change adds a file holding a widened artifact (not gated).
