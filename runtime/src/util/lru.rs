@@ -48,16 +48,23 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         now_ms.saturating_sub(entry.written_ms) >= self.ttl_ms
     }
 
-    /// Records a touch of `key` at a new tick and returns the tick; the
-    /// caller then gives the entry that tick.
-    fn touch(&mut self, key: K) -> u64 {
-        // Compacted before the new slot goes in: every live entry still
-        // has its current slot, which the retain keeps.
+    /// Drops the stale slots once they outnumber the live entries (plus a
+    /// little slack), so the order never holds more than about twice the
+    /// entries — nor keeps alive the keys of entries long removed. Every
+    /// live entry keeps its current slot.
+    fn compact(&mut self) {
         if self.order.len() >= self.entries.len().saturating_mul(2).saturating_add(16) {
             let entries = &self.entries;
             self.order
                 .retain(|(tick, key)| entries.get(key).is_some_and(|entry| entry.tick == *tick));
         }
+    }
+
+    /// Records a touch of `key` at a new tick and returns the tick; the
+    /// caller then gives the entry that tick.
+    fn touch(&mut self, key: K) -> u64 {
+        // Before the new slot goes in: the entry's current slot is kept.
+        self.compact();
         self.tick += 1;
         self.order.push_back((self.tick, key));
         self.tick
@@ -130,8 +137,11 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        // Its slot in `order` goes stale and is skipped later.
-        self.entries.remove(key).map(|entry| entry.value)
+        // Its slot in `order` goes stale: skipped later, dropped by the
+        // next compaction.
+        let value = self.entries.remove(key).map(|entry| entry.value);
+        self.compact();
+        value
     }
 
     /// Removes every expired entry.
@@ -197,7 +207,7 @@ mod tests {
                 lru.remove(&(round % 5));
             }
             assert!(lru.len() <= 3);
-            assert!(lru.order.len() <= 3 * 2 + 17);
+            assert!(lru.order.len() <= lru.entries.len() * 2 + 17);
             // Every live entry still has its slot.
             for (key, entry) in &lru.entries {
                 assert!(lru.order.contains(&(entry.tick, *key)));
