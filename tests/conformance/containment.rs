@@ -238,3 +238,46 @@ fn as_obsv_001_a_redaction_hook_returning_a_value_too_deep_is_recorded_as_a_mark
     });
     assert!(payload.contains("too-deep"), "{payload}");
 }
+
+/// A host clock that panics once told to.
+#[derive(Debug, Default)]
+struct FlakyClock {
+    broken: std::sync::atomic::AtomicBool,
+}
+
+impl agent_surface::clock::Clock for FlakyClock {
+    fn now_ms(&self) -> u64 {
+        if self.broken.load(std::sync::atomic::Ordering::Relaxed) {
+            panic!("the host clock failed");
+        }
+        1_700_000_000_000
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_host_clock_is_contained_and_time_holds_at_its_last_reading() {
+    let clock = std::sync::Arc::new(FlakyClock::default());
+    let registry = Registry::builder().clock(clock.clone()).build();
+    let probe = Probe::new();
+    let mounted = registry.mount(probe.clone()).unwrap();
+    let registration = mounted.registration_id().to_owned();
+    assert_eq!(registry.now_ms(), 1_700_000_000_000);
+    clock
+        .broken
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(registry.now_ms(), 1_700_000_000_000);
+    let result = registry.invoke(poke(), InvokeOptions::default()).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(probe.runs(), 1);
+    // Unmounting reads the clock (the tombstone's age); a call with the old
+    // registration id after it still answers, under the state lock too.
+    drop(mounted);
+    let stale = registry
+        .invoke(poke().registration(registration), InvokeOptions::default())
+        .await;
+    assert_eq!(
+        code(&stale),
+        Some(ErrorCode::ComponentUnmounted),
+        "{stale:?}"
+    );
+}

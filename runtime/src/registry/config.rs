@@ -399,6 +399,7 @@ impl RegistryBuilder {
             disposed: LazyLock::new(CancellationToken::new),
             version_tx: std::sync::OnceLock::new(),
             version: std::sync::atomic::AtomicU64::new(0),
+            last_ms: std::sync::atomic::AtomicU64::new(0),
             empty_host: &shared_defaults().host,
             anonymous: &shared_defaults().anonymous,
             base_chain,

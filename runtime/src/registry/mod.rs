@@ -98,6 +98,8 @@ pub(crate) struct Inner {
     pub(crate) disposed: LazyLock<CancellationToken>,
     /// Created by the first `watch_version`.
     pub(crate) version_tx: std::sync::OnceLock<watch::Sender<u64>>,
+    /// The last reading of a host clock (stands in when it panics).
+    pub(crate) last_ms: std::sync::atomic::AtomicU64,
     /// The version, readable without the state lock (written under it).
     pub(crate) version: std::sync::atomic::AtomicU64,
     /// The host context used when no provider is configured.
@@ -115,8 +117,21 @@ impl Inner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The clock's reading. A host clock that panics is contained: the
+    /// last good reading stands in (time does not run backwards).
     pub(crate) fn now_ms(&self) -> u64 {
-        self.clock.get().now_ms()
+        match &self.clock {
+            ClockSlot::Custom(clock) => {
+                match crate::util::contain::contained("clock", || clock.now_ms()) {
+                    Some(now) => {
+                        self.last_ms.fetch_max(now, Ordering::Relaxed);
+                        now
+                    }
+                    None => self.last_ms.load(Ordering::Relaxed),
+                }
+            }
+            ClockSlot::Default { .. } => self.clock.get().now_ms(),
+        }
     }
 
     /// The installed procedure executor.

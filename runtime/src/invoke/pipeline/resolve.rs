@@ -40,6 +40,8 @@ impl Call<'_> {
         let instance = request.instance_id.as_deref();
         let registration_id = request.registration_id.as_deref();
 
+        // The clock is host code: read before the lock, never under it.
+        let now = inner.now_ms();
         // Under the lock: copy the candidates out, nothing else.
         let (candidates, tombstone) = {
             let state = inner.state();
@@ -54,19 +56,15 @@ impl Call<'_> {
                     all
                 }
             };
-            // The clock is read only when there is a tombstone to age.
             let tombstone = match registration_id {
                 _ if state.tombstones.len() == 0 => None,
                 Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
-                Some(id) => state.tombstones.peek(id, inner.now_ms()).cloned(),
-                None => {
-                    let now = inner.now_ms();
-                    state
-                        .unmounted_types
-                        .peek(component_type, now)
-                        .and_then(|id| state.tombstones.peek(&**id, now))
-                        .cloned()
-                }
+                Some(id) => state.tombstones.peek(id, now).cloned(),
+                None => state
+                    .unmounted_types
+                    .peek(component_type, now)
+                    .and_then(|id| state.tombstones.peek(&**id, now))
+                    .cloned(),
             };
             (candidates, tombstone)
         };
@@ -151,6 +149,8 @@ impl Call<'_> {
         let inner = &self.registry.inner;
         let request = &self.request;
         let registration_id = request.registration_id.as_deref();
+        // The clock is host code: read before the lock, never under it.
+        let now = inner.now_ms();
         let (holders, tombstone) = {
             let state = inner.state();
             let holders: Vec<Arc<Registration>> = state
@@ -160,7 +160,7 @@ impl Call<'_> {
                 .unwrap_or_default();
             let tombstone = match registration_id {
                 Some(id) if !holders.iter().any(|r| &*r.id == id) => {
-                    state.tombstones.peek(id, inner.now_ms()).cloned()
+                    state.tombstones.peek(id, now).cloned()
                 }
                 _ => None,
             };
