@@ -206,6 +206,8 @@ impl ConfirmationStore {
         let (canonical, digest) = binding.canonical();
         let limits = services.confirmation_limits();
         let per_consumer = limits.per_consumer.max(1);
+        // The clock may be host code: read before the store's lock.
+        let now = services.clock_ms();
         let mut store = self.lock();
         if let Some(record) = store
             .open
@@ -225,7 +227,6 @@ impl ConfirmationStore {
                 Some(FULL_RETRY_MS),
             );
         }
-        let now = services.clock_ms();
         let ttl = limits.ttl;
         let expires_at_ms = now.saturating_add(crate::util::millis::millis(ttl));
         let id: Arc<str> = Arc::from(services.mint_confirmation_id());

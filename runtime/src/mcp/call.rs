@@ -74,12 +74,14 @@ impl McpSession {
 
         // A 2026-07-28 retry answering our input request.
         if let Some(state) = request.request_state.as_deref() {
+            // The clock may be host code: read before the lock.
+            let now = self.shared.registry.now_ms();
             let pending = self
                 .shared
                 .elicitations
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .peek(state, self.shared.registry.now_ms())
+                .peek(state, now)
                 .cloned();
             let Some((pending, acting)) = pending
                 .filter(|p| p.tool == name && p.arguments == arguments)
@@ -174,7 +176,8 @@ impl McpSession {
                 let message = self.ask_text(&confirmation_id);
                 if is_modern(&context) {
                     // Ask in an input-required round; the state names a
-                    // record kept here.
+                    // record kept here. The clock is read before the lock.
+                    let now = self.shared.registry.now_ms();
                     self.shared
                         .elicitations
                         .lock()
@@ -187,7 +190,7 @@ impl McpSession {
                                 tool: name,
                                 arguments,
                             },
-                            self.shared.registry.now_ms(),
+                            now,
                         );
                     let Some(schema) = approval_schema() else {
                         return Ok(to_call_result(&result).into());
