@@ -41,6 +41,8 @@ pub enum AuditKind {
     ConfirmationDenied,
     /// A confirmation expired.
     ConfirmationExpired,
+    /// A confirmation was withdrawn before anyone answered it.
+    ConfirmationWithdrawn,
     /// Approved evidence was used.
     ConfirmationConsumed,
     /// A handler finished after its invocation had already settled.

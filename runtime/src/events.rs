@@ -117,8 +117,11 @@ pub enum SurfaceEvent {
     ConfirmationResolved {
         /// The confirmation.
         confirmation_id: Arc<str>,
-        /// `approved`, `denied` or `expired`.
+        /// `approved`, `denied`, `expired` or `withdrawn`.
         outcome: &'static str,
+        /// The approval channel of an answer (`None` for an expiry or a
+        /// withdrawal).
+        channel: Option<Arc<str>>,
     },
 }
 

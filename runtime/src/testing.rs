@@ -53,7 +53,11 @@ use serde_json::{Map, Value};
 
 use crate::audit::AuditEvent;
 use crate::clock::ManualClock;
-use crate::confirmation::{PendingConfirmation, ResolveError};
+use crate::confirmation::{PendingConfirmation, Resolution, ResolveError};
+
+/// The in-app approval channel through which the harness answers, as the
+/// person would.
+pub const TESTING_CHANNEL: &str = "testing";
 use crate::context::{Consumer, ConsumerKind, HostContext};
 use crate::error::ErrorPayload;
 use crate::events::{Subscription, SurfaceEvent};
@@ -181,6 +185,7 @@ impl TestSurface {
                     .clone()
             })
             .clock(Arc::clone(&clock) as Arc<dyn crate::clock::Clock>)
+            .approval_channel(TESTING_CHANNEL)
             .build();
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&events);
@@ -411,14 +416,30 @@ impl TestSurface {
         self.registry.confirmations().pending()
     }
 
-    /// Approves a pending request.
-    pub fn approve(&self, confirmation_id: &str) -> Result<(), ResolveError> {
-        self.registry.confirmations().approve(confirmation_id)
+    /// Approves a pending request as the person would: the harness shows
+    /// the pending record of `confirmation_id` and answers it through its
+    /// in-app channel [`TESTING_CHANNEL`], approver `person`.
+    pub fn approve(&self, confirmation_id: &str) -> Result<Resolution, ResolveError> {
+        self.answer(confirmation_id, true)
     }
 
-    /// Denies a pending request.
-    pub fn deny(&self, confirmation_id: &str) -> Result<(), ResolveError> {
-        self.registry.confirmations().deny(confirmation_id)
+    /// Denies a pending request (see [`approve`](Self::approve)).
+    pub fn deny(&self, confirmation_id: &str) -> Result<Resolution, ResolveError> {
+        self.answer(confirmation_id, false)
+    }
+
+    fn answer(&self, confirmation_id: &str, approved: bool) -> Result<Resolution, ResolveError> {
+        let confirmations = self.registry.confirmations();
+        let Some(shown) = confirmations.find(confirmation_id).map(|p| p.shown()) else {
+            return Err(match confirmations.resolution(confirmation_id) {
+                Some(_) => ResolveError::NotPending,
+                None => ResolveError::Unknown,
+            });
+        };
+        let approver = confirmations
+            .approver(TESTING_CHANNEL, "person")
+            .map_err(|_| ResolveError::NotPermitted)?;
+        confirmations.resolve(&shown, approved, &approver)
     }
 
     /// Lets a pending request expire: advances the clock past its TTL.

@@ -61,10 +61,24 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
         }
     };
     // Stdout carries the addresses so a person (or a launcher) can connect.
+    // The sign-in link is the person's secret: the agent gets only /mcp.
     println!("devices console: {}", console.url());
     println!("MCP (streamable HTTP): {}", console.mcp_url());
+    let mut logins = console.login_urls();
+    let base = format!("http://{}/login?token=", console.local_addr());
+    println!("sign in (one-time link): {base}{}", logins.borrow_and_update());
     let _ = std::io::stdout().flush();
-    let _ = tokio::signal::ctrl_c().await;
+    let announce = async {
+        while logins.changed().await.is_ok() {
+            let token = logins.borrow_and_update().clone();
+            println!("signed in a browser; next one-time sign-in link: {base}{token}");
+            let _ = std::io::stdout().flush();
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = announce => {}
+    }
     console.shutdown().await;
     app.stop().await;
     ExitCode::SUCCESS

@@ -180,7 +180,15 @@ impl Agent<'_> {
         }
         let n = self.next();
         let approved = match self.approval {
-            Approval::Scripted => self.app.registry().confirmations().approve(&id).is_ok(),
+            // The terminal run: the host shows the request above and answers
+            // it as the user, through its own channel.
+            Approval::Scripted => pending.as_ref().is_some_and(|pending| {
+                self.app
+                    .registry()
+                    .confirmations()
+                    .approve(&pending.shown())
+                    .is_ok()
+            }),
             Approval::Person => {
                 self.say(format!(
                     "   waiting for the user to answer {id} in the dialog"

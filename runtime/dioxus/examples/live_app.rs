@@ -3,9 +3,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use agent_surface::confirmation::HOST_CHANNEL;
 use agent_surface::prelude::*;
 use agent_surface_dioxus::{
-    use_agent_component, use_agent_surface_provider, use_pending_confirmations,
+    use_agent_component, use_agent_surface_provider, use_pending_confirmations, use_registry,
     use_surface_revision,
 };
 use dioxus::prelude::*;
@@ -90,17 +91,32 @@ fn InboxView() -> Element {
 #[component]
 fn ConfirmDialog() -> Element {
     let pending = use_pending_confirmations();
-    let Some(request) = pending.first() else {
+    let registry = use_registry();
+    // The person answers through the registry's own host channel here; a
+    // real app declares its dialog as a channel (`.approval_channel("dialog")`).
+    let Some(approver) = registry.and_then(|r| r.confirmations().approver(HOST_CHANNEL, "person").ok())
+    else {
         return rsx! {};
     };
-    let approve = request.confirmation_id.to_string();
-    let deny = approve.clone();
+    let Some(presented) = pending.presented() else {
+        return rsx! {};
+    };
+    let request = presented.request;
+    // The buttons answer exactly the request this render showed.
+    let shown = request.shown();
+    let deny_shown = shown.clone();
+    let deny_approver = approver.clone();
     rsx! {
         dialog { open: true,
             p { "{request.summary}" }
             pre { "{request.display_input()}" } // the exact input, escaped
-            button { onclick: move |_| { let _ = pending.approve(&approve); }, "Approve" }
-            button { onclick: move |_| { let _ = pending.deny(&deny); }, "Deny" }
+            if presented.ended.is_some() {
+                p { "This request is no longer waiting." }
+                button { onclick: move |_| pending.dismiss(), "Dismiss" }
+            } else {
+                button { onclick: move |_| { let _ = pending.approve(&shown, &approver); }, "Approve" }
+                button { onclick: move |_| { let _ = pending.deny(&deny_shown, &deny_approver); }, "Deny" }
+            }
         }
     }
 }

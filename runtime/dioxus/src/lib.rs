@@ -37,6 +37,6 @@ mod revision;
 pub use component::{
     AgentHandle, AgentMountError, use_agent_component, use_agent_instance, use_agent_mount,
 };
-pub use confirmations::{PendingConfirmations, use_pending_confirmations};
+pub use confirmations::{PendingConfirmations, Presented, use_pending_confirmations};
 pub use provider::{use_agent_surface_provider, use_registry};
 pub use revision::use_surface_revision;

@@ -509,9 +509,17 @@ async fn as_confirm_003_the_pending_confirmations_hook_renders_and_answers_reque
         "view:test.table.delete"
     );
 
-    // The person approves in the page; the retry runs once, then the
-    // evidence is spent.
-    pending.approve(&id).unwrap();
+    // The person approves in the page what the dialog presents; the retry
+    // runs once, then the evidence is spent.
+    let approver = registry
+        .confirmations()
+        .approver(agent_surface::confirmation::HOST_CHANNEL, "person")
+        .unwrap();
+    let shown = pending.presented().unwrap().request.shown();
+    assert_eq!(*shown.confirmation_id, *id);
+    let resolution = pending.approve(&shown, &approver).unwrap();
+    assert_eq!(resolution.channel.as_deref(), Some("host"));
+    assert_eq!(resolution.approver.as_deref(), Some("person"));
     settle(&mut dom).await;
     assert!(model.0.borrow().pending_seen.is_empty());
     let run = call(
@@ -541,7 +549,8 @@ async fn as_confirm_003_the_pending_confirmations_hook_renders_and_answers_reque
         .to_owned();
     settle(&mut dom).await;
     assert_eq!(model.0.borrow().pending_seen.len(), 1);
-    pending.deny(&id).unwrap();
+    let shown = pending.presented().unwrap().request.shown();
+    pending.deny(&shown, &approver).unwrap();
     settle(&mut dom).await;
     assert!(model.0.borrow().pending_seen.is_empty());
     let denied = call(

@@ -15,7 +15,13 @@
 //!
 //! Everything shown to the human (the summary) has its control, format,
 //! bidi and zero-width characters escaped.
+//!
+//! Only the person answers, through an approval channel the host trusts
+//! (see [`ApprovalChannel`]): an answer names the request as it was shown ([`ShownRequest`]), and every
+//! resolution records its channel and approver ([`Resolution`]). A request
+//! whose registration goes away is withdrawn, never left to void silently.
 
+mod channel;
 mod reservation;
 mod services;
 mod store;
@@ -29,6 +35,7 @@ use serde_json::Value;
 
 use crate::Effect;
 
+pub use channel::{ApprovalChannel, Approver, ChannelError, ChannelKind, HOST_CHANNEL, Resolution, ShownRequest};
 pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
 pub(crate) use store::{Binding, ConfirmationStore};
@@ -40,6 +47,10 @@ pub(crate) use summary::{MAX_SUMMARY_CHARS, summary};
 pub struct PendingConfirmation {
     /// `cnf_…`.
     pub confirmation_id: Arc<str>,
+    /// Hex SHA-256 of the canonical request (surface, registration,
+    /// capability, consumer, effective input, effect): what an answer names
+    /// with the id ([`shown`](Self::shown)).
+    pub digest: Arc<str>,
     /// The capability to run.
     pub capability_id: Arc<str>,
     /// The registration that would run it.
@@ -65,6 +76,15 @@ pub struct PendingConfirmation {
 }
 
 impl PendingConfirmation {
+    /// The token of this request as shown: keep it with what you render
+    /// and answer with it, so the answer can only resolve this request.
+    pub fn shown(&self) -> ShownRequest {
+        ShownRequest {
+            confirmation_id: Arc::clone(&self.confirmation_id),
+            digest: Arc::clone(&self.digest),
+        }
+    }
+
     /// The exact input as canonical JSON text for a human, its control,
     /// format, bidi and zero-width characters written as visible `\u{…}`
     /// escapes (never cut: the human approves all of it).
@@ -84,14 +104,19 @@ pub enum ConfirmationOutcome {
     Denied,
     /// Nobody answered in time.
     Expired,
+    /// Withdrawn before anyone answered: the component that would run it
+    /// went away (a reload, another tab, an unmount), or the host withdrew it.
+    Withdrawn,
 }
 
 impl ConfirmationOutcome {
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The wire string: `approved`, `denied`, `expired` or `withdrawn`.
+    pub fn as_str(self) -> &'static str {
         match self {
             ConfirmationOutcome::Approved => "approved",
             ConfirmationOutcome::Denied => "denied",
             ConfirmationOutcome::Expired => "expired",
+            ConfirmationOutcome::Withdrawn => "withdrawn",
         }
     }
 }
@@ -102,8 +127,14 @@ impl ConfirmationOutcome {
 pub enum ResolveError {
     /// No such confirmation.
     Unknown,
-    /// It was already approved, denied, expired or consumed.
+    /// It was already approved, denied, expired, withdrawn or consumed.
     NotPending,
+    /// The answer names another request than this id's (the digest of what
+    /// was shown differs): nothing was resolved.
+    NotShown,
+    /// This channel may not answer this request: an agent's own connection
+    /// answering another consumer's request.
+    NotPermitted,
 }
 
 impl std::fmt::Display for ResolveError {
@@ -111,6 +142,8 @@ impl std::fmt::Display for ResolveError {
         f.write_str(match self {
             ResolveError::Unknown => "no such confirmation",
             ResolveError::NotPending => "the confirmation is no longer pending",
+            ResolveError::NotShown => "the answer names a request other than the one pending",
+            ResolveError::NotPermitted => "this approval channel may not answer this request",
         })
     }
 }
@@ -166,20 +199,118 @@ impl Confirmations {
         self.store().pending()
     }
 
-    /// Approves or denies a pending request.
-    pub fn resolve(&self, confirmation_id: &str, approved: bool) -> Result<(), ResolveError> {
+    /// The pending request `confirmation_id`, if it is pending.
+    pub fn find(&self, confirmation_id: &str) -> Option<PendingConfirmation> {
         self.store()
-            .resolve(&*self.services, confirmation_id, approved)
+            .pending()
+            .into_iter()
+            .find(|pending| *pending.confirmation_id == *confirmation_id)
     }
 
-    /// Approves a pending request.
-    pub fn approve(&self, confirmation_id: &str) -> Result<(), ResolveError> {
-        self.resolve(confirmation_id, true)
+    /// Answers `shown` through `approver`'s channel: approved or denied.
+    /// Refused, with nothing resolved, when the request is no longer
+    /// pending, when `shown` names another request than the pending one of
+    /// its id, or when the channel may not answer it (an agent's own
+    /// connection answering another consumer's request).
+    pub fn resolve(
+        &self,
+        shown: &ShownRequest,
+        approved: bool,
+        approver: &Approver,
+    ) -> Result<Resolution, ResolveError> {
+        self.store()
+            .resolve(&*self.services, shown, approved, approver)
     }
 
-    /// Denies a pending request.
-    pub fn deny(&self, confirmation_id: &str) -> Result<(), ResolveError> {
-        self.resolve(confirmation_id, false)
+    /// Approves `shown` through the [`HOST_CHANNEL`] (host code answering
+    /// for the person, e.g. a terminal prompt it showed).
+    pub fn approve(&self, shown: &ShownRequest) -> Result<Resolution, ResolveError> {
+        self.resolve(shown, true, &self.host_approver())
+    }
+
+    /// Denies `shown` through the [`HOST_CHANNEL`].
+    pub fn deny(&self, shown: &ShownRequest) -> Result<Resolution, ResolveError> {
+        self.resolve(shown, false, &self.host_approver())
+    }
+
+    fn host_approver(&self) -> Approver {
+        Approver {
+            channel: Arc::from(HOST_CHANNEL),
+            kind: ChannelKind::InApp,
+            approver: Arc::from(HOST_CHANNEL),
+            connection: None,
+        }
+    }
+
+    /// An approver answering through the in-app channel `channel` that the
+    /// registry declares
+    /// ([`RegistryBuilder::approval_channel`](crate::registry::RegistryBuilder::approval_channel);
+    /// [`HOST_CHANNEL`] always exists), on behalf of `person` (the signed-in
+    /// user, recorded with every answer).
+    pub fn approver(&self, channel: &str, person: &str) -> Result<Approver, ChannelError> {
+        let declared = channel == HOST_CHANNEL
+            || self
+                .services
+                .approval_channels()
+                .iter()
+                .any(|c| c.name() == channel && c.kind() == ChannelKind::InApp);
+        if !declared {
+            return Err(ChannelError::Undeclared(channel.to_owned()));
+        }
+        Ok(Approver {
+            channel: Arc::from(channel),
+            kind: ChannelKind::InApp,
+            approver: Arc::from(person),
+            connection: None,
+        })
+    }
+
+    /// An approver for an agent's own connection that its client shows to
+    /// a person (MCP elicitation in a desktop client): it answers only the
+    /// requests of `consumer` — the connection's own — and is recorded as
+    /// channel `channel` of kind [`ChannelKind::AgentConnection`], approver
+    /// `client` (the client's name). For adapters the host opted in; the
+    /// trust assumption is the client's (that it asks its person).
+    pub fn connection_approver(
+        &self,
+        channel: &str,
+        consumer: &crate::context::Consumer,
+        client: &str,
+    ) -> Approver {
+        Approver {
+            channel: Arc::from(channel),
+            kind: ChannelKind::AgentConnection,
+            approver: Arc::from(client),
+            connection: Some(Arc::clone(consumer.key())),
+        }
+    }
+
+    /// Whether the registry declares an in-app approval channel of its own
+    /// (a page or dialog the person uses). Adapters turn their own approval
+    /// routes (MCP elicitation) off by default when it does.
+    pub fn has_in_app_channel(&self) -> bool {
+        self.services
+            .approval_channels()
+            .iter()
+            .any(|c| c.kind() == ChannelKind::InApp)
+    }
+
+    /// How `confirmation_id` was resolved (approved, denied, expired or
+    /// withdrawn), with its channel and approver; `None` while it is
+    /// pending or once it is forgotten.
+    pub fn resolution(&self, confirmation_id: &str) -> Option<Resolution> {
+        self.store().resolution(&*self.services, confirmation_id)
+    }
+
+    /// Withdraws every open request of `registration_id` (the registry does
+    /// this itself when a registration is unmounted or replaced): they leave
+    /// the pending list, waiting calls settle, and the agent's retry is told
+    /// `CONFIRMATION_INVALID {reason: "withdrawn"}`. Returns how many.
+    pub fn withdraw_registration(&self, registration_id: &str, reason: &'static str) -> usize {
+        self.store()
+            .withdraw_where(&*self.services, reason, |pending| {
+                *pending.registration_id == *registration_id
+            })
     }
 
     /// Waits until the confirmation is approved, denied or expired (`None`

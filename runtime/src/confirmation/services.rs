@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::ConfirmationStore;
+use super::{ApprovalChannel, ConfirmationStore};
 use crate::audit::AuditEvent;
 use crate::events::SurfaceEvent;
 
@@ -38,4 +38,6 @@ pub(crate) trait ConfirmationServices: Send + Sync + 'static {
     fn emit(&self, event: SurfaceEvent);
     /// Whether the registry was disposed.
     fn disposed(&self) -> bool;
+    /// The approval channels the registry declares.
+    fn approval_channels(&self) -> &[ApprovalChannel];
 }

@@ -9,6 +9,8 @@
 //! not expire under the call that holds it.
 
 mod forget;
+mod resolve;
+mod withdraw;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -19,7 +21,7 @@ use tokio::sync::watch;
 use super::reservation::Reservation;
 use super::services::ConfirmationServices;
 use super::summary::MAX_SUMMARY_CHARS;
-use super::{ConfirmationOutcome, PendingConfirmation, ResolveError};
+use super::{ConfirmationOutcome, PendingConfirmation, Resolution};
 use crate::Effect;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::canonical::{Canonical, Sha256Digest};
@@ -46,6 +48,7 @@ enum Stage {
     },
     Denied,
     Expired,
+    Withdrawn,
     Consumed,
 }
 
@@ -56,12 +59,15 @@ struct Record {
     stage: Stage,
     expires_at_ms: u64,
     resolved: watch::Sender<Option<ConfirmationOutcome>>,
+    /// Who approved it, once approved.
+    resolution: Option<Resolution>,
 }
 
 struct Ended {
     binding: Canonical,
     digest: Sha256Digest,
     stage: Stage,
+    resolution: Resolution,
 }
 
 #[derive(Default)]
@@ -140,6 +146,8 @@ impl ConfirmationStore {
         id: &Arc<str>,
         record: Record,
         stage: Stage,
+        resolution: Resolution,
+        now_ms: u64,
     ) {
         let limits = services.confirmation_limits();
         let ended = store.ended.get_or_insert_with(|| {
@@ -154,25 +162,61 @@ impl ConfirmationStore {
                 binding: record.binding,
                 digest: record.digest,
                 stage,
+                resolution,
             },
-            services.clock_ms(),
+            now_ms,
         );
     }
 
+    /// Audits a step of `view`'s life; a resolution adds who answered,
+    /// through which channel, or why it was withdrawn.
     fn audit<S: ConfirmationServices + ?Sized>(
         services: &S,
         kind: AuditKind,
         view: &PendingConfirmation,
+        resolution: Option<&Resolution>,
     ) {
         let mut event = AuditEvent::new(kind, services.clock_ms());
         event.capability_id = Some(Arc::clone(&view.capability_id));
         event.registration_id = Some(Arc::clone(&view.registration_id));
         event.consumer_id = Some(Arc::clone(&view.consumer_key));
-        event.detail = Some(Map::from_iter([(
+        let mut detail = Map::from_iter([(
             "confirmationId".to_owned(),
             Value::from(&*view.confirmation_id),
-        )]));
+        )]);
+        if let Some(resolution) = resolution {
+            let fields = [
+                ("channel", resolution.channel.as_deref()),
+                ("channelKind", resolution.channel_kind.map(|k| k.as_str())),
+                ("approver", resolution.approver.as_deref()),
+                ("reason", resolution.reason),
+            ];
+            for (key, value) in fields {
+                if let Some(value) = value {
+                    detail.insert(key.to_owned(), Value::from(value));
+                }
+            }
+        }
+        event.detail = Some(detail);
         services.audit(&event);
+    }
+
+    /// A resolution without an answer: an expiry or a withdrawal.
+    fn unanswered(
+        id: &Arc<str>,
+        outcome: ConfirmationOutcome,
+        reason: Option<&'static str>,
+        now_ms: u64,
+    ) -> Resolution {
+        Resolution {
+            confirmation_id: Arc::clone(id),
+            outcome,
+            channel: None,
+            channel_kind: None,
+            approver: None,
+            reason,
+            at: rfc3339(now_ms),
+        }
     }
 
     /// Expires records whose time is up (also done by timers; this keeps a
@@ -233,6 +277,7 @@ impl ConfirmationStore {
         let summary =
             display_text::truncate(&display_text::escape(&summary), MAX_SUMMARY_CHARS).into_owned();
         let view = PendingConfirmation {
+            digest: Arc::from(digest.to_string()),
             confirmation_id: Arc::clone(&id),
             capability_id: Arc::clone(binding.capability_id),
             registration_id: Arc::clone(binding.registration_id),
@@ -255,10 +300,11 @@ impl ConfirmationStore {
                 stage: Stage::Pending,
                 expires_at_ms,
                 resolved,
+                resolution: None,
             },
         );
         drop(store);
-        Self::audit(&**services, AuditKind::ConfirmationRequested, &view);
+        Self::audit(&**services, AuditKind::ConfirmationRequested, &view, None);
         services.emit(SurfaceEvent::ConfirmationRequested {
             confirmation_id: Arc::clone(&id),
             capability_id: Arc::clone(&view.capability_id),
@@ -288,6 +334,8 @@ impl ConfirmationStore {
     ) -> Result<Reservation, ErrorPayload> {
         self.expire_due(&**services);
         let (canonical, digest) = binding.canonical();
+        // The clock may be host code: read before the store's lock.
+        let now = services.clock_ms();
         let mut store = self.lock();
         if let Some(record) = store.open.get_mut(confirmation_id) {
             // Digest and exact canonical value must both match.
@@ -304,13 +352,13 @@ impl ConfirmationStore {
                 }
                 // Another call holds it: single use, as if consumed.
                 Stage::Reserved { .. } => return Err(invalid(ConfirmationInvalidReason::Consumed)),
-                Stage::Denied | Stage::Expired | Stage::Consumed => {}
+                Stage::Denied | Stage::Expired | Stage::Withdrawn | Stage::Consumed => {}
             }
         }
         let Some(ended) = store
             .ended
             .as_mut()
-            .and_then(|ended| ended.peek(confirmation_id, services.clock_ms()))
+            .and_then(|ended| ended.peek(confirmation_id, now))
         else {
             return Err(invalid(ConfirmationInvalidReason::Mismatch));
         };
@@ -320,6 +368,7 @@ impl ConfirmationStore {
         Err(match ended.stage {
             Stage::Denied => invalid(ConfirmationInvalidReason::Denied),
             Stage::Expired => invalid(ConfirmationInvalidReason::Expired),
+            Stage::Withdrawn => invalid(ConfirmationInvalidReason::Withdrawn),
             Stage::Consumed | Stage::Pending | Stage::Approved { .. } | Stage::Reserved { .. } => {
                 invalid(ConfirmationInvalidReason::Consumed)
             }
@@ -332,6 +381,7 @@ impl ConfirmationStore {
         services: &S,
         confirmation_id: &Arc<str>,
     ) -> Result<ConfirmationEvidence, ErrorPayload> {
+        let now = services.clock_ms();
         let mut store = self.lock();
         let at_ms = match store.open.get(confirmation_id).map(|record| record.stage) {
             Some(Stage::Reserved { at_ms }) => at_ms,
@@ -342,9 +392,20 @@ impl ConfirmationStore {
             return Err(invalid(ConfirmationInvalidReason::Expired));
         };
         let view = record.view.clone();
-        Self::end(&mut store, services, &id, record, Stage::Consumed);
+        let resolution = record.resolution.clone().unwrap_or_else(|| {
+            Self::unanswered(&id, ConfirmationOutcome::Approved, None, at_ms)
+        });
+        Self::end(
+            &mut store,
+            services,
+            &id,
+            record,
+            Stage::Consumed,
+            resolution,
+            now,
+        );
         drop(store);
-        Self::audit(services, AuditKind::ConfirmationConsumed, &view);
+        Self::audit(services, AuditKind::ConfirmationConsumed, &view, None);
         Ok(ConfirmationEvidence {
             id: id.to_string(),
             approved_at: rfc3339(at_ms),
@@ -369,59 +430,6 @@ impl ConfirmationStore {
         self.expire(services, confirmation_id);
     }
 
-    /// The host's answer.
-    pub(super) fn resolve<S: ConfirmationServices + ?Sized>(
-        &self,
-        services: &S,
-        confirmation_id: &str,
-        approved: bool,
-    ) -> Result<(), ResolveError> {
-        self.expire_due(services);
-        let mut store = self.lock();
-        let Some(record) = store.open.get_mut(confirmation_id) else {
-            let known = store
-                .ended
-                .as_ref()
-                .is_some_and(|ended| ended.peek(confirmation_id, services.clock_ms()).is_some());
-            return Err(if known {
-                ResolveError::NotPending
-            } else {
-                ResolveError::Unknown
-            });
-        };
-        if record.stage != Stage::Pending {
-            return Err(ResolveError::NotPending);
-        }
-        let outcome = if approved {
-            ConfirmationOutcome::Approved
-        } else {
-            ConfirmationOutcome::Denied
-        };
-        let view = record.view.clone();
-        if approved {
-            record.stage = Stage::Approved {
-                at_ms: services.clock_ms(),
-            };
-            record.resolved.send_replace(Some(outcome));
-        } else if let Some((id, record)) = store.open.remove_entry(confirmation_id) {
-            record.resolved.send_replace(Some(outcome));
-            Self::end(&mut store, services, &id, record, Stage::Denied);
-        }
-        drop(store);
-        let kind = if approved {
-            AuditKind::ConfirmationApproved
-        } else {
-            AuditKind::ConfirmationDenied
-        };
-        Self::audit(services, kind, &view);
-        services.emit(SurfaceEvent::ConfirmationResolved {
-            confirmation_id: Arc::clone(&view.confirmation_id),
-            outcome: outcome.as_str(),
-        });
-        self.notify();
-        Ok(())
-    }
-
     /// Expires one record if its time is up or the registry is going away.
     /// A reserved record waits for its call (which releases or consumes it),
     /// unless the registry is disposed.
@@ -430,16 +438,17 @@ impl ConfirmationStore {
         services: &S,
         confirmation_id: &Arc<str>,
     ) {
-        let mut store = self.lock();
+        let now = services.clock_ms();
         let disposed = services.disposed();
+        let mut store = self.lock();
         let due = store.open.get(confirmation_id).is_some_and(|record| {
             let held = matches!(record.stage, Stage::Reserved { .. });
-            disposed || (!held && services.clock_ms() >= record.expires_at_ms)
+            disposed || (!held && now >= record.expires_at_ms)
         });
         if !due {
             return;
         }
-        let Some(expired) = Self::expire_locked(&mut store, services, confirmation_id) else {
+        let Some(expired) = Self::expire_locked(&mut store, services, confirmation_id, now) else {
             return;
         };
         drop(store);
@@ -453,6 +462,7 @@ impl ConfirmationStore {
         store: &mut Store,
         services: &S,
         confirmation_id: &str,
+        now_ms: u64,
     ) -> Option<(PendingConfirmation, bool)> {
         let (id, record) = store.open.remove_entry(confirmation_id)?;
         let was_pending = record.stage == Stage::Pending;
@@ -460,7 +470,16 @@ impl ConfirmationStore {
         record
             .resolved
             .send_replace(Some(ConfirmationOutcome::Expired));
-        Self::end(store, services, &id, record, Stage::Expired);
+        let resolution = Self::unanswered(&id, ConfirmationOutcome::Expired, None, now_ms);
+        Self::end(
+            store,
+            services,
+            &id,
+            record,
+            Stage::Expired,
+            resolution,
+            now_ms,
+        );
         Some((view, was_pending))
     }
 
@@ -469,11 +488,12 @@ impl ConfirmationStore {
         services: &S,
         (view, was_pending): (PendingConfirmation, bool),
     ) {
-        Self::audit(services, AuditKind::ConfirmationExpired, &view);
+        Self::audit(services, AuditKind::ConfirmationExpired, &view, None);
         if was_pending {
             services.emit(SurfaceEvent::ConfirmationResolved {
                 confirmation_id: Arc::clone(&view.confirmation_id),
                 outcome: ConfirmationOutcome::Expired.as_str(),
+                channel: None,
             });
         }
     }
@@ -517,16 +537,34 @@ impl ConfirmationStore {
         services: &S,
         confirmation_id: &str,
     ) -> Option<ConfirmationOutcome> {
+        let now = services.clock_ms();
         let store = self.lock();
-        let ended = store
-            .ended
-            .as_ref()?
-            .peek(confirmation_id, services.clock_ms())?;
+        let ended = store.ended.as_ref()?.peek(confirmation_id, now)?;
         Some(match ended.stage {
             Stage::Denied => ConfirmationOutcome::Denied,
             Stage::Expired => ConfirmationOutcome::Expired,
+            Stage::Withdrawn => ConfirmationOutcome::Withdrawn,
             _ => ConfirmationOutcome::Approved,
         })
+    }
+
+    /// How `confirmation_id` was resolved: an approved or reserved open
+    /// record's approval, or an ended record's outcome.
+    pub(super) fn resolution<S: ConfirmationServices + ?Sized>(
+        &self,
+        services: &S,
+        confirmation_id: &str,
+    ) -> Option<Resolution> {
+        let now = services.clock_ms();
+        let store = self.lock();
+        if let Some(record) = store.open.get(confirmation_id) {
+            return record.resolution.clone();
+        }
+        store
+            .ended
+            .as_ref()?
+            .peek(confirmation_id, now)
+            .map(|ended| ended.resolution.clone())
     }
 
     fn notify(&self) {

@@ -213,6 +213,11 @@ impl ErrorPayload {
                 "The confirmation does not match this call. Do not retry with it.",
                 Retry::No,
             ),
+            ConfirmationInvalidReason::Withdrawn => (
+                "The request was withdrawn before the user answered (the app changed). Read the \
+                 current state, then call again without a confirmationId to ask anew.",
+                Retry::WithConfirmation,
+            ),
         };
         ErrorPayload::new(ErrorCode::ConfirmationInvalid, message)
             .with_retry(retry)

@@ -62,6 +62,10 @@ pub enum ConfirmationInvalidReason {
     Denied,
     /// The evidence was already used (single use).
     Consumed,
+    /// The request was withdrawn before anyone answered it: the component
+    /// that would run it went away (a reload, another tab, an unmount), or
+    /// the host withdrew it.
+    Withdrawn,
 }
 
 impl ConfirmationInvalidReason {
@@ -72,6 +76,7 @@ impl ConfirmationInvalidReason {
             ConfirmationInvalidReason::Expired => "expired",
             ConfirmationInvalidReason::Denied => "denied",
             ConfirmationInvalidReason::Consumed => "consumed",
+            ConfirmationInvalidReason::Withdrawn => "withdrawn",
         }
     }
 }

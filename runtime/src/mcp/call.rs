@@ -18,7 +18,8 @@ use super::convert::{
 };
 use super::identity::{Acting, Caller};
 use super::view::View;
-use super::{CONFIRM_KEY, CONFIRMATION_META, McpSession, PendingElicitation};
+use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession, PendingElicitation};
+use crate::context::{Consumer, ConsumerKind};
 use crate::error::ErrorPayload;
 use crate::invoke::bounds;
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
@@ -83,10 +84,12 @@ impl McpSession {
                 .unwrap_or_else(PoisonError::into_inner)
                 .peek(state, now)
                 .cloned();
+            // Bound to the caller it was issued to (a session or the
+            // identify hook's principal): never answerable by another caller.
             let Some((pending, acting)) = pending
                 .filter(|p| p.tool == name && p.arguments == arguments)
                 .and_then(|p| {
-                    let adopted = self.adopt(&acting, &p.consumer, p.anonymous)?;
+                    let adopted = self.adopt(&acting, &p.consumer, false)?;
                     Some((p, adopted))
                 })
             else {
@@ -110,11 +113,7 @@ impl McpSession {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(state);
-            let _ = self
-                .shared
-                .registry
-                .confirmations()
-                .resolve(state, approved);
+            self.answer_elicitation(&acting, &context, state, approved);
             // Denied: the retry reports CONFIRMATION_INVALID {denied}; never retried further.
             let result = self
                 .execute(
@@ -167,10 +166,15 @@ impl McpSession {
         if let Some(confirmation_id) = confirmation_of(&result) {
             self.issue(&acting, &confirmation_id);
         }
+        // Asking the client is an approval channel only where the host
+        // declared it human-facing (off by default beside an in-app
+        // approver), and an input-required round only for a caller with a
+        // credential to bind the answer to (a session or a principal).
         let supports_elicitation = self.shared.elicitation
             && context
                 .client_capabilities()
-                .is_some_and(|capabilities| capabilities.elicitation.is_some());
+                .is_some_and(|capabilities| capabilities.elicitation.is_some())
+            && !(is_modern(&context) && acting.caller == Caller::Anonymous);
         let outcome = match confirmation_of(&result) {
             Some(confirmation_id) if supports_elicitation && explicit.is_none() => {
                 let message = self.ask_text(&confirmation_id);
@@ -186,7 +190,6 @@ impl McpSession {
                             confirmation_id.clone(),
                             PendingElicitation {
                                 consumer: acting.consumer.clone(),
-                                anonymous: acting.caller == Caller::Anonymous,
                                 tool: name,
                                 arguments,
                             },
@@ -227,11 +230,7 @@ impl McpSession {
                     }
                 };
                 let approved = answer.is_some_and(|a| approves(a.action, a.content.as_ref()));
-                let _ = self
-                    .shared
-                    .registry
-                    .confirmations()
-                    .resolve(&confirmation_id, approved);
+                self.answer_elicitation(&acting, &context, &confirmation_id, approved);
                 // Denied: the retry reports CONFIRMATION_INVALID {denied}.
                 self.execute(
                     &view,
@@ -314,6 +313,40 @@ impl McpSession {
 
     fn cancelled(&self, name: &str, invocation_id: Option<String>) -> InvocationResult {
         self.settled(name, invocation_id, ErrorPayload::cancelled())
+    }
+
+    /// The client's answer to an elicitation it showed its person: resolved
+    /// through the `mcp-elicitation` agent-connection channel, which
+    /// answers only this caller's own requests, recorded with the client's
+    /// name and version.
+    fn answer_elicitation(
+        &self,
+        acting: &Acting,
+        context: &RequestContext<RoleServer>,
+        confirmation_id: &str,
+        approved: bool,
+    ) {
+        let confirmations = self.shared.registry.confirmations();
+        let Some(shown) = confirmations.find(confirmation_id).map(|p| p.shown()) else {
+            return;
+        };
+        let client = context
+            .peer
+            .peer_info()
+            .map(|info| {
+                format!(
+                    "{} {}",
+                    crate::util::display_text::escape(&info.client_info.name),
+                    crate::util::display_text::escape(&info.client_info.version)
+                )
+            })
+            .unwrap_or_else(|| "mcp client".to_owned());
+        let consumer = Consumer::new(ConsumerKind::Mcp, acting.consumer.as_str());
+        let approver =
+            confirmations.connection_approver(ELICITATION_CHANNEL, &consumer, client.trim());
+        // Refused (another consumer's request, no longer pending): the
+        // retry reports why; nothing else is resolved.
+        let _ = confirmations.resolve(&shown, approved, &approver);
     }
 
     /// The message shown to the human for a pending confirmation.

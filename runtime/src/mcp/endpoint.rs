@@ -20,7 +20,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::gate::{Allowed, Gate, LOOPBACK_HOSTS, LOOPBACK_ORIGINS, gate};
+use super::gate::{Gate, gate};
+use super::origin::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS, OriginGate};
 use super::{McpServeError, McpServer, McpSession};
 
 /// The HTTP settings of a server.
@@ -101,16 +102,7 @@ impl McpServer {
                 .with_max_request_body_bytes(options.max_body_bytes),
         );
         let gate_state = Arc::new(Gate {
-            origins: options
-                .origins
-                .iter()
-                .filter_map(|o| Allowed::origin(o))
-                .collect(),
-            hosts: options
-                .hosts
-                .iter()
-                .filter_map(|h| Allowed::host(h))
-                .collect(),
+            origin: self.origin_gate(),
             sessions,
             max_sessions: options.max_sessions,
             read_timeout: options.read_timeout,
@@ -123,14 +115,48 @@ impl McpServer {
             .layer(axum::middleware::from_fn_with_state(gate_state, gate))
     }
 
+    /// The `Origin`/`Host` gate of this server's allow-lists
+    /// ([`allowed_origins`](super::McpServerBuilder::allowed_origins),
+    /// [`allowed_hosts`](super::McpServerBuilder::allowed_hosts)).
+    pub fn origin_gate(&self) -> OriginGate {
+        let options = &self.shared.http;
+        OriginGate::new(&options.origins, &options.hosts)
+    }
+
     /// Serves streamable HTTP at `address` on `/mcp` (use a loopback
     /// address unless you put authentication in front: see the README's
     /// security model), with the builder's connection limit and read
     /// timeouts.
     pub async fn serve_http(&self, address: SocketAddr) -> Result<HttpServer, McpServeError> {
+        self.serve_with(address, axum::Router::new()).await
+    }
+
+    /// Serves `/mcp` and the application's own `routes` (a web console's
+    /// pages and websocket) from one listener at `address`, all of them
+    /// behind the same defences as [`serve_http`](Self::serve_http): the
+    /// [`origin_gate`](Self::origin_gate) on every route and verb, the
+    /// connection limit, the header read timeout (which also closes idle
+    /// keep-alive connections) and the body limit. `routes` must not
+    /// claim `/mcp`.
+    pub async fn serve_with(
+        &self,
+        address: SocketAddr,
+        routes: axum::Router,
+    ) -> Result<HttpServer, McpServeError> {
         let stop = CancellationToken::new();
-        let router =
-            axum::Router::new().nest_service("/mcp", self.http_service(stop.child_token()));
+        let origin = Arc::new(self.origin_gate());
+        let body_limit = self.shared.http.max_body_bytes;
+        let router = routes
+            .nest_service("/mcp", self.http_service(stop.child_token()))
+            .layer(axum::extract::DefaultBodyLimit::max(body_limit))
+            .layer(axum::middleware::from_fn_with_state(
+                body_limit,
+                limit_body,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                origin,
+                OriginGate::layer,
+            ));
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|err| McpServeError::new(format!("cannot listen on {address}"), err))?;
@@ -145,6 +171,27 @@ impl McpServer {
             task,
         })
     }
+}
+
+/// Refuses a request whose declared body is over `limit` (`413`); what an
+/// extractor reads of any body is capped at `limit` too (`DefaultBodyLimit`).
+async fn limit_body(
+    axum::extract::State(limit): axum::extract::State<usize>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let declared = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return super::gate::plain(
+            http::StatusCode::PAYLOAD_TOO_LARGE,
+            "Payload Too Large: the request body is over the limit",
+        );
+    }
+    next.run(request).await
 }
 
 /// Accepts connections while fewer than `max_connections` are open, each

@@ -28,6 +28,7 @@ use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
 
+use super::origin::OriginGate;
 use crate::error::ErrorPayload;
 use crate::invoke::bounds;
 
@@ -39,8 +40,7 @@ const SESSIONS_FULL_RETRY: Duration = Duration::from_secs(5);
 
 /// The gate's settings and the sessions it counts.
 pub(super) struct Gate {
-    pub(super) origins: Vec<Allowed>,
-    pub(super) hosts: Vec<Allowed>,
+    pub(super) origin: OriginGate,
     pub(super) sessions: Arc<LocalSessionManager>,
     pub(super) max_sessions: usize,
     pub(super) read_timeout: Duration,
@@ -51,156 +51,9 @@ pub(super) struct Gate {
     pub(super) admission: tokio::sync::Mutex<()>,
 }
 
-/// One allowed origin (`scheme://host[:port|:*]`) or host (`host[:port]`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Allowed {
-    scheme: Option<String>,
-    host: String,
-    /// `None`: any port.
-    port: Option<u16>,
-}
-
-impl Allowed {
-    /// An origin entry: `http://localhost:*`, `https://app.example.com`
-    /// (the scheme's default port), `null`.
-    pub(super) fn origin(entry: &str) -> Option<Allowed> {
-        let entry = entry.trim();
-        if entry.eq_ignore_ascii_case("null") {
-            return Some(Allowed {
-                scheme: None,
-                host: "null".to_owned(),
-                port: Some(0),
-            });
-        }
-        let (base, any_port) = match entry.strip_suffix(":*") {
-            Some(base) => (base, true),
-            None => (entry, false),
-        };
-        let (scheme, host, port) = parse_origin(base)?;
-        if any_port && port.is_some() {
-            return None;
-        }
-        Some(Allowed {
-            host,
-            port: if any_port {
-                None
-            } else {
-                Some(port.or(default_port(&scheme))?)
-            },
-            scheme: Some(scheme),
-        })
-    }
-
-    /// A host entry: `localhost`, `127.0.0.1`, `[::1]`, `mcp.example.com:443`
-    /// (without a port: any port).
-    pub(super) fn host(entry: &str) -> Option<Allowed> {
-        let (host, port) = parse_authority(entry.trim())?;
-        Some(Allowed {
-            scheme: None,
-            host,
-            port,
-        })
-    }
-}
-
-/// The loopback origins allowed by default, on any port.
-pub(super) const LOOPBACK_ORIGINS: [&str; 6] = [
-    "http://localhost:*",
-    "http://127.0.0.1:*",
-    "http://[::1]:*",
-    "https://localhost:*",
-    "https://127.0.0.1:*",
-    "https://[::1]:*",
-];
-
-/// The loopback hosts allowed by default.
-pub(super) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
-
-fn default_port(scheme: &str) -> Option<u16> {
-    match scheme {
-        "http" => Some(80),
-        "https" => Some(443),
-        _ => None,
-    }
-}
-
-/// `host[:port]`, the host lowercased and without IPv6 brackets.
-fn parse_authority(text: &str) -> Option<(String, Option<u16>)> {
-    let authority = http::uri::Authority::try_from(text).ok()?;
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase();
-    if host.is_empty() {
-        return None;
-    }
-    Some((host, authority.port_u16()))
-}
-
-/// `scheme://host[:port]` with nothing after the authority.
-fn parse_origin(text: &str) -> Option<(String, String, Option<u16>)> {
-    let uri = http::Uri::try_from(text).ok()?;
-    let scheme = uri.scheme_str()?.to_ascii_lowercase();
-    if uri.path_and_query().is_some_and(|p| p.as_str() != "/") {
-        return None;
-    }
-    let (host, port) = parse_authority(uri.authority()?.as_str())?;
-    Some((scheme, host, port))
-}
-
-impl Gate {
-    /// Whether `origin` (an `Origin` header's value) is allowed.
-    fn origin_allowed(&self, origin: &str) -> bool {
-        if origin.trim().eq_ignore_ascii_case("null") {
-            return self.origins.iter().any(|a| a.scheme.is_none());
-        }
-        let Some((scheme, host, port)) = parse_origin(origin.trim()) else {
-            return false;
-        };
-        let Some(port) = port.or(default_port(&scheme)) else {
-            return false;
-        };
-        self.origins.iter().any(|allowed| {
-            allowed.scheme.as_deref() == Some(scheme.as_str())
-                && allowed.host == host
-                && allowed.port.is_none_or(|p| p == port)
-        })
-    }
-
-    /// Whether `host` (a `Host` header's value) is allowed.
-    fn host_allowed(&self, host: &str) -> bool {
-        let Some((host, port)) = parse_authority(host) else {
-            return false;
-        };
-        self.hosts
-            .iter()
-            .any(|allowed| allowed.host == host && (allowed.port.is_none() || allowed.port == port))
-    }
-
-    /// Why a request is forbidden: a disallowed `Host` or `Origin`.
-    fn forbidden(&self, headers: &HeaderMap) -> Option<&'static str> {
-        if headers
-            .get_all(header::HOST)
-            .iter()
-            .any(|host| !host.to_str().is_ok_and(|host| self.host_allowed(host)))
-        {
-            return Some("Forbidden: Host header is not allowed");
-        }
-        if headers.get_all(header::ORIGIN).iter().any(|origin| {
-            !origin
-                .to_str()
-                .is_ok_and(|origin| self.origin_allowed(origin))
-        }) {
-            return Some("Forbidden: Origin header is not allowed");
-        }
-        None
-    }
-}
-
 /// The gate as axum middleware.
 pub(super) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    if let Some(reason) = gate.forbidden(request.headers()) {
+    if let Err(reason) = gate.origin.check(request.headers()) {
         return plain(StatusCode::FORBIDDEN, reason);
     }
     match *request.method() {
@@ -342,7 +195,7 @@ async fn holds(sessions: &LocalSessionManager, id: &SessionId) -> bool {
     sessions.sessions.read().await.contains_key(id)
 }
 
-fn plain(status: StatusCode, text: &'static str) -> Response {
+pub(super) fn plain(status: StatusCode, text: &'static str) -> Response {
     let mut response = Response::new(Body::from(text));
     *response.status_mut() = status;
     response.headers_mut().insert(

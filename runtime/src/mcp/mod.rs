@@ -66,6 +66,7 @@ mod convert;
 mod endpoint;
 mod gate;
 mod identity;
+mod origin;
 mod session;
 mod view;
 
@@ -82,6 +83,7 @@ use crate::registry::Registry;
 use crate::util::lru::Lru;
 
 pub use endpoint::HttpServer;
+pub use origin::OriginGate;
 pub use session::McpSession;
 
 use changes::Activity;
@@ -136,7 +138,7 @@ pub struct McpServerBuilder {
     name: String,
     version: String,
     instructions: Option<String>,
-    elicitation: bool,
+    elicitation: Option<bool>,
     identify: Option<Identify>,
     http: HttpOptions,
 }
@@ -169,10 +171,25 @@ impl McpServerBuilder {
         self
     }
 
-    /// Whether to ask the human through MCP elicitation when the client
-    /// supports it (default `true`); otherwise confirmations are two-phase.
+    /// Whether the client's MCP elicitation is an approval channel: when
+    /// the client supports it, the server asks through it and the client's
+    /// answer resolves the confirmation (channel [`ELICITATION_CHANNEL`],
+    /// kind agent-connection, approver the client's name and version).
+    ///
+    /// **Trust assumption:** the client shows the request to its person and
+    /// never answers for them — true of a desktop client with a person at
+    /// it, not of an autonomous agent, which could then approve its own
+    /// requests. Enable it only for such clients. An answer resolves only
+    /// the asking session's (or principal's) own requests; a stateless
+    /// caller without an identity is never asked (it gets the two-phase
+    /// answer).
+    ///
+    /// Default: on, unless the registry declares an in-app approval channel
+    /// ([`RegistryBuilder::approval_channel`](crate::registry::RegistryBuilder::approval_channel)),
+    /// where the person approves in the app. Off: confirmations are
+    /// two-phase (the agent calls again once the person approved).
     pub fn elicitation(mut self, enabled: bool) -> Self {
-        self.elicitation = enabled;
+        self.elicitation = Some(enabled);
         self
     }
 
@@ -249,12 +266,15 @@ impl McpServerBuilder {
             limits.max_pending_confirmations_per_consumer.max(1),
             crate::util::millis::millis(limits.confirmation_ttl),
         );
+        let elicitation = self
+            .elicitation
+            .unwrap_or_else(|| !self.registry.confirmations().has_in_app_channel());
         let shared = Arc::new(Shared {
             registry: self.registry,
             name: self.name,
             version: self.version,
             instructions: self.instructions,
-            elicitation: self.elicitation,
+            elicitation,
             identify: self.identify,
             views: Views::default(),
             activity: Activity::default(),
@@ -272,11 +292,13 @@ impl McpServerBuilder {
 #[derive(Clone)]
 struct PendingElicitation {
     consumer: String,
-    /// Whether `consumer` is an anonymous stateless caller's.
-    anonymous: bool,
     tool: String,
     arguments: serde_json::Value,
 }
+
+/// The approval channel of MCP elicitation: the requesting client's own
+/// connection, which it shows to its person (an agent-connection channel).
+pub const ELICITATION_CHANNEL: &str = "mcp-elicitation";
 
 struct Shared {
     registry: Registry,
@@ -353,7 +375,7 @@ impl McpServer {
             name: "agent-surface".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
-            elicitation: true,
+            elicitation: None,
             identify: None,
             http: HttpOptions::default(),
         }

@@ -207,6 +207,7 @@ pub struct RegistryBuilder {
     pub(super) redact: Option<Redactor>,
     pub(super) procedure_errors: Option<ErrorHook>,
     pub(super) expected_manifest: Option<Box<str>>,
+    pub(super) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -336,6 +337,19 @@ impl RegistryBuilder {
         self
     }
 
+    /// Declares an in-app approval channel: a UI of the host's own through
+    /// which the person answers confirmations (a page's dialog, a desktop
+    /// prompt). Answer through it with
+    /// [`Confirmations::approver`](crate::confirmation::Confirmations::approver);
+    /// every answer is recorded with its channel. Adapters that could ask
+    /// the agent's own client instead (MCP elicitation) keep that off by
+    /// default on a registry with an in-app channel.
+    pub fn approval_channel(mut self, name: &str) -> Self {
+        self.approval_channels
+            .push(crate::confirmation::ApprovalChannel::in_app(name));
+        self
+    }
+
     /// Builds the registry.
     pub fn build(self) -> Registry {
         // Creating a registry allocates its shared state and nothing else
@@ -370,6 +384,7 @@ impl RegistryBuilder {
                 redact: self.redact,
                 procedure_errors: self.procedure_errors,
                 expected_manifest: self.expected_manifest,
+                approval_channels: self.approval_channels,
             },
             clock,
             ids: IdMint::new(),
@@ -422,6 +437,7 @@ pub(crate) struct Config {
     pub(crate) redact: Option<Redactor>,
     pub(crate) procedure_errors: Option<ErrorHook>,
     pub(crate) expected_manifest: Option<Box<str>>,
+    pub(crate) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
 }
 
 /// Immutable values every registry starts with, built once per process.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{Inner, Registry};
 use crate::audit::AuditEvent;
 use crate::confirmation::{
-    ConfirmationLimits, ConfirmationServices, ConfirmationStore, Confirmations,
+    ApprovalChannel, ConfirmationLimits, ConfirmationServices, ConfirmationStore, Confirmations,
 };
 use crate::events::SurfaceEvent;
 
@@ -44,9 +44,43 @@ impl ConfirmationServices for Inner {
     fn disposed(&self) -> bool {
         self.disposed.is_cancelled()
     }
+
+    fn approval_channels(&self) -> &[ApprovalChannel] {
+        &self.config.approval_channels
+    }
+}
+
+impl Inner {
+    /// A registration went away (unmounted or replaced): its open
+    /// confirmations are withdrawn, never left to void silently.
+    pub(super) fn withdraw_confirmations(&self, registration_id: &str, reason: &'static str) {
+        self.confirmations
+            .withdraw_where(self, reason, |pending| {
+                *pending.registration_id == *registration_id
+            });
+    }
 }
 
 impl Registry {
+    /// A registration left the surface (`unmounted` or `replaced`): its
+    /// in-flight calls are aborted, the unmount is audited, and its open
+    /// confirmations are withdrawn.
+    pub(super) fn retired(
+        &self,
+        registration: &super::Registration,
+        now: u64,
+        reason: &'static str,
+    ) {
+        registration.abort();
+        self.audit_registration(
+            crate::audit::AuditKind::Unregistration,
+            &registration.id,
+            now,
+            None,
+        );
+        self.inner.withdraw_confirmations(&registration.id, reason);
+    }
+
     /// The confirmation controller.
     pub fn confirmations(&self) -> Confirmations {
         Confirmations::new(Arc::clone(&self.inner) as Arc<dyn ConfirmationServices>)

@@ -329,6 +329,7 @@ impl Registry {
             redact: None,
             procedure_errors: None,
             expected_manifest: None,
+            approval_channels: Vec::new(),
         }
     }
 

@@ -474,8 +474,7 @@ impl Registry {
         drop(state);
 
         if let Some(replaced) = replaced {
-            replaced.abort();
-            self.audit_registration(AuditKind::Unregistration, &replaced.id, now, None);
+            self.retired(&replaced, now, "replaced");
         }
         // The replaced component's destructor may unmount others: no lock held.
         if let Some(released) = released {
@@ -556,7 +555,7 @@ impl Registry {
         }
     }
 
-    fn audit_registration(
+    pub(super) fn audit_registration(
         &self,
         kind: AuditKind,
         registration_id: &Arc<str>,
@@ -589,8 +588,7 @@ impl Registry {
         };
         inner.bump(&mut state, events);
         drop(state);
-        registration.abort();
-        self.audit_registration(AuditKind::Unregistration, &registration.id, now, None);
+        self.retired(registration, now, "unmounted");
         inner.dispatcher.drain();
         // Last: the destructor may unmount other components (nested mounts)
         // and may panic; neither can hold up or undo this unmount.

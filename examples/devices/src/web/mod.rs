@@ -11,9 +11,16 @@
 //! mounts replace the older tab's, the registry being built with
 //! [`DuplicatePolicy::Replace`]) and the older tab says so and offers to
 //! take it back.
+//!
+//! **Who may approve.** Only the person, in a signed-in tab: every route
+//! (pages, the websocket, `/mcp`) passes one `Origin`/`Host` gate, the page
+//! and the websocket need the person's session cookie (see `login`), and the
+//! dialog answers through the registry's in-app channel `console`. The MCP
+//! endpoint has no way to approve: elicitation is off beside the dialog.
 
 mod agent_panel;
 mod dialog;
+mod login;
 mod views;
 mod watch;
 
@@ -21,28 +28,36 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agent_surface::mcp::McpServer;
+use agent_surface::confirmation::Approver;
+use agent_surface::mcp::{HttpServer, McpServer};
 use agent_surface::registry::{DuplicatePolicy, Registry};
 use axum::Router;
 use axum::extract::{Query, WebSocketUpgrade};
-use axum::response::{Html, Redirect};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 use dioxus::dioxus_core::VirtualDom;
 use dioxus_liveview::{LiveViewPool, axum_socket, interpreter_glue};
 use serde::Deserialize;
-use tokio_util::sync::CancellationToken;
+
+use login::Login;
 
 use crate::app::{App, host_for, registry_builder};
 use crate::components::Route;
 use crate::server::User;
 
+/// The approval channel of the console's dialog.
+pub const CONSOLE_CHANNEL: &str = "console";
+
 /// The registry of a web console for `user`: the console's configuration
-/// with the newest tab's mounts replacing an older tab's.
+/// with the newest tab's mounts replacing an older tab's, and the dialog as
+/// its in-app approval channel ([`CONSOLE_CHANNEL`]).
 pub fn registry(user: &User) -> Registry {
     let host = host_for(user);
     registry_builder()
         .host_context(move || host.clone())
         .duplicate_instances(DuplicatePolicy::Replace)
+        .approval_channel(CONSOLE_CHANNEL)
         .build()
 }
 
@@ -72,6 +87,9 @@ pub(crate) struct Shared {
     pub(crate) app: App,
     pub(crate) tabs: Arc<Tabs>,
     pub(crate) mcp_url: String,
+    /// The person answering in the dialog (`None`: the registry declares
+    /// no console channel, and the dialog cannot answer).
+    pub(crate) approver: Option<Approver>,
 }
 
 /// This tab's number.
@@ -85,33 +103,65 @@ pub(crate) struct OpenedOn(pub(crate) Option<Route>);
 /// A running web console.
 #[derive(Debug)]
 pub struct WebConsole {
-    address: SocketAddr,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    http: HttpServer,
+    login: Arc<Login>,
 }
 
 impl WebConsole {
     /// Where it listens.
     pub fn local_addr(&self) -> SocketAddr {
-        self.address
+        self.http.local_addr()
     }
 
-    /// The page's URL (`http://127.0.0.1:PORT/devices`).
+    /// The page's URL (`http://127.0.0.1:PORT/devices`): it asks for the
+    /// sign-in link unless the browser is signed in.
     pub fn url(&self) -> String {
-        format!("http://{}/devices", self.address)
+        format!("http://{}/devices", self.local_addr())
+    }
+
+    /// The current one-time sign-in URL (`http://127.0.0.1:PORT/login?token=…`):
+    /// opening it signs a browser in; then a new one is issued.
+    pub fn login_url(&self) -> String {
+        let token = self.login.tokens().borrow().clone();
+        format!("http://{}/login?token={token}", self.local_addr())
+    }
+
+    /// Every sign-in URL from now on: the current one first, then a new one
+    /// each time one is used.
+    pub fn login_urls(&self) -> tokio::sync::watch::Receiver<String> {
+        self.login.tokens()
     }
 
     /// The MCP endpoint's URL (`http://127.0.0.1:PORT/mcp`).
     pub fn mcp_url(&self) -> String {
-        format!("http://{}/mcp", self.address)
+        format!("http://{}/mcp", self.local_addr())
     }
 
     /// Stops serving and waits for the server task.
     pub async fn shutdown(self) {
-        self.stop.cancel();
-        let _ = self.task.await;
+        self.http.shutdown().await;
     }
 }
+
+#[derive(Deserialize)]
+struct SignIn {
+    token: Option<String>,
+}
+
+/// A small page for a browser that is not signed in.
+fn refused(status: StatusCode, text: &str) -> Response {
+    let body = format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Devices console</title>
+<style>{style}</style></head>
+<body><main class="signin"><h1>Devices console</h1><p>{text}</p></main></body></html>"#,
+        style = include_str!("style.css"),
+    );
+    (status, Html(body)).into_response()
+}
+
+const SIGN_IN_FIRST: &str = "Open the sign-in link the console printed in its terminal. \
+    This page only opens in a browser that signed in with it.";
 
 #[derive(Deserialize)]
 struct Opened {
@@ -135,40 +185,92 @@ fn page(path: &str) -> Html<String> {
     ))
 }
 
-/// Serves the console for `app` at `address` (use a loopback address: the
-/// page and `/mcp` have no authentication of their own): the page at
-/// `/devices` and `/settings`, its websocket at `/ws`, and `mcp`'s
-/// streamable HTTP at `/mcp`.
+/// Serves the console for `app` at `address` (use a loopback address): the
+/// sign-in at `/login`, the page at `/devices` and `/settings`, its
+/// websocket at `/ws`, and `mcp`'s streamable HTTP at `/mcp` — one listener
+/// with `mcp`'s defences on every route (the `Origin`/`Host` gate, the
+/// connection limit, read timeouts, the body limit). Pages and the
+/// websocket require the person's session cookie.
 pub async fn serve(
     app: App,
     mcp: &McpServer,
     address: SocketAddr,
 ) -> Result<WebConsole, std::io::Error> {
-    let listener = tokio::net::TcpListener::bind(address).await?;
-    let address = listener.local_addr()?;
-    let stop = CancellationToken::new();
-    let shared = Shared {
-        app,
-        tabs: Arc::new(Tabs {
-            next: AtomicU64::new(0),
-            active: tokio::sync::watch::channel(0).0,
-        }),
-        mcp_url: format!("http://{address}/mcp"),
+    let login = Arc::new(Login::new().ok_or_else(|| {
+        std::io::Error::other("no system randomness for the console's sign-in secret")
+    })?);
+    let approver = app
+        .registry()
+        .confirmations()
+        .approver(CONSOLE_CHANNEL, &app.user().id)
+        .ok();
+    let tabs = Arc::new(Tabs {
+        next: AtomicU64::new(0),
+        active: tokio::sync::watch::channel(0).0,
+    });
+    // The URL is known once bound: the tabs read it from a cell.
+    let mcp_url = Arc::new(std::sync::OnceLock::<String>::new());
+    let pool = Arc::new(LiveViewPool::new());
+    let page_route = |path: &'static str, login: Arc<Login>| {
+        get(move |headers: HeaderMap| async move {
+            if login.signed_in(&headers) {
+                page(path).into_response()
+            } else {
+                refused(StatusCode::UNAUTHORIZED, SIGN_IN_FIRST)
+            }
+        })
     };
-    let pool = LiveViewPool::new();
-    let router = Router::new()
+    let sign_in = Arc::clone(&login);
+    let ws_login = Arc::clone(&login);
+    let ws_url = Arc::clone(&mcp_url);
+    let routes = Router::new()
         .route("/", get(|| async { Redirect::to("/devices") }))
-        .route("/devices", get(|| async { page("/devices") }))
-        .route("/settings", get(|| async { page("/settings") }))
+        .route(
+            "/login",
+            get(move |Query(form): Query<SignIn>| async move {
+                match form.token.as_deref().and_then(|t| sign_in.sign_in(t)) {
+                    Some(session) => (
+                        StatusCode::SEE_OTHER,
+                        [
+                            (header::SET_COOKIE, login::set_cookie(&session)),
+                            (header::LOCATION, "/devices".to_owned()),
+                            (header::CACHE_CONTROL, "no-store".to_owned()),
+                        ],
+                    )
+                        .into_response(),
+                    None => refused(
+                        StatusCode::FORBIDDEN,
+                        "This sign-in link was already used or is not valid. Use the newest \
+                         link the console printed in its terminal.",
+                    ),
+                }
+            }),
+        )
+        .route("/devices", page_route("/devices", Arc::clone(&login)))
+        .route("/settings", page_route("/settings", Arc::clone(&login)))
         .route(
             "/ws",
             get(
-                move |ws: WebSocketUpgrade, Query(opened): Query<Opened>| async move {
+                move |headers: HeaderMap,
+                      ws: WebSocketUpgrade,
+                      Query(opened): Query<Opened>| async move {
+                    // A browser always sends Origin with a websocket; the
+                    // gate has checked it. No person's cookie, no socket.
+                    if !headers.contains_key(header::ORIGIN) || !ws_login.signed_in(&headers) {
+                        return refused(StatusCode::UNAUTHORIZED, SIGN_IN_FIRST);
+                    }
                     let route = match opened.route.as_deref() {
                         Some("/settings") => Some(Route::Settings),
                         Some("/devices") => Some(Route::Devices),
                         _ => None,
                     };
+                    let shared = Shared {
+                        app: app.clone(),
+                        tabs: Arc::clone(&tabs),
+                        mcp_url: ws_url.get().cloned().unwrap_or_default(),
+                        approver: approver.clone(),
+                    };
+                    let pool = Arc::clone(&pool);
                     ws.on_upgrade(move |socket| async move {
                         let _ = pool
                             .launch_virtualdom(axum_socket(socket), move || {
@@ -181,22 +283,14 @@ pub async fn serve(
                             })
                             .await;
                     })
+                    .into_response()
                 },
             ),
-        )
-        .nest_service("/mcp", mcp.http_service(stop.child_token()));
-    let shutdown = stop.clone();
-    let task = tokio::spawn(async move {
-        let served = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-            .await;
-        if let Err(err) = served {
-            tracing::error!(%err, "the web console stopped");
-        }
-    });
-    Ok(WebConsole {
-        address,
-        stop,
-        task,
-    })
+        );
+    let http = mcp
+        .serve_with(address, routes)
+        .await
+        .map_err(std::io::Error::other)?;
+    let _ = mcp_url.set(http.url());
+    Ok(WebConsole { http, login })
 }

@@ -15,6 +15,8 @@ impl ConfirmationStore {
         services: &S,
         consumer_key: &str,
     ) {
+        // The clock may be host code: read before the store's lock.
+        let now = services.clock_ms();
         let mut store = self.lock();
         let ids: Vec<Arc<str>> = store
             .open
@@ -30,7 +32,7 @@ impl ConfirmationStore {
         }
         let mut expired = Vec::with_capacity(ids.len());
         for id in ids {
-            expired.extend(Self::expire_locked(&mut store, services, &id));
+            expired.extend(Self::expire_locked(&mut store, services, &id, now));
         }
         drop(store);
         for expired in expired {

@@ -1,0 +1,233 @@
+//! The `Origin`/`Host` gate: which browser origins may reach an HTTP
+//! surface and which `Host` names it answers to. The MCP endpoint uses it on
+//! every verb; a host serving its own pages beside `/mcp` puts the same gate
+//! in front of every route ([`McpServer::serve_with`](super::McpServer::serve_with)
+//! does).
+//!
+//! - A `Host` outside the allowed hosts is refused (DNS rebinding: a foreign
+//!   name resolved to this machine), and so is a request without one.
+//! - An `Origin` outside the allowed origins is refused (a page of another
+//!   site), including `null` unless listed and lookalikes such as
+//!   `http://127.0.0.1.evil.example` (hosts compare whole, never by prefix).
+//! - A request without `Origin` (not sent by a browser's cross-origin
+//!   machinery) passes this gate: authenticate it another way.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use http::{HeaderMap, StatusCode, header};
+
+/// Allowed browser origins and `Host` values; loopback by default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OriginGate {
+    origins: Vec<Allowed>,
+    hosts: Vec<Allowed>,
+}
+
+impl Default for OriginGate {
+    fn default() -> Self {
+        OriginGate::loopback()
+    }
+}
+
+impl OriginGate {
+    /// The loopback origins `http(s)://localhost`, `127.0.0.1` and `[::1]`
+    /// on any port, and those hosts on any port.
+    pub fn loopback() -> OriginGate {
+        OriginGate::new(LOOPBACK_ORIGINS, LOOPBACK_HOSTS)
+    }
+
+    /// A gate over `origins` (`scheme://host` with the scheme's default
+    /// port, `scheme://host:port`, `scheme://host:*`, or `null`) and `hosts`
+    /// (`name`, `name:port`, `[v6]`; without a port, any port). Entries
+    /// that do not parse allow nothing.
+    pub fn new(
+        origins: impl IntoIterator<Item = impl AsRef<str>>,
+        hosts: impl IntoIterator<Item = impl AsRef<str>>,
+    ) -> OriginGate {
+        OriginGate {
+            origins: origins
+                .into_iter()
+                .filter_map(|o| Allowed::origin(o.as_ref()))
+                .collect(),
+            hosts: hosts
+                .into_iter()
+                .filter_map(|h| Allowed::host(h.as_ref()))
+                .collect(),
+        }
+    }
+
+    /// Whether a request with these headers may pass; the refusal says why.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), &'static str> {
+        match self.forbidden(headers) {
+            Some(reason) => Err(reason),
+            None => Ok(()),
+        }
+    }
+
+    fn host_present(&self, headers: &HeaderMap) -> bool {
+        headers.contains_key(header::HOST)
+    }
+
+    /// The gate as axum middleware (`axum::middleware::from_fn_with_state`
+    /// with an `Arc<OriginGate>`): `403` with the reason, before any handler.
+    pub async fn layer(State(gate): State<Arc<OriginGate>>, request: Request, next: Next) -> Response {
+        if let Err(reason) = gate.check(request.headers()) {
+            return super::gate::plain(StatusCode::FORBIDDEN, reason);
+        }
+        next.run(request).await
+    }
+}
+
+/// One allowed origin (`scheme://host[:port|:*]`) or host (`host[:port]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Allowed {
+    scheme: Option<String>,
+    host: String,
+    /// `None`: any port.
+    port: Option<u16>,
+}
+
+impl Allowed {
+    /// An origin entry: `http://localhost:*`, `https://app.example.com`
+    /// (the scheme's default port), `null`.
+    fn origin(entry: &str) -> Option<Allowed> {
+        let entry = entry.trim();
+        if entry.eq_ignore_ascii_case("null") {
+            return Some(Allowed {
+                scheme: None,
+                host: "null".to_owned(),
+                port: Some(0),
+            });
+        }
+        let (base, any_port) = match entry.strip_suffix(":*") {
+            Some(base) => (base, true),
+            None => (entry, false),
+        };
+        let (scheme, host, port) = parse_origin(base)?;
+        if any_port && port.is_some() {
+            return None;
+        }
+        Some(Allowed {
+            host,
+            port: if any_port {
+                None
+            } else {
+                Some(port.or(default_port(&scheme))?)
+            },
+            scheme: Some(scheme),
+        })
+    }
+
+    /// A host entry: `localhost`, `127.0.0.1`, `[::1]`, `mcp.example.com:443`
+    /// (without a port: any port).
+    fn host(entry: &str) -> Option<Allowed> {
+        let (host, port) = parse_authority(entry.trim())?;
+        Some(Allowed {
+            scheme: None,
+            host,
+            port,
+        })
+    }
+}
+
+/// The loopback origins allowed by default, on any port.
+pub(super) const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+/// The loopback hosts allowed by default.
+pub(super) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
+}
+
+/// `host[:port]`, the host lowercased and without IPv6 brackets.
+fn parse_authority(text: &str) -> Option<(String, Option<u16>)> {
+    let authority = http::uri::Authority::try_from(text).ok()?;
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    if host.is_empty() {
+        return None;
+    }
+    Some((host, authority.port_u16()))
+}
+
+/// `scheme://host[:port]` with nothing after the authority.
+fn parse_origin(text: &str) -> Option<(String, String, Option<u16>)> {
+    let uri = http::Uri::try_from(text).ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    if uri.path_and_query().is_some_and(|p| p.as_str() != "/") {
+        return None;
+    }
+    let (host, port) = parse_authority(uri.authority()?.as_str())?;
+    Some((scheme, host, port))
+}
+
+impl OriginGate {
+    /// Whether `origin` (an `Origin` header's value) is allowed.
+    fn origin_allowed(&self, origin: &str) -> bool {
+        if origin.trim().eq_ignore_ascii_case("null") {
+            return self.origins.iter().any(|a| a.scheme.is_none());
+        }
+        let Some((scheme, host, port)) = parse_origin(origin.trim()) else {
+            return false;
+        };
+        let Some(port) = port.or(default_port(&scheme)) else {
+            return false;
+        };
+        self.origins.iter().any(|allowed| {
+            allowed.scheme.as_deref() == Some(scheme.as_str())
+                && allowed.host == host
+                && allowed.port.is_none_or(|p| p == port)
+        })
+    }
+
+    /// Whether `host` (a `Host` header's value) is allowed.
+    fn host_allowed(&self, host: &str) -> bool {
+        let Some((host, port)) = parse_authority(host) else {
+            return false;
+        };
+        self.hosts
+            .iter()
+            .any(|allowed| allowed.host == host && (allowed.port.is_none() || allowed.port == port))
+    }
+
+    /// Why a request is forbidden: a disallowed `Host` or `Origin`.
+    fn forbidden(&self, headers: &HeaderMap) -> Option<&'static str> {
+        if !self.host_present(headers) {
+            return Some("Forbidden: a Host header is required");
+        }
+        if headers
+            .get_all(header::HOST)
+            .iter()
+            .any(|host| !host.to_str().is_ok_and(|host| self.host_allowed(host)))
+        {
+            return Some("Forbidden: Host header is not allowed");
+        }
+        if headers.get_all(header::ORIGIN).iter().any(|origin| {
+            !origin
+                .to_str()
+                .is_ok_and(|origin| self.origin_allowed(origin))
+        }) {
+            return Some("Forbidden: Origin header is not allowed");
+        }
+        None
+    }
+}
+
