@@ -3,6 +3,7 @@
 //! (AS-CONFIRM-005), bound values stay visible in the summary
 //! (AS-INVOKE-005), and what the human reads carries no hidden characters.
 
+use crate::fixtures::AnswerById;
 use std::sync::Arc;
 
 use agent_surface::policy::require_confirmation;
@@ -39,7 +40,7 @@ async fn as_confirm_003_an_approval_refused_at_the_queue_stays_usable_then_is_co
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
     let id = confirmation_id(&call(&registry, guarded(&["d1"])).await);
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
 
     // Phase 8 refuses the approved call: the queue is full.
     fill_instance_queue(&registry, registry.limits().action_queue_depth).await;
@@ -68,7 +69,7 @@ async fn as_confirm_003_a_call_cancelled_while_queued_gives_its_approval_back() 
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
     let id = confirmation_id(&call(&registry, guarded(&["d1"])).await);
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     fill_instance_queue(&registry, 0).await;
 
     // Queued behind `hold`, holding the approval.
@@ -136,7 +137,7 @@ async fn as_confirm_005_one_consumer_cannot_take_every_pending_slot() {
     assert!(!mallorys.contains(&alice));
 
     // An answer frees a slot of the consumer it belonged to.
-    registry.confirmations().deny(&mallorys[0]).unwrap();
+    registry.confirmations().deny_id(&mallorys[0]).unwrap();
     confirmation_id(&as_("mallory", &["d99"]).await);
 }
 

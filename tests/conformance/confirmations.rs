@@ -1,5 +1,6 @@
 //! Confirmations: AS-CONFIRM-001, -003..006, AS-IDENT-006.
 
+use crate::fixtures::AnswerById;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,7 +37,7 @@ async fn as_confirm_001_approval_binds_to_the_exact_effective_input() {
         "the exact effective input"
     );
     assert!(pending[0].summary.contains("d1"));
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     // Bait and switch: different input after approval.
     let switched = call(&registry, guarded(&["d1", "d2", "d3"]).confirmation(&id)).await;
     let error = switched.error().unwrap();
@@ -55,7 +56,7 @@ async fn as_confirm_003_evidence_is_single_use() {
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
     let id = confirmation_id(&call(&registry, guarded(&["d1"])).await);
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     assert!(
         call(&registry, guarded(&["d1"]).confirmation(&id))
             .await
@@ -77,7 +78,7 @@ async fn as_confirm_004_evidence_cannot_cross_consumer_registration_or_capabilit
     let a = registry.mount_instance(probe.clone(), "a").unwrap();
     let _b = registry.mount_instance(Probe::new(), "b").unwrap();
     let id = confirmation_id(&call(&registry, guarded(&["d1"]).instance("a")).await);
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     let mismatch = |result: InvocationResult| {
         let error = result.error().cloned().unwrap();
         assert_eq!(error.code(), ErrorCode::ConfirmationInvalid, "{error:?}");
@@ -166,6 +167,7 @@ async fn as_confirm_006_rerequest_returns_the_same_id_denial_is_final_and_expiry
             SurfaceEvent::ConfirmationResolved {
                 confirmation_id,
                 outcome,
+                ..
             } => {
                 events
                     .lock()
@@ -186,7 +188,7 @@ async fn as_confirm_006_rerequest_returns_the_same_id_denial_is_final_and_expiry
         id
     );
     // Denial: final, retry `no`.
-    registry.confirmations().deny(&id).unwrap();
+    registry.confirmations().deny_id(&id).unwrap();
     let denied = call(&registry, guarded(&["d1"]).confirmation(&id)).await;
     assert_eq!(
         denied.error().unwrap().detail("reason"),
@@ -234,7 +236,7 @@ async fn as_ident_006_confirmation_retry_reuses_the_invocation_id_and_executes_o
     let _mounted = registry.mount(probe.clone()).unwrap();
     let first = call(&registry, guarded(&["d1"]).invocation_id("tool-7")).await;
     let id = confirmation_id(&first);
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     // CONFIRMATION_REQUIRED was not cached: the retry with the same
     // invocation id (now carrying the confirmation id) executes.
     let retry = guarded(&["d1"]).invocation_id("tool-7").confirmation(&id);
@@ -259,7 +261,7 @@ async fn as_ident_006_confirmation_retry_reuses_the_invocation_id_and_executes_o
     let blocking = confirmation_id(&call(&registry, guarded(&["x"])).await);
     let limited = call(&registry, guarded(&["y"]).invocation_id("tool-8")).await;
     assert_eq!(code(&limited), Some(ErrorCode::RateLimited));
-    registry.confirmations().deny(&blocking).unwrap();
+    registry.confirmations().deny_id(&blocking).unwrap();
     let again = call(&registry, guarded(&["y"]).invocation_id("tool-8")).await;
     assert_eq!(
         code(&again),

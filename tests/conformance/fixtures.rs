@@ -270,3 +270,26 @@ pub(crate) fn confirmation_id(result: &InvocationResult) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// The host answering a pending request by id, as a test's person would:
+/// it shows the pending record and answers what it showed.
+pub(crate) trait AnswerById {
+    /// Approves the pending request `id` through the host channel.
+    fn approve_id(&self, id: &str) -> Result<Resolution, ResolveError>;
+    /// Denies the pending request `id` through the host channel.
+    fn deny_id(&self, id: &str) -> Result<Resolution, ResolveError>;
+}
+
+impl AnswerById for agent_surface::confirmation::Confirmations {
+    fn approve_id(&self, id: &str) -> Result<Resolution, ResolveError> {
+        let shown = self.find(id).ok_or(ResolveError::NotPending)?.shown();
+        self.approve(&shown)
+    }
+
+    fn deny_id(&self, id: &str) -> Result<Resolution, ResolveError> {
+        let shown = self.find(id).ok_or(ResolveError::NotPending)?.shown();
+        self.deny(&shown)
+    }
+}
+
+use agent_surface::confirmation::{Resolution, ResolveError};

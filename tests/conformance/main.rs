@@ -8,6 +8,7 @@
     clippy::panic
 )] // test code
 
+mod approval_channels;
 mod audit_trail;
 mod authoring;
 mod authority;

@@ -2,6 +2,7 @@
 //! the bait-and-switch recipe, executor errors, concurrency and lifecycle
 //! of procedure references.
 
+use crate::fixtures::AnswerById;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -632,7 +633,7 @@ async fn as_bind_004_bind_when_and_describe_read_live_state() {
     assert_eq!(registry.version(), version);
     let asked = call(&registry, disable()).await;
     let id = confirmation_id(&asked);
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     let done = call(&registry, disable().confirmation(&id)).await;
     assert_eq!(done.output(), Some(&json!({"disabled": 2})));
     assert_eq!(backend.inputs(), vec![json!({"deviceIds": ["d1", "d2"]})]);
@@ -694,7 +695,7 @@ async fn as_bind_004_unmount_mid_flight_settles_unmounted_and_cancels_the_backen
     let mounted = mount_screen(&registry, &screen);
     let asked = call(&registry, disable()).await;
     let id = confirmation_id(&asked);
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     let running = tokio::spawn({
         let registry = registry.clone();
         async move { call(&registry, disable().confirmation(&id)).await }
@@ -854,7 +855,7 @@ async fn as_confirm_001_bait_and_switch_binding_changed_after_approval_is_a_mism
         registry.confirmations().pending()[0].input,
         json!({"deviceIds": ["d1"]})
     );
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     // The user approved d1; the selection now says otherwise.
     screen.select(&["d1", "d2", "d3"]);
     let retried = call(
@@ -986,7 +987,7 @@ async fn two_references_without_a_registration_id_are_ambiguous() {
         json!({"deviceIds": ["d5"]})
     );
     let id = confirmation_id(&asked);
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     let done = call(&registry, disable().registration(&drawer).confirmation(&id)).await;
     assert!(done.is_ok(), "{done:?}");
     assert_eq!(backend.inputs(), vec![json!({"deviceIds": ["d5"]})]);
@@ -1171,7 +1172,7 @@ async fn a_server_approval_demand_becomes_a_confirmation_of_origin_server() {
     );
     let id = confirmation_id(&asked);
     assert_eq!(registry.confirmations().pending()[0].origin, "server");
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     let done = call(&registry, export().confirmation(&id)).await;
     assert_eq!(done.output(), Some(&json!({"exported": true})));
     let evidence: Vec<Option<String>> = backend
@@ -1202,7 +1203,7 @@ async fn client_confirmation_evidence_is_forwarded_to_the_backend() {
     screen.select(&["d1"]);
     let _mounted = mount_screen(&registry, &screen);
     let id = confirmation_id(&call(&registry, disable()).await);
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     assert!(call(&registry, disable().confirmation(&id)).await.is_ok());
     let calls = backend.calls.lock().unwrap();
     let evidence = calls[0].evidence.as_ref().unwrap();

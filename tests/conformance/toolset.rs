@@ -1,6 +1,7 @@
 //! The embedded toolset: AS-TOPO-001..003, AS-ADAPTER-001/002/004/005,
 //! AS-META-001..008, AS-CACHE-001..003.
 
+use crate::fixtures::AnswerById;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -118,7 +119,7 @@ async fn as_topo_002_embedded_loops_wait_for_the_user_and_see_one_result() {
     assert_eq!(probe.runs(), 0);
     registry
         .confirmations()
-        .approve(&pending[0].confirmation_id)
+        .approve_id(&pending[0].confirmation_id)
         .unwrap();
     let result = call.await.unwrap();
     assert!(result.is_ok(), "{result:?}");
@@ -131,7 +132,7 @@ async fn as_topo_002_embedded_loops_wait_for_the_user_and_see_one_result() {
     let id = registry.confirmations().pending()[0]
         .confirmation_id
         .clone();
-    registry.confirmations().deny(&id).unwrap();
+    registry.confirmations().deny_id(&id).unwrap();
     let denied = call.await.unwrap();
     let error = denied.error().unwrap();
     assert_eq!(error.code(), ErrorCode::ConfirmationInvalid);
@@ -612,7 +613,7 @@ async fn as_meta_004_surface_act_keeps_confirmation_and_staleness_semantics() {
         .unwrap()
         .to_owned();
     // Evidence for another input is a mismatch.
-    registry.confirmations().approve(&id).unwrap();
+    registry.confirmations().approve_id(&id).unwrap();
     let switched = toolset
         .execute(ACT, json!({"capabilityId": "view:test.probe.guarded", "input": {"ids": ["b"]}, "confirmationId": id}), Some("m-2"))
         .await;
@@ -813,7 +814,7 @@ async fn two_phase_direct_tools_retry_by_calling_again_after_approval() {
     assert_eq!(again.error().unwrap().detail("confirmationId"), Some(&id));
     registry
         .confirmations()
-        .approve(id.as_str().unwrap())
+        .approve_id(id.as_str().unwrap())
         .unwrap();
     // The model calls the tool again once the user approved.
     let done = toolset.execute(&name, input.clone(), Some("c3")).await;

@@ -66,7 +66,10 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
     println!("MCP (streamable HTTP): {}", console.mcp_url());
     let mut logins = console.login_urls();
     let base = format!("http://{}/login?token=", console.local_addr());
-    println!("sign in (one-time link): {base}{}", logins.borrow_and_update());
+    println!(
+        "sign in (one-time link): {base}{}",
+        *logins.borrow_and_update()
+    );
     let _ = std::io::stdout().flush();
     let announce = async {
         while logins.changed().await.is_ok() {

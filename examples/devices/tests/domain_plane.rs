@@ -175,7 +175,10 @@ async fn an_approved_disable_reaches_the_backend_with_exactly_the_bound_input() 
         "nothing reached the backend yet"
     );
 
-    registry.confirmations().approve(&confirmation).unwrap();
+    {
+        let c = registry.confirmations();
+        c.approve(&c.find(&confirmation).unwrap().shown()).unwrap()
+    };
     step(5, "the user approves", &confirmation);
     let done = run(&registry, disable().confirmation(&confirmation)).await;
     step(6, "retry with the confirmationId", &done);
@@ -239,7 +242,10 @@ async fn a_user_the_backend_rejects_gets_not_authorized_from_the_server() {
         .as_str()
         .unwrap()
         .to_owned();
-    registry.confirmations().approve(&confirmation).unwrap();
+    {
+        let c = registry.confirmations();
+        c.approve(&c.find(&confirmation).unwrap().shown()).unwrap()
+    };
     let refused = run(&registry, disable().confirmation(&confirmation)).await;
     step(1, "domain:devices.disable after approval", &refused);
     let error = refused.error().unwrap();

@@ -75,7 +75,9 @@ async fn two_phase_journey(app: &App, client: &Client) {
         .unwrap()
         .to_owned();
 
-    confirmations.approve(&id).unwrap();
+    confirmations
+        .approve(&confirmations.find(&id).unwrap().shown())
+        .unwrap();
     let done = call(
         client,
         "domain_devices__disable",
@@ -115,7 +117,9 @@ async fn two_phase_journey(app: &App, client: &Client) {
         .as_str()
         .unwrap()
         .to_owned();
-    confirmations.approve(&other).unwrap();
+    confirmations
+        .approve(&confirmations.find(&other).unwrap().shown())
+        .unwrap();
     let mismatch = call(
         client,
         "domain_devices__disable",

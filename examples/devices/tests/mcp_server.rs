@@ -257,12 +257,9 @@ async fn results_carry_the_exact_payload_and_unknown_tools_are_protocol_errors()
         .unwrap()
         .to_owned();
     // The application's own dialog approves; the model calls again.
-    connected
-        .app
-        .registry()
-        .confirmations()
-        .approve(&id)
-        .unwrap();
+    let confirmations = connected.app.registry().confirmations();
+    let shown = confirmations.find(&id).unwrap().shown();
+    confirmations.approve(&shown).unwrap();
     let done = call(client, "domain_devices__disable", json!({})).await;
     assert_eq!(payload(&done), json!({"disabled": 2}), "{done:?}");
     // Unknown tools are the protocol's invalid-params error.

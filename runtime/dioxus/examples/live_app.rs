@@ -94,7 +94,8 @@ fn ConfirmDialog() -> Element {
     let registry = use_registry();
     // The person answers through the registry's own host channel here; a
     // real app declares its dialog as a channel (`.approval_channel("dialog")`).
-    let Some(approver) = registry.and_then(|r| r.confirmations().approver(HOST_CHANNEL, "person").ok())
+    let Some(approver) =
+        registry.and_then(|r| r.confirmations().approver(HOST_CHANNEL, "person").ok())
     else {
         return rsx! {};
     };

@@ -35,7 +35,9 @@ use serde_json::Value;
 
 use crate::Effect;
 
-pub use channel::{ApprovalChannel, Approver, ChannelError, ChannelKind, HOST_CHANNEL, Resolution, ShownRequest};
+pub use channel::{
+    ApprovalChannel, Approver, ChannelError, ChannelKind, HOST_CHANNEL, Resolution, ShownRequest,
+};
 pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
 pub(crate) use store::{Binding, ConfirmationStore};

@@ -68,6 +68,10 @@ struct Ended {
     digest: Sha256Digest,
     stage: Stage,
     resolution: Resolution,
+    /// Who asked, for what: a withdrawn request's retry by the same
+    /// consumer is told so even from a newer registration.
+    consumer_key: Arc<str>,
+    capability_id: Arc<str>,
 }
 
 #[derive(Default)]
@@ -159,6 +163,8 @@ impl ConfirmationStore {
         ended.insert(
             Arc::clone(id),
             Ended {
+                consumer_key: record.view.consumer_key,
+                capability_id: record.view.capability_id,
                 binding: record.binding,
                 digest: record.digest,
                 stage,
@@ -362,6 +368,12 @@ impl ConfirmationStore {
         else {
             return Err(invalid(ConfirmationInvalidReason::Mismatch));
         };
+        let withdrawn_for_this_caller = ended.stage == Stage::Withdrawn
+            && ended.consumer_key == *binding.consumer_key
+            && ended.capability_id == *binding.capability_id;
+        if withdrawn_for_this_caller {
+            return Err(invalid(ConfirmationInvalidReason::Withdrawn));
+        }
         if ended.digest != digest || ended.binding != canonical {
             return Err(invalid(ConfirmationInvalidReason::Mismatch));
         }
@@ -392,9 +404,10 @@ impl ConfirmationStore {
             return Err(invalid(ConfirmationInvalidReason::Expired));
         };
         let view = record.view.clone();
-        let resolution = record.resolution.clone().unwrap_or_else(|| {
-            Self::unanswered(&id, ConfirmationOutcome::Approved, None, at_ms)
-        });
+        let resolution = record
+            .resolution
+            .clone()
+            .unwrap_or_else(|| Self::unanswered(&id, ConfirmationOutcome::Approved, None, at_ms));
         Self::end(
             &mut store,
             services,

@@ -84,12 +84,13 @@ impl McpSession {
                 .unwrap_or_else(PoisonError::into_inner)
                 .peek(state, now)
                 .cloned();
-            // Bound to the caller it was issued to (a session or the
-            // identify hook's principal): never answerable by another caller.
+            // Bound to the caller it was issued to: a session or the
+            // identify hook's principal must be that caller; an anonymous
+            // caller's only credential is the secret state itself.
             let Some((pending, acting)) = pending
                 .filter(|p| p.tool == name && p.arguments == arguments)
                 .and_then(|p| {
-                    let adopted = self.adopt(&acting, &p.consumer, false)?;
+                    let adopted = self.adopt(&acting, &p.consumer, p.anonymous)?;
                     Some((p, adopted))
                 })
             else {
@@ -113,7 +114,7 @@ impl McpSession {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(state);
-            self.answer_elicitation(&acting, &context, state, approved);
+            self.answer_elicitation(&acting, &context, &pending.confirmation_id, approved);
             // Denied: the retry reports CONFIRMATION_INVALID {denied}; never retried further.
             let result = self
                 .execute(
@@ -121,7 +122,7 @@ impl McpSession {
                     &name,
                     pending.arguments,
                     None,
-                    Some(state),
+                    Some(&pending.confirmation_id),
                     cancel,
                 )
                 .await;
@@ -168,28 +169,34 @@ impl McpSession {
         }
         // Asking the client is an approval channel only where the host
         // declared it human-facing (off by default beside an in-app
-        // approver), and an input-required round only for a caller with a
-        // credential to bind the answer to (a session or a principal).
+        // approver).
         let supports_elicitation = self.shared.elicitation
             && context
                 .client_capabilities()
-                .is_some_and(|capabilities| capabilities.elicitation.is_some())
-            && !(is_modern(&context) && acting.caller == Caller::Anonymous);
+                .is_some_and(|capabilities| capabilities.elicitation.is_some());
         let outcome = match confirmation_of(&result) {
             Some(confirmation_id) if supports_elicitation && explicit.is_none() => {
                 let message = self.ask_text(&confirmation_id);
                 if is_modern(&context) {
-                    // Ask in an input-required round; the state names a
-                    // record kept here. The clock is read before the lock.
+                    // Ask in an input-required round; the state is a fresh
+                    // secret naming a record kept here (never the
+                    // confirmation id, which the page and audit show), so
+                    // only the caller it was sent to can answer. The clock
+                    // is read before the lock.
+                    let Some(state) = secret_state() else {
+                        return Ok(to_call_result(&result).into());
+                    };
                     let now = self.shared.registry.now_ms();
                     self.shared
                         .elicitations
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(
-                            confirmation_id.clone(),
+                            state.clone(),
                             PendingElicitation {
+                                confirmation_id: confirmation_id.clone(),
                                 consumer: acting.consumer.clone(),
+                                anonymous: acting.caller == Caller::Anonymous,
                                 tool: name,
                                 arguments,
                             },
@@ -205,9 +212,7 @@ impl McpSession {
                     });
                     let requests =
                         BTreeMap::from([(CONFIRM_KEY.to_owned(), InputRequest::Elicitation(ask))]);
-                    return Ok(
-                        InputRequiredResult::new(Some(requests), Some(confirmation_id)).into(),
-                    );
+                    return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
                 }
                 let asked = async {
                     let schema = approval_schema()?;
@@ -370,4 +375,18 @@ impl McpSession {
             None => "Approve this operation?".to_owned(),
         }
     }
+}
+
+/// A fresh input-request state: `rs_` and 128 random bits as hex (`None`
+/// without system randomness: the call then answers two-phase).
+fn secret_state() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    let mut state = String::with_capacity(3 + 32);
+    state.push_str("rs_");
+    for byte in bytes {
+        use std::fmt::Write as _;
+        let _ = write!(state, "{byte:02x}");
+    }
+    Some(state)
 }

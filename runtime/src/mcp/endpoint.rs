@@ -149,10 +149,7 @@ impl McpServer {
         let router = routes
             .nest_service("/mcp", self.http_service(stop.child_token()))
             .layer(axum::extract::DefaultBodyLimit::max(body_limit))
-            .layer(axum::middleware::from_fn_with_state(
-                body_limit,
-                limit_body,
-            ))
+            .layer(axum::middleware::from_fn_with_state(body_limit, limit_body))
             .layer(axum::middleware::from_fn_with_state(
                 origin,
                 OriginGate::layer,

@@ -291,7 +291,12 @@ impl McpServerBuilder {
 /// echoes is untrusted: it only names this record).
 #[derive(Clone)]
 struct PendingElicitation {
+    /// The confirmation asked about.
+    confirmation_id: String,
     consumer: String,
+    /// Whether `consumer` is an anonymous stateless caller's (whose only
+    /// credential is the secret state).
+    anonymous: bool,
     tool: String,
     arguments: serde_json::Value,
 }

@@ -73,7 +73,11 @@ impl OriginGate {
 
     /// The gate as axum middleware (`axum::middleware::from_fn_with_state`
     /// with an `Arc<OriginGate>`): `403` with the reason, before any handler.
-    pub async fn layer(State(gate): State<Arc<OriginGate>>, request: Request, next: Next) -> Response {
+    pub async fn layer(
+        State(gate): State<Arc<OriginGate>>,
+        request: Request,
+        next: Next,
+    ) -> Response {
         if let Err(reason) = gate.check(request.headers()) {
             return super::gate::plain(StatusCode::FORBIDDEN, reason);
         }
@@ -230,4 +234,3 @@ impl OriginGate {
         None
     }
 }
-

@@ -54,10 +54,9 @@ impl Inner {
     /// A registration went away (unmounted or replaced): its open
     /// confirmations are withdrawn, never left to void silently.
     pub(super) fn withdraw_confirmations(&self, registration_id: &str, reason: &'static str) {
-        self.confirmations
-            .withdraw_where(self, reason, |pending| {
-                *pending.registration_id == *registration_id
-            });
+        self.confirmations.withdraw_where(self, reason, |pending| {
+            *pending.registration_id == *registration_id
+        });
     }
 }
 

@@ -33,8 +33,7 @@ fn secret() -> Option<String> {
 /// Compares two secrets in time independent of where they differ.
 fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
-        && a
-            .bytes()
+        && a.bytes()
             .zip(b.bytes())
             .fold(0u8, |acc, (x, y)| acc | (x ^ y))
             == 0

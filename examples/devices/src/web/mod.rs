@@ -223,70 +223,71 @@ pub async fn serve(
     let sign_in = Arc::clone(&login);
     let ws_login = Arc::clone(&login);
     let ws_url = Arc::clone(&mcp_url);
-    let routes = Router::new()
-        .route("/", get(|| async { Redirect::to("/devices") }))
-        .route(
-            "/login",
-            get(move |Query(form): Query<SignIn>| async move {
-                match form.token.as_deref().and_then(|t| sign_in.sign_in(t)) {
-                    Some(session) => (
-                        StatusCode::SEE_OTHER,
-                        [
-                            (header::SET_COOKIE, login::set_cookie(&session)),
-                            (header::LOCATION, "/devices".to_owned()),
-                            (header::CACHE_CONTROL, "no-store".to_owned()),
-                        ],
-                    )
-                        .into_response(),
-                    None => refused(
-                        StatusCode::FORBIDDEN,
-                        "This sign-in link was already used or is not valid. Use the newest \
+    let routes =
+        Router::new()
+            .route("/", get(|| async { Redirect::to("/devices") }))
+            .route(
+                "/login",
+                get(move |Query(form): Query<SignIn>| async move {
+                    match form.token.as_deref().and_then(|t| sign_in.sign_in(t)) {
+                        Some(session) => (
+                            StatusCode::SEE_OTHER,
+                            [
+                                (header::SET_COOKIE, login::set_cookie(&session)),
+                                (header::LOCATION, "/devices".to_owned()),
+                                (header::CACHE_CONTROL, "no-store".to_owned()),
+                            ],
+                        )
+                            .into_response(),
+                        None => refused(
+                            StatusCode::FORBIDDEN,
+                            "This sign-in link was already used or is not valid. Use the newest \
                          link the console printed in its terminal.",
-                    ),
-                }
-            }),
-        )
-        .route("/devices", page_route("/devices", Arc::clone(&login)))
-        .route("/settings", page_route("/settings", Arc::clone(&login)))
-        .route(
-            "/ws",
-            get(
-                move |headers: HeaderMap,
-                      ws: WebSocketUpgrade,
-                      Query(opened): Query<Opened>| async move {
-                    // A browser always sends Origin with a websocket; the
-                    // gate has checked it. No person's cookie, no socket.
-                    if !headers.contains_key(header::ORIGIN) || !ws_login.signed_in(&headers) {
-                        return refused(StatusCode::UNAUTHORIZED, SIGN_IN_FIRST);
+                        ),
                     }
-                    let route = match opened.route.as_deref() {
-                        Some("/settings") => Some(Route::Settings),
-                        Some("/devices") => Some(Route::Devices),
-                        _ => None,
-                    };
-                    let shared = Shared {
-                        app: app.clone(),
-                        tabs: Arc::clone(&tabs),
-                        mcp_url: ws_url.get().cloned().unwrap_or_default(),
-                        approver: approver.clone(),
-                    };
-                    let pool = Arc::clone(&pool);
-                    ws.on_upgrade(move |socket| async move {
-                        let _ = pool
-                            .launch_virtualdom(axum_socket(socket), move || {
-                                let tab = TabId(shared.tabs.open());
-                                VirtualDom::new(views::root)
-                                    .with_root_context(shared.app.registry().clone())
-                                    .with_root_context(shared)
-                                    .with_root_context(tab)
-                                    .with_root_context(OpenedOn(route))
-                            })
-                            .await;
-                    })
-                    .into_response()
-                },
-            ),
-        );
+                }),
+            )
+            .route("/devices", page_route("/devices", Arc::clone(&login)))
+            .route("/settings", page_route("/settings", Arc::clone(&login)))
+            .route(
+                "/ws",
+                get(
+                    move |headers: HeaderMap,
+                          ws: WebSocketUpgrade,
+                          Query(opened): Query<Opened>| async move {
+                        // A browser always sends Origin with a websocket; the
+                        // gate has checked it. No person's cookie, no socket.
+                        if !headers.contains_key(header::ORIGIN) || !ws_login.signed_in(&headers) {
+                            return refused(StatusCode::UNAUTHORIZED, SIGN_IN_FIRST);
+                        }
+                        let route = match opened.route.as_deref() {
+                            Some("/settings") => Some(Route::Settings),
+                            Some("/devices") => Some(Route::Devices),
+                            _ => None,
+                        };
+                        let shared = Shared {
+                            app: app.clone(),
+                            tabs: Arc::clone(&tabs),
+                            mcp_url: ws_url.get().cloned().unwrap_or_default(),
+                            approver: approver.clone(),
+                        };
+                        let pool = Arc::clone(&pool);
+                        ws.on_upgrade(move |socket| async move {
+                            let _ = pool
+                                .launch_virtualdom(axum_socket(socket), move || {
+                                    let tab = TabId(shared.tabs.open());
+                                    VirtualDom::new(views::root)
+                                        .with_root_context(shared.app.registry().clone())
+                                        .with_root_context(shared)
+                                        .with_root_context(tab)
+                                        .with_root_context(OpenedOn(route))
+                                })
+                                .await;
+                        })
+                        .into_response()
+                    },
+                ),
+            );
     let http = mcp
         .serve_with(address, routes)
         .await

@@ -13,9 +13,7 @@ use super::{ConfirmationStore, Stage};
 use crate::audit::AuditKind;
 use crate::clock::rfc3339;
 use crate::confirmation::services::ConfirmationServices;
-use crate::confirmation::{
-    Approver, ConfirmationOutcome, Resolution, ResolveError, ShownRequest,
-};
+use crate::confirmation::{Approver, ConfirmationOutcome, Resolution, ResolveError, ShownRequest};
 use crate::events::SurfaceEvent;
 
 impl ConfirmationStore {
