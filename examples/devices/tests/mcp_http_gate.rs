@@ -14,9 +14,10 @@ mod support;
 
 use std::time::Duration;
 
+use agent_surface::mcp::McpServerBuilder;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::{LEGACY, PATIENCE, Served, payload, serve};
+use support::{LEGACY, PATIENCE, Served, payload, serve, serve_console};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -68,7 +69,7 @@ async fn statuses_with_origin(served: &Served, session: &str, origin: &str) -> V
 async fn foreign_origins_are_forbidden_on_every_verb() {
     let served = serve(|b| b).await;
     let session = served.open_session().await;
-    let port = served.http.local_addr().port();
+    let port = served.address().port();
     for origin in [
         "http://evil.example".to_owned(),
         "null".to_owned(),
@@ -104,7 +105,7 @@ async fn the_origin_and_host_allow_lists_are_builder_options() {
             .allowed_hosts(["127.0.0.1", "mcp.example.com"])
     })
     .await;
-    let port = served.http.local_addr().port();
+    let port = served.address().port();
     let status = |origin: String| {
         let served = &served;
         async move { served.initialize_with(&[("origin", &origin)]).await.status }
@@ -392,47 +393,61 @@ async fn read_to_close(stream: &mut TcpStream) -> String {
 
 #[tokio::test]
 async fn stalled_headers_and_bodies_are_cut_off() {
-    let served = serve(|b| b.read_timeout(Duration::from_millis(200))).await;
-    let address = served.http.local_addr();
-    // Headers that never finish: the connection closes.
-    let mut stalled = TcpStream::connect(address).await.unwrap();
-    stalled
-        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    let tune = |b: McpServerBuilder| b.read_timeout(Duration::from_millis(200));
+    // `--mcp http`, and the web console's one accept loop for its pages
+    // and `/mcp` alike.
+    for (served, paths) in [
+        (serve(tune).await, &["/mcp"][..]),
+        (serve_console(tune).await, &["/mcp", "/devices", "/ws"][..]),
+    ] {
+        let address = served.address();
+        for path in paths {
+            // Headers that never finish: the connection closes.
+            let mut stalled = TcpStream::connect(address).await.unwrap();
+            stalled
+                .write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n").as_bytes())
+                .await
+                .unwrap();
+            let started = tokio::time::Instant::now();
+            let _ = read_to_close(&mut stalled).await;
+            assert!(
+                started.elapsed() < PATIENCE,
+                "the stalled headers hold the connection on {path}"
+            );
+        }
+        // A body that never finishes: 408, and the connection closes.
+        let mut slow = TcpStream::connect(address).await.unwrap();
+        slow.write_all(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\n\
+              Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
+        )
         .await
         .unwrap();
-    let started = tokio::time::Instant::now();
-    let _ = read_to_close(&mut stalled).await;
-    assert!(
-        started.elapsed() < PATIENCE,
-        "the stalled headers hold the connection"
-    );
-    // A body that never finishes: 408, and the connection closes.
-    let mut slow = TcpStream::connect(address).await.unwrap();
-    slow.write_all(
-        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\n\
-          Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
-    )
-    .await
-    .unwrap();
-    let started = tokio::time::Instant::now();
-    let answer = read_to_close(&mut slow).await;
-    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    assert!(started.elapsed() < PATIENCE);
-    // An idle connection (no request at all) is closed too.
-    let mut idle = TcpStream::connect(address).await.unwrap();
-    let started = tokio::time::Instant::now();
-    assert_eq!(read_to_close(&mut idle).await, "");
-    assert!(started.elapsed() < PATIENCE);
+        let started = tokio::time::Instant::now();
+        let answer = read_to_close(&mut slow).await;
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(started.elapsed() < PATIENCE);
+        // An idle connection (no request at all) is closed too.
+        let mut idle = TcpStream::connect(address).await.unwrap();
+        let started = tokio::time::Instant::now();
+        assert_eq!(read_to_close(&mut idle).await, "");
+        assert!(started.elapsed() < PATIENCE);
+    }
 }
 
 #[tokio::test]
 async fn connections_beyond_the_limit_wait_for_a_free_one() {
-    let served = serve(|b| {
+    let tune = |b: McpServerBuilder| {
         b.max_connections(2)
             .read_timeout(Duration::from_millis(400))
-    })
-    .await;
-    let address = served.http.local_addr();
+    };
+    for served in [serve(tune).await, serve_console(tune).await] {
+        connections_wait(&served).await;
+    }
+}
+
+async fn connections_wait(served: &Served) {
+    let address = served.address();
     let mut holders = [
         TcpStream::connect(address).await.unwrap(),
         TcpStream::connect(address).await.unwrap(),

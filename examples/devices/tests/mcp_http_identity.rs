@@ -258,3 +258,91 @@ async fn as_adapter_003_a_live_sessions_notifications_survive_any_other_traffic(
         .await;
     notified(&mut seen, before + 1, "another session's navigation").await;
 }
+
+/// A stateless `tools/call` of the disable declaring elicitation support,
+/// as `headers`' caller: the input-required answer.
+async fn ask_with_elicitation(
+    served: &support::Served,
+    id: u64,
+    headers: &[(&str, &str)],
+) -> Value {
+    served
+        .modern_call(
+            json!(id),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+            headers,
+        )
+        .await;
+    let reply = served
+        .modern(
+            json!(id + 1),
+            "tools/call",
+            json!({"name": "domain_devices__disable", "arguments": {},
+                   "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}}),
+            headers,
+        )
+        .await;
+    reply.response(&json!(id + 1)).cloned().unwrap()
+}
+
+/// The retry answering input request `state` with an approval, as
+/// `headers`' caller.
+async fn answer(served: &support::Served, id: u64, state: &str, headers: &[(&str, &str)]) -> Value {
+    let reply = served
+        .modern(
+            json!(id),
+            "tools/call",
+            json!({"name": "domain_devices__disable", "arguments": {},
+                   "requestState": state,
+                   "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}},
+                   "inputResponses": {"agentSurface/confirm": {"action": "accept", "content": {"approve": true}}}}),
+            headers,
+        )
+        .await;
+    reply.response(&json!(id)).cloned().unwrap()
+}
+
+#[tokio::test]
+async fn as_confirm_004_an_input_request_is_answerable_only_by_the_caller_it_was_sent_to() {
+    // Anonymous stateless callers: the state is a fresh secret, never the
+    // confirmation id another caller could learn (from the page, the audit).
+    let served = serve(|b| b).await;
+    let confirmations = served.app.registry().confirmations();
+    let asked = ask_with_elicitation(&served, 1, &[]).await;
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    let pending = confirmations.pending();
+    assert_eq!(pending.len(), 1, "{asked}");
+    let id = pending[0].confirmation_id.to_string();
+    assert_ne!(state, id, "the state is not the confirmation id");
+    let by_id = answer(&served, 3, &id, &[]).await;
+    assert!(by_id.get("error").is_some(), "{by_id}");
+    assert_eq!(confirmations.pending().len(), 1, "nothing was resolved");
+    let done = answer(&served, 4, &state, &[]).await;
+    assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
+    let resolution = confirmations.resolution(&id).unwrap();
+    assert_eq!(resolution.channel.as_deref(), Some("mcp-elicitation"));
+
+    // Principals: the state is bound to the principal it was sent to.
+    let served = serve(|b| {
+        b.identify(|parts| {
+            parts
+                .headers
+                .get("x-user")
+                .and_then(|v| v.to_str().ok())
+                .map(|user| format!("user-{user}"))
+        })
+    })
+    .await;
+    let confirmations = served.app.registry().confirmations();
+    let asked = ask_with_elicitation(&served, 1, &[("x-user", "ann")]).await;
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    for stranger in [&[("x-user", "bob")][..], &[][..]] {
+        let stolen = answer(&served, 3, &state, stranger).await;
+        assert!(stolen.get("error").is_some(), "{stolen}");
+        assert_eq!(confirmations.pending().len(), 1, "nothing was resolved");
+    }
+    assert!(served.app.server().received().is_empty());
+    let done = answer(&served, 4, &state, &[("x-user", "ann")]).await;
+    assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
+}

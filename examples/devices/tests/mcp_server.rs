@@ -298,6 +298,19 @@ async fn elicitation_asks_the_human_and_finishes_in_the_same_call() {
             asked[0]
         );
         assert!(asked[0].contains("destructive"));
+        // The client's answer came through its own connection, a channel
+        // the host opted in: recorded as such, with the client's name.
+        let approved = connected
+            .app
+            .registry()
+            .audit_log()
+            .into_iter()
+            .find(|e| e.kind == agent_surface::audit::AuditKind::ConfirmationApproved)
+            .unwrap();
+        let detail = approved.detail.unwrap();
+        assert_eq!(detail["channel"], "mcp-elicitation");
+        assert_eq!(detail["channelKind"], "agent-connection");
+        assert!(detail["approver"].as_str().is_some_and(|a| !a.is_empty()));
         for id in ["d2", "d3", "d4"] {
             assert_eq!(
                 connected.app.backend().get(id).unwrap().status,

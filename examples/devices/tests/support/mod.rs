@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use agent_surface::mcp::{HttpServer, McpServer, McpServerBuilder};
+use devices::web::WebConsole;
 use devices::{App, User};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -26,13 +27,49 @@ pub const LEGACY: &str = "2025-11-25";
 /// The sessionless protocol version.
 pub const MODERN: &str = "2026-07-28";
 
-/// The devices app served over HTTP on a loopback port.
+/// The devices app served over HTTP on a loopback port: `--mcp http`
+/// (`http`), or the web console with `/mcp` beside its pages (`console`).
 pub struct Served {
     pub app: App,
     pub server: McpServer,
-    pub http: HttpServer,
+    pub http: Option<HttpServer>,
+    pub console: Option<WebConsole>,
     pub url: String,
     pub client: reqwest::Client,
+}
+
+impl Served {
+    /// Where it listens.
+    pub fn address(&self) -> std::net::SocketAddr {
+        match (&self.http, &self.console) {
+            (Some(http), _) => http.local_addr(),
+            (None, Some(console)) => console.local_addr(),
+            (None, None) => unreachable!("served one way or the other"),
+        }
+    }
+}
+
+/// The web console of a fresh devices app for the admin, its page mounted
+/// (as a signed-in tab would), `/mcp` beside it, the builder adjusted by
+/// `tune`.
+pub async fn serve_console(tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder) -> Served {
+    let user = User::admin();
+    let app = App::attach(devices::web::registry(&user), user)
+        .await
+        .unwrap();
+    let server = tune(McpServer::builder(app.registry()).name("devices")).build();
+    let console = devices::web::serve(app.clone(), &server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = console.mcp_url();
+    Served {
+        app,
+        server,
+        http: None,
+        console: Some(console),
+        url,
+        client: reqwest::Client::new(),
+    }
 }
 
 /// An HTTP reply: status, headers, body and the JSON-RPC messages in it
@@ -77,7 +114,8 @@ pub async fn serve_as(
     Served {
         app,
         server,
-        http,
+        http: Some(http),
+        console: None,
         url,
         client: reqwest::Client::new(),
     }

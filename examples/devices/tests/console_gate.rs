@@ -1,0 +1,338 @@
+//! Who may reach the web console, and who may approve on it: every route
+//! behind one `Origin`/`Host` gate, the person's sign-in, the websocket,
+//! and the MCP endpoint beside the page, which can ask but never approve
+//! (AS-CONFIRM-004: an approval never crosses to the requesting agent).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
+
+mod support;
+
+use std::net::SocketAddr;
+
+use serde_json::{Value, json};
+use support::{PATIENCE, Served, payload, serve_console};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Sends `request` as is and returns the response head (status line and
+/// headers), or what arrived before the server closed.
+async fn raw(address: SocketAddr, request: &str) -> String {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0_u8; 4096];
+    let _ = tokio::time::timeout(PATIENCE, async {
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    seen.extend_from_slice(&buffer[..n]);
+                    if seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// A GET with these extra header lines.
+fn get(path: &str, host: &str, extra: &[String]) -> String {
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n");
+    for line in extra {
+        request.push_str(line);
+        request.push_str("\r\n");
+    }
+    request.push_str("Connection: close\r\n\r\n");
+    request
+}
+
+/// The header lines of a websocket upgrade.
+fn upgrade() -> Vec<String> {
+    vec![
+        "Upgrade: websocket".to_owned(),
+        "Connection: Upgrade".to_owned(),
+        "Sec-WebSocket-Version: 13".to_owned(),
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==".to_owned(),
+    ]
+}
+
+fn status(head: &str) -> &str {
+    head.lines().next().unwrap_or("")
+}
+
+fn console(served: &Served) -> &devices::web::WebConsole {
+    served.console.as_ref().unwrap()
+}
+
+/// Signs a browser in with the current one-time link: its cookie line.
+async fn sign_in(served: &Served) -> String {
+    let address = served.address();
+    let url = console(served).login_url();
+    let path = url.split_once(&address.to_string()).unwrap().1.to_owned();
+    let head = raw(address, &get(&path, &address.to_string(), &[])).await;
+    assert!(status(&head).starts_with("HTTP/1.1 303"), "{head}");
+    let cookie = head
+        .lines()
+        .find_map(|line| line.strip_prefix("set-cookie: "))
+        .unwrap_or_else(|| panic!("no cookie: {head}"));
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    assert!(cookie.contains("SameSite=Strict"), "{cookie}");
+    let value = cookie.split(';').next().unwrap();
+    format!("Cookie: {value}")
+}
+
+/// The agent asks for `domain:devices.disable` of d2 over the stateless
+/// path, declaring elicitation support: what it was answered.
+async fn agent_asks(served: &Served) -> Value {
+    served
+        .modern_call(
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+            &[],
+        )
+        .await;
+    let reply = served
+        .modern(
+            json!(2),
+            "tools/call",
+            json!({"name": "domain_devices__disable", "arguments": {},
+                   "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}}),
+            &[],
+        )
+        .await;
+    reply
+        .response(&json!(2))
+        .cloned()
+        .unwrap_or_else(|| panic!("no answer: {} {}", reply.status, reply.body))
+}
+
+#[tokio::test]
+async fn foreign_null_and_lookalike_origins_and_rebinding_hosts_are_refused_on_every_route() {
+    let served = serve_console(|b| b).await;
+    let address = served.address();
+    let port = address.port();
+    let cookie = sign_in(&served).await;
+    let here = format!("127.0.0.1:{port}");
+    let routes = [
+        "/",
+        "/devices",
+        "/settings",
+        "/login?token=x",
+        "/ws?route=/devices",
+        "/mcp",
+    ];
+    let origins = [
+        format!("http://evil.example:{port}"),
+        "null".to_owned(),
+        format!("http://127.0.0.1.evil.example:{port}"),
+        format!("http://localhost.evil.example:{port}"),
+        format!("https://evil.example"),
+    ];
+    for route in routes {
+        for origin in &origins {
+            let mut extra = upgrade();
+            extra.push(format!("Origin: {origin}"));
+            extra.push(cookie.clone());
+            let head = raw(address, &get(route, &here, &extra)).await;
+            assert!(
+                status(&head).starts_with("HTTP/1.1 403"),
+                "{route} from {origin}: {head}"
+            );
+        }
+        // DNS rebinding: a foreign name resolved to this machine.
+        for host in [
+            format!("evil.example:{port}"),
+            format!("127.0.0.1.evil.example:{port}"),
+        ] {
+            let mut extra = upgrade();
+            extra.push(format!("Origin: http://{host}"));
+            extra.push(cookie.clone());
+            let head = raw(address, &get(route, &host, &extra)).await;
+            assert!(
+                status(&head).starts_with("HTTP/1.1 403"),
+                "{route} for Host {host}: {head}"
+            );
+            let head = raw(address, &get(route, &host, &[cookie.clone()])).await;
+            assert!(
+                status(&head).starts_with("HTTP/1.1 403"),
+                "{route} for Host {host} without Origin: {head}"
+            );
+        }
+    }
+    // The person's own origin passes.
+    let extra = [format!("Origin: http://{here}"), cookie];
+    let head = raw(address, &get("/devices", &here, &extra)).await;
+    assert!(status(&head).starts_with("HTTP/1.1 200"), "{head}");
+}
+
+#[tokio::test]
+async fn pages_and_the_websocket_need_the_persons_session() {
+    let served = serve_console(|b| b).await;
+    let address = served.address();
+    let here = address.to_string();
+    let origin = format!("Origin: http://{here}");
+
+    // No cookie, a made-up cookie, the sign-in token as a cookie, an MCP
+    // session header: no page, no websocket.
+    let token = console(&served)
+        .login_url()
+        .rsplit_once('=')
+        .unwrap()
+        .1
+        .to_owned();
+    let mcp_session = served.open_session().await;
+    let strangers = [
+        vec![],
+        vec!["Cookie: devices_console=0123abcd".to_owned()],
+        vec![format!("Cookie: devices_console={token}")],
+        vec![format!("Mcp-Session-Id: {mcp_session}")],
+    ];
+    for stranger in &strangers {
+        for route in ["/devices", "/settings"] {
+            let head = raw(address, &get(route, &here, stranger)).await;
+            assert!(status(&head).starts_with("HTTP/1.1 401"), "{route}: {head}");
+        }
+        let mut extra = upgrade();
+        extra.push(origin.clone());
+        extra.extend(stranger.iter().cloned());
+        let head = raw(address, &get("/ws?route=/devices", &here, &extra)).await;
+        assert!(status(&head).starts_with("HTTP/1.1 401"), "ws: {head}");
+    }
+
+    // The one-time link signs one browser in, once.
+    let first = console(&served).login_url();
+    let cookie = sign_in(&served).await;
+    let path = first.split_once(&here).unwrap().1.to_owned();
+    let again = raw(address, &get(&path, &here, &[])).await;
+    assert!(status(&again).starts_with("HTTP/1.1 403"), "{again}");
+    assert_ne!(console(&served).login_url(), first, "the next link is new");
+
+    let head = raw(address, &get("/devices", &here, &[cookie.clone()])).await;
+    assert!(status(&head).starts_with("HTTP/1.1 200"), "{head}");
+    let mut extra = upgrade();
+    extra.push(origin);
+    extra.push(cookie.clone());
+    let head = raw(address, &get("/ws?route=/devices", &here, &extra)).await;
+    assert!(status(&head).starts_with("HTTP/1.1 101"), "{head}");
+    // A websocket client that is not a browser page (no Origin) is refused
+    // even with the cookie.
+    let mut extra = upgrade();
+    extra.push(cookie);
+    let head = raw(address, &get("/ws?route=/devices", &here, &extra)).await;
+    assert!(status(&head).starts_with("HTTP/1.1 401"), "{head}");
+}
+
+#[tokio::test]
+async fn as_confirm_004_the_mcp_client_beside_the_console_can_ask_but_never_approve() {
+    let served = serve_console(|b| b).await;
+    let confirmations = served.app.registry().confirmations();
+
+    // Elicitation is off beside the dialog: the agent is told to wait for
+    // the person, and is not asked to answer itself.
+    let asked = agent_asks(&served).await;
+    let error = payload(&asked);
+    assert_eq!(error["code"], "CONFIRMATION_REQUIRED", "{asked}");
+    assert!(asked["result"]["inputRequests"].is_null(), "{asked}");
+    let id = error["details"]["confirmationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(confirmations.pending().len(), 1);
+
+    // Answering a request that was never put to it: refused, nothing runs.
+    let forged = served
+        .modern(
+            json!(3),
+            "tools/call",
+            json!({"name": "domain_devices__disable", "arguments": {},
+                   "requestState": id,
+                   "inputResponses": {"agentSurface/confirm": {"action": "accept", "content": {"approve": true}}}}),
+            &[],
+        )
+        .await;
+    let forged = forged.response(&json!(3)).cloned().unwrap();
+    assert!(forged.get("error").is_some(), "{forged}");
+    // Presenting the id as evidence before the person answered: still
+    // waiting for the person.
+    let early = served
+        .modern(
+            json!(4),
+            "tools/call",
+            json!({"name": "domain_devices__disable", "arguments": {},
+                   "_meta": {"agentSurface/confirmationId": id}}),
+            &[],
+        )
+        .await;
+    let early = early.response(&json!(4)).cloned().unwrap();
+    assert_eq!(payload(&early)["code"], "CONFIRMATION_REQUIRED", "{early}");
+    assert_eq!(
+        confirmations.pending().len(),
+        1,
+        "still the person's to answer"
+    );
+    assert!(
+        served.app.server().received().is_empty(),
+        "nothing reached the backend"
+    );
+
+    // The person answers through the console's channel; the agent's retry runs.
+    let person = confirmations
+        .approver(devices::web::CONSOLE_CHANNEL, "admin")
+        .unwrap();
+    let shown = confirmations.find(&id).unwrap().shown();
+    confirmations.resolve(&shown, true, &person).unwrap();
+    let done = served
+        .modern(
+            json!(5),
+            "tools/call",
+            json!({"name": "domain_devices__disable", "arguments": {},
+                   "_meta": {"agentSurface/confirmationId": id}}),
+            &[],
+        )
+        .await;
+    let done = done.response(&json!(5)).cloned().unwrap();
+    assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
+    let resolution = confirmations.resolution(&id).unwrap();
+    assert_eq!(resolution.channel.as_deref(), Some("console"));
+    assert_eq!(resolution.approver.as_deref(), Some("admin"));
+}
+
+#[tokio::test]
+async fn a_host_may_declare_the_clients_elicitation_human_facing_beside_the_console() {
+    let served = serve_console(|b| b.elicitation(true)).await;
+    let asked = agent_asks(&served).await;
+    assert!(
+        asked["result"]["inputRequests"].is_object(),
+        "asked through the client: {asked}"
+    );
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    let reply = served
+        .modern(
+            json!(3),
+            "tools/call",
+            json!({"name": "domain_devices__disable", "arguments": {},
+                   "requestState": state,
+                   "inputResponses": {"agentSurface/confirm": {"action": "accept", "content": {"approve": true}}}}),
+            &[],
+        )
+        .await;
+    let done = reply.response(&json!(3)).cloned().unwrap();
+    assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
+    let approved = served
+        .app
+        .registry()
+        .audit_log()
+        .into_iter()
+        .find(|e| e.kind == agent_surface::audit::AuditKind::ConfirmationApproved)
+        .unwrap();
+    assert_eq!(approved.detail.unwrap()["channel"], "mcp-elicitation");
+}
