@@ -114,6 +114,8 @@ async fn open_browser(driver: &Driver, chromium: &Path) -> Client {
                 "--disable-gpu",
                 "--disable-dev-shm-usage",
                 "--window-size=1280,860",
+                // A foreign site on this machine, for the attack steps.
+                "--host-resolver-rules=MAP evil.example 127.0.0.1",
                 format!("--user-data-dir={}", driver.profile.display()),
             ],
         }),
@@ -233,8 +235,90 @@ fn has(tools: &[String], name: &str) -> bool {
 
 const DISABLE: &str = "domain_devices__disable";
 
-async fn journey(page: Client, mut agent: Session, app: App, url: String) {
+/// Where the journey goes: the console and a foreign page.
+struct Places {
+    /// The person's one-time sign-in link.
+    login: String,
+    /// The console's page.
+    url: String,
+    /// The console's port.
+    port: u16,
+    /// A page of another site (`http://evil.example:P/`) that tries to
+    /// drive the console.
+    evil: String,
+}
+
+/// Serves the foreign page: it opens the console's websocket and reports
+/// whether it got in.
+async fn serve_evil(console_port: u16) -> (u16, tokio::task::JoinHandle<()>) {
+    let html = format!(
+        r#"<!DOCTYPE html><html><body><p id="ws">trying</p><script>
+const out = document.getElementById('ws');
+try {{
+  const ws = new WebSocket('ws://127.0.0.1:{console_port}/ws?route=/devices');
+  ws.onopen = () => {{ out.textContent = 'open'; }};
+  ws.onclose = () => {{ if (out.textContent !== 'open') out.textContent = 'refused'; }};
+}} catch (e) {{ out.textContent = 'refused'; }}
+</script></body></html>"#
+    );
+    let router = axum::Router::new().route(
+        "/",
+        axum::routing::get(move || {
+            let html = html.clone();
+            async move { axum::response::Html(html) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    (port, task)
+}
+
+/// A page of another site tries to reach the console while a request
+/// waits for the person: its websocket is refused, a rebinding name gets
+/// no page, and the person's dialog is untouched.
+async fn attack(page: &Client, places: &Places, app: &App) {
+    let person = page.window().await.unwrap();
+    let evil = page.new_window(true).await.unwrap().handle;
+    page.switch_to_window(evil).await.unwrap();
+    page.goto(&places.evil).await.unwrap();
+    until("the foreign page's websocket is refused", || async {
+        text(page, "#ws").await.as_deref() == Some("refused")
+    })
+    .await;
+    // DNS rebinding: the console's port under the foreign name.
+    page.goto(&format!("http://evil.example:{}/devices", places.port))
+        .await
+        .unwrap();
+    let body = text(page, "body").await.unwrap_or_default();
+    assert!(body.contains("Forbidden"), "{body}");
+    page.close_window().await.unwrap();
+    page.switch_to_window(person).await.unwrap();
+    assert_eq!(app.registry().confirmations().pending().len(), 1);
+    let state = page
+        .find(Locator::Css("#confirm-dialog"))
+        .await
+        .unwrap()
+        .attr("data-state")
+        .await
+        .unwrap();
+    assert_eq!(
+        state.as_deref(),
+        Some("live"),
+        "the person's dialog is untouched"
+    );
+}
+
+async fn journey(page: Client, mut agent: Session, app: App, places: Places) {
+    let url = places.url.clone();
+    // Not signed in: no console.
     page.goto(&url).await.unwrap();
+    let body = text(&page, "body").await.unwrap_or_default();
+    assert!(body.contains("sign-in link"), "{body}");
+    // The person opens the one-time link the console printed.
+    page.goto(&places.login).await.unwrap();
     // The page is empty until the websocket draws it: wait for elements.
     page.wait()
         .at_most(PATIENCE)
@@ -280,6 +364,7 @@ async fn journey(page: Client, mut agent: Session, app: App, url: String) {
         let png = page.screenshot().await.unwrap();
         std::fs::write(path, png).unwrap();
     }
+    attack(&page, &places, &app).await;
     click(&page, "#approve").await;
     until("the dialog closes", || async {
         page.find(Locator::Css("#confirm-dialog")).await.is_err()
@@ -328,6 +413,52 @@ async fn journey(page: Client, mut agent: Session, app: App, url: String) {
     assert_eq!(payload(&denied)["details"]["reason"], "denied");
     assert_eq!(app.backend().get("d4").unwrap().status, Status::Offline);
     assert_eq!(app.server().received().len(), 1, "one backend call in all");
+
+    // A reload withdraws a waiting request visibly: no dialog offers it,
+    // and the agent is told, then may ask anew.
+    let asked = agent.call(DISABLE, json!({})).await;
+    assert_eq!(
+        payload(&asked)["code"],
+        "CONFIRMATION_REQUIRED",
+        "{asked:?}"
+    );
+    until("the dialog asks about d4 again", || async {
+        text(&page, "#confirm-input").await.as_deref() == Some(r#"{"deviceIds":["d4"]}"#)
+    })
+    .await;
+    agent.changed.borrow_and_update();
+    page.refresh().await.unwrap();
+    page.wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css("#row-d4"))
+        .await
+        .expect("the reloaded page draws the console");
+    agent
+        .list_changes("the reload remounts the page", |t| has(t, DISABLE))
+        .await;
+    assert!(app.registry().confirmations().pending().is_empty());
+    assert!(
+        page.find(Locator::Css("#confirm-dialog[data-state=live]"))
+            .await
+            .is_err(),
+        "no dialog offers a request that can no longer run"
+    );
+    let told = agent.call(DISABLE, json!({})).await;
+    assert_eq!(payload(&told)["code"], "CONFIRMATION_INVALID", "{told:?}");
+    assert_eq!(payload(&told)["details"]["reason"], "withdrawn");
+    assert_eq!(payload(&told)["retry"], "with-confirmation");
+    let anew = agent.call(DISABLE, json!({})).await;
+    assert_eq!(payload(&anew)["code"], "CONFIRMATION_REQUIRED", "{anew:?}");
+    until("the reloaded page's dialog asks about d4", || async {
+        text(&page, "#confirm-input").await.as_deref() == Some(r#"{"deviceIds":["d4"]}"#)
+    })
+    .await;
+    click(&page, "#deny").await;
+    until("the dialog closes", || async {
+        page.find(Locator::Css("#confirm-dialog")).await.is_err()
+    })
+    .await;
+    assert_eq!(app.server().received().len(), 1, "still one backend call");
 
     // Leaving the devices page removes its tools; coming back restores them.
     agent.changed.borrow_and_update();
@@ -439,6 +570,14 @@ async fn as_adapter_003_the_person_in_the_browser_and_the_agent_over_mcp_share_t
     let server = McpServer::builder(app.registry()).name("devices").build();
     let address: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let console = web::serve(app.clone(), &server, address).await.unwrap();
+    let port = console.local_addr().port();
+    let (evil_port, evil) = serve_evil(port).await;
+    let places = Places {
+        login: console.login_url(),
+        url: console.url(),
+        port,
+        evil: format!("http://evil.example:{evil_port}/"),
+    };
 
     let changed = Arc::new(watch::channel(0).0);
     let receiver = changed.subscribe();
@@ -455,10 +594,11 @@ async fn as_adapter_003_the_person_in_the_browser_and_the_agent_over_mcp_share_t
     let page = open_browser(&driver, &chromium).await;
     // The steps run in their own task so the browser is closed even when
     // one of them fails.
-    let steps = tokio::spawn(journey(page.clone(), agent, app.clone(), console.url()));
+    let steps = tokio::spawn(journey(page.clone(), agent, app.clone(), places));
     let outcome = tokio::time::timeout(Duration::from_secs(120), steps).await;
     let _ = page.close().await;
     drop(driver);
+    evil.abort();
     console.shutdown().await;
     app.stop().await;
     match outcome {

@@ -583,3 +583,77 @@ async fn an_agent_call_re_renders_readers_of_the_surface_revision() {
         "the settled call re-rendered the component"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn as_confirm_001_a_request_that_ends_on_screen_stays_presented_and_no_click_resolves_the_next()
+ {
+    let registry = registry();
+    let model = Model::default();
+    model.0.borrow().store.select(&["r1"]);
+    let mut dom = dom(&registry, &model, dialog_app);
+    let approver = registry
+        .confirmations()
+        .approver(agent_surface::confirmation::HOST_CHANNEL, "person")
+        .unwrap();
+
+    // Request A is on screen.
+    let a = call(&registry, Invocation::new("view:test.table.delete")).await;
+    let a = a
+        .error()
+        .unwrap()
+        .detail("confirmationId")
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned();
+    settle(&mut dom).await;
+    let pending = model.0.borrow().confirmations.unwrap();
+    let shown_a = pending.presented().unwrap().request.shown();
+    assert_eq!(*shown_a.confirmation_id, *a);
+
+    // A is withdrawn (its component went away) and B arrives before the
+    // person's click lands.
+    let registration = pending
+        .presented()
+        .unwrap()
+        .request
+        .registration_id
+        .to_string();
+    assert_eq!(
+        registry
+            .confirmations()
+            .withdraw_registration(&registration, "replaced"),
+        1
+    );
+    model.0.borrow().store.select(&["r2"]);
+    let b = call(&registry, Invocation::new("view:test.table.delete")).await;
+    let b = b
+        .error()
+        .unwrap()
+        .detail("confirmationId")
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned();
+    settle(&mut dom).await;
+    let presented = pending.presented().unwrap();
+    assert_eq!(*presented.request.confirmation_id, *a, "A stays on screen");
+    let ended = presented.ended.unwrap();
+    assert_eq!(
+        ended.outcome,
+        agent_surface::confirmation::ConfirmationOutcome::Withdrawn
+    );
+    assert_eq!(ended.reason, Some("replaced"));
+
+    // The click meant for A resolves nothing; B still waits.
+    assert!(pending.approve(&shown_a, &approver).is_err());
+    assert_eq!(pending.list().len(), 1);
+    assert_eq!(*pending.list()[0].confirmation_id, *b);
+    assert_eq!(model.0.borrow().store.deletes.load(Ordering::SeqCst), 0);
+
+    // Dismissed, the dialog presents B, live.
+    pending.dismiss();
+    let presented = pending.presented().unwrap();
+    assert_eq!(*presented.request.confirmation_id, *b);
+    assert!(presented.is_live());
+}

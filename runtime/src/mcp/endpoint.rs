@@ -231,7 +231,10 @@ async fn accept(
                 .timer(TokioTimer::new())
                 .header_read_timeout(read_timeout)
                 .keep_alive(true);
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            // Upgrades: a page beside `/mcp` may serve a websocket.
+            let connection = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
                 _ = connection.as_mut() => {}
