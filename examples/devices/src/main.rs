@@ -1,6 +1,7 @@
 //! `cargo run -p devices`: the devices console as a live web application
-//! (it prints the URL), serving its agent surface over MCP streamable HTTP
-//! from the same process at `/mcp`.
+//! (it prints the URL and a one-time sign-in link for the person's
+//! browser), serving its agent surface over MCP streamable HTTP from the
+//! same process at `/mcp`.
 //!
 //! Options:
 //! - `--listen addr` — where the web console listens (default

@@ -135,7 +135,7 @@ async fn foreign_null_and_lookalike_origins_and_rebinding_hosts_are_refused_on_e
         "null".to_owned(),
         format!("http://127.0.0.1.evil.example:{port}"),
         format!("http://localhost.evil.example:{port}"),
-        format!("https://evil.example"),
+        "https://evil.example".to_owned(),
     ];
     for route in routes {
         for origin in &origins {
@@ -161,7 +161,7 @@ async fn foreign_null_and_lookalike_origins_and_rebinding_hosts_are_refused_on_e
                 status(&head).starts_with("HTTP/1.1 403"),
                 "{route} for Host {host}: {head}"
             );
-            let head = raw(address, &get(route, &host, &[cookie.clone()])).await;
+            let head = raw(address, &get(route, &host, std::slice::from_ref(&cookie))).await;
             assert!(
                 status(&head).starts_with("HTTP/1.1 403"),
                 "{route} for Host {host} without Origin: {head}"
@@ -216,7 +216,11 @@ async fn pages_and_the_websocket_need_the_persons_session() {
     assert!(status(&again).starts_with("HTTP/1.1 403"), "{again}");
     assert_ne!(console(&served).login_url(), first, "the next link is new");
 
-    let head = raw(address, &get("/devices", &here, &[cookie.clone()])).await;
+    let head = raw(
+        address,
+        &get("/devices", &here, std::slice::from_ref(&cookie)),
+    )
+    .await;
     assert!(status(&head).starts_with("HTTP/1.1 200"), "{head}");
     let mut extra = upgrade();
     extra.push(origin);

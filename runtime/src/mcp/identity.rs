@@ -12,10 +12,11 @@
 //!   hook, each request is its own consumer (`mcp:http-<n>-…`); an
 //!   `Mcp-Session-Id` it carries is ignored. What spans requests is a token
 //!   the server issued to that caller alone: the confirmation id of a
-//!   two-phase call (or the `requestState` of an input request) carries the
-//!   identity that was asked, so the caller that received it can present it
-//!   — an unguessable, single-use capability bound to the exact tool and
-//!   input. Anonymous callers together hold at most
+//!   two-phase call (or the secret `requestState` of an input request)
+//!   carries the identity that was asked, so the caller that received it can
+//!   present it — an unguessable, single-use capability bound to the exact
+//!   tool and input. A principal's input request is answerable by that
+//!   principal only. Anonymous callers together hold at most
 //!   `max_pending_confirmations_per_consumer` open confirmations; the
 //!   oldest expires when another is asked.
 

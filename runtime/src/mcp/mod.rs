@@ -27,11 +27,15 @@
 //! - **Confirmations**: two-phase by default — the model calls again with
 //!   the same arguments once the user approved, or passes
 //!   `_meta["agentSurface/confirmationId"]` (a stateless HTTP caller, whose
-//!   every request is a new consumer, passes the id). When the client declares
-//!   elicitation support, the server asks the human through MCP elicitation
-//!   (a server request on handshake-era sessions, an input-required round on
-//!   2026-07-28), showing the summary and the exact effective input, and
-//!   returns the final result in the same call. A denial is never retried.
+//!   every request is a new consumer, passes the id). When elicitation is
+//!   on ([`McpServerBuilder::elicitation`]: by default only on a registry
+//!   without an in-app approval channel) and the client declares support,
+//!   the server asks the human through MCP elicitation (a server request on
+//!   handshake-era sessions, an input-required round on 2026-07-28, whose
+//!   state is a fresh secret bound to its caller), showing the summary and
+//!   the exact effective input, and returns the final result in the same
+//!   call. The client's answer resolves only its own requests, recorded as
+//!   channel [`ELICITATION_CHANNEL`]. A denial is never retried.
 //! - **Identity** (see `identity`): each session is its own consumer,
 //!   issued by the server and forgotten with the session (its dedupe
 //!   records, open confirmations and view). The 2026-07-28 HTTP protocol has
