@@ -182,3 +182,91 @@ async fn as_stale_002_version_hint_is_enforced_only_for_destructive_and_external
         ]
     );
 }
+
+/// Purge an archive, with the user's approval.
+#[agent_procedure(
+    id = "domain:test.stale.purge",
+    effect = "destructive",
+    confirmation = "required"
+)]
+#[derive(Clone, Debug)]
+pub(crate) struct Purge {
+    /// A note for the audit trail.
+    pub(crate) note: Option<String>,
+}
+
+#[tokio::test]
+async fn as_stale_002_an_approval_of_the_exact_request_outweighs_a_version_move_the_person_could_not_see()
+ {
+    let backend = Arc::new(Backend {
+        manifest: [ManifestEntry::declared(
+            Purge::contract().checked().unwrap(),
+        )]
+        .into_iter()
+        .collect(),
+        received: Mutex::new(Vec::new()),
+    });
+    let registry = Registry::builder().environment(Environment::Test).build();
+    assert!(
+        registry
+            .set_procedure_executor(Some(Arc::clone(&backend) as Arc<dyn ProcedureExecutor>))
+            .is_empty()
+    );
+    let archive = registry
+        .mounting(Arc::new(Archive))
+        .procedure(ProcedureRef::<Purge>::new())
+        .mount()
+        .unwrap();
+    let seen = registry.version().to_string();
+    let purge = || {
+        Invocation::new("domain:test.stale.purge")
+            .input(json!({}))
+            .registration(archive.registration_id())
+            .surface_version(seen.clone())
+    };
+    let asked = call(&registry, purge()).await;
+    let id = asked
+        .error()
+        .and_then(|e| e.detail("confirmationId"))
+        .and_then(Value::as_str)
+        .unwrap()
+        .to_owned();
+
+    // Something else moves the surface while the person reads the dialog.
+    let probe = registry.mount(Probe::new()).unwrap();
+    assert_ne!(registry.version().to_string(), seen);
+    let stale = |result: &InvocationResult| {
+        result.error().and_then(|e| e.detail("reason")) == Some(&json!("surface-version-mismatch"))
+    };
+    // Before the person answers, the old version is stale as ever.
+    let early = call(&registry, purge().confirmation(&id)).await;
+    assert!(stale(&early), "{early:?}");
+    // Evidence of another capability does not lift it either.
+    let asked = call(
+        &registry,
+        Invocation::new("view:test.probe.guarded").input(json!({"ids": ["x"]})),
+    )
+    .await;
+    let other = asked
+        .error()
+        .and_then(|e| e.detail("confirmationId"))
+        .and_then(Value::as_str)
+        .unwrap()
+        .to_owned();
+    let confirmations = registry.confirmations();
+    confirmations
+        .approve(&confirmations.find(&other).unwrap().shown())
+        .unwrap();
+    let crossed = call(&registry, purge().confirmation(&other)).await;
+    assert!(stale(&crossed), "{crossed:?}");
+    assert!(backend.received.lock().unwrap().is_empty(), "nothing ran");
+
+    // Approved for exactly this request: it runs, once.
+    confirmations
+        .approve(&confirmations.find(&id).unwrap().shown())
+        .unwrap();
+    let done = call(&registry, purge().confirmation(&id)).await;
+    assert!(done.is_ok(), "{done:?}");
+    assert_eq!(backend.received.lock().unwrap().len(), 1);
+    drop(probe);
+}

@@ -9,6 +9,7 @@
 //! not expire under the call that holds it.
 
 mod forget;
+mod lookup;
 mod resolve;
 mod withdraw;
 
@@ -543,41 +544,6 @@ impl ConfirmationStore {
             .open
             .get(confirmation_id)
             .map(|record| record.resolved.subscribe())
-    }
-
-    pub(super) fn ended_outcome<S: ConfirmationServices + ?Sized>(
-        &self,
-        services: &S,
-        confirmation_id: &str,
-    ) -> Option<ConfirmationOutcome> {
-        let now = services.clock_ms();
-        let store = self.lock();
-        let ended = store.ended.as_ref()?.peek(confirmation_id, now)?;
-        Some(match ended.stage {
-            Stage::Denied => ConfirmationOutcome::Denied,
-            Stage::Expired => ConfirmationOutcome::Expired,
-            Stage::Withdrawn => ConfirmationOutcome::Withdrawn,
-            _ => ConfirmationOutcome::Approved,
-        })
-    }
-
-    /// How `confirmation_id` was resolved: an approved or reserved open
-    /// record's approval, or an ended record's outcome.
-    pub(super) fn resolution<S: ConfirmationServices + ?Sized>(
-        &self,
-        services: &S,
-        confirmation_id: &str,
-    ) -> Option<Resolution> {
-        let now = services.clock_ms();
-        let store = self.lock();
-        if let Some(record) = store.open.get(confirmation_id) {
-            return record.resolution.clone();
-        }
-        store
-            .ended
-            .as_ref()?
-            .peek(confirmation_id, now)
-            .map(|ended| ended.resolution.clone())
     }
 
     fn notify(&self) {

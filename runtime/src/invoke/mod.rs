@@ -155,6 +155,7 @@ impl Registry {
             capability_id,
             parsed,
             leadership,
+            version_moved: std::sync::atomic::AtomicBool::new(false),
         };
         call.run().await
     }

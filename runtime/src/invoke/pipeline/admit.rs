@@ -191,8 +191,21 @@ impl Call<'_> {
         // (a record of origin "server"), which the client posture does not require.
         let answers_server =
             matches!(subject, Subject::Domain(_)) && self.request.confirmation_id.is_some();
+        let version_moved = self
+            .version_moved
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let stale = || {
+            ErrorPayload::stale(
+                crate::error::StaleReason::SurfaceVersionMismatch,
+                Some(&registration.id),
+            )
+        };
         if !required && !answers_server {
-            return Ok(None);
+            return if version_moved {
+                Err(stale())
+            } else {
+                Ok(None)
+            };
         }
         let inner = &self.registry.inner;
         let binding = Binding {
@@ -204,10 +217,19 @@ impl Call<'_> {
             effect: capability.effect(),
         };
         match self.request.confirmation_id.as_deref() {
-            Some(confirmation_id) => inner
-                .confirmations
-                .redeem(&self.registry.inner, confirmation_id, &binding)
-                .map(Some),
+            Some(confirmation_id) => {
+                let redeemed =
+                    inner
+                        .confirmations
+                        .redeem(&self.registry.inner, confirmation_id, &binding);
+                match redeemed {
+                    Ok(reservation) => Ok(Some(reservation)),
+                    // The surface moved and this is no approval of this
+                    // exact request: the version mismatch stands.
+                    Err(_) if version_moved => Err(stale()),
+                    Err(refused) => Err(refused),
+                }
+            }
             None => {
                 let reference = match subject {
                     Subject::Domain(reference) => Some(&**reference),

@@ -48,9 +48,13 @@ pub(super) struct Call<'r> {
     /// The capability id parsed at entry (`None`: outside the grammar, so
     /// it names nothing).
     pub(super) parsed: Option<crate::ids::CapabilityId>,
-    /// The kinds the caller's verb admits.
     /// The dedupe record this call leads (calls with an invocation id).
     pub(super) leadership: Option<super::Leadership<'r>>,
+    /// The surface moved since the caller's version hint, on a destructive
+    /// or external call that presents confirmation evidence: phase 6
+    /// decides (approved evidence for this exact request stands; anything
+    /// else is the version mismatch).
+    pub(super) version_moved: std::sync::atomic::AtomicBool,
 }
 
 /// What a call addresses on its registration.

@@ -281,12 +281,28 @@ impl Call<'_> {
     }
 
     /// The version hint, enforced for destructive and external effects —
-    /// only once the target is known to be visible.
+    /// only once the target is known to be visible. A call presenting an
+    /// approval of this registration's capability for this consumer is
+    /// decided in phase 6: the person's approval of this exact request
+    /// (registration, input, effect) outweighs a version move the person
+    /// could not see; anything else is refused here, before anything runs.
     fn check_version_hint(&self, target: &Target) -> Result<(), ErrorPayload> {
         if let Some(hint) = self.request.surface_version.as_deref()
             && target.subject.capability().effect().enforces_version_hint()
             && hint != self.registry.inner.version().to_string()
         {
+            if let Some(confirmation_id) = self.request.confirmation_id.as_deref()
+                && self.registry.inner.confirmations.is_approved_for(
+                    confirmation_id,
+                    &target.registration.id,
+                    &self.capability_id,
+                    &self.consumer_key,
+                )
+            {
+                self.version_moved
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                return Ok(());
+            }
             return Err(ErrorPayload::stale(
                 crate::error::StaleReason::SurfaceVersionMismatch,
                 Some(&target.registration.id),

@@ -1,0 +1,350 @@
+//! The browser harness: headless Chromium through WebDriver as the person,
+//! an rmcp client over streamable HTTP as the agent, one fresh console per
+//! test, and a foreign page for the attack steps.
+
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_surface::mcp::McpServer;
+use devices::{App, User, web};
+use fantoccini::{Client, ClientBuilder, Locator};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+/// How long any one expected change may take before the test fails.
+pub const PATIENCE: Duration = Duration::from_secs(15);
+
+/// A program on `PATH`.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths)
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+}
+
+/// Chromium and its driver, or why the test cannot run.
+pub fn browser() -> Result<(PathBuf, PathBuf), String> {
+    let chromium = on_path("chromium").ok_or("chromium is not installed")?;
+    let driver = on_path("chromedriver").ok_or("chromedriver is not installed")?;
+    Ok((chromium, driver))
+}
+
+/// chromedriver in its own process group, killed with its browsers on drop.
+pub struct Driver {
+    child: Child,
+    url: String,
+    profile: PathBuf,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+pub async fn start_driver(driver: &Path) -> Driver {
+    use std::os::unix::process::CommandExt;
+    let port = free_port();
+    let child = Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("chromedriver starts");
+    let profile =
+        std::env::temp_dir().join(format!("devices-browser-{}-{port}", std::process::id()));
+    let started = Driver {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        profile,
+    };
+    let deadline = Instant::now() + PATIENCE;
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "chromedriver did not listen");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    started
+}
+
+pub async fn open_browser(driver: &Driver, chromium: &Path) -> Client {
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert("browserName".into(), json!("chrome"));
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": [
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--window-size=1280,860",
+                // A foreign site on this machine, for the attack steps.
+                "--host-resolver-rules=MAP evil.example 127.0.0.1",
+                format!("--user-data-dir={}", driver.profile.display()),
+            ],
+        }),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&driver.url)
+        .await
+        .expect("a WebDriver session")
+}
+
+/// The agent: counts `tools/list_changed` pushes.
+#[derive(Clone)]
+pub struct Agent {
+    pub changed: Arc<watch::Sender<u64>>,
+}
+
+impl ClientHandler for Agent {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+}
+
+pub struct Session {
+    pub client: RunningService<RoleClient, Agent>,
+    pub changed: watch::Receiver<u64>,
+}
+
+impl Session {
+    pub async fn tools(&self) -> Vec<String> {
+        self.client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect()
+    }
+
+    pub async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
+        self.client
+            .call_tool(
+                CallToolRequestParams::new(name.to_owned())
+                    .with_arguments(arguments.as_object().cloned().unwrap_or_default()),
+            )
+            .await
+            .unwrap()
+    }
+
+    /// Waits for a `list_changed` push after the last one seen, then for
+    /// the list to satisfy `expected` (a burst may take more than one push).
+    pub async fn list_changes(&mut self, what: &str, expected: impl Fn(&[String]) -> bool) {
+        tokio::time::timeout(PATIENCE, self.changed.changed())
+            .await
+            .unwrap_or_else(|_| panic!("no tools/list_changed: {what}"))
+            .unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let tools = self.tools().await;
+            if expected(&tools) {
+                self.changed.borrow_and_update();
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what}: the tools are {tools:?}");
+            let _ = tokio::time::timeout(Duration::from_millis(500), self.changed.changed()).await;
+        }
+    }
+}
+
+pub fn payload(result: &CallToolResult) -> Value {
+    result.structured_content.clone().unwrap_or(Value::Null)
+}
+
+/// Polls the page until `check` holds.
+pub async fn until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + PATIENCE;
+    while !check().await {
+        assert!(Instant::now() < deadline, "the page never showed: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub async fn text(page: &Client, css: &str) -> Option<String> {
+    page.find(Locator::Css(css)).await.ok()?.text().await.ok()
+}
+
+pub async fn click(page: &Client, css: &str) {
+    page.wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|err| panic!("no {css}: {err}"))
+        .click()
+        .await
+        .unwrap_or_else(|err| panic!("cannot click {css}: {err}"));
+}
+
+pub async fn checked(page: &Client, css: &str) -> bool {
+    match page.find(Locator::Css(css)).await {
+        Ok(element) => element
+            .prop("checked")
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|p| p == "true"),
+        Err(_) => false,
+    }
+}
+
+pub fn has(tools: &[String], name: &str) -> bool {
+    tools.iter().any(|tool| tool == name)
+}
+
+/// Where the journey goes: the console and a foreign page.
+pub struct Places {
+    /// The person's one-time sign-in link.
+    pub login: String,
+    /// The console's page.
+    pub url: String,
+    /// The console's port.
+    pub port: u16,
+    /// A page of another site (`http://evil.example:P/`) that tries to
+    /// drive the console.
+    pub evil: String,
+}
+
+/// Serves the foreign page: it opens the console's websocket and reports
+/// whether it got in.
+pub async fn serve_evil(console_port: u16) -> (u16, tokio::task::JoinHandle<()>) {
+    let html = format!(
+        r#"<!DOCTYPE html><html><body><p id="ws">trying</p><script>
+const out = document.getElementById('ws');
+try {{
+  const ws = new WebSocket('ws://127.0.0.1:{console_port}/ws?route=/devices');
+  ws.onopen = () => {{ out.textContent = 'open'; }};
+  ws.onclose = () => {{ if (out.textContent !== 'open') out.textContent = 'refused'; }};
+}} catch (e) {{ out.textContent = 'refused'; }}
+</script></body></html>"#
+    );
+    let router = axum::Router::new().route(
+        "/",
+        axum::routing::get(move || {
+            let html = html.clone();
+            async move { axum::response::Html(html) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    (port, task)
+}
+
+/// Serializes the browser tests of one binary: one Chromium at a time on
+/// a small machine.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Runs `steps` with a fresh console (its registry as the web console
+/// builds it), an MCP agent connected over HTTP and headless Chromium
+/// (signed out), then closes everything, even when a step fails. Skipped
+/// without Chromium, unless `CI=true`.
+pub async fn in_browser<F, Fut>(steps: F)
+where
+    F: FnOnce(Client, Session, App, Places) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (chromium, driver) = match browser() {
+        Ok(found) => found,
+        Err(why) if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
+            panic!("{why}: CI must run the browser test (apt-get install chromium chromium-driver)")
+        }
+        Err(why) => {
+            eprintln!("skipped: {why} (apt-get install chromium chromium-driver to run it)");
+            return;
+        }
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let user = User::admin();
+    let app = App::connect(web::registry(&user), user).await.unwrap();
+    let server = McpServer::builder(app.registry()).name("devices").build();
+    let address: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let console = web::serve(app.clone(), &server, address).await.unwrap();
+    let port = console.local_addr().port();
+    let (evil_port, evil) = serve_evil(port).await;
+    let places = Places {
+        login: console.login_url(),
+        url: console.url(),
+        port,
+        evil: format!("http://evil.example:{evil_port}/"),
+    };
+
+    let changed = Arc::new(watch::channel(0).0);
+    let receiver = changed.subscribe();
+    let client = Agent { changed }
+        .serve(StreamableHttpClientTransport::from_uri(console.mcp_url()))
+        .await
+        .expect("the MCP handshake over HTTP");
+    let agent = Session {
+        client,
+        changed: receiver,
+    };
+
+    let driver = start_driver(&driver).await;
+    let page = open_browser(&driver, &chromium).await;
+    // The steps run in their own task so the browser is closed even when
+    // one of them fails.
+    let run = tokio::spawn(steps(page.clone(), agent, app.clone(), places));
+    let outcome = tokio::time::timeout(Duration::from_secs(120), run).await;
+    let _ = page.close().await;
+    drop(driver);
+    evil.abort();
+    console.shutdown().await;
+    app.stop().await;
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(failed)) => std::panic::resume_unwind(failed.into_panic()),
+        Err(_) => panic!("the browser journey took over two minutes"),
+    }
+}
+
+/// Signs the person in with the one-time link and waits for the console.
+pub async fn sign_in(page: &Client, places: &Places) {
+    page.goto(&places.login).await.unwrap();
+    page.wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css("#row-d1"))
+        .await
+        .expect("the console draws its table");
+}
