@@ -72,13 +72,31 @@ impl ConsumerKind {
 ///
 /// Identity scopes invocation-id deduplication (`kind:id`), rate limits,
 /// observation admission and confirmation evidence.
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct Consumer {
     id: Arc<str>,
     kind: ConsumerKind,
     grants: Arc<[String]>,
     /// `kind:id`, computed once.
     key: Arc<str>,
+    /// How a person would name it; not part of its identity.
+    label: Option<Arc<str>>,
+}
+
+/// Identity is kind, id and grants; the label is presentation only.
+impl PartialEq for Consumer {
+    fn eq(&self, other: &Consumer) -> bool {
+        self.key == other.key && self.grants == other.grants
+    }
+}
+
+impl Eq for Consumer {}
+
+impl std::hash::Hash for Consumer {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+        self.grants.hash(state);
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -117,7 +135,22 @@ impl Consumer {
             kind,
             grants: Arc::from(Vec::new()),
             key,
+            label: None,
         }
+    }
+
+    /// Names the consumer as a person would ("Claude Desktop 1.4, session
+    /// 3", "Scripted agent"): shown with its confirmation requests and in
+    /// activity views, escaped; not part of its identity.
+    #[must_use]
+    pub fn with_label(mut self, label: impl Into<Arc<str>>) -> Consumer {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// How a person would name it, if the adapter said.
+    pub fn label(&self) -> Option<&str> {
+        self.label.as_deref()
     }
 
     /// The anonymous embedded consumer (`embedded:anonymous`).

@@ -96,6 +96,10 @@ pub enum SurfaceEvent {
         invocation_id: Arc<str>,
         /// The capability.
         capability_id: Arc<str>,
+        /// The consumer (`kind:id`).
+        consumer_id: Arc<str>,
+        /// The consumer as a person would name it, if known.
+        consumer_label: Option<Arc<str>>,
         /// `ok` or `error`.
         status: &'static str,
         /// The error code, if any.
@@ -112,6 +116,12 @@ pub enum SurfaceEvent {
         capability_id: Arc<str>,
         /// When it expires (RFC 3339).
         expires_at: String,
+        /// Who asks (`kind:id`).
+        consumer_id: Arc<str>,
+        /// Who asks, as a person would name them, if known.
+        requester: Option<Arc<str>>,
+        /// The request in the person's terms (its presentation's title).
+        title: String,
     },
     /// A confirmation was resolved.
     ConfirmationResolved {
@@ -122,6 +132,8 @@ pub enum SurfaceEvent {
         /// The approval channel of an answer (`None` for an expiry or a
         /// withdrawal).
         channel: Option<Arc<str>>,
+        /// Who answered through it (`None` for an expiry or a withdrawal).
+        approver: Option<Arc<str>>,
     },
 }
 

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use agent_surface::ErrorPayload;
+use agent_surface::confirmation::{Presentation, PresentationRequest};
 use agent_surface::context::HostContext;
 use agent_surface::procedure::mcp::McpExecutor;
 use agent_surface::registry::{MountError, Mounted, Registry, RegistryBuilder};
@@ -85,14 +86,65 @@ pub fn mount_page(registry: &Registry, console: &Arc<Console>) -> Result<Vec<Mou
 }
 
 /// The registry configuration of the console: backend `forbidden` errors
-/// are the server refusing the user.
+/// are the server refusing the user, and confirmations are presented in
+/// the person's terms (see [`present`]).
 pub fn registry_builder() -> RegistryBuilder {
-    Registry::builder().procedure_errors(|_, error| match error.code() {
-        Some("forbidden") => Some(ErrorPayload::not_authorized(
-            agent_surface::error::Origin::Server,
-        )),
-        _ => None,
-    })
+    // The demo fleet's names never change (only statuses do), so the
+    // presenter reads them from the fleet the backend starts with.
+    let names: std::collections::HashMap<String, String> = Backend::demo()
+        .query(None, None)
+        .into_iter()
+        .map(|device| (device.id, device.name))
+        .collect();
+    Registry::builder()
+        .procedure_errors(|_, error| match error.code() {
+            Some("forbidden") => Some(ErrorPayload::not_authorized(
+                agent_surface::error::Origin::Server,
+            )),
+            _ => None,
+        })
+        .confirmation_presenter(move |request| present(request, &names))
+}
+
+/// A confirmation in the person's terms: "Disable 3 devices: Gateway
+/// Milano Centrale, …" on a red "Disable 3 devices" button. Device names,
+/// never ids (an id the fleet does not know is shown as "unknown device
+/// d99"); other capabilities keep the default presentation.
+pub fn present(
+    request: &PresentationRequest<'_>,
+    names: &std::collections::HashMap<String, String>,
+) -> Option<Presentation> {
+    if request.capability_id != "domain:devices.disable" {
+        return None;
+    }
+    let ids: Vec<&str> = request
+        .input
+        .get("deviceIds")?
+        .as_array()?
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    let named: Vec<String> = ids
+        .iter()
+        .map(|id| match names.get(*id) {
+            Some(name) => name.clone(),
+            None => format!("unknown device {id}"),
+        })
+        .collect();
+    let count = match named.len() {
+        1 => "1 device".to_owned(),
+        n => format!("{n} devices"),
+    };
+    let list = match named.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    };
+    Some(Presentation::new(
+        format!("Disable {count}: {list}"),
+        format!("Disable {count}"),
+        "Disabled devices stop reporting and cannot be used until someone enables them again.",
+    ))
 }
 
 /// The host context of a signed-in user, as the console's policies read it.

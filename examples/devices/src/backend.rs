@@ -38,6 +38,8 @@ pub struct Device {
 #[derive(Debug)]
 pub struct Backend {
     devices: Mutex<Vec<Device>>,
+    /// Moves whenever a device changes, so views know to query again.
+    revision: std::sync::atomic::AtomicU64,
 }
 
 impl Backend {
@@ -69,6 +71,7 @@ impl Backend {
             .collect();
         Backend {
             devices: Mutex::new(devices),
+            revision: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -107,6 +110,15 @@ impl Backend {
                 changed += 1;
             }
         }
+        if changed > 0 {
+            self.revision
+                .fetch_add(1, std::sync::atomic::Ordering::Release);
+        }
         changed
+    }
+
+    /// Moves whenever a device changed.
+    pub fn revision(&self) -> u64 {
+        self.revision.load(std::sync::atomic::Ordering::Acquire)
     }
 }

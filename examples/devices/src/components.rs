@@ -10,7 +10,10 @@ use serde::{Deserialize, Deserializer};
 
 use crate::backend::{Backend, Device, Status};
 
+mod marks;
 mod person;
+
+pub use marks::{AgentMarks, Area};
 
 /// Which statuses the table shows.
 #[agent_schema]
@@ -199,6 +202,10 @@ struct ConsoleState {
     selected: Vec<String>,
     sorting: Sorting,
     drawer: Option<String>,
+    /// The backend revision `rows` were queried at.
+    seen: u64,
+    /// What agents changed last.
+    marks: AgentMarks,
 }
 
 type Navigator = Arc<dyn Fn(Route) + Send + Sync>;
@@ -231,6 +238,8 @@ impl Console {
                 selected: Vec::new(),
                 sorting: Sorting::default(),
                 drawer: None,
+                seen: 0,
+                marks: AgentMarks::default(),
             }),
             navigator: Mutex::new(None),
         };
@@ -262,18 +271,28 @@ impl Console {
     fn state(&self) -> MutexGuard<'_, ConsoleState> {
         // A poisoned lock only means a handler panicked mid-update; the state
         // itself is plain data, so keep serving it.
-        self.state
+        let mut state = self
+            .state
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The backend changed (a disable): what is shown and selected
+        // follows at once, for the page and the agent alike.
+        if state.seen != self.backend.revision() {
+            Self::requery(&self.backend, &mut state);
+        }
+        state
     }
 
     /// Re-queries the backend with the current filters, keeps the sorting,
     /// and drops selected ids that are no longer visible.
     pub fn refresh(&self) {
         let mut state = self.state();
-        let mut rows = self
-            .backend
-            .query(state.filters.status.status(), state.filters.city.as_deref());
+        Self::requery(&self.backend, &mut state);
+    }
+
+    fn requery(backend: &Backend, state: &mut ConsoleState) {
+        state.seen = backend.revision();
+        let mut rows = backend.query(state.filters.status.status(), state.filters.city.as_deref());
         sort_rows(&mut rows, state.sorting);
         state
             .selected
@@ -311,6 +330,12 @@ fn sort_rows(rows: &mut [Device], sorting: Sorting) {
     });
 }
 
+/// Who an agent is, as the page names it.
+fn who(ctx: &ActionContext) -> &str {
+    let consumer = ctx.consumer();
+    consumer.label().unwrap_or(consumer.key())
+}
+
 /// The filter bar.
 #[derive(Debug)]
 pub struct FilterBar(pub Arc<Console>);
@@ -327,7 +352,8 @@ impl FilterBar {
     /// Change the filters; the table then shows the matching devices. Omitted
     /// fields stay unchanged; `city: null` shows every city.
     #[action(effect = "local-state", idempotent)]
-    fn set(&self, input: SetFilters) -> Filters {
+    fn set(&self, input: SetFilters, ctx: &ActionContext) -> Filters {
+        self.0.marked_by_agent(Area::Filters, who(ctx));
         {
             let mut state = self.0.state();
             if let Some(status) = input.status {
@@ -368,7 +394,8 @@ impl DevicesTable {
 
     /// Replace, extend or reduce the row selection. Only visible rows can be selected.
     #[action(effect = "local-state", precondition = ids_are_visible)]
-    fn select_rows(&self, input: SelectRows) {
+    fn select_rows(&self, input: SelectRows, ctx: &ActionContext) {
+        self.0.marked_by_agent(Area::Selection, who(ctx));
         let mut state = self.0.state();
         match input.mode {
             SelectMode::Replace => state.selected = input.ids,
@@ -385,7 +412,8 @@ impl DevicesTable {
 
     /// Sort the table.
     #[action(effect = "local-state", idempotent)]
-    fn sort(&self, input: Sorting) {
+    fn sort(&self, input: Sorting, ctx: &ActionContext) {
+        self.0.marked_by_agent(Area::Sorting, who(ctx));
         let mut state = self.0.state();
         state.sorting = input;
         sort_rows(&mut state.rows, input);

@@ -114,7 +114,7 @@ impl Agent<'_> {
         let Some(name) = self.tool_name(capability_id) else {
             let n = self.next();
             self.say(format!(
-                "{n}. {capability_id}: not in the catalog — this user is not offered it"
+                "{n}. {capability_id}: not in the catalog — the console does not offer it to this agent for this user"
             ));
             return None;
         };
@@ -235,7 +235,9 @@ pub async fn run(app: &App, out: &mut dyn Write) -> Outcome {
 /// Runs the scenario with confirmations answered as `approval` says.
 pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Outcome {
     let toolset = match Toolset::builder(app.registry())
-        .consumer(Consumer::new(ConsumerKind::Embedded, "scripted-agent"))
+        .consumer(
+            Consumer::new(ConsumerKind::Embedded, "scripted-agent").with_label("Scripted agent"),
+        )
         .topology(Topology::Embedded)
         // Two-phase, so the transcript shows each protocol step.
         .confirmations(ConfirmationMode::TwoPhase)
@@ -265,6 +267,17 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
     };
     let mut outcome = Outcome::default();
     agent.discover();
+    // The devices tools exist only while the devices page is shown: go
+    // there first, as a person would.
+    if agent.tool_name("view:devices.filters.set").is_none()
+        && agent.tool_name("view:app.navigation.goTo").is_some()
+    {
+        agent.say("   the devices tools are not offered on this page: go to /devices");
+        agent
+            .call("view:app.navigation.goTo", json!({"route": "/devices"}))
+            .await;
+        agent.discover();
+    }
     outcome.disable_offered = agent.tool_name("domain:devices.disable").is_some();
 
     agent

@@ -269,10 +269,16 @@ async fn journey(page: Client, mut agent: Session, app: App, places: Places) {
     })
     .await;
     assert_eq!(app.backend().get("d4").unwrap().status, Status::Disabled);
-    until("d4 shows disabled", || async {
-        text(&page, "#status-d4").await.as_deref() == Some("disabled")
+    // Consistent after the disable: the Offline view no longer lists d4,
+    // nothing stays ticked, and disable is no longer offered.
+    until("d4 leaves the offline view, unticked", || async {
+        page.find(Locator::Css("#row-d4")).await.is_err()
+            && text(&page, "#selection").await.as_deref() == Some("Nothing selected")
     })
     .await;
+    agent
+        .list_changes("disable is no longer offered", |t| !has(t, DISABLE))
+        .await;
 
     // One surface per application: a second tab takes the console over,
     // the first says so; closing the second and taking it back restores
@@ -283,9 +289,9 @@ async fn journey(page: Client, mut agent: Session, app: App, places: Places) {
     page.goto(&url).await.unwrap();
     page.wait()
         .at_most(PATIENCE)
-        .for_element(Locator::Css("#row-d4"))
+        .for_element(Locator::Css("#selection"))
         .await
-        .expect("the second tab draws the console (filtered by the agent)");
+        .expect("the second tab draws the console");
     assert!(has(&agent.tools().await, "view_devices__table__selectRows"));
     agent.changed.borrow_and_update();
     page.close_window().await.unwrap();

@@ -16,6 +16,9 @@
 //! - [`use_pending_confirmations`] is the list of requests waiting for the
 //!   person, with approve and deny, so the application renders the host's
 //!   confirmation dialog.
+//! - [`use_agent_activity`] is what agents did — every call, request for
+//!   approval and answer, with who and through which channel — newest
+//!   first and bounded, for an activity panel.
 //! - [`use_surface_revision`] re-renders a component whenever the surface
 //!   moved or an agent call settled, so what the agent did shows at once.
 //!
@@ -29,11 +32,13 @@
 //! [`Registry`]: agent_surface::Registry
 //! [`Mounted::invalidate`]: agent_surface::Mounted::invalidate
 
+mod activity;
 mod component;
 mod confirmations;
 mod provider;
 mod revision;
 
+pub use activity::{Activity, ActivityEntry, AgentActivity, MAX_ACTIVITY, use_agent_activity};
 pub use component::{
     AgentHandle, AgentMountError, use_agent_component, use_agent_instance, use_agent_mount,
 };

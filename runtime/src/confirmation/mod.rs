@@ -22,6 +22,7 @@
 //! whose registration goes away is withdrawn, never left to void silently.
 
 mod channel;
+mod presentation;
 mod reservation;
 mod services;
 mod store;
@@ -38,9 +39,11 @@ use crate::Effect;
 pub use channel::{
     ApprovalChannel, Approver, ChannelError, ChannelKind, HOST_CHANNEL, Resolution, ShownRequest,
 };
+pub(crate) use presentation::Presenter;
+pub use presentation::{Presentation, PresentationRequest};
 pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
-pub(crate) use store::{Binding, ConfirmationStore};
+pub(crate) use store::{Ask, Binding, ConfirmationStore};
 pub(crate) use summary::{MAX_SUMMARY_CHARS, summary};
 
 /// A request waiting for the user, as host UIs render it.
@@ -59,6 +62,13 @@ pub struct PendingConfirmation {
     pub registration_id: Arc<str>,
     /// Who asked (`kind:id`).
     pub consumer_key: Arc<str>,
+    /// Who asked, as a person would name them (the MCP client's name and
+    /// version, the embedded agent's name), escaped; `None` if unknown.
+    pub requester: Option<Arc<str>>,
+    /// The request in the person's terms: title, the approving button's
+    /// label, the effect in plain words (the host's presenter, or the
+    /// description).
+    pub presentation: Presentation,
     /// The effect of the operation being approved.
     pub effect: Effect,
     /// Who demands the approval: `"client"` (the capability's posture or a
@@ -75,6 +85,9 @@ pub struct PendingConfirmation {
     pub requested_at: String,
     /// When it expires (RFC 3339).
     pub expires_at: String,
+    /// When it expires, in epoch milliseconds of the registry's clock (for
+    /// a countdown: compare with [`Registry::now_ms`](crate::Registry::now_ms)).
+    pub expires_at_ms: u64,
 }
 
 impl PendingConfirmation {

@@ -90,6 +90,18 @@ pub(crate) struct ConfirmationStore {
     max_pending: usize,
 }
 
+/// What a new request shows the person besides what it binds to.
+pub(crate) struct Ask {
+    /// The summary (escaped and cut here).
+    pub(crate) summary: String,
+    /// `client` or `server`.
+    pub(crate) origin: &'static str,
+    /// The request in the person's terms (already sanitized).
+    pub(crate) presentation: super::Presentation,
+    /// Who asks, as a person would name them.
+    pub(crate) requester: Option<Arc<str>>,
+}
+
 /// What a request binds to.
 pub(crate) struct Binding<'a> {
     pub(crate) surface_id: &'a str,
@@ -250,9 +262,14 @@ impl ConfirmationStore {
         &self,
         services: &Arc<S>,
         binding: &Binding<'_>,
-        summary: String,
-        origin: &'static str,
+        ask: Ask,
     ) -> ErrorPayload {
+        let Ask {
+            summary,
+            origin,
+            presentation,
+            requester,
+        } = ask;
         self.expire_due(&**services);
         let (canonical, digest) = binding.canonical();
         let limits = services.confirmation_limits();
@@ -289,12 +306,15 @@ impl ConfirmationStore {
             capability_id: Arc::clone(binding.capability_id),
             registration_id: Arc::clone(binding.registration_id),
             consumer_key: Arc::clone(binding.consumer_key),
+            requester,
+            presentation,
             effect: binding.effect,
             origin,
             summary,
             input: binding.effective_input.clone(),
             requested_at: rfc3339(now),
             expires_at: rfc3339(expires_at_ms),
+            expires_at_ms,
         };
         let payload = required_payload(&view);
         let (resolved, _) = watch::channel(None);
@@ -316,6 +336,9 @@ impl ConfirmationStore {
             confirmation_id: Arc::clone(&id),
             capability_id: Arc::clone(&view.capability_id),
             expires_at: view.expires_at.clone(),
+            consumer_id: Arc::clone(&view.consumer_key),
+            requester: view.requester.clone(),
+            title: view.presentation.title.clone(),
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let weak = Arc::downgrade(services);
@@ -508,6 +531,7 @@ impl ConfirmationStore {
                 confirmation_id: Arc::clone(&view.confirmation_id),
                 outcome: ConfirmationOutcome::Expired.as_str(),
                 channel: None,
+                approver: None,
             });
         }
     }

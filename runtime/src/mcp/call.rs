@@ -32,7 +32,7 @@ impl McpSession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(mut acting) = self.acting(&context.extensions) else {
+        let Some(mut acting) = self.acting(&context.extensions, &context.peer) else {
             return Err(ErrorData::internal_error(
                 "the application is shutting down",
                 None,
@@ -114,7 +114,7 @@ impl McpSession {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(state);
-            self.answer_elicitation(&acting, &context, &pending.confirmation_id, approved);
+            self.answer_elicitation(&acting, &pending.confirmation_id, approved);
             // Denied: the retry reports CONFIRMATION_INVALID {denied}; never retried further.
             let result = self
                 .execute(
@@ -235,7 +235,7 @@ impl McpSession {
                     }
                 };
                 let approved = answer.is_some_and(|a| approves(a.action, a.content.as_ref()));
-                self.answer_elicitation(&acting, &context, &confirmation_id, approved);
+                self.answer_elicitation(&acting, &confirmation_id, approved);
                 // Denied: the retry reports CONFIRMATION_INVALID {denied}.
                 self.execute(
                     &view,
@@ -324,31 +324,20 @@ impl McpSession {
     /// through the `mcp-elicitation` agent-connection channel, which
     /// answers only this caller's own requests, recorded with the client's
     /// name and version.
-    fn answer_elicitation(
-        &self,
-        acting: &Acting,
-        context: &RequestContext<RoleServer>,
-        confirmation_id: &str,
-        approved: bool,
-    ) {
+    fn answer_elicitation(&self, acting: &Acting, confirmation_id: &str, approved: bool) {
         let confirmations = self.shared.registry.confirmations();
         let Some(shown) = confirmations.find(confirmation_id).map(|p| p.shown()) else {
             return;
         };
-        let client = context
-            .peer
-            .peer_info()
-            .map(|info| {
-                format!(
-                    "{} {}",
-                    crate::util::display_text::escape(&info.client_info.name),
-                    crate::util::display_text::escape(&info.client_info.version)
-                )
-            })
-            .unwrap_or_else(|| "mcp client".to_owned());
+        let client = acting
+            .view
+            .toolset
+            .consumer()
+            .label()
+            .unwrap_or("mcp client")
+            .to_owned();
         let consumer = Consumer::new(ConsumerKind::Mcp, acting.consumer.as_str());
-        let approver =
-            confirmations.connection_approver(ELICITATION_CHANNEL, &consumer, client.trim());
+        let approver = confirmations.connection_approver(ELICITATION_CHANNEL, &consumer, &client);
         // Refused (another consumer's request, no longer pending): the
         // retry reports why; nothing else is resolved.
         let _ = confirmations.resolve(&shown, approved, &approver);

@@ -23,7 +23,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, PoisonError};
 
+use rmcp::RoleServer;
 use rmcp::model::{Extensions, RequestId};
+use rmcp::service::Peer;
 
 use super::McpSession;
 use super::view::View;
@@ -51,12 +53,18 @@ pub(super) struct Acting {
 impl McpSession {
     /// Who a request (or notification) acts as; `None` once the registry is
     /// disposed.
-    pub(super) fn acting(&self, extensions: &Extensions) -> Option<Acting> {
+    pub(super) fn acting(
+        &self,
+        extensions: &Extensions,
+        peer: &Peer<RoleServer>,
+    ) -> Option<Acting> {
         let parts = extensions.get::<::http::request::Parts>();
+        let client = client_name(peer);
         if let (Some(identify), Some(parts)) = (&self.shared.identify, parts)
             && let Ok(Some(principal)) = catch_unwind(AssertUnwindSafe(|| identify(parts)))
         {
-            let view = self.shared.view(&principal)?;
+            let label = client.map(|client| format!("{client} ({principal})"));
+            let view = self.shared.view(&principal, label.as_deref())?;
             return Some(Acting {
                 consumer: principal,
                 caller: Caller::Principal,
@@ -67,7 +75,9 @@ impl McpSession {
             let view = match self.life.held.get() {
                 Some(view) => Arc::clone(view),
                 None => {
-                    let view = self.shared.view(session)?;
+                    let label =
+                        client.map(|client| format!("{client}, {}", session_label(session)));
+                    let view = self.shared.view(session, label.as_deref())?;
                     Arc::clone(self.life.held.get_or_init(|| view))
                 }
             };
@@ -82,10 +92,12 @@ impl McpSession {
             .anonymous
             .get_or_init(|| {
                 let consumer = self.shared.anonymous_id();
-                let view = self
-                    .shared
-                    .views
-                    .detached(&self.shared.registry, &consumer, true)?;
+                let view = self.shared.views.detached(
+                    &self.shared.registry,
+                    &consumer,
+                    true,
+                    client.as_deref(),
+                )?;
                 Some((consumer, view))
             })
             .as_ref()?;
@@ -126,7 +138,7 @@ impl McpSession {
         let view = self
             .shared
             .views
-            .detached(&self.shared.registry, recorded, false)?;
+            .detached(&self.shared.registry, recorded, false, None)?;
         Some(Acting {
             consumer: recorded.to_owned(),
             caller: Caller::Anonymous,
@@ -166,5 +178,37 @@ impl McpSession {
                     .forget_consumer(&Consumer::new(ConsumerKind::Mcp, consumer));
             }
         }
+    }
+}
+
+/// The client's own name and version (`clientInfo`), as a person would
+/// read them; `None` when the client did not say.
+fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
+    let info = peer.peer_info()?;
+    let name = info
+        .client_info
+        .title
+        .as_deref()
+        .unwrap_or(&info.client_info.name);
+    let name = name.trim();
+    if name.is_empty() {
+        return None;
+    }
+    let version = info.client_info.version.trim();
+    Some(if version.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} {version}")
+    })
+}
+
+/// `session 3` for `session-3-…`.
+fn session_label(session: &str) -> String {
+    match session
+        .strip_prefix("session-")
+        .and_then(|rest| rest.split('-').next())
+    {
+        Some(n) => format!("session {n}"),
+        None => "a session".to_owned(),
     }
 }

@@ -66,6 +66,7 @@
 
 mod call;
 mod changes;
+mod clients;
 mod convert;
 mod endpoint;
 mod gate;
@@ -86,6 +87,7 @@ use rmcp::service::RunningService;
 use crate::registry::Registry;
 use crate::util::lru::Lru;
 
+pub use clients::ConnectedClient;
 pub use endpoint::HttpServer;
 pub use origin::OriginGate;
 pub use session::McpSession;
@@ -329,8 +331,8 @@ struct Shared {
 impl Shared {
     /// The view of `consumer_id`, created on first use (`None` once the
     /// registry is disposed).
-    fn view(&self, consumer_id: &str) -> Option<Arc<View>> {
-        self.views.get(&self.registry, consumer_id, || {
+    fn view(&self, consumer_id: &str, label: Option<&str>) -> Option<Arc<View>> {
+        self.views.get(&self.registry, consumer_id, label, || {
             self.next_session.fetch_add(1, Ordering::Relaxed)
         })
     }

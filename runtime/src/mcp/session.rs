@@ -200,7 +200,7 @@ impl ServerHandler for McpSession {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let Some(acting) = self.acting(&context.extensions) else {
+        let Some(acting) = self.acting(&context.extensions, &context.peer) else {
             return Ok(ListToolsResult::with_all_items(Vec::new()));
         };
         let view = acting.view;
@@ -243,7 +243,7 @@ impl ServerHandler for McpSession {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        if let Some(acting) = self.acting(&context.extensions) {
+        if let Some(acting) = self.acting(&context.extensions, &context.peer) {
             self.spawn_notifier(context.peer, acting.view);
         }
     }
@@ -273,7 +273,10 @@ impl ServerHandler for McpSession {
             context.cancelled().await;
             return Ok(());
         }
-        let Some(acting) = self.acting(&context.request_context().extensions) else {
+        let Some(acting) = self.acting(
+            &context.request_context().extensions,
+            &context.request_context().peer,
+        ) else {
             return Ok(());
         };
         let view = acting.view;

@@ -37,9 +37,18 @@ pub(super) struct View {
 
 impl View {
     /// A view of `consumer_id` (`None` once the registry is disposed).
-    fn new(registry: &Registry, consumer_id: &str, created: u64) -> Option<View> {
+    fn new(
+        registry: &Registry,
+        consumer_id: &str,
+        label: Option<&str>,
+        created: u64,
+    ) -> Option<View> {
+        let mut consumer = Consumer::new(ConsumerKind::Mcp, consumer_id);
+        if let Some(label) = label {
+            consumer = consumer.with_label(label);
+        }
         let toolset = Toolset::builder(registry)
-            .consumer(Consumer::new(ConsumerKind::Mcp, consumer_id))
+            .consumer(consumer)
             .topology(Topology::Remote)
             .confirmations(ConfirmationMode::TwoPhase)
             .build()
@@ -105,13 +114,14 @@ impl Views {
         &self,
         registry: &Registry,
         consumer_id: &str,
+        label: Option<&str>,
         order: impl FnOnce() -> u64,
     ) -> Option<Arc<View>> {
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(view) = views.get(consumer_id) {
             return Some(Arc::clone(view));
         }
-        let view = Arc::new(View::new(registry, consumer_id, order())?);
+        let view = Arc::new(View::new(registry, consumer_id, label, order())?);
         if views.len() >= MAX_VIEWS {
             let oldest = views
                 .iter()
@@ -134,8 +144,9 @@ impl Views {
         registry: &Registry,
         consumer_id: &str,
         anonymous: bool,
+        label: Option<&str>,
     ) -> Option<Arc<View>> {
-        let view = Arc::new(View::new(registry, consumer_id, 0)?);
+        let view = Arc::new(View::new(registry, consumer_id, label, 0)?);
         if anonymous {
             let mut all = self
                 .anonymous

@@ -208,6 +208,7 @@ pub struct RegistryBuilder {
     pub(super) procedure_errors: Option<ErrorHook>,
     pub(super) expected_manifest: Option<Box<str>>,
     pub(super) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
+    pub(super) presenter: Option<crate::confirmation::Presenter>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -350,6 +351,25 @@ impl RegistryBuilder {
         self
     }
 
+    /// How confirmations are presented to the person: turns a request into
+    /// a title naming the action and its objects in the person's terms
+    /// (names, not ids; counts), the approving button's label and the
+    /// effect in plain words. Runs once per new request, outside every
+    /// lock; `None` or a panic presents the capability's description. What
+    /// it returns is escaped and cut like the summary.
+    pub fn confirmation_presenter(
+        mut self,
+        present: impl Fn(
+            &crate::confirmation::PresentationRequest<'_>,
+        ) -> Option<crate::confirmation::Presentation>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.presenter = Some(Arc::new(present));
+        self
+    }
+
     /// Builds the registry.
     pub fn build(self) -> Registry {
         // Creating a registry allocates its shared state and nothing else
@@ -385,6 +405,7 @@ impl RegistryBuilder {
                 procedure_errors: self.procedure_errors,
                 expected_manifest: self.expected_manifest,
                 approval_channels: self.approval_channels,
+                presenter: self.presenter,
             },
             clock,
             ids: IdMint::new(),
@@ -438,6 +459,7 @@ pub(crate) struct Config {
     pub(crate) procedure_errors: Option<ErrorHook>,
     pub(crate) expected_manifest: Option<Box<str>>,
     pub(crate) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
+    pub(crate) presenter: Option<crate::confirmation::Presenter>,
 }
 
 /// Immutable values every registry starts with, built once per process.

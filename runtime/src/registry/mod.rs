@@ -330,6 +330,7 @@ impl Registry {
             procedure_errors: None,
             expected_manifest: None,
             approval_channels: Vec::new(),
+            presenter: None,
         }
     }
 

@@ -1,7 +1,9 @@
 //! The person's side of the console: what the web page reads and does with
 //! its own controls (the agent goes through the components' capabilities).
 
-use super::{Console, DrawerState, Filters, SortDir, SortKey, Sorting, StatusFilter, TableState};
+use super::{
+    Area, Console, DrawerState, Filters, SortDir, SortKey, Sorting, StatusFilter, TableState,
+};
 use crate::backend::Device;
 
 impl Console {
@@ -43,18 +45,21 @@ impl Console {
 
     /// Shows only devices of a status; the selection keeps visible rows.
     pub fn set_status_filter(&self, status: StatusFilter) {
+        self.unmark(Area::Filters);
         self.state().filters.status = status;
         self.refresh();
     }
 
     /// Shows only devices of a city (`None`: every city).
     pub fn set_city_filter(&self, city: Option<String>) {
+        self.unmark(Area::Filters);
         self.state().filters.city = city;
         self.refresh();
     }
 
     /// Ticks or unticks a visible row.
     pub fn toggle_selected(&self, id: &str) {
+        self.unmark(Area::Selection);
         let mut state = self.state();
         if !state.rows.iter().any(|row| row.id == id) {
             return;
@@ -68,6 +73,7 @@ impl Console {
 
     /// Sorts by a column; the same column again flips the direction.
     pub fn sort_by(&self, by: SortKey) {
+        self.unmark(Area::Sorting);
         let mut state = self.state();
         let dir = match (state.sorting.by == by, state.sorting.dir) {
             (true, SortDir::Asc) => SortDir::Desc,

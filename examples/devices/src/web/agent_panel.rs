@@ -1,12 +1,17 @@
-//! The agent panel: how an MCP client connects to this console, and a
-//! control that runs the scripted agent against the page's own surface so a
-//! person watches it act and answers its confirmation in the dialog.
+//! The Agents panel, live: the agents connected now and what each may do
+//! this moment, the requests waiting for the person, what agents did, how
+//! an MCP client connects, and a control that runs the scripted agent
+//! against the page's own surface so a person watches it act and answers
+//! its confirmation in the dialog.
 
 use std::io::Write;
 
+use agent_surface_dioxus::use_pending_confirmations;
 use dioxus::prelude::*;
 
 use super::Shared;
+use super::activity::ActivityList;
+use super::clock::use_now_ms;
 use crate::scenario::{self, Approval};
 
 /// A transcript written into a signal (the agent runs as a task of this
@@ -24,27 +29,107 @@ impl Write for SignalLog {
     }
 }
 
+/// A tool's wire name as a person reads it: `view_devices__table__selectRows`
+/// → `table: select rows`.
+fn tool_words(name: &str) -> String {
+    let parts: Vec<&str> = name.split("__").collect();
+    let last = parts.last().copied().unwrap_or(name);
+    let mut words = String::new();
+    for c in last.chars() {
+        if c.is_uppercase() {
+            words.push(' ');
+            words.extend(c.to_lowercase());
+        } else {
+            words.push(c);
+        }
+    }
+    match parts.len() {
+        0 | 1 => words,
+        n => format!("{}: {words}", parts.get(n - 2).copied().unwrap_or_default()),
+    }
+}
+
 #[component]
 pub(crate) fn AgentPanel() -> Element {
     let shared = use_context::<Shared>();
+    let pending = use_pending_confirmations();
+    let _tick = use_now_ms()();
     let mut transcript = use_signal(String::new);
     let mut running = use_signal(|| false);
     let config = format!(
         "{{\n  \"mcpServers\": {{\n    \"devices\": {{ \"url\": \"{}\" }}\n  }}\n}}",
         shared.mcp_url
     );
+    let clients = shared.mcp.clients();
+    let waiting = pending.list();
     let app = shared.app.clone();
     rsx! {
-        aside { class: "agent",
-            h2 { "Agents" }
-            p {
-                "MCP clients connect to "
-                code { id: "mcp-url", "{shared.mcp_url}" }
-                " (streamable HTTP). Their tool list follows this page: tick rows and "
-                code { "domain_devices__disable" }
-                " appears; open Settings and the devices tools go. A desktop client's configuration:"
+        aside { class: "agent", "aria-labelledby": "agents-title",
+            h2 { id: "agents-title", "Agents" }
+            section { "aria-labelledby": "connected-title",
+                h3 { id: "connected-title", "Connected now" }
+                ul { id: "agents",
+                    if running() {
+                        li { class: "agent-row", "data-agent": "scripted",
+                            strong { "Scripted agent" }
+                            " — working in this page"
+                        }
+                    }
+                    for client in clients.iter() {
+                        {
+                            let name = client
+                                .consumer
+                                .label()
+                                .unwrap_or(client.consumer.key())
+                                .to_owned();
+                            let can: Vec<String> = client.tools.iter().map(|t| tool_words(t)).collect();
+                            let key = client.consumer.key().to_string();
+                            let summary = if can.is_empty() {
+                                "can use nothing right now".to_owned()
+                            } else {
+                                format!("can use {} tools now", can.len())
+                            };
+                            let list = can.join(", ");
+                            rsx! {
+                                li { key: "{key}", class: "agent-row", "data-agent": "{key}",
+                                    strong { "{name}" }
+                                    " — {summary}"
+                                    if !list.is_empty() {
+                                        p { class: "tools muted", "{list}" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                if clients.is_empty() && !running() {
+                    p { class: "muted", "No agent is connected." }
+                }
             }
-            pre { class: "config", "{config}" }
+            section { "aria-labelledby": "waiting-title",
+                h3 { id: "waiting-title", "Waiting for you" }
+                if waiting.is_empty() {
+                    p { id: "waiting", class: "muted", "No request is waiting." }
+                } else {
+                    ul { id: "waiting",
+                        for request in waiting.iter() {
+                            li { key: "{request.confirmation_id}", "{request.presentation.title}" }
+                        }
+                    }
+                }
+            }
+            ActivityList {}
+            section { "aria-labelledby": "connect-title",
+                h3 { id: "connect-title", "Connect an agent" }
+                p {
+                    "MCP clients connect to "
+                    code { id: "mcp-url", "{shared.mcp_url}" }
+                    " (streamable HTTP). Their tool list follows this page: tick rows and "
+                    code { "domain_devices__disable" }
+                    " appears; open Settings and the devices tools go. A desktop client's configuration:"
+                }
+                pre { class: "config", "{config}" }
+            }
             button {
                 id: "run-agent",
                 class: "primary",

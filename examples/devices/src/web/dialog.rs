@@ -1,18 +1,25 @@
-//! The host's confirmation dialog: the request it presents, with its
-//! summary, effect, requester and the exact input, answered by the person
-//! through the console's approval channel.
+//! The host's confirmation dialog, in the person's terms: what the agent
+//! asks ("Disable 3 devices: …"), who asks, what it does, the time left,
+//! and a red button naming the action; the exact request behind a
+//! disclosure. Answered through the console's approval channel.
 //!
 //! The buttons answer exactly the request this render showed (its
 //! [`ShownRequest`](agent_surface::confirmation::ShownRequest)). A request
 //! that ends while it is on screen (withdrawn, expired, answered in another
 //! tab) stays on screen as ended, saying so, until the person dismisses it:
 //! the next request never takes its place under the cursor.
+//!
+//! Keyboard (WAI-ARIA modal dialog pattern, with the page's script in
+//! `mod.rs`): focus moves into the dialog (to *Deny*, the safe choice), Tab
+//! stays inside it, Escape denies (or dismisses an ended request), and
+//! focus returns to where it was when the dialog closes.
 
 use agent_surface::confirmation::{ConfirmationOutcome, Resolution};
 use agent_surface_dioxus::use_pending_confirmations;
 use dioxus::prelude::*;
 
 use super::Shared;
+use super::clock::use_now_ms;
 
 /// What the person is told about a request that ended on screen.
 fn ended_text(ended: &Resolution) -> String {
@@ -40,16 +47,28 @@ fn ended_text(ended: &Resolution) -> String {
     }
 }
 
+/// `4:32` for 272 seconds.
+pub(crate) fn minutes_seconds(ms: u64) -> String {
+    let seconds = ms.div_ceil(1000);
+    format!("{}:{:02}", seconds / 60, seconds % 60)
+}
+
 #[component]
 pub(crate) fn ConfirmDialog() -> Element {
     let shared = use_context::<Shared>();
     let pending = use_pending_confirmations();
+    let now = use_now_ms();
     let Some(presented) = pending.presented() else {
         return rsx! {};
     };
     let request = presented.request;
     let input = request.display_input();
-    let effect = request.effect.as_str();
+    let presentation = request.presentation.clone();
+    let asker = request
+        .requester
+        .as_deref()
+        .unwrap_or(&request.consumer_key)
+        .to_owned();
     if let Some(ended) = presented.ended {
         let text = ended_text(&ended);
         return rsx! {
@@ -60,14 +79,15 @@ pub(crate) fn ConfirmDialog() -> Element {
                     role: "alertdialog",
                     "aria-modal": "true",
                     "aria-labelledby": "confirm-title",
+                    "aria-describedby": "confirm-ended",
                     "data-state": "ended",
                     h2 { id: "confirm-title", "Request no longer waiting" }
                     p { id: "confirm-ended", "{text}" }
-                    p { id: "confirm-summary", class: "muted", "{request.summary}" }
+                    p { id: "confirm-summary", class: "muted", "{presentation.title}" }
                     div { class: "actions",
                         button {
                             id: "dismiss",
-                            autofocus: true,
+                            "data-escape": "true",
                             onclick: move |_| pending.dismiss(),
                             "OK"
                         }
@@ -77,10 +97,13 @@ pub(crate) fn ConfirmDialog() -> Element {
         };
     }
     let waiting = pending.list().len();
+    let left = request.expires_at_ms.saturating_sub(now());
+    let countdown = minutes_seconds(left);
     let shown = request.shown();
     let deny_shown = shown.clone();
     let approver = shared.approver.clone();
     let deny_approver = approver.clone();
+    let effect_class = format!("effect {}", request.effect.as_str());
     rsx! {
         div { class: "backdrop",
             div {
@@ -89,28 +112,45 @@ pub(crate) fn ConfirmDialog() -> Element {
                 role: "alertdialog",
                 "aria-modal": "true",
                 "aria-labelledby": "confirm-title",
+                "aria-describedby": "confirm-effect-text",
                 "data-state": "live",
                 "data-confirmation": "{request.confirmation_id}",
-                h2 { id: "confirm-title", "An agent asks for your approval" }
-                p { id: "confirm-summary", "{request.summary}" }
-                dl {
-                    dt { "Effect" }
-                    dd { id: "confirm-effect", "{effect}" }
-                    dt { "Operation" }
-                    dd { code { "{request.capability_id}" } }
-                    dt { "Asked by" }
-                    dd { code { "{request.consumer_key}" } }
-                    dt { "Expires" }
-                    dd { "{request.expires_at}" }
+                p { class: "eyebrow", "An agent asks for your approval" }
+                h2 { id: "confirm-title", "{presentation.title}" }
+                if !presentation.effect.is_empty() {
+                    p { id: "confirm-effect-text", class: "{effect_class}", "{presentation.effect}" }
                 }
-                p { "Exact input:" }
-                pre { id: "confirm-input", "{input}" }
+                dl {
+                    dt { "Asked by" }
+                    dd { id: "confirm-asker", "{asker}" }
+                    dt { "Time left" }
+                    dd {
+                        span {
+                            id: "confirm-countdown",
+                            role: "timer",
+                            "aria-live": "off",
+                            "{countdown}"
+                        }
+                        " — then it expires and nothing is done"
+                    }
+                }
+                details { id: "confirm-details",
+                    summary { "Exact request the agent sent" }
+                    p { class: "muted",
+                        "Operation "
+                        code { "{request.capability_id}" }
+                        ", effect "
+                        span { id: "confirm-effect", "{request.effect.as_str()}" }
+                    }
+                    pre { id: "confirm-input", "{input}" }
+                }
                 if waiting > 1 {
-                    p { class: "more", "{waiting - 1} more waiting" }
+                    p { class: "more", "{waiting - 1} more request(s) waiting after this one" }
                 }
                 div { class: "actions",
                     button {
                         id: "deny",
+                        "data-escape": "true",
                         onclick: move |_| {
                             if let Some(approver) = &deny_approver {
                                 let _ = pending.deny(&deny_shown, approver);
@@ -127,7 +167,7 @@ pub(crate) fn ConfirmDialog() -> Element {
                                 let _ = pending.approve(&shown, approver);
                             }
                         },
-                        "Approve"
+                        "{presentation.action}"
                     }
                 }
             }

@@ -18,7 +18,9 @@
 //! dialog answers through the registry's in-app channel `console`. The MCP
 //! endpoint has no way to approve: elicitation is off beside the dialog.
 
+mod activity;
 mod agent_panel;
+mod clock;
 mod dialog;
 mod login;
 mod views;
@@ -87,6 +89,8 @@ pub(crate) struct Shared {
     pub(crate) app: App,
     pub(crate) tabs: Arc<Tabs>,
     pub(crate) mcp_url: String,
+    /// The MCP server beside the page (who is connected).
+    pub(crate) mcp: McpServer,
     /// The person answering in the dialog (`None`: the registry declares
     /// no console channel, and the dialog cannot answer).
     pub(crate) approver: Option<Approver>,
@@ -179,9 +183,10 @@ fn page(path: &str) -> Html<String> {
 <title>Devices console</title>
 <style>{style}</style>
 </head>
-<body><div id="main"></div>{glue}</body>
+<body><div id="main"></div>{glue}<script>{modal}</script></body>
 </html>"#,
         style = include_str!("style.css"),
+        modal = include_str!("modal.js"),
     ))
 }
 
@@ -222,6 +227,7 @@ pub async fn serve(
     };
     let sign_in = Arc::clone(&login);
     let ws_login = Arc::clone(&login);
+    let mcp_server = mcp.clone();
     let ws_url = Arc::clone(&mcp_url);
     let routes =
         Router::new()
@@ -269,6 +275,7 @@ pub async fn serve(
                             app: app.clone(),
                             tabs: Arc::clone(&tabs),
                             mcp_url: ws_url.get().cloned().unwrap_or_default(),
+                            mcp: mcp_server.clone(),
                             approver: approver.clone(),
                         };
                         let pool = Arc::clone(&pool);

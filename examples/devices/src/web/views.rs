@@ -15,7 +15,7 @@ use super::watch::use_watch;
 use super::{OpenedOn, Shared, TabId};
 use crate::backend::Status;
 use crate::components::{
-    Console, DevicesTable, Drawer, FilterBar, Navigation, Route, SortKey, StatusFilter,
+    Console, DevicesTable, Drawer, FilterBar, Navigation, Route, SortDir, SortKey, StatusFilter,
 };
 use crate::domain::disable_reference;
 
@@ -174,8 +174,12 @@ fn FilterBarView() -> Element {
     let city = filters.city.clone().unwrap_or_default();
     let by_status = Arc::clone(&console);
     let by_city = Arc::clone(&console);
+    let marked = console.marks().filters;
     rsx! {
-        section { class: "filters",
+        section { class: "filters", "aria-label": "Filters",
+            if let Some(who) = marked {
+                span { id: "filters-mark", class: "mark", "Set by {who}" }
+            }
             label { "Status "
                 select {
                     id: "status-filter",
@@ -232,11 +236,23 @@ fn TableView() -> Element {
             .mount()
     });
     let table = console.table();
+    let marks = console.marks();
     let selected = table.selected_ids.clone();
     let summary = if selected.is_empty() {
         "Nothing selected".to_owned()
     } else {
         format!("{} selected: {}", selected.len(), selected.join(", "))
+    };
+    let sorting = table.sorting;
+    let aria_sort = move |key: SortKey| match (sorting.by == key, sorting.dir) {
+        (false, _) => "none",
+        (true, SortDir::Asc) => "ascending",
+        (true, SortDir::Desc) => "descending",
+    };
+    let arrow = move |key: SortKey| match (sorting.by == key, sorting.dir) {
+        (false, _) => "",
+        (true, SortDir::Asc) => " ▲",
+        (true, SortDir::Desc) => " ▼",
     };
     let rows = table.visible_rows.into_iter().map(|device| {
         let is_selected = selected.contains(&device.id);
@@ -251,6 +267,7 @@ fn TableView() -> Element {
                     input {
                         r#type: "checkbox",
                         id: "select-{device.id}",
+                        "aria-label": "Select {device.name}",
                         checked: is_selected,
                         onchange: move |_| {
                             toggle.toggle_selected(&id);
@@ -264,6 +281,7 @@ fn TableView() -> Element {
                 td {
                     button {
                         class: "link",
+                        "aria-label": "Details of {device.name}",
                         onclick: move |_| {
                             open.open_drawer(&open_id);
                             tick.bump();
@@ -278,19 +296,32 @@ fn TableView() -> Element {
     let sort_status = Arc::clone(&console);
     let sort_city = Arc::clone(&console);
     rsx! {
-        section { class: "table",
-            p { id: "selection", "{summary}" }
+        section { class: "table", "aria-label": "Devices",
+            p { class: "selection-line",
+                span { id: "selection", "{summary}" }
+                if let Some(who) = marks.selection {
+                    " "
+                    span { id: "selection-mark", class: "mark", "Selected by {who}" }
+                }
+                if let Some(who) = marks.sorting {
+                    " "
+                    span { id: "sorting-mark", class: "mark", "Sorted by {who}" }
+                }
+            }
+            div { class: "table-scroll",
             table {
+                caption { class: "visually-hidden", "Devices matching the filters" }
                 thead {
                     tr {
-                        th {}
-                        th { button { class: "link", onclick: move |_| { sort_name.sort_by(SortKey::Name); tick.bump(); }, "Name" } }
-                        th { button { class: "link", onclick: move |_| { sort_status.sort_by(SortKey::Status); tick.bump(); }, "Status" } }
-                        th { button { class: "link", onclick: move |_| { sort_city.sort_by(SortKey::City); tick.bump(); }, "City" } }
-                        th {}
+                        th { scope: "col", span { class: "visually-hidden", "Selected" } }
+                        th { scope: "col", "aria-sort": aria_sort(SortKey::Name), button { id: "sort-name", class: "link", onclick: move |_| { sort_name.sort_by(SortKey::Name); tick.bump(); }, "Name{arrow(SortKey::Name)}" } }
+                        th { scope: "col", "aria-sort": aria_sort(SortKey::Status), button { id: "sort-status", class: "link", onclick: move |_| { sort_status.sort_by(SortKey::Status); tick.bump(); }, "Status{arrow(SortKey::Status)}" } }
+                        th { scope: "col", "aria-sort": aria_sort(SortKey::City), button { id: "sort-city", class: "link", onclick: move |_| { sort_city.sort_by(SortKey::City); tick.bump(); }, "City{arrow(SortKey::City)}" } }
+                        th { scope: "col", span { class: "visually-hidden", "Details" } }
                     }
                 }
                 tbody { {rows} }
+            }
             }
         }
     }

@@ -200,8 +200,12 @@ where
     }
 }
 
+/// The text of the first element matching `css` (its `textContent`,
+/// trimmed: also what a collapsed disclosure holds).
 pub async fn text(page: &Client, css: &str) -> Option<String> {
-    page.find(Locator::Css(css)).await.ok()?.text().await.ok()
+    let element = page.find(Locator::Css(css)).await.ok()?;
+    let content = element.prop("textContent").await.ok()??;
+    Some(content.trim().to_owned())
 }
 
 pub async fn click(page: &Client, css: &str) {

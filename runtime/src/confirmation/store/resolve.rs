@@ -92,6 +92,7 @@ impl ConfirmationStore {
             confirmation_id: Arc::clone(&view.confirmation_id),
             outcome: outcome.as_str(),
             channel: Some(Arc::clone(&approver.channel)),
+            approver: Some(Arc::clone(&approver.approver)),
         });
         self.notify();
         Ok(resolution)

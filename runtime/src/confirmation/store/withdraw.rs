@@ -70,6 +70,7 @@ impl ConfirmationStore {
                 confirmation_id: Arc::clone(&view.confirmation_id),
                 outcome: ConfirmationOutcome::Withdrawn.as_str(),
                 channel: None,
+                approver: None,
             });
         }
         if count > 0 {

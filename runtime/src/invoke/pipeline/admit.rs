@@ -238,9 +238,7 @@ impl Call<'_> {
                 let summary = escalated
                     .flatten()
                     .unwrap_or_else(|| summarize(capability, effective, reference));
-                Err(inner
-                    .confirmations
-                    .request(&self.registry.inner, &binding, summary, "client"))
+                Err(self.ask(&binding, capability, summary, "client"))
             }
         }
     }

@@ -294,9 +294,7 @@ impl Call<'_> {
                     .unwrap_or_else(|| {
                         summarize(&reference.capability, effective, Some(reference))
                     });
-                inner
-                    .confirmations
-                    .request(&self.registry.inner, &binding, summary, "server")
+                self.ask(&binding, &reference.capability, summary, "server")
             }
             error => {
                 let mapped = inner.config.procedure_errors.as_ref().and_then(|map| {

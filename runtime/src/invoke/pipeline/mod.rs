@@ -378,3 +378,57 @@ fn summarize(
     let bound: Vec<&str> = bound.iter().map(String::as_str).collect();
     crate::confirmation::summary(capability.description(), effective, &bound)
 }
+
+impl Call<'_> {
+    /// Asks the person: a new (or the identical pending) confirmation for
+    /// `binding`, presented in the person's terms by the host's presenter
+    /// (contained: a panic or `None` presents the description) and naming
+    /// who asks. The presenter runs before the store's lock is taken.
+    fn ask(
+        &self,
+        binding: &crate::confirmation::Binding<'_>,
+        capability: &CheckedCapability,
+        summary: String,
+        origin: &'static str,
+    ) -> ErrorPayload {
+        let inner = &self.registry.inner;
+        let requester = self.consumer.label().map(|label| {
+            Arc::from(crate::util::display_text::truncate(
+                &crate::util::display_text::escape(label),
+                MAX_REQUESTER_CHARS,
+            ))
+        });
+        let description = capability.description();
+        let request = crate::confirmation::PresentationRequest {
+            capability_id: binding.capability_id,
+            description,
+            effect: binding.effect,
+            input: binding.effective_input,
+            requester: requester.as_deref(),
+        };
+        let presented = inner.config.presenter.as_ref().and_then(|present| {
+            catch_unwind(AssertUnwindSafe(|| present(&request))).unwrap_or_else(|panic| {
+                tracing::error!(panic = %panic_message(panic.as_ref()), "the confirmation presenter panicked; the description is presented");
+                None
+            })
+        });
+        let presentation = presented
+            .unwrap_or_else(|| {
+                crate::confirmation::Presentation::fallback(description, binding.effect)
+            })
+            .sanitized(description);
+        inner.confirmations.request(
+            inner,
+            binding,
+            crate::confirmation::Ask {
+                summary,
+                origin,
+                presentation,
+                requester,
+            },
+        )
+    }
+}
+
+/// Longest requester label shown to the person, in characters.
+const MAX_REQUESTER_CHARS: usize = 80;

@@ -126,6 +126,8 @@ impl Call<'_> {
             [crate::events::SurfaceEvent::InvocationSettled {
                 invocation_id: Arc::clone(&self.invocation_id),
                 capability_id: Arc::clone(&self.capability_id),
+                consumer_id: Arc::clone(&self.consumer_key),
+                consumer_label: self.consumer.label().map(Arc::from),
                 status,
                 code,
                 duration_ms,

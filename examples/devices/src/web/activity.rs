@@ -1,0 +1,164 @@
+//! The activity list: what agents did, in the person's words, newest
+//! first — every call with its outcome, every request for approval, every
+//! answer with who gave it and through which channel, expiries and
+//! withdrawals.
+
+use agent_surface::ErrorCode;
+use agent_surface_dioxus::{Activity, ActivityEntry, use_agent_activity};
+use dioxus::prelude::*;
+
+use super::clock::use_now_ms;
+
+/// Entries the page keeps.
+const SHOWN: usize = 40;
+
+/// What calling a capability means to a person.
+fn doing(capability_id: &str) -> &'static str {
+    match capability_id {
+        "view:devices.filters.set" => "changed the filters",
+        "view:devices.filters.read" => "read the filters",
+        "view:devices.table.readState" => "read the table",
+        "view:devices.table.selectRows" => "changed the selection",
+        "view:devices.table.sort" => "sorted the table",
+        "view:devices.drawer.open" => "opened a device's details",
+        "view:devices.drawer.close" => "closed the details",
+        "view:devices.drawer.state" => "read the details",
+        "view:app.navigation.goTo" => "moved to another page",
+        "view:app.navigation.current" => "read where the console is",
+        "domain:devices.disable" => "disabled devices",
+        _ => "used a tool",
+    }
+}
+
+/// Why a call did not go through, in a few words.
+fn why(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::ConfirmationRequired => "waits for your approval",
+        ErrorCode::ConfirmationInvalid => "was not approved",
+        ErrorCode::CapabilityNotAvailable => "was not available",
+        ErrorCode::StaleCapability => "used an outdated view",
+        ErrorCode::PreconditionFailed => "did not fit the current state",
+        ErrorCode::InvalidInput => "sent invalid input",
+        ErrorCode::NotAuthorized => "was not allowed",
+        ErrorCode::RateLimited => "was asked to slow down",
+        _ => "failed",
+    }
+}
+
+/// One line about an entry, and whether it is a change (marked) or a read.
+fn line(entry: &ActivityEntry) -> (String, &'static str) {
+    let who = &entry.who;
+    match &entry.what {
+        Activity::Call {
+            capability_id,
+            error: None,
+            approved: Some(title),
+        } => {
+            let _ = capability_id;
+            (format!("{who} did, with your approval: {title}"), "done")
+        }
+        Activity::Call {
+            capability_id,
+            error: None,
+            ..
+        } => {
+            let kind =
+                if capability_id.starts_with("view:") && doing(capability_id).starts_with("read") {
+                    "read"
+                } else {
+                    "change"
+                };
+            (format!("{who} {}", doing(capability_id)), kind)
+        }
+        Activity::Call {
+            capability_id,
+            error: Some(code),
+            ..
+        } if *code == ErrorCode::ConfirmationRequired => {
+            let _ = capability_id;
+            (format!("{who} is waiting for your answer"), "read")
+        }
+        Activity::Call {
+            capability_id,
+            error: Some(code),
+            ..
+        } => (
+            format!(
+                "{who} tried: {}, but it {}",
+                doing(capability_id),
+                why(*code)
+            ),
+            "refused",
+        ),
+        Activity::Asked { title, .. } => (format!("{who} asks for your approval: {title}"), "ask"),
+        Activity::Answered {
+            outcome,
+            channel,
+            title,
+            ..
+        } => {
+            let what = title.clone().unwrap_or_else(|| "a request".to_owned());
+            let through = channel
+                .as_deref()
+                .map(|c| format!(" (through {c})"))
+                .unwrap_or_default();
+            match *outcome {
+                "approved" => (format!("{who} approved{through}: {what}"), "answer"),
+                "denied" => (format!("{who} denied{through}: {what}"), "answer"),
+                "expired" => (
+                    format!("Expired without an answer, nothing was done: {what}"),
+                    "refused",
+                ),
+                _ => (
+                    format!("Withdrawn (the page changed), nothing was done: {what}"),
+                    "refused",
+                ),
+            }
+        }
+        _ => (format!("{who} did something"), "read"),
+    }
+}
+
+/// "just now", "12 s ago", "3 min ago".
+fn ago(now_ms: u64, at_ms: u64) -> String {
+    let seconds = now_ms.saturating_sub(at_ms) / 1000;
+    match seconds {
+        0..=4 => "just now".to_owned(),
+        5..=59 => format!("{seconds} s ago"),
+        _ => format!("{} min ago", seconds / 60),
+    }
+}
+
+#[component]
+pub(crate) fn ActivityList() -> Element {
+    let activity = use_agent_activity(SHOWN);
+    let now = use_now_ms();
+    let entries = activity.entries();
+    let dropped = activity.dropped();
+    rsx! {
+        section { class: "activity", "aria-labelledby": "activity-title",
+            h3 { id: "activity-title", "What agents did" }
+            if entries.is_empty() {
+                p { class: "muted", "Nothing yet. Agent calls, requests and answers show here." }
+            }
+            if dropped > 0 {
+                p { class: "muted", "{dropped} events arrived too fast to show." }
+            }
+            ol { id: "activity", "aria-live": "polite",
+                for (index, entry) in entries.iter().enumerate() {
+                    {
+                        let (text, kind) = line(entry);
+                        let when = ago(now(), entry.at_ms);
+                        rsx! {
+                            li { key: "{index}-{entry.at_ms}", class: "entry {kind}", "data-kind": "{kind}",
+                                span { class: "text", "{text}" }
+                                " "
+                                span { class: "when", "{when}" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
