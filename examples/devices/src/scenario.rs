@@ -273,9 +273,24 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
         && agent.tool_name("view:app.navigation.goTo").is_some()
     {
         agent.say("   the devices tools are not offered on this page: go to /devices");
+        let mut version = app.registry().watch_version();
         agent
             .call("view:app.navigation.goTo", json!({"route": "/devices"}))
             .await;
+        // The page mounts its components as it renders: wait (bounded)
+        // until its tools are offered, following the surface's version.
+        let toolset = agent.toolset.clone();
+        let appeared = tokio::time::timeout(std::time::Duration::from_secs(5), async move {
+            while toolset.tool_for("view:devices.filters.set", None).is_none() {
+                if version.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+        if appeared.is_err() {
+            agent.say("   the devices page did not appear");
+        }
         agent.discover();
     }
     outcome.disable_offered = agent.tool_name("domain:devices.disable").is_some();
