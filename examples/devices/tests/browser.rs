@@ -38,6 +38,21 @@ async fn attack(page: &Client, places: &Places, app: &App) {
         text(page, "#ws").await.as_deref() == Some("refused")
     })
     .await;
+    // A page on another loopback port: the browser sends it the person's
+    // cookie, but the console's websocket still refuses it (another
+    // origin, and no socket key: that stays in the console's own origin).
+    let other_port = places
+        .evil
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.trim_end_matches('/').parse::<u16>().ok())
+        .unwrap();
+    page.goto(&format!("http://127.0.0.1:{other_port}/"))
+        .await
+        .unwrap();
+    until("another loopback origin's websocket is refused", || async {
+        text(page, "#ws").await.as_deref() == Some("refused")
+    })
+    .await;
     // DNS rebinding: the console's port under the foreign name.
     page.goto(&format!("http://evil.example:{}/devices", places.port))
         .await

@@ -72,21 +72,56 @@ fn console(served: &Served) -> &devices::web::WebConsole {
     served.console.as_ref().unwrap()
 }
 
-/// Signs a browser in with the current one-time link: its cookie line.
-async fn sign_in(served: &Served) -> String {
+/// A signed-in browser: its cookie line and its socket key.
+struct Browser {
+    cookie: String,
+    socket: String,
+}
+
+/// Signs a browser in with the current one-time link.
+async fn sign_in(served: &Served) -> Browser {
     let address = served.address();
     let url = console(served).login_url();
     let path = url.split_once(&address.to_string()).unwrap().1.to_owned();
-    let head = raw(address, &get(&path, &address.to_string(), &[])).await;
-    assert!(status(&head).starts_with("HTTP/1.1 303"), "{head}");
-    let cookie = head
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(get(&path, &address.to_string(), &[]).as_bytes())
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_string(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status(&answer).starts_with("HTTP/1.1 200"), "{answer}");
+    for (name, value) in [
+        ("content-security-policy", "frame-ancestors 'none'"),
+        ("x-frame-options", "DENY"),
+        ("cache-control", "no-store"),
+    ] {
+        assert!(
+            answer
+                .lines()
+                .any(|line| line == format!("{name}: {value}")),
+            "{name}: {answer}"
+        );
+    }
+    let cookie = answer
         .lines()
         .find_map(|line| line.strip_prefix("set-cookie: "))
-        .unwrap_or_else(|| panic!("no cookie: {head}"));
+        .unwrap_or_else(|| panic!("no cookie: {answer}"));
     assert!(cookie.contains("HttpOnly"), "{cookie}");
     assert!(cookie.contains("SameSite=Strict"), "{cookie}");
     let value = cookie.split(';').next().unwrap();
-    format!("Cookie: {value}")
+    let socket = answer
+        .split_once(r#"localStorage.setItem("devices_console_socket", ""#)
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(key, _)| key.to_owned())
+        .unwrap_or_else(|| panic!("no socket key: {answer}"));
+    Browser {
+        cookie: format!("Cookie: {value}"),
+        socket,
+    }
 }
 
 /// The agent asks for `domain:devices.disable` of d2 over the stateless
@@ -120,14 +155,16 @@ async fn foreign_null_and_lookalike_origins_and_rebinding_hosts_are_refused_on_e
     let served = serve_console(|b| b).await;
     let address = served.address();
     let port = address.port();
-    let cookie = sign_in(&served).await;
+    let browser = sign_in(&served).await;
+    let cookie = browser.cookie.clone();
     let here = format!("127.0.0.1:{port}");
+    let ws = format!("/ws?route=/devices&socket={}", browser.socket);
     let routes = [
         "/",
         "/devices",
         "/settings",
         "/login?token=x",
-        "/ws?route=/devices",
+        ws.as_str(),
         "/mcp",
     ];
     let origins = [
@@ -168,10 +205,32 @@ async fn foreign_null_and_lookalike_origins_and_rebinding_hosts_are_refused_on_e
             );
         }
     }
+    // Another loopback origin — another port, or the other loopback name —
+    // passes the gate but never opens the console's websocket, even with
+    // the browser's cookie and socket key (a server on another port the
+    // person visits receives the cookie; the key it cannot read).
+    for origin in [
+        format!("http://127.0.0.1:{}", port.wrapping_add(1)),
+        format!("http://localhost:{port}"),
+    ] {
+        let mut extra = upgrade();
+        extra.push(format!("Origin: {origin}"));
+        extra.push(cookie.clone());
+        let head = raw(address, &get(&ws, &here, &extra)).await;
+        assert!(
+            status(&head).starts_with("HTTP/1.1 401"),
+            "{origin}: {head}"
+        );
+    }
     // The person's own origin passes.
-    let extra = [format!("Origin: http://{here}"), cookie];
+    let extra = [format!("Origin: http://{here}"), cookie.clone()];
     let head = raw(address, &get("/devices", &here, &extra)).await;
     assert!(status(&head).starts_with("HTTP/1.1 200"), "{head}");
+    let mut extra = upgrade();
+    extra.push(format!("Origin: http://{here}"));
+    extra.push(cookie);
+    let head = raw(address, &get(&ws, &here, &extra)).await;
+    assert!(status(&head).starts_with("HTTP/1.1 101"), "{head}");
 }
 
 #[tokio::test]
@@ -183,6 +242,7 @@ async fn pages_and_the_websocket_need_the_persons_session() {
 
     // No cookie, a made-up cookie, the sign-in token as a cookie, an MCP
     // session header: no page, no websocket.
+    let cookie_name = format!("devices_console_{}", address.port());
     let token = console(&served)
         .login_url()
         .rsplit_once('=')
@@ -192,8 +252,8 @@ async fn pages_and_the_websocket_need_the_persons_session() {
     let mcp_session = served.open_session().await;
     let strangers = [
         vec![],
-        vec!["Cookie: devices_console=0123abcd".to_owned()],
-        vec![format!("Cookie: devices_console={token}")],
+        vec![format!("Cookie: {cookie_name}=0123abcd")],
+        vec![format!("Cookie: {cookie_name}={token}")],
         vec![format!("Mcp-Session-Id: {mcp_session}")],
     ];
     for stranger in &strangers {
@@ -204,34 +264,45 @@ async fn pages_and_the_websocket_need_the_persons_session() {
         let mut extra = upgrade();
         extra.push(origin.clone());
         extra.extend(stranger.iter().cloned());
-        let head = raw(address, &get("/ws?route=/devices", &here, &extra)).await;
+        let head = raw(address, &get("/ws?route=/devices&socket=x", &here, &extra)).await;
         assert!(status(&head).starts_with("HTTP/1.1 401"), "ws: {head}");
     }
 
     // The one-time link signs one browser in, once.
     let first = console(&served).login_url();
-    let cookie = sign_in(&served).await;
+    let browser = sign_in(&served).await;
     let path = first.split_once(&here).unwrap().1.to_owned();
     let again = raw(address, &get(&path, &here, &[])).await;
     assert!(status(&again).starts_with("HTTP/1.1 403"), "{again}");
     assert_ne!(console(&served).login_url(), first, "the next link is new");
 
+    // A look-alike cookie planted beside the real one hides nothing.
+    let planted = format!("{}; {cookie_name}=planted", browser.cookie);
+    let head = raw(address, &get("/devices", &here, &[planted])).await;
+    assert!(status(&head).starts_with("HTTP/1.1 200"), "{head}");
     let head = raw(
         address,
-        &get("/devices", &here, std::slice::from_ref(&cookie)),
+        &get("/devices", &here, std::slice::from_ref(&browser.cookie)),
     )
     .await;
     assert!(status(&head).starts_with("HTTP/1.1 200"), "{head}");
+    let ws = format!("/ws?route=/devices&socket={}", browser.socket);
+    let mut extra = upgrade();
+    extra.push(origin.clone());
+    extra.push(browser.cookie.clone());
+    let head = raw(address, &get(&ws, &here, &extra)).await;
+    assert!(status(&head).starts_with("HTTP/1.1 101"), "{head}");
+    // The cookie alone opens no websocket: the key is needed too.
     let mut extra = upgrade();
     extra.push(origin);
-    extra.push(cookie.clone());
+    extra.push(browser.cookie.clone());
     let head = raw(address, &get("/ws?route=/devices", &here, &extra)).await;
-    assert!(status(&head).starts_with("HTTP/1.1 101"), "{head}");
+    assert!(status(&head).starts_with("HTTP/1.1 401"), "{head}");
     // A websocket client that is not a browser page (no Origin) is refused
-    // even with the cookie.
+    // even with both.
     let mut extra = upgrade();
-    extra.push(cookie);
-    let head = raw(address, &get("/ws?route=/devices", &here, &extra)).await;
+    extra.push(browser.cookie);
+    let head = raw(address, &get(&ws, &here, &extra)).await;
     assert!(status(&head).starts_with("HTTP/1.1 401"), "{head}");
 }
 

@@ -143,6 +143,19 @@ impl McpServer {
         address: SocketAddr,
         routes: axum::Router,
     ) -> Result<HttpServer, McpServeError> {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|err| McpServeError::new(format!("cannot listen on {address}"), err))?;
+        self.serve_on(listener, routes)
+    }
+
+    /// [`serve_with`](Self::serve_with) on a listener you bound (when your
+    /// routes need to know the port before serving).
+    pub fn serve_on(
+        &self,
+        listener: tokio::net::TcpListener,
+        routes: axum::Router,
+    ) -> Result<HttpServer, McpServeError> {
         let stop = CancellationToken::new();
         let origin = Arc::new(self.origin_gate());
         let body_limit = self.shared.http.max_body_bytes;
@@ -154,9 +167,6 @@ impl McpServer {
                 origin,
                 OriginGate::layer,
             ));
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
-            .map_err(|err| McpServeError::new(format!("cannot listen on {address}"), err))?;
         let address = listener
             .local_addr()
             .map_err(|err| McpServeError::new("cannot read the listening address", err))?;

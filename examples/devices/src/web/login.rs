@@ -1,26 +1,36 @@
-//! The person's sign-in on the web console: a secret the agent's channels
-//! do not have.
+//! The person's sign-in on the web console: secrets the agent's channels
+//! do not have, and that no other local origin receives.
 //!
-//! At start the console prints a one-time sign-in URL
-//! (`/login?token=…`, 256 random bits). Opening it sets an `HttpOnly;
-//! SameSite=Strict` session cookie and uses the token up; the console then
-//! prints the next one-time URL, for another browser. Every page route and
-//! the websocket require the cookie: no cookie, no page, no websocket, no
-//! approval. The cookie never travels with a request another site's page
-//! makes (`SameSite=Strict`), script cannot read it (`HttpOnly`), and
-//! nothing on `/mcp` accepts or hands out either secret.
+//! At start the console prints a one-time sign-in URL (`/login?token=…`,
+//! 256 random bits). Opening it uses the token up (the console then prints
+//! the next one, for another browser) and gives that browser two secrets:
+//!
+//! - a **page cookie** (`HttpOnly; SameSite=Strict`, named after the
+//!   console's port): no cookie, no page. Browsers send cookies for a host
+//!   to *every* port of it, so a server on another loopback port the person
+//!   visits would receive it: it only opens the page shell, which holds no
+//!   data and cannot act.
+//! - a **socket key**, kept in the page's `localStorage`, which belongs to
+//!   the console's exact origin (scheme, host *and port*): no page of
+//!   another origin can read it, and the browser never sends it by itself.
+//!   The websocket — the only way to see or answer anything — requires it,
+//!   with an `Origin` equal to the console's own.
+//!
+//! At most [`MAX_SESSIONS`] browsers are signed in; a sign-in beyond that
+//! ends the oldest, and its open websockets close at once.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use axum::http::{HeaderMap, header};
 use tokio::sync::watch;
-
-/// The session cookie's name.
-pub(crate) const COOKIE: &str = "devices_console";
+use tokio_util::sync::CancellationToken;
 
 /// Browser sessions kept at once; signing in beyond that ends the oldest.
-const MAX_SESSIONS: usize = 16;
+pub(crate) const MAX_SESSIONS: usize = 16;
+
+/// The `localStorage` key of the socket key.
+pub(crate) const SOCKET_KEY: &str = "devices_console_socket";
 
 /// A fresh 256-bit secret as hex; `None` if the system has no randomness
 /// (the console then refuses to serve rather than use a guessable secret).
@@ -39,9 +49,25 @@ fn same(a: &str, b: &str) -> bool {
             == 0
 }
 
+/// One signed-in browser.
+struct Session {
+    cookie: String,
+    socket: String,
+    /// Fires when the session ends: its websockets close.
+    ended: CancellationToken,
+}
+
 struct State {
     token: String,
-    sessions: VecDeque<String>,
+    sessions: VecDeque<Session>,
+}
+
+/// What a sign-in gives the browser.
+pub(crate) struct SignedIn {
+    /// The page cookie's value.
+    pub(crate) cookie: String,
+    /// The socket key, for `localStorage`.
+    pub(crate) socket: String,
 }
 
 /// The console's sign-in: the current one-time token and the signed-in
@@ -50,6 +76,9 @@ pub(crate) struct Login {
     state: Mutex<State>,
     /// The current one-time token (a new one after each sign-in).
     tokens: watch::Sender<String>,
+    /// The page cookie's name: one per console port, so two consoles on
+    /// one machine never overwrite each other's.
+    cookie_name: String,
 }
 
 impl std::fmt::Debug for Login {
@@ -59,8 +88,8 @@ impl std::fmt::Debug for Login {
 }
 
 impl Login {
-    /// A sign-in with a fresh one-time token.
-    pub(crate) fn new() -> Option<Login> {
+    /// A sign-in for the console on `port`, with a fresh one-time token.
+    pub(crate) fn new(port: u16) -> Option<Login> {
         let token = secret()?;
         Some(Login {
             tokens: watch::channel(token.clone()).0,
@@ -68,6 +97,7 @@ impl Login {
                 token,
                 sessions: VecDeque::new(),
             }),
+            cookie_name: format!("devices_console_{port}"),
         })
     }
 
@@ -82,77 +112,146 @@ impl Login {
         self.tokens.subscribe()
     }
 
-    /// Uses `token` up: a new browser session's secret when it is the
-    /// current one-time token (the next token is issued at once), `None`
-    /// otherwise.
-    pub(crate) fn sign_in(&self, token: &str) -> Option<String> {
-        let session = secret()?;
+    /// Uses `token` up: a new browser session when it is the current
+    /// one-time token (the next token is issued at once), `None` otherwise.
+    pub(crate) fn sign_in(&self, token: &str) -> Option<SignedIn> {
+        let cookie = secret()?;
+        let socket = secret()?;
         let next = secret()?;
         let mut state = self.lock();
         if !same(&state.token, token) {
             return None;
         }
         state.token = next.clone();
-        if state.sessions.len() >= MAX_SESSIONS {
-            state.sessions.pop_front();
-        }
-        state.sessions.push_back(session.clone());
-        drop(state);
-        self.tokens.send_replace(next);
-        Some(session)
-    }
-
-    /// Whether the request carries a signed-in browser session's cookie.
-    pub(crate) fn signed_in(&self, headers: &HeaderMap) -> bool {
-        let Some(presented) = cookie(headers) else {
-            return false;
+        let evicted = if state.sessions.len() >= MAX_SESSIONS {
+            state.sessions.pop_front()
+        } else {
+            None
         };
-        let state = self.lock();
-        // Every session compared, so timing says nothing about which.
-        state
-            .sessions
-            .iter()
-            .fold(false, |found, session| found | same(session, &presented))
+        state.sessions.push_back(Session {
+            cookie: cookie.clone(),
+            socket: socket.clone(),
+            ended: CancellationToken::new(),
+        });
+        drop(state);
+        if let Some(evicted) = evicted {
+            evicted.ended.cancel();
+        }
+        self.tokens.send_replace(next);
+        Some(SignedIn { cookie, socket })
     }
-}
 
-/// The value of the session cookie in `headers`, if any.
-fn cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.to_owned())
-}
+    /// Whether the request carries a signed-in browser's page cookie.
+    pub(crate) fn page_allowed(&self, headers: &HeaderMap) -> bool {
+        let presented = self.cookies(headers);
+        let state = self.lock();
+        // Every pair compared, so timing says nothing about which matched.
+        state.sessions.iter().fold(false, |found, session| {
+            presented
+                .iter()
+                .fold(found, |found, value| found | same(&session.cookie, value))
+        })
+    }
 
-/// The `Set-Cookie` value of a browser session.
-pub(crate) fn set_cookie(session: &str) -> String {
-    format!("{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/")
+    /// The session a websocket may join: the page cookie and the socket key
+    /// of one signed-in browser; what ends it.
+    pub(crate) fn socket_allowed(
+        &self,
+        headers: &HeaderMap,
+        socket_key: &str,
+    ) -> Option<CancellationToken> {
+        let presented = self.cookies(headers);
+        let state = self.lock();
+        let mut joined = None;
+        for session in &state.sessions {
+            let cookie = presented
+                .iter()
+                .fold(false, |found, value| found | same(&session.cookie, value));
+            if cookie & same(&session.socket, socket_key) {
+                joined = Some(session.ended.clone());
+            }
+        }
+        joined
+    }
+
+    /// Every value of the page cookie in `headers` (a page of another
+    /// local origin may plant a look-alike: each is tried).
+    fn cookies(&self, headers: &HeaderMap) -> Vec<String> {
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .filter(|(name, _)| *name == self.cookie_name)
+            .map(|(_, value)| value.to_owned())
+            .take(8)
+            .collect()
+    }
+
+    /// The `Set-Cookie` value of a browser's page cookie.
+    pub(crate) fn set_cookie(&self, cookie: &str) -> String {
+        format!(
+            "{}={cookie}; HttpOnly; SameSite=Strict; Path=/",
+            self.cookie_name
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_token_signs_in_once_and_the_next_one_is_issued() {
-        let login = Login::new().unwrap();
-        let tokens = login.tokens();
-        let first = tokens.borrow().clone();
-        let session = login.sign_in(&first).unwrap();
-        assert!(login.sign_in(&first).is_none(), "the token is single use");
-        let second = tokens.borrow().clone();
-        assert_ne!(first, second);
+    fn cookie_header(login: &Login, value: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
         headers.insert(
             header::COOKIE,
-            format!("other=1; {COOKIE}={session}").parse().unwrap(),
+            format!(
+                "other=1; {}=planted; {}={value}",
+                login.cookie_name, login.cookie_name
+            )
+            .parse()
+            .unwrap(),
         );
-        assert!(login.signed_in(&headers));
-        headers.insert(header::COOKIE, format!("{COOKIE}={first}").parse().unwrap());
-        assert!(!login.signed_in(&headers), "a token is not a session");
+        headers
+    }
+
+    #[test]
+    fn a_token_signs_in_once_and_the_next_one_is_issued() {
+        let login = Login::new(8080).unwrap();
+        let tokens = login.tokens();
+        let first = tokens.borrow().clone();
+        let signed = login.sign_in(&first).unwrap();
+        assert!(login.sign_in(&first).is_none(), "the token is single use");
+        assert_ne!(first, *tokens.borrow());
+        let headers = cookie_header(&login, &signed.cookie);
+        assert!(
+            login.page_allowed(&headers),
+            "a planted look-alike does not hide it"
+        );
+        assert!(login.socket_allowed(&headers, &signed.socket).is_some());
+        assert!(
+            login.socket_allowed(&headers, &signed.cookie).is_none(),
+            "the cookie alone opens no socket"
+        );
+        assert!(
+            !login.page_allowed(&cookie_header(&login, &first)),
+            "a token is not a session"
+        );
+    }
+
+    #[test]
+    fn the_oldest_session_ends_beyond_the_limit_and_its_sockets_close() {
+        let login = Login::new(8080).unwrap();
+        let tokens = login.tokens();
+        let first = login.sign_in(&tokens.borrow().clone()).unwrap();
+        let ended = login
+            .socket_allowed(&cookie_header(&login, &first.cookie), &first.socket)
+            .unwrap();
+        for _ in 0..MAX_SESSIONS {
+            login.sign_in(&tokens.borrow().clone()).unwrap();
+        }
+        assert!(ended.is_cancelled(), "its open websockets close");
+        assert!(!login.page_allowed(&cookie_header(&login, &first.cookie)));
     }
 }

@@ -23,6 +23,7 @@ mod agent_panel;
 mod clock;
 mod dialog;
 mod login;
+mod routes;
 mod views;
 mod watch;
 
@@ -33,14 +34,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use agent_surface::confirmation::Approver;
 use agent_surface::mcp::{HttpServer, McpServer};
 use agent_surface::registry::{DuplicatePolicy, Registry};
-use axum::Router;
-use axum::extract::{Query, WebSocketUpgrade};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::get;
-use dioxus::dioxus_core::VirtualDom;
-use dioxus_liveview::{LiveViewPool, axum_socket, interpreter_glue};
-use serde::Deserialize;
 
 use login::Login;
 
@@ -147,61 +140,21 @@ impl WebConsole {
     }
 }
 
-#[derive(Deserialize)]
-struct SignIn {
-    token: Option<String>,
-}
-
-/// A small page for a browser that is not signed in.
-fn refused(status: StatusCode, text: &str) -> Response {
-    let body = format!(
-        r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Devices console</title>
-<style>{style}</style></head>
-<body><main class="signin"><h1>Devices console</h1><p>{text}</p></main></body></html>"#,
-        style = include_str!("style.css"),
-    );
-    (status, Html(body)).into_response()
-}
-
-const SIGN_IN_FIRST: &str = "Open the sign-in link the console printed in its terminal. \
-    This page only opens in a browser that signed in with it.";
-
-#[derive(Deserialize)]
-struct Opened {
-    route: Option<String>,
-}
-
-fn page(path: &str) -> Html<String> {
-    let glue = interpreter_glue(&format!("/ws?route={path}"));
-    Html(format!(
-        r#"<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Devices console</title>
-<style>{style}</style>
-</head>
-<body><div id="main"></div>{glue}<script>{modal}</script></body>
-</html>"#,
-        style = include_str!("style.css"),
-        modal = include_str!("modal.js"),
-    ))
-}
-
 /// Serves the console for `app` at `address` (use a loopback address): the
 /// sign-in at `/login`, the page at `/devices` and `/settings`, its
 /// websocket at `/ws`, and `mcp`'s streamable HTTP at `/mcp` — one listener
 /// with `mcp`'s defences on every route (the `Origin`/`Host` gate, the
-/// connection limit, read timeouts, the body limit). Pages and the
-/// websocket require the person's session cookie.
+/// connection limit, read timeouts, the body limit). Pages need the
+/// person's page cookie; the websocket needs it, the socket key only the
+/// console's own origin can read, and that origin (see `login`).
 pub async fn serve(
     app: App,
     mcp: &McpServer,
     address: SocketAddr,
 ) -> Result<WebConsole, std::io::Error> {
-    let login = Arc::new(Login::new().ok_or_else(|| {
+    let listener = tokio::net::TcpListener::bind(address).await?;
+    let bound = listener.local_addr()?;
+    let login = Arc::new(Login::new(bound.port()).ok_or_else(|| {
         std::io::Error::other("no system randomness for the console's sign-in secret")
     })?);
     let approver = app
@@ -209,96 +162,19 @@ pub async fn serve(
         .confirmations()
         .approver(CONSOLE_CHANNEL, &app.user().id)
         .ok();
-    let tabs = Arc::new(Tabs {
-        next: AtomicU64::new(0),
-        active: tokio::sync::watch::channel(0).0,
-    });
-    // The URL is known once bound: the tabs read it from a cell.
-    let mcp_url = Arc::new(std::sync::OnceLock::<String>::new());
-    let pool = Arc::new(LiveViewPool::new());
-    let page_route = |path: &'static str, login: Arc<Login>| {
-        get(move |headers: HeaderMap| async move {
-            if login.signed_in(&headers) {
-                page(path).into_response()
-            } else {
-                refused(StatusCode::UNAUTHORIZED, SIGN_IN_FIRST)
-            }
-        })
+    let shared = Shared {
+        app,
+        tabs: Arc::new(Tabs {
+            next: AtomicU64::new(0),
+            active: tokio::sync::watch::channel(0).0,
+        }),
+        mcp_url: format!("http://{bound}/mcp"),
+        mcp: mcp.clone(),
+        approver,
     };
-    let sign_in = Arc::clone(&login);
-    let ws_login = Arc::clone(&login);
-    let mcp_server = mcp.clone();
-    let ws_url = Arc::clone(&mcp_url);
-    let routes =
-        Router::new()
-            .route("/", get(|| async { Redirect::to("/devices") }))
-            .route(
-                "/login",
-                get(move |Query(form): Query<SignIn>| async move {
-                    match form.token.as_deref().and_then(|t| sign_in.sign_in(t)) {
-                        Some(session) => (
-                            StatusCode::SEE_OTHER,
-                            [
-                                (header::SET_COOKIE, login::set_cookie(&session)),
-                                (header::LOCATION, "/devices".to_owned()),
-                                (header::CACHE_CONTROL, "no-store".to_owned()),
-                            ],
-                        )
-                            .into_response(),
-                        None => refused(
-                            StatusCode::FORBIDDEN,
-                            "This sign-in link was already used or is not valid. Use the newest \
-                         link the console printed in its terminal.",
-                        ),
-                    }
-                }),
-            )
-            .route("/devices", page_route("/devices", Arc::clone(&login)))
-            .route("/settings", page_route("/settings", Arc::clone(&login)))
-            .route(
-                "/ws",
-                get(
-                    move |headers: HeaderMap,
-                          ws: WebSocketUpgrade,
-                          Query(opened): Query<Opened>| async move {
-                        // A browser always sends Origin with a websocket; the
-                        // gate has checked it. No person's cookie, no socket.
-                        if !headers.contains_key(header::ORIGIN) || !ws_login.signed_in(&headers) {
-                            return refused(StatusCode::UNAUTHORIZED, SIGN_IN_FIRST);
-                        }
-                        let route = match opened.route.as_deref() {
-                            Some("/settings") => Some(Route::Settings),
-                            Some("/devices") => Some(Route::Devices),
-                            _ => None,
-                        };
-                        let shared = Shared {
-                            app: app.clone(),
-                            tabs: Arc::clone(&tabs),
-                            mcp_url: ws_url.get().cloned().unwrap_or_default(),
-                            mcp: mcp_server.clone(),
-                            approver: approver.clone(),
-                        };
-                        let pool = Arc::clone(&pool);
-                        ws.on_upgrade(move |socket| async move {
-                            let _ = pool
-                                .launch_virtualdom(axum_socket(socket), move || {
-                                    let tab = TabId(shared.tabs.open());
-                                    VirtualDom::new(views::root)
-                                        .with_root_context(shared.app.registry().clone())
-                                        .with_root_context(shared)
-                                        .with_root_context(tab)
-                                        .with_root_context(OpenedOn(route))
-                                })
-                                .await;
-                        })
-                        .into_response()
-                    },
-                ),
-            );
+    let routes = routes::router(shared, Arc::clone(&login))?;
     let http = mcp
-        .serve_with(address, routes)
-        .await
+        .serve_on(listener, routes)
         .map_err(std::io::Error::other)?;
-    let _ = mcp_url.set(http.url());
     Ok(WebConsole { http, login })
 }

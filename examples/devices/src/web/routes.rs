@@ -1,0 +1,256 @@
+//! The console's own HTTP routes: the sign-in, the page shell and its
+//! websocket, each refusing what is not the signed-in person in the
+//! console's own origin (see `login`). `/mcp` is served beside them by the
+//! MCP server, behind the same gate and accept loop.
+//!
+//! Every page says it may not be framed (`frame-ancestors 'none'`,
+//! `X-Frame-Options: DENY`), is never cached, and sends no referrer.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Query, WebSocketUpgrade};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::get;
+use dioxus::dioxus_core::VirtualDom;
+use dioxus_liveview::{LiveViewPool, axum_socket, interpreter_glue};
+use serde::Deserialize;
+
+use super::login::{Login, SOCKET_KEY};
+use super::{OpenedOn, Shared, TabId, views};
+use crate::components::Route;
+
+const SIGN_IN_FIRST: &str = "Open the sign-in link the console printed in its terminal. \
+    This page only opens in a browser that signed in with it.";
+
+/// The line of the LiveView glue that names the websocket address; the
+/// socket key is appended to it. Checked at start: a glue without it would
+/// leave the page unable to connect, so the console refuses to start.
+const WS_ADDR_LINE: &str = "var WS_ADDR = __dioxusGetWsUrl(";
+
+#[derive(Deserialize)]
+struct SignIn {
+    token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Opened {
+    route: Option<String>,
+    socket: Option<String>,
+}
+
+/// The headers every console page carries.
+fn guarded(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_SECURITY_POLICY, "frame-ancestors 'none'"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::REFERRER_POLICY, "no-referrer"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// A small page for a browser that is not signed in.
+fn refused(status: StatusCode, text: &str) -> Response {
+    let body = format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Devices console</title>
+<style>{style}</style></head>
+<body><main class="signin"><h1>Devices console</h1><p>{text}</p></main></body></html>"#,
+        style = include_str!("style.css"),
+    );
+    guarded((status, Html(body)).into_response())
+}
+
+/// The LiveView glue for `path`, its websocket address carrying the socket
+/// key from `localStorage`; `None` if the glue no longer has the line.
+fn glue(path: &str) -> Option<String> {
+    let glue = interpreter_glue(&format!("/ws?route={path}"));
+    let at = glue.find(WS_ADDR_LINE)?;
+    let end = at + glue.get(at..)?.find(';')?;
+    let mut patched = String::with_capacity(glue.len() + 120);
+    patched.push_str(glue.get(..end)?);
+    patched.push_str(&format!(
+        r#" + "&socket=" + encodeURIComponent(localStorage.getItem("{SOCKET_KEY}") || "")"#
+    ));
+    patched.push_str(glue.get(end..)?);
+    Some(patched)
+}
+
+/// The page shell of `path`: no data, only the glue that opens the
+/// websocket.
+fn page(glue: &str) -> Response {
+    guarded(
+        Html(format!(
+            r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Devices console</title>
+<style>{style}</style>
+</head>
+<body><div id="main"></div>{glue}<script>{modal}</script></body>
+</html>"#,
+            style = include_str!("style.css"),
+            modal = include_str!("modal.js"),
+        ))
+        .into_response(),
+    )
+}
+
+/// What a sign-in answers: the page cookie, and a page that keeps the
+/// socket key in the origin's `localStorage` and goes to the console (a
+/// navigation of the console's own, so the strict cookie goes with it).
+fn signed_in(login: &Login, cookie: &str, socket: &str) -> Response {
+    let body = format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Devices console</title></head>
+<body><p>Signing in…</p><script>
+localStorage.setItem("{SOCKET_KEY}", "{socket}");
+location.replace("/devices");
+</script></body></html>"#
+    );
+    let mut response = guarded(Html(body).into_response());
+    if let Ok(value) = HeaderValue::from_str(&login.set_cookie(cookie)) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// Whether `Origin` is exactly the console's own (`http://` + `Host`): a
+/// page of any other origin — another loopback port included — is not.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    let single = origins.next().is_some() && origins.next().is_none();
+    match (host, origin) {
+        (Some(host), Some(origin)) => {
+            single
+                && origin
+                    .strip_prefix("http://")
+                    .is_some_and(|rest| rest.eq_ignore_ascii_case(host))
+        }
+        _ => false,
+    }
+}
+
+/// The console's routes for `shared`, with `login` guarding them.
+pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::io::Error> {
+    let missing = || std::io::Error::other("the LiveView glue has no websocket address line");
+    let devices_glue: Arc<str> = Arc::from(glue("/devices").ok_or_else(missing)?);
+    let settings_glue: Arc<str> = Arc::from(glue("/settings").ok_or_else(missing)?);
+    let pool = Arc::new(LiveViewPool::new());
+    let page_route = |glue: Arc<str>, login: Arc<Login>| {
+        get(move |headers: HeaderMap| async move {
+            if login.page_allowed(&headers) {
+                page(&glue)
+            } else {
+                refused(StatusCode::UNAUTHORIZED, SIGN_IN_FIRST)
+            }
+        })
+    };
+    let sign_in = Arc::clone(&login);
+    let ws_login = Arc::clone(&login);
+    Ok(
+        Router::new()
+            .route("/", get(|| async { Redirect::to("/devices") }))
+            .route(
+                "/login",
+                get(move |Query(form): Query<SignIn>| async move {
+                    match form.token.as_deref().and_then(|t| sign_in.sign_in(t)) {
+                        Some(session) => signed_in(&sign_in, &session.cookie, &session.socket),
+                        None => refused(
+                            StatusCode::FORBIDDEN,
+                            "This sign-in link was already used or is not valid. Use the newest \
+                         link the console printed in its terminal.",
+                        ),
+                    }
+                }),
+            )
+            .route("/devices", page_route(devices_glue, Arc::clone(&login)))
+            .route("/settings", page_route(settings_glue, Arc::clone(&login)))
+            .route(
+                "/ws",
+                get(
+                    move |headers: HeaderMap,
+                          ws: WebSocketUpgrade,
+                          Query(opened): Query<Opened>| async move {
+                        // Only the console's own origin, with the signed-in
+                        // browser's cookie and the key only that origin can read.
+                        let ended = same_origin(&headers)
+                            .then(|| {
+                                ws_login.socket_allowed(
+                                    &headers,
+                                    opened.socket.as_deref().unwrap_or(""),
+                                )
+                            })
+                            .flatten();
+                        let Some(ended) = ended else {
+                            return refused(StatusCode::UNAUTHORIZED, SIGN_IN_FIRST);
+                        };
+                        let route = match opened.route.as_deref() {
+                            Some("/settings") => Some(Route::Settings),
+                            Some("/devices") => Some(Route::Devices),
+                            _ => None,
+                        };
+                        let shared = shared.clone();
+                        let pool = Arc::clone(&pool);
+                        ws.on_upgrade(move |socket| async move {
+                            let tab = pool.launch_virtualdom(axum_socket(socket), move || {
+                                let tab = TabId(shared.tabs.open());
+                                VirtualDom::new(views::root)
+                                    .with_root_context(shared.app.registry().clone())
+                                    .with_root_context(shared)
+                                    .with_root_context(tab)
+                                    .with_root_context(OpenedOn(route))
+                            });
+                            // A session that ends (signed out by a newer one)
+                            // closes its tabs at once.
+                            tokio::select! {
+                                _ = tab => {}
+                                () = ended.cancelled() => {}
+                            }
+                        })
+                        .into_response()
+                    },
+                ),
+            ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_glue_carries_the_socket_key() {
+        let glue = glue("/devices").unwrap();
+        assert!(glue.contains(r#"+ "&socket=" + encodeURIComponent(localStorage.getItem("#));
+    }
+
+    #[test]
+    fn only_the_consoles_own_origin_is_the_same_origin() {
+        let headers = |origin: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
+            headers.insert(header::ORIGIN, origin.parse().unwrap());
+            headers
+        };
+        assert!(same_origin(&headers("http://127.0.0.1:8080")));
+        for other in [
+            "http://127.0.0.1:8081",
+            "http://localhost:8080",
+            "https://127.0.0.1:8080",
+            "null",
+            "http://127.0.0.1:8080.evil.example",
+        ] {
+            assert!(!same_origin(&headers(other)), "{other}");
+        }
+    }
+}
