@@ -18,7 +18,7 @@
 mod browser_support;
 
 use browser_support::{
-    PATIENCE, Places, Session, checked, click, has, in_browser, payload, text, until,
+    PATIENCE, Places, Session, answer, checked, click, has, in_browser, payload, text, until,
 };
 use devices::{App, Status};
 use fantoccini::{Client, Locator};
@@ -130,7 +130,7 @@ async fn journey(page: Client, mut agent: Session, app: App, places: Places) {
         std::fs::write(path, png).unwrap();
     }
     attack(&page, &places, &app).await;
-    click(&page, "#approve").await;
+    answer(&page, "#approve").await;
     until("the dialog closes", || async {
         page.find(Locator::Css("#confirm-dialog")).await.is_err()
     })
@@ -164,7 +164,7 @@ async fn journey(page: Client, mut agent: Session, app: App, places: Places) {
         text(&page, "#confirm-input").await.as_deref() == Some(r#"{"deviceIds":["d4"]}"#)
     })
     .await;
-    click(&page, "#deny").await;
+    answer(&page, "#deny").await;
     until("the dialog closes", || async {
         page.find(Locator::Css("#confirm-dialog")).await.is_err()
     })
@@ -218,7 +218,7 @@ async fn journey(page: Client, mut agent: Session, app: App, places: Places) {
         text(&page, "#confirm-input").await.as_deref() == Some(r#"{"deviceIds":["d4"]}"#)
     })
     .await;
-    click(&page, "#deny").await;
+    answer(&page, "#deny").await;
     until("the dialog closes", || async {
         page.find(Locator::Css("#confirm-dialog")).await.is_err()
     })
@@ -276,7 +276,7 @@ async fn journey(page: Client, mut agent: Session, app: App, places: Places) {
     })
     .await;
     assert_eq!(app.backend().get("d4").unwrap().status, Status::Offline);
-    click(&page, "#approve").await;
+    answer(&page, "#approve").await;
     until("the scripted agent is done", || async {
         text(&page, "#transcript")
             .await

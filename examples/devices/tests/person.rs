@@ -15,7 +15,7 @@
 
 mod browser_support;
 
-use browser_support::{Session, click, has, in_browser, payload, sign_in, text, until};
+use browser_support::{Session, answer, click, has, in_browser, payload, sign_in, text, until};
 use devices::Status;
 use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
@@ -78,10 +78,12 @@ async fn agent_asks(page: &Client, agent: &Session, ids: &[&str]) -> Value {
         "CONFIRMATION_REQUIRED",
         "{asked:?}"
     );
-    until("the dialog is live", || async {
-        page.find(Locator::Css("#confirm-dialog[data-state=live]"))
-            .await
-            .is_ok()
+    until("the dialog is live and takes answers", || async {
+        page.find(Locator::Css(
+            "#confirm-dialog[data-state=live] #approve:not([disabled])",
+        ))
+        .await
+        .is_ok()
     })
     .await;
     payload(&asked)
@@ -105,7 +107,7 @@ async fn the_scripted_agent_disables_three_devices_from_a_fresh_console_and_from
                 .is_some_and(|t| t.contains(r#"["d2","d3","d4"]"#))
         })
         .await;
-        click(&page, "#approve").await;
+        answer(&page, "#approve").await;
         until("the scripted agent is done", || async {
             text(&page, "#transcript")
                 .await
@@ -312,7 +314,7 @@ async fn the_activity_and_the_agents_panel_show_what_the_agent_does_and_may_do()
                 .await
                 .is_some_and(|t| t.contains("Disable 2 devices")),
         );
-        click(&page, "#approve").await;
+        answer(&page, "#approve").await;
         until(
             "the activity shows the approval and its channel",
             || async {
@@ -357,7 +359,7 @@ async fn after_a_disable_under_the_offline_filter_nothing_disabled_stays_listed_
             .list_changes("ticking offers disable", |t| has(t, DISABLE))
             .await;
         agent.call(DISABLE, json!({})).await;
-        click(&page, "#approve").await;
+        answer(&page, "#approve").await;
         let done = agent.call(DISABLE, json!({})).await;
         assert_eq!(payload(&done)["disabled"], 2, "{done:?}");
         until(
@@ -392,7 +394,7 @@ async fn at_400_pixels_the_table_keeps_its_width_and_text_keeps_its_contrast() {
         agent_asks(&page, &agent, &["d2"]).await;
         let worst = page.execute(check, vec![]).await.unwrap();
         assert!(worst["ratio"].as_f64().unwrap() >= 4.5, "{worst}");
-        click(&page, "#deny").await;
+        answer(&page, "#deny").await;
 
         page.set_window_size(400, 860).await.unwrap();
         until("the table is at least 300 px wide", || async {

@@ -102,14 +102,23 @@ fn cut(text: &str) -> String {
     text.chars().take(MAX_FIELD_CHARS).collect()
 }
 
+/// A recent request for approval.
+#[derive(Clone)]
+struct Asked {
+    confirmation_id: Arc<str>,
+    consumer_id: Arc<str>,
+    capability_id: Arc<str>,
+    title: String,
+}
+
 /// What the list remembers between events: asked titles and approvals
 /// awaiting their call, bounded like the list.
 #[derive(Default)]
 struct Memory {
-    /// (confirmation, consumer, capability, title) of recent requests.
-    asked: VecDeque<(Arc<str>, Arc<str>, Arc<str>, String)>,
-    /// (consumer, capability, title) approved and not yet run.
-    approved: VecDeque<(Arc<str>, Arc<str>, String)>,
+    /// Recent requests.
+    asked: VecDeque<Asked>,
+    /// Requests approved and not yet run.
+    approved: VecDeque<Asked>,
 }
 
 impl Memory {
@@ -131,13 +140,12 @@ impl Memory {
                 ..
             } => {
                 let approved = if code.is_none() {
-                    let found = self
-                        .approved
-                        .iter()
-                        .position(|(c, k, _)| c == consumer_id && k == capability_id);
+                    let found = self.approved.iter().position(|asked| {
+                        asked.consumer_id == *consumer_id && asked.capability_id == *capability_id
+                    });
                     found
                         .and_then(|index| self.approved.remove(index))
-                        .map(|(_, _, title)| title)
+                        .map(|asked| asked.title)
                 } else {
                     None
                 };
@@ -162,12 +170,12 @@ impl Memory {
                 let title = cut(title);
                 Self::bounded(
                     &mut self.asked,
-                    (
-                        Arc::clone(confirmation_id),
-                        Arc::clone(consumer_id),
-                        Arc::clone(capability_id),
-                        title.clone(),
-                    ),
+                    Asked {
+                        confirmation_id: Arc::clone(confirmation_id),
+                        consumer_id: Arc::clone(consumer_id),
+                        capability_id: Arc::clone(capability_id),
+                        title: title.clone(),
+                    },
                     max,
                 );
                 Some(ActivityEntry {
@@ -188,16 +196,12 @@ impl Memory {
                 let asked = self
                     .asked
                     .iter()
-                    .find(|(id, ..)| id == confirmation_id)
+                    .find(|asked| asked.confirmation_id == *confirmation_id)
                     .cloned();
                 if *outcome == "approved"
-                    && let Some((_, consumer, capability, title)) = &asked
+                    && let Some(asked) = &asked
                 {
-                    Self::bounded(
-                        &mut self.approved,
-                        (Arc::clone(consumer), Arc::clone(capability), title.clone()),
-                        max,
-                    );
+                    Self::bounded(&mut self.approved, asked.clone(), max);
                 }
                 Some(ActivityEntry {
                     at_ms,
@@ -206,7 +210,7 @@ impl Memory {
                         confirmation_id: Arc::clone(confirmation_id),
                         outcome,
                         channel: channel.clone(),
-                        title: asked.map(|(.., title)| title),
+                        title: asked.map(|asked| asked.title),
                     },
                 })
             }

@@ -8,7 +8,10 @@
 //! without this dialog answering it (withdrawn because its component went
 //! away, expired, answered in another tab) stays presented as ended, with
 //! how it ended, until the person dismisses it: the next request never
-//! slides under the person's cursor.
+//! slides under the person's cursor. A newly presented request takes no
+//! answer for its first [`ANSWER_DELAY_MS`] (render its buttons disabled
+//! until [`Presented::answerable_at_ms`]): a double-click, or a click
+//! already on its way, never answers a request the person has not seen.
 
 use std::rc::Rc;
 
@@ -22,6 +25,10 @@ use tokio::sync::watch;
 
 use crate::provider::use_registry;
 
+/// How long a newly presented request refuses answers, in milliseconds of
+/// the registry's clock.
+pub const ANSWER_DELAY_MS: u64 = 800;
+
 /// The request a dialog presents, and whether it is still live.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Presented {
@@ -31,6 +38,8 @@ pub struct Presented {
     /// this dialog's answer (withdrawn, expired, answered elsewhere). An
     /// ended request cannot be answered: show why, and offer to dismiss.
     pub ended: Option<Resolution>,
+    /// When it was first presented (registry clock, epoch milliseconds).
+    pub since_ms: u64,
 }
 
 impl Presented {
@@ -38,7 +47,35 @@ impl Presented {
     pub fn is_live(&self) -> bool {
         self.ended.is_none()
     }
+
+    /// From when it takes an answer: [`ANSWER_DELAY_MS`] after it was
+    /// presented.
+    pub fn answerable_at_ms(&self) -> u64 {
+        self.since_ms.saturating_add(ANSWER_DELAY_MS)
+    }
 }
+
+/// Why the dialog's answer did nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// The request was presented less than [`ANSWER_DELAY_MS`] ago: the
+    /// click was not meant for it.
+    TooSoon,
+    /// The registry refused the answer.
+    Refused(ResolveError),
+}
+
+impl std::fmt::Display for AnswerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AnswerError::TooSoon => f.write_str("the request was only just shown"),
+            AnswerError::Refused(err) => err.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AnswerError {}
 
 /// The pending confirmations of the provided registry, kept current: a
 /// component that reads [`list`](Self::list) or [`presented`](Self::presented)
@@ -49,6 +86,8 @@ pub struct PendingConfirmations {
     list: Signal<Vec<PendingConfirmation>>,
     presented: Signal<Option<Presented>>,
     controller: Signal<Option<Confirmations>>,
+    /// The registry, for its clock.
+    now: Signal<Option<agent_surface::Registry>>,
 }
 
 impl std::fmt::Debug for PendingConfirmations {
@@ -96,7 +135,7 @@ impl PendingConfirmations {
         &self,
         shown: &ShownRequest,
         approver: &Approver,
-    ) -> Result<Resolution, ResolveError> {
+    ) -> Result<Resolution, AnswerError> {
         self.resolve(shown, true, approver)
     }
 
@@ -105,24 +144,36 @@ impl PendingConfirmations {
         &self,
         shown: &ShownRequest,
         approver: &Approver,
-    ) -> Result<Resolution, ResolveError> {
+    ) -> Result<Resolution, AnswerError> {
         self.resolve(shown, false, approver)
     }
 
-    /// Answers `shown`. On success the dialog moves on to the next request;
-    /// on failure the presented request is shown as ended (nothing else is
-    /// resolved).
+    /// Answers `shown`. Refused while the presented request is younger
+    /// than [`ANSWER_DELAY_MS`]. On success the dialog moves on to the next
+    /// request (which then waits its own delay); on failure the presented
+    /// request is shown as ended (nothing else is resolved).
     pub fn resolve(
         &self,
         shown: &ShownRequest,
         approved: bool,
         approver: &Approver,
-    ) -> Result<Resolution, ResolveError> {
+    ) -> Result<Resolution, AnswerError> {
         let controller = self.controller.peek().clone();
         let Some(confirmations) = controller else {
-            return Err(ResolveError::Unknown);
+            return Err(AnswerError::Refused(ResolveError::Unknown));
         };
-        let answered = confirmations.resolve(shown, approved, approver);
+        let now = self.now.peek().as_ref().map(|r| r.now_ms()).unwrap_or(0);
+        let too_soon = self
+            .presented
+            .peek()
+            .as_ref()
+            .is_some_and(|p| p.request.shown() == *shown && now < p.answerable_at_ms());
+        if too_soon {
+            return Err(AnswerError::TooSoon);
+        }
+        let answered = confirmations
+            .resolve(shown, approved, approver)
+            .map_err(AnswerError::Refused);
         let mut presented = self.presented;
         match &answered {
             Ok(_) => {
@@ -130,6 +181,7 @@ impl PendingConfirmations {
                 presented.set(next.map(|request| Presented {
                     request,
                     ended: None,
+                    since_ms: now,
                 }));
             }
             Err(_) => {
@@ -143,6 +195,7 @@ impl PendingConfirmations {
                     presented.set(Some(Presented {
                         request: current.request,
                         ended: Some(ended),
+                        since_ms: current.since_ms,
                     }));
                 }
             }
@@ -158,9 +211,11 @@ impl PendingConfirmations {
             return;
         }
         let next = self.list.peek().first().cloned();
+        let now = self.now.peek().as_ref().map(|r| r.now_ms()).unwrap_or(0);
         presented.set(next.map(|request| Presented {
             request,
             ended: None,
+            since_ms: now,
         }));
     }
 }
@@ -170,11 +225,13 @@ fn follow(
     current: Option<Presented>,
     pending: &[PendingConfirmation],
     confirmations: &Confirmations,
+    now_ms: u64,
 ) -> Option<Presented> {
     match current {
         None => pending.first().cloned().map(|request| Presented {
             request,
             ended: None,
+            since_ms: now_ms,
         }),
         Some(current) if current.ended.is_some() => Some(current),
         Some(current) => {
@@ -188,6 +245,7 @@ fn follow(
             Some(Presented {
                 request: current.request,
                 ended: Some(ended),
+                since_ms: current.since_ms,
             })
         }
     }
@@ -207,12 +265,21 @@ pub fn use_pending_confirmations() -> PendingConfirmations {
             .as_ref()
             .map(Confirmations::pending)
             .unwrap_or_default();
+        let clock = registry.clone();
+        let now_ms = move || {
+            clock
+                .as_ref()
+                .map(agent_surface::Registry::now_ms)
+                .unwrap_or(0)
+        };
         let mut list = Signal::new(initial.clone());
         let mut presented = Signal::new(initial.first().cloned().map(|request| Presented {
             request,
             ended: None,
+            since_ms: now_ms(),
         }));
         let controller = Signal::new(confirmations.clone());
+        let now = Signal::new(registry.clone());
         if let Some(confirmations) = confirmations {
             let (sender, mut receiver) = watch::channel(initial);
             let subscription: PendingSubscription = confirmations.subscribe(move |pending| {
@@ -224,7 +291,7 @@ pub fn use_pending_confirmations() -> PendingConfirmations {
                 let _subscription = keep;
                 while receiver.changed().await.is_ok() {
                     let pending = receiver.borrow_and_update().clone();
-                    let next = follow(presented.peek().clone(), &pending, &confirmations);
+                    let next = follow(presented.peek().clone(), &pending, &confirmations, now_ms());
                     if *presented.peek() != next {
                         presented.set(next);
                     }
@@ -236,6 +303,7 @@ pub fn use_pending_confirmations() -> PendingConfirmations {
             list,
             presented,
             controller,
+            now,
         }
     })
 }

@@ -42,6 +42,8 @@ pub use activity::{Activity, ActivityEntry, AgentActivity, MAX_ACTIVITY, use_age
 pub use component::{
     AgentHandle, AgentMountError, use_agent_component, use_agent_instance, use_agent_mount,
 };
-pub use confirmations::{PendingConfirmations, Presented, use_pending_confirmations};
+pub use confirmations::{
+    ANSWER_DELAY_MS, AnswerError, PendingConfirmations, Presented, use_pending_confirmations,
+};
 pub use provider::{use_agent_surface_provider, use_registry};
 pub use revision::use_surface_revision;

@@ -517,6 +517,12 @@ async fn as_confirm_003_the_pending_confirmations_hook_renders_and_answers_reque
         .unwrap();
     let shown = pending.presented().unwrap().request.shown();
     assert_eq!(*shown.confirmation_id, *id);
+    // A click the moment it appears was not meant for it.
+    assert_eq!(
+        pending.approve(&shown, &approver),
+        Err(agent_surface_dioxus::AnswerError::TooSoon)
+    );
+    tokio::time::advance(Duration::from_millis(agent_surface_dioxus::ANSWER_DELAY_MS)).await;
     let resolution = pending.approve(&shown, &approver).unwrap();
     assert_eq!(resolution.channel.as_deref(), Some("host"));
     assert_eq!(resolution.approver.as_deref(), Some("person"));
@@ -550,6 +556,7 @@ async fn as_confirm_003_the_pending_confirmations_hook_renders_and_answers_reque
     settle(&mut dom).await;
     assert_eq!(model.0.borrow().pending_seen.len(), 1);
     let shown = pending.presented().unwrap().request.shown();
+    tokio::time::advance(Duration::from_millis(agent_surface_dioxus::ANSWER_DELAY_MS)).await;
     pending.deny(&shown, &approver).unwrap();
     settle(&mut dom).await;
     assert!(model.0.borrow().pending_seen.is_empty());
@@ -656,4 +663,59 @@ async fn as_confirm_001_a_request_that_ends_on_screen_stays_presented_and_no_cli
     let presented = pending.presented().unwrap();
     assert_eq!(*presented.request.confirmation_id, *b);
     assert!(presented.is_live());
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_confirm_001_a_double_click_never_answers_the_request_that_follows() {
+    let registry = registry();
+    let model = Model::default();
+    model.0.borrow().store.select(&["r1"]);
+    let mut dom = dom(&registry, &model, dialog_app);
+    let approver = registry
+        .confirmations()
+        .approver(agent_surface::confirmation::HOST_CHANNEL, "person")
+        .unwrap();
+    let first = call(&registry, Invocation::new("view:test.table.delete")).await;
+    assert!(first.error().is_some());
+    // Another agent asks the same.
+    let second = registry
+        .invoke(
+            Invocation::new("view:test.table.delete"),
+            InvokeOptions::consumer(Consumer::new(ConsumerKind::Test, "other-agent")),
+        )
+        .await;
+    let second = second
+        .error()
+        .unwrap()
+        .detail("confirmationId")
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned();
+    settle(&mut dom).await;
+    let pending = model.0.borrow().confirmations.unwrap();
+    tokio::time::advance(Duration::from_millis(agent_surface_dioxus::ANSWER_DELAY_MS)).await;
+
+    // The first click answers the first request; the second click of the
+    // double-click lands on the next one at once, and does nothing.
+    let shown = pending.presented().unwrap().request.shown();
+    pending.approve(&shown, &approver).unwrap();
+    let next = pending.presented().unwrap();
+    assert_ne!(next.request.confirmation_id, shown.confirmation_id);
+    assert_eq!(registry.confirmations().pending().len(), 1);
+    assert_eq!(
+        pending.approve(&next.request.shown(), &approver),
+        Err(agent_surface_dioxus::AnswerError::TooSoon)
+    );
+    assert!(
+        registry
+            .confirmations()
+            .find(&next.request.confirmation_id)
+            .is_some(),
+        "still waiting"
+    );
+    let _ = second;
+    // Once the person had time to see it, it takes an answer.
+    tokio::time::advance(Duration::from_millis(agent_surface_dioxus::ANSWER_DELAY_MS)).await;
+    pending.deny(&next.request.shown(), &approver).unwrap();
 }

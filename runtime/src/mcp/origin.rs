@@ -128,7 +128,16 @@ impl Allowed {
     /// A host entry: `localhost`, `127.0.0.1`, `[::1]`, `mcp.example.com:443`
     /// (without a port: any port).
     fn host(entry: &str) -> Option<Allowed> {
-        let (host, port) = parse_authority(entry.trim())?;
+        let entry = entry.trim();
+        // A bare IPv6 address (`::1`) is written bracketed in a `Host`.
+        let bracketed;
+        let entry = if entry.matches(':').count() > 1 && !entry.starts_with('[') {
+            bracketed = format!("[{entry}]");
+            bracketed.as_str()
+        } else {
+            entry
+        };
+        let (host, port) = parse_authority(entry)?;
         Some(Allowed {
             scheme: None,
             host,
@@ -232,5 +241,37 @@ impl OriginGate {
             return Some("Forbidden: Origin header is not allowed");
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(host: &str, origin: Option<&str>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, host.parse().unwrap());
+        if let Some(origin) = origin {
+            headers.insert(header::ORIGIN, origin.parse().unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn every_loopback_name_is_allowed_ipv6_included() {
+        let gate = OriginGate::loopback();
+        for (host, origin) in [
+            ("127.0.0.1:8080", "http://127.0.0.1:8080"),
+            ("localhost:8080", "http://localhost:8080"),
+            ("[::1]:8080", "http://[::1]:8080"),
+        ] {
+            assert_eq!(gate.check(&request(host, Some(origin))), Ok(()), "{host}");
+        }
+        assert!(gate.check(&request("[::2]:8080", None)).is_err());
+        assert!(
+            OriginGate::new(["http://[::1]:*"], ["::1"])
+                .check(&request("[::1]:1", None))
+                .is_ok()
+        );
     }
 }

@@ -15,7 +15,7 @@
 //! focus returns to where it was when the dialog closes.
 
 use agent_surface::confirmation::{ConfirmationOutcome, Resolution};
-use agent_surface_dioxus::use_pending_confirmations;
+use agent_surface_dioxus::{ANSWER_DELAY_MS, use_pending_confirmations};
 use dioxus::prelude::*;
 
 use super::Shared;
@@ -97,6 +97,21 @@ pub(crate) fn ConfirmDialog() -> Element {
         };
     }
     let waiting = pending.list().len();
+    // A new request takes no answer at first (a click on its way, or the
+    // second half of a double-click, was meant for what was there before):
+    // its buttons wake at `answerable_at_ms`.
+    let answerable_at = presented.since_ms + ANSWER_DELAY_MS;
+    let mut woken = use_signal(|| None::<String>);
+    let key = request.confirmation_id.to_string();
+    let armed = now() >= answerable_at || woken.read().as_deref() == Some(key.as_str());
+    if !armed {
+        let wait = answerable_at.saturating_sub(now());
+        let key = key.clone();
+        spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+            woken.set(Some(key));
+        });
+    }
     let left = request.expires_at_ms.saturating_sub(now());
     let countdown = minutes_seconds(left);
     let shown = request.shown();
@@ -151,6 +166,7 @@ pub(crate) fn ConfirmDialog() -> Element {
                     button {
                         id: "deny",
                         "data-escape": "true",
+                        "aria-disabled": if armed { "false" } else { "true" },
                         onclick: move |_| {
                             if let Some(approver) = &deny_approver {
                                 let _ = pending.deny(&deny_shown, approver);
@@ -161,7 +177,7 @@ pub(crate) fn ConfirmDialog() -> Element {
                     button {
                         id: "approve",
                         class: "danger",
-                        disabled: approver.is_none(),
+                        disabled: approver.is_none() || !armed,
                         onclick: move |_| {
                             if let Some(approver) = &approver {
                                 let _ = pending.approve(&shown, approver);

@@ -352,3 +352,15 @@ pub async fn sign_in(page: &Client, places: &Places) {
         .await
         .expect("the console draws its table");
 }
+
+/// Answers the dialog as a person does: once its buttons take answers
+/// (a new request ignores clicks for a moment), clicks `button`.
+pub async fn answer(page: &Client, button: &str) {
+    until("the dialog takes answers", || async {
+        page.find(Locator::Css("#confirm-dialog #approve:not([disabled])"))
+            .await
+            .is_ok()
+    })
+    .await;
+    click(page, button).await;
+}
