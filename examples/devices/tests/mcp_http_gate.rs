@@ -484,3 +484,69 @@ async fn connections_wait(served: &Served) {
         String::from_utf8_lossy(&answer)
     );
 }
+
+#[tokio::test]
+async fn mcp_streams_never_take_the_connections_the_console_pages_need() {
+    // Eight connections: `/mcp` holds at most six at once.
+    let served = serve_console(|b| b.max_connections(8)).await;
+    let address = served.address();
+    let session = served.open_session().await;
+    let mut streams = Vec::new();
+    for _ in 0..6 {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream
+            .write_all(
+                format!(
+                    "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\
+                     Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: {LEGACY}\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+        let mut head = [0_u8; 12];
+        tokio::time::timeout(PATIENCE, stream.read_exact(&mut head))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            head.starts_with(b"HTTP/1.1 200"),
+            "{:?}",
+            String::from_utf8_lossy(&head)
+        );
+        streams.push(stream);
+    }
+    // Another `/mcp` request is refused at once, typed…
+    let reply = served
+        .request(&session, json!(2), "tools/list", json!({}))
+        .await;
+    assert_eq!(
+        reply.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        reply.body
+    );
+    assert!(reply.headers.contains_key("retry-after"));
+    let refused = reply.messages.first().cloned().unwrap_or(Value::Null);
+    assert_eq!(
+        refused["error"]["data"]["code"], "RATE_LIMITED",
+        "{refused}"
+    );
+    // …while the console's page is still served.
+    let mut page = TcpStream::connect(address).await.unwrap();
+    page.write_all(b"GET /devices HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_to_close(&mut page).await;
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    // A stream that ends gives its share back.
+    drop(streams.pop());
+    support::eventually("a closed stream frees its share", async || {
+        served
+            .request(&session, json!(3), "tools/list", json!({}))
+            .await
+            .status
+            == StatusCode::OK
+    })
+    .await;
+}

@@ -4,7 +4,8 @@
 //! Defaults, all settable on the builder: loopback origins and hosts only;
 //! at most 64 sessions, each ended after 10 minutes without a request (the
 //! client initializes again); headers and body each within 15 seconds; a
-//! 1 MiB body; at most 256 connections (more wait in the listen backlog).
+//! 1 MiB body; at most 256 connections (more wait in the listen backlog),
+//! of which `/mcp` requests and streams hold at most three quarters.
 //! A live session's notification stream never ends because of other
 //! traffic: its view is held by the session, not cached.
 
@@ -109,6 +110,9 @@ impl McpServer {
             max_body_bytes: options.max_body_bytes,
             max_id_bytes: self.shared.registry.limits().max_id_bytes,
             admission: tokio::sync::Mutex::new(()),
+            in_flight: Arc::new(Semaphore::new(super::gate::mcp_share(
+                options.max_connections,
+            ))),
         });
         axum::Router::new()
             .fallback_service(transport)

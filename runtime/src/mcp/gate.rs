@@ -14,6 +14,12 @@
 //!   (`503` with a `RATE_LIMITED` payload and `Retry-After` otherwise);
 //!   `initialize` on an existing session is `400`; `DELETE` of a session
 //!   the server does not hold is `404`.
+//! - **A share of the connections**: at most three quarters of the
+//!   connection limit of requests are in flight at once, each held until
+//!   its response ends (an SSE or listen stream holds one while it lasts);
+//!   beyond that a request is `503` with a `RATE_LIMITED` payload and
+//!   `Retry-After`, so streams can never take every connection the pages
+//!   served beside `/mcp` need.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +55,13 @@ pub(super) struct Gate {
     /// Serializes session admission, so concurrent `initialize`s cannot
     /// pass the cap together.
     pub(super) admission: tokio::sync::Mutex<()>,
+    /// The endpoint's share of the listener's connections.
+    pub(super) in_flight: Arc<tokio::sync::Semaphore>,
+}
+
+/// The share of the connection limit `/mcp` requests may hold at once.
+pub(super) fn mcp_share(max_connections: usize) -> usize {
+    (max_connections.max(1) * 3 / 4).max(1)
 }
 
 /// The gate as axum middleware.
@@ -56,8 +69,40 @@ pub(super) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: 
     if let Err(reason) = gate.origin.check(request.headers()) {
         return plain(StatusCode::FORBIDDEN, reason);
     }
+    let Ok(permit) = Arc::clone(&gate.in_flight).try_acquire_owned() else {
+        return busy();
+    };
+    let response = admitted(&gate, request, next).await;
+    let (parts, body) = response.into_parts();
+    Response::from_parts(parts, Body::new(super::held::Held::new(body, permit)))
+}
+
+/// `503` for a request beyond the endpoint's share of connections.
+fn busy() -> Response {
+    let retry_ms = crate::util::millis::millis(SESSIONS_FULL_RETRY);
+    let payload = serde_json::to_value(ErrorPayload::rate_limited(
+        crate::error::RateLimitReason::QueueFull,
+        Some(retry_ms),
+    ))
+    .ok();
+    let mut response = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+        -32000,
+        "Server busy: too many requests or streams in flight; retry later or close a stream",
+        payload,
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        http::HeaderValue::from(SESSIONS_FULL_RETRY.as_secs()),
+    );
+    response
+}
+
+/// A request inside the endpoint's share: verb by verb.
+async fn admitted(gate: &Gate, request: Request, next: Next) -> Response {
     match *request.method() {
-        Method::POST => post(&gate, request, next).await,
+        Method::POST => post(gate, request, next).await,
         Method::DELETE => {
             if let Some(session) = session_of(request.headers())
                 && !holds(&gate.sessions, &session).await

@@ -70,6 +70,7 @@ mod clients;
 mod convert;
 mod endpoint;
 mod gate;
+mod held;
 mod identity;
 mod origin;
 mod session;

@@ -1,0 +1,47 @@
+//! A response body that holds a permit until the body is done: the MCP
+//! endpoint's share of the listener's connections, held for as long as a
+//! request's response lives (an SSE stream, a `subscriptions/listen`
+//! stream), so streams alone can never use up the connections the pages
+//! beside `/mcp` need.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
+use http_body::Frame;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// `body`, holding `permit` until it ends or is dropped.
+pub(super) struct Held {
+    body: Body,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Held {
+    pub(super) fn new(body: Body, permit: OwnedSemaphorePermit) -> Held {
+        Held {
+            body,
+            _permit: permit,
+        }
+    }
+}
+
+impl http_body::Body for Held {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
