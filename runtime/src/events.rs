@@ -134,6 +134,9 @@ pub enum SurfaceEvent {
         channel: Option<Arc<str>>,
         /// Who answered through it (`None` for an expiry or a withdrawal).
         approver: Option<Arc<str>>,
+        /// Why it was withdrawn (`replaced`, `unmounted`, `agent-left`),
+        /// for a withdrawal.
+        reason: Option<&'static str>,
     },
 }
 

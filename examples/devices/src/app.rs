@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use agent_surface::ErrorPayload;
 use agent_surface::confirmation::{Presentation, PresentationRequest};
+
+use crate::backend::Device;
 use agent_surface::context::HostContext;
 use agent_surface::procedure::mcp::McpExecutor;
 use agent_surface::registry::{MountError, Mounted, Registry, RegistryBuilder};
@@ -87,15 +89,9 @@ pub fn mount_page(registry: &Registry, console: &Arc<Console>) -> Result<Vec<Mou
 
 /// The registry configuration of the console: backend `forbidden` errors
 /// are the server refusing the user, and confirmations are presented in
-/// the person's terms (see [`present`]).
-pub fn registry_builder() -> RegistryBuilder {
-    // The demo fleet's names never change (only statuses do), so the
-    // presenter reads them from the fleet the backend starts with.
-    let names: std::collections::HashMap<String, String> = Backend::demo()
-        .query(None, None)
-        .into_iter()
-        .map(|device| (device.id, device.name))
-        .collect();
+/// the person's terms (see [`present`]) from the fleet of `backend` (the
+/// demo fleet as it starts, without one).
+pub fn registry_builder_for(backend: Option<Arc<Backend>>) -> RegistryBuilder {
     Registry::builder()
         .procedure_errors(|_, error| match error.code() {
             Some("forbidden") => Some(ErrorPayload::not_authorized(
@@ -103,17 +99,40 @@ pub fn registry_builder() -> RegistryBuilder {
             )),
             _ => None,
         })
-        .confirmation_presenter(move |request| present(request, &names))
+        .confirmation_presenter(move |request| {
+            let devices = match &backend {
+                Some(backend) => backend.query(None, None),
+                None => Backend::demo().query(None, None),
+            };
+            present(request, &devices)
+        })
 }
 
-/// A confirmation in the person's terms: "Disable 3 devices: Gateway
-/// Milano Centrale, …" on a red "Disable 3 devices" button. Device names,
-/// never ids (an id the fleet does not know is shown as "unknown device
-/// d99"); other capabilities keep the default presentation.
-pub fn present(
-    request: &PresentationRequest<'_>,
-    names: &std::collections::HashMap<String, String>,
-) -> Option<Presentation> {
+/// [`registry_builder_for`] without a live backend.
+pub fn registry_builder() -> RegistryBuilder {
+    registry_builder_for(None)
+}
+
+/// The registry of the console for `user` on a fresh demo backend: the host
+/// context is the user, with the backend as a typed extension, which
+/// [`App::connect`] then serves.
+pub fn registry_for(
+    user: &User,
+    configure: impl FnOnce(RegistryBuilder) -> RegistryBuilder,
+) -> Registry {
+    let backend = Arc::new(Backend::demo());
+    let host = host_for(user).with_extension(Arc::clone(&backend));
+    configure(registry_builder_for(Some(backend)))
+        .host_context(move || host.clone())
+        .build()
+}
+
+/// A confirmation in the person's terms: "Disable 3 devices: Air sensor
+/// Navigli, …" on a red "Disable 3 devices" button, every device listed with
+/// its status and city, and the agent's own reason labelled as its words.
+/// Device names, never ids (an id the fleet does not know is shown as
+/// "unknown device d99"); other capabilities keep the default presentation.
+pub fn present(request: &PresentationRequest<'_>, fleet: &[Device]) -> Option<Presentation> {
     if request.capability_id != "domain:devices.disable" {
         return None;
     }
@@ -124,27 +143,50 @@ pub fn present(
         .iter()
         .filter_map(serde_json::Value::as_str)
         .collect();
-    let named: Vec<String> = ids
+    let found: Vec<(String, String)> = ids
         .iter()
-        .map(|id| match names.get(*id) {
-            Some(name) => name.clone(),
-            None => format!("unknown device {id}"),
+        .map(|id| match fleet.iter().find(|device| device.id == *id) {
+            Some(device) => (
+                device.name.clone(),
+                format!(
+                    "{} — {}, {}",
+                    device.name,
+                    device.status.as_str(),
+                    device.city
+                ),
+            ),
+            None => (
+                format!("unknown device {id}"),
+                format!("unknown device {id}"),
+            ),
         })
         .collect();
-    let count = match named.len() {
+    let count = match found.len() {
         1 => "1 device".to_owned(),
         n => format!("{n} devices"),
     };
-    let list = match named.as_slice() {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    let names: Vec<&str> = found.iter().map(|(name, _)| name.as_str()).collect();
+    let title = match names.as_slice() {
+        [] => format!("Disable {count}"),
+        [one] => format!("Disable {count}: {one}"),
+        [a, b] => format!("Disable {count}: {a} and {b}"),
+        [a, b, c] => format!("Disable {count}: {a}, {b} and {c}"),
+        _ => format!("Disable {count}"),
     };
-    Some(Presentation::new(
-        format!("Disable {count}: {list}"),
+    let mut presentation = Presentation::new(
+        title,
         format!("Disable {count}"),
         "Disabled devices stop reporting and cannot be used until someone enables them again.",
-    ))
+    )
+    .with_items(found.into_iter().map(|(_, line)| line));
+    if let Some(reason) = request
+        .input
+        .get("reason")
+        .and_then(serde_json::Value::as_str)
+    {
+        presentation = presentation.with_agent_note(reason);
+    }
+    Some(presentation)
 }
 
 /// The host context of a signed-in user, as the console's policies read it.
@@ -161,10 +203,7 @@ impl App {
     /// backend `forbidden` → `NOT_AUTHORIZED {origin: "server"}`), and the
     /// devices page with the navigation.
     pub async fn start(user: User) -> Result<App, StartError> {
-        let host = host_for(&user);
-        let registry = registry_builder()
-            .host_context(move || host.clone())
-            .build();
+        let registry = registry_for(&user, |builder| builder);
         App::attach(registry, user).await
     }
 
@@ -198,7 +237,13 @@ impl App {
     /// session and the console state. A user interface (the web console)
     /// mounts the components while it renders them.
     pub async fn connect(registry: Registry, user: User) -> Result<App, StartError> {
-        let backend = Arc::new(Backend::demo());
+        // The backend the registry's host context names (see
+        // [`registry_for`]), or a fresh demo backend.
+        let backend = registry
+            .host_context()
+            .extension::<Arc<Backend>>()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Backend::demo()));
         let server = BackendServer::new(Arc::clone(&backend), user.clone());
         let (client_io, server_io) = tokio::io::duplex(64 * 1024);
         let serving = server.clone();

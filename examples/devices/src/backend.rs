@@ -17,6 +17,17 @@ pub enum Status {
     Disabled,
 }
 
+impl Status {
+    /// The word a person reads: `online`, `offline`, `disabled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Online => "online",
+            Status::Offline => "offline",
+            Status::Disabled => "disabled",
+        }
+    }
+}
+
 /// A city where devices are installed.
 pub type City = String;
 

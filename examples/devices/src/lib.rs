@@ -10,7 +10,10 @@ pub mod scenario;
 pub mod server;
 pub mod web;
 
-pub use app::{App, StartError, host_for, mount_page, registry_builder};
+pub use app::{
+    App, StartError, host_for, mount_page, present, registry_builder, registry_builder_for,
+    registry_for,
+};
 pub use backend::{Backend, City, Device, Status};
 pub use components::{Console, DevicesTable, Drawer, FilterBar, Navigation};
 pub use domain::{DisableDevices, Disabled, disable_reference};

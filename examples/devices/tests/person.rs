@@ -263,7 +263,7 @@ async fn the_activity_and_the_agents_panel_show_what_the_agent_does_and_may_do()
         })
         .await;
         let before = text(&page, "#agents").await.unwrap();
-        assert!(!before.contains("domain_devices: disable"), "{before}");
+        assert!(!before.contains("disable devices"), "{before}");
 
         // The agent changes the filters: the page marks it and says so.
         let filtered = agent
@@ -306,7 +306,7 @@ async fn the_activity_and_the_agents_panel_show_what_the_agent_does_and_may_do()
         until("the panel shows the agent may disable", || async {
             text(&page, "#agents")
                 .await
-                .is_some_and(|t| t.contains("domain_devices: disable"))
+                .is_some_and(|t| t.contains("disable devices"))
         })
         .await;
         assert!(

@@ -65,6 +65,8 @@ pub enum Activity {
         outcome: &'static str,
         /// The approval channel of an answer.
         channel: Option<Arc<str>>,
+        /// Why it was withdrawn, for a withdrawal.
+        reason: Option<&'static str>,
         /// The request's title, when it was seen asked.
         title: Option<String>,
     },
@@ -192,6 +194,7 @@ impl Memory {
                 outcome,
                 channel,
                 approver,
+                reason,
             } => {
                 let asked = self
                     .asked
@@ -210,6 +213,7 @@ impl Memory {
                         confirmation_id: Arc::clone(confirmation_id),
                         outcome,
                         channel: channel.clone(),
+                        reason: *reason,
                         title: asked.map(|asked| asked.title),
                     },
                 })

@@ -101,6 +101,7 @@ struct ModelState {
     renders: usize,
     pending_seen: Vec<String>,
     confirmations: Option<agent_surface_dioxus::PendingConfirmations>,
+    activity: Option<agent_surface_dioxus::AgentActivity>,
 }
 
 fn app() -> Element {
@@ -718,4 +719,108 @@ async fn as_confirm_001_a_double_click_never_answers_the_request_that_follows() 
     // Once the person had time to see it, it takes an answer.
     tokio::time::advance(Duration::from_millis(agent_surface_dioxus::ANSWER_DELAY_MS)).await;
     pending.deny(&next.request.shown(), &approver).unwrap();
+}
+
+fn activity_app() -> Element {
+    let model = use_context::<Model>();
+    let activity = agent_surface_dioxus::use_agent_activity(4);
+    let store = Arc::clone(&model.0.borrow().store);
+    let _table = use_agent_component(move || Arc::new(Table(store)));
+    model.0.borrow_mut().activity = Some(activity);
+    let _ = activity.entries();
+    rsx! {}
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_activity_hook_lists_calls_requests_answers_and_expiries_bounded() {
+    use agent_surface_dioxus::Activity;
+    let registry = registry();
+    let model = Model::default();
+    model.0.borrow().store.select(&["r1"]);
+    let mut dom = dom(&registry, &model, activity_app);
+    let activity = model.0.borrow().activity.unwrap();
+
+    let read = call(&registry, Invocation::new("view:test.table.selection")).await;
+    assert!(read.is_ok());
+    let asked = call(&registry, Invocation::new("view:test.table.delete")).await;
+    let id = asked
+        .error()
+        .unwrap()
+        .detail("confirmationId")
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let confirmations = registry.confirmations();
+    confirmations
+        .approve(&confirmations.find(&id).unwrap().shown())
+        .unwrap();
+    let run = call(
+        &registry,
+        Invocation::new("view:test.table.delete").confirmation(&id),
+    )
+    .await;
+    assert!(run.is_ok(), "{run:?}");
+    settle(&mut dom).await;
+    let entries = activity.entries();
+    assert_eq!(
+        entries.len(),
+        4,
+        "bounded to the capacity asked: {entries:?}"
+    );
+    // Newest first: the approved call that ran, the answer, the request,
+    // the refused first attempt (the read fell off the end).
+    match &entries[0].what {
+        Activity::Call {
+            capability_id,
+            error: None,
+            approved: Some(title),
+        } => {
+            assert_eq!(&**capability_id, "view:test.table.delete");
+            assert!(!title.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(&*entries[0].who, "test:agent");
+    match &entries[1].what {
+        Activity::Answered {
+            outcome, channel, ..
+        } => {
+            assert_eq!(*outcome, "approved");
+            assert_eq!(channel.as_deref(), Some("host"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(&*entries[1].who, "host");
+    assert!(
+        matches!(
+            &entries[2].what,
+            Activity::Call {
+                error: Some(ErrorCode::ConfirmationRequired),
+                ..
+            }
+        ),
+        "{entries:?}"
+    );
+    assert!(
+        matches!(&entries[3].what, Activity::Asked { confirmation_id, .. } if **confirmation_id == *id)
+    );
+
+    // An expiry says so.
+    let again = call(&registry, Invocation::new("view:test.table.delete")).await;
+    assert!(again.error().is_some());
+    tokio::time::advance(registry.limits().confirmation_ttl + Duration::from_millis(1)).await;
+    registry.confirmations().expire_due();
+    settle(&mut dom).await;
+    let entries = activity.entries();
+    assert!(
+        matches!(
+            &entries[0].what,
+            Activity::Answered {
+                outcome: "expired",
+                ..
+            }
+        ),
+        "{entries:?}"
+    );
 }

@@ -27,6 +27,12 @@ const MAX_TITLE_CHARS: usize = 160;
 const MAX_ACTION_CHARS: usize = 48;
 /// Longest effect text, in characters.
 const MAX_EFFECT_CHARS: usize = 300;
+/// Most items listed.
+const MAX_ITEMS: usize = 100;
+/// Longest item, in characters.
+const MAX_ITEM_CHARS: usize = 160;
+/// Longest agent note, in characters.
+const MAX_NOTE_CHARS: usize = 300;
 
 /// What a presenter sees of a request.
 #[derive(Debug)]
@@ -56,6 +62,13 @@ pub struct Presentation {
     pub action: String,
     /// What approving does, in plain words (empty: say nothing more).
     pub effect: String,
+    /// Every object the action touches, one line each in the person's
+    /// terms ("Air sensor Navigli — offline, Milan"), shown as a list
+    /// (at most 100).
+    pub items: Vec<String>,
+    /// What the agent said about it in its own words (a free-text field of
+    /// the input), shown labelled as the agent's: never the host's voice.
+    pub agent_note: Option<String>,
 }
 
 impl Presentation {
@@ -70,7 +83,27 @@ impl Presentation {
             title: title.into(),
             action: action.into(),
             effect: effect.into(),
+            items: Vec::new(),
+            agent_note: None,
         }
+    }
+
+    /// Lists every object the action touches, one line each.
+    #[must_use]
+    pub fn with_items(
+        mut self,
+        items: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Presentation {
+        self.items = items.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// What the agent said, in its own words (shown labelled as the
+    /// agent's).
+    #[must_use]
+    pub fn with_agent_note(mut self, note: impl Into<String>) -> Presentation {
+        self.agent_note = Some(note.into());
+        self
     }
 
     /// The default: the description as the title, "Approve" on the button.
@@ -101,6 +134,18 @@ impl Presentation {
             title,
             action,
             effect: clean(&self.effect, MAX_EFFECT_CHARS),
+            items: self
+                .items
+                .iter()
+                .take(MAX_ITEMS)
+                .map(|item| clean(item, MAX_ITEM_CHARS))
+                .filter(|item| !item.is_empty())
+                .collect(),
+            agent_note: self
+                .agent_note
+                .as_deref()
+                .map(|note| clean(note, MAX_NOTE_CHARS))
+                .filter(|note| !note.is_empty()),
         }
     }
 }

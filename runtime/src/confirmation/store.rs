@@ -532,6 +532,7 @@ impl ConfirmationStore {
                 outcome: ConfirmationOutcome::Expired.as_str(),
                 channel: None,
                 approver: None,
+                reason: None,
             });
         }
     }

@@ -15,6 +15,9 @@ pub struct ConnectedClient {
     pub consumer: Consumer,
     /// The wire names of the tools it may use right now (available ones).
     pub tools: Vec<String>,
+    /// When it last made a request (registry clock, epoch milliseconds):
+    /// a session whose client went away stays until its idle timeout.
+    pub last_active_ms: u64,
 }
 
 impl McpServer {
@@ -35,6 +38,7 @@ impl McpServer {
                     .filter(|tool| tool.state().available)
                     .map(|tool| tool.name().to_owned())
                     .collect(),
+                last_active_ms: view.last_seen_ms(),
             })
             .collect()
     }

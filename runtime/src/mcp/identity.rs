@@ -58,12 +58,22 @@ impl McpSession {
         extensions: &Extensions,
         peer: &Peer<RoleServer>,
     ) -> Option<Acting> {
+        let acting = self.identify(extensions, peer)?;
+        acting.view.seen(self.shared.registry.now_ms());
+        Some(acting)
+    }
+
+    /// Who a request acts as, before it is noted as seen.
+    fn identify(&self, extensions: &Extensions, peer: &Peer<RoleServer>) -> Option<Acting> {
         let parts = extensions.get::<::http::request::Parts>();
         let client = client_name(peer);
         if let (Some(identify), Some(parts)) = (&self.shared.identify, parts)
             && let Ok(Some(principal)) = catch_unwind(AssertUnwindSafe(|| identify(parts)))
         {
-            let label = client.map(|client| format!("{client} ({principal})"));
+            let label = Some(match &client {
+                Some(client) => format!("{client} ({principal})"),
+                None => principal.clone(),
+            });
             let view = self.shared.view(&principal, label.as_deref())?;
             return Some(Acting {
                 consumer: principal,
@@ -75,8 +85,11 @@ impl McpSession {
             let view = match self.life.held.get() {
                 Some(view) => Arc::clone(view),
                 None => {
-                    let label =
-                        client.map(|client| format!("{client}, {}", session_label(session)));
+                    let label = Some(format!(
+                        "{} ({})",
+                        client.as_deref().unwrap_or(UNNAMED),
+                        session_label(session)
+                    ));
                     let view = self.shared.view(session, label.as_deref())?;
                     Arc::clone(self.life.held.get_or_init(|| view))
                 }
@@ -92,11 +105,12 @@ impl McpSession {
             .anonymous
             .get_or_init(|| {
                 let consumer = self.shared.anonymous_id();
+                let label = format!("{} (no session)", client.as_deref().unwrap_or(UNNAMED));
                 let view = self.shared.views.detached(
                     &self.shared.registry,
                     &consumer,
                     true,
-                    client.as_deref(),
+                    Some(&label),
                 )?;
                 Some((consumer, view))
             })
@@ -181,34 +195,46 @@ impl McpSession {
     }
 }
 
-/// The client's own name and version (`clientInfo`), as a person would
-/// read them; `None` when the client did not say.
+/// How an agent that gave no name is called.
+const UNNAMED: &str = "An unnamed agent";
+
+/// Longest self-chosen client name kept, in characters: the part the
+/// server assigns (the session) always stays in view.
+const MAX_CLIENT_NAME_CHARS: usize = 40;
+
+/// The client's own name and version (`clientInfo`: its title, else its
+/// name), cut to a bound; `None` when it gave neither. Self-reported: a
+/// client may call itself anything.
 fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
     let info = peer.peer_info()?;
-    let name = info
-        .client_info
-        .title
-        .as_deref()
-        .unwrap_or(&info.client_info.name);
-    let name = name.trim();
+    let title = info.client_info.title.as_deref().map(str::trim);
+    let name = match title {
+        Some(title) if !title.is_empty() => title,
+        _ => info.client_info.name.trim(),
+    };
     if name.is_empty() {
         return None;
     }
     let version = info.client_info.version.trim();
-    Some(if version.is_empty() {
+    let full = if version.is_empty() {
         name.to_owned()
     } else {
         format!("{name} {version}")
-    })
+    };
+    let mut cut: String = full.chars().take(MAX_CLIENT_NAME_CHARS).collect();
+    if cut.len() < full.len() {
+        cut.push('…');
+    }
+    Some(cut)
 }
 
-/// `session 3` for `session-3-…`.
+/// `MCP session 3` for `session-3-…`.
 fn session_label(session: &str) -> String {
     match session
         .strip_prefix("session-")
         .and_then(|rest| rest.split('-').next())
     {
-        Some(n) => format!("session {n}"),
-        None => "a session".to_owned(),
+        Some(n) => format!("MCP session {n}"),
+        None => "an MCP session".to_owned(),
     }
 }

@@ -33,6 +33,8 @@ pub(super) struct View {
     latest: Mutex<Option<Build>>,
     /// Creation order, for eviction.
     created: u64,
+    /// When its consumer last made a request (registry clock).
+    seen_ms: std::sync::atomic::AtomicU64,
 }
 
 impl View {
@@ -58,7 +60,19 @@ impl View {
             poke: watch::channel(0).0,
             latest: Mutex::new(None),
             created,
+            seen_ms: std::sync::atomic::AtomicU64::new(registry.now_ms()),
         })
+    }
+
+    /// Its consumer made a request now.
+    pub(super) fn seen(&self, now_ms: u64) {
+        self.seen_ms
+            .fetch_max(now_ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// When its consumer last made a request.
+    pub(super) fn last_seen_ms(&self) -> u64 {
+        self.seen_ms.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Wakes this consumer's watchers.

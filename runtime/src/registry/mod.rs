@@ -364,6 +364,12 @@ impl Registry {
         &self.inner.config.limits
     }
 
+    /// The host context now, as policies and handlers see it (the
+    /// provider's answer; an empty context without one, or if it panics).
+    pub fn host_context(&self) -> HostContext {
+        self.inner.host()
+    }
+
     /// The registry's clock, in epoch milliseconds.
     pub fn now_ms(&self) -> u64 {
         self.inner.now_ms()

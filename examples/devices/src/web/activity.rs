@@ -94,6 +94,7 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
         Activity::Answered {
             outcome,
             channel,
+            reason,
             title,
             ..
         } => {
@@ -110,13 +111,32 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
                     "refused",
                 ),
                 _ => (
-                    format!("Withdrawn (the page changed), nothing was done: {what}"),
+                    match reason {
+                        Some("agent-left") => {
+                            format!("Withdrawn, the agent disconnected; nothing was done: {what}")
+                        }
+                        _ => format!("Withdrawn, the page changed; nothing was done: {what}"),
+                    },
                     "refused",
                 ),
             }
         }
         _ => (format!("{who} did something"), "read"),
     }
+}
+
+/// The lines to show: each entry's line, with runs of the same line (an
+/// agent polling, a retry loop) merged into one with a count.
+fn merged(entries: &[ActivityEntry]) -> Vec<(String, &'static str, u64, usize)> {
+    let mut lines: Vec<(String, &'static str, u64, usize)> = Vec::new();
+    for entry in entries {
+        let (text, kind) = line(entry);
+        match lines.last_mut() {
+            Some(last) if last.0 == text => last.3 += 1,
+            _ => lines.push((text, kind, entry.at_ms, 1)),
+        }
+    }
+    lines
 }
 
 /// "just now", "12 s ago", "3 min ago".
@@ -144,14 +164,14 @@ pub(crate) fn ActivityList() -> Element {
             if dropped > 0 {
                 p { class: "muted", "{dropped} events arrived too fast to show." }
             }
-            ol { id: "activity", "aria-live": "polite",
-                for (index, entry) in entries.iter().enumerate() {
+            ul { id: "activity", "aria-live": "polite",
+                for (index, (text, kind, at_ms, times)) in merged(&entries).into_iter().enumerate() {
                     {
-                        let (text, kind) = line(entry);
-                        let when = ago(now(), entry.at_ms);
+                        let when = ago(now(), at_ms);
+                        let times = if times > 1 { format!(" (×{times})") } else { String::new() };
                         rsx! {
-                            li { key: "{index}-{entry.at_ms}", class: "entry {kind}", "data-kind": "{kind}",
-                                span { class: "text", "{text}" }
+                            li { key: "{index}-{at_ms}", class: "entry {kind}", "data-kind": "{kind}",
+                                span { class: "text", "{text}{times}" }
                                 " "
                                 span { class: "when", "{when}" }
                             }

@@ -32,6 +32,9 @@ impl Write for SignalLog {
 /// A tool's wire name as a person reads it: `view_devices__table__selectRows`
 /// → `table: select rows`.
 fn tool_words(name: &str) -> String {
+    if name == "domain_devices__disable" {
+        return "disable devices".to_owned();
+    }
     let parts: Vec<&str> = name.split("__").collect();
     let last = parts.last().copied().unwrap_or(name);
     let mut words = String::new();
@@ -53,7 +56,7 @@ fn tool_words(name: &str) -> String {
 pub(crate) fn AgentPanel() -> Element {
     let shared = use_context::<Shared>();
     let pending = use_pending_confirmations();
-    let _tick = use_now_ms()();
+    let now = use_now_ms()();
     let mut transcript = use_signal(String::new);
     let mut running = use_signal(|| false);
     let config = format!(
@@ -90,10 +93,15 @@ pub(crate) fn AgentPanel() -> Element {
                                 format!("can use {} tools now", can.len())
                             };
                             let list = can.join(", ");
+                            let idle_s = now.saturating_sub(client.last_active_ms) / 1000;
+                            let active = match idle_s {
+                                0..=59 => "active just now".to_owned(),
+                                _ => format!("last active {} min ago (it may have left)", idle_s / 60),
+                            };
                             rsx! {
                                 li { key: "{key}", class: "agent-row", "data-agent": "{key}",
                                     strong { "{name}" }
-                                    " — {summary}"
+                                    " — {summary}, {active}"
                                     if !list.is_empty() {
                                         p { class: "tools muted", "{list}" }
                                     }

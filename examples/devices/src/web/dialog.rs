@@ -31,6 +31,9 @@ fn ended_text(ended: &Resolution) -> String {
             Some("unmounted") => "The agent's request was withdrawn: the page it applied to was \
                                   left or closed. Nothing was done."
                 .to_owned(),
+            Some("agent-left") => "The agent that asked has disconnected, so its request was \
+                                   withdrawn. Nothing was done."
+                .to_owned(),
             _ => "The agent's request is no longer waiting. Nothing was done.".to_owned(),
         },
         ConfirmationOutcome::Expired => {
@@ -135,9 +138,25 @@ pub(crate) fn ConfirmDialog() -> Element {
                 if !presentation.effect.is_empty() {
                     p { id: "confirm-effect-text", class: "{effect_class}", "{presentation.effect}" }
                 }
+                if !presentation.items.is_empty() {
+                    ul { id: "confirm-items", class: "items", "aria-label": "What it applies to",
+                        for (index, item) in presentation.items.iter().enumerate() {
+                            li { key: "{index}", "{item}" }
+                        }
+                    }
+                }
+                if let Some(note) = &presentation.agent_note {
+                    p { id: "confirm-agent-note", class: "agent-note",
+                        span { class: "muted", "The agent says, in its own words: " }
+                        q { "{note}" }
+                    }
+                }
                 dl {
                     dt { "Asked by" }
-                    dd { id: "confirm-asker", "{asker}" }
+                    dd {
+                        span { id: "confirm-asker", "{asker}" }
+                        span { class: "muted", " — the name is the agent's own" }
+                    }
                     dt { "Time left" }
                     dd {
                         span {

@@ -244,12 +244,13 @@ mod tests {
     fn the_oldest_session_ends_beyond_the_limit_and_its_sockets_close() {
         let login = Login::new(8080).unwrap();
         let tokens = login.tokens();
-        let first = login.sign_in(&tokens.borrow().clone()).unwrap();
+        let current = || tokens.borrow().clone();
+        let first = login.sign_in(&current()).unwrap();
         let ended = login
             .socket_allowed(&cookie_header(&login, &first.cookie), &first.socket)
             .unwrap();
         for _ in 0..MAX_SESSIONS {
-            login.sign_in(&tokens.borrow().clone()).unwrap();
+            login.sign_in(&current()).unwrap();
         }
         assert!(ended.is_cancelled(), "its open websockets close");
         assert!(!login.page_allowed(&cookie_header(&login, &first.cookie)));

@@ -7,16 +7,21 @@
 //! its MCP endpoint belong to the running application: every tab shows the
 //! same console, and the agent connected at `/mcp` sees what the person
 //! does in the page. The components that mount the capabilities are those
-//! of the tab in front: a newly opened tab takes the console over (its
-//! mounts replace the older tab's, the registry being built with
-//! [`DuplicatePolicy::Replace`]) and the older tab says so and offers to
-//! take it back.
+//! of the tab in front. A newly opened tab is in front only when no other
+//! tab is open (a reload included: the reloaded tab closes first, or the
+//! new one moves to the front as soon as it does); otherwise it says the
+//! console is open in another tab and offers to take it over, so opening a
+//! tab — or a page opening one — never withdraws the requests waiting in
+//! the tab in front. Taking over replaces that tab's mounts (the registry
+//! is built with [`DuplicatePolicy::Replace`]); when the tab in front
+//! closes, the newest open tab moves to the front.
 //!
 //! **Who may approve.** Only the person, in a signed-in tab: every route
-//! (pages, the websocket, `/mcp`) passes one `Origin`/`Host` gate, the page
-//! and the websocket need the person's session cookie (see `login`), and the
-//! dialog answers through the registry's in-app channel `console`. The MCP
-//! endpoint has no way to approve: elicitation is off beside the dialog.
+//! (pages, the websocket, `/mcp`) passes one `Origin`/`Host` gate, pages
+//! need the person's cookie and the websocket also the socket key that only
+//! the console's own origin can read (see `login`), and the dialog answers
+//! through the registry's in-app channel `console`. The MCP endpoint has no
+//! way to approve: elicitation is off beside the dialog.
 
 mod activity;
 mod agent_panel;
@@ -37,7 +42,7 @@ use agent_surface::registry::{DuplicatePolicy, Registry};
 
 use login::Login;
 
-use crate::app::{App, host_for, registry_builder};
+use crate::app::{App, registry_for};
 use crate::components::Route;
 use crate::server::User;
 
@@ -48,26 +53,46 @@ pub const CONSOLE_CHANNEL: &str = "console";
 /// with the newest tab's mounts replacing an older tab's, and the dialog as
 /// its in-app approval channel ([`CONSOLE_CHANNEL`]).
 pub fn registry(user: &User) -> Registry {
-    let host = host_for(user);
-    registry_builder()
-        .host_context(move || host.clone())
-        .duplicate_instances(DuplicatePolicy::Replace)
-        .approval_channel(CONSOLE_CHANNEL)
-        .build()
+    registry_for(user, |builder| {
+        builder
+            .duplicate_instances(DuplicatePolicy::Replace)
+            .approval_channel(CONSOLE_CHANNEL)
+    })
 }
 
-/// Which tab drives the console.
-#[derive(Debug)]
+/// Which tab drives the console, and which are open.
+#[derive(Debug, Default)]
 pub(crate) struct Tabs {
     next: AtomicU64,
+    open: std::sync::Mutex<Vec<u64>>,
     active: tokio::sync::watch::Sender<u64>,
 }
 
 impl Tabs {
-    fn open(&self) -> u64 {
+    fn open_tabs(&self) -> std::sync::MutexGuard<'_, Vec<u64>> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A new tab: in front only when no other tab is open.
+    pub(crate) fn open(&self) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        self.active.send_replace(id);
+        let mut open = self.open_tabs();
+        if open.is_empty() {
+            self.active.send_replace(id);
+        }
+        open.push(id);
         id
+    }
+
+    /// Tab `id` closed: if it was in front, the newest open tab moves there.
+    pub(crate) fn close(&self, id: u64) {
+        let mut open = self.open_tabs();
+        open.retain(|tab| *tab != id);
+        if *self.active.borrow() == id {
+            self.active.send_replace(open.last().copied().unwrap_or(0));
+        }
     }
 
     /// Makes tab `id` the one in front.
@@ -164,10 +189,7 @@ pub async fn serve(
         .ok();
     let shared = Shared {
         app,
-        tabs: Arc::new(Tabs {
-            next: AtomicU64::new(0),
-            active: tokio::sync::watch::channel(0).0,
-        }),
+        tabs: Arc::new(Tabs::default()),
         mcp_url: format!("http://{bound}/mcp"),
         mcp: mcp.clone(),
         approver,

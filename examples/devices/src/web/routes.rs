@@ -202,12 +202,13 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
                         let shared = shared.clone();
                         let pool = Arc::clone(&pool);
                         ws.on_upgrade(move |socket| async move {
+                            let tabs = Arc::clone(&shared.tabs);
+                            let id = tabs.open();
                             let tab = pool.launch_virtualdom(axum_socket(socket), move || {
-                                let tab = TabId(shared.tabs.open());
                                 VirtualDom::new(views::root)
                                     .with_root_context(shared.app.registry().clone())
                                     .with_root_context(shared)
-                                    .with_root_context(tab)
+                                    .with_root_context(TabId(id))
                                     .with_root_context(OpenedOn(route))
                             });
                             // A session that ends (signed out by a newer one)
@@ -216,6 +217,7 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
                                 _ = tab => {}
                                 () = ended.cancelled() => {}
                             }
+                            tabs.close(id);
                         })
                         .into_response()
                     },

@@ -13,7 +13,6 @@ use super::agent_panel::AgentPanel;
 use super::dialog::ConfirmDialog;
 use super::watch::use_watch;
 use super::{OpenedOn, Shared, TabId};
-use crate::backend::Status;
 use crate::components::{
     Console, DevicesTable, Drawer, FilterBar, Navigation, Route, SortDir, SortKey, StatusFilter,
 };
@@ -214,14 +213,6 @@ fn FilterBarView() -> Element {
     }
 }
 
-fn status_text(status: Status) -> &'static str {
-    match status {
-        Status::Online => "online",
-        Status::Offline => "offline",
-        Status::Disabled => "disabled",
-    }
-}
-
 #[component]
 fn TableView() -> Element {
     let console = use_console();
@@ -241,7 +232,16 @@ fn TableView() -> Element {
     let summary = if selected.is_empty() {
         "Nothing selected".to_owned()
     } else {
-        format!("{} selected: {}", selected.len(), selected.join(", "))
+        let names: Vec<String> = selected
+            .iter()
+            .map(|id| {
+                console
+                    .backend()
+                    .get(id)
+                    .map_or_else(|| id.clone(), |device| device.name)
+            })
+            .collect();
+        format!("{} selected: {}", selected.len(), names.join(", "))
     };
     let sorting = table.sorting;
     let aria_sort = move |key: SortKey| match (sorting.by == key, sorting.dir) {
@@ -256,7 +256,7 @@ fn TableView() -> Element {
     };
     let rows = table.visible_rows.into_iter().map(|device| {
         let is_selected = selected.contains(&device.id);
-        let status = status_text(device.status);
+        let status = device.status.as_str();
         let toggle = Arc::clone(&console);
         let open = Arc::clone(&console);
         let id = device.id.clone();
@@ -337,7 +337,7 @@ fn DrawerView() -> Element {
         return rsx! {};
     };
     let close = Arc::clone(&console);
-    let status = status_text(device.status);
+    let status = device.status.as_str();
     rsx! {
         aside { id: "drawer", class: "drawer",
             h2 { "{device.name}" }

@@ -93,6 +93,7 @@ impl ConfirmationStore {
             outcome: outcome.as_str(),
             channel: Some(Arc::clone(&approver.channel)),
             approver: Some(Arc::clone(&approver.approver)),
+            reason: None,
         });
         self.notify();
         Ok(resolution)

@@ -71,6 +71,7 @@ impl ConfirmationStore {
                 outcome: ConfirmationOutcome::Withdrawn.as_str(),
                 channel: None,
                 approver: None,
+                reason: Some(reason),
             });
         }
         if count > 0 {
