@@ -38,7 +38,7 @@ pub(crate) struct Options {
 const DEFAULT_HTTP: &str = "127.0.0.1:8765";
 
 /// Where the web console listens when no address is given.
-const DEFAULT_WEB: &str = "127.0.0.1:8080";
+const DEFAULT_WEB: &str = "127.0.0.1:0";
 
 fn command() -> Command {
     Command::new("devices")
@@ -54,12 +54,9 @@ fn command() -> Command {
                 .default_value("admin")
                 .help("Who is signed in (the viewer is not offered domain:devices.disable)"),
         )
-        .arg(
-            Arg::new("listen")
-                .long("listen")
-                .value_name("ADDR")
-                .help("Where the web console listens (default 127.0.0.1:8080; port 0 picks one)"),
-        )
+        .arg(Arg::new("listen").long("listen").value_name("ADDR").help(
+            "Where the web console listens (default 127.0.0.1 on a fresh free port each run)",
+        ))
         .arg(
             Arg::new("script")
                 .long("script")

@@ -5,7 +5,9 @@
 //!
 //! Options:
 //! - `--listen addr` — where the web console listens (default
-//!   `127.0.0.1:8080`; port 0 picks a free one);
+//!   `127.0.0.1` on a fresh free port each run, so nothing a previous
+//!   server on a fixed port left in the browser for that origin can wait
+//!   for the console there);
 //! - `--user admin|viewer` — who is signed in (default `admin`; the viewer
 //!   is not offered `domain:devices.disable`);
 //! - `--script` — instead of the web console, the console operated by a

@@ -103,9 +103,10 @@ fn page(glue: &str) -> Response {
     )
 }
 
-/// What a sign-in answers: the page cookie, and a page that keeps the
-/// socket key in the origin's `localStorage` and goes to the console (a
-/// navigation of the console's own, so the strict cookie goes with it).
+/// What a sign-in answers: the page cookie, `Clear-Site-Data` for what an
+/// earlier server on the origin left, and a page that keeps the socket key
+/// in the origin's `localStorage` and goes to the console (a navigation of
+/// the console's own, so the strict cookie goes with it).
 fn signed_in(login: &Login, cookie: &str, socket: &str) -> Response {
     let body = format!(
         r#"<!DOCTYPE html>
@@ -119,6 +120,12 @@ location.replace("/devices");
     if let Ok(value) = HeaderValue::from_str(&login.set_cookie(cookie)) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
+    // Whatever an earlier server on this origin left (a cached page, a
+    // service worker, storage) goes before the console's key is kept.
+    response.headers_mut().insert(
+        header::HeaderName::from_static("clear-site-data"),
+        HeaderValue::from_static("\"cache\", \"storage\""),
+    );
     response
 }
 
