@@ -82,20 +82,11 @@ impl Archive {
     fn leave(&self) {}
 }
 
-const WIPE: &str = "domain:test.stale.wipe";
-const NOTIFY: &str = "domain:test.stale.notify";
-
-#[tokio::test]
-async fn as_stale_002_version_hint_is_enforced_only_for_destructive_and_external_calls() {
+/// A test registry whose procedure executor is a fresh [`Backend`]
+/// declaring `entries`.
+fn with_backend(entries: Vec<ManifestEntry>) -> (Registry, Arc<Backend>) {
     let backend = Arc::new(Backend {
-        manifest: [
-            ManifestEntry::declared(Wipe::contract().checked().unwrap()),
-            ManifestEntry::declared(Notify::contract().checked().unwrap()),
-            ManifestEntry::declared(Rename::contract().checked().unwrap()),
-            ManifestEntry::declared(Lookup::contract().checked().unwrap()),
-        ]
-        .into_iter()
-        .collect(),
+        manifest: entries.into_iter().collect(),
         received: Mutex::new(Vec::new()),
     });
     let registry = Registry::builder().environment(Environment::Test).build();
@@ -104,6 +95,20 @@ async fn as_stale_002_version_hint_is_enforced_only_for_destructive_and_external
             .set_procedure_executor(Some(Arc::clone(&backend) as Arc<dyn ProcedureExecutor>))
             .is_empty()
     );
+    (registry, backend)
+}
+
+const WIPE: &str = "domain:test.stale.wipe";
+const NOTIFY: &str = "domain:test.stale.notify";
+
+#[tokio::test]
+async fn as_stale_002_version_hint_is_enforced_only_for_destructive_and_external_calls() {
+    let (registry, backend) = with_backend(vec![
+        ManifestEntry::declared(Wipe::contract().checked().unwrap()),
+        ManifestEntry::declared(Notify::contract().checked().unwrap()),
+        ManifestEntry::declared(Rename::contract().checked().unwrap()),
+        ManifestEntry::declared(Lookup::contract().checked().unwrap()),
+    ]);
     let archive = registry
         .mounting(Arc::new(Archive))
         .procedure(ProcedureRef::<Wipe>::new())
@@ -198,20 +203,9 @@ pub(crate) struct Purge {
 #[tokio::test]
 async fn as_stale_002_an_approval_of_the_exact_request_outweighs_a_version_move_the_person_could_not_see()
  {
-    let backend = Arc::new(Backend {
-        manifest: [ManifestEntry::declared(
-            Purge::contract().checked().unwrap(),
-        )]
-        .into_iter()
-        .collect(),
-        received: Mutex::new(Vec::new()),
-    });
-    let registry = Registry::builder().environment(Environment::Test).build();
-    assert!(
-        registry
-            .set_procedure_executor(Some(Arc::clone(&backend) as Arc<dyn ProcedureExecutor>))
-            .is_empty()
-    );
+    let (registry, backend) = with_backend(vec![ManifestEntry::declared(
+        Purge::contract().checked().unwrap(),
+    )]);
     let archive = registry
         .mounting(Arc::new(Archive))
         .procedure(ProcedureRef::<Purge>::new())

@@ -329,6 +329,17 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
         .output()
         .and_then(|o| o["disabled"].as_u64())
         .unwrap_or(0);
+    // Disabled devices leave the offline view: show every status to see
+    // them, and select them again, so a replay asks for the same input.
+    agent
+        .call("view:devices.filters.set", json!({"status": "all"}))
+        .await;
+    agent
+        .call(
+            "view:devices.table.selectRows",
+            json!({"ids": outcome.selected}),
+        )
+        .await;
     let after = agent.call("view:devices.table.readState", json!({})).await;
     outcome.statuses_after = after
         .as_ref()
@@ -337,10 +348,13 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
         .unwrap_or_default()
         .iter()
         .filter_map(|row| {
-            Some((
-                row["id"].as_str()?.to_owned(),
-                row["status"].as_str()?.to_owned(),
-            ))
+            let id = row["id"].as_str()?;
+            outcome.selected.iter().any(|s| s == id).then(|| {
+                (
+                    id.to_owned(),
+                    row["status"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
         })
         .collect();
 

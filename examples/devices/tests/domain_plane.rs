@@ -205,6 +205,21 @@ async fn an_approved_disable_reaches_the_backend_with_exactly_the_bound_input() 
         assert_eq!(backend.get(id).unwrap().status, Status::Disabled);
     }
 
+    // Disabled, they left the offline view and the selection: show every
+    // status and select them again, so the replay asks for exactly the
+    // same input.
+    let all = run(
+        &registry,
+        Invocation::new("view:devices.filters.set").input(json!({"status": "all"})),
+    )
+    .await;
+    assert!(all.is_ok(), "{all:?}");
+    let again = run(
+        &registry,
+        Invocation::new("view:devices.table.selectRows").input(json!({"ids": ids})),
+    )
+    .await;
+    assert!(again.is_ok(), "{again:?}");
     let replay = run(
         &registry,
         Invocation::new("domain:devices.disable")

@@ -226,8 +226,12 @@ async def elicitation(transport, mode):
             expect('"deviceIds":["d2","d3","d4"]' in asked[0], "the question shows the exact bound input")
             expect(not result.is_error and payload(result) == {"disabled": 3}, "the disable completed in the same call")
             result = await client.call_tool("view_devices__table__readState", {})
-            statuses = [row["status"] for row in payload(result)["visibleRows"]]
-            say(f"  view_devices__table__readState -> statuses {statuses}")
+            left = [row["id"] for row in payload(result)["visibleRows"] if row["id"] in ("d2", "d3", "d4")]
+            expect(left == [] and payload(result)["selectedIds"] == [], "the disabled devices left the offline view and the selection")
+            await client.call_tool("view_devices__filters__set", {"status": "all"})
+            result = await client.call_tool("view_devices__table__readState", {})
+            statuses = [row["status"] for row in payload(result)["visibleRows"] if row["id"] in ("d2", "d3", "d4")]
+            say(f"  view_devices__table__readState (every status) -> d2, d3, d4 {statuses}")
             expect(statuses == ["disabled"] * 3, "the devices are disabled")
 
 

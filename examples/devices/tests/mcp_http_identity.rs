@@ -150,9 +150,10 @@ async fn as_ident_004_stateless_callers_are_distinct_consumers_whatever_they_cla
     );
 }
 
-#[tokio::test]
-async fn as_ident_004_the_identify_hook_names_the_principal() {
-    let served = serve(|b| {
+/// The devices app served with an `identify` hook: the principal is the
+/// `x-user` header's value.
+async fn serve_principals() -> support::Served {
+    serve(|b| {
         b.identify(|parts| {
             parts
                 .headers
@@ -161,7 +162,12 @@ async fn as_ident_004_the_identify_hook_names_the_principal() {
                 .map(|user| format!("user-{user}"))
         })
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn as_ident_004_the_identify_hook_names_the_principal() {
+    let served = serve_principals().await;
     let confirmations = served.app.registry().confirmations();
     let ann = [("x-user", "ann")];
     served
@@ -324,16 +330,7 @@ async fn as_confirm_004_an_input_request_is_answerable_only_by_the_caller_it_was
     assert_eq!(resolution.channel.as_deref(), Some("mcp-elicitation"));
 
     // Principals: the state is bound to the principal it was sent to.
-    let served = serve(|b| {
-        b.identify(|parts| {
-            parts
-                .headers
-                .get("x-user")
-                .and_then(|v| v.to_str().ok())
-                .map(|user| format!("user-{user}"))
-        })
-    })
-    .await;
+    let served = serve_principals().await;
     let confirmations = served.app.registry().confirmations();
     let asked = ask_with_elicitation(&served, 1, &[("x-user", "ann")]).await;
     let state = asked["result"]["requestState"].as_str().unwrap().to_owned();

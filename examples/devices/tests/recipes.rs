@@ -255,6 +255,14 @@ async fn confirmation_approve_deny_expire_and_replay() {
         .invoke_with(DISABLE, json!({}), with_evidence(&approved))
         .await;
     assert_eq!(done.output(), Some(&json!({"disabled": 3})));
+    // Disabled, they left the offline view and the selection: select them
+    // again under every status, so the replay asks for the same input.
+    let all = surface
+        .invoke("view:devices.filters.set", json!({"status": "all"}))
+        .await;
+    assert!(all.is_ok(), "{all:?}");
+    let ids = ["d2", "d3", "d4"];
+    assert!(surface.invoke(SELECT, json!({"ids": ids})).await.is_ok());
     let replay = surface
         .invoke_with(DISABLE, json!({}), with_evidence(&approved))
         .await;

@@ -595,25 +595,11 @@ async fn an_agent_call_re_renders_readers_of_the_surface_revision() {
 #[tokio::test(start_paused = true)]
 async fn as_confirm_001_a_request_that_ends_on_screen_stays_presented_and_no_click_resolves_the_next()
  {
-    let registry = registry();
-    let model = Model::default();
-    model.0.borrow().store.select(&["r1"]);
-    let mut dom = dom(&registry, &model, dialog_app);
-    let approver = registry
-        .confirmations()
-        .approver(agent_surface::confirmation::HOST_CHANNEL, "person")
-        .unwrap();
+    let (registry, model, mut dom, approver) = dialog_with_a_selection();
 
     // Request A is on screen.
     let a = call(&registry, Invocation::new("view:test.table.delete")).await;
-    let a = a
-        .error()
-        .unwrap()
-        .detail("confirmationId")
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let a = asked_id(&a);
     settle(&mut dom).await;
     let pending = model.0.borrow().confirmations.unwrap();
     let shown_a = pending.presented().unwrap().request.shown();
@@ -635,14 +621,7 @@ async fn as_confirm_001_a_request_that_ends_on_screen_stays_presented_and_no_cli
     );
     model.0.borrow().store.select(&["r2"]);
     let b = call(&registry, Invocation::new("view:test.table.delete")).await;
-    let b = b
-        .error()
-        .unwrap()
-        .detail("confirmationId")
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let b = asked_id(&b);
     settle(&mut dom).await;
     let presented = pending.presented().unwrap();
     assert_eq!(*presented.request.confirmation_id, *a, "A stays on screen");
@@ -668,14 +647,7 @@ async fn as_confirm_001_a_request_that_ends_on_screen_stays_presented_and_no_cli
 
 #[tokio::test(start_paused = true)]
 async fn as_confirm_001_a_double_click_never_answers_the_request_that_follows() {
-    let registry = registry();
-    let model = Model::default();
-    model.0.borrow().store.select(&["r1"]);
-    let mut dom = dom(&registry, &model, dialog_app);
-    let approver = registry
-        .confirmations()
-        .approver(agent_surface::confirmation::HOST_CHANNEL, "person")
-        .unwrap();
+    let (registry, model, mut dom, approver) = dialog_with_a_selection();
     let first = call(&registry, Invocation::new("view:test.table.delete")).await;
     assert!(first.error().is_some());
     // Another agent asks the same.
@@ -685,14 +657,7 @@ async fn as_confirm_001_a_double_click_never_answers_the_request_that_follows() 
             InvokeOptions::consumer(Consumer::new(ConsumerKind::Test, "other-agent")),
         )
         .await;
-    let second = second
-        .error()
-        .unwrap()
-        .detail("confirmationId")
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let second = asked_id(&second);
     settle(&mut dom).await;
     let pending = model.0.borrow().confirmations.unwrap();
     tokio::time::advance(Duration::from_millis(agent_surface_dioxus::ANSWER_DELAY_MS)).await;
@@ -721,6 +686,34 @@ async fn as_confirm_001_a_double_click_never_answers_the_request_that_follows() 
     pending.deny(&next.request.shown(), &approver).unwrap();
 }
 
+/// The dialog app with row r1 selected, and the host's approver.
+fn dialog_with_a_selection() -> (
+    Registry,
+    Model,
+    VirtualDom,
+    agent_surface::confirmation::Approver,
+) {
+    let registry = registry();
+    let model = Model::default();
+    model.0.borrow().store.select(&["r1"]);
+    let dom = dom(&registry, &model, dialog_app);
+    let approver = registry
+        .confirmations()
+        .approver(agent_surface::confirmation::HOST_CHANNEL, "person")
+        .unwrap();
+    (registry, model, dom, approver)
+}
+
+/// The confirmation id a `CONFIRMATION_REQUIRED` result carries.
+fn asked_id(result: &InvocationResult) -> String {
+    result
+        .error()
+        .and_then(|e| e.detail("confirmationId"))
+        .and_then(|v| v.as_str())
+        .unwrap()
+        .to_owned()
+}
+
 fn activity_app() -> Element {
     let model = use_context::<Model>();
     let activity = agent_surface_dioxus::use_agent_activity(4);
@@ -743,14 +736,7 @@ async fn the_activity_hook_lists_calls_requests_answers_and_expiries_bounded() {
     let read = call(&registry, Invocation::new("view:test.table.selection")).await;
     assert!(read.is_ok());
     let asked = call(&registry, Invocation::new("view:test.table.delete")).await;
-    let id = asked
-        .error()
-        .unwrap()
-        .detail("confirmationId")
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = asked_id(&asked);
     let confirmations = registry.confirmations();
     confirmations
         .approve(&confirmations.find(&id).unwrap().shown())

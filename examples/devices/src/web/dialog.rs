@@ -75,15 +75,7 @@ pub(crate) fn ConfirmDialog() -> Element {
     if let Some(ended) = presented.ended {
         let text = ended_text(&ended);
         return rsx! {
-            div { class: "backdrop",
-                div {
-                    id: "confirm-dialog",
-                    class: "dialog",
-                    role: "alertdialog",
-                    "aria-modal": "true",
-                    "aria-labelledby": "confirm-title",
-                    "aria-describedby": "confirm-ended",
-                    "data-state": "ended",
+            Frame { state: "ended", described_by: "confirm-ended", confirmation: "{request.confirmation_id}",
                     h2 { id: "confirm-title", "Request no longer waiting" }
                     p { id: "confirm-ended", "{text}" }
                     p { id: "confirm-summary", class: "muted", "{presentation.title}" }
@@ -95,7 +87,6 @@ pub(crate) fn ConfirmDialog() -> Element {
                             "OK"
                         }
                     }
-                }
             }
         };
     }
@@ -123,16 +114,7 @@ pub(crate) fn ConfirmDialog() -> Element {
     let deny_approver = approver.clone();
     let effect_class = format!("effect {}", request.effect.as_str());
     rsx! {
-        div { class: "backdrop",
-            div {
-                id: "confirm-dialog",
-                class: "dialog",
-                role: "alertdialog",
-                "aria-modal": "true",
-                "aria-labelledby": "confirm-title",
-                "aria-describedby": "confirm-effect-text",
-                "data-state": "live",
-                "data-confirmation": "{request.confirmation_id}",
+        Frame { state: "live", described_by: "confirm-effect-text", confirmation: "{request.confirmation_id}",
                 p { class: "eyebrow", "An agent asks for your approval" }
                 h2 { id: "confirm-title", "{presentation.title}" }
                 if !presentation.effect.is_empty() {
@@ -205,6 +187,30 @@ pub(crate) fn ConfirmDialog() -> Element {
                         "{presentation.action}"
                     }
                 }
+        }
+    }
+}
+
+/// The modal around either state: a labelled `alertdialog` over a backdrop.
+#[component]
+fn Frame(
+    state: &'static str,
+    described_by: &'static str,
+    confirmation: String,
+    children: Element,
+) -> Element {
+    rsx! {
+        div { class: "backdrop",
+            div {
+                id: "confirm-dialog",
+                class: "dialog",
+                role: "alertdialog",
+                "aria-modal": "true",
+                "aria-labelledby": "confirm-title",
+                "aria-describedby": "{described_by}",
+                "data-state": "{state}",
+                "data-confirmation": "{confirmation}",
+                {children}
             }
         }
     }
