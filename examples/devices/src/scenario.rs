@@ -329,16 +329,10 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
         .output()
         .and_then(|o| o["disabled"].as_u64())
         .unwrap_or(0);
-    // Disabled devices leave the offline view: show every status to see
-    // them, and select them again, so a replay asks for the same input.
+    // Disabled devices leave the offline view (and the selection): show
+    // every status to see them.
     agent
         .call("view:devices.filters.set", json!({"status": "all"}))
-        .await;
-    agent
-        .call(
-            "view:devices.table.selectRows",
-            json!({"ids": outcome.selected}),
-        )
         .await;
     let after = agent.call("view:devices.table.readState", json!({})).await;
     outcome.statuses_after = after
@@ -370,10 +364,16 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
             .execute_with(&name, json!({}), Some(&call_id), Some(&id))
             .await;
         agent.say(format!("   → {}", describe(&replay)));
-        outcome.replay_refused = replay
+        outcome.replay_refused = replay.error().is_some();
+        if replay
             .error()
-            .and_then(|e| e.detail("reason"))
-            .is_some_and(|r| r == "consumed");
+            .is_some_and(|e| e.code() == agent_surface::ErrorCode::CapabilityNotAvailable)
+        {
+            agent.say(
+                "   refused before the evidence is even looked at: nothing is selected any more \
+                 (and the evidence was single use)",
+            );
+        }
     }
     outcome
 }

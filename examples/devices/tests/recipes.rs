@@ -94,7 +94,9 @@ async fn as_example_001_the_scripted_scenario_runs_end_to_end_without_a_model() 
         "the host asks the user",
         "the user approves",
         "ok {\"disabled\":3}",
-        "CONFIRMATION_INVALID (retry: no) {\"reason\":\"consumed\"}",
+        "view_devices__filters__set {\"status\":\"all\"}",
+        "replaying confirmationId",
+        "CAPABILITY_NOT_AVAILABLE",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in\n{text}");
     }
