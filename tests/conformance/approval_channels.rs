@@ -242,3 +242,50 @@ async fn an_unmount_withdraws_its_requests_and_the_person_cannot_approve_them() 
     assert_eq!(resolution.reason, Some("unmounted"));
     assert_eq!(probe.runs(), 0);
 }
+
+#[tokio::test]
+async fn a_request_whose_own_input_changed_before_the_answer_is_withdrawn_visibly() {
+    let registry = console_registry();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let confirmations = registry.confirmations();
+
+    // Another consumer presenting the id with other input changes nothing.
+    let id = confirmation_id(&call(&registry, guarded(&["d1"])).await);
+    let stranger = registry
+        .invoke(
+            guarded(&["d2"]).confirmation(&id),
+            InvokeOptions::consumer(consumer("stranger")),
+        )
+        .await;
+    assert_eq!(
+        stranger.error().and_then(|e| e.detail("reason")),
+        Some(&json!("mismatch"))
+    );
+    assert!(confirmations.find(&id).is_some(), "still pending");
+
+    // The asker's own retry with changed input: the dialog stops offering it.
+    let changed = call(&registry, guarded(&["d1", "d9"]).confirmation(&id)).await;
+    assert_eq!(
+        changed.error().and_then(|e| e.detail("reason")),
+        Some(&json!("mismatch"))
+    );
+    assert!(confirmations.find(&id).is_none(), "withdrawn");
+    let resolution = confirmations.resolution(&id).unwrap();
+    assert_eq!(resolution.outcome, ConfirmationOutcome::Withdrawn);
+    assert_eq!(resolution.reason, Some("input-changed"));
+
+    // An approval, though, stays usable for exactly the input approved.
+    let id = confirmation_id(&call(&registry, guarded(&["d3"])).await);
+    confirmations
+        .approve(&confirmations.find(&id).unwrap().shown())
+        .unwrap();
+    let switched = call(&registry, guarded(&["d3", "d4"]).confirmation(&id)).await;
+    assert_eq!(
+        switched.error().and_then(|e| e.detail("reason")),
+        Some(&json!("mismatch"))
+    );
+    let run = call(&registry, guarded(&["d3"]).confirmation(&id)).await;
+    assert!(run.is_ok(), "{run:?}");
+    assert_eq!(probe.runs(), 1);
+}

@@ -34,6 +34,9 @@ use crate::util::display_text;
 use crate::util::listeners::Listeners;
 use crate::util::lru::Lru;
 
+/// Why a request was withdrawn when its asker's input changed.
+pub(crate) const INPUT_CHANGED: &str = "input-changed";
+
 /// Retry hint of a refused request: the pending list frees up as humans answer.
 const FULL_RETRY_MS: u64 = 1000;
 
@@ -370,6 +373,21 @@ impl ConfirmationStore {
         if let Some(record) = store.open.get_mut(confirmation_id) {
             // Digest and exact canonical value must both match.
             if record.digest != digest || record.binding != canonical {
+                // The asker's own request changed before the person
+                // answered (the input it binds, such as a selection,
+                // moved): the dialog must not keep offering what no longer
+                // applies, so it is withdrawn visibly. An approval stays
+                // usable for exactly the input approved.
+                let own = *record.view.consumer_key == **binding.consumer_key
+                    && *record.view.capability_id == **binding.capability_id
+                    && record.stage == Stage::Pending;
+                let id = Arc::clone(&record.view.confirmation_id);
+                drop(store);
+                if own {
+                    self.withdraw_where(&**services, INPUT_CHANGED, |pending| {
+                        pending.confirmation_id == id
+                    });
+                }
                 return Err(invalid(ConfirmationInvalidReason::Mismatch));
             }
             match record.stage {

@@ -34,7 +34,9 @@ fn doing(capability_id: &str) -> &'static str {
 fn why(code: ErrorCode) -> &'static str {
     match code {
         ErrorCode::ConfirmationRequired => "waits for your approval",
-        ErrorCode::ConfirmationInvalid => "was not approved",
+        ErrorCode::ConfirmationInvalid => {
+            "was refused: its approval was denied, used up, expired, or for other input"
+        }
         ErrorCode::CapabilityNotAvailable => "was not available",
         ErrorCode::StaleCapability => "used an outdated view",
         ErrorCode::PreconditionFailed => "did not fit the current state",
@@ -115,6 +117,9 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
                         Some("agent-left") => {
                             format!("Withdrawn, the agent disconnected; nothing was done: {what}")
                         }
+                        Some("input-changed") => format!(
+                            "Withdrawn, the request changed after it was shown; nothing was done: {what}"
+                        ),
                         _ => format!("Withdrawn, the page changed; nothing was done: {what}"),
                     },
                     "refused",

@@ -31,6 +31,10 @@ fn ended_text(ended: &Resolution) -> String {
             Some("unmounted") => "The agent's request was withdrawn: the page it applied to was \
                                   left or closed. Nothing was done."
                 .to_owned(),
+            Some("input-changed") => "The agent's request changed after it was shown (for \
+                                      example the selection moved), so it was withdrawn. \
+                                      Nothing was done."
+                .to_owned(),
             Some("agent-left") => "The agent that asked has disconnected, so its request was \
                                    withdrawn. Nothing was done."
                 .to_owned(),
