@@ -70,26 +70,31 @@ pub(super) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: 
         return plain(StatusCode::FORBIDDEN, reason);
     }
     let Ok(permit) = Arc::clone(&gate.in_flight).try_acquire_owned() else {
-        return busy();
+        return busy(
+            None,
+            crate::error::RateLimitReason::QueueFull,
+            "Server busy: too many requests or streams in flight; retry later or close a stream",
+        );
     };
     let response = admitted(&gate, request, next).await;
     let (parts, body) = response.into_parts();
     Response::from_parts(parts, Body::new(super::held::Held::new(body, permit)))
 }
 
-/// `503` for a request beyond the endpoint's share of connections.
-fn busy() -> Response {
+/// `503` with a `RATE_LIMITED` payload of `reason` and `Retry-After`: the
+/// server is full (sessions, or its share of connections).
+fn busy(
+    id: Option<Value>,
+    reason: crate::error::RateLimitReason,
+    message: &'static str,
+) -> Response {
     let retry_ms = crate::util::millis::millis(SESSIONS_FULL_RETRY);
-    let payload = serde_json::to_value(ErrorPayload::rate_limited(
-        crate::error::RateLimitReason::QueueFull,
-        Some(retry_ms),
-    ))
-    .ok();
+    let payload = serde_json::to_value(ErrorPayload::rate_limited(reason, Some(retry_ms))).ok();
     let mut response = rpc_error(
         StatusCode::SERVICE_UNAVAILABLE,
-        None,
+        id,
         -32000,
-        "Server busy: too many requests or streams in flight; retry later or close a stream",
+        message,
         payload,
     );
     response.headers_mut().insert(
@@ -201,24 +206,11 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
     }
     let _admission = gate.admission.lock().await;
     if gate.sessions.sessions.read().await.len() >= gate.max_sessions {
-        let retry_ms = crate::util::millis::millis(SESSIONS_FULL_RETRY);
-        let payload = serde_json::to_value(ErrorPayload::rate_limited(
-            crate::error::RateLimitReason::SessionsFull,
-            Some(retry_ms),
-        ))
-        .ok();
-        let mut response = rpc_error(
-            StatusCode::SERVICE_UNAVAILABLE,
+        return busy(
             Some(id),
-            -32000,
+            crate::error::RateLimitReason::SessionsFull,
             "Server busy: too many open sessions; retry later or end an unused session",
-            payload,
         );
-        response.headers_mut().insert(
-            header::RETRY_AFTER,
-            http::HeaderValue::from(SESSIONS_FULL_RETRY.as_secs()),
-        );
-        return response;
     }
     // Held until the session is registered (the response is built after).
     next.run(request).await
