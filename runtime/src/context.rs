@@ -153,6 +153,11 @@ impl Consumer {
         self.label.as_deref()
     }
 
+    /// The label, shared (events carry it without copying).
+    pub(crate) fn label_arc(&self) -> Option<&Arc<str>> {
+        self.label.as_ref()
+    }
+
     /// The anonymous embedded consumer (`embedded:anonymous`).
     pub fn anonymous() -> Consumer {
         Consumer::new(ConsumerKind::Embedded, "anonymous")

@@ -289,3 +289,44 @@ async fn a_request_whose_own_input_changed_before_the_answer_is_withdrawn_visibl
     assert!(run.is_ok(), "{run:?}");
     assert_eq!(probe.runs(), 1);
 }
+
+#[tokio::test]
+async fn the_hosts_presentation_is_escaped_and_bounded_and_a_panicking_presenter_presents_the_description()
+ {
+    use agent_surface::confirmation::Presentation;
+    let registry = Registry::builder()
+        .environment(Environment::Test)
+        .confirmation_presenter(|request| {
+            let ids = request.input["ids"].as_array()?;
+            assert!(ids.len() < 2, "a presenter that panics on some input");
+            Some(
+                Presentation::new(
+                    format!("Wipe \u{202e}{}", "x".repeat(500)),
+                    "Wipe\u{200b} it",
+                    "",
+                )
+                .with_items((0..500).map(|n| format!("item {n}")))
+                .with_agent_note("n".repeat(2000)),
+            )
+        })
+        .build();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let confirmations = registry.confirmations();
+
+    let id = confirmation_id(&call(&registry, guarded(&["a"])).await);
+    let shown = confirmations.find(&id).unwrap().presentation;
+    assert!(!shown.title.contains('\u{202e}'), "{}", shown.title);
+    assert!(shown.title.contains("\\u{202E}"), "{}", shown.title);
+    assert!(shown.title.chars().count() <= 160);
+    assert!(!shown.action.contains('\u{200b}'));
+    assert!(shown.items.len() <= 100);
+    assert!(shown.agent_note.unwrap().chars().count() <= 300);
+
+    // The presenter panics: contained, the description is presented.
+    let id = confirmation_id(&call(&registry, guarded(&["a", "b"])).await);
+    let fallback = confirmations.find(&id).unwrap().presentation;
+    assert_eq!(fallback.action, "Approve");
+    assert!(!fallback.title.is_empty());
+    assert_eq!(probe.runs(), 0);
+}

@@ -216,10 +216,7 @@ impl Confirmations {
 
     /// The pending request `confirmation_id`, if it is pending.
     pub fn find(&self, confirmation_id: &str) -> Option<PendingConfirmation> {
-        self.store()
-            .pending()
-            .into_iter()
-            .find(|pending| *pending.confirmation_id == *confirmation_id)
+        self.store().find(confirmation_id)
     }
 
     /// Answers `shown` through `approver`'s channel: approved or denied.
@@ -323,9 +320,7 @@ impl Confirmations {
     /// `CONFIRMATION_INVALID {reason: "withdrawn"}`. Returns how many.
     pub fn withdraw_registration(&self, registration_id: &str, reason: &'static str) -> usize {
         self.store()
-            .withdraw_where(&*self.services, reason, |pending| {
-                *pending.registration_id == *registration_id
-            })
+            .withdraw_registration(&*self.services, registration_id, reason)
     }
 
     /// Waits until the confirmation is approved, denied or expired (`None`
@@ -333,7 +328,9 @@ impl Confirmations {
     pub async fn wait_for(&self, confirmation_id: &str) -> Option<ConfirmationOutcome> {
         let store = self.store();
         let Some(mut watcher) = store.watcher(confirmation_id) else {
-            return store.ended_outcome(&*self.services, confirmation_id);
+            return store
+                .resolution(&*self.services, confirmation_id)
+                .map(|resolution| resolution.outcome);
         };
         match watcher.wait_for(Option::is_some).await {
             Ok(outcome) => *outcome,

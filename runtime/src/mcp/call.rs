@@ -345,13 +345,7 @@ impl McpSession {
 
     /// The message shown to the human for a pending confirmation.
     fn ask_text(&self, confirmation_id: &str) -> String {
-        let pending = self
-            .shared
-            .registry
-            .confirmations()
-            .pending()
-            .into_iter()
-            .find(|p| *p.confirmation_id == *confirmation_id);
+        let pending = self.shared.registry.confirmations().find(confirmation_id);
         match pending {
             // Both parts escaped: no bidi, zero-width or control character
             // of the agent's reaches the human as is.

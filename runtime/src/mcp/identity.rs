@@ -221,11 +221,10 @@ fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
     } else {
         format!("{name} {version}")
     };
-    let mut cut: String = full.chars().take(MAX_CLIENT_NAME_CHARS).collect();
-    if cut.len() < full.len() {
-        cut.push('…');
-    }
-    Some(cut)
+    // Escaped before it is cut: no bidi, zero-width or control character
+    // of the client's reaches a person as is, wherever the label shows.
+    let full = crate::util::display_text::escape(&full);
+    Some(crate::util::display_text::truncate(&full, MAX_CLIENT_NAME_CHARS).into_owned())
 }
 
 /// `MCP session 3` for `session-3-…`.

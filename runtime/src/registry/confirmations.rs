@@ -50,16 +50,6 @@ impl ConfirmationServices for Inner {
     }
 }
 
-impl Inner {
-    /// A registration went away (unmounted or replaced): its open
-    /// confirmations are withdrawn, never left to void silently.
-    pub(super) fn withdraw_confirmations(&self, registration_id: &str, reason: &'static str) {
-        self.confirmations.withdraw_where(self, reason, |pending| {
-            *pending.registration_id == *registration_id
-        });
-    }
-}
-
 impl Registry {
     /// A registration left the surface (`unmounted` or `replaced`): its
     /// in-flight calls are aborted, the unmount is audited, and its open
@@ -77,7 +67,9 @@ impl Registry {
             now,
             None,
         );
-        self.inner.withdraw_confirmations(&registration.id, reason);
+        self.inner
+            .confirmations
+            .withdraw_registration(&*self.inner, &registration.id, reason);
     }
 
     /// The confirmation controller.

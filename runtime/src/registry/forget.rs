@@ -19,6 +19,8 @@ impl Registry {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .forget_consumer(key);
-        self.inner.confirmations.expire_consumer(&*self.inner, key);
+        self.inner
+            .confirmations
+            .withdraw_consumer(&*self.inner, key);
     }
 }

@@ -1,4 +1,5 @@
-//! Forgetting one consumer's open confirmations: when an adapter's session
+//! Withdrawing by owner: one consumer's open confirmations, or one
+//! registration's. When an adapter's session
 //! ends, nobody can present its evidence any more, so its pending and
 //! approved records are withdrawn at once with the reason `agent-left` (a
 //! record reserved by a running call waits for that call, which consumes or
@@ -12,7 +13,7 @@ pub(crate) const AGENT_LEFT: &str = "agent-left";
 
 impl ConfirmationStore {
     /// Withdraws every pending or approved record of `consumer_key`.
-    pub(crate) fn expire_consumer<S: ConfirmationServices + ?Sized>(
+    pub(crate) fn withdraw_consumer<S: ConfirmationServices + ?Sized>(
         &self,
         services: &S,
         consumer_key: &str,
@@ -20,5 +21,18 @@ impl ConfirmationStore {
         self.withdraw_where(services, AGENT_LEFT, |pending| {
             *pending.consumer_key == *consumer_key
         });
+    }
+
+    /// Withdraws every pending or approved record of `registration_id`
+    /// (it was unmounted or replaced). Returns how many.
+    pub(crate) fn withdraw_registration<S: ConfirmationServices + ?Sized>(
+        &self,
+        services: &S,
+        registration_id: &str,
+        reason: &'static str,
+    ) -> usize {
+        self.withdraw_where(services, reason, |pending| {
+            *pending.registration_id == *registration_id
+        })
     }
 }

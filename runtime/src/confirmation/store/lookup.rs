@@ -1,12 +1,24 @@
 //! Reading records without changing them: whether evidence is an approval
-//! of a registration's capability for a consumer, how an ended record
-//! ended, and how a record was resolved.
+//! of a registration's capability for a consumer, a pending record, and
+//! how a record was resolved.
 
 use super::{ConfirmationStore, Stage};
 use crate::confirmation::services::ConfirmationServices;
-use crate::confirmation::{ConfirmationOutcome, Resolution};
+use crate::confirmation::{PendingConfirmation, Resolution};
 
 impl ConfirmationStore {
+    /// The record `confirmation_id` while it is pending.
+    pub(in crate::confirmation) fn find(
+        &self,
+        confirmation_id: &str,
+    ) -> Option<PendingConfirmation> {
+        self.lock()
+            .open
+            .get(confirmation_id)
+            .filter(|record| record.stage == Stage::Pending)
+            .map(|record| record.view.clone())
+    }
+
     /// Whether `confirmation_id` is approved (not yet reserved) evidence
     /// for `capability_id` of `registration_id`, asked by `consumer_key`.
     pub(crate) fn is_approved_for(
@@ -21,22 +33,6 @@ impl ConfirmationStore {
                 && *record.view.registration_id == *registration_id
                 && *record.view.capability_id == *capability_id
                 && *record.view.consumer_key == *consumer_key
-        })
-    }
-
-    pub(in crate::confirmation) fn ended_outcome<S: ConfirmationServices + ?Sized>(
-        &self,
-        services: &S,
-        confirmation_id: &str,
-    ) -> Option<ConfirmationOutcome> {
-        let now = services.clock_ms();
-        let store = self.lock();
-        let ended = store.ended.as_ref()?.peek(confirmation_id, now)?;
-        Some(match ended.stage {
-            Stage::Denied => ConfirmationOutcome::Denied,
-            Stage::Expired => ConfirmationOutcome::Expired,
-            Stage::Withdrawn => ConfirmationOutcome::Withdrawn,
-            _ => ConfirmationOutcome::Approved,
         })
     }
 

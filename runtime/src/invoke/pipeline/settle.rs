@@ -127,7 +127,7 @@ impl Call<'_> {
                 invocation_id: Arc::clone(&self.invocation_id),
                 capability_id: Arc::clone(&self.capability_id),
                 consumer_id: Arc::clone(&self.consumer_key),
-                consumer_label: self.consumer.label().map(Arc::from),
+                consumer_label: self.consumer.label_arc().cloned(),
                 status,
                 code,
                 duration_ms,
