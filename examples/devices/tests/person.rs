@@ -78,6 +78,12 @@ async fn agent_asks(page: &Client, agent: &Session, ids: &[&str]) -> Value {
         "CONFIRMATION_REQUIRED",
         "{asked:?}"
     );
+    answer_ready(page).await;
+    payload(&asked)
+}
+
+/// Waits until a live dialog takes answers.
+async fn answer_ready(page: &Client) {
     until("the dialog is live and takes answers", || async {
         page.find(Locator::Css(
             "#confirm-dialog[data-state=live] #approve:not([disabled])",
@@ -86,7 +92,6 @@ async fn agent_asks(page: &Client, agent: &Session, ids: &[&str]) -> Value {
         .is_ok()
     })
     .await;
-    payload(&asked)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -416,6 +421,17 @@ async fn at_400_pixels_the_table_keeps_its_width_and_text_keeps_its_contrast() {
             .await
             .unwrap();
         assert!(overflow.as_f64().unwrap() <= 1.0, "the page scrolls sideways: {overflow}");
+        // To look at it: DEVICES_SCREENSHOT_NARROW=path.png takes the narrow
+        // page with a request open.
+        if let Some(path) = std::env::var_os("DEVICES_SCREENSHOT_NARROW") {
+            agent
+                .call("view_devices__table__selectRows", json!({"ids": ["d3", "d4"]}))
+                .await;
+            agent.tools().await;
+            agent.call(DISABLE, json!({"reason": "they look idle"})).await;
+            answer_ready(&page).await;
+            std::fs::write(path, page.screenshot().await.unwrap()).unwrap();
+        }
     })
     .await;
 }
