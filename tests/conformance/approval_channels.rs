@@ -330,3 +330,28 @@ async fn the_hosts_presentation_is_escaped_and_bounded_and_a_panicking_presenter
     assert!(!fallback.title.is_empty());
     assert_eq!(probe.runs(), 0);
 }
+
+#[tokio::test]
+async fn an_agent_asking_again_while_the_person_reads_is_not_presented_anew() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let presented = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&presented);
+    let registry = Registry::builder()
+        .environment(Environment::Test)
+        .confirmation_presenter(move |_| {
+            count.fetch_add(1, Ordering::SeqCst);
+            None
+        })
+        .build();
+    let _mounted = registry.mount(Probe::new()).unwrap();
+    let first = confirmation_id(&call(&registry, guarded(&["a"])).await);
+    for _ in 0..5 {
+        let again = confirmation_id(&call(&registry, guarded(&["a"])).await);
+        assert_eq!(again, first, "the same request");
+    }
+    assert_eq!(presented.load(Ordering::SeqCst), 1);
+    // Another input is another request, presented once.
+    let other = confirmation_id(&call(&registry, guarded(&["b"])).await);
+    assert_ne!(other, first);
+    assert_eq!(presented.load(Ordering::SeqCst), 2);
+}

@@ -2,11 +2,24 @@
 //! of a registration's capability for a consumer, a pending record, and
 //! how a record was resolved.
 
-use super::{ConfirmationStore, Stage};
+use super::{Binding, ConfirmationStore, Stage, required_payload};
 use crate::confirmation::services::ConfirmationServices;
 use crate::confirmation::{PendingConfirmation, Resolution};
+use crate::error::ErrorPayload;
 
 impl ConfirmationStore {
+    /// The `CONFIRMATION_REQUIRED` answer of an identical request already
+    /// pending (an agent asking again while the person reads), so the
+    /// caller skips presenting it anew.
+    pub(crate) fn already_pending(&self, binding: &Binding<'_>) -> Option<ErrorPayload> {
+        let (canonical, digest) = binding.canonical();
+        self.lock()
+            .open
+            .values()
+            .find(|r| r.stage == Stage::Pending && r.digest == digest && r.binding == canonical)
+            .map(|record| required_payload(&record.view))
+    }
+
     /// The record `confirmation_id` while it is pending.
     pub(in crate::confirmation) fn find(
         &self,

@@ -392,6 +392,11 @@ impl Call<'_> {
         origin: &'static str,
     ) -> ErrorPayload {
         let inner = &self.registry.inner;
+        // Asked again while the person reads: the same request, not
+        // presented (host code) anew.
+        if let Some(pending) = inner.confirmations.already_pending(binding) {
+            return pending;
+        }
         let requester = self.consumer.label().map(|label| {
             Arc::from(crate::util::display_text::truncate(
                 &crate::util::display_text::escape(label),
