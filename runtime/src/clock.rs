@@ -100,6 +100,36 @@ impl Clock for ManualClock {
     }
 }
 
+/// A host clock as the registry reads it: contained (a panicking reading
+/// repeats the last good one) and monotonic (a reading earlier than one
+/// already seen is clamped to it, so time used for budgets, windows and
+/// time-to-live never runs backwards: a clock stepped back stands still
+/// until it catches up, and stepping it forward again refills nothing
+/// twice).
+#[derive(Debug)]
+pub(crate) struct Monotonic {
+    clock: Arc<dyn Clock>,
+    latest: AtomicU64,
+}
+
+impl Monotonic {
+    pub(crate) fn new(clock: Arc<dyn Clock>) -> Monotonic {
+        Monotonic {
+            clock,
+            latest: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Clock for Monotonic {
+    fn now_ms(&self) -> u64 {
+        match crate::util::contain::contained("clock", || self.clock.now_ms()) {
+            Some(now) => self.latest.fetch_max(now, Ordering::AcqRel).max(now),
+            None => self.latest.load(Ordering::Acquire),
+        }
+    }
+}
+
 impl<C: Clock> Clock for Arc<C> {
     fn now_ms(&self) -> u64 {
         (**self).now_ms()

@@ -323,6 +323,21 @@ impl Confirmations {
             .withdraw_registration(&*self.services, registration_id, reason)
     }
 
+    /// Withdraws the open request `confirmation_id` of `consumer` because
+    /// the call waiting on it was cancelled (an adapter's wait mode, an MCP
+    /// elicitation the client gave up on): the person is no longer asked
+    /// for something nobody waits for. Reason `cancelled`; only the
+    /// consumer's own request; a request a running call holds is left to
+    /// that call. Returns whether one was withdrawn.
+    pub fn withdraw_cancelled(
+        &self,
+        confirmation_id: &str,
+        consumer: &crate::context::Consumer,
+    ) -> bool {
+        self.store()
+            .withdraw_cancelled(&*self.services, confirmation_id, consumer.key())
+    }
+
     /// Waits until the confirmation is approved, denied or expired (`None`
     /// for an unknown id). Cancel by dropping the future.
     pub async fn wait_for(&self, confirmation_id: &str) -> Option<ConfirmationOutcome> {

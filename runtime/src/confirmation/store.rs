@@ -65,6 +65,8 @@ struct Record {
     resolved: watch::Sender<Option<ConfirmationOutcome>>,
     /// Who approved it, once approved.
     resolution: Option<Resolution>,
+    /// Withdrawn while a call held it: why, applied when the call lets go.
+    withdrawn: Option<&'static str>,
 }
 
 struct Ended {
@@ -331,6 +333,7 @@ impl ConfirmationStore {
                 expires_at_ms,
                 resolved,
                 resolution: None,
+                withdrawn: None,
             },
         );
         drop(store);
@@ -465,24 +468,6 @@ impl ConfirmationStore {
             id: id.to_string(),
             approved_at: rfc3339(at_ms),
         })
-    }
-
-    /// The call failed before execution: the evidence is approved again,
-    /// or expires now if its time ran out meanwhile.
-    pub(super) fn release<S: ConfirmationServices + ?Sized>(
-        &self,
-        services: &S,
-        confirmation_id: &Arc<str>,
-    ) {
-        let mut store = self.lock();
-        let Some(record) = store.open.get_mut(confirmation_id) else {
-            return;
-        };
-        if let Stage::Reserved { at_ms } = record.stage {
-            record.stage = Stage::Approved { at_ms };
-        }
-        drop(store);
-        self.expire(services, confirmation_id);
     }
 
     /// Expires one record if its time is up or the registry is going away.

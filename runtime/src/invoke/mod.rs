@@ -156,6 +156,10 @@ impl Registry {
             parsed,
             leadership,
             version_moved: std::sync::atomic::AtomicBool::new(false),
+            started: tokio::time::Instant::now(),
+            version_at_start: inner.version(),
+            resolved: std::sync::OnceLock::new(),
+            settled: false,
         };
         call.run().await
     }

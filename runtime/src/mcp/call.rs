@@ -226,16 +226,35 @@ impl McpSession {
                         .await
                         .ok()
                 };
+                let confirmations = self.shared.registry.confirmations();
                 let answer = tokio::select! {
-                    answer = asked => answer,
-                    // The client gave up on the call: nothing is resolved
-                    // (the confirmation expires unanswered).
+                    answer = asked => Some(answer),
+                    // Ended elsewhere while the client asks (withdrawn by an
+                    // unmount, answered in the app, expired): the retry
+                    // below reports how, at once.
+                    _ = confirmations.wait_for(&confirmation_id) => None,
+                    // The client gave up on the call: its person is no
+                    // longer asked, and the call settles CANCELLED through
+                    // the pipeline (audited, kept for its id).
                     () = cancel.cancelled() => {
-                        return Ok(to_call_result(&self.cancelled(&name, invocation_id)).into());
+                        confirmations.withdraw_cancelled(&confirmation_id, view.toolset.consumer());
+                        let outcome = self
+                            .execute(
+                                &view,
+                                &name,
+                                arguments,
+                                invocation_id.as_deref(),
+                                Some(&confirmation_id),
+                                cancel,
+                            )
+                            .await;
+                        return Ok(to_call_result(&outcome).into());
                     }
                 };
-                let approved = answer.is_some_and(|a| approves(a.action, a.content.as_ref()));
-                self.answer_elicitation(&acting, &confirmation_id, approved);
+                if let Some(answer) = answer {
+                    let approved = answer.is_some_and(|a| approves(a.action, a.content.as_ref()));
+                    self.answer_elicitation(&acting, &confirmation_id, approved);
+                }
                 // Denied: the retry reports CONFIRMATION_INVALID {denied}.
                 self.execute(
                     &view,
@@ -314,10 +333,6 @@ impl McpSession {
             registry.version(),
             false,
         )
-    }
-
-    fn cancelled(&self, name: &str, invocation_id: Option<String>) -> InvocationResult {
-        self.settled(name, invocation_id, ErrorPayload::cancelled())
     }
 
     /// The client's answer to an elicitation it showed its person: resolved

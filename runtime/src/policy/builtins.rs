@@ -283,19 +283,41 @@ struct Bucket {
 }
 
 /// Buckets kept per policy: beyond it the least recently used pair is
-/// forgotten (and starts again with a full bucket).
+/// evicted, and what it still owed is remembered in the debt table.
 const MAX_BUCKETS: usize = 10_000;
 
+/// Slots of the debt table (a power of two): 32 KiB, allocated at the first
+/// eviction.
+const DEBT_SLOTS: usize = 4_096;
+
+/// The limiter's memory, behind one lock.
+#[derive(Debug)]
+struct Table {
+    buckets: Buckets<BucketKey, Bucket>,
+    /// The latest time seen: readings earlier than it are clamped to it,
+    /// so a clock stepped back and forward refills nothing twice.
+    latest_ms: u64,
+    /// For evicted pairs, by keyed hash: when the most indebted bucket that
+    /// hashed there would be full again. A returning pair starts with what
+    /// it still owed (a collision can only make that stricter), but always
+    /// with at least one token: a newcomer's first call is servable.
+    debts: Option<Box<[u64]>>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
 /// An advisory token bucket per (consumer, capability): `limit` calls per
-/// `window`, refilled continuously. O(1) per call; memory bounded by
-/// evicting the least recently used bucket, so a busy pair keeps its
-/// bucket however many others come and go.
+/// `window`, refilled continuously. O(1) per call. Memory is bounded: at
+/// most 10,000 pairs; beyond that the least recently used pair is evicted
+/// (a newcomer is always served) and its debt kept in a fixed 32 KiB table,
+/// so an evicted pair that returns resumes where it was (with at least one
+/// token), never with a full bucket it did not earn. Time is clamped to the
+/// latest reading seen, so a clock that steps back never refills.
 #[derive(Debug)]
 pub struct RateLimit {
     name: String,
     limit: f64,
     window_ms: u64,
-    buckets: Mutex<Buckets<BucketKey, Bucket>>,
+    table: Mutex<Table>,
 }
 
 /// [`RateLimit`]: at most `limit` calls per `window` per consumer and capability.
@@ -305,7 +327,21 @@ pub fn rate_limit(limit: u32, window: Duration) -> RateLimit {
         name: format!("rateLimit({limit}/{window_ms}ms)"),
         limit: f64::from(limit.max(1)),
         window_ms,
-        buckets: Mutex::new(Buckets::new(MAX_BUCKETS)),
+        table: Mutex::new(Table {
+            buckets: Buckets::new(MAX_BUCKETS),
+            latest_ms: 0,
+            debts: None,
+            hasher: std::collections::hash_map::RandomState::new(),
+        }),
+    }
+}
+
+impl Table {
+    fn debt_slot(&self, key: &BucketKey) -> usize {
+        use std::hash::BuildHasher;
+        #[allow(clippy::cast_possible_truncation)]
+        let hash = self.hasher.hash_one(key) as usize;
+        hash & (DEBT_SLOTS - 1)
     }
 }
 
@@ -314,39 +350,57 @@ impl RateLimit {
     fn take(&self, consumer: &Arc<str>, capability: &Arc<str>, now_ms: u64) -> Result<(), u64> {
         #[allow(clippy::cast_precision_loss)]
         let per_ms = self.limit / self.window_ms as f64;
-        let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+        let limit = self.limit;
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        let now_ms = now_ms.max(table.latest_ms);
+        table.latest_ms = now_ms;
         let key = (Arc::clone(consumer), Arc::clone(capability));
+        let slot = table.debt_slot(&key);
+        // A newcomer resumes an evicted pair's debt, keeping at least one token.
+        #[allow(clippy::cast_precision_loss)]
+        let owed = table
+            .debts
+            .as_ref()
+            .and_then(|debts| debts.get(slot))
+            .map_or(0.0, |full_at| {
+                full_at.saturating_sub(now_ms) as f64 * per_ms
+            });
         let fresh = || Bucket {
-            tokens: self.limit,
+            tokens: (limit - owed).max(1.0).min(limit),
             last_ms: now_ms,
         };
-        // A full table gives up only a bucket that has refilled (forgetting
-        // it loses nothing); while every bucket is still draining, a new
-        // pair waits for the oldest to refill: limiting never stops.
-        let limit = self.limit;
-        let busy = |bucket: &Bucket| {
-            #[allow(clippy::cast_precision_loss)]
-            let refilled = bucket.tokens + now_ms.saturating_sub(bucket.last_ms) as f64 * per_ms;
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            (refilled < limit).then(|| (((limit - refilled) / per_ms).ceil() as u64).max(1))
-        };
-        let bucket = match buckets.entry(key, fresh, busy) {
-            Ok(Some(bucket)) => bucket,
-            Ok(None) => return Ok(()),
-            Err(wait) => return Err(wait),
+        let (bucket, evicted) = table.buckets.entry(key, fresh);
+        let Some(bucket) = bucket else {
+            return Ok(());
         };
         #[allow(clippy::cast_precision_loss)]
         let refill = now_ms.saturating_sub(bucket.last_ms) as f64 * per_ms;
-        bucket.tokens = (bucket.tokens + refill).min(self.limit);
-        bucket.last_ms = now_ms;
-        if bucket.tokens >= 1.0 {
+        bucket.tokens = (bucket.tokens + refill).min(limit);
+        bucket.last_ms = bucket.last_ms.max(now_ms);
+        let taken = if bucket.tokens >= 1.0 {
             bucket.tokens -= 1.0;
             Ok(())
         } else {
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let wait = ((1.0 - bucket.tokens) / per_ms).ceil() as u64;
             Err(wait.max(1))
+        };
+        if let Some((evicted_key, evicted)) = evicted {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let full_at = evicted
+                .last_ms
+                .saturating_add(((limit - evicted.tokens).max(0.0) / per_ms).ceil() as u64);
+            if full_at > now_ms {
+                let slot = table.debt_slot(&evicted_key);
+                let debts = table
+                    .debts
+                    .get_or_insert_with(|| vec![0; DEBT_SLOTS].into_boxed_slice());
+                if let Some(debt) = debts.get_mut(slot) {
+                    *debt = (*debt).max(full_at);
+                }
+            }
         }
+        taken
     }
 }
 

@@ -40,6 +40,12 @@ struct InFlight {
     done: Option<watch::Sender<Option<InvocationResult>>>,
 }
 
+/// An in-flight record whose consumer was forgotten.
+struct Orphan {
+    consumer: Arc<str>,
+    done: Option<watch::Sender<Option<InvocationResult>>>,
+}
+
 struct Settled {
     fingerprint: u64,
     result: InvocationResult,
@@ -83,6 +89,11 @@ pub(crate) struct Budget {
 /// The dedupe window of one registry.
 pub(crate) struct Dedupe {
     in_flight: FxHashMap<Key, InFlight>,
+    /// In-flight records of forgotten consumers, by generation: their
+    /// results reach their joiners but are never kept (the identity's ids
+    /// mean nothing any more). They still count against the consumer's
+    /// in-flight bound until they settle.
+    orphaned: FxHashMap<u64, Orphan>,
     in_flight_per_consumer: FxHashMap<Arc<str>, usize>,
     settled: FxHashMap<Arc<str>, Ledger>,
     settled_count: usize,
@@ -99,6 +110,7 @@ impl Dedupe {
     pub(crate) fn new(budget: Budget) -> Dedupe {
         Dedupe {
             in_flight: FxHashMap::default(),
+            orphaned: FxHashMap::default(),
             in_flight_per_consumer: FxHashMap::default(),
             settled: FxHashMap::default(),
             settled_count: 0,
@@ -172,6 +184,11 @@ impl Dedupe {
         now_ms: u64,
     ) {
         let Some(record) = self.take_in_flight(key, generation) else {
+            if let Some(orphan) = self.take_orphan(generation)
+                && let Some(done) = orphan.done
+            {
+                done.send_replace(Some(result.clone()));
+            }
             return;
         };
         if let Some(done) = record.done {
@@ -232,7 +249,26 @@ impl Dedupe {
 
     /// The leader went away without a result: forget the attempt.
     pub(crate) fn abandon(&mut self, key: &Key, generation: u64) {
-        let _ = self.take_in_flight(key, generation);
+        if self.take_in_flight(key, generation).is_none() {
+            let _ = self.take_orphan(generation);
+        }
+    }
+
+    /// Ends an orphaned attempt (its consumer was forgotten while it ran).
+    fn take_orphan(&mut self, generation: u64) -> Option<Orphan> {
+        let orphan = self.orphaned.remove(&generation)?;
+        self.release_slot(&orphan.consumer);
+        Some(orphan)
+    }
+
+    /// One fewer call of `consumer` in flight.
+    fn release_slot(&mut self, consumer: &str) {
+        if let Some(running) = self.in_flight_per_consumer.get_mut(consumer) {
+            *running = running.saturating_sub(1);
+            if *running == 0 {
+                self.in_flight_per_consumer.remove(consumer);
+            }
+        }
     }
 
     fn take_in_flight(&mut self, key: &Key, generation: u64) -> Option<InFlight> {
@@ -240,12 +276,7 @@ impl Dedupe {
             return None;
         }
         let record = self.in_flight.remove(key)?;
-        if let Some(running) = self.in_flight_per_consumer.get_mut(&key.0) {
-            *running = running.saturating_sub(1);
-            if *running == 0 {
-                self.in_flight_per_consumer.remove(&key.0);
-            }
-        }
+        self.release_slot(&key.0);
         Some(record)
     }
 
@@ -303,7 +334,7 @@ impl Dedupe {
 
     /// Records currently remembered: in flight and settled.
     pub(crate) fn len(&self) -> usize {
-        self.in_flight.len() + self.settled_count
+        self.in_flight.len() + self.orphaned.len() + self.settled_count
     }
 }
 

@@ -382,7 +382,7 @@ impl RegistryBuilder {
             };
         let limits = self.limits;
         let clock = match self.clock {
-            Some(clock) => ClockSlot::Custom(clock),
+            Some(clock) => ClockSlot::Custom(crate::clock::Monotonic::new(clock)),
             None => ClockSlot::default_clock(),
         };
         let base_chain = if self.policies.is_empty() {
@@ -435,7 +435,6 @@ impl RegistryBuilder {
             disposed: LazyLock::new(CancellationToken::new),
             version_tx: std::sync::OnceLock::new(),
             version: std::sync::atomic::AtomicU64::new(0),
-            last_ms: std::sync::atomic::AtomicU64::new(0),
             empty_host: &shared_defaults().host,
             anonymous: &shared_defaults().anonymous,
             base_chain,

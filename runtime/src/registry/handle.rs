@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::registration::{Availability, Override, Registration};
+use super::registration::{Override, Registration};
 
 use crate::context::Environment;
 use crate::events::SurfaceEvent;
@@ -89,29 +89,61 @@ impl Mounted {
             return;
         };
         let inner = &self.registry.inner;
+        // Host code (`when`) runs before the lock, and is published in
+        // evaluation order, so what the events say is the newest reading.
+        self.publish_when(registration);
         let mut state = inner.state();
         if !registration.is_active()
             || registration.enabled.swap(enabled, Ordering::AcqRel) == enabled
         {
             return;
         }
-        let events = if inner.dispatcher.active() {
-            registration
-                .contract
-                .capabilities()
-                .iter()
-                .map(|capability| SurfaceEvent::AvailabilityChanged {
-                    registration_id: Arc::clone(&registration.id),
-                    capability_id: Arc::clone(capability.id().as_arc()),
-                    available: enabled,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let count = registration.contract.capabilities().len();
+        let events = self.announcements(registration, 0..count);
         inner.bump(&mut state, events);
         drop(state);
         inner.dispatcher.drain();
+    }
+
+    /// Evaluates and publishes every `when` of the registration now (no
+    /// lock held: host code), when anyone listens for the events it feeds.
+    /// Returns the capabilities whose `when` changed since last published.
+    fn publish_when(&self, registration: &Registration) -> Vec<usize> {
+        if !self.registry.inner.dispatcher.active() {
+            return Vec::new();
+        }
+        let Some(component) = registration.component() else {
+            return Vec::new();
+        };
+        let changed = registration.reevaluate(&**component);
+        drop(component);
+        changed
+            .map(|changed| changed.capabilities)
+            .unwrap_or_default()
+    }
+
+    /// `availability-changed` for `indices`, each carrying the availability
+    /// as announced (read under the state lock, so the last event queued
+    /// for a capability is what the newest evaluation found).
+    fn announcements(
+        &self,
+        registration: &Registration,
+        indices: impl IntoIterator<Item = usize>,
+    ) -> Vec<SurfaceEvent> {
+        if !self.registry.inner.dispatcher.active() {
+            return Vec::new();
+        }
+        indices
+            .into_iter()
+            .filter_map(|index| {
+                let capability = registration.capability(index)?;
+                Some(SurfaceEvent::AvailabilityChanged {
+                    registration_id: Arc::clone(&registration.id),
+                    capability_id: Arc::clone(capability.id().as_arc()),
+                    available: registration.announced(index),
+                })
+            })
+            .collect()
     }
 
     /// Pushes an availability override for one capability (by name), or
@@ -169,38 +201,19 @@ impl Mounted {
             }),
             AvailabilityOverride::Clear => None,
         };
-        let pushed_unavailable = matches!(availability, AvailabilityOverride::Unavailable { .. });
         let inner = &self.registry.inner;
-        let state = inner.state();
+        let mut changed = self.publish_when(registration);
+        let mut state = inner.state();
         if !registration.is_active() || !registration.set_override(index, value) {
             return true;
         }
-        drop(state);
         // The event tells the availability that results: a pushed
         // unavailability decides alone; otherwise the master switch and
-        // `when` do (host code: evaluated with no registry lock held).
-        let events = match registration.capability(index) {
-            Some(capability) if inner.dispatcher.active() => {
-                let available = !pushed_unavailable && {
-                    let component = registration.component();
-                    let available = registration
-                        .availability(index, component.as_deref().map(|c| &**c))
-                        == Availability::Available;
-                    drop(component);
-                    available
-                };
-                vec![SurfaceEvent::AvailabilityChanged {
-                    registration_id: Arc::clone(&registration.id),
-                    capability_id: Arc::clone(capability.id().as_arc()),
-                    available,
-                }]
-            }
-            _ => Vec::new(),
-        };
-        let mut state = inner.state();
-        if !registration.is_active() {
-            return true;
-        }
+        // `when` do (as the newest evaluation published; read under the
+        // lock). A `when` that changed meanwhile is announced too.
+        changed.retain(|&other| other != index);
+        changed.insert(0, index);
+        let events = self.announcements(registration, changed);
         inner.bump(&mut state, events);
         drop(state);
         inner.dispatcher.drain();
@@ -231,30 +244,14 @@ impl Mounted {
         let Some(changed) = registration.reevaluate(&**component) else {
             return false;
         };
-        let inner = &self.registry.inner;
-        let events = if inner.dispatcher.active() {
-            changed
-                .capabilities
-                .iter()
-                .filter_map(|&index| {
-                    let capability = registration.capability(index)?;
-                    let available = registration.availability(index, Some(&**component))
-                        == Availability::Available;
-                    Some(SurfaceEvent::AvailabilityChanged {
-                        registration_id: Arc::clone(&registration.id),
-                        capability_id: Arc::clone(capability.id().as_arc()),
-                        available,
-                    })
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
         drop(component);
+        let inner = &self.registry.inner;
         let mut state = inner.state();
         if !registration.is_active() {
             return false;
         }
+        // Read under the lock from what the newest evaluation published.
+        let events = self.announcements(registration, changed.capabilities);
         inner.bump(&mut state, events);
         drop(state);
         inner.dispatcher.drain();

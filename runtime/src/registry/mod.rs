@@ -98,8 +98,6 @@ pub(crate) struct Inner {
     pub(crate) disposed: LazyLock<CancellationToken>,
     /// Created by the first `watch_version`.
     pub(crate) version_tx: std::sync::OnceLock<watch::Sender<u64>>,
-    /// The last reading of a host clock (stands in when it panics).
-    pub(crate) last_ms: std::sync::atomic::AtomicU64,
     /// The version, readable without the state lock (written under it).
     pub(crate) version: std::sync::atomic::AtomicU64,
     /// The host context used when no provider is configured.
@@ -117,21 +115,10 @@ impl Inner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The clock's reading. A host clock that panics is contained: the
-    /// last good reading stands in (time does not run backwards).
+    /// The clock's reading: contained and monotonic (see
+    /// [`Monotonic`](crate::clock::Monotonic)).
     pub(crate) fn now_ms(&self) -> u64 {
-        match &self.clock {
-            ClockSlot::Custom(clock) => {
-                match crate::util::contain::contained("clock", || clock.now_ms()) {
-                    Some(now) => {
-                        self.last_ms.fetch_max(now, Ordering::Relaxed);
-                        now
-                    }
-                    None => self.last_ms.load(Ordering::Relaxed),
-                }
-            }
-            ClockSlot::Default { .. } => self.clock.get().now_ms(),
-        }
+        self.clock.get().now_ms()
     }
 
     /// The installed procedure executor.
@@ -250,8 +237,8 @@ impl Inner {
 /// The registry's clock: the host's, or the default one, anchored on first
 /// use (so creating a registry reads no clock).
 pub(crate) enum ClockSlot {
-    /// Installed with [`RegistryBuilder::clock`].
-    Custom(Arc<dyn Clock>),
+    /// Installed with [`RegistryBuilder::clock`], read contained and monotonic.
+    Custom(crate::clock::Monotonic),
     /// Wall time that follows tokio's clock.
     Default {
         clock: std::sync::OnceLock<TokioClock>,
@@ -273,7 +260,7 @@ impl ClockSlot {
 
     pub(crate) fn get(&self) -> &dyn Clock {
         match self {
-            ClockSlot::Custom(clock) => clock.as_ref(),
+            ClockSlot::Custom(clock) => clock,
             ClockSlot::Default { clock, runtime } => clock.get_or_init(|| {
                 let built_in = runtime
                     .lock()

@@ -342,6 +342,34 @@ impl Registration {
             .and_then(|table| table.get(index).cloned().flatten())
     }
 
+    /// Whether capability `index` is available as announced: the master
+    /// switch, a pushed override, then the `when` part as the newest
+    /// evaluation published it. Runs no host code, so it is read under the
+    /// state lock when an event is queued: the last event queued for a
+    /// capability always carries what the newest evaluation found.
+    pub(crate) fn announced(&self, index: usize) -> bool {
+        if !self.is_enabled() {
+            return false;
+        }
+        if self.override_of(index).is_some_and(|over| !over.available) {
+            return false;
+        }
+        let published = self
+            .published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match published
+            .marks
+            .as_deref()
+            .and_then(|marks| marks.get(index))
+        {
+            Some(&mark) => mark <= 1,
+            None => !self
+                .capability(index)
+                .is_some_and(CheckedCapability::has_when),
+        }
+    }
+
     /// `enabled`, pushed overrides and `when()`, evaluated now. A panicking
     /// `when` counts as false (reason `when-error`).
     pub(crate) fn availability(

@@ -205,22 +205,28 @@ impl Shared {
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
-            _ = controller.wait_for(&confirmation_id) => {}
-            () = cancelled => {
-                return self.immediate(
-                    first.capability_id(),
-                    Some(first.invocation_id()),
-                    ErrorPayload::cancelled(),
-                );
-            }
-            () = self.disposed.cancelled() => {
-                return self.immediate(
-                    first.capability_id(),
-                    Some(first.invocation_id()),
-                    ErrorPayload::cancelled(),
-                );
-            }
+        let interrupted = tokio::select! {
+            _ = controller.wait_for(&confirmation_id) => false,
+            () = cancelled => true,
+            () = self.disposed.cancelled() => true,
+        };
+        if interrupted {
+            // Nobody waits any more: the person is no longer asked, and the
+            // call settles CANCELLED through the pipeline (audited, and kept
+            // for its invocation id like any terminal result).
+            controller.withdraw_cancelled(&confirmation_id, &self.options.consumer);
+            let token = CancellationToken::new();
+            token.cancel();
+            return self
+                .registry
+                .invoke(
+                    request.confirmation(confirmation_id),
+                    InvokeOptions {
+                        cancellation: Some(token),
+                        ..options
+                    },
+                )
+                .await;
         }
         // Approved, denied or expired: the retry reports which.
         self.registry

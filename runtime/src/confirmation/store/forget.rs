@@ -11,6 +11,9 @@ use crate::confirmation::services::ConfirmationServices;
 /// Why a forgotten consumer's requests were withdrawn.
 pub(crate) const AGENT_LEFT: &str = "agent-left";
 
+/// Why a request whose waiting call was cancelled was withdrawn.
+pub(crate) const CANCELLED: &str = "cancelled";
+
 impl ConfirmationStore {
     /// Withdraws every pending or approved record of `consumer_key`.
     pub(crate) fn withdraw_consumer<S: ConfirmationServices + ?Sized>(
@@ -21,6 +24,19 @@ impl ConfirmationStore {
         self.withdraw_where(services, AGENT_LEFT, |pending| {
             *pending.consumer_key == *consumer_key
         });
+    }
+
+    /// Withdraws the open record `confirmation_id` if `consumer_key` asked
+    /// for it (its waiting call was cancelled). Returns whether it did.
+    pub(crate) fn withdraw_cancelled<S: ConfirmationServices + ?Sized>(
+        &self,
+        services: &S,
+        confirmation_id: &str,
+        consumer_key: &str,
+    ) -> bool {
+        self.withdraw_where(services, CANCELLED, |pending| {
+            *pending.confirmation_id == *confirmation_id && *pending.consumer_key == *consumer_key
+        }) > 0
     }
 
     /// Withdraws every pending or approved record of `registration_id`

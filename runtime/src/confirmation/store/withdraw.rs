@@ -15,9 +15,9 @@ use crate::events::SurfaceEvent;
 
 impl ConfirmationStore {
     /// Withdraws every open record that `matches`, with `reason`. A record
-    /// reserved by a running call is left to that call (it consumes or
-    /// releases it; a released one is withdrawn by the next sweep of the
-    /// same registration, which is gone by then). Returns how many.
+    /// reserved by a running call is left to that call: consumed, it is
+    /// spent; released, it is withdrawn then (never approved again).
+    /// Returns how many were withdrawn now.
     pub(crate) fn withdraw_where<S: ConfirmationServices + ?Sized>(
         &self,
         services: &S,
@@ -27,14 +27,17 @@ impl ConfirmationStore {
         // The clock may be host code: read before the store's lock.
         let now = services.clock_ms();
         let mut store = self.lock();
-        let ids: Vec<Arc<str>> = store
-            .open
-            .iter()
-            .filter(|(_, record)| {
-                !matches!(record.stage, Stage::Reserved { .. }) && matches(&record.view)
-            })
-            .map(|(id, _)| Arc::clone(id))
-            .collect();
+        let mut ids: Vec<Arc<str>> = Vec::new();
+        for (id, record) in &mut store.open {
+            if !matches(&record.view) {
+                continue;
+            }
+            if matches!(record.stage, Stage::Reserved { .. }) {
+                record.withdrawn.get_or_insert(reason);
+            } else {
+                ids.push(Arc::clone(id));
+            }
+        }
         let mut withdrawn: Vec<(PendingConfirmation, Resolution)> = Vec::with_capacity(ids.len());
         for id in ids {
             let Some((id, record)) = store.open.remove_entry(&id) else {
@@ -78,5 +81,32 @@ impl ConfirmationStore {
             self.notify();
         }
         count
+    }
+
+    /// The call failed before execution: the evidence is approved again
+    /// (or expires now if its time ran out meanwhile) — unless it was
+    /// withdrawn while the call held it, which takes effect now.
+    pub(in crate::confirmation) fn release<S: ConfirmationServices + ?Sized>(
+        &self,
+        services: &S,
+        confirmation_id: &Arc<str>,
+    ) {
+        let mut store = self.lock();
+        let Some(record) = store.open.get_mut(confirmation_id) else {
+            return;
+        };
+        if let Stage::Reserved { at_ms } = record.stage {
+            record.stage = Stage::Approved { at_ms };
+        }
+        let withdrawn = record.withdrawn;
+        drop(store);
+        match withdrawn {
+            Some(reason) => {
+                self.withdraw_where(services, reason, |pending| {
+                    *pending.confirmation_id == **confirmation_id
+                });
+            }
+            None => self.expire(services, confirmation_id),
+        }
     }
 }

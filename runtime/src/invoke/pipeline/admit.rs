@@ -80,7 +80,7 @@ impl Call<'_> {
         let ctx = self.policy_context(registration, capability, host);
         let onion = AssertUnwindFuture(policy::run_authorize(&chain.authorize, &ctx))
             .instrument(tracing::trace_span!("phase", n = 4, name = "authorize"));
-        match onion.await {
+        match self.unless_cancelled(onion).await? {
             Ok(result) => result,
             Err(panic) => {
                 tracing::error!(panic = %panic_message(panic.as_ref()), "a policy panicked in on_authorize; the call is refused");
@@ -165,13 +165,10 @@ impl Call<'_> {
         {
             let policy_ctx = self.policy_context(registration, capability, host);
             let ctx = InvokeContext::new(&policy_ctx, &self.invocation_id, effective);
-            let outcome = AssertUnwindFuture(policy::run_invoke(&chain.invoke, &ctx))
-                .instrument(tracing::trace_span!(
-                    "phase",
-                    n = 6,
-                    name = "invoke policies"
-                ))
-                .await;
+            let outcome = AssertUnwindFuture(policy::run_invoke(&chain.invoke, &ctx)).instrument(
+                tracing::trace_span!("phase", n = 6, name = "invoke policies"),
+            );
+            let outcome = self.unless_cancelled(outcome).await?;
             match outcome {
                 Ok(Ok(())) => {}
                 Ok(Err(denied)) => return Err(denied),
@@ -206,6 +203,10 @@ impl Call<'_> {
             } else {
                 Ok(None)
             };
+        }
+        // Cancelled by now: nothing is asked of the person, nothing reserved.
+        if Cancelled(self.options.cancellation.as_ref()).fired() {
+            return Err(ErrorPayload::cancelled());
         }
         let inner = &self.registry.inner;
         let binding = Binding {

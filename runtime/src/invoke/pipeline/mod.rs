@@ -55,11 +55,19 @@ pub(super) struct Call<'r> {
     /// decides (approved evidence for this exact request stands; anything
     /// else is the version mismatch).
     pub(super) version_moved: std::sync::atomic::AtomicBool,
+    /// When the call entered the pipeline.
+    pub(super) started: Instant,
+    /// The surface version when it entered.
+    pub(super) version_at_start: u64,
+    /// What resolution found, kept for a settlement by drop.
+    pub(super) resolved: std::sync::OnceLock<(Arc<Registration>, Subject)>,
+    /// Whether phase 10 ran (a call dropped before it settles `CANCELLED`).
+    pub(super) settled: bool,
 }
 
 /// What a call addresses on its registration.
 #[derive(Clone)]
-enum Subject {
+pub(super) enum Subject {
     /// A capability of the component's own contract.
     View {
         index: usize,
@@ -213,15 +221,29 @@ impl Interrupt {
 }
 
 impl Call<'_> {
-    pub(super) async fn run(self) -> InvocationResult {
+    /// Awaits `work` (a policy onion: host code that may take its time)
+    /// unless the caller cancels or the registry is disposed first, which
+    /// settles `CANCELLED` without waiting for it.
+    async fn unless_cancelled<F: Future>(&self, work: F) -> Result<F::Output, ErrorPayload> {
+        let external = Cancelled(self.options.cancellation.as_ref());
+        if external.fired() {
+            return Err(ErrorPayload::cancelled());
+        }
+        tokio::select! {
+            biased;
+            output = work => Ok(output),
+            () = external.wait() => Err(ErrorPayload::cancelled()),
+            () = self.registry.inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+        }
+    }
+
+    pub(super) async fn run(mut self) -> InvocationResult {
         let span = tracing::debug_span!(
             "agent_surface.invoke",
             capability = %self.capability_id,
             invocation = %self.invocation_id,
             consumer = %self.consumer_key,
         );
-        let started = Instant::now();
-        let version_at_start = self.registry.inner.version();
         self.registry.inner.dispatcher.emit_with(|| {
             [crate::events::SurfaceEvent::InvocationStarted {
                 invocation_id: Arc::clone(&self.invocation_id),
@@ -232,12 +254,19 @@ impl Call<'_> {
         let mut trace = Trace::default();
         let outcome = self.phases(&mut trace).instrument(span.clone()).await;
         let _settling = span.enter();
-        self.settle(outcome, trace, started, version_at_start)
+        self.settle(outcome, trace)
     }
 
     async fn phases(&self, trace: &mut Trace) -> Result<Option<Arc<Value>>, ErrorPayload> {
+        // Cancelled before it began: settled at once, whatever it names.
+        if Cancelled(self.options.cancellation.as_ref()).fired() {
+            return Err(ErrorPayload::cancelled());
+        }
         let host = self.registry.inner.host();
         let target = self.resolve(&host)?;
+        let _ = self
+            .resolved
+            .set((Arc::clone(&target.registration), target.subject.clone()));
         let observation = target.subject.capability().kind() == Kind::Observation;
         let outside = match self.options.kinds {
             crate::call::Kinds::All => None,
@@ -326,6 +355,29 @@ impl Call<'_> {
             return Decision::Hide;
         };
         chain.discover(&self.policy_context(registration, subject.capability(), host))
+    }
+}
+
+impl Drop for Call<'_> {
+    /// The caller dropped the call's future (or aborted its task) before it
+    /// settled: the call settles `CANCELLED` here, a terminal result like
+    /// any other — kept for its invocation id (a retry with the same id gets
+    /// it, never a second run), handed to joiners, audited and announced.
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let target = self.resolved.take().map(|(registration, subject)| Target {
+            registration,
+            subject,
+            disabled: None,
+        });
+        let trace = Trace {
+            target,
+            operator: Some("the caller dropped the call before it settled".to_owned()),
+            ..Trace::default()
+        };
+        let _ = self.settle(Err(ErrorPayload::cancelled()), trace);
     }
 }
 

@@ -65,12 +65,12 @@ impl Call<'_> {
 
     /// Phase 10: the result, the audit record and the settled event.
     pub(super) fn settle(
-        mut self,
+        &mut self,
         outcome: Result<Option<Arc<Value>>, ErrorPayload>,
         trace: Trace,
-        started: Instant,
-        version_at_start: u64,
     ) -> InvocationResult {
+        self.settled = true;
+        let (started, version_at_start) = (self.started, self.version_at_start);
         let inner = &self.registry.inner;
         let version = inner.version();
         let result = InvocationResult::new(

@@ -53,16 +53,16 @@ impl<K: Hash + Eq + Clone, V> Buckets<K, V> {
     }
 
     /// The value of `key`, made most recently used; created by `make` when
-    /// absent. A full table evicts its least recently used entry only if
-    /// `busy` says it may (`None`); otherwise nothing changes and `busy`'s
-    /// answer comes back as `Err` (how long until it may). `Ok(None)` only
-    /// if the table's links are broken, which no operation does.
+    /// absent. A full table gives the newcomer the slot of its least
+    /// recently used entry, which comes back as the second value (so the
+    /// caller may remember what it owed). The value is `None` only if the
+    /// table's links are broken, which no operation does.
     pub(super) fn entry(
         &mut self,
         key: K,
         make: impl FnOnce() -> V,
-        busy: impl FnOnce(&V) -> Option<u64>,
-    ) -> Result<Option<&mut V>, u64> {
+    ) -> (Option<&mut V>, Option<(K, V)>) {
+        let mut evicted = None;
         let slot = match self.index.get(&key) {
             Some(&slot) => {
                 self.unlink(slot);
@@ -81,22 +81,23 @@ impl<K: Hash + Eq + Clone, V> Buckets<K, V> {
             }
             None => {
                 let slot = self.tail;
-                if let Some(wait) = self.nodes.get(slot).and_then(|node| busy(&node.value)) {
-                    return Err(wait);
-                }
                 self.unlink(slot);
                 let Some(node) = self.nodes.get_mut(slot) else {
-                    return Ok(None);
+                    return (None, None);
                 };
-                let evicted = std::mem::replace(&mut node.key, key.clone());
-                node.value = make();
-                self.index.remove(&evicted);
+                let old_key = std::mem::replace(&mut node.key, key.clone());
+                let old_value = std::mem::replace(&mut node.value, make());
+                self.index.remove(&old_key);
                 self.index.insert(key, slot);
+                evicted = Some((old_key, old_value));
                 slot
             }
         };
         self.push_front(slot);
-        Ok(self.nodes.get_mut(slot).map(|node| &mut node.value))
+        (
+            self.nodes.get_mut(slot).map(|node| &mut node.value),
+            evicted,
+        )
     }
 
     /// Takes `slot` out of the recency list.
@@ -146,71 +147,39 @@ impl<K: Hash + Eq + Clone, V> Buckets<K, V> {
 mod tests {
     use super::*;
 
+    fn get(buckets: &mut Buckets<u32, u32>, key: u32, make: u32) -> (Option<u32>, Option<u32>) {
+        let (value, evicted) = buckets.entry(key, || make);
+        (value.copied(), evicted.map(|(k, _)| k))
+    }
+
     #[test]
     fn looks_up_before_it_evicts_and_evicts_the_least_recently_used() {
         let mut buckets: Buckets<u32, u32> = Buckets::new(3);
         for key in 1..=3 {
-            buckets.entry(key, || key, |_| None).ok().flatten();
+            get(&mut buckets, key, key);
         }
         // A hit on a full table evicts nothing.
-        assert_eq!(
-            buckets.entry(1, || 100, |_| None).ok().flatten().copied(),
-            Some(1)
-        );
+        assert_eq!(get(&mut buckets, 1, 100), (Some(1), None));
         assert_eq!(buckets.keys_by_recency(), [1, 3, 2]);
-        // A miss evicts 2, the least recently used.
-        assert_eq!(
-            buckets.entry(4, || 40, |_| None).ok().flatten().copied(),
-            Some(40)
-        );
+        // A miss evicts 2, the least recently used, and says so.
+        assert_eq!(get(&mut buckets, 4, 40), (Some(40), Some(2)));
         assert_eq!(buckets.keys_by_recency(), [4, 1, 3]);
         assert_eq!(buckets.len(), 3);
         assert_eq!(
-            buckets.entry(2, || 20, |_| None).ok().flatten().copied(),
-            Some(20),
+            get(&mut buckets, 2, 20),
+            (Some(20), Some(3)),
             "2 starts afresh"
         );
         assert_eq!(buckets.keys_by_recency(), [2, 4, 1]);
-        assert_eq!(
-            buckets.entry(1, || 100, |_| None).ok().flatten().copied(),
-            Some(1),
-            "1 survived"
-        );
-    }
-
-    #[test]
-    fn a_busy_least_recently_used_entry_is_not_evicted() {
-        let mut buckets: Buckets<u32, u32> = Buckets::new(1);
-        assert_eq!(
-            buckets.entry(1, || 1, |_| None).ok().flatten().copied(),
-            Some(1)
-        );
-        assert_eq!(buckets.entry(2, || 2, |_| Some(500)).err(), Some(500));
-        assert_eq!(
-            buckets
-                .entry(1, || 9, |_| Some(500))
-                .ok()
-                .flatten()
-                .copied(),
-            Some(1)
-        );
+        assert_eq!(get(&mut buckets, 1, 100), (Some(1), None), "1 survived");
     }
 
     #[test]
     fn a_single_slot_table_keeps_the_last_key() {
         let mut buckets: Buckets<u32, u32> = Buckets::new(1);
-        assert_eq!(
-            buckets.entry(1, || 1, |_| None).ok().flatten().copied(),
-            Some(1)
-        );
-        assert_eq!(
-            buckets.entry(2, || 2, |_| None).ok().flatten().copied(),
-            Some(2)
-        );
-        assert_eq!(
-            buckets.entry(2, || 9, |_| None).ok().flatten().copied(),
-            Some(2)
-        );
+        assert_eq!(get(&mut buckets, 1, 1), (Some(1), None));
+        assert_eq!(get(&mut buckets, 2, 2), (Some(2), Some(1)));
+        assert_eq!(get(&mut buckets, 2, 9), (Some(2), None));
         assert_eq!(buckets.keys_by_recency(), [2]);
     }
 }

@@ -1,15 +1,42 @@
-//! Forgetting one consumer's settled records: when an adapter's session
-//! ends, its invocation ids mean nothing any more. Records in flight stay
-//! until their call settles (evicting one would let a retry run twice).
+//! Forgetting one consumer: when an adapter's session ends, its invocation
+//! ids mean nothing any more. Its settled records go at once; its records
+//! in flight become orphans — their calls still settle and their joiners
+//! still hear the result, but nothing is kept, so the same identity later
+//! is never replayed the forgotten session's result nor told
+//! `INVOCATION_CONFLICT` by it. Orphans count against the consumer's
+//! in-flight bound until they settle.
 
-use super::Dedupe;
+use std::sync::Arc;
+
+use super::{Dedupe, Key, Orphan};
 
 impl Dedupe {
-    /// Drops every settled record of `consumer_key`.
+    /// Drops every settled record of `consumer_key` and orphans its
+    /// records in flight.
     pub(crate) fn forget_consumer(&mut self, consumer_key: &str) {
         if let Some(ledger) = self.settled.remove(consumer_key) {
             self.settled_count = self.settled_count.saturating_sub(ledger.records.len());
             self.settled_bytes = self.settled_bytes.saturating_sub(ledger.bytes);
+        }
+        if !self.in_flight_per_consumer.contains_key(consumer_key) {
+            return;
+        }
+        let keys: Vec<Key> = self
+            .in_flight
+            .keys()
+            .filter(|(consumer, _)| **consumer == *consumer_key)
+            .cloned()
+            .collect();
+        for key in keys {
+            if let Some(record) = self.in_flight.remove(&key) {
+                self.orphaned.insert(
+                    record.generation,
+                    Orphan {
+                        consumer: Arc::clone(&key.0),
+                        done: record.done,
+                    },
+                );
+            }
         }
     }
 }
@@ -39,6 +66,41 @@ mod tests {
             false,
         );
         dedupe.finish(k, generation, &result, None, 0);
+    }
+
+    #[test]
+    fn a_forgotten_consumers_calls_in_flight_settle_into_nothing() {
+        let mut dedupe = Dedupe::new(Budget {
+            count: 10,
+            bytes: 1 << 20,
+            ttl_ms: 1_000,
+            in_flight_per_consumer: 1,
+        });
+        let k = key("mcp:gone", "1");
+        let Begin::Leader(generation) = dedupe.begin(&k, 7, 0) else {
+            panic!("a new attempt");
+        };
+        let Begin::Join(mut joiner) = dedupe.begin(&k, 7, 0) else {
+            panic!("a joiner");
+        };
+        dedupe.forget_consumer("mcp:gone");
+        // The orphan still counts against the bound.
+        assert!(matches!(
+            dedupe.begin(&key("mcp:gone", "2"), 7, 0),
+            Begin::Busy
+        ));
+        let result = InvocationResult::new(
+            Arc::clone(&k.1),
+            Arc::from("view:t.c.a"),
+            Ok(None),
+            1,
+            false,
+        );
+        dedupe.finish(&k, generation, &result, None, 0);
+        assert!(joiner.borrow_and_update().is_some(), "the joiner heard it");
+        // Nothing kept: the same id with other input is a new attempt.
+        assert!(matches!(dedupe.begin(&k, 8, 0), Begin::Leader(_)));
+        assert_eq!(dedupe.orphaned.len(), 0);
     }
 
     #[test]
