@@ -4,7 +4,8 @@
 //! - **total mutation order**: every mutation's events are queued while the
 //!   registry state is locked, so the queue order is the mutation order;
 //! - **dispatch after the mutation completes**: listeners run after the
-//!   registry lock is released;
+//!   registry lock is released, one event at a time, never two listeners
+//!   at once;
 //! - **listener isolation**: a panicking listener is contained and reported;
 //!   the other listeners still run;
 //! - **no re-entrant dispatch**: a registry call made from a listener takes
@@ -12,18 +13,31 @@
 //!   cannot wait), and its events are queued behind the current ones: every
 //!   listener receives the current event before any nested one, and no
 //!   listener is ever entered twice;
+//! - **no caller pays for others**: a call delivers the events that were
+//!   queued when it began delivering (its own, and those of calls racing
+//!   it) and the ones its listeners cause; whatever arrives meanwhile is
+//!   handed to the registry's delivery thread, so one call's latency never
+//!   carries everyone's event delivery behind a slow listener;
+//! - **bounded**: at most [`MAX_QUEUED_EVENTS`] events and
+//!   [`MAX_QUEUED_BYTES`] bytes wait for delivery. Beyond that new events
+//!   are dropped, and at the place of the gap listeners receive
+//!   [`SurfaceEvent::EventsDropped`] with how many: the order of what is
+//!   delivered is still the mutation order, and a listener that keeps state
+//!   resynchronises from the registry (snapshot, version) when told;
 //! - per invocation, `invocation-started` strictly before
 //!   `invocation-settled`; per confirmation, `confirmation-requested`
-//!   strictly before `confirmation-resolved`.
+//!   strictly before `confirmation-resolved` (when neither was dropped).
 
-use std::collections::VecDeque;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::error::ErrorCode;
+
+mod dispatcher;
+
+pub(crate) use dispatcher::Dispatcher;
+pub use dispatcher::{MAX_QUEUED_BYTES, MAX_QUEUED_EVENTS};
 
 /// Something that happened to the surface.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -134,10 +148,97 @@ pub enum SurfaceEvent {
         channel: Option<Arc<str>>,
         /// Who answered through it (`None` for an expiry or a withdrawal).
         approver: Option<Arc<str>>,
-        /// Why it was withdrawn (`replaced`, `unmounted`, `agent-left`),
-        /// for a withdrawal.
+        /// Why it was withdrawn (`replaced`, `unmounted`, `agent-left`,
+        /// `input-changed`, `cancelled`), for a withdrawal.
         reason: Option<&'static str>,
     },
+    /// Events were dropped here because listeners fell behind by more than
+    /// the dispatcher's bound: what follows is still in mutation order,
+    /// but `count` events between the previous one and the next were never
+    /// delivered. Resynchronise anything kept from events (read the
+    /// snapshot, the version, the pending confirmations).
+    EventsDropped {
+        /// How many events were dropped at this place.
+        count: u64,
+    },
+}
+
+impl SurfaceEvent {
+    /// About what the event occupies in memory, in bytes (its strings and
+    /// a fixed part), for the dispatcher's byte bound.
+    pub(crate) fn weight(&self) -> usize {
+        let strings = match self {
+            SurfaceEvent::SurfaceChanged { surface_version } => surface_version.len(),
+            SurfaceEvent::ComponentRegistered {
+                registration_id,
+                component_type,
+                instance_id,
+            }
+            | SurfaceEvent::ComponentUnregistered {
+                registration_id,
+                component_type,
+                instance_id,
+            } => registration_id.len() + component_type.len() + instance_id.len(),
+            SurfaceEvent::ComponentRejected {
+                component_type,
+                instance_id,
+                ..
+            } => component_type.len() + instance_id.len(),
+            SurfaceEvent::AvailabilityChanged {
+                registration_id,
+                capability_id,
+                ..
+            } => registration_id.len() + capability_id.len(),
+            SurfaceEvent::CollisionSuspected {
+                view_capability_id,
+                domain_procedure_id,
+            } => view_capability_id.len() + domain_procedure_id.len(),
+            SurfaceEvent::InvocationStarted {
+                invocation_id,
+                capability_id,
+                consumer_id,
+            } => invocation_id.len() + capability_id.len() + consumer_id.len(),
+            SurfaceEvent::InvocationSettled {
+                invocation_id,
+                capability_id,
+                consumer_id,
+                consumer_label,
+                ..
+            } => {
+                invocation_id.len()
+                    + capability_id.len()
+                    + consumer_id.len()
+                    + consumer_label.as_ref().map_or(0, |label| label.len())
+            }
+            SurfaceEvent::ConfirmationRequested {
+                confirmation_id,
+                capability_id,
+                expires_at,
+                consumer_id,
+                requester,
+                title,
+            } => {
+                confirmation_id.len()
+                    + capability_id.len()
+                    + expires_at.len()
+                    + consumer_id.len()
+                    + requester.as_ref().map_or(0, |r| r.len())
+                    + title.len()
+            }
+            SurfaceEvent::ConfirmationResolved {
+                confirmation_id,
+                channel,
+                approver,
+                ..
+            } => {
+                confirmation_id.len()
+                    + channel.as_ref().map_or(0, |c| c.len())
+                    + approver.as_ref().map_or(0, |a| a.len())
+            }
+            SurfaceEvent::EventsDropped { .. } => 0,
+        };
+        std::mem::size_of::<SurfaceEvent>() + strings
+    }
 }
 
 /// A registered listener.
@@ -160,165 +261,6 @@ impl Drop for Subscription {
     fn drop(&mut self) {
         if let Some(dispatcher) = self.dispatcher.upgrade() {
             dispatcher.remove(self.id);
-        }
-    }
-}
-
-#[derive(Default)]
-struct Queue {
-    events: VecDeque<SurfaceEvent>,
-    dispatching: bool,
-}
-
-/// The ordered, non-reentrant event dispatcher.
-#[derive(Default)]
-pub(crate) struct Dispatcher {
-    listeners: Mutex<Arc<Vec<(u64, Listener)>>>,
-    has_listeners: AtomicBool,
-    next_id: AtomicU64,
-    queue: Mutex<Queue>,
-}
-
-impl std::fmt::Debug for Dispatcher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Dispatcher")
-            .field("has_listeners", &self.has_listeners.load(Ordering::Relaxed))
-            .finish_non_exhaustive()
-    }
-}
-
-impl Dispatcher {
-    pub(crate) fn subscribe(self: &Arc<Self>, listener: Listener) -> Subscription {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut listeners = self
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut next = Vec::clone(&listeners);
-        next.push((id, listener));
-        *listeners = Arc::new(next);
-        self.has_listeners.store(true, Ordering::Release);
-        Subscription {
-            id,
-            dispatcher: Arc::downgrade(self),
-        }
-    }
-
-    fn remove(&self, id: u64) {
-        let mut listeners = self
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let next: Vec<(u64, Listener)> = listeners
-            .iter()
-            .filter(|(i, _)| *i != id)
-            .cloned()
-            .collect();
-        self.has_listeners
-            .store(!next.is_empty(), Ordering::Release);
-        if next.is_empty() {
-            // Nobody will ever receive what is queued.
-            self.queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .events
-                .clear();
-        }
-        let previous = std::mem::replace(&mut *listeners, Arc::new(next));
-        drop(listeners);
-        // A listener closure may own a mount handle: drop it unlocked.
-        crate::util::contain::drop_contained("event listener destructor", previous);
-    }
-
-    pub(crate) fn clear(&self) {
-        let mut listeners = self
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let previous = std::mem::replace(&mut *listeners, Arc::new(Vec::new()));
-        self.has_listeners.store(false, Ordering::Release);
-        drop(listeners);
-        let queued = std::mem::take(
-            &mut self
-                .queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .events,
-        );
-        // A listener closure may own a mount handle: drop it unlocked.
-        crate::util::contain::drop_contained("event listener destructor", (previous, queued));
-    }
-
-    /// Whether anyone listens (events need not even be built otherwise).
-    pub(crate) fn active(&self) -> bool {
-        self.has_listeners.load(Ordering::Acquire)
-    }
-
-    /// Queues events. Call while the mutation's lock is held so the queue
-    /// order is the mutation order; then call [`drain`](Self::drain) after
-    /// releasing it.
-    pub(crate) fn enqueue(&self, events: impl IntoIterator<Item = SurfaceEvent>) {
-        if !self.active() {
-            return;
-        }
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        queue.events.extend(events);
-    }
-
-    /// Delivers queued events unless another caller is already delivering
-    /// (that caller will deliver these too, in order).
-    pub(crate) fn drain(&self) {
-        if !self.active() {
-            return;
-        }
-        {
-            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            if queue.dispatching || queue.events.is_empty() {
-                return;
-            }
-            queue.dispatching = true;
-        }
-        loop {
-            let event = {
-                let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-                match queue.events.pop_front() {
-                    Some(event) => event,
-                    None => {
-                        queue.dispatching = false;
-                        return;
-                    }
-                }
-            };
-            let listeners = Arc::clone(
-                &self
-                    .listeners
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner),
-            );
-            for (_, listener) in listeners.iter() {
-                if catch_unwind(AssertUnwindSafe(|| listener(&event))).is_err() {
-                    tracing::error!(event = ?event, "an agent-surface event listener panicked; other listeners still ran");
-                }
-            }
-        }
-    }
-
-    /// Queues and delivers at once (for events outside any state lock).
-    pub(crate) fn emit(&self, events: impl IntoIterator<Item = SurfaceEvent>) {
-        if self.active() {
-            self.enqueue(events);
-            self.drain();
-        }
-    }
-
-    /// Like [`emit`](Self::emit), building the events only when someone listens.
-    pub(crate) fn emit_with<I: IntoIterator<Item = SurfaceEvent>>(
-        &self,
-        events: impl FnOnce() -> I,
-    ) {
-        if self.active() {
-            self.enqueue(events());
-            self.drain();
         }
     }
 }

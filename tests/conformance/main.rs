@@ -33,6 +33,7 @@ mod procedures;
 mod rate_limits;
 mod reentrancy;
 mod regressions;
+mod reliability;
 mod schema;
 mod staleness;
 mod supplied_schema;

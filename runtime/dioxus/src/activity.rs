@@ -239,6 +239,11 @@ pub fn use_agent_activity(capacity: usize) -> AgentActivity {
             let lost = Arc::new(std::sync::atomic::AtomicU64::new(0));
             let counted = Arc::clone(&lost);
             let subscription: Subscription = registry.subscribe(move |event| {
+                // Events the registry could not deliver are part of the gap.
+                if let SurfaceEvent::EventsDropped { count } = event {
+                    counted.fetch_add(*count, std::sync::atomic::Ordering::Relaxed);
+                    return;
+                }
                 let interesting = matches!(
                     event,
                     SurfaceEvent::InvocationSettled { .. }

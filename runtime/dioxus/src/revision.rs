@@ -25,6 +25,7 @@ pub fn use_surface_revision() -> ReadSignal<u64> {
                         | SurfaceEvent::InvocationSettled { .. }
                         | SurfaceEvent::ConfirmationRequested { .. }
                         | SurfaceEvent::ConfirmationResolved { .. }
+                        | SurfaceEvent::EventsDropped { .. }
                 ) {
                     sender.send_modify(|count| *count = count.wrapping_add(1));
                 }

@@ -10,6 +10,7 @@
 
 mod forget;
 mod lookup;
+mod quota;
 mod resolve;
 mod withdraw;
 
@@ -294,12 +295,19 @@ impl ConfirmationStore {
             .values()
             .filter(|r| r.view.consumer_key == *binding.consumer_key)
             .count();
-        if store.open.len() >= self.max_pending || of_consumer >= per_consumer {
+        let displaced = match store.open.len() >= self.max_pending {
+            _ if of_consumer >= per_consumer => None,
+            true => quota::displaceable(&store, binding.consumer_key, of_consumer).map(|id| {
+                Self::withdraw_locked(&mut store, &**services, vec![id], quota::DISPLACED, now)
+            }),
+            false => Some(Vec::new()),
+        };
+        let Some(displaced) = displaced else {
             return ErrorPayload::rate_limited(
                 crate::error::RateLimitReason::QueueFull,
                 Some(FULL_RETRY_MS),
             );
-        }
+        };
         let ttl = limits.ttl;
         let expires_at_ms = now.saturating_add(crate::util::millis::millis(ttl));
         let id: Arc<str> = Arc::from(services.mint_confirmation_id());
@@ -337,6 +345,7 @@ impl ConfirmationStore {
             },
         );
         drop(store);
+        Self::announce_withdrawn(&**services, displaced, quota::DISPLACED);
         Self::audit(&**services, AuditKind::ConfirmationRequested, &view, None);
         services.emit(SurfaceEvent::ConfirmationRequested {
             confirmation_id: Arc::clone(&id),

@@ -91,15 +91,22 @@ impl Mounted {
         let inner = &self.registry.inner;
         // Host code (`when`) runs before the lock, and is published in
         // evaluation order, so what the events say is the newest reading.
-        self.publish_when(registration);
+        let changed = self.publish_when(registration);
         let mut state = inner.state();
-        if !registration.is_active()
-            || registration.enabled.swap(enabled, Ordering::AcqRel) == enabled
-        {
+        if !registration.is_active() {
             return;
         }
-        let count = registration.contract.capabilities().len();
-        let events = self.announcements(registration, 0..count);
+        let indices: Vec<usize> = if registration.enabled.swap(enabled, Ordering::AcqRel) == enabled
+        {
+            // Only what the evaluation found changed (it is published).
+            changed
+        } else {
+            (0..registration.contract.capabilities().len()).collect()
+        };
+        if indices.is_empty() {
+            return;
+        }
+        let events = self.announcements(registration, indices);
         inner.bump(&mut state, events);
         drop(state);
         inner.dispatcher.drain();
@@ -204,15 +211,21 @@ impl Mounted {
         let inner = &self.registry.inner;
         let mut changed = self.publish_when(registration);
         let mut state = inner.state();
-        if !registration.is_active() || !registration.set_override(index, value) {
+        if !registration.is_active() {
+            return true;
+        }
+        let pushed = registration.set_override(index, value);
+        if !pushed && changed.is_empty() {
             return true;
         }
         // The event tells the availability that results: a pushed
         // unavailability decides alone; otherwise the master switch and
         // `when` do (as the newest evaluation published; read under the
         // lock). A `when` that changed meanwhile is announced too.
-        changed.retain(|&other| other != index);
-        changed.insert(0, index);
+        if pushed {
+            changed.retain(|&other| other != index);
+            changed.insert(0, index);
+        }
         let events = self.announcements(registration, changed);
         inner.bump(&mut state, events);
         drop(state);

@@ -363,13 +363,29 @@ impl Registry {
     }
 
     /// Subscribes to surface events (delivered in mutation order, never
-    /// re-entrantly). Dropping the [`Subscription`] unsubscribes.
+    /// re-entrantly, one at a time). Dropping the [`Subscription`]
+    /// unsubscribes.
+    ///
+    /// Keep listeners quick: a call delivers the events queued when it
+    /// began delivering; what arrives meanwhile is delivered by the
+    /// registry's delivery thread (so a listener may run on a thread of its
+    /// own, inside the caller's tokio runtime when there is one). At most
+    /// [`MAX_QUEUED_EVENTS`](crate::events::MAX_QUEUED_EVENTS) events wait;
+    /// beyond that listeners receive
+    /// [`SurfaceEvent::EventsDropped`] where the gap is.
     pub fn subscribe(
         &self,
         listener: impl Fn(&SurfaceEvent) + Send + Sync + 'static,
     ) -> Subscription {
         let listener: Listener = Arc::new(listener);
         self.inner.dispatcher.subscribe(listener)
+    }
+
+    /// Events waiting for delivery now (bounded by
+    /// [`MAX_QUEUED_EVENTS`](crate::events::MAX_QUEUED_EVENTS)): how far
+    /// listeners are behind.
+    pub fn event_backlog(&self) -> usize {
+        self.inner.dispatcher.backlog()
     }
 
     /// The default in-memory audit sink's events (empty when a custom sink

@@ -267,8 +267,11 @@ impl Toolset {
             // Every surface mutation (availability pushes included) ends
             // with `surface-changed`: one rebuild per mutation.
             *watch = Some(self.shared.registry.subscribe(move |event| {
-                if matches!(event, crate::events::SurfaceEvent::SurfaceChanged { .. })
-                    && let Some(shared) = weak.upgrade()
+                if matches!(
+                    event,
+                    crate::events::SurfaceEvent::SurfaceChanged { .. }
+                        | crate::events::SurfaceEvent::EventsDropped { .. }
+                ) && let Some(shared) = weak.upgrade()
                 {
                     shared.notify_if_changed();
                 }

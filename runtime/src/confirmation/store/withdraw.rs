@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::{ConfirmationStore, Stage};
+use super::{ConfirmationStore, Stage, Store};
 use crate::audit::AuditKind;
 use crate::confirmation::services::ConfirmationServices;
 use crate::confirmation::{ConfirmationOutcome, PendingConfirmation, Resolution};
@@ -38,7 +38,26 @@ impl ConfirmationStore {
                 ids.push(Arc::clone(id));
             }
         }
-        let mut withdrawn: Vec<(PendingConfirmation, Resolution)> = Vec::with_capacity(ids.len());
+        let withdrawn = Self::withdraw_locked(&mut store, services, ids, reason, now);
+        drop(store);
+        let count = withdrawn.len();
+        Self::announce_withdrawn(services, withdrawn, reason);
+        if count > 0 {
+            self.notify();
+        }
+        count
+    }
+
+    /// Ends the open records `ids` as withdrawn with `reason`, under the
+    /// store's lock; what to announce once it is released.
+    pub(super) fn withdraw_locked<S: ConfirmationServices + ?Sized>(
+        store: &mut Store,
+        services: &S,
+        ids: Vec<Arc<str>>,
+        reason: &'static str,
+        now: u64,
+    ) -> Vec<(PendingConfirmation, Resolution)> {
+        let mut withdrawn = Vec::with_capacity(ids.len());
         for id in ids {
             let Some((id, record)) = store.open.remove_entry(&id) else {
                 continue;
@@ -50,7 +69,7 @@ impl ConfirmationStore {
                 Self::unanswered(&id, ConfirmationOutcome::Withdrawn, Some(reason), now);
             let view = record.view.clone();
             Self::end(
-                &mut store,
+                store,
                 services,
                 &id,
                 record,
@@ -60,8 +79,15 @@ impl ConfirmationStore {
             );
             withdrawn.push((view, resolution));
         }
-        drop(store);
-        let count = withdrawn.len();
+        withdrawn
+    }
+
+    /// Audits and announces withdrawals (no lock held).
+    pub(super) fn announce_withdrawn<S: ConfirmationServices + ?Sized>(
+        services: &S,
+        withdrawn: Vec<(PendingConfirmation, Resolution)>,
+        reason: &'static str,
+    ) {
         for (view, resolution) in withdrawn {
             Self::audit(
                 services,
@@ -77,10 +103,6 @@ impl ConfirmationStore {
                 reason: Some(reason),
             });
         }
-        if count > 0 {
-            self.notify();
-        }
-        count
     }
 
     /// The call failed before execution: the evidence is approved again

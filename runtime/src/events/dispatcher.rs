@@ -1,0 +1,410 @@
+//! The ordered, bounded, non-reentrant event dispatcher (its guarantees are
+//! listed on the [`events`](super) module).
+//!
+//! One deliverer at a time holds the queue (`dispatching`). A caller that
+//! finds nobody delivering becomes the deliverer for what is queued at that
+//! moment plus what its own listeners cause; if more arrived meanwhile, it
+//! hands the queue to the delivery thread (started on first need, gone
+//! after a quiet spell) and returns. Outside a hand-off every event is
+//! delivered before the call that caused it returns, as before.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use super::{Listener, Subscription, SurfaceEvent};
+
+/// Most events waiting for delivery; beyond it new events are dropped and
+/// counted ([`SurfaceEvent::EventsDropped`]).
+pub const MAX_QUEUED_EVENTS: usize = 4_096;
+
+/// Most bytes of events waiting for delivery (each event's strings plus a
+/// fixed part); beyond it new events are dropped and counted.
+pub const MAX_QUEUED_BYTES: usize = 4 << 20;
+
+/// How long an idle delivery thread waits for work before it ends.
+const COURIER_IDLE: Duration = Duration::from_secs(5);
+
+#[derive(Default)]
+struct Queue {
+    events: VecDeque<SurfaceEvent>,
+    bytes: usize,
+    /// Dropped since the last delivered marker.
+    dropped: u64,
+    /// Someone (a caller or the delivery thread) is delivering.
+    dispatching: bool,
+    /// Events queued by listeners of the deliverer on its own thread: its
+    /// to deliver (nested calls), not handed off.
+    nested: usize,
+    /// The delivery thread exists.
+    courier: bool,
+    /// The queue was handed to the delivery thread.
+    handed: bool,
+    /// The runtime the hand-off came from: entered by the delivery thread
+    /// so listeners may use it.
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+/// The ordered, non-reentrant event dispatcher.
+#[derive(Default)]
+pub(crate) struct Dispatcher {
+    listeners: Mutex<Arc<Vec<(u64, Listener)>>>,
+    has_listeners: AtomicBool,
+    next_id: AtomicU64,
+    queue: Mutex<Queue>,
+    /// Wakes the delivery thread (which holds no reference while idle).
+    doorbell: Arc<Doorbell>,
+}
+
+/// Wakes the idle delivery thread; closed when the dispatcher goes.
+#[derive(Default)]
+struct Doorbell {
+    /// (rung, closed)
+    state: Mutex<(bool, bool)>,
+    ring: Condvar,
+}
+
+impl Doorbell {
+    fn ring(&self) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).0 = true;
+        self.ring.notify_one();
+    }
+
+    fn close(&self) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).1 = true;
+        self.ring.notify_one();
+    }
+
+    /// Waits for a ring: `false` on a quiet spell or once closed.
+    fn wait(&self, idle: Duration) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        while !state.0 && !state.1 {
+            let (next, timeout) = self
+                .ring
+                .wait_timeout(state, idle)
+                .unwrap_or_else(PoisonError::into_inner);
+            state = next;
+            if timeout.timed_out() {
+                break;
+            }
+        }
+        let rung = state.0 && !state.1;
+        state.0 = false;
+        rung
+    }
+}
+
+impl Drop for Dispatcher {
+    fn drop(&mut self) {
+        self.doorbell.close();
+    }
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("has_listeners", &self.has_listeners.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+thread_local! {
+    /// The dispatcher this thread is delivering for (its address), if any.
+    static DELIVERING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Marks this thread as delivering for `dispatcher` until dropped.
+struct Delivering(usize);
+
+impl Delivering {
+    fn enter(dispatcher: &Dispatcher) -> Delivering {
+        let address = std::ptr::from_ref(dispatcher) as usize;
+        Delivering(DELIVERING.with(|cell| cell.replace(address)))
+    }
+}
+
+impl Drop for Delivering {
+    fn drop(&mut self) {
+        DELIVERING.with(|cell| cell.set(self.0));
+    }
+}
+
+impl Dispatcher {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn subscribe(self: &Arc<Self>, listener: Listener) -> Subscription {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut next = Vec::clone(&listeners);
+        next.push((id, listener));
+        *listeners = Arc::new(next);
+        self.has_listeners.store(true, Ordering::Release);
+        Subscription {
+            id,
+            dispatcher: Arc::downgrade(self),
+        }
+    }
+
+    pub(crate) fn remove(&self, id: u64) {
+        let mut listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let next: Vec<(u64, Listener)> = listeners
+            .iter()
+            .filter(|(i, _)| *i != id)
+            .cloned()
+            .collect();
+        self.has_listeners
+            .store(!next.is_empty(), Ordering::Release);
+        let queued = if next.is_empty() {
+            // Nobody will ever receive what is queued.
+            self.take_queued()
+        } else {
+            VecDeque::new()
+        };
+        let previous = std::mem::replace(&mut *listeners, Arc::new(next));
+        drop(listeners);
+        // A listener closure may own a mount handle: drop it unlocked.
+        crate::util::contain::drop_contained("event listener destructor", (previous, queued));
+    }
+
+    pub(crate) fn clear(&self) {
+        let mut listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let previous = std::mem::replace(&mut *listeners, Arc::new(Vec::new()));
+        self.has_listeners.store(false, Ordering::Release);
+        drop(listeners);
+        let queued = self.take_queued();
+        // A listener closure may own a mount handle: drop it unlocked.
+        crate::util::contain::drop_contained("event listener destructor", (previous, queued));
+    }
+
+    fn take_queued(&self) -> VecDeque<SurfaceEvent> {
+        let mut queue = self.lock();
+        queue.bytes = 0;
+        queue.dropped = 0;
+        queue.nested = 0;
+        std::mem::take(&mut queue.events)
+    }
+
+    /// Whether anyone listens (events need not even be built otherwise).
+    pub(crate) fn active(&self) -> bool {
+        self.has_listeners.load(Ordering::Acquire)
+    }
+
+    /// Events waiting for delivery now.
+    pub(crate) fn backlog(&self) -> usize {
+        self.lock().events.len()
+    }
+
+    /// Queues events. Call while the mutation's lock is held so the queue
+    /// order is the mutation order; then call [`drain`](Self::drain) after
+    /// releasing it. Beyond the bounds an event is dropped and counted.
+    pub(crate) fn enqueue(&self, events: impl IntoIterator<Item = SurfaceEvent>) {
+        if !self.active() {
+            return;
+        }
+        let nested = DELIVERING.with(Cell::get) == std::ptr::from_ref(self) as usize;
+        let mut queue = self.lock();
+        for event in events {
+            let weight = event.weight();
+            if queue.events.len() >= MAX_QUEUED_EVENTS
+                || queue.bytes.saturating_add(weight) > MAX_QUEUED_BYTES
+            {
+                queue.dropped = queue.dropped.saturating_add(1);
+                continue;
+            }
+            if queue.dropped > 0 {
+                // The gap is marked where it happened.
+                let count = std::mem::take(&mut queue.dropped);
+                queue
+                    .events
+                    .push_back(SurfaceEvent::EventsDropped { count });
+                if nested {
+                    queue.nested += 1;
+                }
+            }
+            queue.bytes += weight;
+            queue.events.push_back(event);
+            if nested {
+                queue.nested += 1;
+            }
+        }
+    }
+
+    /// The next event to deliver, or `None` (and delivery ends) when the
+    /// queue is empty; a gap at the end is marked too.
+    fn next_event(&self, queue: &mut Queue) -> Option<SurfaceEvent> {
+        match queue.events.pop_front() {
+            Some(event) => {
+                queue.bytes = queue.bytes.saturating_sub(event.weight());
+                Some(event)
+            }
+            None if queue.dropped > 0 => Some(SurfaceEvent::EventsDropped {
+                count: std::mem::take(&mut queue.dropped),
+            }),
+            None => {
+                queue.dispatching = false;
+                queue.nested = 0;
+                None
+            }
+        }
+    }
+
+    fn deliver(&self, event: &SurfaceEvent) {
+        let listeners = Arc::clone(
+            &self
+                .listeners
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for (_, listener) in listeners.iter() {
+            if catch_unwind(AssertUnwindSafe(|| listener(event))).is_err() {
+                tracing::error!(event = ?event, "an agent-surface event listener panicked; other listeners still ran");
+            }
+        }
+    }
+
+    /// Delivers what is queued now (and what this call's listeners cause)
+    /// unless someone is already delivering (they deliver these too, in
+    /// order); anything that arrives meanwhile goes to the delivery thread.
+    pub(crate) fn drain(self: &Arc<Self>) {
+        if !self.active() {
+            return;
+        }
+        let mut quota = {
+            let mut queue = self.lock();
+            if queue.dispatching || (queue.events.is_empty() && queue.dropped == 0) {
+                return;
+            }
+            queue.dispatching = true;
+            queue.nested = 0;
+            queue.events.len().max(1)
+        };
+        let _delivering = Delivering::enter(self);
+        loop {
+            let event = {
+                let mut queue = self.lock();
+                if quota == 0 {
+                    quota += std::mem::take(&mut queue.nested);
+                }
+                if quota == 0 {
+                    if queue.events.is_empty() && queue.dropped == 0 {
+                        queue.dispatching = false;
+                        return;
+                    }
+                    // Other calls' events: the delivery thread's.
+                    if self.hand_off(&mut queue) {
+                        return;
+                    }
+                    // No thread could be started: deliver them here.
+                    quota = usize::MAX;
+                }
+                match self.next_event(&mut queue) {
+                    Some(event) => event,
+                    None => return,
+                }
+            };
+            quota = quota.saturating_sub(1);
+            self.deliver(&event);
+        }
+    }
+
+    /// Hands the queue (still `dispatching`) to the delivery thread,
+    /// starting it if needed. `false` when no thread can be started.
+    fn hand_off(self: &Arc<Self>, queue: &mut Queue) -> bool {
+        queue.handed = true;
+        queue.runtime = tokio::runtime::Handle::try_current().ok();
+        if queue.courier {
+            self.doorbell.ring();
+            return true;
+        }
+        let weak = Arc::downgrade(self);
+        let doorbell = Arc::clone(&self.doorbell);
+        doorbell.ring();
+        let started = std::thread::Builder::new()
+            .name("agent-surface-events".to_owned())
+            .spawn(move || courier(&weak, &doorbell));
+        match started {
+            Ok(_) => {
+                queue.courier = true;
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, "no event delivery thread; the caller delivers");
+                queue.handed = false;
+                false
+            }
+        }
+    }
+
+    /// Queues and delivers at once (for events outside any state lock).
+    pub(crate) fn emit(self: &Arc<Self>, events: impl IntoIterator<Item = SurfaceEvent>) {
+        if self.active() {
+            self.enqueue(events);
+            self.drain();
+        }
+    }
+
+    /// Like [`emit`](Self::emit), building the events only when someone listens.
+    pub(crate) fn emit_with<I: IntoIterator<Item = SurfaceEvent>>(
+        self: &Arc<Self>,
+        events: impl FnOnce() -> I,
+    ) {
+        if self.active() {
+            self.enqueue(events());
+            self.drain();
+        }
+    }
+}
+
+/// The delivery thread: delivers whatever is handed to it, in order, and
+/// ends after a quiet spell or when its dispatcher is gone. It holds the
+/// dispatcher only while delivering.
+fn courier(dispatcher: &Weak<Dispatcher>, doorbell: &Doorbell) {
+    loop {
+        let rung = doorbell.wait(COURIER_IDLE);
+        let Some(strong) = dispatcher.upgrade() else {
+            return;
+        };
+        let runtime = {
+            let mut queue = strong.lock();
+            if !queue.handed {
+                if rung {
+                    continue;
+                }
+                // Quiet: end (a later hand-off starts a new thread).
+                queue.courier = false;
+                return;
+            }
+            queue.handed = false;
+            queue.runtime.take()
+        };
+        let entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
+        let delivering = Delivering::enter(&strong);
+        loop {
+            let event = {
+                let mut queue = strong.lock();
+                match strong.next_event(&mut queue) {
+                    Some(event) => event,
+                    None => break,
+                }
+            };
+            strong.deliver(&event);
+        }
+        drop(delivering);
+        drop(entered);
+        drop(strong);
+    }
+}
