@@ -11,6 +11,11 @@
 //! every session has seen a `list_changed`. The load is bounded (a fixed
 //! number of calls and changes) and ends with the child.
 //!
+//! A third row per count has the idle clients speak 2026-07-28: stateless
+//! requests, each idle client holding a `subscriptions/listen` stream (an
+//! anonymous listener every anonymous call must reach), the active client
+//! calling statelessly.
+//!
 //! `cargo bench -p agent-surface --features mcp --bench mcp_sessions [-- --sizes 1,100,1000]`
 
 #![allow(
@@ -32,9 +37,10 @@ use std::time::{Duration, Instant};
 
 use agent_surface::mcp::McpServer;
 use agent_surface::prelude::*;
+use rmcp::model::{ProtocolVersion, SubscriptionFilter};
 use rmcp::service::NotificationContext;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
 use tokio::sync::Notify;
 
 use support::{Client, Latencies, benching, micros, noop_registry, time_calls};
@@ -64,11 +70,12 @@ fn main() {
             &args[at + 1],
             args[at + 2].parse().unwrap(),
             args[at + 3].parse().unwrap(),
+            args.get(at + 4).is_some_and(|a| a == "modern"),
         );
         return;
     }
     if let Some(at) = args.iter().position(|a| a == "--sessions-server") {
-        server_main(args[at + 1].parse().unwrap(), args[at + 2] == "bare");
+        server_main(args[at + 1].parse().unwrap(), &args[at + 2]);
         return;
     }
     if !benching() {
@@ -90,7 +97,7 @@ fn main() {
     // Each count in a fresh server process: no memory freed by a previous
     // count is reused by the next.
     for sessions in sizes {
-        for side in ["agent-surface", "bare"] {
+        for side in ["agent-surface", "bare", "modern"] {
             let status = Command::new(std::env::current_exe().unwrap())
                 .args(["--sessions-server", &sessions.to_string(), side])
                 .status()
@@ -111,7 +118,9 @@ fn rss_bytes() -> u64 {
 
 /// One server (agent-surface's, or a bare rmcp one for comparison, which
 /// has no surface to change) under `sessions` sessions.
-fn server_main(sessions: usize, bare: bool) {
+fn server_main(sessions: usize, side: &str) {
+    let bare = side == "bare";
+    let modern = side == "modern";
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -131,13 +140,16 @@ fn server_main(sessions: usize, bare: bool) {
         let http = rt.block_on(support::http_agent_surface(&server));
         (http.url(), Some(http))
     };
-    let changes = if bare { 0 } else { CHANGES };
+    // Listen streams report changes on their own streams, not to the
+    // client handler: the fan-out is timed on sessions only.
+    let changes = if bare || modern { 0 } else { CHANGES };
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--sessions-client",
             &url,
             &sessions.to_string(),
             &changes.to_string(),
+            if modern { "modern" } else { "legacy" },
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -178,7 +190,11 @@ fn server_main(sessions: usize, bare: bool) {
                 writeln!(to_child, "changed").unwrap();
             }
             report => {
-                let name = if bare { "bare rmcp" } else { "agent-surface" };
+                let name = match side {
+                    "bare" => "bare rmcp",
+                    "modern" => "agent-surface, 2026-07-28 listeners",
+                    _ => "agent-surface",
+                };
                 println!("| {name} | {sessions} | {per_session} | {report}");
                 break;
             }
@@ -217,7 +233,7 @@ impl ClientHandler for Session {
     }
 }
 
-fn client_main(url: &str, sessions: usize, changes: usize) {
+fn client_main(url: &str, sessions: usize, changes: usize, modern: bool) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -232,7 +248,8 @@ fn client_main(url: &str, sessions: usize, changes: usize) {
     let stdin = std::io::stdin();
     let mut input = stdin.lock().lines();
     let mut stdout = std::io::stdout();
-    let connect = |count: usize, clients: &mut Vec<_>| {
+    let mut listening = Vec::new();
+    let mut connect = |count: usize, clients: &mut Vec<_>| {
         rt.block_on(async {
             for _ in 0..count {
                 let handler = Session {
@@ -240,7 +257,29 @@ fn client_main(url: &str, sessions: usize, changes: usize) {
                     last: Arc::default(),
                 };
                 let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-                clients.push(handler.serve(transport).await.unwrap());
+                if modern {
+                    let client = handler
+                        .serve_with_lifecycle(
+                            transport,
+                            ClientLifecycleMode::Discover {
+                                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                            },
+                        )
+                        .await
+                        .unwrap();
+                    if !clients.is_empty() {
+                        // Idle: holds a listen stream open.
+                        listening.push(
+                            client
+                                .listen(SubscriptionFilter::builder().tools_list_changed().build())
+                                .await
+                                .unwrap(),
+                        );
+                    }
+                    clients.push(client);
+                } else {
+                    clients.push(handler.serve(transport).await.unwrap());
+                }
             }
         });
     };
@@ -288,6 +327,7 @@ fn client_main(url: &str, sessions: usize, changes: usize) {
         _ => "—".to_owned(),
     };
     writeln!(stdout, "{} | {} | {fanout} |", micros(p50), micros(p99)).unwrap();
+    drop(listening);
     rt.block_on(async {
         for client in clients {
             let _ = client.cancel().await;

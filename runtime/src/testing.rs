@@ -249,7 +249,13 @@ impl TestSurface {
         let snapshot = self
             .registry
             .snapshot(&SnapshotOptions::for_consumer(self.consumer()));
-        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) = Some(snapshot.clone());
+        let previous = self
+            .latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(snapshot.clone());
+        // Possibly the last owner of host objects: dropped unlocked.
+        drop(previous);
         snapshot
     }
 

@@ -223,12 +223,19 @@ async fn as_conc_010_unmount_while_the_person_reads_settles_at_once() {
 // 2. Host callbacks never run under a lock; 3. time never runs backwards.
 
 /// A clock that calls back into every public registry method it can reach.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Reentrant {
     registry: OnceLock<Registry>,
+    toolset: OnceLock<Toolset>,
     now: AtomicUsize,
     inside: AtomicBool,
     calls: AtomicUsize,
+}
+
+impl std::fmt::Debug for Reentrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reentrant")
+    }
 }
 
 impl Clock for Reentrant {
@@ -250,6 +257,10 @@ impl Clock for Reentrant {
             let _ = registry.version();
             let _ = registry.host_context();
             let _ = registry.now_ms();
+            if let Some(toolset) = self.toolset.get() {
+                let _ = toolset.tools();
+                drop(toolset.subscribe(|_| {}));
+            }
             self.inside.store(false, Ordering::SeqCst);
         }
         self.now.load(Ordering::SeqCst) as u64
@@ -275,6 +286,11 @@ fn as_policy_001_a_clock_calling_back_into_the_registry_never_deadlocks() {
             let _listening = registry.subscribe(|_| {});
             let probe = Probe::new();
             let mounted = registry.mount(probe.clone()).unwrap();
+            // A toolset whose first subscription builds its catalog (a
+            // snapshot reads the clock) while the clock calls back into it.
+            let toolset = embedded(&registry);
+            clock.toolset.set(toolset.clone()).unwrap();
+            let _tools = toolset.subscribe(|_| {});
             let ask = |id: &str| {
                 registry.invoke(
                     Invocation::new("view:test.probe.guarded")
@@ -320,6 +336,7 @@ fn as_policy_001_a_clock_calling_back_into_the_registry_never_deadlocks() {
             assert!(confirmations.pending().is_empty());
             drop(mounted);
             registry.forget_consumer(&consumer("tester"));
+            toolset.dispose();
             registry.dispose();
             assert!(clock.calls.load(Ordering::SeqCst) > 10);
         });
@@ -407,6 +424,109 @@ async fn as_ident_004_forget_during_an_in_flight_call_keeps_nothing_of_it() {
         )
         .await;
     assert!(other.is_ok(), "{other:?}");
+}
+
+/// Holds `on_invoke` until the test opens the gate.
+struct Held {
+    entered: Arc<Notify>,
+    gate: watch::Receiver<bool>,
+}
+
+impl agent_surface::policy::Policy for Held {
+    fn name(&self) -> &str {
+        "held"
+    }
+    fn on_invoke<'a>(
+        &'a self,
+        _ctx: &'a agent_surface::policy::InvokeContext<'a>,
+        next: agent_surface::policy::Next<'a, agent_surface::policy::InvokeContext<'a>>,
+    ) -> agent_surface::policy::BoxFuture<'a, agent_surface::policy::PolicyResult> {
+        Box::pin(async move {
+            self.entered.notify_one();
+            let mut gate = self.gate.clone();
+            let _ = gate.wait_for(|open| *open).await;
+            next.run().await
+        })
+    }
+}
+
+#[tokio::test]
+async fn as_ident_004_a_call_of_a_forgotten_consumer_asks_the_person_nothing() {
+    let entered = Arc::new(Notify::new());
+    let (open, gate) = watch::channel(false);
+    let registry = Registry::builder()
+        .environment(Environment::Test)
+        .policy(Held {
+            entered: Arc::clone(&entered),
+            gate,
+        })
+        .build();
+    let _mounted = registry.mount(Probe::new()).unwrap();
+    let session = consumer("mcp-session-2");
+    let inside = entered.notified();
+    let task = {
+        let (registry, session) = (registry.clone(), session.clone());
+        tokio::spawn(async move {
+            registry
+                .invoke(
+                    Invocation::new("view:test.probe.guarded")
+                        .input(json!({"ids": ["g"]}))
+                        .invocation_id("g-1"),
+                    InvokeOptions::consumer(session),
+                )
+                .await
+        })
+    };
+    inside.await;
+    // The session ends while the call is in its invoke policies.
+    registry.forget_consumer(&session);
+    open.send_replace(true);
+    assert_eq!(code(&task.await.unwrap()), Some(ErrorCode::Cancelled));
+    assert!(
+        registry.confirmations().pending().is_empty(),
+        "nobody is left to present an approval"
+    );
+}
+
+#[tokio::test]
+async fn as_conc_012_a_joiner_cancelled_while_it_waits_leaves_the_attempt_running() {
+    let registry = registry();
+    let worker = Worker::new();
+    let _mounted = registry.mount(worker.clone()).unwrap();
+    let began = worker.began.notified();
+    let leader = {
+        let registry = registry.clone();
+        tokio::spawn(async move {
+            registry
+                .invoke(work("j-1"), InvokeOptions::consumer(consumer("tester")))
+                .await
+        })
+    };
+    began.await;
+    let token = CancellationToken::new();
+    let joiner = {
+        let (registry, token) = (registry.clone(), token.clone());
+        tokio::spawn(async move {
+            registry
+                .invoke(
+                    work("j-1"),
+                    InvokeOptions {
+                        cancellation: Some(token),
+                        ..InvokeOptions::consumer(consumer("tester"))
+                    },
+                )
+                .await
+        })
+    };
+    settle_tasks().await;
+    token.cancel();
+    assert_eq!(code(&joiner.await.unwrap()), Some(ErrorCode::Cancelled));
+    worker.gate.send_replace(true);
+    assert!(
+        leader.await.unwrap().is_ok(),
+        "the attempt it joined runs on"
+    );
+    assert_eq!(worker.started(), 1);
 }
 
 // ---------------------------------------------------------------------------

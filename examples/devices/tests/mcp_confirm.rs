@@ -219,3 +219,59 @@ async fn as_confirm_005_anonymous_callers_hold_a_bounded_number_of_confirmations
     assert!(!pending.contains(&ids[0]), "the oldest gave way");
     assert!(pending.contains(&ids[cap]));
 }
+
+#[tokio::test]
+async fn as_confirm_005_one_client_opening_sessions_cannot_starve_another_session() {
+    let served = support::serve(|b| b.max_sessions(16)).await;
+    let registry = served.app.registry().clone();
+    let limits = registry.limits();
+    let per_session = limits.max_pending_confirmations_per_consumer;
+    let sessions = limits.max_pending_confirmations / per_session;
+    let ask = async |session: &str, n: usize| {
+        let asked = served
+            .call(
+                session,
+                json!(format!("ask-{n}")),
+                "domain_devices__disable",
+                json!({"reason": format!("reason {n}")}),
+            )
+            .await;
+        support::payload(&asked)["code"].clone()
+    };
+    // One client opens enough sessions to fill the pending list.
+    let mut n = 0;
+    for _ in 0..sessions {
+        let session = served.open_session().await;
+        served
+            .call(
+                &session,
+                json!("select"),
+                "view_devices__table__selectRows",
+                json!({"ids": ["d2"]}),
+            )
+            .await;
+        for _ in 0..per_session {
+            n += 1;
+            assert_eq!(ask(&session, n).await, "CONFIRMATION_REQUIRED");
+        }
+    }
+    assert_eq!(
+        registry.confirmations().pending().len(),
+        limits.max_pending_confirmations
+    );
+    // Another session's first request is still served; one of the
+    // crowding sessions' oldest requests made room.
+    let other = served.open_session().await;
+    assert_eq!(ask(&other, n + 1).await, "CONFIRMATION_REQUIRED");
+    let pending = registry.confirmations().pending();
+    assert_eq!(pending.len(), limits.max_pending_confirmations);
+    let displaced = registry
+        .audit_log()
+        .into_iter()
+        .filter(|event| event.kind == agent_surface::audit::AuditKind::ConfirmationWithdrawn)
+        .filter(|event| {
+            event.detail.as_ref().and_then(|d| d.get("reason")) == Some(&json!("displaced"))
+        })
+        .count();
+    assert_eq!(displaced, 1);
+}

@@ -27,6 +27,8 @@ struct Probe {
     changed: Arc<watch::Sender<u64>>,
     approve: Option<bool>,
     asked: Arc<Mutex<Vec<String>>>,
+    /// Never answers an elicitation (its person walked away).
+    silent: bool,
 }
 
 impl Probe {
@@ -35,6 +37,7 @@ impl Probe {
             changed: Arc::new(watch::channel(0).0),
             approve,
             asked: Arc::default(),
+            silent: false,
         }
     }
 }
@@ -60,6 +63,9 @@ impl ClientHandler for Probe {
         if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
             self.asked.lock().unwrap().push(message);
         }
+        if self.silent {
+            std::future::pending::<()>().await;
+        }
         let mut result = ElicitResult::new(if self.approve == Some(true) {
             ElicitationAction::Accept
         } else {
@@ -79,6 +85,10 @@ struct Connected {
 }
 
 async fn connect(modern: bool, approve: Option<bool>) -> Connected {
+    connect_with(modern, Probe::new(approve)).await
+}
+
+async fn connect_with(modern: bool, probe: Probe) -> Connected {
     let app = App::start(User::admin()).await.unwrap();
     let server = McpServer::builder(app.registry()).name("devices").build();
     let (client_io, server_io) = tokio::io::duplex(256 * 1024);
@@ -87,7 +97,6 @@ async fn connect(modern: bool, approve: Option<bool>) -> Connected {
             let _ = running.waiting().await;
         }
     });
-    let probe = Probe::new(approve);
     let lifecycle = if modern {
         ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -319,6 +328,57 @@ async fn elicitation_asks_the_human_and_finishes_in_the_same_call() {
         }
         connected.app.stop().await;
     }
+}
+
+#[tokio::test]
+async fn as_conc_010_a_request_ended_in_the_app_ends_the_elicitation_wait_at_once() {
+    let connected = connect_with(
+        false,
+        Probe {
+            silent: true,
+            ..Probe::new(Some(true))
+        },
+    )
+    .await;
+    let client = connected.client.peer().clone();
+    call(
+        &connected.client,
+        "view_devices__table__selectRows",
+        json!({"ids": ["d2"]}),
+    )
+    .await;
+    let waiting = tokio::spawn(async move {
+        client
+            .call_tool(CallToolRequestParams::new("domain_devices__disable"))
+            .await
+            .unwrap()
+    });
+    let confirmations = connected.app.registry().confirmations();
+    let mut pending = Vec::new();
+    for _ in 0..100_000 {
+        pending = confirmations.pending();
+        if !pending.is_empty() && !connected.probe.asked.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        pending.len(),
+        1,
+        "asked while the client's person is silent"
+    );
+    // The person answers in the app while the client still asks its own.
+    confirmations.deny(&pending[0].shown()).unwrap();
+    // A deadlock guard, not a timing claim: without the fix this waits forever.
+    let done = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the call settles once the request ended elsewhere")
+        .unwrap();
+    let error = payload(&done);
+    assert_eq!(error["code"], "CONFIRMATION_INVALID", "{error}");
+    assert_eq!(error["details"]["reason"], "denied");
+    assert!(connected.app.server().received().is_empty());
+    connected.app.stop().await;
 }
 
 #[tokio::test]

@@ -293,7 +293,12 @@ impl Dispatcher {
             queue.events.len().max(1)
         };
         let _delivering = Delivering::enter(self);
+        let mut no_thread = None;
         loop {
+            if let Some(error) = no_thread.take() {
+                // Logged unlocked (a tracing layer is host code).
+                tracing::warn!(%error, "no event delivery thread; the caller delivers");
+            }
             let event = {
                 let mut queue = self.lock();
                 if quota == 0 {
@@ -305,11 +310,14 @@ impl Dispatcher {
                         return;
                     }
                     // Other calls' events: the delivery thread's.
-                    if self.hand_off(&mut queue) {
-                        return;
+                    match self.hand_off(&mut queue) {
+                        Ok(()) => return,
+                        // No thread could be started: deliver them here.
+                        Err(error) => {
+                            no_thread = Some(error);
+                            quota = usize::MAX;
+                        }
                     }
-                    // No thread could be started: deliver them here.
-                    quota = usize::MAX;
                 }
                 match self.next_event(&mut queue) {
                     Some(event) => event,
@@ -322,13 +330,13 @@ impl Dispatcher {
     }
 
     /// Hands the queue (still `dispatching`) to the delivery thread,
-    /// starting it if needed. `false` when no thread can be started.
-    fn hand_off(self: &Arc<Self>, queue: &mut Queue) -> bool {
+    /// starting it if needed; the error when no thread can be started.
+    fn hand_off(self: &Arc<Self>, queue: &mut Queue) -> std::io::Result<()> {
         queue.handed = true;
         queue.runtime = tokio::runtime::Handle::try_current().ok();
         if queue.courier {
             self.doorbell.ring();
-            return true;
+            return Ok(());
         }
         let weak = Arc::downgrade(self);
         let doorbell = Arc::clone(&self.doorbell);
@@ -339,12 +347,11 @@ impl Dispatcher {
         match started {
             Ok(_) => {
                 queue.courier = true;
-                true
+                Ok(())
             }
             Err(error) => {
-                tracing::warn!(%error, "no event delivery thread; the caller delivers");
                 queue.handed = false;
-                false
+                Err(error)
             }
         }
     }

@@ -31,6 +31,17 @@ pub(crate) struct Leadership<'r> {
 }
 
 impl Leadership<'_> {
+    /// Whether its consumer was forgotten while the call ran (its result
+    /// will be kept by nobody).
+    pub(crate) fn orphaned(&self) -> bool {
+        self.registry
+            .inner
+            .dedupe
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_orphaned(self.generation)
+    }
+
     /// `output_bytes`: the output's size when phase 10 measured it (so the
     /// dedupe budget need not serialize the result again).
     pub(crate) fn finish(mut self, result: &InvocationResult, output_bytes: Option<usize>) {
@@ -124,11 +135,24 @@ impl Registry {
                 }
                 Begin::Cached(result) => return result,
                 Begin::Join(mut done) => {
-                    return match done.wait_for(Option::is_some).await {
-                        Ok(result) => result
-                            .clone()
-                            .unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
-                        Err(_) => immediate(ErrorPayload::cancelled()),
+                    // The joiner's own cancellation (or disposal) ends its
+                    // wait; the attempt it joined runs on for its leader.
+                    let cancelled = async {
+                        match &options.cancellation {
+                            Some(token) => token.cancelled().await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    return tokio::select! {
+                        biased;
+                        joined = done.wait_for(Option::is_some) => match joined {
+                            Ok(result) => result
+                                .clone()
+                                .unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
+                            Err(_) => immediate(ErrorPayload::cancelled()),
+                        },
+                        () = cancelled => immediate(ErrorPayload::cancelled()),
+                        () = inner.disposed.cancelled() => immediate(ErrorPayload::cancelled()),
                     };
                 }
                 Begin::Leader(generation) => generation,

@@ -271,15 +271,12 @@ impl McpSession {
         Ok(to_call_result(&outcome).into())
     }
 
-    /// The views whose watchers re-check when a call of `acting` ends: its
-    /// own, and for an anonymous caller every anonymous caller's (a listen
-    /// stream is a request of its own).
-    fn poked(&self, acting: &Acting) -> Vec<Arc<View>> {
-        let mut views = vec![Arc::clone(&acting.view)];
-        if acting.caller == Caller::Anonymous {
-            views.extend(self.shared.views.anonymous());
-        }
-        views
+    /// What re-checks when a call of `acting` ends: its own view's
+    /// watchers, and for an anonymous caller every anonymous caller's (a
+    /// listen stream is a request of its own) — one shared signal, so the
+    /// call's cost never grows with how many are listening.
+    fn poked(&self, acting: &Acting) -> (Arc<View>, bool) {
+        (Arc::clone(&acting.view), acting.caller == Caller::Anonymous)
     }
 
     /// Options for a call as `view`'s consumer, cancelled with the request.

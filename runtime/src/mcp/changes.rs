@@ -27,25 +27,46 @@ use super::view::View;
 use crate::registry::Registry;
 use crate::toolset::Tool;
 
+/// How long an anonymous caller's watcher lets further wake-ups by other
+/// anonymous calls gather after it re-checked (its first wake-up after a
+/// quiet spell re-checks at once; version changes are never held back).
+/// Bounds the re-checks of many idle listen streams under a stream of calls
+/// to one per stream per spell, whatever the call rate.
+const ANONYMOUS_SPELL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Server-wide call activity: whatever may change tools without a version
 /// bump happens inside a call (or an explicit refresh), and moves `epoch`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Activity {
     /// Moves when a call starts, when it ends, and on explicit refreshes.
     epoch: AtomicU64,
     /// Calls running now.
     in_flight: AtomicU64,
+    /// Moves when an anonymous call ends: every anonymous watcher follows it.
+    anonymous: watch::Sender<u64>,
+}
+
+impl Default for Activity {
+    fn default() -> Activity {
+        Activity {
+            epoch: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            anonymous: watch::channel(0).0,
+        }
+    }
 }
 
 impl Activity {
     /// Counts a call from now until the guard drops; dropping it also
-    /// pokes `views` (the caller's), so their watchers re-check.
-    pub(super) fn begin(&self, views: Vec<Arc<View>>) -> Busy<'_> {
+    /// pokes the caller's view (and, for an anonymous caller, every
+    /// anonymous watcher, with one signal), so their watchers re-check.
+    pub(super) fn begin(&self, (view, anonymous): (Arc<View>, bool)) -> Busy<'_> {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         self.epoch.fetch_add(1, Ordering::SeqCst);
         Busy {
             activity: self,
-            views,
+            view,
+            anonymous,
         }
     }
 
@@ -58,13 +79,17 @@ impl Activity {
 /// A running call (see [`Activity::begin`]).
 pub(super) struct Busy<'a> {
     activity: &'a Activity,
-    views: Vec<Arc<View>>,
+    view: Arc<View>,
+    anonymous: bool,
 }
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
-        for view in &self.views {
-            view.poke();
+        self.view.poke();
+        if self.anonymous {
+            self.activity
+                .anonymous
+                .send_modify(|n| *n = n.wrapping_add(1));
         }
         self.activity.epoch.fetch_add(1, Ordering::SeqCst);
         self.activity.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -115,6 +140,10 @@ pub(super) struct Watcher {
     registry: Registry,
     version: watch::Receiver<u64>,
     poke: watch::Receiver<u64>,
+    /// An anonymous caller's watcher: other anonymous calls' signal.
+    anonymous: Option<watch::Receiver<u64>>,
+    /// Until when wake-ups by calls gather (anonymous watchers only).
+    gathering: Option<tokio::time::Instant>,
     delivered: Arc<Vec<Tool>>,
 }
 
@@ -132,6 +161,7 @@ impl Watcher {
         // after the subscription (it wakes the watcher).
         let version = registry.watch_version();
         let poke = view.subscribe();
+        let anonymous = view.is_anonymous().then(|| activity.anonymous.subscribe());
         let delivered = view.current(registry);
         let due = since.moved(Mark::now(registry, activity));
         let watcher = Watcher {
@@ -139,6 +169,8 @@ impl Watcher {
             registry: registry.clone(),
             version,
             poke,
+            anonymous,
+            gathering: None,
             delivered,
         };
         (watcher, due)
@@ -149,9 +181,43 @@ impl Watcher {
     /// sends the notification). `None` once nothing can change any more.
     pub(super) async fn changed(&mut self) -> Option<()> {
         loop {
-            tokio::select! {
-                moved = self.version.changed() => moved.ok()?,
-                moved = self.poke.changed() => moved.ok()?,
+            match self.gathering {
+                // Calls' wake-ups gather until the spell ends; a version
+                // change is never held back.
+                Some(until) => tokio::select! {
+                    moved = self.version.changed() => moved.ok()?,
+                    () = tokio::time::sleep_until(until) => {
+                        self.gathering = None;
+                        let poked = self.poke.has_changed().unwrap_or(false)
+                            || self
+                                .anonymous
+                                .as_ref()
+                                .is_some_and(|a| a.has_changed().unwrap_or(false));
+                        if !poked {
+                            continue;
+                        }
+                        self.poke.mark_unchanged();
+                        if let Some(anonymous) = &mut self.anonymous {
+                            anonymous.mark_unchanged();
+                        }
+                    }
+                },
+                None => tokio::select! {
+                    moved = self.version.changed() => moved.ok()?,
+                    moved = self.poke.changed() => moved.ok()?,
+                    moved = async {
+                        match &mut self.anonymous {
+                            Some(anonymous) => anonymous.changed().await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        moved.ok()?;
+                        self.poke.mark_unchanged();
+                    }
+                },
+            }
+            if self.anonymous.is_some() {
+                self.gathering = Some(tokio::time::Instant::now() + ANONYMOUS_SPELL);
             }
             // A mutation often comes in a burst (a page unmounts several
             // components): let it finish, compare once.

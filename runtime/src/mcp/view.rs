@@ -35,6 +35,9 @@ pub(super) struct View {
     created: u64,
     /// When its consumer last made a request (registry clock).
     seen_ms: std::sync::atomic::AtomicU64,
+    /// An anonymous stateless caller's (its watchers follow every
+    /// anonymous call).
+    anonymous: std::sync::atomic::AtomicBool,
 }
 
 impl View {
@@ -61,7 +64,13 @@ impl View {
             latest: Mutex::new(None),
             created,
             seen_ms: std::sync::atomic::AtomicU64::new(registry.now_ms()),
+            anonymous: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Whether it is an anonymous stateless caller's.
+    pub(super) fn is_anonymous(&self) -> bool {
+        self.anonymous.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Its consumer made a request now.
@@ -101,8 +110,13 @@ impl View {
             return Arc::clone(tools);
         }
         let tools = self.toolset.tools();
-        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((stamp, Arc::clone(&tools)));
+        let previous = self
+            .latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace((stamp, Arc::clone(&tools)));
+        // Possibly the last owner of host objects: dropped unlocked.
+        drop(previous);
         tools
     }
 }
@@ -131,23 +145,40 @@ impl Views {
         label: Option<&str>,
         order: impl FnOnce() -> u64,
     ) -> Option<Arc<View>> {
-        let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(view) = views.get(consumer_id) {
+        if let Some(view) = self
+            .views
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(consumer_id)
+        {
             return Some(Arc::clone(view));
         }
-        let view = Arc::new(View::new(registry, consumer_id, label, order())?);
+        // Built unlocked: it reads the clock (host code).
+        let fresh = Arc::new(View::new(registry, consumer_id, label, order())?);
+        let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(view) = views.get(consumer_id) {
+            // Another request of the same consumer came first.
+            let view = Arc::clone(view);
+            drop(views);
+            fresh.toolset.dispose();
+            return Some(view);
+        }
+        let mut evicted = None;
         if views.len() >= MAX_VIEWS {
             let oldest = views
                 .iter()
                 .filter(|(_, view)| Arc::strong_count(view) == 1)
                 .min_by_key(|(_, view)| view.created)
                 .map(|(id, _)| id.clone());
-            if let Some(evicted) = oldest.and_then(|id| views.remove(&id)) {
-                evicted.toolset.dispose();
-            }
+            evicted = oldest.and_then(|id| views.remove(&id));
         }
-        views.insert(consumer_id.to_owned(), Arc::clone(&view));
-        Some(view)
+        views.insert(consumer_id.to_owned(), Arc::clone(&fresh));
+        drop(views);
+        // Disposed and dropped unlocked: its catalog may own host objects.
+        if let Some(evicted) = evicted {
+            evicted.toolset.dispose();
+        }
+        Some(fresh)
     }
 
     /// A view of `consumer_id` that is not cached (an anonymous caller's,
@@ -161,6 +192,8 @@ impl Views {
         label: Option<&str>,
     ) -> Option<Arc<View>> {
         let view = Arc::new(View::new(registry, consumer_id, label, 0)?);
+        view.anonymous
+            .store(anonymous, std::sync::atomic::Ordering::Relaxed);
         if anonymous {
             let mut all = self
                 .anonymous
@@ -202,6 +235,7 @@ impl Views {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(consumer_id);
+        // Disposed and dropped unlocked.
         if let Some(view) = removed {
             view.toolset.dispose();
         }

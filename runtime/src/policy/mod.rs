@@ -306,8 +306,10 @@ impl<'a> InvokeContext<'a> {
 
     /// Adds a key to the invocation's audit record.
     pub fn annotate_audit(&self, key: impl Into<String>, value: Value) {
+        // The key's conversion is the caller's code: done before the lock.
+        let key = key.into();
         if let Ok(mut effects) = self.effects.lock() {
-            effects.audit.insert(key.into(), value);
+            effects.audit.insert(key, value);
         }
     }
 

@@ -43,7 +43,7 @@ impl Registry {
                     Some(entry) => match crate::procedure::agree(reference.procedure, entry) {
                         Ok(()) => true,
                         Err(mismatch) => {
-                            tracing::error!(%mismatch, "a live procedure reference disagrees with the new manifest; it is withdrawn");
+                            // Logged once the lock is released.
                             mismatches.push(mismatch);
                             false
                         }
@@ -65,6 +65,9 @@ impl Registry {
             inner.bump(&mut state, Vec::new());
         }
         drop(state);
+        for mismatch in &mismatches {
+            tracing::error!(%mismatch, "a live procedure reference disagrees with the new manifest; it is withdrawn");
+        }
         inner.dispatcher.drain();
         crate::util::contain::drop_contained("procedure executor destructor", previous);
         mismatches

@@ -76,7 +76,14 @@ impl Shared {
     /// A fresh catalog, kept as the one later calls resolve against.
     pub(super) fn rebuild(&self) -> Arc<Catalog> {
         let catalog = Arc::new(self.build());
-        *self.built.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&catalog));
+        let previous = self
+            .built
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(Arc::clone(&catalog));
+        // The previous catalog may own the last reference to an unmounted
+        // registration (its policies are host code): dropped unlocked.
+        crate::util::contain::drop_contained("previous catalog", previous);
         catalog
     }
 

@@ -250,6 +250,9 @@ impl Toolset {
         listener: impl Fn(&[Tool]) + Send + Sync + 'static,
     ) -> ToolsSubscription {
         let id = self.shared.listeners.add(listener);
+        // Built before the lock: building runs host code (policies, `when`,
+        // the clock).
+        let fingerprint = self.catalog().fingerprint();
         let mut watch = self
             .shared
             .watch
@@ -257,7 +260,6 @@ impl Toolset {
             .unwrap_or_else(PoisonError::into_inner);
         if watch.is_none() {
             // Prime the fingerprint, then follow the registry's events.
-            let fingerprint = self.catalog().fingerprint();
             *self
                 .shared
                 .notified
@@ -288,16 +290,21 @@ impl Toolset {
     pub fn dispose(&self) {
         self.shared.disposed.cancel();
         self.shared.listeners.clear();
-        *self
+        let watch = self
             .shared
             .watch
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = None;
-        *self
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let built = self
             .shared
             .built
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = None;
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        // Unsubscribed and dropped unlocked (the catalog may own host objects).
+        drop(watch);
+        crate::util::contain::drop_contained("toolset catalog", built);
     }
 
     /// Whether [`dispose`](Self::dispose) was called.

@@ -444,6 +444,15 @@ impl Call<'_> {
         origin: &'static str,
     ) -> ErrorPayload {
         let inner = &self.registry.inner;
+        // Its consumer was forgotten while it ran (the session ended):
+        // nobody is left to present an approval, so nobody is asked.
+        if self
+            .leadership
+            .as_ref()
+            .is_some_and(super::Leadership::orphaned)
+        {
+            return ErrorPayload::cancelled();
+        }
         // Asked again while the person reads: the same request, not
         // presented (host code) anew.
         if let Some(pending) = inner.confirmations.already_pending(binding) {
