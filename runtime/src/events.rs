@@ -149,7 +149,7 @@ pub enum SurfaceEvent {
         /// Who answered through it (`None` for an expiry or a withdrawal).
         approver: Option<Arc<str>>,
         /// Why it was withdrawn (`replaced`, `unmounted`, `agent-left`,
-        /// `input-changed`, `cancelled`), for a withdrawal.
+        /// `input-changed`, `cancelled`, `displaced`), for a withdrawal.
         reason: Option<&'static str>,
     },
     /// Events were dropped here because listeners fell behind by more than

@@ -120,6 +120,12 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
                         Some("input-changed") => format!(
                             "Withdrawn, the request changed after it was shown; nothing was done: {what}"
                         ),
+                        Some("cancelled") => format!(
+                            "Withdrawn, the agent stopped waiting; nothing was done: {what}"
+                        ),
+                        Some("displaced") => format!(
+                            "Withdrawn to make room for another agent's request; nothing was done: {what}"
+                        ),
                         _ => format!("Withdrawn, the page changed; nothing was done: {what}"),
                     },
                     "refused",

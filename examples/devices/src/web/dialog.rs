@@ -38,6 +38,13 @@ fn ended_text(ended: &Resolution) -> String {
             Some("agent-left") => "The agent that asked has disconnected, so its request was \
                                    withdrawn. Nothing was done."
                 .to_owned(),
+            Some("cancelled") => "The agent stopped waiting for your answer, so its request \
+                                  was withdrawn. Nothing was done."
+                .to_owned(),
+            Some("displaced") => "Too many requests were waiting, so this agent's oldest one \
+                                  was withdrawn to make room for another agent's. Nothing \
+                                  was done."
+                .to_owned(),
             _ => "The agent's request is no longer waiting. Nothing was done.".to_owned(),
         },
         ConfirmationOutcome::Expired => {
