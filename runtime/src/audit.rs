@@ -9,7 +9,6 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::Write as _;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::ser::SerializeMap;
@@ -147,7 +146,7 @@ impl fmt::Debug for dyn AuditSink {
 
 /// Records into a sink, containing panics.
 pub(crate) fn record(sink: &dyn AuditSink, event: &AuditEvent) {
-    if catch_unwind(AssertUnwindSafe(|| sink.record(event))).is_err() {
+    if crate::util::contain::catch(|| sink.record(event)).is_err() {
         tracing::error!(kind = ?event.kind, "an audit sink panicked; the event was dropped");
     }
 }

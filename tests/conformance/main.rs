@@ -9,6 +9,7 @@
 )] // test code
 
 mod approval_channels;
+mod attacks;
 mod audit_trail;
 mod authoring;
 mod authority;

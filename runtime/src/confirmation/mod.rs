@@ -27,6 +27,7 @@ mod reservation;
 mod services;
 mod store;
 mod summary;
+mod wait;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +46,7 @@ pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
 pub(crate) use store::{Ask, Binding, ConfirmationStore};
 pub(crate) use summary::{MAX_SUMMARY_CHARS, summary};
+pub use wait::WaitGuard;
 
 /// A request waiting for the user, as host UIs render it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -327,18 +329,21 @@ impl Confirmations {
     /// the call waiting on it was cancelled (an adapter's wait mode, an MCP
     /// elicitation the client gave up on): the person is no longer asked
     /// for something nobody waits for. Reason `cancelled`; only the
-    /// consumer's own request; a request a running call holds is left to
-    /// that call. Returns whether one was withdrawn.
+    /// consumer's own request; a request another call still waits on
+    /// ([`wait_for`](Self::wait_for)) is left for it
+    /// ([`Withdrawal::Awaited`]), and one a running call holds is left to
+    /// that call. Call it after the cancelled call's own wait has ended.
     pub fn withdraw_cancelled(
         &self,
         confirmation_id: &str,
         consumer: &crate::context::Consumer,
-    ) -> bool {
+    ) -> Withdrawal {
         self.store()
             .withdraw_cancelled(&*self.services, confirmation_id, consumer.key())
     }
 
-    /// Waits until the confirmation is approved, denied or expired (`None`
+    /// Waits until the confirmation is approved, denied, expired or
+    /// withdrawn (`None`
     /// for an unknown id). Cancel by dropping the future.
     pub async fn wait_for(&self, confirmation_id: &str) -> Option<ConfirmationOutcome> {
         let store = self.store();
@@ -375,4 +380,17 @@ impl Confirmations {
     pub fn ttl(&self) -> Duration {
         self.services.confirmation_limits().ttl
     }
+}
+
+/// What [`Confirmations::withdraw_cancelled`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Withdrawal {
+    /// Withdrawn (reason `cancelled`): settle the cancelled call.
+    Withdrawn,
+    /// Another call still waits on it: left open for that call, and the
+    /// cancelled one settles on its own (its shared attempt runs on).
+    Awaited,
+    /// Not open (already answered, expired, withdrawn, or not this
+    /// consumer's): settle the cancelled call.
+    NotOpen,
 }

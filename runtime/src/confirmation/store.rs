@@ -8,6 +8,7 @@
 //! A reserved record is not redeemed by a second call meanwhile and does
 //! not expire under the call that holds it.
 
+mod expire;
 mod forget;
 mod lookup;
 mod quota;
@@ -87,6 +88,10 @@ struct Store {
     open: HashMap<Arc<str>, Record>,
     /// Denied, expired and consumed records, remembered to explain a retry.
     ended: Option<Lru<Arc<str>, Ended>>,
+    /// Consumers forgotten lately, with the epoch of their forgetting.
+    forgotten: Option<Lru<Arc<str>, u64>>,
+    /// The newest epoch the `forgotten` memory has let go of.
+    forgotten_floor: u64,
 }
 
 /// The confirmation store of one registry.
@@ -94,6 +99,8 @@ pub(crate) struct ConfirmationStore {
     store: Mutex<Store>,
     pub(super) listeners: Listeners<[PendingConfirmation]>,
     max_pending: usize,
+    /// Forgettings so far (see `forget.rs`).
+    forgets: std::sync::atomic::AtomicU64,
 }
 
 /// What a new request shows the person besides what it binds to.
@@ -106,6 +113,8 @@ pub(crate) struct Ask {
     pub(crate) presentation: super::Presentation,
     /// Who asks, as a person would name them.
     pub(crate) requester: Option<Arc<str>>,
+    /// The forget epoch when the asking call began.
+    pub(crate) since_epoch: u64,
 }
 
 /// What a request binds to.
@@ -156,6 +165,7 @@ impl ConfirmationStore {
             store: Mutex::new(Store::default()),
             listeners: Listeners::default(),
             max_pending,
+            forgets: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -244,22 +254,6 @@ impl ConfirmationStore {
         }
     }
 
-    /// Expires records whose time is up (also done by timers; this keeps a
-    /// manual clock honest).
-    pub(super) fn expire_due<S: ConfirmationServices + ?Sized>(&self, services: &S) {
-        let now = services.clock_ms();
-        let due: Vec<Arc<str>> = self
-            .lock()
-            .open
-            .iter()
-            .filter(|(_, record)| now >= record.expires_at_ms)
-            .map(|(id, _)| Arc::clone(id))
-            .collect();
-        for id in due {
-            self.expire(services, &id);
-        }
-    }
-
     /// Phase 6 without evidence: returns `CONFIRMATION_REQUIRED` for a new
     /// (or identical pending) request, or `RATE_LIMITED` when the registry
     /// or this consumer has too many open. The summary is escaped and cut
@@ -275,6 +269,7 @@ impl ConfirmationStore {
             origin,
             presentation,
             requester,
+            since_epoch,
         } = ask;
         self.expire_due(&**services);
         let (canonical, digest) = binding.canonical();
@@ -283,6 +278,11 @@ impl ConfirmationStore {
         // The clock may be host code: read before the store's lock.
         let now = services.clock_ms();
         let mut store = self.lock();
+        // The asker's consumer was forgotten while its call ran (its session
+        // ended): nobody is left to present an approval, so nobody is asked.
+        if Self::forgotten_since(&store, binding.consumer_key, since_epoch) {
+            return ErrorPayload::cancelled();
+        }
         if let Some(record) = store
             .open
             .values()
@@ -477,84 +477,6 @@ impl ConfirmationStore {
             id: id.to_string(),
             approved_at: rfc3339(at_ms),
         })
-    }
-
-    /// Expires one record if its time is up or the registry is going away.
-    /// A reserved record waits for its call (which releases or consumes it),
-    /// unless the registry is disposed.
-    pub(crate) fn expire<S: ConfirmationServices + ?Sized>(
-        &self,
-        services: &S,
-        confirmation_id: &Arc<str>,
-    ) {
-        let now = services.clock_ms();
-        let disposed = services.disposed();
-        let mut store = self.lock();
-        let due = store.open.get(confirmation_id).is_some_and(|record| {
-            let held = matches!(record.stage, Stage::Reserved { .. });
-            disposed || (!held && now >= record.expires_at_ms)
-        });
-        if !due {
-            return;
-        }
-        let Some(expired) = Self::expire_locked(&mut store, services, confirmation_id, now) else {
-            return;
-        };
-        drop(store);
-        Self::announce_expired(services, expired);
-        self.notify();
-    }
-
-    /// Ends an open record as expired, under the store's lock; what to
-    /// announce once the lock is released.
-    fn expire_locked<S: ConfirmationServices + ?Sized>(
-        store: &mut Store,
-        services: &S,
-        confirmation_id: &str,
-        now_ms: u64,
-    ) -> Option<(PendingConfirmation, bool)> {
-        let (id, record) = store.open.remove_entry(confirmation_id)?;
-        let was_pending = record.stage == Stage::Pending;
-        let view = record.view.clone();
-        record
-            .resolved
-            .send_replace(Some(ConfirmationOutcome::Expired));
-        let resolution = Self::unanswered(&id, ConfirmationOutcome::Expired, None, now_ms);
-        Self::end(
-            store,
-            services,
-            &id,
-            record,
-            Stage::Expired,
-            resolution,
-            now_ms,
-        );
-        Some((view, was_pending))
-    }
-
-    /// Audits an expiry and, for a record still pending, announces it.
-    fn announce_expired<S: ConfirmationServices + ?Sized>(
-        services: &S,
-        (view, was_pending): (PendingConfirmation, bool),
-    ) {
-        Self::audit(services, AuditKind::ConfirmationExpired, &view, None);
-        if was_pending {
-            services.emit(SurfaceEvent::ConfirmationResolved {
-                confirmation_id: Arc::clone(&view.confirmation_id),
-                outcome: ConfirmationOutcome::Expired.as_str(),
-                channel: None,
-                approver: None,
-                reason: None,
-            });
-        }
-    }
-
-    /// Expires everything (dispose).
-    pub(crate) fn expire_all<S: ConfirmationServices + ?Sized>(&self, services: &S) {
-        let ids: Vec<Arc<str>> = self.lock().open.keys().cloned().collect();
-        for id in ids {
-            self.expire(services, &id);
-        }
     }
 
     pub(crate) fn pending(&self) -> Vec<PendingConfirmation> {

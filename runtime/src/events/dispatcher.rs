@@ -10,7 +10,6 @@
 
 use std::cell::Cell;
 use std::collections::VecDeque;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::time::Duration;
@@ -62,8 +61,8 @@ pub(crate) struct Dispatcher {
 /// Wakes the idle delivery thread; closed when the dispatcher goes.
 #[derive(Default)]
 struct Doorbell {
-    /// (rung, closed)
-    state: Mutex<(bool, bool)>,
+    /// (rung, closed, the thread has ended)
+    state: Mutex<(bool, bool, bool)>,
     ring: Condvar,
 }
 
@@ -76,6 +75,12 @@ impl Doorbell {
     fn close(&self) {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).1 = true;
         self.ring.notify_one();
+    }
+
+    /// Marks the delivery thread ended.
+    fn ended(&self) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).2 = true;
+        self.ring.notify_all();
     }
 
     /// Waits for a ring: `false` on a quiet spell or once closed.
@@ -114,6 +119,27 @@ impl std::fmt::Debug for Dispatcher {
 thread_local! {
     /// The dispatcher this thread is delivering for (its address), if any.
     static DELIVERING: Cell<usize> = const { Cell::new(0) };
+    /// Events this thread queued and has not drained yet: (dispatcher
+    /// address, count). A drain delivers on its own thread only when the
+    /// queue holds nothing but these.
+    static OWN: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// Counts `count` more events queued by this thread for `address`.
+fn own_queued(address: usize, count: usize) {
+    OWN.with(|own| {
+        let (at, before) = own.get();
+        let before = if at == address { before } else { 0 };
+        own.set((address, before + count));
+    });
+}
+
+/// Takes this thread's count of queued events for `address`.
+fn own_taken(address: usize) -> usize {
+    OWN.with(|own| match own.replace((0, 0)) {
+        (at, count) if at == address => count,
+        _ => 0,
+    })
 }
 
 /// Marks this thread as delivering for `dispatcher` until dropped.
@@ -215,12 +241,21 @@ impl Dispatcher {
         if !self.active() {
             return;
         }
-        let nested = DELIVERING.with(Cell::get) == std::ptr::from_ref(self) as usize;
+        let address = std::ptr::from_ref(self) as usize;
+        let nested = DELIVERING.with(Cell::get) == address;
         let mut queue = self.lock();
+        let before = queue.events.len();
+        let marker = SurfaceEvent::EventsDropped { count: 0 }.weight();
         for event in events {
             let weight = event.weight();
-            if queue.events.len() >= MAX_QUEUED_EVENTS
-                || queue.bytes.saturating_add(weight) > MAX_QUEUED_BYTES
+            // A gap needs room for its marker too: both count against the
+            // bounds.
+            let (slots, bytes) = match queue.dropped {
+                0 => (1, weight),
+                _ => (2, weight + marker),
+            };
+            if queue.events.len() + slots > MAX_QUEUED_EVENTS
+                || queue.bytes.saturating_add(bytes) > MAX_QUEUED_BYTES
             {
                 queue.dropped = queue.dropped.saturating_add(1);
                 continue;
@@ -231,6 +266,7 @@ impl Dispatcher {
                 queue
                     .events
                     .push_back(SurfaceEvent::EventsDropped { count });
+                queue.bytes += marker;
                 if nested {
                     queue.nested += 1;
                 }
@@ -240,6 +276,9 @@ impl Dispatcher {
             if nested {
                 queue.nested += 1;
             }
+        }
+        if !nested {
+            own_queued(address, queue.events.len().saturating_sub(before));
         }
     }
 
@@ -270,7 +309,7 @@ impl Dispatcher {
                 .unwrap_or_else(PoisonError::into_inner),
         );
         for (_, listener) in listeners.iter() {
-            if catch_unwind(AssertUnwindSafe(|| listener(event))).is_err() {
+            if crate::util::contain::catch(|| listener(event)).is_err() {
                 tracing::error!(event = ?event, "an agent-surface event listener panicked; other listeners still ran");
             }
         }
@@ -283,6 +322,8 @@ impl Dispatcher {
         if !self.active() {
             return;
         }
+        let own = own_taken(std::ptr::from_ref(&**self) as usize);
+        let mut no_thread = None;
         let mut quota = {
             let mut queue = self.lock();
             if queue.dispatching || (queue.events.is_empty() && queue.dropped == 0) {
@@ -290,10 +331,21 @@ impl Dispatcher {
             }
             queue.dispatching = true;
             queue.nested = 0;
-            queue.events.len().max(1)
+            if queue.events.len() > own {
+                // Other calls' events are queued too: the delivery
+                // thread's, this call's own with them, in order.
+                match self.hand_off(&mut queue) {
+                    Ok(()) => return,
+                    Err(error) => {
+                        no_thread = Some(error);
+                        usize::MAX
+                    }
+                }
+            } else {
+                queue.events.len().max(1)
+            }
         };
         let _delivering = Delivering::enter(self);
-        let mut no_thread = None;
         loop {
             if let Some(error) = no_thread.take() {
                 // Logged unlocked (a tracing layer is host code).
@@ -380,6 +432,14 @@ impl Dispatcher {
 /// ends after a quiet spell or when its dispatcher is gone. It holds the
 /// dispatcher only while delivering.
 fn courier(dispatcher: &Weak<Dispatcher>, doorbell: &Doorbell) {
+    /// Marks the thread ended however it ends.
+    struct Ending<'a>(&'a Doorbell);
+    impl Drop for Ending<'_> {
+        fn drop(&mut self) {
+            self.0.ended();
+        }
+    }
+    let _ending = Ending(doorbell);
     loop {
         let rung = doorbell.wait(COURIER_IDLE);
         let Some(strong) = dispatcher.upgrade() else {
@@ -413,5 +473,57 @@ fn courier(dispatcher: &Weak<Dispatcher>, doorbell: &Doorbell) {
         drop(delivering);
         drop(entered);
         drop(strong);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // test code
+
+    use std::sync::mpsc;
+
+    use super::*;
+
+    fn event(n: u64) -> SurfaceEvent {
+        SurfaceEvent::SurfaceChanged {
+            surface_version: n.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_delivery_thread_delivers_others_events_and_ends_with_its_dispatcher() {
+        let dispatcher = Arc::new(Dispatcher::default());
+        let (tx, rx) = mpsc::channel();
+        let tx = Mutex::new(tx);
+        let subscription = dispatcher.subscribe(Arc::new(move |_: &SurfaceEvent| {
+            let name = std::thread::current().name().map(str::to_owned);
+            let _ = tx.lock().unwrap().send(name);
+        }));
+        // Queued by another thread, drained here: not this call's own, so
+        // the delivery thread delivers it.
+        std::thread::scope(|scope| {
+            scope.spawn(|| dispatcher.enqueue([event(1)]));
+        });
+        dispatcher.drain();
+        let name = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert_eq!(name.as_deref(), Some("agent-surface-events"));
+        // This thread's own events are delivered here, at once.
+        dispatcher.emit([event(2)]);
+        let name = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert_eq!(name, std::thread::current().name().map(str::to_owned));
+        let doorbell = Arc::clone(&dispatcher.doorbell);
+        drop(subscription);
+        drop(dispatcher);
+        // Dropping the dispatcher closes the doorbell, which wakes the idle
+        // thread to end (the timeout only guards the test).
+        let state = doorbell.state.lock().unwrap();
+        let (state, timeout) = doorbell
+            .ring
+            .wait_timeout_while(state, Duration::from_secs(60), |state| !state.2)
+            .unwrap();
+        assert!(
+            state.2 && !timeout.timed_out(),
+            "the delivery thread outlived its dispatcher"
+        );
     }
 }

@@ -25,28 +25,20 @@ pub(crate) struct Leadership<'r> {
     registry: &'r Registry,
     key: dedupe::Key,
     generation: u64,
-    /// When the attempt began; the dedupe window counts from here.
+    /// When the attempt began.
     began_ms: u64,
     finished: bool,
 }
 
 impl Leadership<'_> {
-    /// Whether its consumer was forgotten while the call ran (its result
-    /// will be kept by nobody).
-    pub(crate) fn orphaned(&self) -> bool {
-        self.registry
-            .inner
-            .dedupe
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_orphaned(self.generation)
-    }
-
     /// `output_bytes`: the output's size when phase 10 measured it (so the
     /// dedupe budget need not serialize the result again).
     pub(crate) fn finish(mut self, result: &InvocationResult, output_bytes: Option<usize>) {
         let inner = &self.registry.inner;
-        let now = self.began_ms;
+        // The window counts from the settlement (a call longer than the
+        // window is still remembered for its full window); read before the
+        // lock, and never earlier than the attempt began.
+        let now = inner.now_ms().max(self.began_ms);
         inner
             .dedupe
             .lock()
@@ -111,6 +103,9 @@ impl Registry {
         if inner.disposed.is_cancelled() {
             return immediate(ErrorPayload::cancelled());
         }
+        // Before anything else: a forgetting of the consumer after this
+        // moment reaches this call.
+        let forget_epoch = inner.confirmations.forget_epoch();
 
         // Phase 1: dedupe + conflict. A call that came without an id got a
         // fresh one: nobody can retry or join it, so there is nothing to
@@ -184,6 +179,7 @@ impl Registry {
             version_at_start: inner.version(),
             resolved: std::sync::OnceLock::new(),
             settled: false,
+            forget_epoch,
         };
         call.run().await
     }

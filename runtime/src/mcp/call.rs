@@ -19,6 +19,7 @@ use super::convert::{
 use super::identity::{Acting, Caller};
 use super::view::View;
 use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession, PendingElicitation};
+use crate::confirmation::{WaitGuard, Withdrawal};
 use crate::context::{Consumer, ConsumerKind};
 use crate::error::ErrorPayload;
 use crate::invoke::bounds;
@@ -226,31 +227,57 @@ impl McpSession {
                         .await
                         .ok()
                 };
-                let confirmations = self.shared.registry.confirmations();
+                // If this call's future is dropped while the client asks
+                // (the connection went away), the guard withdraws the
+                // request and settles the call CANCELLED.
+                let abandoned = {
+                    let toolset = view.toolset.clone();
+                    let (name, arguments) = (name.clone(), arguments.clone());
+                    let (ids, id) = (invocation_id.clone(), confirmation_id.clone());
+                    move |withdrawal: Withdrawal| {
+                        if withdrawal == Withdrawal::Awaited {
+                            return;
+                        }
+                        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                            let token = CancellationToken::new();
+                            token.cancel();
+                            runtime.spawn(async move {
+                                let options = ExecuteOptions {
+                                    tool_call_id: ids.as_deref(),
+                                    confirmation_id: Some(&id),
+                                    cancellation: Some(token),
+                                };
+                                toolset
+                                    .execute_with_options(&name, arguments, options)
+                                    .await
+                            });
+                        }
+                    }
+                };
+                let mut waiting = self.shared.registry.confirmations().wait_guard(
+                    &confirmation_id,
+                    view.toolset.consumer(),
+                    abandoned,
+                );
                 let answer = tokio::select! {
                     answer = asked => Some(answer),
                     // Ended elsewhere while the client asks (withdrawn by an
                     // unmount, answered in the app, expired): the retry
                     // below reports how, at once.
-                    _ = confirmations.wait_for(&confirmation_id) => None,
-                    // The client gave up on the call: its person is no
-                    // longer asked, and the call settles CANCELLED through
-                    // the pipeline (audited, kept for its id).
+                    _ = waiting.outcome() => None,
                     () = cancel.cancelled() => {
-                        confirmations.withdraw_cancelled(&confirmation_id, view.toolset.consumer());
-                        let outcome = self
-                            .execute(
-                                &view,
-                                &name,
-                                arguments,
-                                invocation_id.as_deref(),
-                                Some(&confirmation_id),
-                                cancel,
-                            )
-                            .await;
-                        return Ok(to_call_result(&outcome).into());
+                        return Ok(to_call_result(&self.gave_up(
+                            waiting,
+                            &view,
+                            &name,
+                            arguments,
+                            invocation_id,
+                            &confirmation_id,
+                            cancel,
+                        ).await).into());
                     }
                 };
+                drop(waiting);
                 if let Some(answer) = answer {
                     let approved = answer.is_some_and(|a| approves(a.action, a.content.as_ref()));
                     self.answer_elicitation(&acting, &confirmation_id, approved);
@@ -269,6 +296,38 @@ impl McpSession {
             _ => result,
         };
         Ok(to_call_result(&outcome).into())
+    }
+
+    /// The client gave up on a call while it asked its person: the person
+    /// is no longer asked, and the call settles CANCELLED through the
+    /// pipeline (audited, kept for its id) — unless another call still
+    /// waits on the same request, whose attempt this one shares: it ends
+    /// alone.
+    #[allow(clippy::too_many_arguments)]
+    async fn gave_up(
+        &self,
+        waiting: WaitGuard,
+        view: &View,
+        name: &str,
+        arguments: Value,
+        invocation_id: Option<String>,
+        confirmation_id: &str,
+        cancel: CancellationToken,
+    ) -> InvocationResult {
+        match waiting.cancel() {
+            Withdrawal::Awaited => self.settled(name, invocation_id, ErrorPayload::cancelled()),
+            Withdrawal::Withdrawn | Withdrawal::NotOpen => {
+                self.execute(
+                    view,
+                    name,
+                    arguments,
+                    invocation_id.as_deref(),
+                    Some(confirmation_id),
+                    cancel,
+                )
+                .await
+            }
+        }
     }
 
     /// What re-checks when a call of `acting` ends: its own view's

@@ -20,7 +20,6 @@
 //!   `max_pending_confirmations_per_consumer` open confirmations; the
 //!   oldest expires when another is asked.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, PoisonError};
 
 use rmcp::RoleServer;
@@ -68,7 +67,7 @@ impl McpSession {
         let parts = extensions.get::<::http::request::Parts>();
         let client = client_name(peer);
         if let (Some(identify), Some(parts)) = (&self.shared.identify, parts)
-            && let Ok(Some(principal)) = catch_unwind(AssertUnwindSafe(|| identify(parts)))
+            && let Ok(Some(principal)) = crate::util::contain::catch(|| identify(parts))
         {
             let label = Some(match &client {
                 Some(client) => format!("{client} ({principal})"),

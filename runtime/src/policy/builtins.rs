@@ -14,6 +14,7 @@ use crate::Audit;
 use crate::audit::{AuditEvent, AuditSink};
 use crate::context::{Environment, HostContext};
 use crate::error::ErrorPayload;
+use crate::util::lru::Lru;
 
 /// The hooks of a gate: it decides visibility and re-checks at authorization.
 const GATE: Hooks = Hooks {
@@ -283,12 +284,8 @@ struct Bucket {
 }
 
 /// Buckets kept per policy: beyond it the least recently used pair is
-/// evicted, and what it still owed is remembered in the debt table.
+/// evicted, and what it still owed is remembered among the debtors.
 const MAX_BUCKETS: usize = 10_000;
-
-/// Slots of the debt table (a power of two): 32 KiB, allocated at the first
-/// eviction.
-const DEBT_SLOTS: usize = 4_096;
 
 /// The limiter's memory, behind one lock.
 #[derive(Debug)]
@@ -297,21 +294,21 @@ struct Table {
     /// The latest time seen: readings earlier than it are clamped to it,
     /// so a clock stepped back and forward refills nothing twice.
     latest_ms: u64,
-    /// For evicted pairs, by keyed hash: when the most indebted bucket that
-    /// hashed there would be full again. A returning pair starts with what
-    /// it still owed (a collision can only make that stricter), but always
-    /// with at least one token: a newcomer's first call is servable.
-    debts: Option<Box<[u64]>>,
-    hasher: std::collections::hash_map::RandomState,
+    /// Evicted pairs that still owed tokens, by exact key: when each would
+    /// be full again. At most [`MAX_BUCKETS`]; an entry lasts one window
+    /// (by then every debt is repaid). Created at the first eviction.
+    debtors: Option<Lru<BucketKey, u64>>,
 }
 
 /// An advisory token bucket per (consumer, capability): `limit` calls per
 /// `window`, refilled continuously. O(1) per call. Memory is bounded: at
-/// most 10,000 pairs; beyond that the least recently used pair is evicted
-/// (a newcomer is always served) and its debt kept in a fixed 32 KiB table,
-/// so an evicted pair that returns resumes where it was (with at least one
-/// token), never with a full bucket it did not earn. Time is clamped to the
-/// latest reading seen, so a clock that steps back never refills.
+/// most 10,000 pairs with buckets, and as many evicted debtors. A newcomer
+/// is always served (the least recently used pair is evicted for it); an
+/// evicted pair that owed tokens is remembered by its exact key, so when it
+/// returns it resumes exactly where it was — unless 10,000 other debtors
+/// were evicted after it, by which time 20,000 other pairs each had a
+/// bucket of their own. Time is clamped to the latest reading seen, so a
+/// clock that steps back never refills.
 #[derive(Debug)]
 pub struct RateLimit {
     name: String,
@@ -330,18 +327,8 @@ pub fn rate_limit(limit: u32, window: Duration) -> RateLimit {
         table: Mutex::new(Table {
             buckets: Buckets::new(MAX_BUCKETS),
             latest_ms: 0,
-            debts: None,
-            hasher: std::collections::hash_map::RandomState::new(),
+            debtors: None,
         }),
-    }
-}
-
-impl Table {
-    fn debt_slot(&self, key: &BucketKey) -> usize {
-        use std::hash::BuildHasher;
-        #[allow(clippy::cast_possible_truncation)]
-        let hash = self.hasher.hash_one(key) as usize;
-        hash & (DEBT_SLOTS - 1)
     }
 }
 
@@ -355,18 +342,19 @@ impl RateLimit {
         let now_ms = now_ms.max(table.latest_ms);
         table.latest_ms = now_ms;
         let key = (Arc::clone(consumer), Arc::clone(capability));
-        let slot = table.debt_slot(&key);
-        // A newcomer resumes an evicted pair's debt, keeping at least one token.
+        // A returning debtor resumes its debt; a newcomer starts full.
+        let table = &mut *table;
+        let newcomer = table.buckets.get(&key).is_none();
+        let full_at = match table.debtors.as_mut() {
+            Some(debtors) if newcomer => debtors.remove(&key),
+            _ => None,
+        };
         #[allow(clippy::cast_precision_loss)]
-        let owed = table
-            .debts
-            .as_ref()
-            .and_then(|debts| debts.get(slot))
-            .map_or(0.0, |full_at| {
-                full_at.saturating_sub(now_ms) as f64 * per_ms
-            });
+        let owed = full_at.map_or(0.0, |full_at| {
+            full_at.saturating_sub(now_ms) as f64 * per_ms
+        });
         let fresh = || Bucket {
-            tokens: (limit - owed).max(1.0).min(limit),
+            tokens: (limit - owed).clamp(0.0, limit),
             last_ms: now_ms,
         };
         let (bucket, evicted) = table.buckets.entry(key, fresh);
@@ -391,13 +379,11 @@ impl RateLimit {
                 .last_ms
                 .saturating_add(((limit - evicted.tokens).max(0.0) / per_ms).ceil() as u64);
             if full_at > now_ms {
-                let slot = table.debt_slot(&evicted_key);
-                let debts = table
-                    .debts
-                    .get_or_insert_with(|| vec![0; DEBT_SLOTS].into_boxed_slice());
-                if let Some(debt) = debts.get_mut(slot) {
-                    *debt = (*debt).max(full_at);
-                }
+                let window_ms = self.window_ms;
+                let _forgotten = table
+                    .debtors
+                    .get_or_insert_with(|| Lru::new(MAX_BUCKETS, window_ms))
+                    .insert(evicted_key, full_at, now_ms);
             }
         }
         taken

@@ -2,7 +2,6 @@
 //! component → capability, frozen at mount, with the hooks each implements
 //! asked once and discovery votes combined most-restrictive-wins.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crate::audit::AuditSink;
@@ -88,7 +87,7 @@ impl Chain {
 
 /// One policy's discovery vote, with panics contained (a panic hides).
 pub(crate) fn vote(policy: &dyn crate::policy::Policy, ctx: &PolicyContext<'_>) -> Decision {
-    catch_unwind(AssertUnwindSafe(|| policy.on_discovery(ctx))).unwrap_or_else(|_| {
+    crate::util::contain::catch(|| policy.on_discovery(ctx)).unwrap_or_else(|_| {
         tracing::error!(
             policy = %crate::policy::name_of(policy),
             "a policy panicked at discovery; the capability is hidden"

@@ -361,10 +361,10 @@ impl<'a, C: ?Sized + Sync> Next<'a, C> {
                 // A hook that panics before returning its future: the panic
                 // moves into the future, where the pipeline contains it like
                 // any other policy panic (the call is refused).
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&**first, ctx, next)))
-                    .unwrap_or_else(|panic| {
-                        Box::pin(async move { std::panic::resume_unwind(panic) })
-                    })
+                crate::util::contain::catch(|| hook(&**first, ctx, next)).unwrap_or_else(|panic| {
+                    // Its payload is disposed of; its message moves on.
+                    Box::pin(async move { std::panic::resume_unwind(Box::new(panic.message)) })
+                })
             }
         }
     }

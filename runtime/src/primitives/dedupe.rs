@@ -254,11 +254,6 @@ impl Dedupe {
         }
     }
 
-    /// Whether attempt `generation` is an orphan (its consumer was forgotten).
-    pub(crate) fn is_orphaned(&self, generation: u64) -> bool {
-        self.orphaned.contains_key(&generation)
-    }
-
     /// Ends an orphaned attempt (its consumer was forgotten while it ran).
     fn take_orphan(&mut self, generation: u64) -> Option<Orphan> {
         let orphan = self.orphaned.remove(&generation)?;

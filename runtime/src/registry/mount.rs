@@ -364,8 +364,7 @@ impl Registry {
                     .collect(),
             };
             let verdict =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard(&candidate)))
-                    .unwrap_or(GuardDecision::Reject);
+                crate::util::contain::catch(|| guard(&candidate)).unwrap_or(GuardDecision::Reject);
             if verdict == GuardDecision::Reject {
                 return Ok(self.rejected(registration_id, component_type, instance, "guard"));
             }
@@ -588,8 +587,9 @@ impl Registry {
         };
         inner.bump(&mut state, events);
         drop(state);
-        self.retired(registration, now, "unmounted");
+        // The unmount's events first, then the host hooks of retiring it.
         inner.dispatcher.drain();
+        self.retired(registration, now, "unmounted");
         // Last: the destructor may unmount other components (nested mounts)
         // and may panic; neither can hold up or undo this unmount.
         released.drop_unlocked();

@@ -2,7 +2,6 @@
 //! handler reference, and the availability it computes.
 
 use std::borrow::Cow;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -410,7 +409,7 @@ impl Registration {
         if !capability.has_when() {
             return Availability::Available;
         }
-        match catch_unwind(AssertUnwindSafe(|| component.__when(index))) {
+        match crate::util::contain::catch(|| component.__when(index)) {
             Ok(true) => Availability::Available,
             Ok(false) => Availability::Unavailable(self.reason(index, capability, component)),
             Err(_) => {
@@ -429,7 +428,7 @@ impl Registration {
         match capability.reason() {
             ReasonSource::Static(reason) => Cow::Borrowed(reason),
             ReasonSource::Dynamic => {
-                catch_unwind(AssertUnwindSafe(|| component.__unavailable_reason(index)))
+                crate::util::contain::catch(|| component.__unavailable_reason(index))
                     .ok()
                     .flatten()
                     .map_or(Cow::Borrowed(NOT_AVAILABLE_NOW), Cow::Owned)

@@ -10,9 +10,11 @@ use tokio_util::sync::CancellationToken;
 use super::tool::{Catalog, build_catalog};
 use super::{ConfirmationMode, Mode, Shared};
 use crate::canonical::write_canonical;
+use crate::confirmation::Withdrawal;
 use crate::error::{ErrorCode, ErrorPayload};
 use crate::invoke::bounds;
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions, Kinds};
+use crate::registry::Registry;
 use crate::schema::{Issue, key_pointer};
 
 /// Identifies "the same call again": the tool and the canonical input.
@@ -205,7 +207,28 @@ impl Shared {
         else {
             return first;
         };
-        let controller = self.registry.confirmations();
+        // If this future is dropped while the person reads (its task
+        // aborted), the guard withdraws the request (unless another call
+        // waits on it) and settles the call CANCELLED through the pipeline.
+        let abandoned = {
+            let (registry, request) = (self.registry.clone(), request.clone());
+            let (options, id) = (options.clone(), confirmation_id.clone());
+            move |withdrawal: Withdrawal| {
+                if withdrawal == Withdrawal::Awaited {
+                    return;
+                }
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        settle_cancelled(&registry, request.confirmation(id), options).await;
+                    });
+                }
+            }
+        };
+        let mut waiting = self.registry.confirmations().wait_guard(
+            &confirmation_id,
+            &self.options.consumer,
+            abandoned,
+        );
         let cancelled = async {
             match &external {
                 Some(token) => token.cancelled().await,
@@ -213,33 +236,59 @@ impl Shared {
             }
         };
         let interrupted = tokio::select! {
-            _ = controller.wait_for(&confirmation_id) => false,
+            _ = waiting.outcome() => false,
             () = cancelled => true,
             () = self.disposed.cancelled() => true,
         };
         if interrupted {
             // Nobody waits any more: the person is no longer asked, and the
             // call settles CANCELLED through the pipeline (audited, and kept
-            // for its invocation id like any terminal result).
-            controller.withdraw_cancelled(&confirmation_id, &self.options.consumer);
-            let token = CancellationToken::new();
-            token.cancel();
-            return self
-                .registry
-                .invoke(
-                    request.confirmation(confirmation_id),
-                    InvokeOptions {
-                        cancellation: Some(token),
-                        ..options
-                    },
-                )
-                .await;
+            // for its invocation id like any terminal result) — unless
+            // another call still waits on the same request, whose attempt
+            // this one shares: it ends alone.
+            return match waiting.cancel() {
+                Withdrawal::Awaited => self.immediate(
+                    first.capability_id(),
+                    Some(first.invocation_id()),
+                    ErrorPayload::cancelled(),
+                ),
+                Withdrawal::Withdrawn | Withdrawal::NotOpen => {
+                    settle_cancelled(
+                        &self.registry,
+                        request.confirmation(confirmation_id),
+                        options,
+                    )
+                    .await
+                }
+            };
         }
+        drop(waiting);
         // Approved, denied or expired: the retry reports which.
         self.registry
             .invoke(request.confirmation(confirmation_id), options)
             .await
     }
+}
+
+/// Settles `request` `CANCELLED` through the pipeline: with an already
+/// cancelled token it runs nothing and asks nobody, and is audited and kept
+/// for its invocation id like any terminal result.
+async fn settle_cancelled(
+    registry: &Registry,
+    request: Invocation,
+    options: InvokeOptions,
+) -> InvocationResult {
+    let token = CancellationToken::new();
+    token.cancel();
+    registry
+        .invoke(
+            request,
+            InvokeOptions {
+                cancellation: Some(token),
+                ..options
+            },
+        )
+        .await
 }
 
 /// The meta verbs' hint for a target of the wrong kind: the pipeline says

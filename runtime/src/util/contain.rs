@@ -1,11 +1,43 @@
 //! Containment of host-, policy- and component-supplied code: a callback or
 //! a destructor that panics is logged and never unwinds into the registry.
 
+use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// What a contained panic said; its payload is already disposed of.
+#[derive(Debug)]
+pub(crate) struct Panicked {
+    /// The panic message (or a note that the payload was not a string).
+    pub(crate) message: String,
+}
+
+/// Runs `f`, catching a panic. The payload never outlives this call: its
+/// message is read and the payload dropped with [`dispose`], so a payload
+/// whose own destructor panics cannot unwind out of the containment.
+pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| Panicked {
+        message: dispose(payload),
+    })
+}
+
+/// Reads a panic payload's message and drops the payload contained: a
+/// payload whose destructor panics again is forgotten instead (its own
+/// payload could do the same, without end).
+pub(crate) fn dispose(payload: Box<dyn Any + Send>) -> String {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned());
+    if let Err(nested) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(nested);
+    }
+    message
+}
 
 /// Runs `f`, turning a panic into `None` (logged with `what`).
 pub(crate) fn contained<T>(what: &'static str, f: impl FnOnce() -> T) -> Option<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match catch(f) {
         Ok(value) => Some(value),
         Err(_) => {
             tracing::error!(

@@ -61,7 +61,7 @@ impl<A: ?Sized> Listeners<A> {
             .map(|(_, listener)| Arc::clone(listener))
             .collect();
         for listener in listeners {
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(value))).is_err() {
+            if crate::util::contain::catch(|| listener(value)).is_err() {
                 tracing::error!("a {what} listener panicked; the other listeners still run");
             }
         }

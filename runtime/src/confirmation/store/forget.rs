@@ -5,8 +5,17 @@
 //! record reserved by a running call waits for that call, which consumes or
 //! releases it). A dialog showing one says the agent left.
 
-use super::ConfirmationStore;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::{ConfirmationStore, Store};
 use crate::confirmation::services::ConfirmationServices;
+use crate::util::lru::Lru;
+
+/// Consumers remembered as forgotten, with their epoch. Beyond it the
+/// oldest is let go of, and a call that began before it was let go of is
+/// treated as forgotten (asks nobody): conservative, never lenient.
+const FORGOTTEN: usize = 4_096;
 
 /// Why a forgotten consumer's requests were withdrawn.
 pub(crate) const AGENT_LEFT: &str = "agent-left";
@@ -15,28 +24,77 @@ pub(crate) const AGENT_LEFT: &str = "agent-left";
 pub(crate) const CANCELLED: &str = "cancelled";
 
 impl ConfirmationStore {
-    /// Withdraws every pending or approved record of `consumer_key`.
+    /// The forget epoch now: a call records it when it begins, and asks
+    /// nobody if its consumer is forgotten after it.
+    pub(crate) fn forget_epoch(&self) -> u64 {
+        self.forgets.load(Ordering::Acquire)
+    }
+
+    /// Whether `consumer_key` was forgotten after epoch `since` (under the
+    /// lock requests are filed under).
+    pub(super) fn forgotten_since(store: &Store, consumer_key: &str, since: u64) -> bool {
+        match store
+            .forgotten
+            .as_ref()
+            .and_then(|forgotten| forgotten.peek(consumer_key, 0))
+        {
+            Some(&epoch) => epoch > since,
+            None => store.forgotten_floor > since,
+        }
+    }
+
+    /// Withdraws every pending or approved record of `consumer_key`, and
+    /// remembers it as forgotten first, under the lock requests are filed
+    /// under: a request its in-flight calls file later is refused, one
+    /// filed before is withdrawn here.
     pub(crate) fn withdraw_consumer<S: ConfirmationServices + ?Sized>(
         &self,
         services: &S,
         consumer_key: &str,
     ) {
+        {
+            let mut store = self.lock();
+            let epoch = self.forgets.fetch_add(1, Ordering::AcqRel) + 1;
+            let evicted = store
+                .forgotten
+                .get_or_insert_with(|| Lru::new(FORGOTTEN, u64::MAX))
+                .insert(Arc::from(consumer_key), epoch, 0);
+            for (_, let_go) in evicted {
+                store.forgotten_floor = store.forgotten_floor.max(let_go);
+            }
+        }
         self.withdraw_where(services, AGENT_LEFT, |pending| {
             *pending.consumer_key == *consumer_key
         });
     }
 
     /// Withdraws the open record `confirmation_id` if `consumer_key` asked
-    /// for it (its waiting call was cancelled). Returns whether it did.
+    /// for it and no other call still waits on it (its waiting call was
+    /// cancelled).
     pub(crate) fn withdraw_cancelled<S: ConfirmationServices + ?Sized>(
         &self,
         services: &S,
         confirmation_id: &str,
         consumer_key: &str,
-    ) -> bool {
-        self.withdraw_where(services, CANCELLED, |pending| {
+    ) -> crate::confirmation::Withdrawal {
+        use crate::confirmation::Withdrawal;
+        let awaited = match self.lock().open.get(confirmation_id) {
+            Some(record) if *record.view.consumer_key == *consumer_key => {
+                record.resolved.receiver_count() > 0
+            }
+            _ => return Withdrawal::NotOpen,
+        };
+        if awaited {
+            return Withdrawal::Awaited;
+        }
+        let withdrawn = self.withdraw_where(services, CANCELLED, |pending| {
             *pending.confirmation_id == *confirmation_id && *pending.consumer_key == *consumer_key
-        }) > 0
+        });
+        if withdrawn > 0 {
+            Withdrawal::Withdrawn
+        } else {
+            Withdrawal::NotOpen
+        }
     }
 
     /// Withdraws every pending or approved record of `registration_id`

@@ -2,7 +2,6 @@
 //! input, `on_invoke` policies with confirmation, the precondition, and an
 //! action queue slot or observation admission.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -80,10 +79,10 @@ impl Call<'_> {
         let ctx = self.policy_context(registration, capability, host);
         let onion = AssertUnwindFuture(policy::run_authorize(&chain.authorize, &ctx))
             .instrument(tracing::trace_span!("phase", n = 4, name = "authorize"));
-        match self.unless_cancelled(onion).await? {
+        match self.unless_cancelled(registration, onion).await? {
             Ok(result) => result,
             Err(panic) => {
-                tracing::error!(panic = %panic_message(panic.as_ref()), "a policy panicked in on_authorize; the call is refused");
+                tracing::error!(panic = %panic_message(panic), "a policy panicked in on_authorize; the call is refused");
                 Err(ErrorPayload::not_authorized(crate::error::Origin::Client))
             }
         }
@@ -168,12 +167,12 @@ impl Call<'_> {
             let outcome = AssertUnwindFuture(policy::run_invoke(&chain.invoke, &ctx)).instrument(
                 tracing::trace_span!("phase", n = 6, name = "invoke policies"),
             );
-            let outcome = self.unless_cancelled(outcome).await?;
+            let outcome = self.unless_cancelled(registration, outcome).await?;
             match outcome {
                 Ok(Ok(())) => {}
                 Ok(Err(denied)) => return Err(denied),
                 Err(panic) => {
-                    tracing::error!(panic = %panic_message(panic.as_ref()), "a policy panicked in on_invoke; the call is refused");
+                    tracing::error!(panic = %panic_message(panic), "a policy panicked in on_invoke; the call is refused");
                     return Err(ErrorPayload::not_authorized(crate::error::Origin::Client));
                 }
             }
@@ -257,13 +256,11 @@ impl Call<'_> {
         let (true, Some(typed)) = (capability.has_precondition(), typed) else {
             return Ok(());
         };
-        match catch_unwind(AssertUnwindSafe(|| {
-            component.__precondition(index, typed, read)
-        })) {
+        match crate::util::contain::catch(|| component.__precondition(index, typed, read)) {
             Ok(Ok(())) => Ok(()),
             Ok(Err(failure)) => Err(failure.into_payload()),
             Err(panic) => {
-                tracing::error!(panic = %panic_message(panic.as_ref()), "a precondition panicked");
+                tracing::error!(panic = %panic_message(panic), "a precondition panicked");
                 Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
             }
         }

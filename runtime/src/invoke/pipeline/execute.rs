@@ -3,7 +3,6 @@
 //! wins, and a late settlement is audited, never applied.
 
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -139,7 +138,7 @@ impl Call<'_> {
                 }
             }
             Ok(Err(panic)) => {
-                let message = panic_message(panic.as_ref());
+                let message = panic_message(panic);
                 tracing::error!(capability = %capability.id(), panic = %message, "a handler panicked");
                 trace.operator = Some(format!("handler panicked: {message}"));
                 Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
@@ -206,7 +205,7 @@ impl Call<'_> {
             timeout,
         };
         self.audit_started(trace);
-        let execution = catch_unwind(AssertUnwindSafe(|| executor.execute(call)));
+        let execution = crate::util::contain::catch(|| executor.execute(call));
         let Ok(future) = execution else {
             trace.operator = Some("the procedure executor panicked".to_owned());
             return Err(ErrorPayload::execution_failed(FailureReason::HandlerError));
@@ -223,7 +222,7 @@ impl Call<'_> {
                 Err(self.map_procedure_error(registration, reference, error, trace))
             }
             Ok(Err(panic)) => {
-                let message = panic_message(panic.as_ref());
+                let message = panic_message(panic);
                 tracing::error!(procedure = %capability.id(), panic = %message, "a procedure executor panicked");
                 trace.operator = Some(format!("executor panicked: {message}"));
                 Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
@@ -298,13 +297,14 @@ impl Call<'_> {
             }
             error => {
                 let mapped = inner.config.procedure_errors.as_ref().and_then(|map| {
-                    catch_unwind(AssertUnwindSafe(|| map(&self.capability_id, &error)))
-                        .unwrap_or_else(|_| {
+                    crate::util::contain::catch(|| map(&self.capability_id, &error)).unwrap_or_else(
+                        |_| {
                             tracing::error!(
                                 "the procedure error hook panicked; the error stays unmapped"
                             );
                             None
-                        })
+                        },
+                    )
                 });
                 mapped.unwrap_or_else(|| ErrorPayload::execution_failed(FailureReason::Transport))
             }

@@ -7,9 +7,7 @@
 //! The first failing phase produces the typed error; every call, failed or
 //! not, is settled by [`Call::settle`] (audit, events, result).
 
-use std::any::Any;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -63,6 +61,8 @@ pub(super) struct Call<'r> {
     pub(super) resolved: std::sync::OnceLock<(Arc<Registration>, Subject)>,
     /// Whether phase 10 ran (a call dropped before it settles `CANCELLED`).
     pub(super) settled: bool,
+    /// The confirmation store's forget epoch when the call began.
+    pub(super) forget_epoch: u64,
 }
 
 /// What a call addresses on its registration.
@@ -133,12 +133,9 @@ async fn deadline(started: Instant, timeout: Duration) {
     }
 }
 
-fn panic_message(panic: &(dyn Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string panic payload".to_owned())
+/// What a panic said; the payload is disposed of, contained.
+fn panic_message(panic: crate::util::contain::Panicked) -> String {
+    panic.message
 }
 
 /// Counts canonical bytes without producing them.
@@ -222,18 +219,31 @@ impl Interrupt {
 
 impl Call<'_> {
     /// Awaits `work` (a policy onion: host code that may take its time)
-    /// unless the caller cancels or the registry is disposed first, which
-    /// settles `CANCELLED` without waiting for it.
-    async fn unless_cancelled<F: Future>(&self, work: F) -> Result<F::Output, ErrorPayload> {
+    /// unless the caller cancels, the registry is disposed (both settle
+    /// `CANCELLED`) or the registration is unmounted (`COMPONENT_UNMOUNTED`)
+    /// first, without waiting for it.
+    async fn unless_cancelled<F: Future>(
+        &self,
+        registration: &Registration,
+        work: F,
+    ) -> Result<F::Output, ErrorPayload> {
         let external = Cancelled(self.options.cancellation.as_ref());
         if external.fired() {
             return Err(ErrorPayload::cancelled());
+        }
+        // Taken before the liveness check: an unmount after it fires it.
+        let unmounted = registration.unmounted();
+        if !registration.is_active() {
+            return Err(ErrorPayload::unmounted(
+                crate::error::UnmountedPhase::MidFlight,
+            ));
         }
         tokio::select! {
             biased;
             output = work => Ok(output),
             () = external.wait() => Err(ErrorPayload::cancelled()),
             () = self.registry.inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+            () = unmounted.cancelled() => Err(ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight)),
         }
     }
 
@@ -397,15 +407,15 @@ fn dead_registration(minted_here: bool, live: Option<&str>, tombstoned: bool) ->
     }
 }
 
-/// Contains panics of an async policy onion.
+/// Contains panics of an async policy onion (or a handler).
 struct AssertUnwindFuture<F>(F);
 
 impl<F: Future + Unpin> Future for AssertUnwindFuture<F> {
-    type Output = Result<F::Output, Box<dyn Any + Send>>;
+    type Output = Result<F::Output, crate::util::contain::Panicked>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let future = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *future).poll(cx))) {
+        match crate::util::contain::catch(|| Pin::new(&mut *future).poll(cx)) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
             Err(panic) => Poll::Ready(Err(panic)),
@@ -444,15 +454,6 @@ impl Call<'_> {
         origin: &'static str,
     ) -> ErrorPayload {
         let inner = &self.registry.inner;
-        // Its consumer was forgotten while it ran (the session ended):
-        // nobody is left to present an approval, so nobody is asked.
-        if self
-            .leadership
-            .as_ref()
-            .is_some_and(super::Leadership::orphaned)
-        {
-            return ErrorPayload::cancelled();
-        }
         // Asked again while the person reads: the same request, not
         // presented (host code) anew.
         if let Some(pending) = inner.confirmations.already_pending(binding) {
@@ -473,8 +474,8 @@ impl Call<'_> {
             requester: requester.as_deref(),
         };
         let presented = inner.config.presenter.as_ref().and_then(|present| {
-            catch_unwind(AssertUnwindSafe(|| present(&request))).unwrap_or_else(|panic| {
-                tracing::error!(panic = %panic_message(panic.as_ref()), "the confirmation presenter panicked; the description is presented");
+            crate::util::contain::catch(|| present(&request)).unwrap_or_else(|panic| {
+                tracing::error!(panic = %panic_message(panic), "the confirmation presenter panicked; the description is presented");
                 None
             })
         });
@@ -491,6 +492,7 @@ impl Call<'_> {
                 origin,
                 presentation,
                 requester,
+                since_epoch: self.forget_epoch,
             },
         )
     }

@@ -100,6 +100,12 @@ impl<K: Hash + Eq + Clone, V> Buckets<K, V> {
         )
     }
 
+    /// Whether `key` has an entry (its recency unchanged).
+    pub(super) fn get(&self, key: &K) -> Option<&V> {
+        let slot = *self.index.get(key)?;
+        self.nodes.get(slot).map(|node| &node.value)
+    }
+
     /// Takes `slot` out of the recency list.
     fn unlink(&mut self, slot: usize) {
         let Some(node) = self.nodes.get(slot) else {

@@ -4,7 +4,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
@@ -165,7 +164,7 @@ impl Reference {
         let Some(when) = &live.when else {
             return Availability::Available;
         };
-        match catch_unwind(AssertUnwindSafe(|| when())) {
+        match crate::util::contain::catch(|| when()) {
             Ok(true) => Availability::Available,
             Ok(false) => Availability::Unavailable(live.reason()),
             Err(_) => {
@@ -179,7 +178,7 @@ impl Reference {
     pub(crate) fn contextual_note(&self) -> Option<String> {
         let live = self.live()?;
         let describe = live.describe.as_ref()?;
-        let note = catch_unwind(AssertUnwindSafe(|| describe())).ok()?;
+        let note = crate::util::contain::catch(|| describe()).ok()?;
         let note = note.trim();
         if note.is_empty() {
             return None;
@@ -282,7 +281,7 @@ impl Reference {
 
 /// One binding's value now; errors and panics are failures.
 fn evaluate(field: &BoundField) -> Result<Value, BindingFailure> {
-    match catch_unwind(AssertUnwindSafe(|| (field.eval)())) {
+    match crate::util::contain::catch(|| (field.eval)()) {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(cause)) => Err(BindingFailure {
             field: field.name,
@@ -301,7 +300,7 @@ impl Live {
         match &self.reason {
             Reason::None => fallback,
             Reason::Static(reason) => reason.clone(),
-            Reason::Dynamic(reason) => catch_unwind(AssertUnwindSafe(|| reason()))
+            Reason::Dynamic(reason) => crate::util::contain::catch(|| reason())
                 .ok()
                 .filter(|r| !r.trim().is_empty())
                 .map_or(fallback, Cow::Owned),
