@@ -10,6 +10,7 @@
 
 mod approval_channels;
 mod attacks;
+mod attacks_two;
 mod audit_trail;
 mod authoring;
 mod authority;

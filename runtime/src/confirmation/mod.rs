@@ -46,7 +46,7 @@ pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
 pub(crate) use store::{Ask, Binding, ConfirmationStore};
 pub(crate) use summary::{MAX_SUMMARY_CHARS, summary};
-pub use wait::WaitGuard;
+pub use wait::{WaitGuard, settle_now};
 
 /// A request waiting for the user, as host UIs render it.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -69,6 +69,8 @@ struct Record {
     resolution: Option<Resolution>,
     /// Withdrawn while a call held it: why, applied when the call lets go.
     withdrawn: Option<&'static str>,
+    /// Calls waiting on it for the person ([`super::WaitGuard`]s).
+    waiters: usize,
 }
 
 struct Ended {
@@ -90,8 +92,6 @@ struct Store {
     ended: Option<Lru<Arc<str>, Ended>>,
     /// Consumers forgotten lately, with the epoch of their forgetting.
     forgotten: Option<Lru<Arc<str>, u64>>,
-    /// The newest epoch the `forgotten` memory has let go of.
-    forgotten_floor: u64,
 }
 
 /// The confirmation store of one registry.
@@ -342,6 +342,7 @@ impl ConfirmationStore {
                 resolved,
                 resolution: None,
                 withdrawn: None,
+                waiters: 0,
             },
         );
         drop(store);

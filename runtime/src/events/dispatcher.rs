@@ -24,6 +24,9 @@ pub const MAX_QUEUED_EVENTS: usize = 4_096;
 /// fixed part); beyond it new events are dropped and counted.
 pub const MAX_QUEUED_BYTES: usize = 4 << 20;
 
+/// The delivery thread's name.
+const COURIER: &str = "agent-surface-events";
+
 /// How long an idle delivery thread waits for work before it ends.
 const COURIER_IDLE: Duration = Duration::from_secs(5);
 
@@ -119,27 +122,59 @@ impl std::fmt::Debug for Dispatcher {
 thread_local! {
     /// The dispatcher this thread is delivering for (its address), if any.
     static DELIVERING: Cell<usize> = const { Cell::new(0) };
-    /// Events this thread queued and has not drained yet: (dispatcher
-    /// address, count). A drain delivers on its own thread only when the
+    /// Events this thread queued and has not drained yet, per dispatcher
+    /// (address, count). A drain delivers on its own thread only when the
     /// queue holds nothing but these.
-    static OWN: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    static OWN: std::cell::RefCell<Vec<(usize, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
+
+/// Dispatchers one thread keeps own counts for at once (a host hook that
+/// mounts into other registries mid-mutation); beyond it the oldest count
+/// is let go of (its drain hands off: correct, just not on this thread).
+const MAX_OWN: usize = 16;
 
 /// Counts `count` more events queued by this thread for `address`.
 fn own_queued(address: usize, count: usize) {
     OWN.with(|own| {
-        let (at, before) = own.get();
-        let before = if at == address { before } else { 0 };
-        own.set((address, before + count));
+        let mut own = own.borrow_mut();
+        match own.iter_mut().find(|(at, _)| *at == address) {
+            Some((_, queued)) => *queued += count,
+            None => {
+                if own.len() >= MAX_OWN {
+                    own.remove(0);
+                }
+                own.push((address, count));
+            }
+        }
     });
 }
 
 /// Takes this thread's count of queued events for `address`.
 fn own_taken(address: usize) -> usize {
-    OWN.with(|own| match own.replace((0, 0)) {
-        (at, count) if at == address => count,
-        _ => 0,
+    OWN.with(|own| {
+        let mut own = own.borrow_mut();
+        match own.iter().position(|(at, _)| *at == address) {
+            Some(index) => own.remove(index).1,
+            None => 0,
+        }
     })
+}
+
+/// Ends a delivery however it ends: a panic escaping it (nothing should)
+/// still gives the queue back, so delivery never halts for good.
+struct Dispatching<'a>(&'a Dispatcher);
+
+impl Drop for Dispatching<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut queue = self.0.lock();
+            queue.dispatching = false;
+            if std::thread::current().name() == Some(COURIER) {
+                // This delivery thread is going: a later hand-off starts one.
+                queue.courier = false;
+            }
+        }
+    }
 }
 
 /// Marks this thread as delivering for `dispatcher` until dropped.
@@ -313,6 +348,9 @@ impl Dispatcher {
                 tracing::error!(event = ?event, "an agent-surface event listener panicked; other listeners still ran");
             }
         }
+        // A listener unsubscribed meanwhile may be owned by this copy alone:
+        // its destructor is host code.
+        crate::util::contain::drop_contained("event listener destructor", listeners);
     }
 
     /// Delivers what is queued now (and what this call's listeners cause)
@@ -346,6 +384,7 @@ impl Dispatcher {
             }
         };
         let _delivering = Delivering::enter(self);
+        let _dispatching = Dispatching(self);
         loop {
             if let Some(error) = no_thread.take() {
                 // Logged unlocked (a tracing layer is host code).
@@ -354,7 +393,12 @@ impl Dispatcher {
             let event = {
                 let mut queue = self.lock();
                 if quota == 0 {
-                    quota += std::mem::take(&mut queue.nested);
+                    // What this call's listeners caused is its own, unless
+                    // other calls' events came in meanwhile.
+                    let nested = std::mem::take(&mut queue.nested);
+                    if queue.events.len() <= nested {
+                        quota = nested;
+                    }
                 }
                 if quota == 0 {
                     if queue.events.is_empty() && queue.dropped == 0 {
@@ -394,7 +438,7 @@ impl Dispatcher {
         let doorbell = Arc::clone(&self.doorbell);
         doorbell.ring();
         let started = std::thread::Builder::new()
-            .name("agent-surface-events".to_owned())
+            .name(COURIER.to_owned())
             .spawn(move || courier(&weak, &doorbell));
         match started {
             Ok(_) => {
@@ -460,6 +504,7 @@ fn courier(dispatcher: &Weak<Dispatcher>, doorbell: &Doorbell) {
         };
         let entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
         let delivering = Delivering::enter(&strong);
+        let dispatching = Dispatching(&strong);
         loop {
             let event = {
                 let mut queue = strong.lock();
@@ -470,6 +515,7 @@ fn courier(dispatcher: &Weak<Dispatcher>, doorbell: &Doorbell) {
             };
             strong.deliver(&event);
         }
+        drop(dispatching);
         drop(delivering);
         drop(entered);
         drop(strong);
@@ -507,7 +553,11 @@ mod tests {
         dispatcher.drain();
         let name = rx.recv_timeout(Duration::from_secs(60)).unwrap();
         assert_eq!(name.as_deref(), Some("agent-surface-events"));
-        // This thread's own events are delivered here, at once.
+        // Once the delivery thread is done, this thread's own events are
+        // delivered here, at once.
+        while dispatcher.lock().dispatching {
+            std::thread::yield_now();
+        }
         dispatcher.emit([event(2)]);
         let name = rx.recv_timeout(Duration::from_secs(60)).unwrap();
         assert_eq!(name, std::thread::current().name().map(str::to_owned));

@@ -19,7 +19,7 @@ use super::convert::{
 use super::identity::{Acting, Caller};
 use super::view::View;
 use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession, PendingElicitation};
-use crate::confirmation::{WaitGuard, Withdrawal};
+use crate::confirmation::{WaitGuard, Withdrawal, settle_now};
 use crate::context::{Consumer, ConsumerKind};
 use crate::error::ErrorPayload;
 use crate::invoke::bounds;
@@ -229,29 +229,23 @@ impl McpSession {
                 };
                 // If this call's future is dropped while the client asks
                 // (the connection went away), the guard withdraws the
-                // request and settles the call CANCELLED.
+                // request and settles the call CANCELLED, there and then.
                 let abandoned = {
                     let toolset = view.toolset.clone();
                     let (name, arguments) = (name.clone(), arguments.clone());
-                    let (ids, id) = (invocation_id.clone(), confirmation_id.clone());
+                    let ids = invocation_id.clone();
                     move |withdrawal: Withdrawal| {
                         if withdrawal == Withdrawal::Awaited {
                             return;
                         }
-                        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                            let token = CancellationToken::new();
-                            token.cancel();
-                            runtime.spawn(async move {
-                                let options = ExecuteOptions {
-                                    tool_call_id: ids.as_deref(),
-                                    confirmation_id: Some(&id),
-                                    cancellation: Some(token),
-                                };
-                                toolset
-                                    .execute_with_options(&name, arguments, options)
-                                    .await
-                            });
-                        }
+                        let token = CancellationToken::new();
+                        token.cancel();
+                        let options = ExecuteOptions {
+                            tool_call_id: ids.as_deref(),
+                            confirmation_id: None,
+                            cancellation: Some(token),
+                        };
+                        let _ = settle_now(toolset.execute_with_options(&name, arguments, options));
                     }
                 };
                 let mut waiting = self.shared.registry.confirmations().wait_guard(
@@ -272,15 +266,18 @@ impl McpSession {
                             &name,
                             arguments,
                             invocation_id,
-                            &confirmation_id,
                             cancel,
                         ).await).into());
                     }
                 };
-                drop(waiting);
                 if let Some(answer) = answer {
+                    // The client's person answered: the wait is over,
+                    // nothing is withdrawn.
+                    waiting.finish();
                     let approved = answer.is_some_and(|a| approves(a.action, a.content.as_ref()));
                     self.answer_elicitation(&acting, &confirmation_id, approved);
+                } else {
+                    waiting.finish();
                 }
                 // Denied: the retry reports CONFIRMATION_INVALID {denied}.
                 self.execute(
@@ -303,7 +300,6 @@ impl McpSession {
     /// pipeline (audited, kept for its id) — unless another call still
     /// waits on the same request, whose attempt this one shares: it ends
     /// alone.
-    #[allow(clippy::too_many_arguments)]
     async fn gave_up(
         &self,
         waiting: WaitGuard,
@@ -311,18 +307,19 @@ impl McpSession {
         name: &str,
         arguments: Value,
         invocation_id: Option<String>,
-        confirmation_id: &str,
         cancel: CancellationToken,
     ) -> InvocationResult {
         match waiting.cancel() {
             Withdrawal::Awaited => self.settled(name, invocation_id, ErrorPayload::cancelled()),
+            // The agent's own request, without evidence: its retry with the
+            // same id gets this CANCELLED, never a conflict.
             Withdrawal::Withdrawn | Withdrawal::NotOpen => {
                 self.execute(
                     view,
                     name,
                     arguments,
                     invocation_id.as_deref(),
-                    Some(confirmation_id),
+                    None,
                     cancel,
                 )
                 .await

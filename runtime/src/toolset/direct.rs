@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::tool::{Catalog, build_catalog};
 use super::{ConfirmationMode, Mode, Shared};
 use crate::canonical::write_canonical;
-use crate::confirmation::Withdrawal;
+use crate::confirmation::{Withdrawal, settle_now};
 use crate::error::{ErrorCode, ErrorPayload};
 use crate::invoke::bounds;
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions, Kinds};
@@ -209,18 +209,14 @@ impl Shared {
         };
         // If this future is dropped while the person reads (its task
         // aborted), the guard withdraws the request (unless another call
-        // waits on it) and settles the call CANCELLED through the pipeline.
+        // waits on it) and settles the call CANCELLED through the pipeline,
+        // there and then.
         let abandoned = {
-            let (registry, request) = (self.registry.clone(), request.clone());
-            let (options, id) = (options.clone(), confirmation_id.clone());
+            let (registry, request, options) =
+                (self.registry.clone(), request.clone(), options.clone());
             move |withdrawal: Withdrawal| {
-                if withdrawal == Withdrawal::Awaited {
-                    return;
-                }
-                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    runtime.spawn(async move {
-                        settle_cancelled(&registry, request.confirmation(id), options).await;
-                    });
+                if withdrawal != Withdrawal::Awaited {
+                    let _ = settle_now(settle_cancelled(&registry, request, options));
                 }
             }
         };
@@ -253,12 +249,7 @@ impl Shared {
                     ErrorPayload::cancelled(),
                 ),
                 Withdrawal::Withdrawn | Withdrawal::NotOpen => {
-                    settle_cancelled(
-                        &self.registry,
-                        request.confirmation(confirmation_id),
-                        options,
-                    )
-                    .await
+                    settle_cancelled(&self.registry, request, options).await
                 }
             };
         }
@@ -270,9 +261,11 @@ impl Shared {
     }
 }
 
-/// Settles `request` `CANCELLED` through the pipeline: with an already
-/// cancelled token it runs nothing and asks nobody, and is audited and kept
-/// for its invocation id like any terminal result.
+/// Settles `request` (the agent's own, without evidence: its retry with the
+/// same id gets this result, never a conflict) `CANCELLED` through the
+/// pipeline: with an already cancelled token it runs nothing and asks
+/// nobody, and is audited and kept for its invocation id like any terminal
+/// result.
 async fn settle_cancelled(
     registry: &Registry,
     request: Invocation,

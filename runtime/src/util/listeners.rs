@@ -64,6 +64,9 @@ impl<A: ?Sized> Listeners<A> {
             if crate::util::contain::catch(|| listener(value)).is_err() {
                 tracing::error!("a {what} listener panicked; the other listeners still run");
             }
+            // Removed meanwhile, this copy may be the last owner: its
+            // destructor is host code.
+            crate::util::contain::drop_contained("listener destructor", listener);
         }
     }
 

@@ -13,8 +13,10 @@ use crate::confirmation::services::ConfirmationServices;
 use crate::util::lru::Lru;
 
 /// Consumers remembered as forgotten, with their epoch. Beyond it the
-/// oldest is let go of, and a call that began before it was let go of is
-/// treated as forgotten (asks nobody): conservative, never lenient.
+/// oldest is let go of: a call of that consumer that began before its
+/// forgetting and asks only after 4,096 more forgettings files its request
+/// (for an identity nobody holds any more; it expires unanswered). Nobody
+/// else is ever refused on its account.
 const FORGOTTEN: usize = 4_096;
 
 /// Why a forgotten consumer's requests were withdrawn.
@@ -33,14 +35,11 @@ impl ConfirmationStore {
     /// Whether `consumer_key` was forgotten after epoch `since` (under the
     /// lock requests are filed under).
     pub(super) fn forgotten_since(store: &Store, consumer_key: &str, since: u64) -> bool {
-        match store
+        store
             .forgotten
             .as_ref()
             .and_then(|forgotten| forgotten.peek(consumer_key, 0))
-        {
-            Some(&epoch) => epoch > since,
-            None => store.forgotten_floor > since,
-        }
+            .is_some_and(|&epoch| epoch > since)
     }
 
     /// Withdraws every pending or approved record of `consumer_key`, and
@@ -55,22 +54,66 @@ impl ConfirmationStore {
         {
             let mut store = self.lock();
             let epoch = self.forgets.fetch_add(1, Ordering::AcqRel) + 1;
-            let evicted = store
+            let _let_go = store
                 .forgotten
                 .get_or_insert_with(|| Lru::new(FORGOTTEN, u64::MAX))
                 .insert(Arc::from(consumer_key), epoch, 0);
-            for (_, let_go) in evicted {
-                store.forgotten_floor = store.forgotten_floor.max(let_go);
-            }
         }
         self.withdraw_where(services, AGENT_LEFT, |pending| {
             *pending.consumer_key == *consumer_key
         });
     }
 
+    /// A call of `consumer_key` waits on `confirmation_id` for the person:
+    /// its subscription, counted as a waiter (`None` when not open).
+    pub(in crate::confirmation) fn wait_on(
+        &self,
+        confirmation_id: &str,
+    ) -> Option<tokio::sync::watch::Receiver<Option<crate::confirmation::ConfirmationOutcome>>>
+    {
+        let mut store = self.lock();
+        let record = store.open.get_mut(confirmation_id)?;
+        record.waiters += 1;
+        Some(record.resolved.subscribe())
+    }
+
+    /// A waiting call stops waiting; `withdraw`: because it was cancelled,
+    /// so the request is withdrawn (reason `cancelled`) if `consumer_key`
+    /// asked for it and no other call still waits on it. A host watching
+    /// with `wait_for` is no waiter.
+    pub(in crate::confirmation) fn stop_waiting<S: ConfirmationServices + ?Sized>(
+        &self,
+        services: &S,
+        confirmation_id: &str,
+        consumer_key: &str,
+        withdraw: bool,
+    ) -> crate::confirmation::Withdrawal {
+        use crate::confirmation::Withdrawal;
+        let awaited = {
+            let mut store = self.lock();
+            match store.open.get_mut(confirmation_id) {
+                Some(record) if *record.view.consumer_key == *consumer_key => {
+                    record.waiters = record.waiters.saturating_sub(1);
+                    record.waiters > 0
+                }
+                Some(record) => {
+                    record.waiters = record.waiters.saturating_sub(1);
+                    return Withdrawal::NotOpen;
+                }
+                None => return Withdrawal::NotOpen,
+            }
+        };
+        if !withdraw {
+            return Withdrawal::NotOpen;
+        }
+        if awaited {
+            return Withdrawal::Awaited;
+        }
+        self.withdraw_cancelled(services, confirmation_id, consumer_key)
+    }
+
     /// Withdraws the open record `confirmation_id` if `consumer_key` asked
-    /// for it and no other call still waits on it (its waiting call was
-    /// cancelled).
+    /// for it and no call waits on it (its waiting call was cancelled).
     pub(crate) fn withdraw_cancelled<S: ConfirmationServices + ?Sized>(
         &self,
         services: &S,
@@ -79,9 +122,7 @@ impl ConfirmationStore {
     ) -> crate::confirmation::Withdrawal {
         use crate::confirmation::Withdrawal;
         let awaited = match self.lock().open.get(confirmation_id) {
-            Some(record) if *record.view.consumer_key == *consumer_key => {
-                record.resolved.receiver_count() > 0
-            }
+            Some(record) if *record.view.consumer_key == *consumer_key => record.waiters > 0,
             _ => return Withdrawal::NotOpen,
         };
         if awaited {
