@@ -454,7 +454,7 @@ fn as_evt_001_a_mounter_never_delivers_another_calls_events() {
     let (go_tx, go) = mpsc::channel::<()>();
     let (entered_tx, go) = (Mutex::new(entered_tx), Mutex::new(go));
     let armed = Arc::new(AtomicBool::new(true));
-    let delivered: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+    let delivered: Arc<Mutex<Vec<Delivery>>> = Arc::default();
     let (logged_tx, logged) = mpsc::channel::<()>();
     let logged_tx = Mutex::new(logged_tx);
     let inner = registry.clone();
@@ -519,6 +519,9 @@ fn as_evt_001_a_mounter_never_delivers_another_calls_events() {
         "the bystander's events were delivered by: {log:?}"
     );
 }
+
+/// Whose event, delivered on which thread.
+type Delivery = (String, Option<String>);
 
 /// A second component type for the mounter.
 pub(crate) struct Slow2;
