@@ -251,3 +251,41 @@ pub fn export_if_requested() {
     };
     std::process::exit(code);
 }
+
+/// The format tag of the committed contract artifact.
+pub const ARTIFACT_FORMAT: &str = "agent-surface.contract/1";
+
+/// The largest contract artifact read, in bytes (8 MiB).
+pub const MAX_ARTIFACT_BYTES: usize = 8 << 20;
+
+/// The manifest hash of a committed contract artifact's text (what
+/// `cargo agent-surface snapshot` writes), or why it cannot be read.
+///
+/// ```
+/// let hash = "6bdfc672133a849a4f3810dca968c8c4bededc9e8c0dafc190af4bc808dc8a21";
+/// let text = format!(r#"{{"format": "agent-surface.contract/1", "manifestHash": "{hash}"}}"#);
+/// assert_eq!(
+///     agent_surface::catalog::artifact_manifest_hash(&text).as_deref(),
+///     Ok(hash)
+/// );
+/// assert!(agent_surface::catalog::artifact_manifest_hash("[]").is_err());
+/// ```
+pub fn artifact_manifest_hash(artifact: &str) -> Result<String, String> {
+    if artifact.len() > MAX_ARTIFACT_BYTES {
+        return Err(format!(
+            "{} bytes, over the {MAX_ARTIFACT_BYTES} an artifact may have",
+            artifact.len()
+        ));
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(artifact).map_err(|err| format!("not JSON: {err}"))?;
+    if value.get("format").and_then(serde_json::Value::as_str) != Some(ARTIFACT_FORMAT) {
+        return Err(format!("its `format` is not \"{ARTIFACT_FORMAT}\""));
+    }
+    value
+        .get("manifestHash")
+        .and_then(serde_json::Value::as_str)
+        .filter(|hash| hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(str::to_owned)
+        .ok_or_else(|| "it has no `manifestHash` (64 hex digits)".to_owned())
+}

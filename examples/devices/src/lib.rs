@@ -34,3 +34,17 @@ pub fn mount_console(
     mounted.push(registry.mount(Arc::new(Navigation(Arc::clone(console))))?);
     Ok(mounted)
 }
+
+/// The reviewed surface: the committed contract artifact, compiled in.
+pub const CONTRACT_ARTIFACT: &str = include_str!("../agent-surface.contract.json");
+
+/// Pins a registry to the reviewed surface ([`CONTRACT_ARTIFACT`]): a
+/// binary whose components drifted from what review approved mounts
+/// nothing (`cargo agent-surface snapshot` after changing the surface, and
+/// review the diff). The application binary pins; tests that link
+/// components of their own do not.
+pub fn pinned(
+    builder: agent_surface::registry::RegistryBuilder,
+) -> agent_surface::registry::RegistryBuilder {
+    builder.expect_artifact(CONTRACT_ARTIFACT)
+}

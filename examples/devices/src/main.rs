@@ -47,7 +47,8 @@ fn mcp_server(app: &App) -> McpServer {
 
 /// Serves the web console (and MCP at `/mcp`) until interrupted.
 async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
-    let app = match App::connect(devices::web::registry(&user), user).await {
+    let registry = devices::web::registry_with(&user, devices::pinned);
+    let app = match App::connect(registry, user).await {
         Ok(app) => app,
         Err(err) => {
             eprintln!("error: {err}");
@@ -122,10 +123,16 @@ async fn main() -> ExitCode {
     if let Show::Web(address) = show {
         return web_console(user, address).await;
     }
-    let app = match App::start(user).await {
+    // The binary runs only the reviewed surface (the committed artifact).
+    let registry = devices::registry_for(&user, devices::pinned);
+    let app = match App::attach(registry, user).await {
         Ok(app) => app,
         Err(err) => {
             eprintln!("error: {err}");
+            eprintln!(
+                "(if the surface changed: `cargo agent-surface snapshot --manifest-path \
+                 examples/devices/Cargo.toml`, then review the artifact's diff)"
+            );
             return ExitCode::FAILURE;
         }
     };

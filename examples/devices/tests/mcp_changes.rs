@@ -127,6 +127,46 @@ async fn as_adapter_003_a_change_right_after_the_listen_acknowledgment_is_always
     app.stop().await;
 }
 
+/// Stateless (2026-07-28 over HTTP): every call is an anonymous caller of
+/// its own and the listen stream another; a call that changes live state
+/// (the drawer: no version bump) reaches the stream through the one signal
+/// all anonymous listeners follow, also when changes come in quick
+/// succession (gathered, then re-checked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_adapter_003_a_stateless_call_reaches_an_anonymous_listen_stream() {
+    let app = App::start(User::admin()).await.unwrap();
+    let server = McpServer::builder(app.registry()).build();
+    let http = server
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(http.url());
+    let client = Pushes::new()
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("the MCP handshake");
+    for i in 0..12 {
+        let mut subscription = client
+            .listen(SubscriptionFilter::builder().tools_list_changed().build())
+            .await
+            .unwrap();
+        change(i, &app, &client).await;
+        let event = tokio::time::timeout(PATIENCE, subscription.next())
+            .await
+            .unwrap_or_else(|_| panic!("change {i}: no tools/list_changed on the listen stream"))
+            .unwrap();
+        assert!(event.is_some(), "change {i}: the stream ended");
+        subscription.cancel().await.unwrap();
+    }
+    http.shutdown().await;
+    app.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn as_adapter_003_a_change_right_after_initialized_is_always_notified() {
     let app = App::start(User::admin()).await.unwrap();

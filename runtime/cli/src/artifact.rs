@@ -18,10 +18,25 @@ use serde_json::{Map, Value, json};
 use crate::Fatal;
 
 /// The artifact's format tag.
-pub(crate) const FORMAT: &str = "agent-surface.contract/1";
+pub(crate) const FORMAT: &str = agent_surface::catalog::ARTIFACT_FORMAT;
 
 /// The artifact's default file name, beside the package's Cargo.toml.
 pub(crate) const DEFAULT_NAME: &str = "agent-surface.contract.json";
+
+/// The largest artifact read, in bytes (8 MiB; the devices example's is
+/// about 40 kB): beyond it the file is refused before it is read.
+pub(crate) const MAX_BYTES: u64 = agent_surface::catalog::MAX_ARTIFACT_BYTES as u64;
+
+/// Refuses an artifact of `bytes` bytes over [`MAX_BYTES`].
+pub(crate) fn within_size(bytes: u64, origin: &str) -> Result<(), Fatal> {
+    if bytes > MAX_BYTES {
+        return Err(Fatal(format!(
+            "{origin} is {bytes} bytes, over the {MAX_BYTES} an artifact may have; \
+             regenerate it with `cargo agent-surface snapshot`"
+        )));
+    }
+    Ok(())
+}
 
 /// The crate of a `rustType` path (`devices::components::Table` → `devices`).
 pub(crate) fn crate_of(declaration: &Value) -> &str {
@@ -146,13 +161,86 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Value, Fatal> {
     Ok(value)
 }
 
-/// Reads the artifact at `path`: `None` when there is no file.
-pub(crate) fn load(path: &Path) -> Result<Option<Value>, Fatal> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, &path.display().to_string()).map(Some),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+/// Refuses an artifact path that is a symbolic link: the artifact is a
+/// regular file of the repository, never a pointer to another file (which
+/// a change could aim at a file holding another surface, or outside the
+/// repository). `Ok(false)` when there is no file.
+pub(crate) fn regular_file(path: &Path) -> Result<bool, Fatal> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(Fatal(format!(
+            "{} is a symbolic link; the artifact must be a regular file (remove the link \
+             and run `cargo agent-surface snapshot`)",
+            path.display()
+        ))),
+        Ok(meta) if !meta.is_file() => {
+            Err(Fatal(format!("{} is not a regular file", path.display())))
+        }
+        Ok(meta) => {
+            within_size(meta.len(), &path.display().to_string())?;
+            Ok(true)
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(err) => Err(Fatal(format!("cannot read {}: {err}", path.display()))),
     }
+}
+
+/// Reads the artifact at `path`: `None` when there is no file. A symbolic
+/// link, a file over [`MAX_BYTES`] and text that is not exactly what
+/// `snapshot` writes (hand-edited, reformatted, duplicate keys) are
+/// [`Fatal`].
+pub(crate) fn load(path: &Path) -> Result<Option<Value>, Fatal> {
+    if !regular_file(path)? {
+        return Ok(None);
+    }
+    let origin = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(Fatal(format!("cannot read {origin}: {err}"))),
+    };
+    within_size(text.len() as u64, &origin)?;
+    let value = parse(&text, &origin)?;
+    if to_text(&value) != text {
+        return Err(Fatal(format!(
+            "{origin} is not in canonical form (edited by hand or reformatted: keys out of \
+             order, other spacing, duplicate keys); regenerate it with \
+             `cargo agent-surface snapshot`"
+        )));
+    }
+    Ok(Some(value))
+}
+
+/// Writes the artifact text to `path`, never through a symbolic link: into
+/// a fresh file beside it, then renamed over it.
+pub(crate) fn store(path: &Path, text: &str) -> Result<(), Fatal> {
+    regular_file(path).or_else(|err| {
+        // An oversized file is replaced; a link or a directory is refused.
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.is_file() => Ok(true),
+            _ => Err(err),
+        }
+    })?;
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| DEFAULT_NAME.to_owned());
+    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    // `create_new`: never through a file or link already there.
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)
+        .and_then(|mut file| {
+            use std::io::Write as _;
+            file.write_all(text.as_bytes())?;
+            file.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&temporary, path));
+    if let Err(err) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(Fatal(format!("cannot write {}: {err}", path.display())));
+    }
+    Ok(())
 }
 
 fn indent(out: &mut String, depth: usize) {

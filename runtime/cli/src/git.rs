@@ -61,6 +61,13 @@ pub(crate) fn show(artifact: &Path, reference: &str) -> Result<Option<String>, F
     if !git(dir, &["cat-file", "-e", &object])?.status.success() {
         return Ok(None);
     }
+    // Its size first: an oversized artifact is refused before it is read.
+    let size = git(dir, &["cat-file", "-s", &object])?;
+    let bytes: u64 = String::from_utf8_lossy(&size.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(u64::MAX);
+    crate::artifact::within_size(bytes, &format!("the artifact at {reference}"))?;
     let output = git(dir, &["show", &object])?;
     if !output.status.success() {
         return Err(Fatal(format!(

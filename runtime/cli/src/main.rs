@@ -102,8 +102,7 @@ fn run(options: &Options) -> Result<u8, Fatal> {
     let style = Style::detect(false);
     match options.mode {
         Mode::Snapshot => {
-            std::fs::write(&path, artifact::to_text(&fresh))
-                .map_err(|err| Fatal(format!("cannot write {}: {err}", path.display())))?;
+            artifact::store(&path, &artifact::to_text(&fresh))?;
             let declarations = artifact::keyed(&fresh).len();
             print(&format!(
                 "wrote {name}: {declarations} declarations, manifest {}\n",

@@ -467,38 +467,69 @@ fn a_process_left_holding_stderr_does_not_hold_the_command() {
 
 #[cfg(unix)]
 #[test]
-fn a_symlinked_artifact_is_compared_with_the_base_at_its_own_path_not_its_target() {
+fn a_symlinked_artifact_is_refused_and_snapshot_never_writes_through_one() {
     let dir = committed("symlinked");
-    // A first change adds a file holding a widened artifact (not gated).
+    // A change widens the code and makes the artifact a link to a file
+    // holding the widened surface (or to one outside the repository).
     edit(
         &dir,
         "confirmation = \"required\"",
         "confirmation = \"never\"",
     );
-    let snapshot = run(&dir, &["snapshot"]);
-    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
     let artifact = dir.join("agent-surface.contract.json");
-    std::fs::create_dir_all(dir.join("docs")).unwrap();
-    std::fs::copy(&artifact, dir.join("docs/example.json")).unwrap();
-    git(&dir, &["add", "docs"]);
-    git(&dir, &["commit", "-q", "-m", "docs"]);
-    git(&dir, &["tag", "before"]);
-    // The second widens the code and makes the artifact a link to that file.
+    let outside = fixtures().join("symlinked-outside.json");
+    std::fs::write(&outside, "{}\n").unwrap();
     std::fs::remove_file(&artifact).unwrap();
-    std::os::unix::fs::symlink("docs/example.json", &artifact).unwrap();
-    let output = run(&dir, &["check", "--base", "before", "--format", "json"]);
-    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let findings = report["drift"]["findings"].as_array().unwrap();
+    std::os::unix::fs::symlink(&outside, &artifact).unwrap();
+    let output = run(&dir, &["check", "--base", "main", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
     assert!(
-        has(
-            findings,
-            "widening",
-            "view:fixture.table.clear",
-            "confirmation lowered: required → never"
-        ),
-        "{report}"
+        String::from_utf8_lossy(&output.stderr).contains("symbolic link"),
+        "{}",
+        describe(&output)
     );
+    // `snapshot` refuses too: the file outside the repository is untouched.
+    let snapshot = run(&dir, &["snapshot"]);
+    assert_eq!(snapshot.status.code(), Some(2), "{}", describe(&snapshot));
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "{}\n");
+    assert!(
+        std::fs::symlink_metadata(&artifact)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn oversized_non_canonical_and_duplicate_key_artifacts_are_refused_with_run_snapshot() {
+    let dir = committed("hygiene");
+    let artifact = dir.join("agent-surface.contract.json");
+    let text = std::fs::read_to_string(&artifact).unwrap();
+    let refused = |contents: &str, says: &str| {
+        std::fs::write(&artifact, contents).unwrap();
+        let output = run(&dir, &["check"]);
+        assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(says) && stderr.contains("snapshot"),
+            "{}",
+            describe(&output)
+        );
+    };
+    // Padded past the documented 8 MiB: refused before it is read.
+    let padded = format!("{text}{}", " ".repeat(9 << 20));
+    refused(&padded, "over the");
+    // Reformatted (the same JSON, other spacing).
+    let reformatted =
+        serde_json::to_string_pretty(&serde_json::from_str::<Value>(&text).unwrap()).unwrap();
+    refused(&format!("{reformatted}\n"), "canonical");
+    // A duplicate key (JSON parsers keep one of the two silently).
+    let duplicated = text.replacen("{\n", "{\n  \"components\": [],\n", 1);
+    refused(&duplicated, "canonical");
+    // The committed text itself passes.
+    std::fs::write(&artifact, &text).unwrap();
+    let output = run(&dir, &["check"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
 }
 
 #[test]

@@ -181,11 +181,14 @@ impl Watcher {
     /// sends the notification). `None` once nothing can change any more.
     pub(super) async fn changed(&mut self) -> Option<()> {
         loop {
-            match self.gathering {
+            let by_call = match self.gathering {
                 // Calls' wake-ups gather until the spell ends; a version
                 // change is never held back.
                 Some(until) => tokio::select! {
-                    moved = self.version.changed() => moved.ok()?,
+                    moved = self.version.changed() => {
+                        moved.ok()?;
+                        false
+                    }
                     () = tokio::time::sleep_until(until) => {
                         self.gathering = None;
                         let poked = self.poke.has_changed().unwrap_or(false)
@@ -200,11 +203,18 @@ impl Watcher {
                         if let Some(anonymous) = &mut self.anonymous {
                             anonymous.mark_unchanged();
                         }
+                        true
                     }
                 },
                 None => tokio::select! {
-                    moved = self.version.changed() => moved.ok()?,
-                    moved = self.poke.changed() => moved.ok()?,
+                    moved = self.version.changed() => {
+                        moved.ok()?;
+                        false
+                    }
+                    moved = self.poke.changed() => {
+                        moved.ok()?;
+                        true
+                    }
                     moved = async {
                         match &mut self.anonymous {
                             Some(anonymous) => anonymous.changed().await,
@@ -212,11 +222,18 @@ impl Watcher {
                         }
                     } => {
                         moved.ok()?;
-                        self.poke.mark_unchanged();
+                        true
                     }
                 },
-            }
+            };
             if self.anonymous.is_some() {
+                if by_call {
+                    // Another caller's call moved only the shared signal:
+                    // move this view's own stamp, so its tools are rebuilt
+                    // rather than served from the last build.
+                    self.view.poke();
+                    self.poke.mark_unchanged();
+                }
                 self.gathering = Some(tokio::time::Instant::now() + ANONYMOUS_SPELL);
             }
             // A mutation often comes in a burst (a page unmounts several

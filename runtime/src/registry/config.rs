@@ -338,6 +338,38 @@ impl RegistryBuilder {
         self
     }
 
+    /// Pins this registry to the committed contract artifact (the
+    /// `agent-surface.contract.json` that `cargo agent-surface snapshot`
+    /// writes and review approves): its manifest hash becomes the one
+    /// [`expect_manifest`](Self::expect_manifest) pins, so a binary whose
+    /// catalog drifted from what was reviewed mounts nothing. Compile the
+    /// file in: `.expect_artifact(include_str!("../agent-surface.contract.json"))`.
+    ///
+    /// An artifact that cannot be read — not JSON, another format, no
+    /// manifest hash, over 8 MiB — pins nothing a catalog can match: every
+    /// mount fails closed with [`MountError::StaleManifest`](super::MountError::StaleManifest),
+    /// whose `expected` says why.
+    ///
+    /// ```
+    /// use agent_surface::registry::{MountError, Registry};
+    ///
+    /// let registry = Registry::builder()
+    ///     // In an application: include_str!("../agent-surface.contract.json")
+    ///     .expect_artifact(r#"{
+    ///         "format": "agent-surface.contract/1",
+    ///         "manifestHash": "6bdfc672133a849a4f3810dca968c8c4bededc9e8c0dafc190af4bc808dc8a21"
+    ///     }"#)
+    ///     .build();
+    /// # let _ = registry;
+    /// ```
+    pub fn expect_artifact(self, artifact: &str) -> Self {
+        let pinned = match crate::catalog::artifact_manifest_hash(artifact) {
+            Ok(hash) => hash,
+            Err(why) => format!("(an unreadable contract artifact: {why})"),
+        };
+        self.expect_manifest(pinned)
+    }
+
     /// Declares an in-app approval channel: a UI of the host's own through
     /// which the person answers confirmations (a page's dialog, a desktop
     /// prompt). Answer through it with

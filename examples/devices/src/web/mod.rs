@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_surface::confirmation::Approver;
 use agent_surface::mcp::{HttpServer, McpServer};
-use agent_surface::registry::{DuplicatePolicy, Registry};
+use agent_surface::registry::{DuplicatePolicy, Registry, RegistryBuilder};
 
 use login::Login;
 
@@ -53,10 +53,21 @@ pub const CONSOLE_CHANNEL: &str = "console";
 /// with the newest tab's mounts replacing an older tab's, and the dialog as
 /// its in-app approval channel ([`CONSOLE_CHANNEL`]).
 pub fn registry(user: &User) -> Registry {
+    registry_with(user, |builder| builder)
+}
+
+/// [`registry`], its builder further adjusted by `configure` (the binary
+/// pins it with [`crate::pinned`]).
+pub fn registry_with(
+    user: &User,
+    configure: impl FnOnce(RegistryBuilder) -> RegistryBuilder,
+) -> Registry {
     registry_for(user, |builder| {
-        builder
-            .duplicate_instances(DuplicatePolicy::Replace)
-            .approval_channel(CONSOLE_CHANNEL)
+        configure(
+            builder
+                .duplicate_instances(DuplicatePolicy::Replace)
+                .approval_channel(CONSOLE_CHANNEL),
+        )
     })
 }
 
