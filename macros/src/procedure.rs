@@ -370,6 +370,8 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
                         #(#handle_values,)*
                     }
                 }
+
+                fn __sealed(_: ::agent_surface::__private::Sealed) {}
             }
         }
     };

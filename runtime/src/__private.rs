@@ -14,6 +14,7 @@ pub use crate::component::{
 pub use crate::context::{ActionContext, ReadContext};
 pub use crate::contract::{CapabilityContract, ComponentContract, Concurrency, Source, TypedInput};
 pub use crate::error::{ActionError, PreconditionFailure};
+pub use crate::procedure::seal::Sealed;
 pub use crate::procedure::{Field, Procedure, ProcedureContract, ProcedureEntry};
 pub use crate::schema::{AgentInput, AgentOutput, AgentSchema, Issue, MapValue, SameElement};
 pub use agent_surface_rules::{Audit, Confirmation, Effect};

@@ -437,6 +437,9 @@ impl agent_surface::procedure::Procedure for ForgedProcedure {
         &FORGED_PROCEDURE
     }
     fn fields() {}
+    // Deliberate use of a hidden item (outside the guarantee) to get past
+    // the seal; the registry still refuses it.
+    fn __sealed(_: agent_surface::__private::Sealed) {}
 }
 
 #[test]

@@ -519,9 +519,10 @@ fn oversized_non_canonical_and_duplicate_key_artifacts_are_refused_with_run_snap
     // Padded past the documented 8 MiB: refused before it is read.
     let padded = format!("{text}{}", " ".repeat(9 << 20));
     refused(&padded, "over the");
-    // Reformatted (the same JSON, other spacing).
+    // Reformatted (the same JSON on one line).
     let reformatted =
-        serde_json::to_string_pretty(&serde_json::from_str::<Value>(&text).unwrap()).unwrap();
+        serde_json::to_string(&serde_json::from_str::<Value>(&text).unwrap()).unwrap();
+    assert_ne!(reformatted, text);
     refused(&format!("{reformatted}\n"), "canonical");
     // A duplicate key (JSON parsers keep one of the two silently).
     let duplicated = text.replacen("{\n", "{\n  \"components\": [],\n", 1);

@@ -32,7 +32,7 @@ use crate::toolset::Tool;
 /// quiet spell re-checks at once; version changes are never held back).
 /// Bounds the re-checks of many idle listen streams under a stream of calls
 /// to one per stream per spell, whatever the call rate.
-const ANONYMOUS_SPELL: std::time::Duration = std::time::Duration::from_millis(50);
+const ANONYMOUS_SPELL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Server-wide call activity: whatever may change tools without a version
 /// bump happens inside a call (or an explicit refresh), and moves `epoch`.
