@@ -10,53 +10,15 @@ use agent_surface::clock::ManualClock;
 use agent_surface::events::{MAX_QUEUED_EVENTS, SurfaceEvent};
 use agent_surface::policy::rate_limit;
 use agent_surface::prelude::*;
-use agent_surface::toolset::{ExecuteOptions, Toolset, Topology};
+use agent_surface::toolset::Toolset;
 use serde_json::json;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::fixtures::{Counted, Ids, Probe, code, consumer, registry, settle_tasks};
-
-/// A handler that counts starts, then waits for the gate.
-pub(crate) struct Slow {
-    started: AtomicUsize,
-    began: Notify,
-    gate: watch::Sender<bool>,
-}
-
-impl Slow {
-    fn new() -> Arc<Slow> {
-        Arc::new(Slow {
-            started: AtomicUsize::new(0),
-            began: Notify::new(),
-            gate: watch::channel(false).0,
-        })
-    }
-    fn started(&self) -> usize {
-        self.started.load(Ordering::SeqCst)
-    }
-}
-
-/// Slow work.
-#[agent_component(type = "hostile.slow")]
-impl Slow {
-    /// Starts, then waits for the gate (ignoring cancellation).
-    #[action(effect = "local-state")]
-    async fn work(&self, input: Ids) -> Counted {
-        let runs = self.started.fetch_add(1, Ordering::SeqCst) + 1;
-        self.began.notify_one();
-        let mut gate = self.gate.subscribe();
-        let _ = gate.wait_for(|open| *open).await;
-        let _ = input;
-        Counted { runs }
-    }
-}
-
-fn work(id: &str) -> Invocation {
-    Invocation::new("view:hostile.slow.work")
-        .input(json!({"ids": ["a"]}))
-        .invocation_id(id)
-}
+use crate::fixtures::{
+    Held, Probe, Worker, code, consumer, embedded_toolset, registry, settle_tasks, settled_codes,
+    spawn_wait, work,
+};
 
 fn long_opts(who: &str) -> InvokeOptions {
     InvokeOptions {
@@ -72,7 +34,7 @@ fn long_opts(who: &str) -> InvokeOptions {
 #[tokio::test(start_paused = true)]
 async fn as_ident_001_a_dropped_call_older_than_the_window_never_runs_twice() {
     let registry = registry();
-    let slow = Slow::new();
+    let slow = Worker::new();
     let _m = registry.mount(slow.clone()).unwrap();
     let began = slow.began.notified();
     let task = {
@@ -106,7 +68,7 @@ async fn as_ident_001_a_clock_jump_during_a_call_never_voids_its_record() {
         .environment(Environment::Test)
         .clock(clock.clone())
         .build();
-    let slow = Slow::new();
+    let slow = Worker::new();
     let _m = registry.mount(slow.clone()).unwrap();
     let began = slow.began.notified();
     let task = {
@@ -128,56 +90,13 @@ async fn as_ident_001_a_clock_jump_during_a_call_never_voids_its_record() {
 
 // ---------------------------------------------------------------------------
 // 1c. Dropping (aborting) a wait-mode toolset call while the person reads.
-fn embedded(registry: &Registry) -> Toolset {
-    Toolset::builder(registry)
-        .consumer(consumer("agent"))
-        .topology(Topology::Embedded)
-        .build()
-        .unwrap()
-}
-
-fn spawn_guarded(
-    toolset: &Toolset,
-    call_id: &'static str,
-    token: Option<CancellationToken>,
-) -> tokio::task::JoinHandle<InvocationResult> {
-    let toolset = toolset.clone();
-    let name = toolset
-        .tool_for("view:test.probe.guarded", None)
-        .map(|tool| tool.name().to_owned())
-        .unwrap();
-    tokio::spawn(async move {
-        toolset
-            .execute_with_options(
-                &name,
-                json!({"ids": ["w"]}),
-                ExecuteOptions {
-                    tool_call_id: Some(call_id),
-                    confirmation_id: None,
-                    cancellation: token,
-                },
-            )
-            .await
-    })
-}
-
-fn settled_codes(registry: &Registry, id: &str) -> Vec<Option<ErrorCode>> {
-    registry
-        .audit_log()
-        .into_iter()
-        .filter(|e| e.kind == AuditKind::InvocationSettled)
-        .filter(|e| e.invocation_id.as_deref() == Some(id))
-        .map(|e| e.code)
-        .collect()
-}
-
 #[tokio::test(start_paused = true)]
 async fn as_topo_003_aborting_a_wait_mode_call_withdraws_its_request() {
     let registry = registry();
     let probe = Probe::new();
     let _m = registry.mount(probe.clone()).unwrap();
-    let toolset = embedded(&registry);
-    let call = spawn_guarded(&toolset, "abort-wait-1", None);
+    let toolset = embedded_toolset(&registry);
+    let call = spawn_wait(&toolset, "abort-wait-1", None);
     settle_tasks().await;
     assert_eq!(registry.confirmations().pending().len(), 1);
     call.abort();
@@ -199,11 +118,11 @@ async fn as_topo_003_cancelling_one_waiter_leaves_the_request_of_another() {
     let registry = registry();
     let probe = Probe::new();
     let _m = registry.mount(probe.clone()).unwrap();
-    let toolset = embedded(&registry);
-    let first = spawn_guarded(&toolset, "call-A", None);
+    let toolset = embedded_toolset(&registry);
+    let first = spawn_wait(&toolset, "call-A", None);
     settle_tasks().await;
     let token = CancellationToken::new();
-    let second = spawn_guarded(&toolset, "call-B", Some(token.clone()));
+    let second = spawn_wait(&toolset, "call-B", Some(token.clone()));
     settle_tasks().await;
     assert_eq!(
         registry.confirmations().pending().len(),
@@ -232,11 +151,11 @@ async fn as_topo_003_a_cancelled_duplicate_leaves_the_original_wait() {
     let registry = registry();
     let probe = Probe::new();
     let _m = registry.mount(probe.clone()).unwrap();
-    let toolset = embedded(&registry);
-    let first = spawn_guarded(&toolset, "dup-1", None);
+    let toolset = embedded_toolset(&registry);
+    let first = spawn_wait(&toolset, "dup-1", None);
     settle_tasks().await;
     let token = CancellationToken::new();
-    let second = spawn_guarded(&toolset, "dup-1", Some(token.clone()));
+    let second = spawn_wait(&toolset, "dup-1", Some(token.clone()));
     settle_tasks().await;
     token.cancel();
     assert_eq!(code(&second.await.unwrap()), Some(ErrorCode::Cancelled));
@@ -318,30 +237,6 @@ fn as_ident_004_forget_while_the_presenter_runs_files_nothing() {
          the same identity later redeemed it and the handler ran: {ran}",
         code(&first)
     );
-}
-
-/// Holds `on_invoke` until the test opens the gate.
-struct Held {
-    entered: Arc<Notify>,
-    gate: watch::Receiver<bool>,
-}
-
-impl agent_surface::policy::Policy for Held {
-    fn name(&self) -> &str {
-        "held"
-    }
-    fn on_invoke<'a>(
-        &'a self,
-        _ctx: &'a agent_surface::policy::InvokeContext<'a>,
-        next: agent_surface::policy::Next<'a, agent_surface::policy::InvokeContext<'a>>,
-    ) -> agent_surface::policy::BoxFuture<'a, agent_surface::policy::PolicyResult> {
-        Box::pin(async move {
-            self.entered.notify_one();
-            let mut gate = self.gate.clone();
-            let _ = gate.wait_for(|open| *open).await;
-            next.run().await
-        })
-    }
 }
 
 // 4b. A forgotten consumer's in-flight call that carries no invocation id
@@ -588,7 +483,7 @@ fn as_evt_001_a_bystander_never_delivers_a_mounts_events() {
     });
     let mounter = {
         let registry = registry.clone();
-        std::thread::spawn(move || registry.mount(Slow::new()).map(drop))
+        std::thread::spawn(move || registry.mount(Worker::new()).map(drop))
     };
     entered.recv_timeout(Duration::from_secs(60)).unwrap();
     let (done_tx, done) = mpsc::channel();
@@ -696,7 +591,7 @@ impl agent_surface::clock::Clock for Meddler {
                 m.set_enabled(true);
                 m.bump_version();
             }
-            drop(registry.mount(Slow::new()));
+            drop(registry.mount(Worker::new()));
             let _ = registry.snapshot(&agent_surface::snapshot::SnapshotOptions::default());
             let c = registry.confirmations();
             let _ = c.pending();
@@ -752,12 +647,12 @@ fn as_policy_001_a_clock_calling_mutating_methods_never_deadlocks() {
             let probe = Probe::new();
             let mounted = registry.mount(probe.clone()).unwrap();
             clock.registry.set(registry.clone()).unwrap();
-            let toolset = embedded(&registry);
+            let toolset = embedded_toolset(&registry);
             let _ts = toolset.subscribe(|_| {});
             clock.toolset.set(toolset.clone()).unwrap();
             let _ = clock
                 .mounted
-                .set(registry.mount(Slow::new()).map_err(|_| ()).unwrap());
+                .set(registry.mount(Worker::new()).map_err(|_| ()).unwrap());
             let confirmations = registry.confirmations();
             let ask = |id: String| {
                 registry.invoke(
@@ -812,7 +707,7 @@ fn as_policy_001_a_clock_calling_mutating_methods_never_deadlocks() {
             mounted.set_enabled(false);
             let _ = registry.snapshot(&agent_surface::snapshot::SnapshotOptions::default());
             let _ = toolset.tools();
-            let waiting = spawn_guarded(&toolset, "w1", None);
+            let waiting = spawn_wait(&toolset, "w1", None);
             settle_tasks().await;
             drop(mounted);
             let _ = waiting.await;
@@ -867,7 +762,7 @@ fn as_evt_001_busy_listeners_neither_deadlock_nor_leak_the_delivery_thread() {
                 && d.fetch_add(1, Ordering::SeqCst) < 200
             {
                 if matches!(event, SurfaceEvent::InvocationSettled { .. }) {
-                    drop(registry.mount(Slow::new()));
+                    drop(registry.mount(Worker::new()));
                     drop(registry.subscribe(|_| {}));
                 }
                 if matches!(event, SurfaceEvent::ComponentRegistered { .. }) {
@@ -945,7 +840,7 @@ impl agent_surface::policy::Policy for HideSlow {
         if ctx
             .capability_id()
             .as_str()
-            .starts_with("view:hostile.slow.")
+            .starts_with("view:test.worker.")
         {
             agent_surface::policy::Decision::Hide
         } else {
@@ -960,7 +855,7 @@ async fn as_avail_002_hidden_is_nonexistent_on_the_cancellation_and_forget_paths
         .environment(Environment::Test)
         .policy(HideSlow)
         .build();
-    let slow = Slow::new();
+    let slow = Worker::new();
     let _m = registry.mount(slow.clone()).unwrap();
     let seen = |result: &InvocationResult| {
         let mut v = serde_json::to_value(result).unwrap();
@@ -970,13 +865,13 @@ async fn as_avail_002_hidden_is_nonexistent_on_the_cancellation_and_forget_paths
         v
     };
     for (capability, who) in [
-        ("view:hostile.slow.work", "h"),
+        ("view:test.worker.work", "h"),
         ("view:hostile.none.work", "n"),
     ] {
         let _ = (capability, who);
     }
     let mut answers = Vec::new();
-    for capability in ["view:hostile.slow.work", "view:hostile.none.work"] {
+    for capability in ["view:test.worker.work", "view:hostile.none.work"] {
         let token = CancellationToken::new();
         token.cancel();
         let who = consumer("outsider");

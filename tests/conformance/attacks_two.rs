@@ -10,59 +10,15 @@ use agent_surface::audit::{AuditEvent, AuditKind, AuditSink};
 use agent_surface::confirmation::ConfirmationOutcome;
 use agent_surface::events::{Subscription, SurfaceEvent};
 use agent_surface::prelude::*;
-use agent_surface::toolset::{ExecuteOptions, Toolset, Topology};
+use agent_surface::toolset::ExecuteOptions;
 use serde_json::json;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::fixtures::{Nav, Probe, code, consumer, registry, settle_tasks};
-
-fn embedded(registry: &Registry) -> Toolset {
-    Toolset::builder(registry)
-        .consumer(consumer("agent"))
-        .topology(Topology::Embedded)
-        .build()
-        .unwrap()
-}
-
-fn guarded_name(toolset: &Toolset) -> String {
-    toolset
-        .tool_for("view:test.probe.guarded", None)
-        .map(|tool| tool.name().to_owned())
-        .unwrap()
-}
-
-fn spawn_wait(
-    toolset: &Toolset,
-    call_id: &'static str,
-    token: Option<CancellationToken>,
-) -> tokio::task::JoinHandle<InvocationResult> {
-    let toolset = toolset.clone();
-    let name = guarded_name(&toolset);
-    tokio::spawn(async move {
-        toolset
-            .execute_with_options(
-                &name,
-                json!({"ids": ["w"]}),
-                ExecuteOptions {
-                    tool_call_id: Some(call_id),
-                    confirmation_id: None,
-                    cancellation: token,
-                },
-            )
-            .await
-    })
-}
-
-fn settled_codes(registry: &Registry, id: &str) -> Vec<Option<ErrorCode>> {
-    registry
-        .audit_log()
-        .into_iter()
-        .filter(|e| e.kind == AuditKind::InvocationSettled)
-        .filter(|e| e.invocation_id.as_deref() == Some(id))
-        .map(|e| e.code)
-        .collect()
-}
+use crate::fixtures::{
+    Held, Nav, Probe, code, consumer, embedded_toolset, guarded_name, registry, settle_tasks,
+    settled_codes, spawn_wait,
+};
 
 // ---------------------------------------------------------------------------
 // H1. WaitGuard: a wait that ended another way (the MCP client answered)
@@ -118,7 +74,7 @@ async fn as_topo_003_a_host_dialog_watching_the_request_is_not_a_waiting_call() 
     let registry = registry();
     let probe = Probe::new();
     let _m = registry.mount(probe.clone()).unwrap();
-    let toolset = embedded(&registry);
+    let toolset = embedded_toolset(&registry);
     let token = CancellationToken::new();
     let call = spawn_wait(&toolset, "dialog-1", Some(token.clone()));
     settle_tasks().await;
@@ -158,7 +114,7 @@ async fn as_ident_001_retrying_an_aborted_wait_mode_call_gets_its_result_not_a_c
     let registry = registry();
     let probe = Probe::new();
     let _m = registry.mount(probe.clone()).unwrap();
-    let toolset = embedded(&registry);
+    let toolset = embedded_toolset(&registry);
     let call = spawn_wait(&toolset, "again-1", None);
     settle_tasks().await;
     assert_eq!(registry.confirmations().pending().len(), 1);
@@ -190,7 +146,7 @@ async fn as_ident_001_a_fresh_call_after_an_abandoned_wait_never_wastes_an_appro
     let registry = registry();
     let probe = Probe::new();
     let _m = registry.mount(probe.clone()).unwrap();
-    let toolset = embedded(&registry);
+    let toolset = embedded_toolset(&registry);
     let call = spawn_wait(&toolset, "race-1", None);
     settle_tasks().await;
     assert_eq!(registry.confirmations().pending().len(), 1);
@@ -235,7 +191,7 @@ fn as_topo_003_an_abandoned_wait_outside_a_runtime_still_settles_cancelled() {
     let registry = registry();
     let probe = Probe::new();
     let _m = registry.mount(probe.clone()).unwrap();
-    let toolset = embedded(&registry);
+    let toolset = embedded_toolset(&registry);
     let name = guarded_name(&toolset);
     let mut future = Box::pin(toolset.execute_with_options(
         &name,
@@ -265,29 +221,6 @@ fn as_topo_003_an_abandoned_wait_outside_a_runtime_still_settles_cancelled() {
 // H5. The forget memory overflows: a call of a consumer nobody forgot is
 // refused CANCELLED because 4,097 *other* consumers (ended sessions) were
 // forgotten while it ran.
-struct Held {
-    entered: Arc<Notify>,
-    gate: watch::Receiver<bool>,
-}
-
-impl agent_surface::policy::Policy for Held {
-    fn name(&self) -> &str {
-        "held"
-    }
-    fn on_invoke<'a>(
-        &'a self,
-        _ctx: &'a agent_surface::policy::InvokeContext<'a>,
-        next: agent_surface::policy::Next<'a, agent_surface::policy::InvokeContext<'a>>,
-    ) -> agent_surface::policy::BoxFuture<'a, agent_surface::policy::PolicyResult> {
-        Box::pin(async move {
-            self.entered.notify_one();
-            let mut gate = self.gate.clone();
-            let _ = gate.wait_for(|open| *open).await;
-            next.run().await
-        })
-    }
-}
-
 #[tokio::test]
 async fn as_ident_004_other_consumers_forgotten_in_numbers_never_cancel_a_live_call() {
     let entered = Arc::new(Notify::new());

@@ -293,3 +293,125 @@ impl AnswerById for agent_surface::confirmation::Confirmations {
 }
 
 use agent_surface::confirmation::{Resolution, ResolveError};
+
+// ---------------------------------------------------------------------------
+// Shared by the reliability tests and their attacks.
+
+/// A component whose handler says when it started and then waits.
+pub(crate) struct Worker {
+    pub(crate) started: AtomicUsize,
+    pub(crate) began: tokio::sync::Notify,
+    pub(crate) gate: watch::Sender<bool>,
+}
+
+impl Worker {
+    pub(crate) fn new() -> Arc<Worker> {
+        Arc::new(Worker {
+            started: AtomicUsize::new(0),
+            began: tokio::sync::Notify::new(),
+            gate: watch::channel(false).0,
+        })
+    }
+
+    pub(crate) fn started(&self) -> usize {
+        self.started.load(Ordering::SeqCst)
+    }
+}
+
+/// Work that waits for the test.
+#[agent_component(type = "test.worker")]
+impl Worker {
+    /// Starts, then waits for the gate (ignoring cancellation).
+    #[action(effect = "local-state")]
+    async fn work(&self, input: Ids) -> Counted {
+        let runs = self.started.fetch_add(1, Ordering::SeqCst) + 1;
+        self.began.notify_one();
+        let mut gate = self.gate.subscribe();
+        let _ = gate.wait_for(|open| *open).await;
+        let _ = input;
+        Counted { runs }
+    }
+}
+
+/// `work` with invocation id `id`.
+pub(crate) fn work(id: &str) -> Invocation {
+    Invocation::new("view:test.worker.work")
+        .input(serde_json::json!({"ids": ["a"]}))
+        .invocation_id(id)
+}
+
+/// Holds `on_invoke` until the test opens the gate.
+pub(crate) struct Held {
+    pub(crate) entered: Arc<tokio::sync::Notify>,
+    pub(crate) gate: watch::Receiver<bool>,
+}
+
+impl agent_surface::policy::Policy for Held {
+    fn name(&self) -> &str {
+        "held"
+    }
+    fn on_invoke<'a>(
+        &'a self,
+        _ctx: &'a agent_surface::policy::InvokeContext<'a>,
+        next: agent_surface::policy::Next<'a, agent_surface::policy::InvokeContext<'a>>,
+    ) -> agent_surface::policy::BoxFuture<'a, agent_surface::policy::PolicyResult> {
+        Box::pin(async move {
+            self.entered.notify_one();
+            let mut gate = self.gate.clone();
+            let _ = gate.wait_for(|open| *open).await;
+            next.run().await
+        })
+    }
+}
+
+/// An embedded (wait-mode) toolset for consumer `agent`.
+pub(crate) fn embedded_toolset(registry: &Registry) -> agent_surface::toolset::Toolset {
+    agent_surface::toolset::Toolset::builder(registry)
+        .consumer(consumer("agent"))
+        .topology(agent_surface::toolset::Topology::Embedded)
+        .build()
+        .expect("an embedded toolset")
+}
+
+/// The tool name of the probe's `guarded`.
+pub(crate) fn guarded_name(toolset: &agent_surface::toolset::Toolset) -> String {
+    toolset
+        .tool_for("view:test.probe.guarded", None)
+        .map(|tool| tool.name().to_owned())
+        .unwrap_or_default()
+}
+
+/// Calls `guarded` through `toolset` in the background with tool-call id
+/// `call_id` (in wait mode it waits for the person).
+pub(crate) fn spawn_wait(
+    toolset: &agent_surface::toolset::Toolset,
+    call_id: &'static str,
+    token: Option<tokio_util::sync::CancellationToken>,
+) -> tokio::task::JoinHandle<InvocationResult> {
+    let toolset = toolset.clone();
+    let name = guarded_name(&toolset);
+    tokio::spawn(async move {
+        toolset
+            .execute_with_options(
+                &name,
+                serde_json::json!({"ids": ["w"]}),
+                agent_surface::toolset::ExecuteOptions {
+                    tool_call_id: Some(call_id),
+                    confirmation_id: None,
+                    cancellation: token,
+                },
+            )
+            .await
+    })
+}
+
+/// The codes the audit trail settled invocation `id` with, in order.
+pub(crate) fn settled_codes(registry: &Registry, id: &str) -> Vec<Option<ErrorCode>> {
+    registry
+        .audit_log()
+        .into_iter()
+        .filter(|e| e.kind == agent_surface::audit::AuditKind::InvocationSettled)
+        .filter(|e| e.invocation_id.as_deref() == Some(id))
+        .map(|e| e.code)
+        .collect()
+}

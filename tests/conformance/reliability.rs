@@ -16,64 +16,15 @@ use agent_surface::events::{MAX_QUEUED_EVENTS, SurfaceEvent};
 use agent_surface::policy::rate_limit;
 use agent_surface::prelude::*;
 use agent_surface::registry::Limits;
-use agent_surface::toolset::{ExecuteOptions, Toolset, Topology};
+use agent_surface::toolset::Toolset;
 use serde_json::json;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::fixtures::{Probe, code, consumer, registry, settle_tasks};
-
-/// A component whose handler says when it started and then waits.
-pub(crate) struct Worker {
-    started: AtomicUsize,
-    began: Notify,
-    gate: watch::Sender<bool>,
-}
-
-impl Worker {
-    fn new() -> Arc<Worker> {
-        Arc::new(Worker {
-            started: AtomicUsize::new(0),
-            began: Notify::new(),
-            gate: watch::channel(false).0,
-        })
-    }
-
-    fn started(&self) -> usize {
-        self.started.load(Ordering::SeqCst)
-    }
-}
-
-/// Work that waits for the test.
-#[agent_component(type = "test.worker")]
-impl Worker {
-    /// Starts, then waits for the gate (ignoring cancellation).
-    #[action(effect = "local-state")]
-    async fn work(&self, input: crate::fixtures::Ids) -> crate::fixtures::Counted {
-        let runs = self.started.fetch_add(1, Ordering::SeqCst) + 1;
-        self.began.notify_one();
-        let mut gate = self.gate.subscribe();
-        let _ = gate.wait_for(|open| *open).await;
-        let _ = input;
-        crate::fixtures::Counted { runs }
-    }
-}
-
-fn work(id: &str) -> Invocation {
-    Invocation::new("view:test.worker.work")
-        .input(json!({"ids": ["a"]}))
-        .invocation_id(id)
-}
-
-fn settled_codes(registry: &Registry, invocation_id: &str) -> Vec<Option<ErrorCode>> {
-    registry
-        .audit_log()
-        .into_iter()
-        .filter(|event| event.kind == AuditKind::InvocationSettled)
-        .filter(|event| event.invocation_id.as_deref() == Some(invocation_id))
-        .map(|event| event.code)
-        .collect()
-}
+use crate::fixtures::{
+    Held, Probe, Worker, code, consumer, embedded_toolset, registry, settle_tasks, settled_codes,
+    spawn_wait, work,
+};
 
 // ---------------------------------------------------------------------------
 // 1. Cancellation is a settlement.
@@ -139,46 +90,14 @@ async fn as_conc_012_a_pre_cancelled_call_asks_the_person_nothing() {
     assert_eq!(probe.runs(), 0);
 }
 
-fn embedded(registry: &Registry) -> Toolset {
-    Toolset::builder(registry)
-        .consumer(consumer("agent"))
-        .topology(Topology::Embedded)
-        .build()
-        .unwrap()
-}
-
-fn spawn_wait(
-    toolset: &Toolset,
-    token: Option<CancellationToken>,
-) -> tokio::task::JoinHandle<InvocationResult> {
-    let toolset = toolset.clone();
-    let name = toolset
-        .tool_for("view:test.probe.guarded", None)
-        .map(|tool| tool.name().to_owned())
-        .unwrap();
-    tokio::spawn(async move {
-        toolset
-            .execute_with_options(
-                &name,
-                json!({"ids": ["w"]}),
-                ExecuteOptions {
-                    tool_call_id: Some("wait-1"),
-                    confirmation_id: None,
-                    cancellation: token,
-                },
-            )
-            .await
-    })
-}
-
 #[tokio::test(start_paused = true)]
 async fn as_topo_003_a_call_cancelled_while_the_person_reads_is_audited_and_withdrawn() {
     let registry = registry();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = embedded(&registry);
+    let toolset = embedded_toolset(&registry);
     let token = CancellationToken::new();
-    let call = spawn_wait(&toolset, Some(token.clone()));
+    let call = spawn_wait(&toolset, "wait-1", Some(token.clone()));
     settle_tasks().await;
     let pending = registry.confirmations().pending();
     assert_eq!(pending.len(), 1);
@@ -206,8 +125,8 @@ async fn as_conc_010_unmount_while_the_person_reads_settles_at_once() {
     let registry = registry();
     let probe = Probe::new();
     let mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = embedded(&registry);
-    let call = spawn_wait(&toolset, None);
+    let toolset = embedded_toolset(&registry);
+    let call = spawn_wait(&toolset, "wait-1", None);
     settle_tasks().await;
     assert_eq!(registry.confirmations().pending().len(), 1);
     let before = tokio::time::Instant::now();
@@ -288,7 +207,7 @@ fn as_policy_001_a_clock_calling_back_into_the_registry_never_deadlocks() {
             let mounted = registry.mount(probe.clone()).unwrap();
             // A toolset whose first subscription builds its catalog (a
             // snapshot reads the clock) while the clock calls back into it.
-            let toolset = embedded(&registry);
+            let toolset = embedded_toolset(&registry);
             clock.toolset.set(toolset.clone()).unwrap();
             let _tools = toolset.subscribe(|_| {});
             let ask = |id: &str| {
@@ -424,30 +343,6 @@ async fn as_ident_004_forget_during_an_in_flight_call_keeps_nothing_of_it() {
         )
         .await;
     assert!(other.is_ok(), "{other:?}");
-}
-
-/// Holds `on_invoke` until the test opens the gate.
-struct Held {
-    entered: Arc<Notify>,
-    gate: watch::Receiver<bool>,
-}
-
-impl agent_surface::policy::Policy for Held {
-    fn name(&self) -> &str {
-        "held"
-    }
-    fn on_invoke<'a>(
-        &'a self,
-        _ctx: &'a agent_surface::policy::InvokeContext<'a>,
-        next: agent_surface::policy::Next<'a, agent_surface::policy::InvokeContext<'a>>,
-    ) -> agent_surface::policy::BoxFuture<'a, agent_surface::policy::PolicyResult> {
-        Box::pin(async move {
-            self.entered.notify_one();
-            let mut gate = self.gate.clone();
-            let _ = gate.wait_for(|open| *open).await;
-            next.run().await
-        })
-    }
 }
 
 #[tokio::test]

@@ -88,28 +88,14 @@ impl ConfirmationStore {
         consumer_key: &str,
         withdraw: bool,
     ) -> crate::confirmation::Withdrawal {
-        use crate::confirmation::Withdrawal;
-        let awaited = {
-            let mut store = self.lock();
-            match store.open.get_mut(confirmation_id) {
-                Some(record) if *record.view.consumer_key == *consumer_key => {
-                    record.waiters = record.waiters.saturating_sub(1);
-                    record.waiters > 0
-                }
-                Some(record) => {
-                    record.waiters = record.waiters.saturating_sub(1);
-                    return Withdrawal::NotOpen;
-                }
-                None => return Withdrawal::NotOpen,
-            }
-        };
-        if !withdraw {
-            return Withdrawal::NotOpen;
+        if let Some(record) = self.lock().open.get_mut(confirmation_id) {
+            record.waiters = record.waiters.saturating_sub(1);
         }
-        if awaited {
-            return Withdrawal::Awaited;
+        if withdraw {
+            self.withdraw_cancelled(services, confirmation_id, consumer_key)
+        } else {
+            crate::confirmation::Withdrawal::NotOpen
         }
-        self.withdraw_cancelled(services, confirmation_id, consumer_key)
     }
 
     /// Withdraws the open record `confirmation_id` if `consumer_key` asked

@@ -23,8 +23,7 @@ use crate::util::contain::Contained;
 use crate::{Confirmation, Kind};
 
 use super::{
-    AssertUnwindFuture, Call, Cancelled, Slot, Subject, Trace, normalize_integral_floats,
-    panic_message, summarize,
+    AssertUnwindFuture, Call, Cancelled, Slot, Subject, Trace, normalize_integral_floats, summarize,
 };
 
 impl Call<'_> {
@@ -82,7 +81,7 @@ impl Call<'_> {
         match self.unless_cancelled(registration, onion).await? {
             Ok(result) => result,
             Err(panic) => {
-                tracing::error!(panic = %panic_message(panic), "a policy panicked in on_authorize; the call is refused");
+                tracing::error!(panic = %panic.message, "a policy panicked in on_authorize; the call is refused");
                 Err(ErrorPayload::not_authorized(crate::error::Origin::Client))
             }
         }
@@ -172,7 +171,7 @@ impl Call<'_> {
                 Ok(Ok(())) => {}
                 Ok(Err(denied)) => return Err(denied),
                 Err(panic) => {
-                    tracing::error!(panic = %panic_message(panic), "a policy panicked in on_invoke; the call is refused");
+                    tracing::error!(panic = %panic.message, "a policy panicked in on_invoke; the call is refused");
                     return Err(ErrorPayload::not_authorized(crate::error::Origin::Client));
                 }
             }
@@ -260,7 +259,7 @@ impl Call<'_> {
             Ok(Ok(())) => Ok(()),
             Ok(Err(failure)) => Err(failure.into_payload()),
             Err(panic) => {
-                tracing::error!(panic = %panic_message(panic), "a precondition panicked");
+                tracing::error!(panic = %panic.message, "a precondition panicked");
                 Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
             }
         }

@@ -19,9 +19,7 @@ use crate::registry::Registration;
 use crate::util::contain::Contained;
 use crate::{Audit, Effect, Kind};
 
-use super::{
-    AssertUnwindFuture, Call, Cancelled, Interrupt, Trace, deadline, panic_message, summarize,
-};
+use super::{AssertUnwindFuture, Call, Cancelled, Interrupt, Trace, deadline, summarize};
 
 impl Call<'_> {
     /// The one race of phase 9, for view handlers and procedure forwarding
@@ -138,7 +136,7 @@ impl Call<'_> {
                 }
             }
             Ok(Err(panic)) => {
-                let message = panic_message(panic);
+                let message = panic.message;
                 tracing::error!(capability = %capability.id(), panic = %message, "a handler panicked");
                 trace.operator = Some(format!("handler panicked: {message}"));
                 Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
@@ -222,7 +220,7 @@ impl Call<'_> {
                 Err(self.map_procedure_error(registration, reference, error, trace))
             }
             Ok(Err(panic)) => {
-                let message = panic_message(panic);
+                let message = panic.message;
                 tracing::error!(procedure = %capability.id(), panic = %message, "a procedure executor panicked");
                 trace.operator = Some(format!("executor panicked: {message}"));
                 Err(ErrorPayload::execution_failed(FailureReason::HandlerError))

@@ -133,11 +133,6 @@ async fn deadline(started: Instant, timeout: Duration) {
     }
 }
 
-/// What a panic said; the payload is disposed of, contained.
-fn panic_message(panic: crate::util::contain::Panicked) -> String {
-    panic.message
-}
-
 /// Counts canonical bytes without producing them.
 struct Counter(usize);
 
@@ -475,7 +470,7 @@ impl Call<'_> {
         };
         let presented = inner.config.presenter.as_ref().and_then(|present| {
             crate::util::contain::catch(|| present(&request)).unwrap_or_else(|panic| {
-                tracing::error!(panic = %panic_message(panic), "the confirmation presenter panicked; the description is presented");
+                tracing::error!(panic = %panic.message, "the confirmation presenter panicked; the description is presented");
                 None
             })
         });
