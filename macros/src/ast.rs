@@ -25,6 +25,7 @@ pub(crate) struct Component<'a> {
     pub(crate) attrs: ComponentAttrs,
     pub(crate) capabilities: Vec<Capability<'a>>,
     pub(crate) methods: Vec<&'a ImplItemFn>,
+    pub(crate) references: Vec<crate::reach::Reference>,
     pub(crate) attr_span: Span,
 }
 
@@ -259,6 +260,7 @@ impl<'a> Component<'a> {
             attrs,
             capabilities,
             methods,
+            references: crate::reach::references(cx, item),
             attr_span,
         }
     }

@@ -19,6 +19,8 @@ use crate::symbol::{ACTION, OBSERVATION};
 /// The user's impl block without `#[observation]` / `#[action]` attributes.
 pub(crate) fn strip_helpers(item: &ItemImpl) -> ItemImpl {
     let mut item = item.clone();
+    item.attrs
+        .retain(|attr| !is_helper(attr, crate::reach::REFERENCE));
     for inner in &mut item.items {
         let attrs = match inner {
             ImplItem::Fn(item) => &mut item.attrs,
@@ -374,6 +376,7 @@ fn component_contract(component: &Component<'_>) -> TokenStream {
     if attrs.policies.is_some() {
         tokens.extend(quote!(.policies(__component::policies)));
     }
+    tokens.extend(crate::reach::contract_calls(component).0);
     tokens
 }
 
@@ -557,6 +560,7 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
         .iter()
         .map(|capability| marker_items(capability, self_ty));
     let component_policies = policies_fn(component.attrs.policies.as_ref(), self_ty);
+    let reference_items = crate::reach::contract_calls(component).1;
     let component_marker = (!component_policies.is_empty()).then(|| {
         quote! {
             #[allow(non_camel_case_types)]
@@ -571,6 +575,7 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
         #[doc(hidden)]
         const _: () = {
             #component_marker
+            #reference_items
             #(#markers)*
 
             static CONTRACT: ::agent_surface::__private::ComponentContract = #contract;

@@ -21,6 +21,7 @@ mod expand;
 mod fallback;
 mod helpers;
 mod procedure;
+mod reach;
 mod recover;
 mod schema;
 mod self_type;
@@ -114,6 +115,33 @@ pub fn observation(_args: TokenStream, input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn action(_args: TokenStream, input: TokenStream) -> TokenStream {
     outside_component("action", input)
+}
+
+/// Declares, on an `#[agent_component]` impl block (below that attribute),
+/// a backend procedure the component may reference, with the least gating
+/// every mounted reference gives it:
+///
+/// `#[reference(DisableDevices, locked = [device_ids], when, confirmation =
+/// "required", policies = [authenticated(), has_permission("devices:write")])]`
+///
+/// - `locked = [field, …]`: input fields every mount binds to UI state
+///   with `.bind(…)` (the agent may not supply them);
+/// - `when`: every mount gives the reference a `.when(…)` rule;
+/// - `confirmation = "…"`: the least confirmation posture;
+/// - `policies = [...]`: policies installed on every mounted reference.
+///
+/// The declaration is in the catalog and the contract hashes, so review
+/// sees it; the registry refuses a mount whose reference is undeclared or
+/// gives less. Anywhere else, it is an error.
+#[proc_macro_attribute]
+pub fn reference(_args: TokenStream, input: TokenStream) -> TokenStream {
+    let input = proc_macro2::TokenStream::from(input);
+    let error = syn::Error::new(
+        proc_macro2::Span::call_site(),
+        "#[reference(…)] goes on an impl block annotated with `#[agent_component(type = \"…\")]`, below that attribute",
+    )
+    .to_compile_error();
+    quote!(#input #error).into()
 }
 
 fn outside_component(name: &str, input: TokenStream) -> TokenStream {

@@ -40,6 +40,7 @@ pub struct Widget;
 
 /// A benchmark widget.
 #[agent_component(type = "bench.widget")]
+#[reference(Export)]
 impl Widget {
     /// The state.
     #[observation]

@@ -12,12 +12,15 @@ pub use crate::component::{
     Component, HandlerError, HandlerFuture, HandlerOutcome, HandlerReturn, ObservationReturn,
 };
 pub use crate::context::{ActionContext, ReadContext};
-pub use crate::contract::{CapabilityContract, ComponentContract, Concurrency, Source, TypedInput};
+pub use crate::contract::{
+    CapabilityContract, ComponentContract, Concurrency, DeclaredReference, GatedCapability, Source,
+    TypedInput,
+};
 pub use crate::error::{ActionError, PreconditionFailure};
 pub use crate::procedure::seal::Sealed;
 pub use crate::procedure::{Field, Procedure, ProcedureContract, ProcedureEntry};
 pub use crate::schema::{AgentInput, AgentOutput, AgentSchema, Issue, MapValue, SameElement};
-pub use agent_surface_rules::{Audit, Confirmation, Effect};
+pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
 pub use inventory;
 pub use schemars;
 pub use serde;

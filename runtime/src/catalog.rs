@@ -252,6 +252,26 @@ pub fn export_if_requested() {
     std::process::exit(code);
 }
 
+/// The export as `cargo agent-surface` runs it in a binary it reads: the
+/// command links a shim that calls this before the binary's `main` (on
+/// Linux, with the linker's `--wrap=main`), so the catalog is written from
+/// the linked contracts before any code the binary controls can run.
+/// Without [`EXPORT_ENV`] it returns at once and `main` runs as usual.
+#[doc(hidden)]
+// The one unmangled symbol of the crate: the shim must find it by name. It
+// takes nothing, returns nothing and unwinds nothing.
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+pub extern "C" fn agent_surface_export_before_main() {
+    if std::env::var_os(EXPORT_ENV).is_none() {
+        return;
+    }
+    // `export_if_requested` exits; a panic must not unwind into C.
+    if std::panic::catch_unwind(export_if_requested).is_err() {
+        std::process::exit(2);
+    }
+}
+
 /// The format tag of the committed contract artifact.
 pub const ARTIFACT_FORMAT: &str = "agent-surface.contract/1";
 

@@ -3,8 +3,9 @@
 //!
 //! A hash is the SHA-256 of the canonical JSON (see [`crate::canonical`]) of
 //! an item's static form: ids, descriptions, schemas, effect, confirmation,
-//! audit, idempotency, reversibility, concurrency, timeout, policies by name
-//! and meta. Handlers, Rust paths, source files, instance ids, registration
+//! audit, idempotency, reversibility, concurrency, timeout, policies by
+//! identity (see [`crate::policy::PolicyIdentity`]), availability rules
+//! (`enabled`, a `when`, a precondition) and meta. Handlers, Rust paths, source files, instance ids, registration
 //! ids, availability and bound values never enter it, so the same source
 //! gives the same hash on any machine and from any checkout path.
 
@@ -22,7 +23,7 @@ fn hex(value: &Value) -> String {
 fn policy_names(chain: &[PolicyRef]) -> Value {
     chain
         .iter()
-        .map(|policy| Value::from(crate::policy::name_of(policy.as_ref()).into_owned()))
+        .map(|policy| crate::policy::identity(policy.as_ref()).into_json())
         .collect()
 }
 
@@ -56,6 +57,8 @@ fn capability_form(capability: &CheckedCapability) -> Value {
         "queueDepth": capability.queue_depth(),
         "timeoutMs": capability.timeout_ms(),
         "policies": policy_names(&capability.policies()),
+        "conditional": capability.has_when(),
+        "precondition": capability.has_precondition(),
         "meta": meta(capability.meta()),
     })
 }
@@ -74,8 +77,19 @@ fn declaration_form(contract: &CheckedContract) -> Value {
         "description": &**contract.description(),
         "origin": &**contract.origin(),
         "policies": policy_names(&contract.policies()),
+        "enabled": contract.enabled(),
         "meta": meta(contract.meta()),
         "capabilities": capabilities,
+        "gated": contract
+            .gated()
+            .iter()
+            .map(|gated| gated.to_json(contract.component_type().as_str()))
+            .collect::<Vec<Value>>(),
+        "references": contract
+            .references()
+            .iter()
+            .map(|reference| reference.to_json())
+            .collect::<Vec<Value>>(),
     })
 }
 

@@ -133,7 +133,7 @@ mod util;
 pub mod wire;
 
 pub use agent_surface_macros::{
-    action, agent_component, agent_procedure, agent_schema, observation,
+    action, agent_component, agent_procedure, agent_schema, observation, reference,
 };
 pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
 pub use component::{Component, HandlerError, HandlerReturn, ObservationReturn};
@@ -159,7 +159,9 @@ pub mod prelude {
     pub use crate::schema::{AgentInput, AgentOutput, AgentSchema};
     pub use crate::snapshot::{Snapshot, SnapshotOptions};
     pub use crate::{Audit, Confirmation, Effect};
-    pub use crate::{action, agent_component, agent_procedure, agent_schema, observation};
+    pub use crate::{
+        action, agent_component, agent_procedure, agent_schema, observation, reference,
+    };
 }
 
 /// The README's examples, compiled as doctests (with the `testing` and

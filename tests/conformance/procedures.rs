@@ -71,6 +71,8 @@ impl Screen {
 
 /// A screen listing devices.
 #[agent_component(type = "test.screen")]
+#[reference(DisableDevices)]
+#[reference(ExportReport)]
 impl Screen {
     /// The selected device ids.
     #[observation]
@@ -92,6 +94,7 @@ pub(crate) struct Drawer;
 
 /// A device drawer.
 #[agent_component(type = "test.drawer")]
+#[reference(DisableDevices)]
 impl Drawer {
     /// Whether the drawer is open.
     #[observation]

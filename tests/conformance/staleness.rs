@@ -76,6 +76,11 @@ struct Archive;
 
 /// An archive page.
 #[agent_component(type = "test.archive")]
+#[reference(Wipe)]
+#[reference(Notify)]
+#[reference(Rename)]
+#[reference(Lookup)]
+#[reference(Purge)]
 impl Archive {
     /// Leave the page.
     #[action(effect = "navigation")]

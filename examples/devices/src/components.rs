@@ -374,6 +374,15 @@ pub struct DevicesTable(pub Arc<Console>);
 
 /// Table of devices matching the active filters, with row selection.
 #[agent_component(type = "devices.table")]
+#[reference(
+    crate::domain::DisableDevices,
+    locked = [device_ids],
+    when,
+    policies = [
+        agent_surface::policy::authenticated(),
+        agent_surface::policy::has_permission(crate::domain::DEVICES_WRITE),
+    ],
+)]
 impl DevicesTable {
     /// Visible rows, the current selection and the sorting.
     #[observation]

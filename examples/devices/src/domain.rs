@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use agent_surface::policy::{authenticated, has_permission};
 use agent_surface::prelude::*;
 
 use crate::components::Console;
@@ -38,7 +37,8 @@ pub const DEVICES_WRITE: &str = "devices:write";
 
 /// The console's reference to `domain:devices.disable`: `deviceIds` is the
 /// table's live selection, locked against the agent; available while
-/// something is selected; visible only to signed-in users who may write.
+/// something is selected; visible only to signed-in users who may write
+/// (the policies the table's `#[reference]` declares, installed on it).
 pub fn disable_reference(console: &Arc<Console>) -> ProcedureRef<DisableDevices> {
     let selection = Arc::clone(console);
     let when = Arc::clone(console);
@@ -56,6 +56,4 @@ pub fn disable_reference(console: &Arc<Console>) -> ProcedureRef<DisableDevices>
                 n => format!("Disables the {n} selected devices: {}", selected.join(", ")),
             }
         })
-        .policy(authenticated())
-        .policy(has_permission(DEVICES_WRITE))
 }

@@ -10,6 +10,7 @@ use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
 use serde_json::Value;
 
 use super::CheckedContract;
+use super::reach::{DeclaredReference, GatedCapability};
 use crate::error::DefinitionError;
 use crate::policy::PolicyRef;
 use crate::schema::Issue;
@@ -242,6 +243,8 @@ pub struct ComponentContract {
     pub(super) internal: Option<&'static str>,
     pub(super) policies: Option<PoliciesFn>,
     pub(super) capabilities: &'static [CapabilityContract],
+    pub(super) gated: &'static [GatedCapability],
+    pub(super) references: &'static [DeclaredReference],
     pub(super) source: Source,
     pub(super) checked: OnceLock<Result<CheckedContract, DefinitionError>>,
 }
@@ -267,9 +270,23 @@ impl ComponentContract {
             internal: None,
             policies: None,
             capabilities,
+            gated: &[],
+            references: &[],
             source,
             checked: OnceLock::new(),
         }
+    }
+
+    #[doc(hidden)]
+    pub const fn gated(mut self, gated: &'static [GatedCapability]) -> Self {
+        self.gated = gated;
+        self
+    }
+
+    #[doc(hidden)]
+    pub const fn references(mut self, references: &'static [DeclaredReference]) -> Self {
+        self.references = references;
+        self
     }
 
     #[doc(hidden)]

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
 use serde_json::{Map, Value};
 
+use super::reach::{DeclaredReference, GatedCapability};
 use super::{Concurrency, Internal, ParseFn, PoliciesFn, ReasonSource, Source, TypedInput};
 use crate::error::{DefinitionError, DefinitionErrorKind as K};
 use crate::ids::{CapabilityId, CapabilityName, ComponentType, InstanceId};
@@ -259,6 +260,8 @@ pub struct CheckedContract {
     pub(super) internal: Option<Internal>,
     pub(super) policies: Option<PoliciesFn>,
     pub(super) capabilities: Vec<CheckedCapability>,
+    pub(super) gated: &'static [GatedCapability],
+    pub(super) references: &'static [DeclaredReference],
     pub(super) source: Source,
 }
 
@@ -320,6 +323,22 @@ impl CheckedContract {
     /// The actions.
     pub fn actions(&self) -> impl Iterator<Item = &CheckedCapability> {
         self.capabilities.iter().filter(|c| c.kind == Kind::Action)
+    }
+    /// The capabilities declared under `#[cfg]`, whether or not this build
+    /// includes them.
+    pub fn gated(&self) -> &'static [GatedCapability] {
+        self.gated
+    }
+    /// The procedures this component may reference, with the least gating
+    /// each mount gives them.
+    pub fn references(&self) -> &'static [DeclaredReference] {
+        self.references
+    }
+    /// The declared reference to `procedure_id`.
+    pub fn reference(&self, procedure_id: &str) -> Option<&'static DeclaredReference> {
+        self.references
+            .iter()
+            .find(|reference| reference.procedure_id() == procedure_id)
     }
     /// A capability by name.
     pub fn capability(&self, name: &str) -> Option<&CheckedCapability> {

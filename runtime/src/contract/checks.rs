@@ -188,6 +188,8 @@ impl CheckedContract {
             internal,
             policies: contract.policies,
             capabilities,
+            gated: contract.gated,
+            references: contract.references,
             source: contract.source,
         })
     }

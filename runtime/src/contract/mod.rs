@@ -41,6 +41,7 @@
 mod authored;
 mod checked;
 mod checks;
+mod reach;
 mod serialize;
 
 pub use crate::meta::Internal;
@@ -52,3 +53,4 @@ pub use checked::{CheckedCapability, CheckedContract, CheckedSchema};
 pub(crate) use checks::{
     ProcedureIdentity, check_description, confirmation_for, defaults_for, parse_empty_input,
 };
+pub use reach::{DeclaredReference, GatedCapability};

@@ -10,10 +10,10 @@ use super::{CheckedCapability, CheckedContract, ReasonSource};
 use crate::ids::{ComponentType, InstanceId};
 use crate::policy::PolicyRef;
 
-fn policy_names(chain: &[PolicyRef]) -> Vec<std::borrow::Cow<'_, str>> {
+fn policy_names(chain: &[PolicyRef]) -> Vec<serde_json::Value> {
     chain
         .iter()
-        .map(|policy| crate::policy::name_of(policy.as_ref()))
+        .map(|policy| crate::policy::identity(policy.as_ref()).into_json())
         .collect()
 }
 
@@ -36,7 +36,7 @@ impl Serialize for CheckedContract {
                 serializer.collect_seq(self.0.iter().filter(|c| c.kind == self.1))
             }
         }
-        let mut out = serializer.serialize_struct("Component", 12)?;
+        let mut out = serializer.serialize_struct("Component", 14)?;
         out.serialize_field("type", &self.component_type)?;
         out.serialize_field("description", &*self.description)?;
         out.serialize_field("defaultInstanceId", &self.default_instance)?;
@@ -61,6 +61,19 @@ impl Serialize for CheckedContract {
             &Capabilities(&self.capabilities, Kind::Observation),
         )?;
         out.serialize_field("actions", &Capabilities(&self.capabilities, Kind::Action))?;
+        if !self.gated.is_empty() {
+            let gated: Vec<serde_json::Value> = self
+                .gated
+                .iter()
+                .map(|gated| gated.to_json(self.component_type.as_str()))
+                .collect();
+            out.serialize_field("gated", &gated)?;
+        }
+        if !self.references.is_empty() {
+            let references: Vec<serde_json::Value> =
+                self.references.iter().map(|r| r.to_json()).collect();
+            out.serialize_field("references", &references)?;
+        }
         out.end()
     }
 }

@@ -2,19 +2,20 @@
 //! only through the context's clock.
 
 mod buckets;
+mod rate_limit;
 
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+pub use rate_limit::{RateLimit, rate_limit};
 
-use serde_json::Value;
+use std::sync::Arc;
 
-use self::buckets::Buckets;
+use serde_json::{Value, json};
+
+use super::identity::{PolicyIdentity, seal::Token, supplied};
 use super::{BoxFuture, Decision, Hooks, InvokeContext, Next, Policy, PolicyContext, PolicyResult};
 use crate::Audit;
 use crate::audit::{AuditEvent, AuditSink};
 use crate::context::{Environment, HostContext};
 use crate::error::ErrorPayload;
-use crate::util::lru::Lru;
 
 /// The hooks of a gate: it decides visibility and re-checks at authorization.
 const GATE: Hooks = Hooks {
@@ -70,6 +71,9 @@ impl Policy for Authenticated {
     fn name(&self) -> &str {
         "authenticated"
     }
+    fn __identity(&self, _: Token) -> PolicyIdentity {
+        PolicyIdentity::builtin("authenticated", self.name(), json!({ "key": self.key }))
+    }
     fn hooks(&self) -> Hooks {
         GATE
     }
@@ -96,6 +100,7 @@ pub struct HasPermission {
     name: String,
     permission: String,
     check: PermissionCheck,
+    custom_check: bool,
 }
 
 impl std::fmt::Debug for HasPermission {
@@ -115,12 +120,14 @@ fn listed(value: Option<&Value>, permission: &str) -> bool {
 /// [`HasPermission`] reading `host["user"]["permissions"]` (or
 /// `host["permissions"]`), a JSON array of strings.
 pub fn has_permission(permission: impl Into<String>) -> HasPermission {
-    has_permission_with(permission, |host: &HostContext, permission: &str| {
+    let mut policy = has_permission_with(permission, |host: &HostContext, permission: &str| {
         listed(
             host.get("user").and_then(|user| user.get("permissions")),
             permission,
         ) || listed(host.get("permissions"), permission)
-    })
+    });
+    policy.custom_check = false;
+    policy
 }
 
 /// [`HasPermission`] with your own check over the host context.
@@ -133,6 +140,7 @@ pub fn has_permission_with(
         name: format!("hasPermission({permission})"),
         permission,
         check: Arc::new(check),
+        custom_check: true,
     }
 }
 
@@ -145,6 +153,13 @@ impl HasPermission {
 impl Policy for HasPermission {
     fn name(&self) -> &str {
         &self.name
+    }
+    fn __identity(&self, _: Token) -> PolicyIdentity {
+        let parameters = json!({
+            "permission": self.permission,
+            "check": supplied(self.custom_check),
+        });
+        PolicyIdentity::builtin("hasPermission", &self.name, parameters)
     }
     fn hooks(&self) -> Hooks {
         GATE
@@ -172,6 +187,7 @@ type TenantOfContext = Arc<dyn for<'a> Fn(&PolicyContext<'a>) -> Option<String> 
 pub struct TenantBoundary {
     current: TenantOf<HostContext>,
     expected: TenantOfContext,
+    custom: bool,
 }
 
 impl std::fmt::Debug for TenantBoundary {
@@ -183,7 +199,7 @@ impl std::fmt::Debug for TenantBoundary {
 /// [`TenantBoundary`] comparing `host["tenant"]` with the `tenant` key of the
 /// capability's (else the component's) internal metadata.
 pub fn tenant_boundary() -> TenantBoundary {
-    TenantBoundary::new(
+    let mut boundary = TenantBoundary::new(
         |host| {
             host.get("tenant")
                 .and_then(Value::as_str)
@@ -199,7 +215,9 @@ pub fn tenant_boundary() -> TenantBoundary {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         },
-    )
+    );
+    boundary.custom = false;
+    boundary
 }
 
 impl TenantBoundary {
@@ -211,6 +229,7 @@ impl TenantBoundary {
         TenantBoundary {
             current: Arc::new(current),
             expected: Arc::new(expected),
+            custom: true,
         }
     }
 
@@ -225,6 +244,10 @@ impl TenantBoundary {
 impl Policy for TenantBoundary {
     fn name(&self) -> &str {
         "tenantBoundary"
+    }
+    fn __identity(&self, _: Token) -> PolicyIdentity {
+        let parameters = json!({ "tenant": supplied(self.custom) });
+        PolicyIdentity::builtin("tenantBoundary", self.name(), parameters)
     }
     fn hooks(&self) -> Hooks {
         GATE
@@ -262,6 +285,10 @@ impl Policy for EnvironmentPolicy {
     fn name(&self) -> &str {
         &self.name
     }
+    fn __identity(&self, _: Token) -> PolicyIdentity {
+        let allowed: Vec<&str> = self.allowed.iter().map(|e| e.as_str()).collect();
+        PolicyIdentity::builtin("environment", &self.name, json!({ "allowed": allowed }))
+    }
     fn hooks(&self) -> Hooks {
         Hooks {
             discovery: true,
@@ -271,152 +298,6 @@ impl Policy for EnvironmentPolicy {
     }
     fn on_discovery(&self, ctx: &PolicyContext<'_>) -> Decision {
         visible(self.allowed.contains(&ctx.environment()))
-    }
-}
-
-/// (consumer key, capability id).
-type BucketKey = (Arc<str>, Arc<str>);
-
-#[derive(Clone, Copy, Debug)]
-struct Bucket {
-    tokens: f64,
-    last_ms: u64,
-}
-
-/// Buckets kept per policy: beyond it the least recently used pair is
-/// evicted, and what it still owed is remembered among the debtors.
-const MAX_BUCKETS: usize = 10_000;
-
-/// The limiter's memory, behind one lock.
-#[derive(Debug)]
-struct Table {
-    buckets: Buckets<BucketKey, Bucket>,
-    /// The latest time seen: readings earlier than it are clamped to it,
-    /// so a clock stepped back and forward refills nothing twice.
-    latest_ms: u64,
-    /// Evicted pairs that still owed tokens, by exact key: when each would
-    /// be full again. At most [`MAX_BUCKETS`]; an entry lasts one window
-    /// (by then every debt is repaid). Created at the first eviction.
-    debtors: Option<Lru<BucketKey, u64>>,
-}
-
-/// An advisory token bucket per (consumer, capability): `limit` calls per
-/// `window`, refilled continuously. O(1) per call. Memory is bounded: at
-/// most 10,000 pairs with buckets, and as many evicted debtors. A newcomer
-/// is always served (the least recently used pair is evicted for it); an
-/// evicted pair that owed tokens is remembered by its exact key, so when it
-/// returns it resumes exactly where it was — unless 10,000 other debtors
-/// were evicted after it, by which time 20,000 other pairs each had a
-/// bucket of their own. Time is clamped to the latest reading seen, so a
-/// clock that steps back never refills.
-#[derive(Debug)]
-pub struct RateLimit {
-    name: String,
-    limit: f64,
-    window_ms: u64,
-    table: Mutex<Table>,
-}
-
-/// [`RateLimit`]: at most `limit` calls per `window` per consumer and capability.
-pub fn rate_limit(limit: u32, window: Duration) -> RateLimit {
-    let window_ms = crate::util::millis::millis(window).max(1);
-    RateLimit {
-        name: format!("rateLimit({limit}/{window_ms}ms)"),
-        limit: f64::from(limit.max(1)),
-        window_ms,
-        table: Mutex::new(Table {
-            buckets: Buckets::new(MAX_BUCKETS),
-            latest_ms: 0,
-            debtors: None,
-        }),
-    }
-}
-
-impl RateLimit {
-    /// Takes a token; `Err(retry_after_ms)` when none is left.
-    fn take(&self, consumer: &Arc<str>, capability: &Arc<str>, now_ms: u64) -> Result<(), u64> {
-        #[allow(clippy::cast_precision_loss)]
-        let per_ms = self.limit / self.window_ms as f64;
-        let limit = self.limit;
-        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
-        let now_ms = now_ms.max(table.latest_ms);
-        table.latest_ms = now_ms;
-        let key = (Arc::clone(consumer), Arc::clone(capability));
-        // A returning debtor resumes its debt; a newcomer starts full.
-        let table = &mut *table;
-        let newcomer = table.buckets.get(&key).is_none();
-        let full_at = match table.debtors.as_mut() {
-            Some(debtors) if newcomer => debtors.remove(&key),
-            _ => None,
-        };
-        #[allow(clippy::cast_precision_loss)]
-        let owed = full_at.map_or(0.0, |full_at| {
-            full_at.saturating_sub(now_ms) as f64 * per_ms
-        });
-        let fresh = || Bucket {
-            tokens: (limit - owed).clamp(0.0, limit),
-            last_ms: now_ms,
-        };
-        let (bucket, evicted) = table.buckets.entry(key, fresh);
-        let Some(bucket) = bucket else {
-            return Ok(());
-        };
-        #[allow(clippy::cast_precision_loss)]
-        let refill = now_ms.saturating_sub(bucket.last_ms) as f64 * per_ms;
-        bucket.tokens = (bucket.tokens + refill).min(limit);
-        bucket.last_ms = bucket.last_ms.max(now_ms);
-        let taken = if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
-            Ok(())
-        } else {
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let wait = ((1.0 - bucket.tokens) / per_ms).ceil() as u64;
-            Err(wait.max(1))
-        };
-        if let Some((evicted_key, evicted)) = evicted {
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let full_at = evicted
-                .last_ms
-                .saturating_add(((limit - evicted.tokens).max(0.0) / per_ms).ceil() as u64);
-            if full_at > now_ms {
-                let window_ms = self.window_ms;
-                let _forgotten = table
-                    .debtors
-                    .get_or_insert_with(|| Lru::new(MAX_BUCKETS, window_ms))
-                    .insert(evicted_key, full_at, now_ms);
-            }
-        }
-        taken
-    }
-}
-
-impl Policy for RateLimit {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn hooks(&self) -> Hooks {
-        Hooks {
-            discovery: false,
-            authorize: true,
-            invoke: false,
-        }
-    }
-    fn on_authorize<'a>(
-        &'a self,
-        ctx: &'a PolicyContext<'a>,
-        next: Next<'a, PolicyContext<'a>>,
-    ) -> BoxFuture<'a, PolicyResult> {
-        match self.take(
-            ctx.consumer().key(),
-            ctx.capability_id().as_arc(),
-            ctx.now_ms(),
-        ) {
-            Ok(()) => next.run(),
-            Err(retry_after_ms) => Box::pin(std::future::ready(Err(ErrorPayload::rate_limited(
-                crate::error::RateLimitReason::Rate,
-                Some(retry_after_ms),
-            )))),
-        }
     }
 }
 
@@ -467,6 +348,13 @@ impl RequireConfirmation {
 impl Policy for RequireConfirmation {
     fn name(&self) -> &str {
         "requireConfirmation"
+    }
+    fn __identity(&self, _: Token) -> PolicyIdentity {
+        let parameters = json!({
+            "when": if self.when.is_some() { "custom" } else { "always" },
+            "summary": supplied(self.summary.is_some()),
+        });
+        PolicyIdentity::builtin("requireConfirmation", self.name(), parameters)
     }
     fn hooks(&self) -> Hooks {
         Hooks {
@@ -541,6 +429,10 @@ impl AuditPolicy {
 impl Policy for AuditPolicy {
     fn name(&self) -> &str {
         "audit"
+    }
+    fn __identity(&self, _: Token) -> PolicyIdentity {
+        let parameters = json!({ "level": self.sink.level.as_str() });
+        PolicyIdentity::builtin("audit", self.name(), parameters)
     }
     fn hooks(&self) -> Hooks {
         Hooks {

@@ -445,6 +445,25 @@ pub trait Policy: Send + Sync + 'static {
         let _ = ctx;
         next.run()
     }
+
+    /// The policy's identity, for catalogs and contract hashes. Sealed:
+    /// only `agent_surface`'s built-ins describe themselves; every other
+    /// policy is identified by its Rust type. Read it with [`identity`].
+    #[doc(hidden)]
+    fn __identity(&self, _: identity::seal::Token) -> PolicyIdentity {
+        let name = crate::util::contain::contained("policy name", || self.name().to_owned())
+            .unwrap_or_else(|| "<unnamed policy>".to_owned());
+        PolicyIdentity::custom(std::any::type_name::<Self>(), &name)
+    }
+}
+
+/// The stable identity of `policy`: a built-in's name and parameters, or a
+/// custom policy's Rust type and name (see [`PolicyIdentity`]).
+pub fn identity(policy: &dyn Policy) -> PolicyIdentity {
+    crate::util::contain::contained("policy identity", || {
+        policy.__identity(identity::seal::Token(()))
+    })
+    .unwrap_or_else(|| PolicyIdentity::custom("<unknown>", "<unnamed policy>"))
 }
 
 impl fmt::Debug for dyn Policy {
@@ -470,6 +489,9 @@ pub fn policy<P: Policy>(policy: P) -> PolicyRef {
 
 mod builtins;
 pub(crate) mod chain;
+mod identity;
+
+pub use identity::PolicyIdentity;
 
 pub use builtins::{
     AuditPolicy, Authenticated, EnvironmentPolicy, HasPermission, RateLimit, RequireConfirmation,

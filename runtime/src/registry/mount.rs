@@ -299,6 +299,7 @@ impl Registry {
                     "the component references this procedure twice",
                 )));
             }
+            reference.conform(contract)?;
             let policies = std::mem::take(&mut reference.policies);
             let chain = Chain::compose(&inner.config.policies, &component_policies, policies);
             let built = reference.build(chain)?;

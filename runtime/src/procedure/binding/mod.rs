@@ -2,6 +2,7 @@
 //! per-mount reference the registry keeps (bindings, availability, the
 //! agent-facing schema).
 
+mod declared;
 mod reference;
 
 use std::borrow::Cow;
