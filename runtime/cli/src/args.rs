@@ -71,6 +71,15 @@ pub(crate) struct Options {
     pub(crate) bin: Option<String>,
     /// `--features`, passed on to the build.
     pub(crate) features: Vec<String>,
+    /// Every feature of the package: the default, unless `--features` or
+    /// `--no-default-features` chooses (`--all-features` keeps it).
+    pub(crate) all_features: bool,
+    /// `--no-default-features`.
+    pub(crate) no_default_features: bool,
+    /// `--target`: the triple to build for (the build must run here).
+    pub(crate) target: Option<String>,
+    /// `--profile` (`--release` is `release`).
+    pub(crate) profile: Option<String>,
     /// `--artifact`.
     pub(crate) artifact: Option<PathBuf>,
     /// `--format`.
@@ -115,6 +124,38 @@ fn shared(command: Command) -> Command {
                 .value_name("FEATURES")
                 .action(ArgAction::Append)
                 .help("Features of the package to enable (comma or space separated)"),
+        )
+        .arg(
+            Arg::new("all-features")
+                .long("all-features")
+                .action(ArgAction::SetTrue)
+                .help("Build with every feature (the default unless --features or --no-default-features is given)"),
+        )
+        .arg(
+            Arg::new("no-default-features")
+                .long("no-default-features")
+                .action(ArgAction::SetTrue)
+                .help("Build without the package's default features"),
+        )
+        .arg(
+            Arg::new("target")
+                .long("target")
+                .value_name("TRIPLE")
+                .help("Build for this target (the catalog is read by running the build, so it must run here)"),
+        )
+        .arg(
+            Arg::new("profile")
+                .long("profile")
+                .value_name("NAME")
+                .conflicts_with("release")
+                .help("Build with this profile (cfg(debug_assertions) follows it)"),
+        )
+        .arg(
+            Arg::new("release")
+                .long("release")
+                .short('r')
+                .action(ArgAction::SetTrue)
+                .help("Build with the release profile"),
         )
         .arg(
             Arg::new("artifact")
@@ -241,13 +282,21 @@ pub(crate) fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
                 .collect::<Vec<_>>()
         })
         .filter(|feature| !feature.is_empty())
-        .collect();
+        .collect::<Vec<String>>();
+    let flag = |id: &str| sub.try_get_one::<bool>(id).ok().flatten().copied() == Some(true);
+    let no_default_features = flag("no-default-features");
+    let all_features = flag("all-features") || (features.is_empty() && !no_default_features);
+    let profile = string(sub, "profile").or_else(|| flag("release").then(|| "release".to_owned()));
     Ok(Options {
         mode,
         manifest_path: path(sub, "manifest-path"),
         package: string(sub, "package"),
         bin: string(sub, "bin"),
         features,
+        all_features,
+        no_default_features,
+        target: string(sub, "target"),
+        profile,
         artifact: path(sub, "artifact"),
         format,
         verbosity,

@@ -105,20 +105,49 @@ fn with_crate(declaration: &Value) -> Value {
     declaration
 }
 
-/// The artifact of a freshly exported catalog.
-pub(crate) fn from_catalog(catalog: &Value, package: &str, own: &[String]) -> Value {
+/// The artifact of a freshly exported catalog, with what the package's
+/// source shows beyond the build: declarations under `#[cfg]` (each marked
+/// in or out of this build) and link-level code.
+pub(crate) fn from_catalog(
+    catalog: &Value,
+    package: &str,
+    own: &[String],
+    scan: &crate::sources::Scan,
+) -> Value {
     let contributors: Vec<Value> = contributors(catalog, own)
         .into_iter()
         .map(|(name, digest)| json!({ "crate": name, "digest": digest }))
         .collect();
-    json!({
+    let mut artifact = json!({
         "format": FORMAT,
         "package": package,
         "manifestHash": catalog.get("manifestHash").cloned().unwrap_or(Value::Null),
         "contributors": contributors,
         "components": components(catalog).iter().map(with_crate).collect::<Vec<_>>(),
         "procedures": procedures(catalog).iter().map(with_crate).collect::<Vec<_>>(),
-    })
+    });
+    let built: Vec<String> = keyed(&artifact).into_iter().map(|(key, _)| key).collect();
+    let gated: Vec<Value> = scan
+        .gated
+        .iter()
+        .map(|gated| {
+            json!({
+                "declaration": gated.key,
+                "cfg": gated.condition,
+                "file": gated.file,
+                "inBuild": built.contains(&gated.key),
+            })
+        })
+        .collect();
+    if let Some(object) = artifact.as_object_mut() {
+        if !gated.is_empty() {
+            object.insert("gatedDeclarations".into(), gated.into());
+        }
+        if !scan.link_level.is_empty() {
+            object.insert("linkLevel".into(), scan.link_level.clone().into());
+        }
+    }
+    artifact
 }
 
 /// An empty artifact (the base when the file did not exist there yet).

@@ -43,6 +43,8 @@ pub(crate) struct Package {
     pub(crate) target_dir: PathBuf,
     /// The binary whose catalog is read, or `None` for the library.
     bin: Option<String>,
+    /// Every feature the package declares (for `--all-features`).
+    features: Vec<String>,
     /// The dependency line of `agent-surface` as the package resolves it.
     runtime: Option<toml::Table>,
 }
@@ -273,6 +275,11 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
         workspace_root: PathBuf::from(str_of(&metadata, "workspace_root")),
         target_dir: PathBuf::from(str_of(&metadata, "target_directory")),
         bin,
+        features: package
+            .get("features")
+            .and_then(Value::as_object)
+            .map(|features| features.keys().cloned().collect())
+            .unwrap_or_default(),
         runtime: runtime_dependency(&metadata, package_id),
     })
 }
@@ -341,10 +348,17 @@ fn probe_manifest(package: &Package, options: &Options, runtime: &toml::Table) -
         "path".into(),
         package.dir.to_string_lossy().into_owned().into(),
     );
-    if !options.features.is_empty() {
-        let features: Vec<toml::Value> =
-            options.features.iter().map(|f| f.clone().into()).collect();
+    let chosen = if options.all_features {
+        &package.features
+    } else {
+        &options.features
+    };
+    if !chosen.is_empty() {
+        let features: Vec<toml::Value> = chosen.iter().map(|f| f.clone().into()).collect();
         probed.insert("features".into(), features.into());
+    }
+    if options.no_default_features && !options.all_features {
+        probed.insert("default-features".into(), false.into());
     }
     let mut dependencies = toml::Table::new();
     dependencies.insert("probed".into(), probed.into());
@@ -365,10 +379,29 @@ fn write(path: &Path, contents: &[u8]) -> Result<(), Fatal> {
         .map_err(|err| Fatal(format!("cannot write {}: {err}", path.display())))
 }
 
-/// Builds with cargo; returns the path of the executable named `name`.
-fn build(mut command: Command, name: &str, target_dir: &Path) -> Result<PathBuf, Fatal> {
+/// `--target` and `--profile`, passed on to cargo.
+fn build_options(command: &mut Command, options: &Options) {
+    if let Some(target) = &options.target {
+        command.args(["--target", target]);
+    }
+    if let Some(profile) = &options.profile {
+        command.args(["--profile", profile]);
+    }
+}
+
+/// Builds with cargo (`rustc_args` after `--`); returns the path of the
+/// executable named `name`.
+fn build(
+    mut command: Command,
+    rustc_args: Vec<String>,
+    name: &str,
+    target_dir: &Path,
+) -> Result<PathBuf, Fatal> {
+    command.args(["--message-format", "json-render-diagnostics"]);
+    if !rustc_args.is_empty() {
+        command.arg("--").args(rustc_args);
+    }
     command
-        .args(["--message-format", "json-render-diagnostics"])
         .env("CARGO_TARGET_DIR", target_dir)
         .stdin(Stdio::null());
     let output = command
@@ -514,15 +547,29 @@ pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fat
         package.name
     );
     if let Some(bin) = &package.bin {
+        let guarded = crate::export::before_main_supported(options.target.as_deref());
         let mut command = cargo();
         command
-            .args(["build", "--manifest-path"])
+            .arg(if guarded { "rustc" } else { "build" })
+            .arg("--manifest-path")
             .arg(&package.manifest)
             .args(["-p", &package.name, "--bin", bin]);
-        if !options.features.is_empty() {
+        if options.all_features {
+            command.arg("--all-features");
+        } else if !options.features.is_empty() {
             command.args(["--features", &options.features.join(",")]);
         }
-        let executable = build(command, bin, &package.target_dir)?;
+        if options.no_default_features && !options.all_features {
+            command.arg("--no-default-features");
+        }
+        build_options(&mut command, options);
+        let rustc_args = if guarded {
+            crate::export::link_args(&work, options.target.as_deref(), &package.dir)?
+        } else {
+            eprintln!("agent-surface: note: {}", crate::export::UNGUARDED);
+            Vec::new()
+        };
+        let executable = build(command, rustc_args, bin, &package.target_dir)?;
         return run(
             &executable,
             &out,
@@ -550,7 +597,8 @@ pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fat
         .args(["build", "--manifest-path"])
         .arg(work.join("Cargo.toml"))
         .current_dir(&work);
-    let executable = build(command, &probe_name(package), &package.target_dir)?;
+    build_options(&mut command, options);
+    let executable = build(command, Vec::new(), &probe_name(package), &package.target_dir)?;
     run(
         &executable,
         &out,

@@ -4,7 +4,11 @@
 //!   reduced confirmation, a lower effect;
 //! - **narrowing**: a removed declaration or capability, an added policy, a
 //!   stronger confirmation or effect;
-//! - **neutral**: everything else — descriptions, schemas, meta, moves
+//! - schemas by what they let through (see `schema_diff`); availability
+//!   (`enabled`, a `when`, a precondition) — removing a rule is widening;
+//!   capabilities under `#[cfg]`, references and what the source shows
+//!   beyond the build (see `reach_diff`);
+//! - **neutral**: everything else — descriptions, meta, moves
 //!   (`rustType`), other fields.
 
 use std::collections::BTreeSet;
@@ -60,7 +64,7 @@ pub(crate) struct Finding {
 }
 
 impl Finding {
-    fn new(class: Class, subject: &str, change: String) -> Finding {
+    pub(crate) fn new(class: Class, subject: &str, change: String) -> Finding {
         Finding {
             class,
             subject: subject.to_owned(),
@@ -83,7 +87,7 @@ impl Finding {
 }
 
 /// Keys compared structurally or derived from others: never a neutral row.
-const STRUCTURED: [&str; 8] = [
+const STRUCTURED: [&str; 15] = [
     "effect",
     "confirmation",
     "policies",
@@ -92,7 +96,38 @@ const STRUCTURED: [&str; 8] = [
     "capabilityHash",
     "declarationHash",
     "crate",
+    "inputSchema",
+    "outputSchema",
+    "enabled",
+    "conditional",
+    "precondition",
+    "gated",
+    "references",
 ];
+
+/// A rule that gates availability: removing it is widening.
+pub(crate) fn rule_change(subject: &str, what: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+    let on = |value: &Value| value.get(what) == Some(&Value::Bool(true));
+    match (on(before), on(after)) {
+        (true, false) => out.push(Finding::new(Class::Widening, subject, format!("{what} rule removed"))),
+        (false, true) => out.push(Finding::new(Class::Narrowing, subject, format!("{what} rule added"))),
+        _ => {}
+    }
+}
+
+fn schema_changes(subject: &str, key: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+    let null = Value::Null;
+    let (b, a) = (before.get(key).unwrap_or(&null), after.get(key).unwrap_or(&null));
+    if b == a {
+        return;
+    }
+    let output = key == "outputSchema";
+    for (class, line) in crate::schema_diff::changes(b, a) {
+        // What the agent may send is reach; what it is sent back is not.
+        let class = if output { Class::Neutral } else { class };
+        out.push(Finding::new(class, subject, format!("{key} {line}")));
+    }
+}
 
 fn neutral_fields(subject: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
     let empty = serde_json::Map::new();
@@ -117,7 +152,7 @@ fn neutral_fields(subject: &str, before: &Value, after: &Value, out: &mut Vec<Fi
     }
 }
 
-fn policy_changes(subject: &str, before: &[String], after: &[String], out: &mut Vec<Finding>) {
+pub(crate) fn policy_changes(subject: &str, before: &[String], after: &[String], out: &mut Vec<Finding>) {
     for removed in before.iter().filter(|p| !after.contains(p)) {
         let change = format!("policy {removed} removed");
         out.push(Finding::new(Class::Widening, subject, change));
@@ -170,6 +205,10 @@ fn capability_changes(before: &Row<'_>, after: &Row<'_>, out: &mut Vec<Finding>)
         out,
     );
     policy_changes(subject, &before.own_policies, &after.own_policies, out);
+    schema_changes(subject, "inputSchema", before.value, after.value, out);
+    schema_changes(subject, "outputSchema", before.value, after.value, out);
+    rule_change(subject, "conditional", before.value, after.value, out);
+    rule_change(subject, "precondition", before.value, after.value, out);
     neutral_fields(subject, before.value, after.value, out);
     let hash = |row: &Row<'_>| {
         surface::text(row.value, "capabilityHash").to_owned()
@@ -188,6 +227,14 @@ fn declaration_changes(key: &str, before: &Value, after: &Value, out: &mut Vec<F
         let (b, a) = (surface::policies(before), surface::policies(after));
         policy_changes(key, &b, &a, out);
         neutral_fields(key, before, after, out);
+        let enabled = |value: &Value| value.get("enabled") != Some(&Value::Bool(false));
+        match (enabled(before), enabled(after)) {
+            (false, true) => out.push(Finding::new(Class::Widening, key, "enabled at mount: false → true".into())),
+            (true, false) => out.push(Finding::new(Class::Narrowing, key, "enabled at mount: true → false".into())),
+            _ => {}
+        }
+        crate::reach_diff::gated(before, after, out);
+        crate::reach_diff::references(key, before, after, out);
     }
     for row in &after_rows {
         match before_rows
@@ -243,6 +290,7 @@ pub(crate) fn diff(before: &Value, after: &Value) -> Vec<Finding> {
             }
         }
     }
+    crate::reach_diff::outside_build(before, after, &mut out);
     out.sort();
     out.dedup();
     out

@@ -15,10 +15,14 @@ mod args;
 mod artifact;
 mod cargo;
 mod check;
+mod reach_diff;
+mod schema_diff;
 mod classify;
 mod contributors;
+mod export;
 mod git;
 mod inspect;
+mod sources;
 mod style;
 mod surface;
 
@@ -94,11 +98,58 @@ fn print(text: &str) {
     let _ = stdout.flush();
 }
 
+/// What the gate could not see, in words: declarations and capabilities
+/// under `#[cfg]` that this build excludes, and link-level code.
+fn unseen(artifact: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let list = |key: &str| {
+        artifact
+            .get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for gated in list("gatedDeclarations") {
+        if gated.get("inBuild") == Some(&Value::Bool(false)) {
+            out.push(format!(
+                "{} under cfg({}) in {}: its contract is not in the artifact; build with the \
+                 features, --profile or --target that include it to review it",
+                surface::text(&gated, "declaration"),
+                surface::text(&gated, "cfg"),
+                surface::text(&gated, "file"),
+            ));
+        }
+    }
+    for component in artifact::components(artifact) {
+        for gated in component.get("gated").and_then(Value::as_array).into_iter().flatten() {
+            if gated.get("inBuild") == Some(&Value::Bool(false)) {
+                out.push(format!(
+                    "{} {} under cfg({}): its schemas and policies are not in the artifact",
+                    surface::text(gated, "kind"),
+                    surface::text(gated, "capabilityId"),
+                    surface::text(gated, "cfg"),
+                ));
+            }
+        }
+    }
+    for line in list("linkLevel") {
+        out.push(format!(
+            "{}: code at link level runs outside what the gate checks; review it by hand",
+            line.as_str().unwrap_or_default()
+        ));
+    }
+    out
+}
+
 fn run(options: &Options) -> Result<u8, Fatal> {
     let package = cargo::locate(options)?;
     let (path, name) = artifact_location(options, &package.dir);
     let catalog = cargo::catalog(&package, options)?;
-    let fresh = artifact::from_catalog(&catalog, &package.name, &package.own_crates);
+    let scan = sources::scan(&package.dir);
+    let fresh = artifact::from_catalog(&catalog, &package.name, &package.own_crates, &scan);
+    for line in unseen(&fresh) {
+        eprintln!("agent-surface: not seen by this build: {line}");
+    }
     let style = Style::detect(false);
     match options.mode {
         Mode::Snapshot => {

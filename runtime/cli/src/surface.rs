@@ -77,17 +77,46 @@ pub(crate) fn text<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// A list of policy names.
+/// A policy identity as a reviewer reads it: a built-in by its name, with
+/// any parameter its name does not show (`authenticated [key=session]`); a
+/// custom policy by its name and Rust type, so a look-alike never reads as
+/// the built-in it imitates.
+pub(crate) fn policy_label(policy: &Value) -> String {
+    let Some(object) = policy.as_object() else {
+        return policy.as_str().map_or_else(|| policy.to_string(), str::to_owned);
+    };
+    let name = text(policy, "name");
+    if text(policy, "policy") == "custom" {
+        return format!("{name} (custom {})", text(policy, "type"));
+    }
+    let hidden: Vec<String> = object
+        .iter()
+        .filter(|(key, _)| !matches!(key.as_str(), "policy" | "name"))
+        .filter_map(|(key, value)| {
+            let shown = match value {
+                Value::String(s) => s == "default" || s == "always" || name.contains(s.as_str()),
+                Value::Array(items) => items
+                    .iter()
+                    .all(|item| item.as_str().is_some_and(|s| name.contains(s))),
+                other => name.contains(&other.to_string()),
+            };
+            let value = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+            (!shown).then(|| format!("{key}={value}"))
+        })
+        .collect();
+    if hidden.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} [{}]", hidden.join(", "))
+    }
+}
+
+/// A list of policies, as labels (see [`policy_label`]).
 pub(crate) fn policies(value: &Value) -> Vec<String> {
     value
         .get("policies")
         .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_owned))
-                .collect()
-        })
+        .map(|items| items.iter().map(policy_label).collect())
         .unwrap_or_default()
 }
 
