@@ -20,6 +20,7 @@ mod confirmation_integrity;
 mod confirmations;
 mod containment;
 mod contracts;
+mod declared_reach;
 mod errors;
 mod fixtures;
 mod harness;

@@ -504,15 +504,10 @@ fn run(
     executable: &Path,
     out: &Path,
     cwd: &Path,
-    bin_mode: bool,
+    hint: &str,
     timeout: std::time::Duration,
 ) -> Result<Value, Fatal> {
     let _ = std::fs::remove_file(out);
-    let hint = if bin_mode {
-        "add `agent_surface::catalog::export_if_requested();` as the first line of `main`"
-    } else {
-        "the probe wrote no catalog"
-    };
     let output = run_bounded(executable, out, cwd, timeout, hint)?;
     let text = match std::fs::read_to_string(out) {
         Ok(text) if output.status.success() => text,
@@ -570,11 +565,17 @@ pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fat
             Vec::new()
         };
         let executable = build(command, rustc_args, bin, &package.target_dir)?;
+        let hint = if guarded {
+            "the catalog is exported before `main`; code that runs even earlier (a static \
+             constructor in the binary or a dependency) kept the process from exiting"
+        } else {
+            "add `agent_surface::catalog::export_if_requested();` as the first line of `main`"
+        };
         return run(
             &executable,
             &out,
             &package.dir,
-            true,
+            hint,
             options.export_timeout,
         );
     }
@@ -598,12 +599,19 @@ pub(crate) fn catalog(package: &Package, options: &Options) -> Result<Value, Fat
         .arg(work.join("Cargo.toml"))
         .current_dir(&work);
     build_options(&mut command, options);
-    let executable = build(command, Vec::new(), &probe_name(package), &package.target_dir)?;
+    let executable = build(
+        command,
+        Vec::new(),
+        &probe_name(package),
+        &package.target_dir,
+    )?;
+    let hint = "the probe wrote no catalog; code that runs before its `main` (a static \
+                constructor in a dependency) kept it from exiting";
     run(
         &executable,
         &out,
         &package.dir,
-        false,
+        hint,
         options.export_timeout,
     )
 }

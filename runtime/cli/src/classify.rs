@@ -106,18 +106,35 @@ const STRUCTURED: [&str; 15] = [
 ];
 
 /// A rule that gates availability: removing it is widening.
-pub(crate) fn rule_change(subject: &str, what: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+pub(crate) fn rule_change(
+    subject: &str,
+    what: &str,
+    before: &Value,
+    after: &Value,
+    out: &mut Vec<Finding>,
+) {
     let on = |value: &Value| value.get(what) == Some(&Value::Bool(true));
     match (on(before), on(after)) {
-        (true, false) => out.push(Finding::new(Class::Widening, subject, format!("{what} rule removed"))),
-        (false, true) => out.push(Finding::new(Class::Narrowing, subject, format!("{what} rule added"))),
+        (true, false) => out.push(Finding::new(
+            Class::Widening,
+            subject,
+            format!("{what} rule removed"),
+        )),
+        (false, true) => out.push(Finding::new(
+            Class::Narrowing,
+            subject,
+            format!("{what} rule added"),
+        )),
         _ => {}
     }
 }
 
 fn schema_changes(subject: &str, key: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
     let null = Value::Null;
-    let (b, a) = (before.get(key).unwrap_or(&null), after.get(key).unwrap_or(&null));
+    let (b, a) = (
+        before.get(key).unwrap_or(&null),
+        after.get(key).unwrap_or(&null),
+    );
     if b == a {
         return;
     }
@@ -152,7 +169,12 @@ fn neutral_fields(subject: &str, before: &Value, after: &Value, out: &mut Vec<Fi
     }
 }
 
-pub(crate) fn policy_changes(subject: &str, before: &[String], after: &[String], out: &mut Vec<Finding>) {
+pub(crate) fn policy_changes(
+    subject: &str,
+    before: &[String],
+    after: &[String],
+    out: &mut Vec<Finding>,
+) {
     for removed in before.iter().filter(|p| !after.contains(p)) {
         let change = format!("policy {removed} removed");
         out.push(Finding::new(Class::Widening, subject, change));
@@ -229,8 +251,16 @@ fn declaration_changes(key: &str, before: &Value, after: &Value, out: &mut Vec<F
         neutral_fields(key, before, after, out);
         let enabled = |value: &Value| value.get("enabled") != Some(&Value::Bool(false));
         match (enabled(before), enabled(after)) {
-            (false, true) => out.push(Finding::new(Class::Widening, key, "enabled at mount: false → true".into())),
-            (true, false) => out.push(Finding::new(Class::Narrowing, key, "enabled at mount: true → false".into())),
+            (false, true) => out.push(Finding::new(
+                Class::Widening,
+                key,
+                "enabled at mount: false → true".into(),
+            )),
+            (true, false) => out.push(Finding::new(
+                Class::Narrowing,
+                key,
+                "enabled at mount: true → false".into(),
+            )),
             _ => {}
         }
         crate::reach_diff::gated(before, after, out);

@@ -46,7 +46,11 @@ pub(crate) fn before_main_supported(target: Option<&str>) -> bool {
 
 /// Compiles the shim into `work` and returns the `rustc` arguments that
 /// link it in front of `main`.
-pub(crate) fn link_args(work: &Path, target: Option<&str>, cwd: &Path) -> Result<Vec<String>, Fatal> {
+pub(crate) fn link_args(
+    work: &Path,
+    target: Option<&str>,
+    cwd: &Path,
+) -> Result<Vec<String>, Fatal> {
     let source = work.join("before_main.rs");
     let object: PathBuf = work.join("before_main.o");
     std::fs::write(&source, SHIM)
@@ -55,7 +59,15 @@ pub(crate) fn link_args(work: &Path, target: Option<&str>, cwd: &Path) -> Result
     command
         .args(["--edition", "2021", "--crate-type", "lib", "--crate-name"])
         .arg("agent_surface_before_main")
-        .args(["--emit", "obj", "-C", "panic=abort", "-C", "opt-level=1", "-o"])
+        .args([
+            "--emit",
+            "obj",
+            "-C",
+            "panic=abort",
+            "-C",
+            "opt-level=1",
+            "-o",
+        ])
         .arg(&object)
         .arg(&source)
         .current_dir(cwd)

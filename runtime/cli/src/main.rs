@@ -15,13 +15,13 @@ mod args;
 mod artifact;
 mod cargo;
 mod check;
-mod reach_diff;
-mod schema_diff;
 mod classify;
 mod contributors;
 mod export;
 mod git;
 mod inspect;
+mod reach_diff;
+mod schema_diff;
 mod sources;
 mod style;
 mod surface;
@@ -99,7 +99,8 @@ fn print(text: &str) {
 }
 
 /// What the gate could not see, in words: declarations and capabilities
-/// under `#[cfg]` that this build excludes, and link-level code.
+/// under `#[cfg]` that this build excludes (link-level code is said before
+/// the build).
 fn unseen(artifact: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let list = |key: &str| {
@@ -121,7 +122,12 @@ fn unseen(artifact: &Value) -> Vec<String> {
         }
     }
     for component in artifact::components(artifact) {
-        for gated in component.get("gated").and_then(Value::as_array).into_iter().flatten() {
+        for gated in component
+            .get("gated")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if gated.get("inBuild") == Some(&Value::Bool(false)) {
                 out.push(format!(
                     "{} {} under cfg({}): its schemas and policies are not in the artifact",
@@ -132,20 +138,20 @@ fn unseen(artifact: &Value) -> Vec<String> {
             }
         }
     }
-    for line in list("linkLevel") {
-        out.push(format!(
-            "{}: code at link level runs outside what the gate checks; review it by hand",
-            line.as_str().unwrap_or_default()
-        ));
-    }
     out
 }
 
 fn run(options: &Options) -> Result<u8, Fatal> {
     let package = cargo::locate(options)?;
     let (path, name) = artifact_location(options, &package.dir);
-    let catalog = cargo::catalog(&package, options)?;
     let scan = sources::scan(&package.dir);
+    for line in &scan.link_level {
+        eprintln!(
+            "agent-surface: not seen by this build: {line}: code at link level runs outside \
+             what the gate checks; review it by hand"
+        );
+    }
+    let catalog = cargo::catalog(&package, options)?;
     let fresh = artifact::from_catalog(&catalog, &package.name, &package.own_crates, &scan);
     for line in unseen(&fresh) {
         eprintln!("agent-surface: not seen by this build: {line}");

@@ -43,12 +43,18 @@ pub(crate) fn gated(before: &Value, after: &Value, out: &mut Vec<Finding>) {
             Some(old) if surface::text(old, "cfg") != cfg => out.push(Finding::new(
                 Class::Widening,
                 &subject,
-                format!("condition changed: cfg({}) → cfg({cfg})", surface::text(old, "cfg")),
+                format!(
+                    "condition changed: cfg({}) → cfg({cfg})",
+                    surface::text(old, "cfg")
+                ),
             )),
             Some(_) => {}
         }
     }
-    for entry in b.iter().filter(|old| !a.iter().any(|new| id(new) == id(old))) {
+    for entry in b
+        .iter()
+        .filter(|old| !a.iter().any(|new| id(new) == id(old)))
+    {
         let change = format!("no longer under cfg({})", surface::text(entry, "cfg"));
         out.push(Finding::new(Class::Neutral, &id(entry), change));
     }
@@ -100,7 +106,11 @@ pub(crate) fn references(key: &str, before: &Value, after: &Value, out: &mut Vec
             out.push(Finding::new(Class::Widening, &subject, change));
         }
         for field in now.iter().filter(|f| !was.contains(f)) {
-            out.push(Finding::new(Class::Narrowing, &subject, format!("{field} locked")));
+            out.push(Finding::new(
+                Class::Narrowing,
+                &subject,
+                format!("{field} locked"),
+            ));
         }
         rule_change(&subject, "conditional", old, entry, out);
         let rank = |v: &Value| surface::confirmation_rank(surface::text(v, "confirmation"));
@@ -117,23 +127,40 @@ pub(crate) fn references(key: &str, before: &Value, after: &Value, out: &mut Vec
             )),
             _ => {}
         }
-        policy_changes(&subject, &surface::policies(old), &surface::policies(entry), out);
+        policy_changes(
+            &subject,
+            &surface::policies(old),
+            &surface::policies(entry),
+            out,
+        );
     }
-    for entry in b.iter().filter(|old| !a.iter().any(|new| id(new) == id(old))) {
+    for entry in b
+        .iter()
+        .filter(|old| !a.iter().any(|new| id(new) == id(old)))
+    {
         let subject = format!("{key} → {}", id(entry));
-        out.push(Finding::new(Class::Narrowing, &subject, "reference removed".into()));
+        out.push(Finding::new(
+            Class::Narrowing,
+            &subject,
+            "reference removed".into(),
+        ));
     }
 }
 
 /// Declarations under `#[cfg]` the source shows, and link-level code.
 pub(crate) fn outside_build(before: &Value, after: &Value, out: &mut Vec<Finding>) {
-    let (b, a) = (list(before, "gatedDeclarations"), list(after, "gatedDeclarations"));
+    let (b, a) = (
+        list(before, "gatedDeclarations"),
+        list(after, "gatedDeclarations"),
+    );
     let key = |v: &Value| surface::text(v, "declaration").to_owned();
     for entry in a {
         let subject = key(entry);
         let cfg = surface::text(entry, "cfg");
         let old = b.iter().find(|old| key(old) == subject);
-        if old.is_none_or(|old| surface::text(old, "cfg") != cfg || old.get("inBuild") != entry.get("inBuild")) {
+        if old.is_none_or(|old| {
+            surface::text(old, "cfg") != cfg || old.get("inBuild") != entry.get("inBuild")
+        }) {
             let change = format!("declared under cfg({cfg}), {}", where_built(entry));
             out.push(Finding::new(Class::Widening, &subject, change));
         }
@@ -141,6 +168,10 @@ pub(crate) fn outside_build(before: &Value, after: &Value, out: &mut Vec<Finding
     let (b, a) = (list(before, "linkLevel"), list(after, "linkLevel"));
     for entry in a.iter().filter(|line| !b.contains(line)) {
         let change = "new code at link level: it runs outside what the gate checks".to_owned();
-        out.push(Finding::new(Class::Widening, entry.as_str().unwrap_or_default(), change));
+        out.push(Finding::new(
+            Class::Widening,
+            entry.as_str().unwrap_or_default(),
+            change,
+        ));
     }
 }

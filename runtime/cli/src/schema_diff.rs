@@ -28,7 +28,14 @@ const UPPER_BOUNDS: [&str; 6] = [
     "maxProperties",
     "maxContains",
 ];
-const WORDING: [&str; 6] = ["description", "title", "examples", "default", "$comment", "deprecated"];
+const WORDING: [&str; 6] = [
+    "description",
+    "title",
+    "examples",
+    "default",
+    "$comment",
+    "deprecated",
+];
 const SUBSCHEMAS: [&str; 4] = ["items", "additionalItems", "not", "contains"];
 const VARIANTS: [&str; 3] = ["oneOf", "anyOf", "allOf"];
 
@@ -40,14 +47,25 @@ fn number(value: Option<&Value>) -> Option<f64> {
     value.and_then(Value::as_f64)
 }
 
-fn bound(path: &str, key: &str, lower: bool, b: Option<&Value>, a: Option<&Value>, out: &mut Vec<Change>) {
+fn bound(
+    path: &str,
+    key: &str,
+    lower: bool,
+    b: Option<&Value>,
+    a: Option<&Value>,
+    out: &mut Vec<Change>,
+) {
     let at = place(path);
     let change = match (number(b), number(a)) {
         (Some(b), None) => Some((Class::Widening, format!("{at}: {key} {b} removed"))),
         (None, Some(a)) => Some((Class::Narrowing, format!("{at}: {key} {a} added"))),
         (Some(b), Some(a)) if b != a => {
             let looser = if lower { a < b } else { a > b };
-            let class = if looser { Class::Widening } else { Class::Narrowing };
+            let class = if looser {
+                Class::Widening
+            } else {
+                Class::Narrowing
+            };
             let verb = if looser { "loosened" } else { "tightened" };
             Some((class, format!("{at}: {key} {verb}: {b} → {a}")))
         }
@@ -69,18 +87,37 @@ fn only_in(a: &[String], b: &[String]) -> Vec<String> {
     a.iter().filter(|x| !b.contains(x)).cloned().collect()
 }
 
-fn listed(path: &str, key: &str, b: Option<&Value>, a: Option<&Value>, more_is_wider: bool, out: &mut Vec<Change>) {
+fn listed(
+    path: &str,
+    key: &str,
+    b: Option<&Value>,
+    a: Option<&Value>,
+    more_is_wider: bool,
+    out: &mut Vec<Change>,
+) {
     let (before, after) = (set_of(b), set_of(a));
     let at = place(path);
-    let (wider, narrower) = if more_is_wider { (Class::Widening, Class::Narrowing) } else { (Class::Narrowing, Class::Widening) };
+    let (wider, narrower) = if more_is_wider {
+        (Class::Widening, Class::Narrowing)
+    } else {
+        (Class::Narrowing, Class::Widening)
+    };
     // An `enum` or `type` that disappears allows everything: wider.
     if b.is_some() && a.is_none() {
-        let class = if more_is_wider { Class::Widening } else { Class::Narrowing };
+        let class = if more_is_wider {
+            Class::Widening
+        } else {
+            Class::Narrowing
+        };
         out.push((class, format!("{at}: {key} removed")));
         return;
     }
     if b.is_none() && a.is_some() {
-        let class = if more_is_wider { Class::Narrowing } else { Class::Widening };
+        let class = if more_is_wider {
+            Class::Narrowing
+        } else {
+            Class::Widening
+        };
         out.push((class, format!("{at}: {key} added")));
         return;
     }
@@ -101,7 +138,11 @@ fn constants(variants: &[Value]) -> Option<Vec<String>> {
         .iter()
         .map(|variant| {
             variant.get("const").map(Value::to_string).or_else(|| {
-                match variant.get("enum").and_then(Value::as_array).map(Vec::as_slice) {
+                match variant
+                    .get("enum")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice)
+                {
                     Some([one]) => Some(one.to_string()),
                     _ => None,
                 }
@@ -129,39 +170,75 @@ fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
         return;
     }
     if before.is_boolean() || after.is_boolean() {
-        let class = if after == &Value::Bool(true) || before == &Value::Bool(false) { Class::Widening } else { Class::Narrowing };
+        let class = if after == &Value::Bool(true) || before == &Value::Bool(false) {
+            Class::Widening
+        } else {
+            Class::Narrowing
+        };
         out.push((class, format!("{}: schema {before} → {after}", place(path))));
         return;
     }
     let (b, a) = (object(before), object(after));
     let at = place(path);
     for (i, key) in LOWER_BOUNDS.iter().chain(&UPPER_BOUNDS).enumerate() {
-        bound(path, key, i < LOWER_BOUNDS.len(), b.get(*key), a.get(*key), out);
+        bound(
+            path,
+            key,
+            i < LOWER_BOUNDS.len(),
+            b.get(*key),
+            a.get(*key),
+            out,
+        );
     }
     listed(path, "enum", b.get("enum"), a.get("enum"), true, out);
     listed(path, "type", b.get("type"), a.get("type"), true, out);
-    listed(path, "required", b.get("required"), a.get("required"), false, out);
+    listed(
+        path,
+        "required",
+        b.get("required"),
+        a.get("required"),
+        false,
+        out,
+    );
     for key in ["const", "pattern", "format", "multipleOf", "uniqueItems"] {
         match (b.get(key), a.get(key)) {
             (Some(x), None) => out.push((Class::Widening, format!("{at}: {key} {x} removed"))),
             (None, Some(y)) => out.push((Class::Narrowing, format!("{at}: {key} {y} added"))),
-            (Some(x), Some(y)) if x != y => out.push((Class::Widening, format!("{at}: {key} changed: {x} → {y}"))),
+            (Some(x), Some(y)) if x != y => {
+                out.push((Class::Widening, format!("{at}: {key} changed: {x} → {y}")))
+            }
             _ => {}
         }
     }
-    match (open(b.get("additionalProperties")), open(a.get("additionalProperties"))) {
-        (false, true) => out.push((Class::Widening, format!("{at}: additionalProperties opened"))),
-        (true, false) => out.push((Class::Narrowing, format!("{at}: additionalProperties closed"))),
+    match (
+        open(b.get("additionalProperties")),
+        open(a.get("additionalProperties")),
+    ) {
+        (false, true) => out.push((
+            Class::Widening,
+            format!("{at}: additionalProperties opened"),
+        )),
+        (true, false) => out.push((
+            Class::Narrowing,
+            format!("{at}: additionalProperties closed"),
+        )),
         _ => {
-            if let (Some(x), Some(y)) = (b.get("additionalProperties"), a.get("additionalProperties"))
-                && x.is_object() && y.is_object()
+            if let (Some(x), Some(y)) =
+                (b.get("additionalProperties"), a.get("additionalProperties"))
+                && x.is_object()
+                && y.is_object()
             {
                 walk(&format!("{path}/*"), x, y, out);
             }
         }
     }
     let empty = Map::new();
-    let props = |m: &Map<String, Value>| m.get("properties").and_then(Value::as_object).cloned().unwrap_or_else(|| empty.clone());
+    let props = |m: &Map<String, Value>| {
+        m.get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_else(|| empty.clone())
+    };
     let (bp, ap) = (props(&b), props(&a));
     for (name, schema) in &ap {
         match bp.get(name) {
@@ -181,17 +258,31 @@ fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
         }
     }
     for key in VARIANTS {
-        let (x, y) = (b.get(key).and_then(Value::as_array), a.get(key).and_then(Value::as_array));
+        let (x, y) = (
+            b.get(key).and_then(Value::as_array),
+            a.get(key).and_then(Value::as_array),
+        );
         match (x, y) {
-            (Some(x), Some(y)) if key != "allOf" && constants(x).is_some() && constants(y).is_some() => {
-                let (old, new) = (constants(x).unwrap_or_default(), constants(y).unwrap_or_default());
+            (Some(x), Some(y))
+                if key != "allOf" && constants(x).is_some() && constants(y).is_some() =>
+            {
+                let (old, new) = (
+                    constants(x).unwrap_or_default(),
+                    constants(y).unwrap_or_default(),
+                );
                 let added = only_in(&new, &old);
                 if !added.is_empty() {
-                    out.push((Class::Widening, format!("{at}: {key} gained value {}", added.join(", "))));
+                    out.push((
+                        Class::Widening,
+                        format!("{at}: {key} gained value {}", added.join(", ")),
+                    ));
                 }
                 let removed = only_in(&old, &new);
                 if !removed.is_empty() {
-                    out.push((Class::Narrowing, format!("{at}: {key} lost value {}", removed.join(", "))));
+                    out.push((
+                        Class::Narrowing,
+                        format!("{at}: {key} lost value {}", removed.join(", ")),
+                    ));
                 }
             }
             (Some(x), Some(y)) => {
@@ -199,11 +290,25 @@ fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
                     walk(&format!("{path}/{key}/{i}"), old, new, out);
                 }
                 if y.len() > x.len() {
-                    let class = if key == "allOf" { Class::Narrowing } else { Class::Widening };
-                    out.push((class, format!("{at}: {key} gained {} variant(s)", y.len() - x.len())));
+                    let class = if key == "allOf" {
+                        Class::Narrowing
+                    } else {
+                        Class::Widening
+                    };
+                    out.push((
+                        class,
+                        format!("{at}: {key} gained {} variant(s)", y.len() - x.len()),
+                    ));
                 } else if y.len() < x.len() {
-                    let class = if key == "allOf" { Class::Widening } else { Class::Narrowing };
-                    out.push((class, format!("{at}: {key} lost {} variant(s)", x.len() - y.len())));
+                    let class = if key == "allOf" {
+                        Class::Widening
+                    } else {
+                        Class::Narrowing
+                    };
+                    out.push((
+                        class,
+                        format!("{at}: {key} lost {} variant(s)", x.len() - y.len()),
+                    ));
                 }
             }
             (Some(_), None) => out.push((Class::Widening, format!("{at}: {key} removed"))),
@@ -216,11 +321,28 @@ fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
             || UPPER_BOUNDS.contains(&key.as_str())
             || SUBSCHEMAS.contains(&key.as_str())
             || VARIANTS.contains(&key.as_str())
-            || ["enum", "type", "required", "const", "pattern", "format", "multipleOf", "uniqueItems", "additionalProperties", "properties", "$ref"].contains(&key.as_str());
+            || [
+                "enum",
+                "type",
+                "required",
+                "const",
+                "pattern",
+                "format",
+                "multipleOf",
+                "uniqueItems",
+                "additionalProperties",
+                "properties",
+                "$ref",
+            ]
+            .contains(&key.as_str());
         if known || b.get(key) == a.get(key) {
             continue;
         }
-        let class = if WORDING.contains(&key.as_str()) { Class::Neutral } else { Class::Widening };
+        let class = if WORDING.contains(&key.as_str()) {
+            Class::Neutral
+        } else {
+            Class::Widening
+        };
         let line = format!("{at}: {key} changed");
         if !out.iter().any(|(_, existing)| existing == &line) {
             out.push((class, line));
@@ -237,7 +359,10 @@ fn inline(schema: &Value, defs: &Map<String, Value>, depth: usize) -> Value {
             let target = map
                 .get("$ref")
                 .and_then(Value::as_str)
-                .and_then(|r| r.strip_prefix("#/$defs/").or_else(|| r.strip_prefix("#/definitions/")))
+                .and_then(|r| {
+                    r.strip_prefix("#/$defs/")
+                        .or_else(|| r.strip_prefix("#/definitions/"))
+                })
                 .and_then(|name| defs.get(name));
             let mut out = Map::new();
             if let (Some(Value::Object(target)), true) = (target, depth > 0) {
@@ -246,14 +371,18 @@ fn inline(schema: &Value, defs: &Map<String, Value>, depth: usize) -> Value {
                 }
             }
             for (key, value) in map {
-                if matches!(key.as_str(), "$defs" | "definitions") || (key == "$ref" && !out.is_empty()) {
+                if matches!(key.as_str(), "$defs" | "definitions")
+                    || (key == "$ref" && !out.is_empty())
+                {
                     continue;
                 }
                 out.insert(key.clone(), inline(value, defs, depth));
             }
             Value::Object(out)
         }
-        Value::Array(items) => Value::Array(items.iter().map(|item| inline(item, defs, depth)).collect()),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|item| inline(item, defs, depth)).collect())
+        }
         other => other.clone(),
     }
 }
@@ -294,19 +423,39 @@ mod tests {
             "properties": {"name": {"type": "string", "maxLength": 10, "pattern": "^[a-z]+$"},
                            "kind": {"enum": ["a", "b"]}}});
         let mut loose = base.clone();
-        loose["properties"]["name"].as_object_mut().map(|o| o.remove("maxLength"));
+        loose["properties"]["name"]
+            .as_object_mut()
+            .map(|o| o.remove("maxLength"));
         loose["properties"]["kind"]["enum"] = json!(["a", "b", "c"]);
         loose["properties"]["extra"] = json!({"type": "string"});
         loose["additionalProperties"] = json!(true);
-        loose["properties"]["name"].as_object_mut().map(|o| o.remove("pattern"));
+        loose["properties"]["name"]
+            .as_object_mut()
+            .map(|o| o.remove("pattern"));
         let found = classes(base.clone(), loose.clone());
-        for line in ["/name: maxLength 10 removed", "/kind: enum gained \"c\"", "/extra: property added", "/: additionalProperties opened", "/name: pattern \"^[a-z]+$\" removed"] {
-            assert!(found.contains(&(Class::Widening, line.to_owned())), "{line}: {found:?}");
+        for line in [
+            "/name: maxLength 10 removed",
+            "/kind: enum gained \"c\"",
+            "/extra: property added",
+            "/: additionalProperties opened",
+            "/name: pattern \"^[a-z]+$\" removed",
+        ] {
+            assert!(
+                found.contains(&(Class::Widening, line.to_owned())),
+                "{line}: {found:?}"
+            );
         }
-        assert!(classes(loose, base).iter().all(|(class, _)| *class == Class::Narrowing));
+        assert!(
+            classes(loose, base)
+                .iter()
+                .all(|(class, _)| *class == Class::Narrowing)
+        );
         let mut worded = json!({"type": "string", "description": "a"});
         let before = worded.clone();
         worded["description"] = json!("b");
-        assert_eq!(classes(before, worded), [(Class::Neutral, "/: description changed".to_owned())]);
+        assert_eq!(
+            classes(before, worded),
+            [(Class::Neutral, "/: description changed".to_owned())]
+        );
     }
 }

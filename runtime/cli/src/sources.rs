@@ -62,7 +62,9 @@ fn conditions(attrs: &[Attribute]) -> Vec<String> {
 fn declared_name(attrs: &[Attribute], macro_name: &str, key: &str) -> Option<String> {
     attrs.iter().find_map(|attr| {
         let text = match &attr.meta {
-            syn::Meta::List(list) if is_named(attr, macro_name) || attr.path().is_ident("cfg_attr") => {
+            syn::Meta::List(list)
+                if is_named(attr, macro_name) || attr.path().is_ident("cfg_attr") =>
+            {
                 list.tokens.to_string()
             }
             _ => return None,
@@ -157,7 +159,8 @@ impl Visitor<'_> {
         }
         match item {
             Item::Impl(item) if has_agent(&item.attrs, "agent_component") => {
-                let name = declared_name(&item.attrs, "agent_component", "type").unwrap_or_default();
+                let name =
+                    declared_name(&item.attrs, "agent_component", "type").unwrap_or_default();
                 self.declared(format!("component {name}"), &here);
             }
             Item::Struct(item) if has_agent(&item.attrs, "agent_procedure") => {
@@ -174,12 +177,15 @@ impl Visitor<'_> {
                 }
                 None => {
                     let path = module.attrs.iter().find_map(|attr| match &attr.meta {
-                        syn::Meta::NameValue(pair) if attr.path().is_ident("path") => match &pair.value {
-                            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(lit), .. }) => {
-                                Some(self.dir.join(lit.value()))
+                        syn::Meta::NameValue(pair) if attr.path().is_ident("path") => {
+                            match &pair.value {
+                                syn::Expr::Lit(syn::ExprLit {
+                                    lit: syn::Lit::Str(lit),
+                                    ..
+                                }) => Some(self.dir.join(lit.value())),
+                                _ => None,
                             }
-                            _ => None,
-                        },
+                        }
                         _ => None,
                     });
                     let name = module.ident.to_string();
@@ -196,7 +202,9 @@ impl Visitor<'_> {
                 }
             },
             Item::Macro(item) if item.mac.path.is_ident("global_asm") => {
-                self.scan.link_level.push(format!("{}: global_asm!", self.file));
+                self.scan
+                    .link_level
+                    .push(format!("{}: global_asm!", self.file));
             }
             _ => {}
         }
@@ -229,9 +237,17 @@ pub(crate) fn scan(package_dir: &Path) -> Scan {
             continue;
         };
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-        let root_like = matches!(stem, "lib" | "main" | "mod") || path.parent() == Some(&src.join("bin"));
-        let child_dir = if root_like { dir.clone() } else { dir.join(stem) };
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        let root_like =
+            matches!(stem, "lib" | "main" | "mod") || path.parent() == Some(&src.join("bin"));
+        let child_dir = if root_like {
+            dir.clone()
+        } else {
+            dir.join(stem)
+        };
         let mut cfg = cfg;
         cfg.extend(conditions(&file.attrs));
         let relative = path

@@ -83,7 +83,9 @@ pub(crate) fn text<'a>(value: &'a Value, key: &str) -> &'a str {
 /// the built-in it imitates.
 pub(crate) fn policy_label(policy: &Value) -> String {
     let Some(object) = policy.as_object() else {
-        return policy.as_str().map_or_else(|| policy.to_string(), str::to_owned);
+        return policy
+            .as_str()
+            .map_or_else(|| policy.to_string(), str::to_owned);
     };
     let name = text(policy, "name");
     if text(policy, "policy") == "custom" {
@@ -100,7 +102,9 @@ pub(crate) fn policy_label(policy: &Value) -> String {
                     .all(|item| item.as_str().is_some_and(|s| name.contains(s))),
                 other => name.contains(&other.to_string()),
             };
-            let value = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+            let value = value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned);
             (!shown).then(|| format!("{key}={value}"))
         })
         .collect();

@@ -282,38 +282,49 @@ fn inspect_prints_the_table_with_reach_in_words_and_a_binary_exports_with_one_li
     );
 }
 
+/// A static constructor: code the binary runs before `main`.
+fn constructor(body: &str) -> String {
+    format!(
+        "#[used]\n#[unsafe(link_section = \".init_array\")]\nstatic EARLY: extern \"C\" fn() = {{\n    \
+         extern \"C\" fn early() {{\n        {body}\n    }}\n    early\n}};\n"
+    )
+}
+
+#[cfg(target_os = "linux")]
 #[test]
-fn a_binary_without_the_export_line_that_never_exits_is_stopped_with_exit_2() {
+fn a_binary_that_never_exits_before_main_is_stopped_with_exit_2() {
     let dir = fixtures().join("server");
     fixture(&dir, "server", COMPONENT, "");
     std::fs::remove_file(dir.join("src/lib.rs")).unwrap();
-    // A server that forgot the one line: it would run forever.
+    // A server without the export line is read anyway (before its `main`);
+    // code that runs even earlier and never returns is stopped.
+    let forever = "loop { std::thread::sleep(std::time::Duration::from_secs(1)); }";
     let main = format!(
-        "{}\nfn main() {{\n    loop {{\n        std::thread::sleep(std::time::Duration::from_secs(1));\n    }}\n}}\n",
-        COMPONENT
+        "{COMPONENT}\n{}\nfn main() {{\n    loop {{\n        std::thread::sleep(std::time::Duration::from_secs(1));\n    }}\n}}\n",
+        constructor(forever)
     );
     std::fs::write(dir.join("src/main.rs"), main).unwrap();
     let output = run(&dir, &["inspect", "--export-timeout", "2"]);
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
     let text = String::from_utf8_lossy(&output.stderr);
     assert!(
-        text.contains("did not exit within 2 s") && text.contains("export_if_requested"),
+        text.contains("did not exit within 2 s") && text.contains("static constructor"),
         "{text}"
     );
+    // The source scan says the constructor runs outside what the gate checks.
+    assert!(text.contains("code at link level"), "{text}");
 }
 
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 #[test]
 fn a_process_left_holding_stderr_does_not_hold_the_command() {
     let dir = fixtures().join("daemon");
     fixture(&dir, "daemon", COMPONENT, "");
     std::fs::remove_file(dir.join("src/lib.rs")).unwrap();
-    // The binary forgets the export line and leaves a process behind that
-    // inherited its stderr.
-    let main = format!(
-        "{}\nfn main() {{\n    let _ = std::process::Command::new(\"sh\")\n        .args([\"-c\", \"echo $$ > daemon.pid; exec sleep 300\"])\n        .spawn();\n    std::thread::sleep(std::time::Duration::from_millis(200));\n    std::process::exit(3);\n}}\n",
-        COMPONENT
-    );
+    // Before `main`, the binary leaves a process behind that inherited its
+    // stderr, and exits.
+    let spawn = "let _ = std::process::Command::new(\"sh\")\n            .args([\"-c\", \"echo $$ > daemon.pid; exec sleep 300\"])\n            .spawn();\n        std::thread::sleep(std::time::Duration::from_millis(200));\n        std::process::exit(3);";
+    let main = format!("{COMPONENT}\n{}\nfn main() {{}}\n", constructor(spawn));
     std::fs::write(dir.join("src/main.rs"), main).unwrap();
     let output = run(&dir, &["inspect"]);
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));

@@ -56,32 +56,66 @@ fn declarations_under_cfg_show_in_review_with_their_condition_even_outside_the_b
     assert_eq!(code, Some(1), "{}", describe(&output));
     // Outside the build (another target): the source shows it, with its condition.
     assert!(
-        has(&findings, "widening", "component fixture.mac", "target_os = \"macos\""),
+        has(
+            &findings,
+            "widening",
+            "component fixture.mac",
+            "target_os = \"macos\""
+        ),
         "{findings:?}"
     );
     assert!(
-        has(&findings, "widening", "component fixture.mac", "not in this build"),
+        has(
+            &findings,
+            "widening",
+            "component fixture.mac",
+            "not in this build"
+        ),
         "{findings:?}"
     );
     // Release only: the macro records it, gated, out of this (dev) build.
     assert!(
-        has(&findings, "widening", "view:fixture.table.wipe", "debug_assertions"),
+        has(
+            &findings,
+            "widening",
+            "view:fixture.table.wipe",
+            "debug_assertions"
+        ),
         "{findings:?}"
     );
     // Feature-gated: the gate builds with every feature by default.
     assert!(
-        has(&findings, "widening", "view:fixture.extra.reset", "new action"),
+        has(
+            &findings,
+            "widening",
+            "view:fixture.extra.reset",
+            "new action"
+        ),
         "{findings:?}"
     );
     let stderr = String::from_utf8_lossy(&run(&dir, &["inspect"]).stderr).into_owned();
-    assert!(stderr.contains("not seen by this build: component fixture.mac"), "{stderr}");
+    assert!(
+        stderr.contains("not seen by this build: component fixture.mac"),
+        "{stderr}"
+    );
     // The release profile includes the release-only action.
     let release = run(&dir, &["inspect", "--release", "--format", "json"]);
     assert_eq!(release.status.code(), Some(0), "{}", describe(&release));
-    assert!(stdout(&release).contains("view:fixture.table.wipe"), "{}", describe(&release));
+    assert!(
+        stdout(&release).contains("view:fixture.table.wipe"),
+        "{}",
+        describe(&release)
+    );
     // Without the feature, the feature-gated component is out of the build.
-    let lean = run(&dir, &["inspect", "--no-default-features", "--format", "json"]);
-    assert!(!stdout(&lean).contains("view:fixture.extra.reset"), "{}", describe(&lean));
+    let lean = run(
+        &dir,
+        &["inspect", "--no-default-features", "--format", "json"],
+    );
+    assert!(
+        !stdout(&lean).contains("view:fixture.extra.reset"),
+        "{}",
+        describe(&lean)
+    );
 }
 
 const REFERENCED: &str = r#"use agent_surface::policy::has_permission;
@@ -116,7 +150,11 @@ fn reach_configured_at_mount_is_declared_and_each_loosening_is_widening() {
     let dir = committed_with("referenced", REFERENCED, "");
     edit(&dir, "locked = [device_ids], ", "");
     edit(&dir, "when, ", "");
-    edit(&dir, "policies = [has_permission(\"devices:write\")]", "policies = []");
+    edit(
+        &dir,
+        "policies = [has_permission(\"devices:write\")]",
+        "policies = []",
+    );
     let (code, findings, output) = drift(&dir, "widening");
     assert_eq!(code, Some(1), "{}", describe(&output));
     let subject = "component fixture.table → domain:fixture.disable";
@@ -125,7 +163,10 @@ fn reach_configured_at_mount_is_declared_and_each_loosening_is_widening() {
         "conditional rule removed",
         "policy hasPermission(devices:write) removed",
     ] {
-        assert!(has(&findings, "widening", subject, change), "{change}: {findings:?}");
+        assert!(
+            has(&findings, "widening", subject, change),
+            "{change}: {findings:?}"
+        );
     }
 }
 
@@ -182,7 +223,11 @@ impl agent_surface::policy::Policy for Fake {
 fn loosened_schemas_availability_and_look_alike_policies_are_widening_with_a_line() {
     let dir = committed_with("loose", LOOSE, "");
     edit(&dir, "    #[schemars(length(max = 10))]\n", "");
-    edit(&dir, "    /// B.\n    B,", "    /// B.\n    B,\n    /// C.\n    C,");
+    edit(
+        &dir,
+        "    /// B.\n    B,",
+        "    /// B.\n    B,\n    /// C.\n    C,",
+    );
     edit(&dir, ", enabled = false", "");
     edit(&dir, "when = open, ", "");
     edit(
@@ -200,11 +245,19 @@ fn loosened_schemas_availability_and_look_alike_policies_are_widening_with_a_lin
         (rename, "policy rateLimit(10/60000ms) removed"),
         ("component fixture.table", "enabled at mount: false → true"),
     ] {
-        assert!(has(&findings, "widening", subject, change), "{change}: {findings:?}");
+        assert!(
+            has(&findings, "widening", subject, change),
+            "{change}: {findings:?}"
+        );
     }
     // The look-alike is named for what it is.
     assert!(
-        has(&findings, "narrowing", rename, "rateLimit(10/60000ms) (custom loose::Fake) added"),
+        has(
+            &findings,
+            "narrowing",
+            rename,
+            "rateLimit(10/60000ms) (custom loose::Fake) added"
+        ),
         "{findings:?}"
     );
 }
@@ -234,5 +287,9 @@ fn a_binary_whose_main_writes_a_doctored_catalog_cannot_hide_a_component() {
     let quiet = format!("{COMPONENT}\nfn main() {{}}\n");
     std::fs::write(dir.join("src/main.rs"), quiet).unwrap();
     let output = run(&dir, &["inspect", "--format", "json"]);
-    assert!(stdout(&output).contains("view:fixture.table.clear"), "{}", describe(&output));
+    assert!(
+        stdout(&output).contains("view:fixture.table.clear"),
+        "{}",
+        describe(&output)
+    );
 }

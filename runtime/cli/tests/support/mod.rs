@@ -161,4 +161,3 @@ pub fn has(findings: &[Value], class: &str, subject: &str, change: &str) -> bool
             && f["change"].as_str().unwrap().contains(change)
     })
 }
-

@@ -1,0 +1,162 @@
+//! Reach configured at mount is declared, so review sees it: a component
+//! references only the procedures its `#[reference(…)]` attributes declare,
+//! every mount gives at least the declared gating, the declared policies
+//! are installed on the reference, and policies are identified by type and
+//! parameters, never by the name they report.
+
+use std::sync::Arc;
+
+use agent_surface::catalog::Catalog;
+use agent_surface::policy::{self, Policy};
+use agent_surface::prelude::*;
+use agent_surface::procedure::{ProcedureExecutor, ProcedureRef};
+use agent_surface::registry::{MountError, Registry};
+use serde_json::json;
+
+use crate::procedures::{DisableDevices, ExportReport, FakeBackend, Screen, disable_ref};
+
+/// A table whose reference to `DisableDevices` is declared with gating.
+#[derive(Default)]
+pub(crate) struct Guarded;
+
+/// A guarded table.
+#[agent_component(type = "test.guarded")]
+#[reference(
+    DisableDevices,
+    locked = [device_ids],
+    when,
+    confirmation = "required",
+    policies = [policy::has_permission("devices:write")],
+)]
+impl Guarded {
+    /// Whether the table is shown.
+    #[observation]
+    fn shown(&self) -> bool {
+        true
+    }
+}
+
+fn message(err: &MountError) -> String {
+    err.to_string()
+}
+
+#[test]
+fn as_contract_003_an_undeclared_reference_is_refused_at_mount() {
+    let registry = Registry::builder().build();
+    let err = registry
+        .mounting(Arc::new(Guarded))
+        .procedure(ProcedureRef::<ExportReport>::new())
+        .mount()
+        .unwrap_err();
+    let text = message(&err);
+    assert!(
+        text.contains("does not declare a reference")
+            && text.contains("#[reference(ExportReport)]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn as_contract_003_a_mount_giving_less_than_its_declaration_is_refused() {
+    let registry = Registry::builder().build();
+    let err = registry
+        .mounting(Arc::new(Guarded))
+        .procedure(ProcedureRef::<DisableDevices>::new())
+        .mount()
+        .unwrap_err();
+    let text = message(&err);
+    for part in ["locks `deviceIds`", "no `.when(…)`"] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn as_contract_003_declared_policies_are_installed_on_every_mounted_reference() {
+    let backend = FakeBackend::agreeing();
+    let as_user = |permissions: serde_json::Value| {
+        let registry = Registry::builder()
+            .host_context(move || {
+                HostContext::new().with(
+                    "user",
+                    json!({"id": "u", "permissions": permissions.clone()}),
+                )
+            })
+            .build();
+        registry.set_procedure_executor(Some(Arc::clone(&backend) as Arc<dyn ProcedureExecutor>));
+        let screen = Arc::new(Screen::default());
+        screen.select(&["d1"]);
+        // The mount writes no policy: the declaration's is installed.
+        let mounted = registry
+            .mounting(Arc::new(Guarded))
+            .procedure(disable_ref(&screen).confirmation(Confirmation::Required))
+            .mount()
+            .unwrap();
+        (registry, mounted, screen)
+    };
+    let sees = |registry: &Registry| {
+        registry
+            .snapshot(&SnapshotOptions::default())
+            .procedures()
+            .len()
+    };
+    let (viewer, _v, _s1) = as_user(json!(["devices:read"]));
+    let (admin, _a, _s2) = as_user(json!(["devices:write"]));
+    assert_eq!(sees(&viewer), 0);
+    assert_eq!(sees(&admin), 1);
+}
+
+#[test]
+fn as_contract_002_the_declaration_is_in_the_catalog_and_its_hash() {
+    // The test binary also links deliberately defective fixtures.
+    let (catalog, _defects) = Catalog::load_valid();
+    let json = catalog.to_json();
+    let guarded = json["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "test.guarded")
+        .unwrap()
+        .clone();
+    let reference = &guarded["references"][0];
+    assert_eq!(reference["procedureId"], "domain:test.devices.disable");
+    assert_eq!(reference["boundFields"][0]["path"], "/deviceIds");
+    assert_eq!(reference["conditional"], true);
+    assert_eq!(reference["confirmation"], "required");
+    assert_eq!(reference["policies"][0]["policy"], "hasPermission");
+    assert_eq!(reference["policies"][0]["permission"], "devices:write");
+}
+
+/// A look-alike of the built-in rate limit.
+struct LookAlike;
+
+impl Policy for LookAlike {
+    fn name(&self) -> &str {
+        "rateLimit(10/60000ms)"
+    }
+}
+
+#[test]
+fn as_contract_002_policies_are_identified_by_type_and_parameters_never_by_name() {
+    let builtin = policy::identity(&policy::rate_limit(10, std::time::Duration::from_secs(60)));
+    let fake = policy::identity(&LookAlike);
+    assert_eq!(
+        policy::rate_limit(10, std::time::Duration::from_secs(60)).name(),
+        LookAlike.name()
+    );
+    assert_ne!(builtin, fake);
+    assert!(builtin.is_builtin() && !fake.is_builtin());
+    assert!(
+        fake.display().contains("custom") && fake.display().contains("LookAlike"),
+        "{}",
+        fake.display()
+    );
+    // Parameters a name does not show still tell built-ins apart.
+    assert_ne!(
+        policy::identity(&policy::authenticated()),
+        policy::identity(&policy::authenticated_by("session"))
+    );
+    assert_ne!(
+        policy::identity(&policy::require_confirmation()),
+        policy::identity(&policy::require_confirmation().when(|_| true))
+    );
+}
