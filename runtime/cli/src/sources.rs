@@ -47,15 +47,37 @@ fn conditions(attrs: &[Attribute]) -> Vec<String> {
             syn::Meta::List(list) if attr.path().is_ident("cfg") => Some(list.tokens.to_string()),
             syn::Meta::List(list) if attr.path().is_ident("cfg_attr") => {
                 let text = list.tokens.to_string();
-                let agent = ["agent_component", "agent_procedure"]
-                    .iter()
-                    .any(|name| text.contains(name));
-                let predicate = text.split(',').next().unwrap_or_default().trim().to_owned();
-                agent.then_some(predicate)
+                let agent = AGENT_ATTRIBUTES.iter().any(|name| text.contains(name));
+                agent.then(|| first_argument(&list.tokens))
             }
             _ => None,
         })
         .collect()
+}
+
+/// The attributes that declare reach.
+const AGENT_ATTRIBUTES: [&str; 4] = [
+    "agent_component",
+    "agent_procedure",
+    "agent_schema",
+    "reference",
+];
+
+/// The tokens before the first top-level comma (a `cfg_attr` predicate).
+fn first_argument(tokens: &proc_macro2::TokenStream) -> String {
+    let mut out = proc_macro2::TokenStream::new();
+    for tree in tokens.clone() {
+        if matches!(&tree, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',') {
+            break;
+        }
+        out.extend([tree]);
+    }
+    out.to_string()
+}
+
+/// Conditions that only test builds have: nothing under them ships.
+fn test_only(conditions: &[String]) -> bool {
+    conditions.iter().any(|condition| condition == "test")
 }
 
 /// `type = "…"` or `id = "…"` in an agent attribute's arguments.
@@ -119,6 +141,10 @@ fn joined(conditions: &[String]) -> String {
 
 struct Visitor<'a> {
     file: &'a str,
+    /// Item macros invoked under `#[cfg]`: (name, condition, file).
+    invocations: &'a mut Vec<(String, String, String)>,
+    /// `macro_rules!` whose body declares reach.
+    generators: &'a mut Vec<String>,
     dir: PathBuf,
     child_dir: PathBuf,
     modules: &'a mut Vec<(PathBuf, Vec<String>)>,
@@ -126,6 +152,25 @@ struct Visitor<'a> {
 }
 
 impl Visitor<'_> {
+    /// Fields of a schema type under `#[cfg]`: the input an agent may send
+    /// differs between builds.
+    fn fields(&mut self, ty: &syn::Ident, fields: &syn::Fields, cfg: &[String]) {
+        for field in fields {
+            let own = conditions(&field.attrs);
+            if own.is_empty() {
+                continue;
+            }
+            let name = field
+                .ident
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let mut all = cfg.to_vec();
+            all.extend(own);
+            self.declared(format!("schema field {ty}.{name}"), &all);
+        }
+    }
+
     fn items(&mut self, items: &[Item], cfg: &[String]) {
         for item in items {
             self.item(item, cfg);
@@ -133,7 +178,7 @@ impl Visitor<'_> {
     }
 
     fn declared(&mut self, key: String, cfg: &[String]) {
-        if !cfg.is_empty() {
+        if !cfg.is_empty() && !test_only(cfg) {
             self.scan.gated.push(GatedDeclaration {
                 key,
                 condition: joined(cfg),
@@ -166,6 +211,29 @@ impl Visitor<'_> {
             Item::Struct(item) if has_agent(&item.attrs, "agent_procedure") => {
                 let name = declared_name(&item.attrs, "agent_procedure", "id").unwrap_or_default();
                 self.declared(format!("procedure {name}"), &here);
+                self.fields(&item.ident, &item.fields, &here);
+            }
+            Item::Struct(item) if has_agent(&item.attrs, "agent_schema") => {
+                self.fields(&item.ident, &item.fields, &here);
+            }
+            Item::Macro(item) if item.mac.path.is_ident("macro_rules") => {
+                let body = item.mac.tokens.to_string();
+                if AGENT_ATTRIBUTES.iter().any(|name| body.contains(name))
+                    && let Some(ident) = &item.ident
+                {
+                    self.generators.push(ident.to_string());
+                }
+            }
+            Item::Macro(item) if !here.is_empty() && !item.mac.path.is_ident("global_asm") => {
+                let name = item
+                    .mac
+                    .path
+                    .segments
+                    .last()
+                    .map(|segment| segment.ident.to_string())
+                    .unwrap_or_default();
+                self.invocations
+                    .push((name, joined(&here), self.file.to_owned()));
             }
             Item::Mod(module) => match &module.content {
                 Some((_, items)) => {
@@ -223,6 +291,8 @@ pub(crate) fn scan(package_dir: &Path) -> Scan {
         queue.extend(entries.flatten().map(|entry| (entry.path(), Vec::new())));
     }
     let mut seen: BTreeMap<PathBuf, ()> = BTreeMap::new();
+    let mut invocations = Vec::new();
+    let mut generators = Vec::new();
     while let Some((path, cfg)) = queue.pop() {
         let Ok(path) = std::fs::canonicalize(&path) else {
             continue;
@@ -257,6 +327,8 @@ pub(crate) fn scan(package_dir: &Path) -> Scan {
         let mut modules = Vec::new();
         Visitor {
             file: &relative,
+            invocations: &mut invocations,
+            generators: &mut generators,
             dir,
             child_dir,
             modules: &mut modules,
@@ -264,6 +336,17 @@ pub(crate) fn scan(package_dir: &Path) -> Scan {
         }
         .items(&file.items, &cfg);
         queue.extend(modules);
+    }
+    // A generator invoked under `#[cfg]`, or a file included under one:
+    // what it declares is unknown until it is built.
+    for (name, condition, file) in invocations {
+        if (name == "include" || generators.contains(&name)) && condition != "test" {
+            scan.gated.push(GatedDeclaration {
+                key: format!("declarations generated by {name}!"),
+                condition,
+                file,
+            });
+        }
     }
     scan.gated.sort();
     scan.gated.dedup();

@@ -1,0 +1,23 @@
+use agent_surface::prelude::*;
+
+/// Disable devices.
+#[agent_procedure(id = "domain:devices.disable", effect = "destructive")]
+pub struct DisableDevices {
+    /// The devices.
+    pub device_ids: Vec<String>,
+}
+
+/// The devices table.
+#[agent_component(type = "devices.table")]
+#[reference(DisableDevices, locked = [devices])]
+impl Table {
+    /// Visible rows.
+    #[observation]
+    fn rows(&self) -> u32 {
+        0
+    }
+}
+
+struct Table;
+
+fn main() {}
