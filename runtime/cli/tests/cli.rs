@@ -10,9 +10,6 @@
     clippy::panic
 )] // test code
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
 mod support;

@@ -225,6 +225,7 @@ impl Registry {
     /// }
     /// /// A project page.
     /// #[agent_component(type = "projects.page")]
+    /// #[reference(Archive, locked = [project_id])]
     /// impl Page {
     ///     /// The project shown.
     ///     #[observation]

@@ -15,18 +15,18 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-pub fn workspace() -> PathBuf {
+pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
         .unwrap()
 }
 
-pub fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     workspace().join("target/agent-surface-fixtures")
 }
 
-pub const COMPONENT: &str = r#"use agent_surface::policy::has_permission;
+pub(crate) const COMPONENT: &str = r#"use agent_surface::policy::has_permission;
 use agent_surface::prelude::*;
 
 /// Devices of the fleet.
@@ -50,14 +50,14 @@ impl Table {
 pub struct Table;
 
 #[allow(dead_code)]
-pub fn policy_in_scope() {
+pub(crate) fn policy_in_scope() {
     let _ = has_permission("x");
 }
 "#;
 
 /// A fixture crate at `dir` named `name`, with `lib` as src/lib.rs and
 /// `extra` appended to its Cargo.toml.
-pub fn fixture(dir: &Path, name: &str, lib: &str, extra: &str) {
+pub(crate) fn fixture(dir: &Path, name: &str, lib: &str, extra: &str) {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     let runtime = workspace().join("runtime");
@@ -71,7 +71,7 @@ pub fn fixture(dir: &Path, name: &str, lib: &str, extra: &str) {
     std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
 }
 
-pub fn run(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn run(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cargo-agent-surface"))
         .arg("agent-surface")
         .args(args)
@@ -83,11 +83,11 @@ pub fn run(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-pub fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-pub fn describe(output: &Output) -> String {
+pub(crate) fn describe(output: &Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
         output.status.code(),
@@ -96,7 +96,7 @@ pub fn describe(output: &Output) -> String {
     )
 }
 
-pub fn git(dir: &Path, args: &[&str]) {
+pub(crate) fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
         .args([
             "-c",
@@ -114,12 +114,12 @@ pub fn git(dir: &Path, args: &[&str]) {
 }
 
 /// A committed fixture: snapshot taken, the repository at one commit.
-pub fn committed(name: &str) -> PathBuf {
+pub(crate) fn committed(name: &str) -> PathBuf {
     committed_with(name, COMPONENT, "")
 }
 
 /// A committed fixture with `lib` as src/lib.rs and `extra` in Cargo.toml.
-pub fn committed_with(name: &str, lib: &str, extra: &str) -> PathBuf {
+pub(crate) fn committed_with(name: &str, lib: &str, extra: &str) -> PathBuf {
     let dir = fixtures().join(name);
     fixture(&dir, name, lib, extra);
     let snapshot = run(&dir, &["snapshot"]);
@@ -130,7 +130,7 @@ pub fn committed_with(name: &str, lib: &str, extra: &str) -> PathBuf {
     dir
 }
 
-pub fn edit(dir: &Path, from: &str, to: &str) {
+pub(crate) fn edit(dir: &Path, from: &str, to: &str) {
     let path = dir.join("src/lib.rs");
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains(from), "{from}");
@@ -138,7 +138,7 @@ pub fn edit(dir: &Path, from: &str, to: &str) {
 }
 
 /// Re-snapshots, then checks against the base commit: (exit, findings).
-pub fn drift(dir: &Path, policy: &str) -> (Option<i32>, Vec<Value>, Output) {
+pub(crate) fn drift(dir: &Path, policy: &str) -> (Option<i32>, Vec<Value>, Output) {
     let snapshot = run(dir, &["snapshot"]);
     assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
     let output = run(
@@ -154,7 +154,7 @@ pub fn drift(dir: &Path, policy: &str) -> (Option<i32>, Vec<Value>, Output) {
     (output.status.code(), findings, output)
 }
 
-pub fn has(findings: &[Value], class: &str, subject: &str, change: &str) -> bool {
+pub(crate) fn has(findings: &[Value], class: &str, subject: &str, change: &str) -> bool {
     findings.iter().any(|f| {
         f["class"] == class
             && f["subject"] == subject
