@@ -1,5 +1,6 @@
 //! Policies attach at component and capability level; each registration
-//! gets a fresh chain, and the catalog lists them by name.
+//! gets a fresh chain, and the catalog lists them by identity: a custom
+//! policy by its name and Rust type.
 
 use agent_surface::policy::{Decision, Policy, PolicyContext};
 use agent_surface::prelude::*;
@@ -54,6 +55,16 @@ fn main() {
     let count = contract.capability("count").unwrap();
     assert_eq!(count.policies().len(), 1);
     let json = serde_json::to_value(contract).unwrap();
-    assert_eq!(json["policies"], serde_json::json!(["betaOnly", "audited"]));
-    assert_eq!(json["observations"][0]["policies"], serde_json::json!(["countPolicy"]));
+    let custom = |name: &str, rust_type: &str| {
+        let rust_type = format!("{}::{rust_type}", module_path!());
+        serde_json::json!({"policy": "custom", "name": name, "type": rust_type})
+    };
+    assert_eq!(
+        json["policies"],
+        serde_json::json!([custom("betaOnly", "BetaOnly"), custom("audited", "Named")])
+    );
+    assert_eq!(
+        json["observations"][0]["policies"],
+        serde_json::json!([custom("countPolicy", "Named")])
+    );
 }
