@@ -27,6 +27,7 @@ mod schema;
 mod self_type;
 mod symbol;
 mod valid;
+mod wire;
 
 use proc_macro::TokenStream;
 use quote::quote;

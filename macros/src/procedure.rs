@@ -260,19 +260,14 @@ fn handles<'a>(cx: &Ctxt, item: &'a DeriveInput, fields: &[&'a syn::Field]) -> V
         if serde_flag(&field.attrs, &["skip", "skip_deserializing", "flatten"]) {
             continue;
         }
-        let wire = match serde_string(&field.attrs, "rename") {
-            Some(lit) => lit.value(),
-            None => match agent_surface_rules::rename_field(&ident.unraw().to_string(), &rule_text)
-            {
-                Some(wire) => wire,
-                None => {
-                    if let Some(rule) = &rule {
-                        cx.error_spanned_by(rule, "unknown `rename_all` rule");
-                    }
-                    return Vec::new();
-                }
-            },
-        };
+        if agent_surface_rules::rename_field("x", &rule_text).is_none() {
+            if let Some(rule) = &rule {
+                cx.error_spanned_by(rule, "unknown `rename_all` rule");
+            }
+            return Vec::new();
+        }
+        let rust = ident.unraw().to_string();
+        let wire = crate::wire::field_wire_name(&field.attrs, &rust, Some(&rule_text));
         out.push(Handle { field, wire });
     }
     out

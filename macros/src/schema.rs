@@ -216,14 +216,28 @@ fn union_fallback(item: &DeriveInput) -> TokenStream {
     }
     let ident = &item.ident;
     let name = ident.to_string();
-    quote! {
-        #[doc(hidden)]
-        const _: () = {
-            use ::agent_surface::__private::{schemars, serde};
+    let serialize = (!derives(&item.attrs, "Serialize")).then(|| {
+        quote! {
             #[automatically_derived]
-            impl ::agent_surface::__private::AgentSchema for #ident {}
+            impl serde::Serialize for #ident {
+                fn serialize<S: serde::Serializer>(&self, _: S) -> ::core::result::Result<S::Ok, S::Error> {
+                    ::core::result::Result::Err(<S::Error as serde::ser::Error>::custom(#name))
+                }
+            }
+        }
+    });
+    let deserialize = (!derives(&item.attrs, "Deserialize")).then(|| {
+        quote! {
             #[automatically_derived]
-            impl ::agent_surface::__private::AgentInput for #ident {}
+            impl<'de> serde::Deserialize<'de> for #ident {
+                fn deserialize<D: serde::Deserializer<'de>>(_: D) -> ::core::result::Result<Self, D::Error> {
+                    ::core::result::Result::Err(<D::Error as serde::de::Error>::custom(#name))
+                }
+            }
+        }
+    });
+    let schema = (!derives(&item.attrs, "JsonSchema")).then(|| {
+        quote! {
             #[automatically_derived]
             impl schemars::JsonSchema for #ident {
                 fn schema_name() -> ::std::borrow::Cow<'static, str> {
@@ -233,20 +247,47 @@ fn union_fallback(item: &DeriveInput) -> TokenStream {
                     schemars::Schema::default()
                 }
             }
+        }
+    });
+    quote! {
+        #[doc(hidden)]
+        const _: () = {
+            use ::agent_surface::__private::{schemars, serde};
             #[automatically_derived]
-            impl serde::Serialize for #ident {
-                fn serialize<S: serde::Serializer>(&self, _: S) -> ::core::result::Result<S::Ok, S::Error> {
-                    ::core::result::Result::Err(<S::Error as serde::ser::Error>::custom(#name))
-                }
-            }
+            impl ::agent_surface::__private::AgentSchema for #ident {}
             #[automatically_derived]
-            impl<'de> serde::Deserialize<'de> for #ident {
-                fn deserialize<D: serde::Deserializer<'de>>(_: D) -> ::core::result::Result<Self, D::Error> {
-                    ::core::result::Result::Err(<D::Error as serde::de::Error>::custom(#name))
-                }
-            }
+            impl ::agent_surface::__private::AgentInput for #ident {}
+            #schema
+            #serialize
+            #deserialize
         };
     }
+}
+
+/// `item` without the serde and schemars helper attributes our derives
+/// would have read (the user's own derives keep theirs).
+fn without_helpers(item: &DeriveInput) -> DeriveInput {
+    let mut item = item.clone();
+    let keep_serde = derives(&item.attrs, "Serialize") || derives(&item.attrs, "Deserialize");
+    let keep_schemars = derives(&item.attrs, "JsonSchema");
+    let strip = |attrs: &mut Vec<Attribute>| {
+        attrs.retain(|attr| {
+            !(attr.path().is_ident("serde") && !keep_serde
+                || attr.path().is_ident("schemars") && !keep_schemars)
+        });
+    };
+    strip(&mut item.attrs);
+    match &mut item.data {
+        Data::Struct(data) => data.fields.iter_mut().for_each(|f| strip(&mut f.attrs)),
+        Data::Enum(data) => {
+            for variant in &mut data.variants {
+                strip(&mut variant.attrs);
+                variant.fields.iter_mut().for_each(|f| strip(&mut f.attrs));
+            }
+        }
+        Data::Union(_) => {}
+    }
+    item
 }
 
 pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
@@ -275,6 +316,15 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     // Malformed options were reported; the expansion goes on with the
     // defaults, so uses of the type raise no follow-on errors.
 
+    crate::wire::check(&cx, &item, options.serialize);
+    if cx.has_errors() && item.generics.params.is_empty() {
+        // The wire shape is wrong: the type gets the traits it would have,
+        // with bodies that never run, so its uses report nothing more.
+        let bare = without_helpers(&item);
+        let fallback = union_fallback(&item);
+        let errors = cx.into_compile_errors();
+        return quote!(#bare #fallback #errors);
+    }
     let ident = &item.ident;
     let serde_keys = attr_keys(&item.attrs, "serde");
     let fields = fields_of(&item.data);
@@ -390,7 +440,9 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         quote!(where #(#predicates),*)
     };
     let concrete = item.generics.params.is_empty();
-    let input_impl = (named_struct && options.deserialize).then(|| {
+    // A `transparent` struct is its one field on the wire, not an object:
+    // it is no action input (using it as one names the rule).
+    let input_impl = (named_struct && options.deserialize && !has("transparent")).then(|| {
         if concrete {
             quote! {
                 #[automatically_derived]

@@ -1,0 +1,434 @@
+//! The wire shape a schema type's serde and schemars attributes give it,
+//! checked against what the schema says, at the attribute's token: a field
+//! the serializer may omit while the schema requires it, a `flatten` of
+//! something that is not an object, an internally tagged enum whose newtype
+//! variant carries no object, bounds that admit no value, a pattern the
+//! runtime cannot compile, two fields or variants with one wire name, and a
+//! `transparent` type offered as an object input.
+
+use std::collections::BTreeMap;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Attribute, Data, DeriveInput, Fields, Ident, LitStr, Type};
+
+use crate::ctxt::Ctxt;
+
+/// One `key` or `key = value` of a `#[serde(…)]`/`#[schemars(…)]`, with its
+/// span; `nested` holds `key(…)`'s own keys.
+struct Meta {
+    key: String,
+    span: Span,
+    text: Option<LitStr>,
+    number: Option<f64>,
+    nested: Vec<Meta>,
+}
+
+fn number_of(expr: &syn::Expr) -> Option<f64> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(int),
+            ..
+        }) => int.base10_parse().ok(),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Float(float),
+            ..
+        }) => float.base10_parse().ok(),
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => number_of(expr).map(|n| -n),
+        syn::Expr::Group(group) => number_of(&group.expr),
+        _ => None,
+    }
+}
+
+fn metas_of(input: syn::meta::ParseNestedMeta<'_>, out: &mut Vec<Meta>) -> syn::Result<()> {
+    let key = input
+        .path
+        .segments
+        .last()
+        .map(|segment| segment.ident.to_string())
+        .unwrap_or_default();
+    let span = input.path.span();
+    let mut meta = Meta {
+        key,
+        span,
+        text: None,
+        number: None,
+        nested: Vec::new(),
+    };
+    if input.input.peek(syn::Token![=]) {
+        let expr: syn::Expr = input.value()?.parse()?;
+        if let syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
+            ..
+        }) = &expr
+        {
+            meta.text = Some(lit.clone());
+        }
+        meta.number = number_of(&expr);
+    } else if input.input.peek(syn::token::Paren) {
+        let content;
+        syn::parenthesized!(content in input.input);
+        let fork = content.fork();
+        let nested = syn::meta::parser(|inner| metas_of(inner, &mut meta.nested));
+        if syn::parse::Parser::parse2(nested, fork.parse::<proc_macro2::TokenStream>()?).is_err() {
+            // `pattern("…")` and other expression arguments.
+            if let Ok(lit) = content.parse::<LitStr>() {
+                meta.text = Some(lit);
+            }
+        }
+        let _ = content.parse::<proc_macro2::TokenStream>();
+    }
+    out.push(meta);
+    Ok(())
+}
+
+/// The metas of every `#[namespace(…)]` among `attrs` (unparsable ones are
+/// left to serde and schemars to report).
+fn metas(attrs: &[Attribute], namespace: &str) -> Vec<Meta> {
+    let mut out = Vec::new();
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident(namespace)) {
+        let _ = attr.parse_nested_meta(|meta| metas_of(meta, &mut out));
+    }
+    out
+}
+
+fn find<'a>(metas: &'a [Meta], key: &str) -> Option<&'a Meta> {
+    metas.iter().find(|meta| meta.key == key)
+}
+
+/// The last path segment of a type, and its generic arguments' first type.
+fn head(ty: &Type) -> Option<(String, Option<&Type>)> {
+    match ty {
+        Type::Path(path) => {
+            let segment = path.path.segments.last()?;
+            let inner = match &segment.arguments {
+                syn::PathArguments::AngleBracketed(args) => {
+                    args.args.iter().find_map(|arg| match arg {
+                        syn::GenericArgument::Type(ty) => Some(ty),
+                        _ => None,
+                    })
+                }
+                _ => None,
+            };
+            Some((segment.ident.to_string(), inner))
+        }
+        Type::Group(group) => head(&group.elem),
+        Type::Paren(paren) => head(&paren.elem),
+        _ => None,
+    }
+}
+
+const SCALARS: [&str; 18] = [
+    "bool", "char", "str", "String", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
+    "i32", "i64", "i128", "isize", "f32", "f64",
+];
+const SEQUENCES: [&str; 6] = [
+    "Vec",
+    "VecDeque",
+    "HashSet",
+    "BTreeSet",
+    "LinkedList",
+    "BinaryHeap",
+];
+
+/// What a type is on the wire when the macro can tell from its spelling:
+/// `Some("a string")`, `Some("an array")`, … — never an object.
+fn not_an_object(ty: &Type) -> Option<&'static str> {
+    match ty {
+        Type::Array(_) | Type::Slice(_) => Some("an array"),
+        Type::Tuple(tuple) if tuple.elems.is_empty() => Some("null"),
+        Type::Tuple(_) => Some("an array"),
+        Type::Reference(reference) => not_an_object(&reference.elem),
+        _ => {
+            let (name, inner) = head(ty)?;
+            if SCALARS.contains(&name.as_str()) {
+                Some(if matches!(name.as_str(), "String" | "str" | "char") {
+                    "a string"
+                } else if name == "bool" {
+                    "a boolean"
+                } else {
+                    "a number"
+                })
+            } else if SEQUENCES.contains(&name.as_str()) {
+                Some("an array")
+            } else if matches!(name.as_str(), "Option" | "Box" | "Arc" | "Rc") {
+                inner.and_then(not_an_object)
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn is_option(ty: &Type) -> bool {
+    head(ty).is_some_and(|(name, _)| name == "Option")
+}
+
+fn rename_variant(variant: &str, rule: &str) -> Option<String> {
+    let snake = || {
+        let mut out = String::new();
+        for (i, c) in variant.char_indices() {
+            if c.is_uppercase() && i > 0 {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        }
+        out
+    };
+    Some(match rule {
+        "lowercase" => variant.to_lowercase(),
+        "UPPERCASE" => variant.to_uppercase(),
+        "PascalCase" => variant.to_owned(),
+        "camelCase" => {
+            let mut chars = variant.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_lowercase().collect::<String>() + chars.as_str()
+            })
+        }
+        "snake_case" => snake(),
+        "SCREAMING_SNAKE_CASE" => snake().to_uppercase(),
+        "kebab-case" => snake().replace('_', "-"),
+        "SCREAMING-KEBAB-CASE" => snake().replace('_', "-").to_uppercase(),
+        _ => return None,
+    })
+}
+
+/// The names one field or variant answers to on the wire (its name, and
+/// its aliases when it is read), given the container's rule.
+fn wire_names(attrs: &[Attribute], rust: &str, rule: Option<&str>, variant: bool) -> Vec<String> {
+    let serde = metas(attrs, "serde");
+    let renamed = find(&serde, "rename").and_then(|meta| {
+        meta.text.as_ref().map(LitStr::value).or_else(|| {
+            // `rename(deserialize = "…")`: what the agent sends.
+            find(&meta.nested, "deserialize").and_then(|m| m.text.as_ref().map(LitStr::value))
+        })
+    });
+    let rust = rust.strip_prefix("r#").unwrap_or(rust);
+    let mut names = vec![renamed.unwrap_or_else(|| {
+        rule.and_then(|rule| {
+            if variant {
+                rename_variant(rust, rule)
+            } else {
+                agent_surface_rules::rename_field(rust, rule)
+            }
+        })
+        .unwrap_or_else(|| rust.to_owned())
+    })];
+    names.extend(
+        serde
+            .iter()
+            .filter(|meta| meta.key == "alias")
+            .filter_map(|meta| meta.text.as_ref().map(LitStr::value)),
+    );
+    names
+}
+
+/// The wire name of a field as the agent sends it: its `rename` (or
+/// `rename(deserialize = …)`), else `rule` applied to its Rust name.
+pub(crate) fn field_wire_name(attrs: &[Attribute], rust: &str, rule: Option<&str>) -> String {
+    wire_names(attrs, rust, rule, false)
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+}
+
+fn skipped(attrs: &[Attribute]) -> bool {
+    metas(attrs, "serde")
+        .iter()
+        .any(|meta| matches!(meta.key.as_str(), "skip" | "skip_deserializing" | "flatten"))
+}
+
+/// Reports two members answering to one wire name, naming both.
+fn collisions<'a>(
+    cx: &Ctxt,
+    members: impl Iterator<Item = (&'a [Attribute], String, Span)>,
+    rule: Option<&str>,
+    what: &str,
+    variant: bool,
+) {
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for (attrs, rust, span) in members {
+        if skipped(attrs) || !crate::cfg::cfgs(attrs).is_empty() {
+            continue;
+        }
+        for name in wire_names(attrs, &rust, rule, variant) {
+            if let Some(earlier) = seen.get(&name) {
+                if earlier != &rust {
+                    cx.error_at(
+                        span,
+                        format!(
+                            "{what}s `{earlier}` and `{rust}` both appear on the wire as `{name}`: \
+                             rename one with `#[serde(rename = \"…\")]`"
+                        ),
+                    );
+                }
+            } else {
+                seen.insert(name, rust.clone());
+            }
+        }
+    }
+}
+
+fn bounds(cx: &Ctxt, attrs: &[Attribute]) {
+    for namespace in ["schemars", "validate", "garde"] {
+        for meta in metas(attrs, namespace) {
+            match meta.key.as_str() {
+                "range" | "length" => {
+                    let (min, max) = (find(&meta.nested, "min"), find(&meta.nested, "max"));
+                    if let (Some(min), Some(max)) = (min, max)
+                        && let (Some(low), Some(high)) = (min.number, max.number)
+                        && low > high
+                    {
+                        cx.error_at(
+                            meta.span,
+                            format!(
+                                "`{}(min = {low}, max = {high})` admits no value: its `min` is above its `max`",
+                                meta.key
+                            ),
+                        );
+                    }
+                }
+                "regex" | "pattern" => {
+                    let pattern = if meta.key == "regex" {
+                        find(&meta.nested, "pattern").and_then(|m| m.text.clone())
+                    } else {
+                        meta.text.clone()
+                    };
+                    if let Some(pattern) = pattern
+                        && let Err(err) = regex_syntax::Parser::new().parse(&pattern.value())
+                    {
+                        let reason = err.to_string();
+                        let reason = reason.lines().last().unwrap_or_default().trim();
+                        let reason = reason.strip_prefix("error: ").unwrap_or(reason);
+                        cx.error_spanned_by(
+                            &pattern,
+                            format!(
+                                "this pattern is not a regular expression the runtime can compile: {reason}"
+                            ),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Checks `item`'s wire shape; `serialize`/`deserialize` say which ways it
+/// goes.
+pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool) {
+    let container = metas(&item.attrs, "serde");
+    let has_default = find(&container, "default").is_some();
+    let rule = find(&container, "rename_all")
+        .and_then(|meta| {
+            meta.text.as_ref().map(LitStr::value).or_else(|| {
+                find(&meta.nested, "deserialize").and_then(|m| m.text.as_ref().map(LitStr::value))
+            })
+        })
+        .or_else(|| (find(&container, "transparent").is_none()).then(|| "camelCase".to_owned()));
+    let fields_rule = find(&container, "rename_all_fields")
+        .and_then(|meta| meta.text.as_ref().map(LitStr::value))
+        .or_else(|| Some("camelCase".to_owned()));
+    let check_fields = |fields: &Fields, rule: Option<&str>| {
+        for field in fields {
+            bounds(cx, &field.attrs);
+            let serde = metas(&field.attrs, "serde");
+            if let Some(skip) = find(&serde, "skip_serializing_if")
+                && serialize
+                && !is_option(&field.ty)
+                && find(&serde, "default").is_none()
+                && !has_default
+            {
+                let name = field
+                    .ident
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                cx.error_at(
+                    skip.span,
+                    format!(
+                        "`skip_serializing_if` can leave `{name}` out of the output, but the schema requires it, \
+                         so such a result fails its schema: make the field `Option<…>`, or remove `skip_serializing_if`"
+                    ),
+                );
+            }
+            if let Some(flatten) = find(&serde, "flatten")
+                && let Some(shape) = not_an_object(&field.ty)
+            {
+                let _ = flatten;
+                cx.error_spanned_by(
+                    &field.ty,
+                    format!(
+                        "`#[serde(flatten)]` merges an object's properties into this one, but this type is {shape} on the wire: \
+                         flatten a struct or a map, or remove `flatten`"
+                    ),
+                );
+            }
+        }
+        if let Fields::Named(named) = fields {
+            collisions(
+                cx,
+                named.named.iter().map(|field| {
+                    let rust = field
+                        .ident
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
+                    let span = field
+                        .ident
+                        .as_ref()
+                        .map_or_else(|| field.span(), Ident::span);
+                    (field.attrs.as_slice(), rust, span)
+                }),
+                rule,
+                "field",
+                false,
+            );
+        }
+    };
+    match &item.data {
+        Data::Struct(data) => check_fields(&data.fields, rule.as_deref()),
+        Data::Enum(data) => {
+            let tag = find(&container, "tag");
+            let adjacent = find(&container, "content").is_some();
+            for variant in &data.variants {
+                check_fields(&variant.fields, fields_rule.as_deref());
+                if let (Some(tag), false, Fields::Unnamed(fields)) =
+                    (tag, adjacent, &variant.fields)
+                    && fields.unnamed.len() == 1
+                    && let Some(field) = fields.unnamed.first()
+                    && let Some(shape) = not_an_object(&field.ty)
+                {
+                    let tag = tag.text.as_ref().map(LitStr::value).unwrap_or_default();
+                    let name = &variant.ident;
+                    cx.error_spanned_by(
+                        &field.ty,
+                        format!(
+                            "an internally tagged enum (`tag = \"{tag}\"`) puts `{tag}` inside each variant's object, \
+                             but `{name}` carries {shape}: give it named fields (`{name} {{ value: … }}`), \
+                             or add `content = \"…\"` to the `#[serde(…)]` of the enum"
+                        ),
+                    );
+                }
+            }
+            collisions(
+                cx,
+                data.variants.iter().map(|variant| {
+                    (
+                        variant.attrs.as_slice(),
+                        variant.ident.to_string(),
+                        variant.ident.span(),
+                    )
+                }),
+                rule.as_deref(),
+                "variant",
+                true,
+            );
+        }
+        Data::Union(_) => {}
+    }
+}
