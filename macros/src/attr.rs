@@ -240,9 +240,23 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// Suggests the closest of `options` to `wrong`, if it is close.
 pub(crate) fn did_you_mean(wrong: &str, options: &[&str]) -> String {
+    let wrong_lower = wrong.to_lowercase();
+    // A shortening or a lengthening of a key (`confirm`, `desc`,
+    // `effects`) is as good a guess as a typo.
+    let related = |option: &str| {
+        wrong_lower.len() >= 4
+            && (option.starts_with(&wrong_lower) || wrong_lower.starts_with(option))
+    };
     options
         .iter()
-        .map(|option| (edit_distance(wrong, option), option))
+        .map(|option| {
+            let distance = if related(option) {
+                1
+            } else {
+                edit_distance(&wrong_lower, option)
+            };
+            (distance, option)
+        })
         .filter(|(distance, _)| *distance <= 2 || (wrong.len() > 5 && *distance <= 3))
         .min()
         .map(|(_, option)| format!("did you mean `{option}`? "))

@@ -11,10 +11,34 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{ImplItem, ItemImpl, LitStr};
+use syn::{Ident, ImplItem, ItemImpl, LitStr};
 
 use crate::ast::{Capability, Component, ConcurrencySpec, Param, is_helper};
 use crate::symbol::{ACTION, OBSERVATION};
+
+/// What tells two components' generated tests apart in one module: the
+/// full self type (`ListView<Device>`, `a::Panel`) and the component type,
+/// hashed (FNV-1a, 32 bits).
+fn test_suffix(component: &Component<'_>) -> u32 {
+    let self_ty = component.self_ty;
+    let component_type = component
+        .attrs
+        .component_type
+        .as_ref()
+        .map(LitStr::value)
+        .unwrap_or_default();
+    let text = format!("{} {component_type}", quote!(#self_ty));
+    text.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
+        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// `span`'s location with the call site's hygiene: identifiers the
+/// expansion introduces (`input`, `_ctx`) resolve where the expansion is,
+/// even when the span comes from a `macro_rules!` fragment.
+fn hygienic(span: proc_macro2::Span) -> proc_macro2::Span {
+    proc_macro2::Span::call_site().located_at(span)
+}
 
 /// The user's impl block without `#[observation]` / `#[action]` attributes.
 pub(crate) fn strip_helpers(item: &ItemImpl) -> ItemImpl {
@@ -461,9 +485,12 @@ fn precondition_method(component: &Component<'_>, patterns: &[TokenStream]) -> T
             // each checked where the check's signature writes it.
             let borrowed = target.and_then(crate::helpers::precondition_input_type);
             let input = match borrowed {
-                Some(ty) => quote_spanned! {ty.span()=>
-                    ::agent_surface::__private::precondition_input::<#ty, _>(input)
-                },
+                Some(ty) => {
+                    let input = Ident::new("input", hygienic(ty.span()));
+                    quote_spanned! {ty.span()=>
+                        ::agent_surface::__private::precondition_input::<#ty, _>(#input)
+                    }
+                }
                 None => quote!(input),
             };
             let output_span = target.map_or(precondition.span(), |target| match &target.sig.output {
@@ -475,7 +502,7 @@ fn precondition_method(component: &Component<'_>, patterns: &[TokenStream]) -> T
             } else {
                 quote_spanned!(precondition.span()=> Self::#precondition(self, #input))
             };
-            let call = quote_spanned! {output_span=> ::agent_surface::__private::precondition_result(#call) };
+            let call = quote_spanned!{output_span=> ::agent_surface::__private::precondition_result(#call) };
             let cfg = cfg_attrs(capability);
             Some(quote! {
                 #cfg
@@ -511,9 +538,13 @@ fn precondition_method(component: &Component<'_>, patterns: &[TokenStream]) -> T
 fn invoke_arm(pattern: &TokenStream, capability: &Capability<'_>) -> TokenStream {
     let method = capability.ident();
     let args = capability.params.iter().map(|param| match param {
-        Param::Input(ty) => quote_spanned!(ty.span()=> input),
+        Param::Input(ty) => {
+            let input = Ident::new("input", hygienic(ty.span()));
+            quote_spanned!(ty.span()=> #input)
+        }
         Param::Context(ty) => {
-            quote_spanned!(ty.span()=> ::agent_surface::__private::context(&_ctx))
+            let ctx = Ident::new("_ctx", hygienic(ty.span()));
+            quote_spanned!(ty.span()=> ::agent_surface::__private::context(&#ctx))
         }
     });
     let call = if capability.method.sig.asyncness.is_some() {
@@ -554,7 +585,11 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
         .iter()
         .zip(&patterns)
         .map(|(capability, pattern)| invoke_arm(pattern, capability));
-    let test_name = format_ident!("agent_surface_contract_of_{}", component.rust_type_name());
+    let test_name = format_ident!(
+        "agent_surface_contract_of_{}_{:08x}",
+        component.rust_type_name(),
+        test_suffix(component)
+    );
     let markers = component
         .capabilities
         .iter()
@@ -616,8 +651,8 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
 
         /// Fails `cargo test` when a generated schema leaves the supported subset.
         #[cfg(test)]
-        #[test]
         #[allow(non_snake_case, unnameable_test_items)]
+        #[test]
         fn #test_name() {
             ::agent_surface::__private::check_contract(
                 <#self_ty as ::agent_surface::Component>::contract(),

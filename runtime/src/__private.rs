@@ -198,15 +198,32 @@ pub fn assert_same_field<First: ?Sized, T: SameField<First> + ?Sized>() {}
 #[track_caller]
 #[allow(clippy::panic)]
 pub fn check_contract(contract: &'static ComponentContract) {
-    if let Err(err) = contract.checked() {
-        let source = contract.source();
-        panic!(
-            "the agent contract of `{}` (component `{}`, {}:{}) is invalid:\n  {err}",
-            source.rust_type,
-            contract.component_type(),
-            source.file,
-            source.line
-        );
+    // The crate's other contracts too: a component declared inside a
+    // function (a `#[test]`) gets no test of its own, so every generated
+    // test of its crate checks it.
+    let krate = |contract: &ComponentContract| {
+        let module = contract.source().module;
+        module.split("::").next().unwrap_or(module).to_owned()
+    };
+    let own = krate(contract);
+    let mut defects = Vec::new();
+    let others = crate::catalog::contracts()
+        .into_iter()
+        .filter(|other| !std::ptr::eq(*other, contract) && krate(other) == own);
+    for checked in std::iter::once(contract).chain(others) {
+        if let Err(err) = checked.checked() {
+            let source = checked.source();
+            defects.push(format!(
+                "the agent contract of `{}` (component `{}`, {}:{}) is invalid:\n  {err}",
+                source.rust_type,
+                checked.component_type(),
+                source.file,
+                source.line
+            ));
+        }
+    }
+    if !defects.is_empty() {
+        panic!("{}", defects.join("\n"));
     }
 }
 

@@ -23,6 +23,7 @@ mod contracts;
 mod declared_reach;
 mod errors;
 mod fixtures;
+mod generated;
 mod harness;
 mod hidden;
 mod identity;
