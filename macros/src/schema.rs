@@ -272,8 +272,9 @@ fn without_helpers(item: &DeriveInput) -> DeriveInput {
     let keep_schemars = derives(&item.attrs, "JsonSchema");
     let strip = |attrs: &mut Vec<Attribute>| {
         attrs.retain(|attr| {
-            !(attr.path().is_ident("serde") && !keep_serde
-                || attr.path().is_ident("schemars") && !keep_schemars)
+            let ours = (attr.path().is_ident("serde") && !keep_serde)
+                || (attr.path().is_ident("schemars") && !keep_schemars);
+            !ours
         });
     };
     strip(&mut item.attrs);

@@ -12,6 +12,15 @@ use serde_json::{Map, Value};
 pub struct Internal(pub(crate) Arc<Map<String, Value>>);
 
 impl Internal {
+    /// A digest of the internal metadata (`sha256:` and 64 hex digits):
+    /// policies read it, so review sees that it changed without seeing it.
+    pub fn digest(&self) -> String {
+        format!(
+            "sha256:{}",
+            crate::canonical::Sha256Digest::of(&Value::Object((*self.0).clone()))
+        )
+    }
+
     /// The metadata.
     pub fn map(&self) -> &Map<String, Value> {
         &self.0

@@ -7,6 +7,9 @@
     clippy::indexing_slicing,
     clippy::panic
 )] // test code
+// `generated` declares a component inside a test function: rustc reports
+// its generated test as an inner item at the crate level only.
+#![allow(unnameable_test_items)]
 
 mod approval_channels;
 mod attacks;

@@ -135,7 +135,22 @@ pub(crate) fn from_catalog(
                 "declaration": gated.key,
                 "cfg": gated.condition,
                 "file": gated.file,
-                "inBuild": built.contains(&gated.key),
+                "digest": gated.digest,
+                // Known for a whole declaration; for a part of one (a field,
+                // a method, a `cfg_attr` variant) the catalog cannot say.
+                // Written under several conditions, at most one variant is
+                // the one built: which, the catalog cannot say.
+                "inBuild": if scan.gated.iter().filter(|g| g.key == gated.key).count() > 1 {
+                    Value::Null
+                } else if built.contains(&gated.key) {
+                    Value::Bool(true)
+                } else if gated.key.contains(':') || gated.key.starts_with("schema ")
+                    || gated.key.starts_with("declarations ")
+                {
+                    Value::Null
+                } else {
+                    Value::Bool(false)
+                },
             })
         })
         .collect();
@@ -227,8 +242,15 @@ pub(crate) fn load(path: &Path) -> Result<Option<Value>, Fatal> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(Fatal(format!("cannot read {origin}: {err}"))),
     };
-    within_size(text.len() as u64, &origin)?;
-    let value = parse(&text, &origin)?;
+    parse_canonical(&text, &origin).map(Some)
+}
+
+/// Parses artifact text that must be exactly what `snapshot` writes (the
+/// committed artifact, and the one at `--base`): over [`MAX_BYTES`],
+/// malformed, hand-edited, reformatted or duplicate-key text is [`Fatal`].
+pub(crate) fn parse_canonical(text: &str, origin: &str) -> Result<Value, Fatal> {
+    within_size(text.len() as u64, origin)?;
+    let value = parse(text, origin)?;
     if to_text(&value) != text {
         return Err(Fatal(format!(
             "{origin} is not in canonical form (edited by hand or reformatted: keys out of \
@@ -236,7 +258,7 @@ pub(crate) fn load(path: &Path) -> Result<Option<Value>, Fatal> {
              `cargo agent-surface snapshot`"
         )));
     }
-    Ok(Some(value))
+    Ok(value)
 }
 
 /// Writes the artifact text to `path`, never through a symbolic link: into

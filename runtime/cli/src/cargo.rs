@@ -47,6 +47,8 @@ pub(crate) struct Package {
     features: Vec<String>,
     /// The dependency line of `agent-surface` as the package resolves it.
     runtime: Option<toml::Table>,
+    /// The source the gate reads beyond the build.
+    pub(crate) scan_roots: Vec<ScanRoot>,
 }
 
 fn cargo() -> Command {
@@ -138,10 +140,30 @@ fn chosen_bin(
     }
 }
 
+/// Source files the gate reads beyond the build: a crate's entry points.
+#[derive(Clone, Debug)]
+pub(crate) struct ScanRoot {
+    /// `None` for the package itself; else the dependency (`name version`).
+    pub(crate) label: Option<String>,
+    /// The directory paths are shown relative to.
+    pub(crate) dir: PathBuf,
+    /// The crate roots (`src_path` of each linked target).
+    pub(crate) entry_points: Vec<PathBuf>,
+}
+
+/// A linked library of a dependency.
+struct Linked {
+    crate_name: String,
+    label: String,
+    /// Its package directory and crate root, when its source is local
+    /// (a path dependency or a workspace member).
+    local: Option<(PathBuf, PathBuf)>,
+}
+
 /// The library crate names of every package `package_id` links through
 /// normal dependencies, transitively (itself excluded), each with the
 /// package that builds it (`name version`).
-fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<(String, String)> {
+fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<Linked> {
     let nodes = metadata
         .get("resolve")
         .map_or(&[][..], |r| array_of(r, "nodes"));
@@ -174,10 +196,20 @@ fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<(String, 
                     .filter_map(Value::as_str)
                     .any(|kind| matches!(kind, "lib" | "rlib" | "dylib"));
                 if linked {
-                    out.push((
-                        str_of(target, "name").replace('-', "_"),
-                        format!("{} {}", str_of(package, "name"), str_of(package, "version")),
-                    ));
+                    let local = str_of(package, "source").is_empty().then(|| {
+                        let manifest = Path::new(str_of(package, "manifest_path"));
+                        let dir = manifest.parent().map(Path::to_path_buf).unwrap_or_default();
+                        (dir, PathBuf::from(str_of(target, "src_path")))
+                    });
+                    out.push(Linked {
+                        crate_name: str_of(target, "name").replace('-', "_"),
+                        label: format!(
+                            "{} {}",
+                            str_of(package, "name"),
+                            str_of(package, "version")
+                        ),
+                        local,
+                    });
                 }
             }
         }
@@ -191,6 +223,7 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
     let output = cargo()
         .args(["metadata", "--format-version", "1", "--manifest-path"])
         .arg(&manifest)
+        .args(options.all_features.then_some("--all-features"))
         .stdin(Stdio::null())
         .output()
         .map_err(|err| Fatal(format!("cannot run cargo: {err}")))?;
@@ -253,7 +286,27 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
     let mut own_crates: Vec<String> = bin.iter().map(|b| b.replace('-', "_")).collect();
     own_crates.extend(lib.clone());
     let package_id = str_of(package, "id");
-    for (crate_name, dependency) in linked_dependency_crates(&metadata, package_id) {
+    let mut own_roots = Vec::new();
+    for target in array_of(package, "targets") {
+        let target_name = str_of(target, "name").replace('-', "_");
+        if own_crates.contains(&target_name) {
+            own_roots.push(PathBuf::from(str_of(target, "src_path")));
+        }
+    }
+    let mut scan_roots = vec![ScanRoot {
+        label: None,
+        dir: manifest.parent().map(Path::to_path_buf).unwrap_or_default(),
+        entry_points: own_roots,
+    }];
+    for linked in linked_dependency_crates(&metadata, package_id) {
+        let (crate_name, dependency) = (linked.crate_name, linked.label);
+        if let Some((dir, root)) = linked.local {
+            scan_roots.push(ScanRoot {
+                label: Some(dependency.clone()),
+                dir,
+                entry_points: vec![root],
+            });
+        }
         if own_crates.contains(&crate_name) {
             return Err(Fatal(format!(
                 "dependency {dependency} builds a crate named `{crate_name}`, as package {name} \
@@ -281,6 +334,7 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
             .map(|features| features.keys().cloned().collect())
             .unwrap_or_default(),
         runtime: runtime_dependency(&metadata, package_id),
+        scan_roots,
     })
 }
 

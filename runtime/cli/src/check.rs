@@ -31,6 +31,8 @@ pub(crate) struct Checked<'a> {
     pub(crate) drift: Option<(&'a str, Vec<Finding>)>,
     /// `--policy`.
     pub(crate) fail_on: FailOn,
+    /// What the gate could not see, in words.
+    pub(crate) unseen: Vec<String>,
 }
 
 impl Checked<'_> {
@@ -72,6 +74,7 @@ fn json(report: &Checked<'_>) -> String {
         },
         "contributors": report.contributors.iter().map(Contributor::to_json).collect::<Vec<_>>(),
         "drift": drift,
+        "unseen": report.unseen,
         "failed": report.failed(),
     });
     canonical_json(&value) + "\n"
@@ -186,6 +189,13 @@ fn text(report: &Checked<'_>, style: &Style, md: bool) -> String {
         ));
         out.push_str(&findings_table(findings, Some(report.fail_on), style, md));
     }
+    if !report.unseen.is_empty() {
+        out.push_str(&heading("not seen by this build"));
+        out.push_str(&format!("{} item(s)\n", report.unseen.len()));
+        for line in &report.unseen {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
     let verdict = if report.failed() { "failed" } else { "ok" };
     out.push_str(&heading("result"));
     out.push_str(&format!("{}\n", style.word(verdict)));
@@ -244,6 +254,9 @@ fn annotations(report: &Checked<'_>) -> String {
                 format!("{}: {}", finding.subject, finding.change),
             );
         }
+    }
+    for unseen in &report.unseen {
+        line("warning", "agent-surface not seen", unseen.clone());
     }
     out
 }

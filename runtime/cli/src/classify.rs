@@ -13,6 +13,7 @@
 
 use std::collections::BTreeSet;
 
+use agent_surface::canonical::canonical_json;
 use serde_json::{Value, json};
 
 use crate::args::FailOn;
@@ -87,7 +88,9 @@ impl Finding {
 }
 
 /// Keys compared structurally or derived from others: never a neutral row.
-const STRUCTURED: [&str; 15] = [
+const STRUCTURED: [&str; 17] = [
+    "audit",
+    "internalDigest",
     "effect",
     "confirmation",
     "policies",
@@ -104,6 +107,16 @@ const STRUCTURED: [&str; 15] = [
     "gated",
     "references",
 ];
+
+/// Internal metadata, seen only through its digest: policies read it
+/// (`tenant_boundary` reads `tenant`), and the gate cannot tell which way
+/// a change goes, so any change is widening.
+fn internal_change(subject: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+    if before.get("internalDigest") != after.get("internalDigest") {
+        let change = "internal metadata changed (policies read it; review the source)".to_owned();
+        out.push(Finding::new(Class::Widening, subject, change));
+    }
+}
 
 /// A rule that gates availability: removing it is widening.
 pub(crate) fn rule_change(
@@ -169,19 +182,32 @@ fn neutral_fields(subject: &str, before: &Value, after: &Value, out: &mut Vec<Fi
     }
 }
 
-pub(crate) fn policy_changes(
-    subject: &str,
-    before: &[String],
-    after: &[String],
-    out: &mut Vec<Finding>,
-) {
-    for removed in before.iter().filter(|p| !after.contains(p)) {
-        let change = format!("policy {removed} removed");
-        out.push(Finding::new(Class::Widening, subject, change));
+/// Policies compared by their full identity (never by the label shown):
+/// a removed one is widening, an added one narrowing.
+pub(crate) fn policy_changes(subject: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+    let identities = |value: &Value| -> Vec<(String, String)> {
+        value
+            .get("policies")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|policy| (canonical_json(policy), surface::policy_label(policy)))
+            .collect()
+    };
+    let (before, after) = (identities(before), identities(after));
+    let keys = |list: &[(String, String)]| list.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    let (before_keys, after_keys) = (keys(&before), keys(&after));
+    for (key, label) in &before {
+        if !after_keys.contains(key) {
+            let change = format!("policy {label} removed");
+            out.push(Finding::new(Class::Widening, subject, change));
+        }
     }
-    for added in after.iter().filter(|p| !before.contains(p)) {
-        let change = format!("policy {added} added");
-        out.push(Finding::new(Class::Narrowing, subject, change));
+    for (key, label) in &after {
+        if !before_keys.contains(key) {
+            let change = format!("policy {label} added");
+            out.push(Finding::new(Class::Narrowing, subject, change));
+        }
     }
 }
 
@@ -226,10 +252,21 @@ fn capability_changes(before: &Row<'_>, after: &Row<'_>, out: &mut Vec<Finding>)
         surface::confirmation_rank,
         out,
     );
-    policy_changes(subject, &before.own_policies, &after.own_policies, out);
+    ranked(
+        subject,
+        "audit",
+        (
+            surface::text(before.value, "audit"),
+            surface::text(after.value, "audit"),
+        ),
+        surface::audit_rank,
+        out,
+    );
+    policy_changes(subject, before.value, after.value, out);
     schema_changes(subject, "inputSchema", before.value, after.value, out);
     schema_changes(subject, "outputSchema", before.value, after.value, out);
     rule_change(subject, "conditional", before.value, after.value, out);
+    internal_change(subject, before.value, after.value, out);
     rule_change(subject, "precondition", before.value, after.value, out);
     neutral_fields(subject, before.value, after.value, out);
     let hash = |row: &Row<'_>| {
@@ -246,8 +283,8 @@ fn declaration_changes(key: &str, before: &Value, after: &Value, out: &mut Vec<F
     let before_rows = surface::rows_of(key, before);
     let after_rows = surface::rows_of(key, after);
     if after.get("procedureId").is_none() {
-        let (b, a) = (surface::policies(before), surface::policies(after));
-        policy_changes(key, &b, &a, out);
+        policy_changes(key, before, after, out);
+        internal_change(key, before, after, out);
         neutral_fields(key, before, after, out);
         let enabled = |value: &Value| value.get("enabled") != Some(&Value::Bool(false));
         match (enabled(before), enabled(after)) {

@@ -86,7 +86,7 @@ fn artifact_location(options: &Options, package_dir: &Path) -> (PathBuf, String)
 /// The artifact at `--base`, or an empty one when it did not exist there.
 fn base_artifact(path: &Path, reference: &str) -> Result<Value, Fatal> {
     match git::show(path, reference)? {
-        Some(text) => artifact::parse(&text, &format!("the artifact at {reference}")),
+        Some(text) => artifact::parse_canonical(&text, &format!("the artifact at {reference}")),
         None => Ok(artifact::empty()),
     }
 }
@@ -111,10 +111,10 @@ fn unseen(artifact: &Value) -> Vec<String> {
             .unwrap_or_default()
     };
     for gated in list("gatedDeclarations") {
-        if gated.get("inBuild") == Some(&Value::Bool(false)) {
+        if gated.get("inBuild") != Some(&Value::Bool(true)) {
             out.push(format!(
-                "{} under cfg({}) in {}: its contract is not in the artifact; build with the \
-                 features, --profile or --target that include it to review it",
+                "{} under cfg({}) in {}: its contract may not be in the artifact; build with \
+                 the features, --profile or --target that include it to review it",
                 surface::text(&gated, "declaration"),
                 surface::text(&gated, "cfg"),
                 surface::text(&gated, "file"),
@@ -144,7 +144,7 @@ fn unseen(artifact: &Value) -> Vec<String> {
 fn run(options: &Options) -> Result<u8, Fatal> {
     let package = cargo::locate(options)?;
     let (path, name) = artifact_location(options, &package.dir);
-    let scan = sources::scan(&package.dir);
+    let scan = sources::scan(&package.scan_roots);
     for line in &scan.link_level {
         eprintln!(
             "agent-surface: not seen by this build: {line}: code at link level runs outside \
@@ -234,7 +234,14 @@ fn run(options: &Options) -> Result<u8, Fatal> {
                         .map(Path::to_path_buf)
                 })
                 .map_or_else(|| name.clone(), |p| p.to_string_lossy().replace('\\', "/"));
+            let mut unseen_lines: Vec<String> = scan
+                .link_level
+                .iter()
+                .map(|line| format!("{line}: code at link level runs outside what the gate checks"))
+                .collect();
+            unseen_lines.extend(unseen(&fresh));
             let report = check::Checked {
+                unseen: unseen_lines,
                 package: &package.name,
                 artifact_name: &name,
                 annotation_file: &annotation_file,

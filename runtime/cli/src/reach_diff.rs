@@ -16,10 +16,10 @@ fn list<'a>(value: &'a Value, key: &str) -> &'a [Value] {
 }
 
 fn where_built(gated: &Value) -> &'static str {
-    if gated.get("inBuild") == Some(&Value::Bool(true)) {
-        "in this build"
-    } else {
-        "not in this build: its contract is not reviewed"
+    match gated.get("inBuild") {
+        Some(Value::Bool(true)) => "in this build",
+        Some(Value::Bool(false)) => "not in this build: its contract is not reviewed",
+        _ => "which this build may not include: review the source",
     }
 }
 
@@ -127,12 +127,7 @@ pub(crate) fn references(key: &str, before: &Value, after: &Value, out: &mut Vec
             )),
             _ => {}
         }
-        policy_changes(
-            &subject,
-            &surface::policies(old),
-            &surface::policies(entry),
-            out,
-        );
+        policy_changes(&subject, old, entry, out);
     }
     for entry in b
         .iter()
@@ -154,14 +149,37 @@ pub(crate) fn outside_build(before: &Value, after: &Value, out: &mut Vec<Finding
         list(after, "gatedDeclarations"),
     );
     let key = |v: &Value| surface::text(v, "declaration").to_owned();
+    let cfg = |v: &Value| surface::text(v, "cfg").to_owned();
     for entry in a {
         let subject = key(entry);
-        let cfg = surface::text(entry, "cfg");
-        let old = b.iter().find(|old| key(old) == subject);
-        if old.is_none_or(|old| {
-            surface::text(old, "cfg") != cfg || old.get("inBuild") != entry.get("inBuild")
-        }) {
-            let change = format!("declared under cfg({cfg}), {}", where_built(entry));
+        let condition = cfg(entry);
+        // One declaration may be written several times, under exclusive
+        // conditions: each (declaration, condition) is its own entry.
+        let old = b
+            .iter()
+            .find(|old| key(old) == subject && cfg(old) == condition);
+        let change = match old {
+            None => Some(format!(
+                "declared under cfg({condition}), {}",
+                where_built(entry)
+            )),
+            Some(old) if old.get("inBuild") != entry.get("inBuild") => Some(format!(
+                "under cfg({condition}), now {}",
+                where_built(entry)
+            )),
+            // Outside the build, only its text shows that it changed.
+            Some(old)
+                if entry.get("inBuild") != Some(&Value::Bool(true))
+                    && surface::text(old, "digest") != surface::text(entry, "digest") =>
+            {
+                Some(format!(
+                    "changed under cfg({condition}), not in this build: its contract is not \
+                     reviewed; review the source"
+                ))
+            }
+            Some(_) => None,
+        };
+        if let Some(change) = change {
             out.push(Finding::new(Class::Widening, &subject, change));
         }
     }

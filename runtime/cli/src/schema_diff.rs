@@ -102,23 +102,14 @@ fn listed(
     } else {
         (Class::Narrowing, Class::Widening)
     };
-    // An `enum` or `type` that disappears allows everything: wider.
+    // An `enum`, a `type` or a `required` that disappears restricts
+    // nothing any more: wider, whichever it was; one that appears, narrower.
     if b.is_some() && a.is_none() {
-        let class = if more_is_wider {
-            Class::Widening
-        } else {
-            Class::Narrowing
-        };
-        out.push((class, format!("{at}: {key} removed")));
+        out.push((Class::Widening, format!("{at}: {key} removed")));
         return;
     }
     if b.is_none() && a.is_some() {
-        let class = if more_is_wider {
-            Class::Narrowing
-        } else {
-            Class::Widening
-        };
-        out.push((class, format!("{at}: {key} added")));
+        out.push((Class::Narrowing, format!("{at}: {key} added")));
         return;
     }
     let added = only_in(&after, &before);
@@ -165,8 +156,41 @@ fn open(value: Option<&Value>) -> bool {
     !matches!(value, Some(Value::Bool(false)))
 }
 
-fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
-    if before == after {
+fn walk(cx: &mut Walk, path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
+    // Equal text is not equal meaning when it refers to definitions: the
+    // references are followed first.
+    if before == after && ref_name(before).is_none() {
+        return;
+    }
+    cx.steps += 1;
+    if cx.steps > MAX_STEPS {
+        if !cx.stopped {
+            cx.stopped = true;
+            out.push((
+                Class::Widening,
+                format!("{}: schema too large to compare in full", place(path)),
+            ));
+        }
+        return;
+    }
+    // A reference is compared once per pair of targets, where it is first
+    // met (a recursive type is compared once, not expanded).
+    let (b_ref, a_ref) = (ref_name(before), ref_name(after));
+    if b_ref.is_some() || a_ref.is_some() {
+        let pair = (
+            b_ref.clone().unwrap_or_default(),
+            a_ref.clone().unwrap_or_default(),
+        );
+        if !cx.visited.insert(pair) {
+            return;
+        }
+        let b = b_ref
+            .and_then(|name| cx.before.get(&name).cloned())
+            .unwrap_or_else(|| before.clone());
+        let a = a_ref
+            .and_then(|name| cx.after.get(&name).cloned())
+            .unwrap_or_else(|| after.clone());
+        walk(cx, path, &b, &a, out);
         return;
     }
     if before.is_boolean() || after.is_boolean() {
@@ -228,7 +252,7 @@ fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
                 && x.is_object()
                 && y.is_object()
             {
-                walk(&format!("{path}/*"), x, y, out);
+                walk(cx, &format!("{path}/*"), x, y, out);
             }
         }
     }
@@ -242,7 +266,7 @@ fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
     let (bp, ap) = (props(&b), props(&a));
     for (name, schema) in &ap {
         match bp.get(name) {
-            Some(old) => walk(&format!("{path}/{name}"), old, schema, out),
+            Some(old) => walk(cx, &format!("{path}/{name}"), old, schema, out),
             None => out.push((Class::Widening, format!("{path}/{name}: property added"))),
         }
     }
@@ -251,7 +275,7 @@ fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
     }
     for key in SUBSCHEMAS {
         match (b.get(key), a.get(key)) {
-            (Some(x), Some(y)) => walk(&format!("{path}/{key}"), x, y, out),
+            (Some(x), Some(y)) => walk(cx, &format!("{path}/{key}"), x, y, out),
             (Some(_), None) => out.push((Class::Widening, format!("{at}: {key} removed"))),
             (None, Some(_)) => out.push((Class::Narrowing, format!("{at}: {key} added"))),
             (None, None) => {}
@@ -287,7 +311,7 @@ fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
             }
             (Some(x), Some(y)) => {
                 for (i, (old, new)) in x.iter().zip(y).enumerate() {
-                    walk(&format!("{path}/{key}/{i}"), old, new, out);
+                    walk(cx, &format!("{path}/{key}/{i}"), old, new, out);
                 }
                 if y.len() > x.len() {
                     let class = if key == "allOf" {
@@ -333,6 +357,8 @@ fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
                 "additionalProperties",
                 "properties",
                 "$ref",
+                "$defs",
+                "definitions",
             ]
             .contains(&key.as_str());
         if known || b.get(key) == a.get(key) {
@@ -350,41 +376,26 @@ fn walk(path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
     }
 }
 
-/// `schema` with its local `$ref`s (`#/$defs/…`, `#/definitions/…`)
-/// replaced by what they name, `depth` levels deep (a recursive type stops
-/// there), and the definitions themselves dropped.
-fn inline(schema: &Value, defs: &Map<String, Value>, depth: usize) -> Value {
-    match schema {
-        Value::Object(map) => {
-            let target = map
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(|r| {
-                    r.strip_prefix("#/$defs/")
-                        .or_else(|| r.strip_prefix("#/definitions/"))
-                })
-                .and_then(|name| defs.get(name));
-            let mut out = Map::new();
-            if let (Some(Value::Object(target)), true) = (target, depth > 0) {
-                for (key, value) in target {
-                    out.insert(key.clone(), inline(value, defs, depth - 1));
-                }
-            }
-            for (key, value) in map {
-                if matches!(key.as_str(), "$defs" | "definitions")
-                    || (key == "$ref" && !out.is_empty())
-                {
-                    continue;
-                }
-                out.insert(key.clone(), inline(value, defs, depth));
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|item| inline(item, defs, depth)).collect())
-        }
-        other => other.clone(),
-    }
+/// At most this many comparisons per schema pair.
+const MAX_STEPS: usize = 100_000;
+
+/// What a comparison carries: both sides' definitions, the reference pairs
+/// already compared, and a budget.
+struct Walk {
+    before: Map<String, Value>,
+    after: Map<String, Value>,
+    visited: std::collections::BTreeSet<(String, String)>,
+    steps: usize,
+    stopped: bool,
+}
+
+/// The definition a local `$ref` names (`#/$defs/…`, `#/definitions/…`).
+fn ref_name(schema: &Value) -> Option<String> {
+    let reference = schema.get("$ref")?.as_str()?;
+    reference
+        .strip_prefix("#/$defs/")
+        .or_else(|| reference.strip_prefix("#/definitions/"))
+        .map(str::to_owned)
 }
 
 fn definitions(schema: &Value) -> Map<String, Value> {
@@ -399,10 +410,15 @@ fn definitions(schema: &Value) -> Map<String, Value> {
 
 /// The changes from `before` to `after`, each a class and a line.
 pub(crate) fn changes(before: &Value, after: &Value) -> Vec<Change> {
-    let before = inline(before, &definitions(before), 16);
-    let after = inline(after, &definitions(after), 16);
+    let mut cx = Walk {
+        before: definitions(before),
+        after: definitions(after),
+        visited: std::collections::BTreeSet::new(),
+        steps: 0,
+        stopped: false,
+    };
     let mut out = Vec::new();
-    walk("", &before, &after, &mut out);
+    walk(&mut cx, "", before, after, &mut out);
     out
 }
 

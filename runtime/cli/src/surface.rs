@@ -17,6 +17,14 @@ const EFFECTS: [&str; 7] = [
     "destructive",
 ];
 
+/// The audit levels, least recorded first.
+const AUDITS: [&str; 3] = ["none", "metadata", "full"];
+
+/// The rank of an audit level (`None` when unknown).
+pub(crate) fn audit_rank(audit: &str) -> Option<usize> {
+    AUDITS.iter().position(|a| *a == audit)
+}
+
 /// The confirmation postures, weakest first.
 const CONFIRMATIONS: [&str; 3] = ["never", "optional", "required"];
 
@@ -56,8 +64,6 @@ pub(crate) struct Row<'a> {
     pub(crate) confirmation: String,
     /// The component's policies, then the capability's own.
     pub(crate) policies: Vec<String>,
-    /// The capability's own policies.
-    pub(crate) own_policies: Vec<String>,
     /// The description.
     pub(crate) description: String,
     /// The serialized capability.
@@ -78,9 +84,10 @@ pub(crate) fn text<'a>(value: &'a Value, key: &str) -> &'a str {
 }
 
 /// A policy identity as a reviewer reads it: a built-in by its name, with
-/// any parameter its name does not show (`authenticated [key=session]`); a
-/// custom policy by its name and Rust type, so a look-alike never reads as
-/// the built-in it imitates.
+/// every parameter its name does not show and that is not the default
+/// (`authenticated [key=session]`); a custom policy by its name and Rust
+/// type, so a look-alike never reads as the built-in it imitates. Labels
+/// are for reading: policies are compared by their full identity.
 pub(crate) fn policy_label(policy: &Value) -> String {
     let Some(object) = policy.as_object() else {
         return policy
@@ -88,24 +95,38 @@ pub(crate) fn policy_label(policy: &Value) -> String {
             .map_or_else(|| policy.to_string(), str::to_owned);
     };
     let name = text(policy, "name");
-    if text(policy, "policy") == "custom" {
+    let kind = text(policy, "policy");
+    if kind == "custom" {
         return format!("{name} (custom {})", text(policy, "type"));
     }
+    // The parameters a built-in's name is made of.
+    let in_name: &[&str] = match kind {
+        "rateLimit" => &["limit", "windowMs"],
+        "hasPermission" => &["permission"],
+        "environment" => &["allowed"],
+        _ => &[],
+    };
+    let default = |key: &str, value: &Value| {
+        matches!(
+            (kind, key, value.as_str()),
+            ("authenticated", "key", Some("user"))
+                | (_, "check" | "tenant" | "summary", Some("default"))
+                | (_, "when", Some("always"))
+                | ("audit", "level", Some("metadata"))
+        )
+    };
     let hidden: Vec<String> = object
         .iter()
-        .filter(|(key, _)| !matches!(key.as_str(), "policy" | "name"))
-        .filter_map(|(key, value)| {
-            let shown = match value {
-                Value::String(s) => s == "default" || s == "always" || name.contains(s.as_str()),
-                Value::Array(items) => items
-                    .iter()
-                    .all(|item| item.as_str().is_some_and(|s| name.contains(s))),
-                other => name.contains(&other.to_string()),
-            };
+        .filter(|(key, value)| {
+            !matches!(key.as_str(), "policy" | "name")
+                && !in_name.contains(&key.as_str())
+                && !default(key, value)
+        })
+        .map(|(key, value)| {
             let value = value
                 .as_str()
                 .map_or_else(|| value.to_string(), str::to_owned);
-            (!shown).then(|| format!("{key}={value}"))
+            format!("{key}={value}")
         })
         .collect();
     if hidden.is_empty() {
@@ -135,8 +156,7 @@ pub(crate) fn rows_of<'a>(key: &str, declaration: &'a Value) -> Vec<Row<'a>> {
             kind: "procedure",
             effect: text(declaration, "effect").to_owned(),
             confirmation: text(declaration, "confirmation").to_owned(),
-            policies: own.clone(),
-            own_policies: own,
+            policies: own,
             description: text(declaration, "description").to_owned(),
             value: declaration,
         }];
@@ -162,7 +182,6 @@ pub(crate) fn rows_of<'a>(key: &str, declaration: &'a Value) -> Vec<Row<'a>> {
                 effect: effect.to_owned(),
                 confirmation: confirmation.to_owned(),
                 policies: component_policies.iter().chain(&own).cloned().collect(),
-                own_policies: own,
                 description: text(item, "description").to_owned(),
                 value: item,
             });

@@ -36,7 +36,7 @@ impl Serialize for CheckedContract {
                 serializer.collect_seq(self.0.iter().filter(|c| c.kind == self.1))
             }
         }
-        let mut out = serializer.serialize_struct("Component", 14)?;
+        let mut out = serializer.serialize_struct("Component", 15)?;
         out.serialize_field("type", &self.component_type)?;
         out.serialize_field("description", &*self.description)?;
         out.serialize_field("defaultInstanceId", &self.default_instance)?;
@@ -51,6 +51,9 @@ impl Serialize for CheckedContract {
         }
         if self.policies.is_some() {
             out.serialize_field("policies", &policy_names(&self.policies()))?;
+        }
+        if let Some(internal) = &self.internal {
+            out.serialize_field("internalDigest", &internal.digest())?;
         }
         out.serialize_field(
             "rustType",
@@ -103,6 +106,9 @@ impl Serialize for CheckedCapability {
         }
         if self.policies.is_some() {
             out.serialize_entry("policies", &policy_names(&self.policies()))?;
+        }
+        if let Some(internal) = &self.internal {
+            out.serialize_entry("internalDigest", &internal.digest())?;
         }
         match self.reason {
             ReasonSource::Static(reason) => out.serialize_entry("unavailableReason", reason)?,
