@@ -6,7 +6,8 @@
     clippy::expect_used,
     clippy::indexing_slicing,
     clippy::panic
-)] // test code
+)]
+// test code
 // `generated` declares a component inside a test function: rustc reports
 // its generated test as an inner item at the crate level only.
 #![allow(unnameable_test_items)]

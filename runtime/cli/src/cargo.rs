@@ -300,7 +300,10 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
     }];
     for linked in linked_dependency_crates(&metadata, package_id) {
         let (crate_name, dependency) = (linked.crate_name, linked.label);
-        if let Some((dir, root)) = linked.local {
+        // The framework's own crates are what the gate runs on, not what
+        // it reviews.
+        let framework = dependency.starts_with("agent-surface");
+        if let (Some((dir, root)), false) = (linked.local, framework) {
             scan_roots.push(ScanRoot {
                 label: Some(dependency.clone()),
                 dir,
