@@ -44,6 +44,8 @@ pub(crate) struct ComponentAttrs {
     pub(crate) meta: Option<Spanned<String>>,
     pub(crate) internal: Option<String>,
     pub(crate) policies: Option<Vec<syn::Expr>>,
+    /// The description as an expression the compiler computes.
+    pub(crate) doc_expr: Option<TokenStream>,
 }
 
 /// A declared concurrency group.
@@ -129,6 +131,10 @@ pub(crate) struct Capability<'a> {
     /// types can still be checked after errors elsewhere.
     pub(crate) signature_ok: bool,
     pub(crate) attr_span: Span,
+    /// `#[cfg(…)]` of the `cfg_attr`s the helper was applied through.
+    pub(crate) gates: Vec<syn::Attribute>,
+    /// The description as an expression the compiler computes.
+    pub(crate) doc_expr: Option<TokenStream>,
 }
 
 impl Capability<'_> {
@@ -143,6 +149,17 @@ impl Capability<'_> {
     /// The Rust method name.
     pub(crate) fn ident(&self) -> &Ident {
         &self.method.sig.ident
+    }
+
+    /// Every `#[cfg]` the capability is under: the method's own, and those
+    /// of a `cfg_attr` that applied its helper.
+    pub(crate) fn cfg_attributes(&self) -> Vec<syn::Attribute> {
+        let mut attrs: Vec<syn::Attribute> = crate::cfg::cfgs(&self.method.attrs)
+            .into_iter()
+            .cloned()
+            .collect();
+        attrs.extend(self.gates.iter().cloned());
+        attrs
     }
 }
 
@@ -170,6 +187,31 @@ pub(crate) fn doc_description(attrs: &[syn::Attribute]) -> Option<Spanned<String
     let span = span?;
     let text = agent_surface_rules::description_from_doc_lines(lines.iter().map(String::as_str));
     Some(Spanned { value: text, span })
+}
+
+/// The doc comment as one `concat!` expression, when a part of it is not a
+/// literal (`#[doc = include_str!("…")]`, `#[doc = concat!(…)]`): its text
+/// is known only to the compiler, so the runtime normalizes and checks it
+/// (at registration and in the generated test).
+pub(crate) fn doc_expression(attrs: &[syn::Attribute]) -> Option<TokenStream> {
+    let values: Vec<&syn::Expr> = attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("doc"))
+        .filter_map(|attr| match &attr.meta {
+            syn::Meta::NameValue(pair) => Some(&pair.value),
+            _ => None,
+        })
+        .collect();
+    let computed = values.iter().any(|value| {
+        !matches!(
+            value,
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(_),
+                ..
+            })
+        )
+    });
+    computed.then(|| quote::quote!(::core::concat!(#(#values, "\n"),*)))
 }
 
 /// `meta(k = v, …)` or `internal(k = v, …)` as JSON object text.
@@ -291,13 +333,19 @@ impl ComponentAttrs {
     fn parse(cx: &Ctxt, args: TokenStream, item: &ItemImpl) -> ComponentAttrs {
         let args = attr::parse_args(cx, args);
         let mut set = ArgSet::new(cx, "#[agent_component]", COMPONENT_KEYS, args);
+        let has_description = set.has(DESCRIPTION);
         let description = set
             .string(DESCRIPTION)
             .map(|lit| Spanned {
                 value: lit.value(),
                 span: lit.span(),
             })
-            .or_else(|| doc_description(&item.attrs));
+            .or_else(|| {
+                doc_expression(&item.attrs)
+                    .is_none()
+                    .then(|| doc_description(&item.attrs))
+                    .flatten()
+            });
         let parent = set.list(PARENT).and_then(|(args, span)| {
             let mut parent = ArgSet::new(cx, "parent(…)", PARENT_KEYS, args);
             let parent_type = parent.string(TYPE);
@@ -318,15 +366,25 @@ impl ComponentAttrs {
             meta: metadata(cx, &mut set, META),
             internal: metadata(cx, &mut set, INTERNAL).map(|json| json.value),
             policies: set.exprs(POLICIES),
+            doc_expr: if has_description {
+                None
+            } else {
+                doc_expression(&item.attrs)
+            },
         }
     }
 }
 
 impl<'a> Capability<'a> {
     fn from_method(cx: &Ctxt, method: &'a ImplItemFn) -> Option<Capability<'a>> {
+        // A helper behind `cfg_attr` makes a capability under that
+        // condition (the method stays a plain method otherwise).
+        let wrapped = crate::cfg::wrapped(&method.attrs, |attr| helper_kind(attr).is_some());
+        let gates: Vec<syn::Attribute> = wrapped.iter().map(|w| w.gate.clone()).collect();
         let mut helpers = method
             .attrs
             .iter()
+            .chain(wrapped.iter().map(|w| &w.helper))
             .filter_map(|attr| helper_kind(attr).map(|kind| (kind, attr)));
         let (kind, attr) = helpers.next()?;
         for (_, extra) in helpers {
@@ -367,13 +425,23 @@ impl<'a> Capability<'a> {
                 span: method.sig.ident.span(),
             },
         };
+        let doc_expr = if set.has(DESCRIPTION) {
+            None
+        } else {
+            doc_expression(&method.attrs)
+        };
         let description = set
             .string(DESCRIPTION)
             .map(|lit| Spanned {
                 value: lit.value(),
                 span: lit.span(),
             })
-            .or_else(|| doc_description(&method.attrs));
+            .or_else(|| {
+                doc_expr
+                    .is_none()
+                    .then(|| doc_description(&method.attrs))
+                    .flatten()
+            });
         let effect_given = set.has(EFFECT) || set.had_unknown_keys();
         let effect = set
             .string(EFFECT)
@@ -447,6 +515,8 @@ impl<'a> Capability<'a> {
             output,
             signature_ok,
             attr_span: attr.span(),
+            gates,
+            doc_expr,
         })
     }
 }
@@ -572,7 +642,7 @@ fn signature<'a>(
             Type::Reference(reference) => cx.error_spanned_by(
                 reference.and_token,
                 format!(
-                    "an action takes its input by value: write `{}: {}` without `&`; only the context is borrowed (`&ActionContext` or `&ReadContext`)",
+                    "an action takes its input by value: write `{}: {}` without `&`; only the context is borrowed (`&ActionContext` or `&ReadContext`, or an alias of one named `…Context` or `…Ctx`)",
                     param_name(&typed.pat),
                     crate::helpers::type_text(&reference.elem)
                 ),

@@ -54,6 +54,9 @@ pub(crate) fn strip_helpers(item: &ItemImpl) -> ItemImpl {
             _ => continue,
         };
         attrs.retain(|attr| !is_helper(attr, OBSERVATION) && !is_helper(attr, ACTION));
+        crate::cfg::unwrap_helpers(attrs, |attr| {
+            is_helper(attr, OBSERVATION) || is_helper(attr, ACTION)
+        });
     }
     item
 }
@@ -139,7 +142,7 @@ fn policies_fn(policies: Option<&Vec<syn::Expr>>, self_ty: &syn::Type) -> TokenS
 /// The `#[cfg]` attributes of a capability's method, for every item and arm
 /// generated for it.
 fn cfg_attrs(capability: &Capability<'_>) -> TokenStream {
-    let attrs = crate::cfg::cfgs(&capability.method.attrs);
+    let attrs = capability.cfg_attributes();
     quote!(#(#attrs)*)
 }
 
@@ -150,7 +153,7 @@ fn index_patterns(component: &Component<'_>) -> Vec<TokenStream> {
     let predicates: Vec<Option<TokenStream>> = component
         .capabilities
         .iter()
-        .map(|capability| crate::cfg::predicate(&capability.method.attrs))
+        .map(|capability| crate::cfg::predicate(&capability.cfg_attributes()))
         .collect();
     let conditional = predicates.iter().any(Option::is_some);
     (0..predicates.len())
@@ -256,10 +259,13 @@ fn marker_items_with(
 fn capability_contract(capability: &Capability<'_>) -> TokenStream {
     let name = lit(&capability.name.value);
     let method = lit(&capability.ident().to_string());
-    let description = lit(capability
-        .description
-        .as_ref()
-        .map_or("", |text| text.value.as_str()));
+    let description = capability.doc_expr.clone().unwrap_or_else(|| {
+        let text = lit(capability
+            .description
+            .as_ref()
+            .map_or("", |text| text.value.as_str()));
+        quote!(#text)
+    });
     let mut tokens = match capability.kind {
         Kind::Observation => quote! {
             ::agent_surface::__private::CapabilityContract::observation(#name, #method, #description)
@@ -343,16 +349,22 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
     if let Some(depth) = capability.queue_depth {
         tokens.extend(quote!(.queue_depth(#depth)));
     }
+    if capability.doc_expr.is_some() {
+        tokens.extend(quote!(.doc_text()));
+    }
     tokens
 }
 
 fn component_contract(component: &Component<'_>) -> TokenStream {
     let attrs = &component.attrs;
     let component_type = attrs.component_type.clone().unwrap_or_else(|| lit(""));
-    let description = lit(attrs
-        .description
-        .as_ref()
-        .map_or("", |text| text.value.as_str()));
+    let description = attrs.doc_expr.clone().unwrap_or_else(|| {
+        let text = lit(attrs
+            .description
+            .as_ref()
+            .map_or("", |text| text.value.as_str()));
+        quote!(#text)
+    });
     let capabilities = component.capabilities.iter().map(|capability| {
         let cfg = cfg_attrs(capability);
         let contract = capability_contract(capability);
@@ -399,6 +411,9 @@ fn component_contract(component: &Component<'_>) -> TokenStream {
     }
     if attrs.policies.is_some() {
         tokens.extend(quote!(.policies(__component::policies)));
+    }
+    if attrs.doc_expr.is_some() {
+        tokens.extend(quote!(.doc_text()));
     }
     tokens.extend(crate::reach::contract_calls(component).0);
     tokens

@@ -21,9 +21,15 @@ fn last_ident(ty: &Type) -> Option<&syn::Ident> {
     }
 }
 
-/// Whether `ty` names one of the context types (by value).
+/// Whether `ty` names one of the context types (by value): `ActionContext`
+/// or `ReadContext`, or a type alias or renamed import of one whose name
+/// ends in `Context` or `Ctx` (the `HandlerContext` bound then checks that
+/// it is one).
 pub(crate) fn names_context(ty: &Type) -> bool {
-    last_ident(ty).is_some_and(|ident| CONTEXTS.iter().any(|name| ident == name))
+    last_ident(ty).is_some_and(|ident| {
+        let name = ident.to_string();
+        CONTEXTS.contains(&name.as_str()) || name.ends_with("Context") || name.ends_with("Ctx")
+    })
 }
 
 /// Whether `ty` is `&ActionContext` or `&ReadContext` (shared or not).

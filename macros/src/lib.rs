@@ -150,7 +150,7 @@ fn outside_component(name: &str, input: TokenStream) -> TokenStream {
     let error = syn::Error::new(
         proc_macro2::Span::call_site(),
         format!(
-            "#[{name}] only works on a method inside an impl block annotated with `#[agent_component(type = \"…\")]`"
+            "#[{name}] was not read by an `#[agent_component]`: it goes on a method of an impl block annotated with `#[agent_component(type = \"…\")]`, written `#[{name}(…)]`, `#[agent_surface::{name}(…)]` or inside `#[cfg_attr(…, {name}(…))]` (the component recognises its helpers by these names: under a renamed import, or produced by another macro, it does not see them)"
         ),
     )
     .to_compile_error();

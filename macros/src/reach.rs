@@ -101,8 +101,9 @@ pub(crate) fn contract_calls(component: &Component<'_>) -> (TokenStream, TokenSt
         .capabilities
         .iter()
         .filter_map(|capability| {
-            let predicate = crate::cfg::predicate(&capability.method.attrs)?;
-            let condition: Vec<String> = crate::cfg::cfgs(&capability.method.attrs)
+            let attrs = capability.cfg_attributes();
+            let predicate = crate::cfg::predicate(&attrs)?;
+            let condition: Vec<String> = crate::cfg::cfgs(&attrs)
                 .into_iter()
                 .filter_map(|attr| match &attr.meta {
                     syn::Meta::List(list) => Some(list.tokens.to_string()),

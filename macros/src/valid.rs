@@ -50,17 +50,21 @@ fn check_component(cx: &Ctxt, component: &Component<'_>) {
             "missing `type = \"…\"`: every component declares its type, e.g. `#[agent_component(type = \"devices.table\")]`",
         ),
     }
-    check_description(
-        cx,
-        attrs.description.as_ref(),
-        MAX_COMPONENT_DESCRIPTION,
-        || {
-            cx.error_at(
+    // A computed doc comment is checked by the runtime (registration and
+    // the generated test), which sees its text.
+    if attrs.doc_expr.is_none() {
+        check_description(
+            cx,
+            attrs.description.as_ref(),
+            MAX_COMPONENT_DESCRIPTION,
+            || {
+                cx.error_at(
             component.item.impl_token.span,
             "missing description: add a doc comment (`/// …`) on the impl block or `description = \"…\"`",
         );
-        },
-    );
+            },
+        );
+    }
     if let Some(lit) = &attrs.instance
         && let Err(message) = ids::check_instance_id(&lit.value())
     {
@@ -129,17 +133,19 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
         Kind::Observation => "observation",
         _ => "action",
     };
-    check_description(
-        cx,
-        capability.description.as_ref(),
-        MAX_CAPABILITY_DESCRIPTION,
-        || {
-            cx.error_at(
+    if capability.doc_expr.is_none() {
+        check_description(
+            cx,
+            capability.description.as_ref(),
+            MAX_CAPABILITY_DESCRIPTION,
+            || {
+                cx.error_at(
             capability.ident().span(),
             format!("missing description for {label} `{}`: add a doc comment (`/// …`) or `description = \"…\"`", name.value),
         );
-        },
-    );
+            },
+        );
+    }
 
     if capability.kind == Kind::Action {
         match &capability.effect {
@@ -296,11 +302,10 @@ fn check_unique_names(cx: &Ctxt, component: &Component<'_>) {
     }
 }
 
-/// Two methods of one name, each under `#[cfg]`: the usual way to give one
-/// capability two implementations. If both are compiled in, rustc reports
-/// the duplicate method itself.
+/// Two capabilities of one name, each under `#[cfg]`: the usual way to
+/// give one capability two implementations (one method or two). If both
+/// are compiled in, rustc reports a duplicate method, or the contract check
+/// a duplicate capability, at registration and in the generated test.
 fn exclusive_by_cfg(a: &Capability<'_>, b: &Capability<'_>) -> bool {
-    a.ident() == b.ident()
-        && !crate::cfg::cfgs(&a.method.attrs).is_empty()
-        && !crate::cfg::cfgs(&b.method.attrs).is_empty()
+    !a.cfg_attributes().is_empty() && !b.cfg_attributes().is_empty()
 }

@@ -424,7 +424,7 @@ impl Deref for ActionContext {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a handler context",
     label = "a handler borrows `&ActionContext` or `&ReadContext` from `agent_surface`",
-    note = "the input is taken by value and annotated with `#[agent_schema]`; the context is `agent_surface::prelude::ActionContext` (actions) or `ReadContext`"
+    note = "the input is taken by value and annotated with `#[agent_schema]`; the context is `agent_surface::prelude::ActionContext` (actions) or `ReadContext`, or an alias of one"
 )]
 pub trait HandlerContext<'a>: Sized {
     /// Borrows the context as this parameter type.

@@ -140,3 +140,80 @@ fn a_component_declared_inside_a_test_function_is_checked_with_its_crate() {
     );
     assert!(Inner::contract().checked().is_ok());
 }
+
+/// The context under another name.
+type Ctx = ActionContext;
+
+#[doc = include_str!("generated_doc.md")]
+#[agent_component(type = "generated.documented")]
+impl Documented {
+    #[doc = concat!("The ", "state.")]
+    #[observation]
+    fn state(&self) -> u32 {
+        7
+    }
+
+    /// Only in debug builds.
+    #[cfg_attr(debug_assertions, action(effect = "local-state"))]
+    fn debug_only(&self, ctx: &Ctx) -> String {
+        ctx.invocation_id().to_owned()
+    }
+
+    /// One capability, two implementations.
+    #[cfg(debug_assertions)]
+    #[action(name = "mode", effect = "local-state")]
+    fn mode_debug(&self) -> &'static str {
+        "debug"
+    }
+
+    /// One capability, two implementations.
+    #[cfg(not(debug_assertions))]
+    #[action(name = "mode", effect = "local-state")]
+    fn mode_release(&self) -> &'static str {
+        "release"
+    }
+}
+
+/// Documented.
+pub(crate) struct Documented;
+
+#[tokio::test]
+async fn computed_docs_cfg_attr_helpers_context_aliases_and_exclusive_names_work() {
+    let contract = Documented::contract().checked().unwrap();
+    assert_eq!(
+        &**contract.description(),
+        "A panel whose description lives in a file.\n\nIt is read at compile time."
+    );
+    assert_eq!(
+        &**contract.capability("state").unwrap().description(),
+        "The state."
+    );
+    assert_eq!(
+        contract.capability("debugOnly").is_some(),
+        cfg!(debug_assertions)
+    );
+    assert!(contract.capability("mode").is_some());
+    let registry = Registry::builder().build();
+    let _mounted = registry.mount(Arc::new(Documented)).unwrap();
+    if cfg!(debug_assertions) {
+        let result = crate::fixtures::call(
+            &registry,
+            Invocation::new("view:generated.documented.debugOnly").input(json!({})),
+        )
+        .await;
+        assert!(
+            result
+                .output()
+                .and_then(|v| v.as_str())
+                .is_some_and(|id| id.starts_with("inv_")),
+            "{:?}",
+            result.error()
+        );
+        let mode = crate::fixtures::call(
+            &registry,
+            Invocation::new("view:generated.documented.mode").input(json!({})),
+        )
+        .await;
+        assert_eq!(mode.output(), Some(&json!("debug")));
+    }
+}

@@ -74,6 +74,7 @@ pub struct CapabilityContract {
     pub(super) name: &'static str,
     pub(super) method: &'static str,
     pub(super) description: &'static str,
+    pub(super) doc_text: bool,
     pub(super) effect: Effect,
     pub(super) idempotent: Option<bool>,
     pub(super) reversible: Option<bool>,
@@ -142,7 +143,17 @@ impl CapabilityContract {
             policies: None,
             concurrency: Concurrency::Instance,
             queue_depth: None,
+            doc_text: false,
         }
+    }
+
+    /// The description is doc-comment text computed at compile time
+    /// (`#[doc = include_str!(…)]`, `concat!`): it is normalized like a
+    /// doc comment when checked (generated code only).
+    #[doc(hidden)]
+    pub const fn doc_text(mut self) -> Self {
+        self.doc_text = true;
+        self
     }
 
     #[doc(hidden)]
@@ -245,6 +256,7 @@ pub struct ComponentContract {
     pub(super) capabilities: &'static [CapabilityContract],
     pub(super) gated: &'static [GatedCapability],
     pub(super) references: &'static [DeclaredReference],
+    pub(super) doc_text: bool,
     pub(super) source: Source,
     pub(super) checked: OnceLock<Result<CheckedContract, DefinitionError>>,
 }
@@ -272,9 +284,18 @@ impl ComponentContract {
             capabilities,
             gated: &[],
             references: &[],
+            doc_text: false,
             source,
             checked: OnceLock::new(),
         }
+    }
+
+    /// The description is doc-comment text computed at compile time: it is
+    /// normalized like a doc comment when checked (generated code only).
+    #[doc(hidden)]
+    pub const fn doc_text(mut self) -> Self {
+        self.doc_text = true;
+        self
     }
 
     #[doc(hidden)]

@@ -104,6 +104,16 @@ pub(crate) fn confirmation_for(
     Ok(confirmation)
 }
 
+/// A description as written, or, when it is doc-comment text computed at
+/// compile time, normalized like a doc comment.
+fn doc_normalized(text: &'static str, doc_text: bool) -> std::borrow::Cow<'static, str> {
+    if doc_text {
+        std::borrow::Cow::Owned(rules::description_from_doc_lines(text.lines()))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 pub(crate) fn check_description(
     text: &str,
     limit: usize,
@@ -133,8 +143,11 @@ impl CheckedContract {
         let invalid_id =
             |err: crate::ids::IdError| DefinitionError::new(K::InvalidId, subject, err.to_string());
         let component_type = ComponentType::new(contract.component_type).map_err(invalid_id)?;
-        let description =
-            check_description(contract.description, MAX_COMPONENT_DESCRIPTION, subject)?;
+        let description = check_description(
+            &doc_normalized(contract.description, contract.doc_text),
+            MAX_COMPONENT_DESCRIPTION,
+            subject,
+        )?;
         let default_instance = match contract.instance {
             Some(instance) => InstanceId::new(instance).map_err(invalid_id)?,
             None => InstanceId::default_instance(),
@@ -285,8 +298,11 @@ impl CheckedCapability {
             ));
         }
         let subject = id.as_str();
-        let description =
-            check_description(contract.description, MAX_CAPABILITY_DESCRIPTION, subject)?;
+        let description = check_description(
+            &doc_normalized(contract.description, contract.doc_text),
+            MAX_CAPABILITY_DESCRIPTION,
+            subject,
+        )?;
         let defaults = defaults_for(contract.kind, contract.effect, subject)?;
         let observation = contract.kind == Kind::Observation;
         let confirmation =
