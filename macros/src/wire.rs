@@ -318,9 +318,121 @@ fn bounds(cx: &Ctxt, attrs: &[Attribute]) {
     }
 }
 
+/// serde's attributes, by where they go (serde.rs/attributes).
+const SERDE_CONTAINER: &[&str] = &[
+    "rename",
+    "rename_all",
+    "rename_all_fields",
+    "deny_unknown_fields",
+    "tag",
+    "content",
+    "untagged",
+    "bound",
+    "default",
+    "remote",
+    "transparent",
+    "from",
+    "try_from",
+    "into",
+    "crate",
+    "expecting",
+    "variant_identifier",
+    "field_identifier",
+];
+const SERDE_VARIANT: &[&str] = &[
+    "rename",
+    "alias",
+    "rename_all",
+    "skip",
+    "skip_serializing",
+    "skip_deserializing",
+    "serialize_with",
+    "deserialize_with",
+    "with",
+    "bound",
+    "borrow",
+    "other",
+    "untagged",
+];
+const SERDE_FIELD: &[&str] = &[
+    "rename",
+    "alias",
+    "default",
+    "flatten",
+    "skip",
+    "skip_serializing",
+    "skip_deserializing",
+    "skip_serializing_if",
+    "serialize_with",
+    "deserialize_with",
+    "with",
+    "borrow",
+    "bound",
+    "getter",
+];
+/// The keys inside schemars' `length(…)` and `range(…)`.
+const BOUND_KEYS: &[&str] = &["min", "max", "equal"];
+
+/// Unknown serde keys, and unknown keys inside `length(…)`/`range(…)`,
+/// reported here with a suggestion: the derive is then not run, so its own
+/// error and every error it would cause elsewhere never appear.
+fn known_keys(cx: &Ctxt, attrs: &[Attribute], allowed: &[&str], place: &str) {
+    for meta in metas(attrs, "serde") {
+        if !allowed.contains(&meta.key.as_str()) {
+            cx.error_at(
+                meta.span,
+                format!(
+                    "unknown serde attribute `{}` on {place}; {}see serde.rs/attributes for the list",
+                    meta.key,
+                    crate::attr::did_you_mean(&meta.key, allowed)
+                ),
+            );
+        }
+    }
+    for namespace in ["schemars", "validate", "garde"] {
+        for meta in metas(attrs, namespace) {
+            if !matches!(meta.key.as_str(), "length" | "range") {
+                continue;
+            }
+            for inner in meta
+                .nested
+                .iter()
+                .filter(|m| !BOUND_KEYS.contains(&m.key.as_str()))
+            {
+                cx.error_at(
+                    inner.span,
+                    format!(
+                        "unknown key `{}` in `{}(…)`; {}the keys are min, max, equal",
+                        inner.key,
+                        meta.key,
+                        crate::attr::did_you_mean(&inner.key, BOUND_KEYS)
+                    ),
+                );
+            }
+        }
+    }
+}
+
 /// Checks `item`'s wire shape; `serialize`/`deserialize` say which ways it
 /// goes.
 pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool) {
+    known_keys(cx, &item.attrs, SERDE_CONTAINER, "a container");
+    match &item.data {
+        Data::Struct(data) => {
+            for field in &data.fields {
+                known_keys(cx, &field.attrs, SERDE_FIELD, "a field");
+            }
+        }
+        Data::Enum(data) => {
+            for variant in &data.variants {
+                known_keys(cx, &variant.attrs, SERDE_VARIANT, "a variant");
+                for field in &variant.fields {
+                    known_keys(cx, &field.attrs, SERDE_FIELD, "a field");
+                }
+            }
+        }
+        Data::Union(_) => {}
+    }
     let container = metas(&item.attrs, "serde");
     let has_default = find(&container, "default").is_some();
     let rule = find(&container, "rename_all")
