@@ -35,16 +35,25 @@ use quote::quote;
 /// Declares what an agent may observe and do with a component.
 ///
 /// Goes on an inherent `impl` block. Methods marked `#[observation]` or
-/// `#[action(...)]` become capabilities; other methods stay ordinary methods
-/// (and may serve as `when`, `unavailable_reason` or `precondition` helpers).
+/// `#[action(…)]` become capabilities; other methods stay ordinary methods
+/// (and may serve as `when`, `unavailable_reason` or `precondition`
+/// helpers). Below it, `#[reference(…)]` declares the backend procedures
+/// the component may reference.
 ///
-/// Keys: `type = "devices.table"` (required), `description = "…"` (or the
-/// impl block's doc comment), `instance = "main"`, `priority = 10`,
-/// `origin = "first-party"`, `enabled = false`,
-/// `parent(type = "…", instance = "…")`, `meta(key = literal, …)`,
-/// `internal(key = literal, …)`.
+/// | key | value | example |
+/// |---|---|---|
+/// | `type` | the component type (required) | `type = "devices.table"` |
+/// | `description` | agent-facing text (else the doc comment) | `description = "The devices table"` |
+/// | `instance` | the default instance id | `instance = "main"` |
+/// | `priority` | snapshot order and budget (higher first) | `priority = 10` |
+/// | `origin` | the registrant trust label | `origin = "first-party"` |
+/// | `enabled` | the initial master switch | `enabled = false` |
+/// | `parent(…)` | the containing component | `parent(type = "app.page", instance = "main")` |
+/// | `meta(…)` | agent-visible metadata | `meta(area = "fleet")` |
+/// | `internal(…)` | metadata for policies only | `internal(tenant = "acme")` |
+/// | `policies` | component-level policies | `policies = [authenticated()]` |
 ///
-/// See the `agent_surface` crate documentation for a complete example.
+/// See `agent_surface::agent_component` for a compiled example.
 #[proc_macro_attribute]
 pub fn agent_component(args: TokenStream, input: TokenStream) -> TokenStream {
     let item = match syn::parse::<syn::ItemImpl>(input.clone()) {
@@ -93,12 +102,19 @@ fn recover_impl(
 /// Marks a method of an `#[agent_component]` impl block as an observation:
 /// a side-effect-free read of current state.
 ///
-/// Keys: `name = "readState"` (default: the method name in camelCase),
-/// `description = "…"` (or the doc comment), `when = method`,
-/// `unavailable_reason = "…"` or `= method`, `timeout = "5s"`,
-/// `meta(…)`, `internal(…)`.
+/// | key | value | example |
+/// |---|---|---|
+/// | `name` | the capability name (else the method name in camelCase) | `name = "readState"` |
+/// | `description` | agent-facing text (else the doc comment) | `description = "Visible rows"` |
+/// | `when` | a `fn(&self) -> bool` gating availability | `when = has_rows` |
+/// | `unavailable_reason` | text, or a method returning it | `unavailable_reason = "No rows"` |
+/// | `timeout` | how long a read may take | `timeout = "5s"` |
+/// | `meta(…)` / `internal(…)` | metadata (agent-visible / policies only) | `meta(unit = "rows")` |
+/// | `policies` | the capability's own policies | `policies = [has_permission("read")]` |
 ///
-/// Used outside an `#[agent_component]` impl block, it is an error.
+/// Also written `#[agent_surface::observation]`, or inside
+/// `#[cfg_attr(pred, observation(…))]` (an observation only when `pred`
+/// holds). Outside an `#[agent_component]` impl block, it is an error.
 #[proc_macro_attribute]
 pub fn observation(_args: TokenStream, input: TokenStream) -> TokenStream {
     outside_component("observation", input)
@@ -106,13 +122,26 @@ pub fn observation(_args: TokenStream, input: TokenStream) -> TokenStream {
 
 /// Marks a method of an `#[agent_component]` impl block as an action.
 ///
-/// Keys: `effect = "local-state" | "navigation"` (required),
-/// `name`, `description`, `idempotent`, `reversible`,
-/// `confirmation = "never" | "optional" | "required"`,
-/// `audit = "none" | "metadata" | "full"`, `when`, `unavailable_reason`,
-/// `precondition = method`, `timeout = "10s"`, `meta(…)`, `internal(…)`.
+/// | key | value | example |
+/// |---|---|---|
+/// | `effect` | `local-state` or `navigation` (required) | `effect = "local-state"` |
+/// | `name` | the capability name (else the method name in camelCase) | `name = "selectRows"` |
+/// | `description` | agent-facing text (else the doc comment) | `description = "Select rows"` |
+/// | `idempotent` / `reversible` | override the effect's defaults | `idempotent = true` |
+/// | `confirmation` | `never`, `optional` or `required` | `confirmation = "required"` |
+/// | `audit` | `none`, `metadata` or `full` | `audit = "full"` |
+/// | `when` | a `fn(&self) -> bool` gating availability | `when = has_rows` |
+/// | `unavailable_reason` | text, or a method returning it | `unavailable_reason = "No rows"` |
+/// | `precondition` | a method checking the input before it runs | `precondition = rows_visible` |
+/// | `concurrency` | `"instance"`, `"capability"`, `"key:…"` or `"parallel(n)"` | `concurrency = "parallel(4)"` |
+/// | `queue_depth` | callers that may wait for the concurrency group | `queue_depth = 8` |
+/// | `timeout` | how long a call may take | `timeout = "10s"` |
+/// | `meta(…)` / `internal(…)` | metadata (agent-visible / policies only) | `internal(tenant = "acme")` |
+/// | `policies` | the capability's own policies | `policies = [rate_limit(10, Duration::from_secs(60))]` |
 ///
-/// Used outside an `#[agent_component]` impl block, it is an error.
+/// Also written `#[agent_surface::action]`, or inside
+/// `#[cfg_attr(pred, action(…))]` (an action only when `pred` holds).
+/// Outside an `#[agent_component]` impl block, it is an error.
 #[proc_macro_attribute]
 pub fn action(_args: TokenStream, input: TokenStream) -> TokenStream {
     outside_component("action", input)

@@ -100,7 +100,20 @@
 //! test generated beside each component and again when the contract is first
 //! used.
 
+//!
+//! # Features
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `mcp` | no | `mcp-server` and `mcp-client` |
+//! | `mcp-server` | no | `mcp`: serve a registry to any MCP client over stdio or streamable HTTP (rmcp, axum) |
+//! | `mcp-client` | no | `procedure::mcp`: a procedure executor over an MCP client session |
+//! | `testing` | no | `testing`: the harness for your own tests, no model needed |
+//! | `chrono` | no | schemas for chrono's `DateTime<Tz>` and `NaiveDate` |
+//! | `uuid` | no | schemas for `uuid::Uuid` |
+//! | `url` | no | schemas for `url::Url` |
+
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod audit;
 mod call;
@@ -132,9 +145,53 @@ pub mod toolset;
 mod util;
 pub mod wire;
 
-pub use agent_surface_macros::{
-    action, agent_component, agent_procedure, agent_schema, observation, reference,
-};
+/// Every key of `#[agent_component]`, `#[observation]` and `#[action]` in
+/// one component:
+///
+/// ```
+/// use agent_surface::policy::{authenticated, has_permission};
+/// use agent_surface::prelude::*;
+///
+/// /// A panel of the demo page.
+/// #[agent_component(
+///     type = "demo.panel",
+///     instance = "main",
+///     priority = 5,
+///     origin = "first-party",
+///     enabled = true,
+///     parent(type = "demo.page", instance = "main"),
+///     meta(area = "demo"),
+///     internal(tenant = "acme"),
+///     policies = [authenticated()],
+/// )]
+/// impl Panel {
+///     /// Whether the panel is open.
+///     #[observation(name = "isOpen", when = ready, unavailable_reason = "Still loading",
+///                   timeout = "2s", meta(unit = "flag"), policies = [has_permission("demo:read")])]
+///     fn open(&self) -> bool {
+///         true
+///     }
+///
+///     /// Clear the panel.
+///     #[action(effect = "local-state", idempotent = true, reversible = false,
+///              confirmation = "required", audit = "full", concurrency = "parallel(2)",
+///              queue_depth = 4, timeout = "5s", internal(kind = "reset"))]
+///     fn clear(&self) {}
+///
+///     fn ready(&self) -> bool {
+///         true
+///     }
+/// }
+/// struct Panel;
+///
+/// let contract = Panel::contract().checked()?;
+/// assert_eq!(contract.capability("isOpen").unwrap().id(), "view:demo.panel.isOpen");
+/// assert_eq!(contract.capability("clear").unwrap().confirmation(), Confirmation::Required);
+/// # Ok::<(), agent_surface::DefinitionError>(())
+/// ```
+#[doc(inline)]
+pub use agent_surface_macros::{action, agent_component, observation};
+pub use agent_surface_macros::{agent_procedure, agent_schema, reference};
 pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
 pub use component::{Component, HandlerError, HandlerReturn, ObservationReturn};
 pub use context::{ActionContext, Consumer, ConsumerKind, Environment, HostContext, ReadContext};
