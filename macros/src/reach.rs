@@ -123,9 +123,15 @@ pub(crate) fn contract_calls(component: &Component<'_>) -> (TokenStream, TokenSt
             };
             let effect = effect_tokens(effect);
             let name = &capability.name.value;
+            let method = capability.method;
+            let text = quote!(#method).to_string();
+            let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+            });
+            let digest = format!("{hash:016x}");
             Some(quote! {
                 ::agent_surface::__private::GatedCapability::new(
-                    ::agent_surface::__private::Kind::#kind, #name, #effect, #condition, #predicate,
+                    ::agent_surface::__private::Kind::#kind, #name, #effect, #condition, #predicate, #digest,
                 )
             })
         })

@@ -236,6 +236,14 @@ pub fn export_if_requested() {
     let Some(path) = std::env::var_os(EXPORT_ENV) else {
         return;
     };
+    // The contracts' own code (policy constructors, supplied schemas) runs
+    // while the catalog is built: it is not told that it is being read.
+    // SAFETY: the export runs before `main` (or as its first line), when no
+    // other thread of the program reads the environment.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::env::remove_var(EXPORT_ENV);
+    }
     let code = match Catalog::load() {
         Ok(catalog) => match std::fs::write(&path, catalog.to_json_pretty()) {
             Ok(()) => 0,

@@ -146,6 +146,7 @@ pub(crate) fn from_catalog(
                     Value::Bool(true)
                 } else if gated.key.contains(':') || gated.key.starts_with("schema ")
                     || gated.key.starts_with("declarations ")
+                    || gated.key.starts_with("file ")
                 {
                     Value::Null
                 } else {

@@ -88,8 +88,10 @@ impl Finding {
 }
 
 /// Keys compared structurally or derived from others: never a neutral row.
-const STRUCTURED: [&str; 17] = [
+const STRUCTURED: [&str; 19] = [
     "audit",
+    "idempotent",
+    "reversible",
     "internalDigest",
     "effect",
     "confirmation",
@@ -115,6 +117,32 @@ fn internal_change(subject: &str, before: &Value, after: &Value, out: &mut Vec<F
     if before.get("internalDigest") != after.get("internalDigest") {
         let change = "internal metadata changed (policies read it; review the source)".to_owned();
         out.push(Finding::new(Class::Widening, subject, change));
+    }
+}
+
+/// A claim that makes an agent bolder: `idempotent` tells it a failed call
+/// may be repeated, `reversible` that it can be undone. Making one is
+/// widening; withdrawing it narrowing.
+fn claim_change(subject: &str, what: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+    match (
+        before.get(what).and_then(Value::as_bool),
+        after.get(what).and_then(Value::as_bool),
+    ) {
+        (Some(false), Some(true)) => {
+            out.push(Finding::new(
+                Class::Widening,
+                subject,
+                format!("now {what}: false → true"),
+            ));
+        }
+        (Some(true), Some(false)) => {
+            out.push(Finding::new(
+                Class::Narrowing,
+                subject,
+                format!("no longer {what}: true → false"),
+            ));
+        }
+        _ => {}
     }
 }
 
@@ -267,6 +295,8 @@ fn capability_changes(before: &Row<'_>, after: &Row<'_>, out: &mut Vec<Finding>)
     schema_changes(subject, "outputSchema", before.value, after.value, out);
     rule_change(subject, "conditional", before.value, after.value, out);
     internal_change(subject, before.value, after.value, out);
+    claim_change(subject, "idempotent", before.value, after.value, out);
+    claim_change(subject, "reversible", before.value, after.value, out);
     rule_change(subject, "precondition", before.value, after.value, out);
     neutral_fields(subject, before.value, after.value, out);
     let hash = |row: &Row<'_>| {

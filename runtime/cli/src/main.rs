@@ -22,6 +22,7 @@ mod git;
 mod inspect;
 mod reach_diff;
 mod schema_diff;
+mod source_attrs;
 mod sources;
 mod style;
 mod surface;

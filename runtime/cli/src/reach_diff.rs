@@ -48,6 +48,20 @@ pub(crate) fn gated(before: &Value, after: &Value, out: &mut Vec<Finding>) {
                     surface::text(old, "cfg")
                 ),
             )),
+            // Outside the build, only its text shows that it changed.
+            Some(old)
+                if entry.get("inBuild") != Some(&Value::Bool(true))
+                    && surface::text(old, "digest") != surface::text(entry, "digest") =>
+            {
+                out.push(Finding::new(
+                    Class::Widening,
+                    &subject,
+                    format!(
+                        "changed under cfg({cfg}), not in this build: its contract is not \
+                         reviewed; review the source"
+                    ),
+                ));
+            }
             Some(_) => {}
         }
     }

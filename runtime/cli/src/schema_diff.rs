@@ -28,14 +28,7 @@ const UPPER_BOUNDS: [&str; 6] = [
     "maxProperties",
     "maxContains",
 ];
-const WORDING: [&str; 6] = [
-    "description",
-    "title",
-    "examples",
-    "default",
-    "$comment",
-    "deprecated",
-];
+const WORDING: [&str; 5] = ["description", "title", "examples", "$comment", "deprecated"];
 const SUBSCHEMAS: [&str; 4] = ["items", "additionalItems", "not", "contains"];
 const VARIANTS: [&str; 3] = ["oneOf", "anyOf", "allOf"];
 
@@ -45,6 +38,24 @@ fn place(path: &str) -> &str {
 
 fn number(value: Option<&Value>) -> Option<f64> {
     value.and_then(Value::as_f64)
+}
+
+/// A bound as written.
+fn text_of(value: Option<&Value>) -> String {
+    value.map(Value::to_string).unwrap_or_default()
+}
+
+/// Orders two JSON numbers exactly (integers as integers, beyond 2^53).
+fn order(b: &Value, a: &Value) -> Option<std::cmp::Ordering> {
+    let int = |v: &Value| {
+        v.as_i64()
+            .map(i128::from)
+            .or_else(|| v.as_u64().map(i128::from))
+    };
+    match (int(b), int(a)) {
+        (Some(b), Some(a)) => Some(b.cmp(&a)),
+        _ => b.as_f64()?.partial_cmp(&a.as_f64()?),
+    }
 }
 
 fn bound(
@@ -57,10 +68,25 @@ fn bound(
 ) {
     let at = place(path);
     let change = match (number(b), number(a)) {
-        (Some(b), None) => Some((Class::Widening, format!("{at}: {key} {b} removed"))),
-        (None, Some(a)) => Some((Class::Narrowing, format!("{at}: {key} {a} added"))),
-        (Some(b), Some(a)) if b != a => {
-            let looser = if lower { a < b } else { a > b };
+        (Some(_), None) => Some((
+            Class::Widening,
+            format!("{at}: {key} {} removed", text_of(b)),
+        )),
+        (None, Some(_)) => Some((
+            Class::Narrowing,
+            format!("{at}: {key} {} added", text_of(a)),
+        )),
+        (Some(_), Some(_))
+            if order(b.unwrap_or(&Value::Null), a.unwrap_or(&Value::Null))
+                != Some(std::cmp::Ordering::Equal) =>
+        {
+            let ordering = order(b.unwrap_or(&Value::Null), a.unwrap_or(&Value::Null));
+            let (b, a) = (text_of(b), text_of(a));
+            let looser = if lower {
+                ordering == Some(std::cmp::Ordering::Greater)
+            } else {
+                ordering == Some(std::cmp::Ordering::Less)
+            };
             let class = if looser {
                 Class::Widening
             } else {
@@ -159,7 +185,7 @@ fn open(value: Option<&Value>) -> bool {
 fn walk(cx: &mut Walk, path: &str, before: &Value, after: &Value, out: &mut Vec<Change>) {
     // Equal text is not equal meaning when it refers to definitions: the
     // references are followed first.
-    if before == after && ref_name(before).is_none() {
+    if before == after && !has_ref(before) {
         return;
     }
     cx.steps += 1;
@@ -369,7 +395,17 @@ fn walk(cx: &mut Walk, path: &str, before: &Value, after: &Value, out: &mut Vec<
         } else {
             Class::Widening
         };
-        let line = format!("{at}: {key} changed");
+        // The runtime fills defaults into the input: an omitted field now
+        // means something else.
+        let line = if key == "default" {
+            format!(
+                "{at}: default changed: {} → {}",
+                text_of(b.get(key)),
+                text_of(a.get(key))
+            )
+        } else {
+            format!("{at}: {key} changed")
+        };
         if !out.iter().any(|(_, existing)| existing == &line) {
             out.push((class, line));
         }
@@ -387,6 +423,16 @@ struct Walk {
     visited: std::collections::BTreeSet<(String, String)>,
     steps: usize,
     stopped: bool,
+}
+
+/// Whether a `$ref` appears anywhere in `schema` (equal text may still
+/// reach definitions that changed).
+fn has_ref(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map.contains_key("$ref") || map.values().any(has_ref),
+        Value::Array(items) => items.iter().any(has_ref),
+        _ => false,
+    }
 }
 
 /// The definition a local `$ref` names (`#/$defs/…`, `#/definitions/…`).

@@ -43,157 +43,20 @@ pub(crate) struct Scan {
     pub(crate) link_level: Vec<String>,
 }
 
-/// The attributes that declare reach.
-const AGENT_ATTRIBUTES: [&str; 6] = [
-    "agent_component",
-    "agent_procedure",
-    "agent_schema",
-    "reference",
-    "action",
-    "observation",
-];
-
-/// Attributes that place code at link level.
-const LINK_LEVEL: [&str; 3] = ["no_mangle", "export_name", "link_section"];
-
-fn last_segment(path: &syn::Path) -> String {
-    path.segments
-        .last()
-        .map(|segment| segment.ident.to_string())
-        .unwrap_or_default()
-}
-
-fn digest(tokens: &impl ToTokens) -> String {
-    let text = tokens.to_token_stream().to_string();
-    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    format!("{hash:016x}")
-}
-
-/// A `cfg_attr`'s predicate and the attributes it applies.
-fn cfg_attr_parts(attr: &Attribute) -> Option<(String, Vec<syn::Meta>)> {
-    if !attr.path().is_ident("cfg_attr") {
-        return None;
-    }
-    let parsed = attr.parse_args_with(|input: syn::parse::ParseStream<'_>| {
-        let predicate: syn::Meta = input.parse()?;
-        input.parse::<syn::Token![,]>()?;
-        let metas =
-            syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated(input)?;
-        Ok((predicate, metas.into_iter().collect::<Vec<_>>()))
-    });
-    parsed
-        .ok()
-        .map(|(predicate, metas)| (predicate.to_token_stream().to_string(), metas))
-}
-
-/// Whether a meta names an agent attribute, or a `cfg_attr` holding one.
-fn is_agent(meta: &syn::Meta) -> bool {
-    AGENT_ATTRIBUTES.contains(&last_segment(meta.path()).as_str())
-}
-
-/// The item's own `#[cfg(…)]` conditions.
-fn cfgs(attrs: &[Attribute]) -> Vec<String> {
-    attrs
-        .iter()
-        .filter_map(|attr| match &attr.meta {
-            syn::Meta::List(list) if attr.path().is_ident("cfg") => Some(list.tokens.to_string()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The `cfg_attr` predicates that apply an agent attribute.
-fn agent_cfg_attrs(attrs: &[Attribute]) -> Vec<String> {
-    attrs
-        .iter()
-        .filter_map(cfg_attr_parts)
-        .filter(|(_, metas)| metas.iter().any(is_agent))
-        .map(|(predicate, _)| predicate)
-        .collect()
-}
-
-/// Whether the item carries agent attribute `name` (directly, renamed on
-/// import — any path ending in a name the scan was told is an alias — or
-/// inside a `cfg_attr`).
-fn has_agent(attrs: &[Attribute], name: &str, aliases: &[(String, String)]) -> bool {
-    let names = |candidate: &str| {
-        candidate == name
-            || aliases
-                .iter()
-                .any(|(alias, target)| alias == candidate && target == name)
-    };
-    attrs.iter().any(|attr| {
-        names(&last_segment(attr.path()))
-            || cfg_attr_parts(attr)
-                .is_some_and(|(_, metas)| metas.iter().any(|m| names(&last_segment(m.path()))))
-    })
-}
-
-/// `type = "…"` or `id = "…"` in the attribute `name` (or an alias of it),
-/// or in a `cfg_attr` applying it.
-fn declared_name(
-    attrs: &[Attribute],
-    name: &str,
-    key: &str,
-    aliases: &[(String, String)],
-) -> String {
-    attrs
-        .iter()
-        .find_map(|attr| {
-            let text = attr.meta.to_token_stream().to_string();
-            let head = last_segment(attr.path());
-            let named = head == name
-                || aliases
-                    .iter()
-                    .any(|(alias, target)| *alias == head && target == name)
-                || attr.path().is_ident("cfg_attr") && text.contains(name);
-            if !named {
-                return None;
-            }
-            let after = text.split(&format!("{key} =")).nth(1)?;
-            let start = after.find('"')? + 1;
-            let rest = after.get(start..)?;
-            Some(rest.get(..rest.find('"')?)?.to_owned())
-        })
-        .unwrap_or_default()
-}
-
-/// Link-level attributes among `attrs`, plainly or inside `unsafe(…)`.
-fn link_level(attrs: &[Attribute]) -> Option<&'static str> {
-    attrs.iter().find_map(|attr| {
-        let text = match &attr.meta {
-            syn::Meta::List(list) if attr.path().is_ident("unsafe") => list.tokens.to_string(),
-            meta => last_segment(meta.path()),
-        };
-        LINK_LEVEL
-            .iter()
-            .copied()
-            .find(|word| text.starts_with(word))
-    })
-}
-
-fn joined(conditions: &[String]) -> String {
-    match conditions {
-        [] => String::new(),
-        [one] => one.clone(),
-        many => format!("all({})", many.join(", ")),
-    }
-}
-
-/// Conditions that only test builds have: nothing under them ships.
-fn test_only(conditions: &[String]) -> bool {
-    conditions.iter().any(|condition| condition == "test")
-}
+use crate::source_attrs::{
+    AGENT_ATTRIBUTES, LINK_LEVEL, agent_cfg_attrs, cfg_attr_metas, cfgs, declared_name, digest,
+    has_agent, is_agent, joined, last_segment, link_level, test_only,
+};
 
 struct Visitor<'a> {
     label: Option<&'a str>,
     file: String,
     /// The directory a `mod name;` here resolves in.
     child_dir: PathBuf,
-    /// The directory of the current file (for `#[path]` and `include!`).
+    /// The directory `#[path]` resolves in (the module's).
     dir: PathBuf,
+    /// The directory of the current file (`include!` resolves in it).
+    file_dir: PathBuf,
     cfg: Vec<String>,
     /// Files to read next, each with the conditions on the way.
     files: &'a mut Vec<(PathBuf, Vec<String>)>,
@@ -237,13 +100,43 @@ impl Visitor<'_> {
         self.scan.link_level.push(line);
     }
 
-    /// Runs `visit` with the item's `#[cfg]` pushed.
+    /// Runs `visit` with the item's `#[cfg]` pushed (each condition once).
     fn within(&mut self, attrs: &[Attribute], visit: impl FnOnce(&mut Self)) {
-        let pushed = cfgs(attrs);
+        let pushed: Vec<String> = cfgs(attrs)
+            .into_iter()
+            .filter(|c| !self.cfg.contains(c))
+            .collect();
         let depth = self.cfg.len();
         self.cfg.extend(pushed);
         visit(self);
         self.cfg.truncate(depth);
+    }
+
+    /// `mod name;` written inside macro tokens (a `macro_rules!` body or an
+    /// invocation): the files it can name are read too.
+    fn modules_in(&mut self, tokens: &proc_macro2::TokenStream) {
+        let trees: Vec<proc_macro2::TokenTree> = tokens.clone().into_iter().collect();
+        for (i, tree) in trees.iter().enumerate() {
+            match tree {
+                proc_macro2::TokenTree::Group(group) => self.modules_in(&group.stream()),
+                proc_macro2::TokenTree::Ident(ident) if ident == "mod" => {
+                    if let (
+                        Some(proc_macro2::TokenTree::Ident(name)),
+                        Some(proc_macro2::TokenTree::Punct(semi)),
+                    ) = (trees.get(i + 1), trees.get(i + 2))
+                        && semi.as_char() == ';'
+                    {
+                        let name = name.to_string();
+                        let cfg = self.cfg.clone();
+                        self.files
+                            .push((self.child_dir.join(format!("{name}.rs")), cfg.clone()));
+                        self.files
+                            .push((self.child_dir.join(&name).join("mod.rs"), cfg));
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     fn fields(&mut self, ty: &syn::Ident, fields: &syn::Fields, prefix: &str) {
@@ -274,19 +167,17 @@ impl Visitor<'_> {
             {
                 candidates.push((self.dir.join(lit.value()), Vec::new()));
             }
-            // `#[cfg_attr(pred, path = "…")]`: that file, under `pred`.
-            if let Some((predicate, metas)) = cfg_attr_parts(attr) {
-                for meta in metas {
-                    if let syn::Meta::NameValue(pair) = meta
-                        && pair.path.is_ident("path")
-                        && let syn::Expr::Lit(syn::ExprLit {
-                            lit: syn::Lit::Str(lit),
-                            ..
-                        }) = &pair.value
-                    {
-                        candidates.push((self.dir.join(lit.value()), vec![predicate.clone()]));
-                    }
-                }
+        }
+        // `#[cfg_attr(pred, path = "…")]`: that file, under `pred`.
+        for (predicate, meta) in cfg_attr_metas(&module.attrs) {
+            if let syn::Meta::NameValue(pair) = meta
+                && pair.path.is_ident("path")
+                && let syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(lit),
+                    ..
+                }) = &pair.value
+            {
+                candidates.push((self.dir.join(lit.value()), vec![predicate.clone()]));
             }
         }
         candidates.push((self.child_dir.join(format!("{name}.rs")), Vec::new()));
@@ -300,6 +191,13 @@ impl Visitor<'_> {
 }
 
 impl<'ast> Visit<'ast> for Visitor<'_> {
+    fn visit_impl_item_fn(&mut self, method: &'ast syn::ImplItemFn) {
+        if let Some(what) = link_level(&method.attrs) {
+            self.link(&format!("#[{what}]"), &format!("fn {}", method.sig.ident));
+        }
+        syn::visit::visit_impl_item_fn(self, method);
+    }
+
     fn visit_item(&mut self, item: &'ast Item) {
         let attrs: &[Attribute] = match item {
             Item::Const(i) => &i.attrs,
@@ -324,24 +222,26 @@ impl<'ast> Visit<'ast> for Visitor<'_> {
         self.within(attrs, |this| match item {
             Item::Impl(i) if has_agent(&i.attrs, "agent_component", this.aliases) => {
                 let name = declared_name(&i.attrs, "agent_component", "type", this.aliases);
-                let extra = agent_cfg_attrs(&i.attrs);
+                let extra = agent_cfg_attrs(&i.attrs, "agent_component", this.aliases);
                 this.declared(format!("component {name}"), &extra, i);
-                // References (and capabilities) under `cfg_attr`: the build
-                // shows one variant; each is recorded with its text.
-                for attr in &i.attrs {
-                    if let Some((predicate, metas)) = cfg_attr_parts(attr)
-                        && metas.iter().any(is_agent)
-                    {
+                // References (and other agent attributes) under `cfg_attr`:
+                // the build shows one variant; each is recorded with its text.
+                for (predicate, meta) in cfg_attr_metas(&i.attrs) {
+                    if is_agent(&meta) && last_segment(meta.path()) != "agent_component" {
                         this.declared(
                             format!("component {name}: #[cfg_attr] variant"),
                             &[predicate],
-                            attr,
+                            &meta,
                         );
                     }
                 }
                 for impl_item in &i.items {
                     if let syn::ImplItem::Fn(method) = impl_item {
-                        let extra = agent_cfg_attrs(&method.attrs);
+                        let extra: Vec<String> = cfg_attr_metas(&method.attrs)
+                            .into_iter()
+                            .filter(|(_, meta)| is_agent(meta))
+                            .map(|(predicate, _)| predicate)
+                            .collect();
                         if !extra.is_empty() {
                             let key = format!("component {name}: method {}", method.sig.ident);
                             this.declared(key, &extra, method);
@@ -352,7 +252,7 @@ impl<'ast> Visit<'ast> for Visitor<'_> {
             }
             Item::Struct(i) if has_agent(&i.attrs, "agent_procedure", this.aliases) => {
                 let name = declared_name(&i.attrs, "agent_procedure", "id", this.aliases);
-                let extra = agent_cfg_attrs(&i.attrs);
+                let extra = agent_cfg_attrs(&i.attrs, "agent_procedure", this.aliases);
                 this.declared(format!("procedure {name}"), &extra, i);
                 this.fields(&i.ident, &i.fields, "");
             }
@@ -407,18 +307,26 @@ impl<'ast> Visit<'ast> for Visitor<'_> {
                     if LINK_LEVEL.iter().any(|a| body.contains(a)) || body.contains("global_asm") {
                         this.link("macro_rules! emitting link-level code:", &defined);
                     }
+                    this.modules_in(&i.mac.tokens);
                 } else if name == "global_asm" {
                     this.link("global_asm!", "");
                 } else if name == "include" {
+                    // Relative to the file it is written in, as rustc reads it.
                     if let Ok(lit) = syn::parse2::<syn::LitStr>(i.mac.tokens.clone()) {
                         let cfg = this.cfg.clone();
-                        this.files.push((this.dir.join(lit.value()), cfg));
-                    } else if !this.cfg.is_empty() {
-                        let entry = (name, joined(&this.cfg), this.file.clone(), digest(i));
-                        this.invocations.push(entry);
+                        this.files.push((this.file_dir.join(lit.value()), cfg));
+                    } else {
+                        let mut condition = this.cfg.clone();
+                        condition.push("a path computed at build time, not read".to_owned());
+                        this.declared("file included by include!".to_owned(), &condition, i);
                     }
                 } else {
-                    // Any other item macro: a generator, if it is one.
+                    // Any other item macro: a generator, if it is one; what
+                    // its tokens hold at link level shows.
+                    if LINK_LEVEL.iter().any(|a| body.contains(a)) || body.contains("global_asm") {
+                        this.link(&format!("{name}! invoked with link-level code"), "");
+                    }
+                    this.modules_in(&i.mac.tokens);
                     let entry = (name, joined(&this.cfg), this.file.clone(), digest(i));
                     this.invocations.push(entry);
                 }
@@ -446,117 +354,148 @@ fn aliases_in(file: &syn::File, out: &mut Vec<(String, String)>) {
     Uses(out).visit_file(file);
 }
 
-fn read(path: &Path) -> Option<syn::File> {
+/// At most this much source is read per scan (bytes).
+const MAX_SOURCE_BYTES: u64 = 64 << 20;
+/// At most this many files are read per scan.
+const MAX_FILES: usize = 10_000;
+
+/// What one scan collects across crate trees: generators defined in one
+/// crate may be invoked in another.
+#[derive(Default)]
+struct Shared {
+    invocations: Vec<(String, String, String, String, Option<String>)>,
+    generators: Vec<String>,
+    bytes: u64,
+    files: usize,
+}
+
+fn read(path: &Path, shared: &mut Shared) -> Option<syn::File> {
     let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > 8 << 20 {
+    if !meta.is_file() || shared.bytes + meta.len() > MAX_SOURCE_BYTES || shared.files >= MAX_FILES
+    {
         return None;
     }
+    shared.bytes += meta.len();
+    shared.files += 1;
     syn::parse_file(&std::fs::read_to_string(path).ok()?).ok()
 }
 
-/// Scans one crate tree from its roots.
-fn scan_root(root: &ScanRoot, scan: &mut Scan) {
+/// Where a file's `mod name;` resolve: beside it for a crate root or a
+/// `mod.rs`, else in the directory of its name.
+fn child_dir_of(path: &Path, roots: &[PathBuf]) -> (PathBuf, PathBuf) {
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let root_like = stem == "mod" || roots.iter().any(|root| root == path);
+    let child = if root_like {
+        dir.clone()
+    } else {
+        dir.join(stem)
+    };
+    (dir, child)
+}
+
+/// Scans one crate tree from its roots. Each file is read once, under the
+/// conditions of the first way to it (a file reachable several ways, or
+/// including itself, is not read again).
+fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
     let base = std::fs::canonicalize(&root.dir).unwrap_or_else(|_| root.dir.clone());
-    let mut queue: Vec<(PathBuf, Vec<String>)> = root
-        .entry_points
-        .iter()
-        .map(|path| (path.clone(), Vec::new()))
-        .collect();
-    let mut parsed: Vec<(PathBuf, Vec<String>, syn::File)> = Vec::new();
-    let mut seen: BTreeSet<(PathBuf, Vec<String>)> = BTreeSet::new();
-    let mut aliases = Vec::new();
-    let mut invocations = Vec::new();
-    let mut generators = Vec::new();
     let roots: Vec<PathBuf> = root
         .entry_points
         .iter()
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .collect();
-    // Files are visited as they are found; aliases from files read later
-    // apply on a second pass over what was parsed.
+    let mut queue: Vec<(PathBuf, Vec<String>)> = roots
+        .iter()
+        .map(|path| (path.clone(), Vec::new()))
+        .collect();
+    let mut parsed: Vec<(PathBuf, Vec<String>, syn::File)> = Vec::new();
+    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut aliases = Vec::new();
+    let relative = |path: &Path| {
+        path.strip_prefix(&base)
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_else(|_| path.to_string_lossy().into_owned())
+    };
+    // First, every file the tree reaches (aliases apply to all of them).
     while let Some((path, cfg)) = queue.pop() {
         let Ok(path) = std::fs::canonicalize(&path) else {
             continue;
         };
-        if !seen.insert((path.clone(), cfg.clone())) || seen.len() > 10_000 {
+        if !seen.insert(path.clone()) {
             continue;
         }
-        let Some(file) = read(&path) else {
+        let Some(file) = read(&path, shared) else {
             continue;
         };
         aliases_in(&file, &mut aliases);
-        let mut found = Vec::new();
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default();
-        let root_like = stem == "mod" || roots.contains(&path);
-        let child_dir = if root_like {
-            dir.clone()
-        } else {
-            dir.join(stem)
-        };
+        let (file_dir, child_dir) = child_dir_of(&path, &roots);
         let mut cfg = cfg;
-        cfg.extend(cfgs(&file.attrs));
-        let relative = path
-            .strip_prefix(&base)
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .unwrap_or_else(|_| path.to_string_lossy().into_owned());
-        let mut scratch = Scan::default();
-        let mut visitor = Visitor {
+        cfg.extend(
+            cfgs(&file.attrs)
+                .into_iter()
+                .filter(|c| !cfg.contains(c))
+                .collect::<Vec<_>>(),
+        );
+        let mut found = Vec::new();
+        Visitor {
             label: root.label.as_deref(),
-            file: relative,
+            file: relative(&path),
             child_dir,
-            dir,
+            dir: file_dir.clone(),
+            file_dir,
             cfg: cfg.clone(),
             files: &mut found,
             aliases: &[],
             invocations: &mut Vec::new(),
             generators: &mut Vec::new(),
-            scan: &mut scratch,
-        };
-        visitor.visit_file(&file);
+            scan: &mut Scan::default(),
+        }
+        .visit_file(&file);
         queue.extend(found);
         parsed.push((path, cfg, file));
     }
+    let mut invocations = Vec::new();
     for (path, cfg, file) in &parsed {
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default();
-        let root_like = stem == "mod" || roots.contains(path);
-        let relative = path
-            .strip_prefix(&base)
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .unwrap_or_else(|_| path.to_string_lossy().into_owned());
+        let (file_dir, child_dir) = child_dir_of(path, &roots);
         Visitor {
             label: root.label.as_deref(),
-            file: relative,
-            child_dir: if root_like {
-                dir.clone()
-            } else {
-                dir.join(stem)
-            },
-            dir,
+            file: relative(path),
+            child_dir,
+            dir: file_dir.clone(),
+            file_dir,
             cfg: cfg.clone(),
             files: &mut Vec::new(),
             aliases: &aliases,
             invocations: &mut invocations,
-            generators: &mut generators,
+            generators: &mut shared.generators,
             scan,
         }
         .visit_file(file);
     }
-    // A generator invoked under `#[cfg]`, or a file included under one
-    // that could not be read: what it declares is unknown until built.
-    for (name, condition, file, digest) in invocations {
-        if (name == "include" || generators.contains(&name))
-            && condition != "test"
-            && !condition.is_empty()
-        {
-            let key = match &root.label {
+    shared.invocations.extend(
+        invocations
+            .into_iter()
+            .map(|(name, condition, file, digest)| {
+                (name, condition, file, digest, root.label.clone())
+            }),
+    );
+}
+
+/// Scans the package and its local dependencies.
+pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
+    let mut scan = Scan::default();
+    let mut shared = Shared::default();
+    for root in roots {
+        scan_root(root, &mut scan, &mut shared);
+    }
+    // A generator invoked under `#[cfg]` (wherever it is defined): what it
+    // declares is unknown until it is built.
+    for (name, condition, file, digest, label) in shared.invocations {
+        if shared.generators.contains(&name) && !condition.is_empty() && condition != "test" {
+            let key = match &label {
                 Some(label) => format!("declarations generated by {name}! (crate {label})"),
                 None => format!("declarations generated by {name}!"),
             };
@@ -568,16 +507,15 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan) {
             });
         }
     }
-}
-
-/// Scans the package and its local dependencies.
-pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
-    let mut scan = Scan::default();
-    for root in roots {
-        scan_root(root, &mut scan);
+    if shared.bytes >= MAX_SOURCE_BYTES || shared.files >= MAX_FILES {
+        scan.link_level.push(format!(
+            "the scan stopped after {} files and {} bytes of source: what lies beyond was not read",
+            shared.files, shared.bytes
+        ));
     }
     scan.gated.sort();
     scan.gated.dedup();
+    scan.gated.truncate(10_000);
     scan.link_level.sort();
     scan.link_level.dedup();
     scan

@@ -18,6 +18,7 @@ pub struct GatedCapability {
     effect: Effect,
     condition: &'static str,
     in_build: bool,
+    digest: &'static str,
 }
 
 impl GatedCapability {
@@ -29,6 +30,7 @@ impl GatedCapability {
         effect: Effect,
         condition: &'static str,
         in_build: bool,
+        digest: &'static str,
     ) -> GatedCapability {
         GatedCapability {
             kind,
@@ -36,7 +38,14 @@ impl GatedCapability {
             effect,
             condition,
             in_build,
+            digest,
         }
+    }
+
+    /// A digest of the method's text as written (attributes included): a
+    /// change to a capability outside the build changes it.
+    pub fn digest(&self) -> &'static str {
+        self.digest
     }
 
     /// Observation or action.
@@ -69,6 +78,7 @@ impl GatedCapability {
             "effect": self.effect.as_str(),
             "cfg": self.condition,
             "inBuild": self.in_build,
+            "digest": self.digest,
         })
     }
 }

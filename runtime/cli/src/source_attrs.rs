@@ -1,0 +1,203 @@
+//! Attributes as the source scan reads them: `cfg` conditions (written
+//! plainly, or applied by a `cfg_attr`, nested or not), agent attributes
+//! (also under a renamed import or inside a `cfg_attr`), the names they
+//! declare, and attributes that place code at link level.
+
+use quote::ToTokens;
+use syn::Attribute;
+
+/// The attributes that declare reach.
+pub(crate) const AGENT_ATTRIBUTES: [&str; 6] = [
+    "agent_component",
+    "agent_procedure",
+    "agent_schema",
+    "reference",
+    "action",
+    "observation",
+];
+
+/// Attributes that place code at link level.
+pub(crate) const LINK_LEVEL: [&str; 3] = ["no_mangle", "export_name", "link_section"];
+
+/// The last segment of a path.
+pub(crate) fn last_segment(path: &syn::Path) -> String {
+    path.segments
+        .last()
+        .map(|segment| segment.ident.to_string())
+        .unwrap_or_default()
+}
+
+/// A 64-bit FNV-1a digest of an item's text.
+pub(crate) fn digest(tokens: &impl ToTokens) -> String {
+    let text = tokens.to_token_stream().to_string();
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
+/// `cfg_attr(p, metas…)` split into its predicate and metas.
+fn split(meta: &syn::Meta) -> Option<(String, Vec<syn::Meta>)> {
+    let syn::Meta::List(list) = meta else {
+        return None;
+    };
+    if !list.path.is_ident("cfg_attr") {
+        return None;
+    }
+    let parsed = list.parse_args_with(|input: syn::parse::ParseStream<'_>| {
+        let predicate: syn::Meta = input.parse()?;
+        input.parse::<syn::Token![,]>()?;
+        let metas =
+            syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated(input)?;
+        Ok((predicate, metas.into_iter().collect::<Vec<_>>()))
+    });
+    parsed
+        .ok()
+        .map(|(predicate, metas)| (predicate.to_token_stream().to_string(), metas))
+}
+
+fn flatten(meta: &syn::Meta, predicates: &[String], out: &mut Vec<(String, syn::Meta)>) {
+    match split(meta) {
+        Some((predicate, metas)) => {
+            let mut all = predicates.to_vec();
+            all.push(predicate);
+            for inner in &metas {
+                flatten(inner, &all, out);
+            }
+        }
+        None if !predicates.is_empty() => out.push((joined(predicates), meta.clone())),
+        None => {}
+    }
+}
+
+/// Every attribute a `cfg_attr` among `attrs` applies (nested ones
+/// flattened), each with the condition under which it applies.
+pub(crate) fn cfg_attr_metas(attrs: &[Attribute]) -> Vec<(String, syn::Meta)> {
+    let mut out = Vec::new();
+    for attr in attrs {
+        flatten(&attr.meta, &[], &mut out);
+    }
+    out
+}
+
+/// Whether a meta names an agent attribute.
+pub(crate) fn is_agent(meta: &syn::Meta) -> bool {
+    AGENT_ATTRIBUTES.contains(&last_segment(meta.path()).as_str())
+}
+
+/// The conditions the item is under: each `#[cfg(…)]`, and each `cfg` a
+/// `cfg_attr` applies (`cfg_attr(p, cfg(q))` holds the item under
+/// `any(not(p), q)`).
+pub(crate) fn cfgs(attrs: &[Attribute]) -> Vec<String> {
+    let mut out: Vec<String> = attrs
+        .iter()
+        .filter_map(|attr| match &attr.meta {
+            syn::Meta::List(list) if attr.path().is_ident("cfg") => Some(list.tokens.to_string()),
+            _ => None,
+        })
+        .collect();
+    for (predicate, meta) in cfg_attr_metas(attrs) {
+        if let syn::Meta::List(list) = &meta
+            && list.path.is_ident("cfg")
+        {
+            out.push(format!("any(not({predicate}), {})", list.tokens));
+        }
+    }
+    out
+}
+
+/// The conditions under which a `cfg_attr` applies attribute `name` (or an
+/// alias of it).
+pub(crate) fn agent_cfg_attrs(
+    attrs: &[Attribute],
+    name: &str,
+    aliases: &[(String, String)],
+) -> Vec<String> {
+    cfg_attr_metas(attrs)
+        .into_iter()
+        .filter(|(_, meta)| names(&last_segment(meta.path()), name, aliases))
+        .map(|(predicate, _)| predicate)
+        .collect()
+}
+
+fn names(candidate: &str, name: &str, aliases: &[(String, String)]) -> bool {
+    candidate == name
+        || aliases
+            .iter()
+            .any(|(alias, target)| alias == candidate && target == name)
+}
+
+/// Whether the item carries agent attribute `name` (directly, under a
+/// renamed import, or applied by a `cfg_attr`).
+pub(crate) fn has_agent(attrs: &[Attribute], name: &str, aliases: &[(String, String)]) -> bool {
+    attrs
+        .iter()
+        .any(|attr| names(&last_segment(attr.path()), name, aliases))
+        || !agent_cfg_attrs(attrs, name, aliases).is_empty()
+}
+
+/// `key = "…"` (`type`, `id`) in the attribute `name`, wherever it is
+/// written (plainly, under an alias, or in a `cfg_attr`).
+pub(crate) fn declared_name(
+    attrs: &[Attribute],
+    name: &str,
+    key: &str,
+    aliases: &[(String, String)],
+) -> String {
+    let direct = attrs
+        .iter()
+        .filter(|attr| names(&last_segment(attr.path()), name, aliases))
+        .map(|attr| attr.meta.clone());
+    let wrapped = cfg_attr_metas(attrs)
+        .into_iter()
+        .filter(|(_, meta)| names(&last_segment(meta.path()), name, aliases))
+        .map(|(_, meta)| meta);
+    direct
+        .chain(wrapped)
+        .find_map(|meta| {
+            let text = meta.to_token_stream().to_string();
+            let after = text.split(&format!("{key} =")).nth(1)?;
+            let start = after.find('"')? + 1;
+            let rest = after.get(start..)?;
+            Some(rest.get(..rest.find('"')?)?.to_owned())
+        })
+        .unwrap_or_default()
+}
+
+fn link_word(meta: &syn::Meta) -> Option<&'static str> {
+    let text = match meta {
+        syn::Meta::List(list) if list.path.is_ident("unsafe") => list.tokens.to_string(),
+        meta => last_segment(meta.path()),
+    };
+    LINK_LEVEL
+        .iter()
+        .copied()
+        .find(|word| text.starts_with(word))
+}
+
+/// A link-level attribute among `attrs`, plainly, inside `unsafe(…)` or
+/// applied by a `cfg_attr`.
+pub(crate) fn link_level(attrs: &[Attribute]) -> Option<&'static str> {
+    attrs
+        .iter()
+        .find_map(|attr| link_word(&attr.meta))
+        .or_else(|| {
+            cfg_attr_metas(attrs)
+                .iter()
+                .find_map(|(_, meta)| link_word(meta))
+        })
+}
+
+/// Conditions joined into one (`all(…)` when several, empty when none).
+pub(crate) fn joined(conditions: &[String]) -> String {
+    match conditions {
+        [] => String::new(),
+        [one] => one.clone(),
+        many => format!("all({})", many.join(", ")),
+    }
+}
+
+/// Conditions that only test builds have: nothing under them ships.
+pub(crate) fn test_only(conditions: &[String]) -> bool {
+    conditions.iter().any(|condition| condition == "test")
+}
