@@ -21,6 +21,7 @@ mod export;
 mod git;
 mod inspect;
 mod reach_diff;
+mod run;
 mod schema_diff;
 mod source_attrs;
 mod sources;
