@@ -566,7 +566,9 @@ fn signature<'a>(
         .params
         .iter()
         .all(|param| matches!(param, syn::GenericParam::Lifetime(_)));
-    if !only_lifetimes || sig.generics.where_clause.is_some() {
+    // A `where` clause without generic parameters (`where Self: Sized`)
+    // only restates what holds: it changes no schema.
+    if !only_lifetimes {
         cx.error_spanned_by(
             &sig.generics,
             "handlers cannot be generic: the input and output types define the capability's schemas",
@@ -695,11 +697,53 @@ fn signature<'a>(
                     borrowed,
                     "return an owned value (`String` for `&str` or `Cow<str>`, `Vec<T>` for `&[T]`, `T` for `&T`): the result is serialized after the handler returns, so it cannot borrow",
                 );
+            } else if let Some(error) = unsendable_boxed_error(ty) {
+                cx.error_spanned_by(
+                    error,
+                    "this error is not `Send + Sync`: a handler's error crosses threads on its way to the caller; write `Box<dyn std::error::Error + Send + Sync>`",
+                );
             }
             Some(&**ty)
         }
     };
     (params, output)
+}
+
+/// The error type of `Result<_, Box<dyn Trait>>` when the trait object
+/// lacks `Send` or `Sync`.
+fn unsendable_boxed_error(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else { return None };
+    let result = path.path.segments.last().filter(|s| s.ident == "Result")?;
+    let syn::PathArguments::AngleBracketed(args) = &result.arguments else {
+        return None;
+    };
+    let error = args
+        .args
+        .iter()
+        .filter_map(|arg| match arg {
+            syn::GenericArgument::Type(ty) => Some(ty),
+            _ => None,
+        })
+        .nth(1)?;
+    let Type::Path(boxed) = error else {
+        return None;
+    };
+    let segment = boxed.path.segments.last().filter(|s| s.ident == "Box")?;
+    let syn::PathArguments::AngleBracketed(inner) = &segment.arguments else {
+        return None;
+    };
+    let Some(syn::GenericArgument::Type(Type::TraitObject(object))) = inner.args.first() else {
+        return None;
+    };
+    let has = |name: &str| {
+        object.bounds.iter().any(|bound| match bound {
+            syn::TypeParamBound::Trait(t) => {
+                t.path.segments.last().is_some_and(|s| s.ident == name)
+            }
+            _ => false,
+        })
+    };
+    (!(has("Send") && has("Sync"))).then_some(error)
 }
 
 /// The first borrowed part of a return type: a reference, or a type with

@@ -159,6 +159,23 @@ fn args_of(tokens: TokenStream, errors: &mut Vec<syn::Error>) -> Vec<Arg> {
         let parser = |input: ParseStream<'_>| {
             let arg = Arg::parse(input)?;
             if !input.is_empty() {
+                // `when = is_open()`: a method is named, not called.
+                let named = match &arg.value {
+                    ArgValue::Ident(method) => Some(method.to_string()),
+                    ArgValue::Type(ty) => match &**ty {
+                        syn::Type::Path(path) => path.path.get_ident().map(ToString::to_string),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let Some(method) = named
+                    && input.peek(syn::token::Paren)
+                {
+                    return Err(input.error(format!(
+                        "`{}` names a method, it does not call it: write `{} = {method}` without `()`",
+                        arg.key, arg.key
+                    )));
+                }
                 return Err(input.error(
                     "unexpected token after the argument: separate arguments with `,`, and quote text values (`key = \"…\"`)",
                 ));

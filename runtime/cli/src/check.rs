@@ -102,6 +102,9 @@ fn findings_table(
             ]
         })
         .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
     let header = ["VERDICT", "CLASS", "SUBJECT", "CHANGE"];
     if md {
         format!("\n{}\n", style::markdown(&header, &rows))
