@@ -55,6 +55,7 @@ const LAYERS: &[&str] = &[
     "mcp",
     "procedure::mcp",
     "testing",
+    "requires",
     "__private",
     "lib",
 ];
