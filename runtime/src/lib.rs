@@ -89,7 +89,7 @@
 //! | contracts | [`policy`] (the vocabulary contracts declare), [`contract`], [`component`], [`procedure`] contracts, their content hashes, the [`catalog`] of every linked contract |
 //! | primitives | deduplication, admission and action queues, the [`confirmation`] store (over a narrow services handle the registry implements), the procedure executor trait |
 //! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`explain`] |
-//! | adapters | [`toolset`], `mcp`, `testing`, the MCP procedure executor, and `requires` (hidden: what generated code uses) |
+//! | adapters | [`toolset`], `mcp`, `testing`, the MCP procedure executor |
 //!
 //! # What the compiler checks
 //! Ids against the grammar, descriptions (present, within 500/300 characters),
@@ -235,7 +235,3 @@ pub struct ReadmeDoctests;
 /// Support for generated code. Not public API: no stability guarantees.
 #[doc(hidden)]
 pub mod __private;
-/// What generated code requires (re-exported by `__private`). Not public
-/// API: no stability guarantees.
-#[doc(hidden)]
-pub mod requires;

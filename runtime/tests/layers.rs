@@ -55,7 +55,6 @@ const LAYERS: &[&str] = &[
     "mcp",
     "procedure::mcp",
     "testing",
-    "requires",
     "__private",
     "lib",
 ];
