@@ -9,11 +9,13 @@ use std::sync::Arc;
 use agent_surface::catalog::Catalog;
 use agent_surface::policy::{self, Policy};
 use agent_surface::prelude::*;
-use agent_surface::procedure::{ProcedureExecutor, ProcedureRef};
+use agent_surface::procedure::ProcedureRef;
 use agent_surface::registry::{MountError, Registry};
 use serde_json::json;
 
-use crate::procedures::{DisableDevices, ExportReport, FakeBackend, Screen, disable_ref};
+use crate::procedures::{
+    DisableDevices, ExportReport, FakeBackend, Screen, disable_ref, registry_for_user,
+};
 
 /// A table whose reference to `DisableDevices` is declared with gating.
 #[derive(Default)]
@@ -74,15 +76,7 @@ fn as_contract_003_a_mount_giving_less_than_its_declaration_is_refused() {
 async fn as_contract_003_declared_policies_are_installed_on_every_mounted_reference() {
     let backend = FakeBackend::agreeing();
     let as_user = |permissions: serde_json::Value| {
-        let registry = Registry::builder()
-            .host_context(move || {
-                HostContext::new().with(
-                    "user",
-                    json!({"id": "u", "permissions": permissions.clone()}),
-                )
-            })
-            .build();
-        registry.set_procedure_executor(Some(Arc::clone(&backend) as Arc<dyn ProcedureExecutor>));
+        let registry = registry_for_user(permissions, &backend);
         let screen = Arc::new(Screen::default());
         screen.select(&["d1"]);
         // The mount writes no policy: the declaration's is installed.

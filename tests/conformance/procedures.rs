@@ -220,6 +220,20 @@ pub(crate) fn disable_ref(screen: &Arc<Screen>) -> ProcedureRef<DisableDevices> 
         .describe(move || format!("Disables the {} selected devices", note.selected().len()))
 }
 
+/// A registry whose signed-in user holds `permissions`, over `backend`.
+pub(crate) fn registry_for_user(permissions: Value, backend: &Arc<FakeBackend>) -> Registry {
+    let registry = Registry::builder()
+        .host_context(move || {
+            HostContext::new().with(
+                "user",
+                json!({"id": "u", "permissions": permissions.clone()}),
+            )
+        })
+        .build();
+    registry.set_procedure_executor(Some(Arc::clone(backend) as Arc<dyn ProcedureExecutor>));
+    registry
+}
+
 pub(crate) fn mount_screen(registry: &Registry, screen: &Arc<Screen>) -> Mounted {
     registry
         .mounting(Arc::clone(screen))
@@ -1000,15 +1014,7 @@ async fn two_references_without_a_registration_id_are_ambiguous() {
 async fn reference_policies_hide_and_gate_like_capability_policies() {
     let backend = FakeBackend::agreeing();
     let as_user = |permissions: Value| {
-        let registry = Registry::builder()
-            .host_context(move || {
-                HostContext::new().with(
-                    "user",
-                    json!({"id": "u", "permissions": permissions.clone()}),
-                )
-            })
-            .build();
-        registry.set_procedure_executor(Some(Arc::clone(&backend) as Arc<dyn ProcedureExecutor>));
+        let registry = registry_for_user(permissions, &backend);
         let screen = Arc::new(Screen::default());
         screen.select(&["d1"]);
         let mounted = registry
