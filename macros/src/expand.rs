@@ -18,7 +18,7 @@ use crate::symbol::{ACTION, OBSERVATION};
 
 /// What tells two components' generated tests apart in one module: the
 /// full self type (`ListView<Device>`, `a::Panel`) and the component type,
-/// hashed (FNV-1a, 32 bits).
+/// hashed (FNV-1a).
 fn test_suffix(component: &Component<'_>) -> u32 {
     let self_ty = component.self_ty;
     let component_type = component
@@ -28,9 +28,8 @@ fn test_suffix(component: &Component<'_>) -> u32 {
         .map(LitStr::value)
         .unwrap_or_default();
     let text = format!("{} {component_type}", quote!(#self_ty));
-    text.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
-        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
-    })
+    // The low 32 bits: short, and enough to tell a module's components apart.
+    (crate::helpers::fnv64(&text) & 0xffff_ffff) as u32
 }
 
 /// `span`'s location with the call site's hygiene: identifiers the

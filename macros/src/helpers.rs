@@ -237,3 +237,11 @@ pub(crate) fn check_reason(cx: &Ctxt, method: &ImplItemFn) {
         );
     }
 }
+
+/// The FNV-1a 64 hash of `text`: what tells generated items apart
+/// (test names) and what fingerprints an item's text (gated capabilities).
+pub(crate) fn fnv64(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}

@@ -125,9 +125,7 @@ pub(crate) fn contract_calls(component: &Component<'_>) -> (TokenStream, TokenSt
             let name = &capability.name.value;
             let method = capability.method;
             let text = quote!(#method).to_string();
-            let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-                (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-            });
+            let hash = crate::helpers::fnv64(&text);
             let digest = format!("{hash:016x}");
             Some(quote! {
                 ::agent_surface::__private::GatedCapability::new(

@@ -154,3 +154,39 @@ fn as_contract_002_policies_are_identified_by_type_and_parameters_never_by_name(
         policy::identity(&policy::require_confirmation().when(|_| true))
     );
 }
+
+fn exploding() -> agent_surface::policy::HasPermission {
+    panic!("the policy expression panicked")
+}
+
+/// A table whose declared policy panics when it is built.
+pub(crate) struct Exploding;
+
+/// An exploding table.
+#[agent_component(type = "test.exploding")]
+#[reference(DisableDevices, policies = [exploding()])]
+impl Exploding {
+    /// Shown.
+    #[observation]
+    fn shown(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn as_contract_003_a_declared_policy_that_panics_fails_the_mount_without_escaping_it() {
+    let registry = Registry::builder().build();
+    let screen = Arc::new(Screen::default());
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        registry
+            .mounting(Arc::new(Exploding))
+            .procedure(disable_ref(&screen))
+            .mount()
+    }));
+    let err = result.expect("the panic is contained").unwrap_err();
+    assert!(
+        message(&err).contains("panicked while it was built"),
+        "{}",
+        message(&err)
+    );
+}

@@ -30,9 +30,7 @@ pub(crate) fn last_segment(path: &syn::Path) -> String {
 /// A 64-bit FNV-1a digest of an item's text.
 pub(crate) fn digest(tokens: &impl ToTokens) -> String {
     let text = tokens.to_token_stream().to_string();
-    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
+    let hash = agent_surface::canonical::Fnv1a64::hash(text.as_bytes());
     format!("{hash:016x}")
 }
 

@@ -234,7 +234,9 @@ impl CheckedCapability {
     }
     /// A fresh instance of the capability's own policy chain.
     pub fn policies(&self) -> Vec<PolicyRef> {
-        self.policies.map(|build| build()).unwrap_or_default()
+        self.policies
+            .map(crate::policy::build_declared)
+            .unwrap_or_default()
     }
     /// The concurrency group (actions).
     pub fn concurrency(&self) -> Concurrency {
@@ -308,7 +310,9 @@ impl CheckedContract {
     }
     /// A fresh instance of the component-level policy chain.
     pub fn policies(&self) -> Vec<PolicyRef> {
-        self.policies.map(|build| build()).unwrap_or_default()
+        self.policies
+            .map(crate::policy::build_declared)
+            .unwrap_or_default()
     }
     /// Every capability, in authoring order (the dispatch order).
     pub fn capabilities(&self) -> &[CheckedCapability] {

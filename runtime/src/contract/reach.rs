@@ -159,7 +159,9 @@ impl DeclaredReference {
     }
     /// A fresh instance of the declared policies.
     pub fn policies(&self) -> Vec<PolicyRef> {
-        self.policies.map(|build| build()).unwrap_or_default()
+        self.policies
+            .map(crate::policy::build_declared)
+            .unwrap_or_default()
     }
     /// The declared policies' identities.
     pub fn policy_identities(&self) -> Vec<PolicyIdentity> {

@@ -490,6 +490,9 @@ pub fn policy<P: Policy>(policy: P) -> PolicyRef {
 mod builtins;
 pub(crate) mod chain;
 mod identity;
+mod unbuilt;
+
+pub(crate) use unbuilt::{UNBUILT, build as build_declared};
 
 pub use identity::PolicyIdentity;
 

@@ -68,8 +68,24 @@ impl ErasedRef {
             .iter()
             .map(|policy| identity(policy.as_ref()))
             .collect();
-        let mut installed: Vec<_> = declared
-            .policies()
+        // A declared policy expression that panicked fails the mount (the
+        // catalog and the hashes carry its fail-closed stand-in).
+        let declared_policies = declared.policies();
+        if let Some(unbuilt) = declared_policies
+            .iter()
+            .map(|policy| identity(policy.as_ref()))
+            .find(|id| id.as_json()["policy"] == crate::policy::UNBUILT)
+        {
+            return Err(DefinitionError::new(
+                K::InvalidDefinition,
+                procedure,
+                format!(
+                    "a policy declared on `{component}`'s reference panicked while it was built: {}",
+                    unbuilt.as_json()["panic"].as_str().unwrap_or_default()
+                ),
+            ));
+        }
+        let mut installed: Vec<_> = declared_policies
             .into_iter()
             .filter(|policy| !carried.contains(&identity(policy.as_ref())))
             .collect();
