@@ -620,7 +620,7 @@ fn signature<'a>(
             cx.error_spanned_by(&typed.pat, "use a plain parameter name here");
         }
         let ty = &*typed.ty;
-        if crate::helpers::is_context_ref(ty) {
+        if crate::helpers::is_handler_context(ty) {
             match ty {
                 Type::Reference(reference) if reference.mutability.is_some() => cx.error_spanned_by(
                     ty,
@@ -803,6 +803,7 @@ pub(crate) struct SchemaOptions {
     pub(crate) serialize: bool,
     pub(crate) deserialize: bool,
     pub(crate) allow_unknown_fields: bool,
+    pub(crate) unbounded: bool,
 }
 
 impl SchemaOptions {
@@ -818,6 +819,7 @@ impl SchemaOptions {
                 .flag(ALLOW_UNKNOWN_FIELDS)
                 .map(|(b, _)| b)
                 .unwrap_or(false),
+            unbounded: set.flag(SCHEMA_UNBOUNDED).map(|(b, _)| b).unwrap_or(false),
         }
     }
 }

@@ -70,7 +70,7 @@ pub(crate) fn effect_tokens(effect: Effect) -> TokenStream {
         Effect::ExternalSideEffect => quote!(ExternalSideEffect),
         Effect::Destructive => quote!(Destructive),
     };
-    quote!(::agent_surface::__private::Effect::#variant)
+    quote!(::agent_surface::macro_support::Effect::#variant)
 }
 
 pub(crate) fn confirmation_tokens(confirmation: Confirmation) -> TokenStream {
@@ -79,7 +79,7 @@ pub(crate) fn confirmation_tokens(confirmation: Confirmation) -> TokenStream {
         Confirmation::Optional => quote!(Optional),
         Confirmation::Required => quote!(Required),
     };
-    quote!(::agent_surface::__private::Confirmation::#variant)
+    quote!(::agent_surface::macro_support::Confirmation::#variant)
 }
 
 pub(crate) fn audit_tokens(audit: Audit) -> TokenStream {
@@ -88,14 +88,14 @@ pub(crate) fn audit_tokens(audit: Audit) -> TokenStream {
         Audit::Metadata => quote!(Metadata),
         Audit::Full => quote!(Full),
     };
-    quote!(::agent_surface::__private::Audit::#variant)
+    quote!(::agent_surface::macro_support::Audit::#variant)
 }
 
 /// The `Source` of an authored item: its module, Rust type and the file and
 /// line of `at`.
 pub(crate) fn source_tokens(rust_type: &LitStr, at: Span) -> TokenStream {
     quote_spanned! {at=>
-        ::agent_surface::__private::Source {
+        ::agent_surface::macro_support::Source {
             module: ::core::module_path!(),
             rust_type: #rust_type,
             file: ::core::file!(),
@@ -176,7 +176,7 @@ fn index_patterns(component: &Component<'_>) -> Vec<TokenStream> {
 /// input and return types are checked, at the tokens the user wrote.
 fn marker_items(capability: &Capability<'_>, self_ty: &syn::Type) -> TokenStream {
     let policies = policies_fn(capability.policies.as_ref(), self_ty);
-    marker_items_with(capability, self_ty, policies)
+    marker_items_with(capability, self_ty, policies, true)
 }
 
 /// After errors: the marker items of every capability whose signature is
@@ -192,10 +192,12 @@ pub(crate) fn type_checks(component: &Component<'_>) -> TokenStream {
             return None;
         }
         seen.push(capability.ident());
+        // Bounds are a finding of their own, reported once the rest holds.
         Some(marker_items_with(
             capability,
             component.self_ty,
             TokenStream::new(),
+            false,
         ))
     });
     quote! {
@@ -210,6 +212,7 @@ fn marker_items_with(
     capability: &Capability<'_>,
     self_ty: &syn::Type,
     policies: TokenStream,
+    check_bounds: bool,
 ) -> TokenStream {
     let marker = marker(capability);
     let cfg = cfg_attrs(capability);
@@ -221,13 +224,13 @@ fn marker_items_with(
     let returns_impl = match capability.kind {
         Kind::Observation => quote! {
             #cfg
-            impl ::agent_surface::__private::Observes for #marker {
+            impl ::agent_surface::macro_support::Observes for #marker {
                 #output
             }
         },
         _ => quote! {
             #cfg
-            impl ::agent_surface::__private::Returns for #marker {
+            impl ::agent_surface::macro_support::Returns for #marker {
                 #output
             }
         },
@@ -236,11 +239,14 @@ fn marker_items_with(
         let span = input.span();
         let input = crate::self_type::replace(quote!(#input), self_ty);
         let ty = quote_spanned! {span=> type Input = #input; };
+        let bounded = check_bounds.then(|| crate::bounded::assert_input(&input, span));
         quote! {
             #cfg
-            impl ::agent_surface::__private::Takes for #marker {
+            impl ::agent_surface::macro_support::Takes for #marker {
                 #ty
             }
+            #cfg
+            #bounded
         }
     });
     let inherent = (!policies.is_empty()).then(|| quote!(#cfg impl #marker { #policies }));
@@ -267,7 +273,7 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
     });
     let mut tokens = match capability.kind {
         Kind::Observation => quote! {
-            ::agent_surface::__private::CapabilityContract::observation(#name, #method, #description)
+            ::agent_surface::macro_support::CapabilityContract::observation(#name, #method, #description)
         },
         _ => {
             let effect = effect_tokens(
@@ -277,7 +283,7 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
                     .map_or(Effect::LocalState, |e| e.value),
             );
             quote! {
-                ::agent_surface::__private::CapabilityContract::action(#name, #method, #description, #effect)
+                ::agent_surface::macro_support::CapabilityContract::action(#name, #method, #description, #effect)
             }
         }
     };
@@ -285,12 +291,12 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
     if capability.input().is_some() {
         tokens.extend(quote! {
             .input(
-                ::agent_surface::__private::input_schema::<#marker>,
-                ::agent_surface::__private::parse_input::<#marker>,
+                ::agent_surface::macro_support::input_schema::<#marker>,
+                ::agent_surface::macro_support::parse_input::<#marker>,
             )
         });
     }
-    tokens.extend(quote!(.output(::agent_surface::__private::output_schema::<#marker>)));
+    tokens.extend(quote!(.output(::agent_surface::macro_support::output_schema::<#marker>)));
     if let Some(value) = capability.idempotent {
         tokens.extend(quote!(.idempotent(#value)));
     }
@@ -334,14 +340,14 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
         None | Some(ConcurrencySpec::Instance) => {}
         Some(ConcurrencySpec::Capability) => {
             tokens
-                .extend(quote!(.concurrency(::agent_surface::__private::Concurrency::Capability)));
+                .extend(quote!(.concurrency(::agent_surface::macro_support::Concurrency::Capability)));
         }
         Some(ConcurrencySpec::Key(key)) => {
-            tokens.extend(quote!(.concurrency(::agent_surface::__private::Concurrency::Key(#key))));
+            tokens.extend(quote!(.concurrency(::agent_surface::macro_support::Concurrency::Key(#key))));
         }
         Some(ConcurrencySpec::Parallel(n)) => {
             tokens.extend(
-                quote!(.concurrency(::agent_surface::__private::Concurrency::Parallel(#n))),
+                quote!(.concurrency(::agent_surface::macro_support::Concurrency::Parallel(#n))),
             );
         }
     }
@@ -374,7 +380,7 @@ fn component_contract(component: &Component<'_>) -> TokenStream {
         component.item.impl_token.span,
     );
     let mut tokens = quote! {
-        ::agent_surface::__private::ComponentContract::new(
+        ::agent_surface::macro_support::ComponentContract::new(
             #component_type,
             #description,
             &[#(#capabilities),*],
@@ -464,7 +470,7 @@ fn reason_method(component: &Component<'_>, patterns: &[TokenStream]) -> TokenSt
                     });
             let call = quote_spanned!(method.span()=> Self::#method(self));
             let text =
-                quote_spanned! {output_span=> ::agent_surface::__private::reason_text(#call) };
+                quote_spanned! {output_span=> ::agent_surface::macro_support::reason_text(#call) };
             let reason = quote!(::core::option::Option::Some(#text));
             Some(quote!(#cfg #pattern => #reason,))
         })
@@ -502,7 +508,7 @@ fn precondition_method(component: &Component<'_>, patterns: &[TokenStream]) -> T
                 Some(ty) => {
                     let input = Ident::new("input", hygienic(ty.span()));
                     quote_spanned! {ty.span()=>
-                        ::agent_surface::__private::precondition_input::<#ty, _>(#input)
+                        ::agent_surface::macro_support::precondition_input::<#ty, _>(#input)
                     }
                 }
                 None => quote!(input),
@@ -516,14 +522,14 @@ fn precondition_method(component: &Component<'_>, patterns: &[TokenStream]) -> T
             } else {
                 quote_spanned!(precondition.span()=> Self::#precondition(self, #input))
             };
-            let call = quote_spanned!{output_span=> ::agent_surface::__private::precondition_result(#call) };
+            let call = quote_spanned!{output_span=> ::agent_surface::macro_support::precondition_result(#call) };
             let cfg = cfg_attrs(capability);
             Some(quote! {
                 #cfg
-                #pattern => match ::agent_surface::__private::input_ref::<#marker>(_input) {
+                #pattern => match ::agent_surface::macro_support::input_ref::<#marker>(_input) {
                     ::core::option::Option::Some(input) => #call,
                     ::core::option::Option::None => ::core::result::Result::Err(
-                        ::agent_surface::__private::precondition_input_missing(),
+                        ::agent_surface::macro_support::precondition_input_missing(),
                     ),
                 },
             })
@@ -536,9 +542,9 @@ fn precondition_method(component: &Component<'_>, patterns: &[TokenStream]) -> T
         fn __precondition(
             &self,
             capability: usize,
-            _input: &::agent_surface::__private::TypedInput,
-            _ctx: &::agent_surface::__private::ReadContext,
-        ) -> ::core::result::Result<(), ::agent_surface::__private::PreconditionFailure> {
+            _input: &::agent_surface::macro_support::TypedInput,
+            _ctx: &::agent_surface::macro_support::ReadContext,
+        ) -> ::core::result::Result<(), ::agent_surface::macro_support::PreconditionFailure> {
             match capability {
                 #(#arms)*
                 _ => ::core::result::Result::Ok(()),
@@ -558,7 +564,7 @@ fn invoke_arm(pattern: &TokenStream, capability: &Capability<'_>) -> TokenStream
         }
         Param::Context(ty) => {
             let ctx = Ident::new("_ctx", hygienic(ty.span()));
-            quote_spanned!(ty.span()=> ::agent_surface::__private::context(&#ctx))
+            quote_spanned!(ty.span()=> <#ty as ::agent_surface::context::HandlerContext<'_>>::lend(&#ctx))
         }
     });
     let call = if capability.method.sig.asyncness.is_some() {
@@ -569,17 +575,17 @@ fn invoke_arm(pattern: &TokenStream, capability: &Capability<'_>) -> TokenStream
     let marker = marker(capability);
     let span = capability.method.sig.span();
     let future = quote_spanned! {span=>
-        ::agent_surface::__private::handler(async move {
-            ::agent_surface::__private::into_outcome::<#marker>(#call)
+        ::agent_surface::macro_support::handler(async move {
+            ::agent_surface::macro_support::into_outcome::<#marker>(#call)
         })
     };
     let cfg = cfg_attrs(capability);
     match capability.input() {
         Some(_) => quote! {
             #cfg
-            #pattern => match ::agent_surface::__private::take_input::<#marker>(_input) {
+            #pattern => match ::agent_surface::macro_support::take_input::<#marker>(_input) {
                 ::core::result::Result::Ok(input) => #future,
-                ::core::result::Result::Err(error) => ::agent_surface::__private::failed(error),
+                ::core::result::Result::Err(error) => ::agent_surface::macro_support::failed(error),
             },
         },
         None => quote!(#cfg #pattern => #future,),
@@ -627,15 +633,15 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
             #reference_items
             #(#markers)*
 
-            static CONTRACT: ::agent_surface::__private::ComponentContract = #contract;
+            static CONTRACT: ::agent_surface::macro_support::ComponentContract = #contract;
 
             #[automatically_derived]
             impl ::agent_surface::Component for #self_ty {
-                fn contract() -> &'static ::agent_surface::__private::ComponentContract {
+                fn contract() -> &'static ::agent_surface::macro_support::ComponentContract {
                     &CONTRACT
                 }
 
-                fn __contract(&self) -> &'static ::agent_surface::__private::ComponentContract {
+                fn __contract(&self) -> &'static ::agent_surface::macro_support::ComponentContract {
                     &CONTRACT
                 }
 
@@ -644,20 +650,20 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
                 #precondition
 
                 fn __invoke(
-                    self: ::agent_surface::__private::Arc<Self>,
+                    self: ::agent_surface::macro_support::Arc<Self>,
                     capability: usize,
-                    _input: ::core::option::Option<::agent_surface::__private::TypedInput>,
-                    _ctx: ::agent_surface::__private::ActionContext,
-                ) -> ::agent_surface::__private::HandlerFuture {
+                    _input: ::core::option::Option<::agent_surface::macro_support::TypedInput>,
+                    _ctx: ::agent_surface::macro_support::ActionContext,
+                ) -> ::agent_surface::macro_support::HandlerFuture {
                     match capability {
                         #(#arms)*
-                        _ => ::agent_surface::__private::unknown_capability(capability),
+                        _ => ::agent_surface::macro_support::unknown_capability(capability),
                     }
                 }
             }
 
-            ::agent_surface::__private::inventory::submit! {
-                ::agent_surface::__private::CatalogEntry::new(
+            ::agent_surface::macro_support::inventory::submit! {
+                ::agent_surface::macro_support::CatalogEntry::new(
                     <#self_ty as ::agent_surface::Component>::contract
                 )
             }
@@ -668,7 +674,7 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
         #[allow(non_snake_case, unnameable_test_items)]
         #[test]
         fn #test_name() {
-            ::agent_surface::__private::check_contract(
+            ::agent_surface::macro_support::check_contract(
                 <#self_ty as ::agent_surface::Component>::contract(),
             );
         }

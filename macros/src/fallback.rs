@@ -33,20 +33,20 @@ pub(crate) fn component_impl(component: &Component<'_>) -> TokenStream {
         const _: () = {
             #[automatically_derived]
             impl ::agent_surface::Component for #self_ty {
-                fn contract() -> &'static ::agent_surface::__private::ComponentContract {
+                fn contract() -> &'static ::agent_surface::macro_support::ComponentContract {
                     ::core::unreachable!()
                 }
 
-                fn __contract(&self) -> &'static ::agent_surface::__private::ComponentContract {
+                fn __contract(&self) -> &'static ::agent_surface::macro_support::ComponentContract {
                     ::core::unreachable!()
                 }
 
                 fn __invoke(
-                    self: ::agent_surface::__private::Arc<Self>,
+                    self: ::agent_surface::macro_support::Arc<Self>,
                     _: usize,
-                    _: ::core::option::Option<::agent_surface::__private::TypedInput>,
-                    _: ::agent_surface::__private::ActionContext,
-                ) -> ::agent_surface::__private::HandlerFuture {
+                    _: ::core::option::Option<::agent_surface::macro_support::TypedInput>,
+                    _: ::agent_surface::macro_support::ActionContext,
+                ) -> ::agent_surface::macro_support::HandlerFuture {
                     ::core::unreachable!()
                 }
             }

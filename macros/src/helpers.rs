@@ -37,6 +37,41 @@ pub(crate) fn is_context_ref(ty: &Type) -> bool {
     matches!(ty, Type::Reference(reference) if names_context(&reference.elem))
 }
 
+/// Standard types a handler could borrow but that are never a context: a
+/// borrowed parameter of one of them is a misplaced input.
+const NEVER_CONTEXTS: [&str; 20] = [
+    "str", "String", "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
+    "i32", "i64", "i128", "isize", "f32", "f64", "Value", "PathBuf",
+];
+
+/// Whether a handler parameter of type `ty` is its context. Inputs are taken
+/// by value, so a borrowed parameter is the context, whatever its type is
+/// called (an alias, a renamed import): the `HandlerContext` bound checks
+/// that it is one. Borrowed standard types, slices and generic types are
+/// misplaced inputs, reported as such.
+pub(crate) fn is_handler_context(ty: &Type) -> bool {
+    let Type::Reference(reference) = ty else {
+        return false;
+    };
+    if names_context(&reference.elem) {
+        return true;
+    }
+    if reference.mutability.is_some() {
+        return false;
+    }
+    match &*reference.elem {
+        Type::Path(path) if path.qself.is_none() => {
+            path.path.segments.iter().all(|segment| segment.arguments.is_none())
+                && path
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|last| !NEVER_CONTEXTS.contains(&last.ident.to_string().as_str()))
+        }
+        _ => false,
+    }
+}
+
 /// A type as the user would write it: `Option<bool>`, not `Option < bool >`.
 pub(crate) fn type_text(ty: &Type) -> String {
     let text = quote::quote!(#ty).to_string();

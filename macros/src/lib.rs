@@ -15,6 +15,7 @@
 
 mod ast;
 mod attr;
+mod bounded;
 mod cfg;
 mod ctxt;
 mod expand;
@@ -28,6 +29,7 @@ mod self_type;
 mod symbol;
 mod valid;
 mod wire;
+mod wire_keys;
 
 use proc_macro::TokenStream;
 use quote::quote;

@@ -334,14 +334,14 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         quote! {
             #(#cfgs)*
             #[doc = #doc]
-            #field_vis #name: ::agent_surface::__private::Field<#ident, #ty>
+            #field_vis #name: ::agent_surface::macro_support::Field<#ident, #ty>
         }
     });
     let handle_values = handles.iter().map(|handle| {
         let name = &handle.field.ident;
         let wire = &handle.wire;
         let cfgs = crate::cfg::cfgs(&handle.field.attrs);
-        quote!(#(#cfgs)* #name: ::agent_surface::__private::Field::new(#wire))
+        quote!(#(#cfgs)* #name: ::agent_surface::macro_support::Field::new(#wire))
     });
     let fields_struct = quote! {
         #[doc = #fields_doc]
@@ -353,10 +353,10 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let procedure_impl = |contract: TokenStream| {
         quote! {
             #[automatically_derived]
-            impl ::agent_surface::__private::Procedure for #ident {
+            impl ::agent_surface::macro_support::Procedure for #ident {
                 type Fields = #fields_ident;
 
-                fn contract() -> &'static ::agent_surface::__private::ProcedureContract {
+                fn contract() -> &'static ::agent_surface::macro_support::ProcedureContract {
                     #contract
                 }
 
@@ -366,7 +366,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
                     }
                 }
 
-                fn __sealed(_: ::agent_surface::__private::Sealed) {}
+                fn __sealed(_: ::agent_surface::macro_support::Sealed) {}
             }
         }
     };
@@ -408,11 +408,11 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let rust_type = LitStr::new(&ident.unraw().to_string(), Span::call_site());
     let source = source_tokens(&rust_type, ident.span());
     let mut contract = quote! {
-        ::agent_surface::__private::ProcedureContract::new(
+        ::agent_surface::macro_support::ProcedureContract::new(
             #id,
             #description,
             #effect,
-            ::agent_surface::__private::procedure_input_schema::<#ident>,
+            ::agent_surface::macro_support::procedure_input_schema::<#ident>,
             #source,
         )
     };
@@ -429,7 +429,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     }
     if let Some(output) = &attrs.output {
         let check = quote_spanned! {output.span()=>
-            ::agent_surface::__private::procedure_output_schema::<#output>
+            ::agent_surface::macro_support::procedure_output_schema::<#output>
         };
         contract.extend(quote!(.output(#check)));
     }
@@ -438,21 +438,24 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     }
     let test_name = format_ident!("agent_surface_procedure_contract_of_{}", ident.unraw());
     let procedure_impl = procedure_impl(quote!(&CONTRACT));
+    let bounded = crate::bounded::assert_input(&quote!(#ident), ident.span());
 
     quote! {
         #schema
+
+        #bounded
 
         #fields_struct
 
         #[doc(hidden)]
         const _: () = {
-            static CONTRACT: ::agent_surface::__private::ProcedureContract = #contract;
+            static CONTRACT: ::agent_surface::macro_support::ProcedureContract = #contract;
 
             #procedure_impl
 
-            ::agent_surface::__private::inventory::submit! {
-                ::agent_surface::__private::ProcedureEntry::new(
-                    <#ident as ::agent_surface::__private::Procedure>::contract
+            ::agent_surface::macro_support::inventory::submit! {
+                ::agent_surface::macro_support::ProcedureEntry::new(
+                    <#ident as ::agent_surface::macro_support::Procedure>::contract
                 )
             }
         };
@@ -462,8 +465,8 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         #[test]
         #[allow(non_snake_case, unnameable_test_items)]
         fn #test_name() {
-            ::agent_surface::__private::check_procedure(
-                <#ident as ::agent_surface::__private::Procedure>::contract(),
+            ::agent_surface::macro_support::check_procedure(
+                <#ident as ::agent_surface::macro_support::Procedure>::contract(),
             );
         }
     }

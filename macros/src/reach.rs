@@ -128,8 +128,8 @@ pub(crate) fn contract_calls(component: &Component<'_>) -> (TokenStream, TokenSt
             let hash = crate::helpers::fnv64(&text);
             let digest = format!("{hash:016x}");
             Some(quote! {
-                ::agent_surface::__private::GatedCapability::new(
-                    ::agent_surface::__private::Kind::#kind, #name, #effect, #condition, #predicate, #digest,
+                ::agent_surface::macro_support::GatedCapability::new(
+                    ::agent_surface::macro_support::Kind::#kind, #name, #effect, #condition, #predicate, #digest,
                 )
             })
         })
@@ -144,12 +144,12 @@ pub(crate) fn contract_calls(component: &Component<'_>) -> (TokenStream, TokenSt
         .enumerate()
         .map(|(index, reference)| {
             let procedure = &reference.procedure;
-            let as_procedure = quote_spanned!(procedure.span()=> <#procedure as ::agent_surface::__private::Procedure>);
+            let as_procedure = quote_spanned!(procedure.span()=> <#procedure as ::agent_surface::macro_support::Procedure>);
             let locked = reference.locked.iter().map(|field| {
                 quote_spanned!(field.span()=> #as_procedure::fields().#field.name())
             });
             let mut tokens = quote! {
-                ::agent_surface::__private::DeclaredReference::new(
+                ::agent_surface::macro_support::DeclaredReference::new(
                     || #as_procedure::contract().id(),
                     || ::std::vec![#(#locked),*],
                 )

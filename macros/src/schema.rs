@@ -39,11 +39,11 @@ pub(crate) fn derives(attrs: &[Attribute], name: &str) -> bool {
 pub(crate) fn already_expanded(attrs: &[Attribute]) -> Option<bool> {
     attr_args(attrs, "serde").iter().find_map(|(key, value)| {
         match value.as_ref().map(LitStr::value) {
-            Some(path) if key == "crate" && path == "::agent_surface::__private::serde" => {
+            Some(path) if key == "crate" && path == "::agent_surface::macro_support::serde" => {
                 Some(false)
             }
             Some(path)
-                if key == "crate" && path == "::agent_surface::__private::serde_output_only" =>
+                if key == "crate" && path == "::agent_surface::macro_support::serde_output_only" =>
             {
                 Some(true)
             }
@@ -252,11 +252,15 @@ fn union_fallback(item: &DeriveInput) -> TokenStream {
     quote! {
         #[doc(hidden)]
         const _: () = {
-            use ::agent_surface::__private::{schemars, serde};
+            use ::agent_surface::macro_support::{schemars, serde};
             #[automatically_derived]
-            impl ::agent_surface::__private::AgentSchema for #ident {}
+            impl ::agent_surface::macro_support::AgentSchema for #ident {}
             #[automatically_derived]
-            impl ::agent_surface::__private::AgentInput for #ident {}
+            impl ::agent_surface::macro_support::AgentInput for #ident {}
+            #[automatically_derived]
+            impl<D> ::agent_surface::macro_support::Bounded<D> for #ident {
+                const UNBOUNDED: ::core::option::Option<&'static str> = ::core::option::Option::None;
+            }
             #schema
             #serialize
             #deserialize
@@ -294,7 +298,7 @@ fn without_helpers(item: &DeriveInput) -> DeriveInput {
 pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
     let options = SchemaOptions::parse(&cx, args);
-    let item: DeriveInput = match syn::parse2(input.clone()) {
+    let mut item: DeriveInput = match syn::parse2(input.clone()) {
         Ok(item) => item,
         Err(_) => {
             let message = syn::Error::new(
@@ -318,6 +322,8 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     // defaults, so uses of the type raise no follow-on errors.
 
     crate::wire::check(&cx, &item, options.serialize);
+    let bounded = crate::bounded::impls(&cx, &item, options.deserialize, options.unbounded);
+    crate::bounded::strip_markers(&mut item);
     if cx.has_errors() && item.generics.params.is_empty() {
         // The wire shape is wrong: the type gets the traits it would have,
         // with bodies that never run, so its uses report nothing more.
@@ -339,14 +345,14 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
 
     let mut derive_paths = Vec::new();
     if options.serialize && !derives(&item.attrs, "Serialize") {
-        derive_paths.push(quote!(::agent_surface::__private::serde::Serialize));
+        derive_paths.push(quote!(::agent_surface::macro_support::serde::Serialize));
     }
     if options.deserialize && !derives(&item.attrs, "Deserialize") {
-        derive_paths.push(quote!(::agent_surface::__private::serde::Deserialize));
+        derive_paths.push(quote!(::agent_surface::macro_support::serde::Deserialize));
     }
     let add_schema_derive = !derives(&item.attrs, "JsonSchema");
     if add_schema_derive {
-        derive_paths.push(quote!(::agent_surface::__private::schemars::JsonSchema));
+        derive_paths.push(quote!(::agent_surface::macro_support::schemars::JsonSchema));
     }
     let mut container = vec![
         if derive_paths.is_empty() {
@@ -355,13 +361,13 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             quote!(#[derive(#(#derive_paths),*)])
         },
         if options.deserialize {
-            quote!(#[serde(crate = "::agent_surface::__private::serde")])
+            quote!(#[serde(crate = "::agent_surface::macro_support::serde")])
         } else {
-            quote!(#[serde(crate = "::agent_surface::__private::serde_output_only")])
+            quote!(#[serde(crate = "::agent_surface::macro_support::serde_output_only")])
         },
     ];
     if add_schema_derive {
-        container.push(quote!(#[schemars(crate = "::agent_surface::__private::schemars")]));
+        container.push(quote!(#[schemars(crate = "::agent_surface::macro_support::schemars")]));
     }
     let has = |key: &str| serde_keys.iter().any(|k| k == key);
     if !has("rename_all") && !has("transparent") {
@@ -395,11 +401,11 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         if mentions_generics(ty, &item.generics) {
             // A bound cannot carry `#[cfg]`; a field compiled out adds none.
             if cfgs.is_empty() {
-                bounds.push(quote!(#ty: ::agent_surface::__private::AgentSchema));
+                bounds.push(quote!(#ty: ::agent_surface::macro_support::AgentSchema));
             }
         } else {
             let assertion = quote_spanned! {ty.span()=>
-                ::agent_surface::__private::assert_schema::<#ty>();
+                ::agent_surface::macro_support::assert_schema::<#ty>();
             };
             assertions.push(quote!(#(#cfgs)* #assertion));
         }
@@ -416,11 +422,11 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             let ty = &field.ty;
             if mentions_generics(ty, &item.generics) || mentions_generics(first, &item.generics) {
                 if cfgs.is_empty() {
-                    bounds.push(quote!(#ty: ::agent_surface::__private::SameField<#first>));
+                    bounds.push(quote!(#ty: ::agent_surface::macro_support::SameField<#first>));
                 }
             } else {
                 let assertion = quote_spanned! {ty.span()=>
-                    ::agent_surface::__private::assert_same_field::<#first, #ty>();
+                    ::agent_surface::macro_support::assert_same_field::<#first, #ty>();
                 };
                 assertions.push(quote!(#(#cfgs)* #assertion));
             }
@@ -432,7 +438,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         .unwrap_or_default();
     predicates.extend(item.generics.type_params().map(|param| {
         let ident = &param.ident;
-        quote!(#ident: ::agent_surface::__private::AgentSchema)
+        quote!(#ident: ::agent_surface::macro_support::AgentSchema)
     }));
     predicates.extend(bounds);
     let where_tokens = if predicates.is_empty() {
@@ -447,19 +453,19 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         if concrete {
             quote! {
                 #[automatically_derived]
-                impl ::agent_surface::__private::AgentInput for #ident {}
+                impl ::agent_surface::macro_support::AgentInput for #ident {}
             }
         } else {
             // A generic input is an input wherever its arguments make it one.
             let mut predicates = predicates.clone();
             predicates.push(quote! {
-                Self: ::agent_surface::__private::serde::de::DeserializeOwned
+                Self: ::agent_surface::macro_support::serde::de::DeserializeOwned
                     + ::core::marker::Send
                     + 'static
             });
             quote! {
                 #[automatically_derived]
-                impl #impl_generics ::agent_surface::__private::AgentInput for #ident #ty_generics
+                impl #impl_generics ::agent_surface::macro_support::AgentInput for #ident #ty_generics
                 where #(#predicates),* {}
             }
         }
@@ -493,9 +499,10 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         #[doc(hidden)]
         const _: () = {
             #[automatically_derived]
-            impl #impl_generics ::agent_surface::__private::AgentSchema for #ident #ty_generics #where_tokens {}
+            impl #impl_generics ::agent_surface::macro_support::AgentSchema for #ident #ty_generics #where_tokens {}
 
             #input_impl
+            #bounded
             #assert_fields
         };
 

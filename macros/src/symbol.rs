@@ -98,4 +98,12 @@ pub(crate) const PARENT_KEYS: &[&str] = &[TYPE, INSTANCE];
 pub(crate) const SCHEMA_INPUT: &str = "input";
 pub(crate) const SCHEMA_OUTPUT: &str = "output";
 pub(crate) const ALLOW_UNKNOWN_FIELDS: &str = "allow_unknown_fields";
-pub(crate) const SCHEMA_KEYS: &[&str] = &[SCHEMA_INPUT, SCHEMA_OUTPUT, ALLOW_UNKNOWN_FIELDS];
+/// `#[agent_schema(unbounded)]`: the author leaves the type's strings and
+/// lists to the registry's input limit.
+pub(crate) const SCHEMA_UNBOUNDED: &str = "unbounded";
+pub(crate) const SCHEMA_KEYS: &[&str] = &[
+    SCHEMA_INPUT,
+    SCHEMA_OUTPUT,
+    ALLOW_UNKNOWN_FIELDS,
+    SCHEMA_UNBOUNDED,
+];

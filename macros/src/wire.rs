@@ -16,12 +16,24 @@ use crate::ctxt::Ctxt;
 
 /// One `key` or `key = value` of a `#[serde(…)]`/`#[schemars(…)]`, with its
 /// span; `nested` holds `key(…)`'s own keys.
-struct Meta {
-    key: String,
-    span: Span,
-    text: Option<LitStr>,
-    number: Option<f64>,
-    nested: Vec<Meta>,
+pub(crate) struct Meta {
+    pub(crate) key: String,
+    pub(crate) span: Span,
+    pub(crate) form: Form,
+    pub(crate) text: Option<LitStr>,
+    pub(crate) number: Option<f64>,
+    pub(crate) nested: Vec<Meta>,
+}
+
+/// How a meta is written: `key`, `key = value` or `key(…)`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// `key`.
+    Path,
+    /// `key = value`.
+    Value,
+    /// `key(…)`.
+    List,
 }
 
 fn number_of(expr: &syn::Expr) -> Option<f64> {
@@ -55,11 +67,13 @@ fn metas_of(input: syn::meta::ParseNestedMeta<'_>, out: &mut Vec<Meta>) -> syn::
     let mut meta = Meta {
         key,
         span,
+        form: Form::Path,
         text: None,
         number: None,
         nested: Vec::new(),
     };
     if input.input.peek(syn::Token![=]) {
+        meta.form = Form::Value;
         let expr: syn::Expr = input.value()?.parse()?;
         if let syn::Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Str(lit),
@@ -70,6 +84,7 @@ fn metas_of(input: syn::meta::ParseNestedMeta<'_>, out: &mut Vec<Meta>) -> syn::
         }
         meta.number = number_of(&expr);
     } else if input.input.peek(syn::token::Paren) {
+        meta.form = Form::List;
         let content;
         syn::parenthesized!(content in input.input);
         let fork = content.fork();
@@ -88,7 +103,7 @@ fn metas_of(input: syn::meta::ParseNestedMeta<'_>, out: &mut Vec<Meta>) -> syn::
 
 /// The metas of every `#[namespace(…)]` among `attrs` (unparsable ones are
 /// left to serde and schemars to report).
-fn metas(attrs: &[Attribute], namespace: &str) -> Vec<Meta> {
+pub(crate) fn metas(attrs: &[Attribute], namespace: &str) -> Vec<Meta> {
     let mut out = Vec::new();
     for attr in attrs.iter().filter(|attr| attr.path().is_ident(namespace)) {
         let _ = attr.parse_nested_meta(|meta| metas_of(meta, &mut out));
@@ -318,104 +333,10 @@ fn bounds(cx: &Ctxt, attrs: &[Attribute]) {
     }
 }
 
-/// serde's attributes, by where they go (serde.rs/attributes).
-const SERDE_CONTAINER: &[&str] = &[
-    "rename",
-    "rename_all",
-    "rename_all_fields",
-    "deny_unknown_fields",
-    "tag",
-    "content",
-    "untagged",
-    "bound",
-    "default",
-    "remote",
-    "transparent",
-    "from",
-    "try_from",
-    "into",
-    "crate",
-    "expecting",
-    "variant_identifier",
-    "field_identifier",
-];
-const SERDE_VARIANT: &[&str] = &[
-    "rename",
-    "alias",
-    "rename_all",
-    "skip",
-    "skip_serializing",
-    "skip_deserializing",
-    "serialize_with",
-    "deserialize_with",
-    "with",
-    "bound",
-    "borrow",
-    "other",
-    "untagged",
-];
-const SERDE_FIELD: &[&str] = &[
-    "rename",
-    "alias",
-    "default",
-    "flatten",
-    "skip",
-    "skip_serializing",
-    "skip_deserializing",
-    "skip_serializing_if",
-    "serialize_with",
-    "deserialize_with",
-    "with",
-    "borrow",
-    "bound",
-    "getter",
-];
-/// The keys inside schemars' `length(…)` and `range(…)`.
-const BOUND_KEYS: &[&str] = &["min", "max", "equal"];
-
-/// Unknown serde keys, and unknown keys inside `length(…)`/`range(…)`,
-/// reported here with a suggestion: the derive is then not run, so its own
-/// error and every error it would cause elsewhere never appear.
-fn known_keys(cx: &Ctxt, attrs: &[Attribute], allowed: &[&str], place: &str) {
-    for meta in metas(attrs, "serde") {
-        if !allowed.contains(&meta.key.as_str()) {
-            cx.error_at(
-                meta.span,
-                format!(
-                    "unknown serde attribute `{}` on {place}; {}see serde.rs/attributes for the list",
-                    meta.key,
-                    crate::attr::did_you_mean(&meta.key, allowed)
-                ),
-            );
-        }
-    }
-    for namespace in ["schemars", "validate", "garde"] {
-        for meta in metas(attrs, namespace) {
-            if !matches!(meta.key.as_str(), "length" | "range") {
-                continue;
-            }
-            for inner in meta
-                .nested
-                .iter()
-                .filter(|m| !BOUND_KEYS.contains(&m.key.as_str()))
-            {
-                cx.error_at(
-                    inner.span,
-                    format!(
-                        "unknown key `{}` in `{}(…)`; {}the keys are min, max, equal",
-                        inner.key,
-                        meta.key,
-                        crate::attr::did_you_mean(&inner.key, BOUND_KEYS)
-                    ),
-                );
-            }
-        }
-    }
-}
-
 /// Checks `item`'s wire shape; `serialize`/`deserialize` say which ways it
 /// goes.
 pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool) {
+    use crate::wire_keys::{SERDE_CONTAINER, SERDE_FIELD, SERDE_VARIANT, known_keys};
     known_keys(cx, &item.attrs, SERDE_CONTAINER, "a container");
     match &item.data {
         Data::Struct(data) => {

@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 #[agent_schema]
 pub struct Poke {
     /// Ids.
+    #[agent_schema(unbounded)]
     pub ids: Vec<String>,
 }
 
@@ -286,8 +287,10 @@ fn invoke(c: &mut Criterion) {
 #[agent_procedure(id = "domain:bench.export", effect = "server-mutation")]
 pub struct Export {
     /// Which report.
+    #[agent_schema(unbounded)]
     pub report_id: String,
     /// The format.
+    #[agent_schema(unbounded)]
     pub format: Option<String>,
 }
 

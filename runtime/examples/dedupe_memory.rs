@@ -13,6 +13,7 @@ use serde_json::json;
 #[agent_schema]
 pub struct Poke {
     /// Ids.
+    #[agent_schema(unbounded)]
     pub ids: Vec<String>,
 }
 

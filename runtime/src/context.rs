@@ -422,9 +422,9 @@ impl Deref for ActionContext {
 /// [`ActionContext`]: `&ActionContext` or `&ReadContext`. Implemented
 /// by the framework only; handlers name one of the two.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a handler context",
-    label = "a handler borrows `&ActionContext` or `&ReadContext` from `agent_surface`",
-    note = "the input is taken by value and annotated with `#[agent_schema]`; the context is `agent_surface::prelude::ActionContext` (actions) or `ReadContext`, or an alias of one"
+    message = "`{Self}` is borrowed, so it is taken as the handler's context, and it is not one",
+    label = "a handler borrows only its context: `&ActionContext` or `&ReadContext` from `agent_surface`, or an alias of one",
+    note = "an input is taken by value: an action's input is written without `&` and its type annotated with `#[agent_schema]`; an observation takes no input"
 )]
 pub trait HandlerContext<'a>: Sized {
     /// Borrows the context as this parameter type.

@@ -234,4 +234,4 @@ pub struct ReadmeDoctests;
 
 /// Support for generated code. Not public API: no stability guarantees.
 #[doc(hidden)]
-pub mod __private;
+pub mod macro_support;

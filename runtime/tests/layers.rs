@@ -55,7 +55,7 @@ const LAYERS: &[&str] = &[
     "mcp",
     "procedure::mcp",
     "testing",
-    "__private",
+    "macro_support",
     "lib",
 ];
 

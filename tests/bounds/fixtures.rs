@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 #[derive(Clone, Debug)]
 pub(crate) struct Payload {
     /// Any JSON value.
+    #[agent_schema(unbounded)]
     pub(crate) payload: Value,
 }
 

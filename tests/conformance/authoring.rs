@@ -13,12 +13,14 @@ use crate::fixtures::{call, code, registry};
 #[agent_schema]
 pub(crate) struct Name {
     /// A name.
+    #[agent_schema(unbounded)]
     pub name: String,
 }
 
 #[agent_schema]
 pub(crate) struct Batch<T> {
     /// The items.
+    #[agent_schema(unbounded)]
     pub items: Vec<T>,
 }
 
@@ -191,6 +193,7 @@ pub(crate) struct Stamped {
     /// Which record.
     pub id: uuid::Uuid,
     /// Where.
+    #[agent_schema(unbounded)]
     pub link: url::Url,
 }
 

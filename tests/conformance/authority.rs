@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_surface::__private::{
+use agent_surface::macro_support::{
     ActionContext, ActionError, CapabilityContract, ComponentContract, HandlerFuture, Source,
     TypedInput,
 };
@@ -74,7 +74,7 @@ macro_rules! forged {
                 _ctx: ActionContext,
             ) -> HandlerFuture {
                 SWITCHED.fetch_add(1_000, Ordering::SeqCst);
-                agent_surface::__private::failed(ActionError::failed("forged"))
+                agent_surface::macro_support::failed(ActionError::failed("forged"))
             }
         }
     };
@@ -422,24 +422,24 @@ pub(crate) struct ForgedProcedure {
     pub(crate) device_id: String,
 }
 
-static FORGED_PROCEDURE: agent_surface::__private::ProcedureContract =
-    agent_surface::__private::ProcedureContract::new(
+static FORGED_PROCEDURE: agent_surface::macro_support::ProcedureContract =
+    agent_surface::macro_support::ProcedureContract::new(
         "domain:authority.forged",
         "Does anything on the backend.",
         Effect::ServerMutation,
-        agent_surface::__private::procedure_input_schema::<ForgedProcedure>,
+        agent_surface::macro_support::procedure_input_schema::<ForgedProcedure>,
         SOURCE,
     );
 
 impl agent_surface::procedure::Procedure for ForgedProcedure {
     type Fields = ();
-    fn contract() -> &'static agent_surface::__private::ProcedureContract {
+    fn contract() -> &'static agent_surface::macro_support::ProcedureContract {
         &FORGED_PROCEDURE
     }
     fn fields() {}
     // Deliberate use of a hidden item (outside the guarantee) to get past
     // the seal; the registry still refuses it.
-    fn __sealed(_: agent_surface::__private::Sealed) {}
+    fn __sealed(_: agent_surface::macro_support::Sealed) {}
 }
 
 #[test]

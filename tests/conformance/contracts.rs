@@ -105,7 +105,7 @@ fn schema_defects_only_schemars_shows_fail_the_contract_check() {
     // The test #[agent_component] generates beside each component runs exactly
     // this check; under `cargo test` it fails with the keyword and pointer.
     let panic = std::panic::catch_unwind(|| {
-        agent_surface::__private::check_contract(Defective::contract());
+        agent_surface::macro_support::check_contract(Defective::contract());
     })
     .unwrap_err();
     let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();

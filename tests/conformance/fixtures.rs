@@ -14,6 +14,7 @@ use tokio::sync::watch;
 pub(crate) struct Ids {
     /// The ids.
     #[schemars(length(min = 1))]
+    #[agent_schema(unbounded)]
     pub(crate) ids: Vec<String>,
 }
 

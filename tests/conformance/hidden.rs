@@ -50,6 +50,7 @@ pub(crate) struct Secret {
 #[agent_schema]
 pub(crate) struct Nothing {
     /// Unused.
+    #[agent_schema(unbounded)]
     pub(crate) note: Option<String>,
 }
 

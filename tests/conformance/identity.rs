@@ -181,6 +181,7 @@ pub(crate) struct Ledger {
 #[agent_schema]
 pub(crate) struct Entry {
     /// The text.
+    #[agent_schema(unbounded)]
     pub(crate) text: String,
 }
 

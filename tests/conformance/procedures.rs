@@ -34,8 +34,10 @@ pub(crate) struct Disabled {
 pub(crate) struct DisableDevices {
     /// The devices to disable.
     #[schemars(length(min = 1))]
+    #[agent_schema(unbounded)]
     pub(crate) device_ids: Vec<String>,
     /// Why, for the audit trail.
+    #[agent_schema(unbounded)]
     pub(crate) reason: Option<String>,
 }
 
@@ -44,11 +46,14 @@ pub(crate) struct DisableDevices {
 #[derive(Clone, Debug)]
 pub(crate) struct ExportReport {
     /// Which report.
+    #[agent_schema(unbounded)]
     pub(crate) report_id: String,
     /// The file format.
     #[schemars(length(min = 1))]
+    #[agent_schema(unbounded)]
     pub(crate) format: String,
     /// A note for the recipients.
+    #[agent_schema(unbounded)]
     pub(crate) note: Option<String>,
 }
 

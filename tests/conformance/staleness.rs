@@ -23,6 +23,7 @@ use crate::fixtures::{Probe, call, code};
 #[derive(Clone, Debug)]
 pub(crate) struct Wipe {
     /// A note for the audit trail.
+    #[agent_schema(unbounded)]
     pub(crate) note: Option<String>,
 }
 
@@ -35,6 +36,7 @@ pub(crate) struct Wipe {
 #[derive(Clone, Debug)]
 pub(crate) struct Notify {
     /// A note for the customer.
+    #[agent_schema(unbounded)]
     pub(crate) note: Option<String>,
 }
 
@@ -43,6 +45,7 @@ pub(crate) struct Notify {
 #[derive(Clone, Debug)]
 pub(crate) struct Rename {
     /// The new name.
+    #[agent_schema(unbounded)]
     pub(crate) note: Option<String>,
 }
 
@@ -51,6 +54,7 @@ pub(crate) struct Rename {
 #[derive(Clone, Debug)]
 pub(crate) struct Lookup {
     /// What to look for.
+    #[agent_schema(unbounded)]
     pub(crate) note: Option<String>,
 }
 
@@ -202,6 +206,7 @@ async fn as_stale_002_version_hint_is_enforced_only_for_destructive_and_external
 #[derive(Clone, Debug)]
 pub(crate) struct Purge {
     /// A note for the audit trail.
+    #[agent_schema(unbounded)]
     pub(crate) note: Option<String>,
 }
 

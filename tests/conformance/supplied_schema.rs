@@ -42,6 +42,7 @@ pub(crate) struct Route {
     /// Where to start.
     pub from: Supplied<PointSchema>,
     /// A label.
+    #[agent_schema(unbounded)]
     pub label: String,
 }
 

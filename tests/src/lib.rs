@@ -29,7 +29,7 @@ pub enum SelectMode {
 #[derive(Clone, Debug)]
 pub struct SelectRows {
     /// Device ids to select.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 100), inner(length(max = 64)))]
     pub ids: Vec<String>,
     /// How to combine with the current selection.
     #[serde(default)]

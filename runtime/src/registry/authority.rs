@@ -13,7 +13,7 @@
 //! No public, documented item builds a contract or implements
 //! [`Component`](crate::Component): the contract constructors and the
 //! dispatch methods are hidden support for generated code. Code that
-//! deliberately uses hidden items (`__private`, `__invoke`, hand-written
+//! deliberately uses hidden items (`macro_support`, `__invoke`, hand-written
 //! `inventory` submissions) is outside the guarantee.
 
 use std::sync::OnceLock;

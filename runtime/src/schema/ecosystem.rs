@@ -29,15 +29,34 @@
 mod chrono_types {
     use super::super::AgentSchema;
 
+    use super::super::bounded::Bounded;
+
     impl<Tz: chrono::TimeZone> AgentSchema for chrono::DateTime<Tz> where Self: schemars::JsonSchema {}
     impl AgentSchema for chrono::NaiveDate {}
+    // Fixed-length strings on the wire.
+    impl<Tz: chrono::TimeZone, D> Bounded<D> for chrono::DateTime<Tz> {
+        const UNBOUNDED: Option<&'static str> = None;
+    }
+    impl<D> Bounded<D> for chrono::NaiveDate {
+        const UNBOUNDED: Option<&'static str> = None;
+    }
 }
 
 #[cfg(feature = "uuid")]
 impl super::AgentSchema for uuid::Uuid {}
+// A fixed-length string on the wire.
+#[cfg(feature = "uuid")]
+impl<D> super::bounded::Bounded<D> for uuid::Uuid {
+    const UNBOUNDED: Option<&'static str> = None;
+}
 
 #[cfg(feature = "url")]
 impl super::AgentSchema for url::Url {}
+// A string: the field that holds it carries its `length(max = …)`.
+#[cfg(feature = "url")]
+impl<D> super::bounded::Bounded<D> for url::Url {
+    const UNBOUNDED: Option<&'static str> = None;
+}
 
 /// `#[schemars(schema_with = "…")]` helpers: the string formats of the
 /// subset, for field types that have no schema of their own.

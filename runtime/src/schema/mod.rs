@@ -42,6 +42,7 @@
 //! # Ok::<(), schema::SchemaError>(())
 //! ```
 
+pub(crate) mod bounded;
 mod compile;
 mod ecosystem;
 mod external;

@@ -1,0 +1,262 @@
+//! The keys a schema type's `#[serde(…)]` and `#[schemars(…)]` attributes
+//! may hold, and the form each is written in, checked before the derives
+//! run: an unknown or misshapen key is reported once, at its token, with
+//! the spelling meant, and the derives are then not run, so nothing else
+//! is reported (their own errors and the trait errors their missing
+//! impls would cause elsewhere never appear).
+
+use syn::Attribute;
+
+use crate::ctxt::Ctxt;
+use crate::wire::{Form, Meta, metas};
+
+/// serde's attributes, by where they go (serde.rs/attributes).
+pub(crate) const SERDE_CONTAINER: &[&str] = &[
+    "rename",
+    "rename_all",
+    "rename_all_fields",
+    "deny_unknown_fields",
+    "tag",
+    "content",
+    "untagged",
+    "bound",
+    "default",
+    "remote",
+    "transparent",
+    "from",
+    "try_from",
+    "into",
+    "crate",
+    "expecting",
+    "variant_identifier",
+    "field_identifier",
+];
+pub(crate) const SERDE_VARIANT: &[&str] = &[
+    "rename",
+    "alias",
+    "rename_all",
+    "skip",
+    "skip_serializing",
+    "skip_deserializing",
+    "serialize_with",
+    "deserialize_with",
+    "with",
+    "bound",
+    "borrow",
+    "other",
+    "untagged",
+];
+pub(crate) const SERDE_FIELD: &[&str] = &[
+    "rename",
+    "alias",
+    "default",
+    "flatten",
+    "skip",
+    "skip_serializing",
+    "skip_deserializing",
+    "skip_serializing_if",
+    "serialize_with",
+    "deserialize_with",
+    "with",
+    "borrow",
+    "bound",
+    "getter",
+];
+/// The keys inside schemars' `length(…)` and `range(…)`.
+/// The keys of `length(…)` and `range(…)`.
+const BOUND_KEYS: &[&str] = &["min", "max", "equal"];
+
+/// `#[schemars(…)]` keys written alone: `#[schemars(email)]`.
+const SCHEMARS_PATHS: &[&str] = &[
+    "deny_unknown_fields",
+    "untagged",
+    "skip",
+    "skip_serializing",
+    "skip_deserializing",
+    "flatten",
+    "transparent",
+    "inline",
+    "required",
+    "email",
+    "url",
+    "ip",
+    "ipv4",
+    "ipv6",
+    "_unstable_ref_variants",
+];
+
+/// `#[schemars(…)]` keys that take a list: `length(max = 10)`.
+const SCHEMARS_LISTS: &[(&str, &str)] = &[
+    ("length", "length(max = 100)"),
+    ("range", "range(min = 1, max = 10)"),
+    ("regex", "regex(pattern = r\"^[a-z]+$\")"),
+    ("pattern", "pattern(r\"^[a-z]+$\")"),
+    ("inner", "inner(length(max = 100))"),
+    ("extend", "extend(\"x-unit\" = \"ms\")"),
+];
+
+/// `#[schemars(…)]` keys that take a value: `title = "…"`.
+const SCHEMARS_VALUES: &[&str] = &[
+    "title",
+    "description",
+    "example",
+    "transform",
+    "crate",
+    "with",
+    "schema_with",
+    "tag",
+    "content",
+    "bound",
+    "skip_serializing_if",
+    "remote",
+    "into",
+    "from",
+    "try_from",
+];
+
+/// `#[schemars(…)]` keys written either way: `rename = "…"` or
+/// `rename(deserialize = "…")`, `default` or `default = "path"`.
+const SCHEMARS_EITHER: &[&str] = &["rename", "rename_all", "rename_all_fields", "default", "contains"];
+
+fn schemars_keys() -> Vec<&'static str> {
+    SCHEMARS_PATHS
+        .iter()
+        .chain(SCHEMARS_LISTS.iter().map(|(key, _)| key))
+        .chain(SCHEMARS_VALUES)
+        .chain(SCHEMARS_EITHER)
+        .copied()
+        .collect()
+}
+
+/// Unknown serde keys, unknown or misshapen schemars keys, and unknown keys
+/// inside `length(…)`/`range(…)`/`regex(…)`, reported with a suggestion.
+pub(crate) fn known_keys(cx: &Ctxt, attrs: &[Attribute], allowed: &[&str], place: &str) {
+    for meta in metas(attrs, "serde") {
+        if !allowed.contains(&meta.key.as_str()) {
+            cx.error_at(
+                meta.span,
+                format!(
+                    "unknown serde attribute `{}` on {place}; {}see serde.rs/attributes for the list",
+                    meta.key,
+                    crate::attr::did_you_mean(&meta.key, allowed)
+                ),
+            );
+        }
+    }
+    schemars_forms(cx, &metas(attrs, "schemars"));
+    for namespace in ["schemars", "validate", "garde"] {
+        for meta in metas(attrs, namespace) {
+            if !matches!(meta.key.as_str(), "length" | "range") || meta.form != Form::List {
+                continue;
+            }
+            let mut seen: Vec<&str> = Vec::new();
+            for inner in &meta.nested {
+                if !BOUND_KEYS.contains(&inner.key.as_str()) {
+                    cx.error_at(
+                        inner.span,
+                        format!(
+                            "unknown key `{}` in `{}(…)`; {}the keys are min, max, equal",
+                            inner.key,
+                            meta.key,
+                            crate::attr::did_you_mean(&inner.key, BOUND_KEYS)
+                        ),
+                    );
+                } else if inner.form != Form::Value {
+                    cx.error_at(
+                        inner.span,
+                        format!("`{}` takes a number: `{}({} = 10)`", inner.key, meta.key, inner.key),
+                    );
+                } else if seen.contains(&inner.key.as_str())
+                    || (inner.key == "equal" && !seen.is_empty())
+                    || (inner.key != "equal" && seen.contains(&"equal"))
+                {
+                    cx.error_at(
+                        inner.span,
+                        format!(
+                            "`{}(…)` takes `min` and `max`, or `equal` alone, each once",
+                            meta.key
+                        ),
+                    );
+                } else {
+                    seen.push(&inner.key);
+                }
+            }
+        }
+    }
+}
+
+/// Each `#[schemars(…)]` key is known, written in its form, and given once.
+fn schemars_forms(cx: &Ctxt, metas: &[Meta]) {
+    let known = schemars_keys();
+    let mut seen: Vec<&str> = Vec::new();
+    for meta in metas {
+        let key = meta.key.as_str();
+        if !known.contains(&key) {
+            cx.error_at(
+                meta.span,
+                format!(
+                    "unknown schemars attribute `{key}`; {}see graham.cool/schemars/deriving/attributes for the list",
+                    crate::attr::did_you_mean(key, &known)
+                ),
+            );
+            continue;
+        }
+        if seen.contains(&key) && key != "extend" {
+            cx.error_at(
+                meta.span,
+                format!("`{key}` is given twice in `#[schemars(…)]`; keep one"),
+            );
+            continue;
+        }
+        seen.push(key);
+        if SCHEMARS_PATHS.contains(&key) && meta.form != Form::Path {
+            cx.error_at(
+                meta.span,
+                format!("`{key}` takes no value: write `#[schemars({key})]`"),
+            );
+        } else if let Some((_, example)) = SCHEMARS_LISTS.iter().find(|(k, _)| *k == key)
+            && meta.form != Form::List
+        {
+            cx.error_at(
+                meta.span,
+                format!("`{key}` takes its settings in parentheses: `#[schemars({example})]`"),
+            );
+        } else if SCHEMARS_VALUES.contains(&key) && meta.form != Form::Value {
+            cx.error_at(
+                meta.span,
+                format!("`{key}` takes a value: `#[schemars({key} = …)]`"),
+            );
+        } else if key == "regex" {
+            regex_keys(cx, meta);
+        }
+    }
+}
+
+/// `regex(pattern = …)` holds `pattern` once, and nothing else.
+fn regex_keys(cx: &Ctxt, meta: &Meta) {
+    let mut patterns = 0;
+    for inner in &meta.nested {
+        if inner.key == "pattern" && inner.form == Form::Value {
+            patterns += 1;
+        } else {
+            cx.error_at(
+                inner.span,
+                format!(
+                    "`regex(…)` takes one key, `pattern`: `#[schemars(regex(pattern = r\"^[a-z]+$\"))]`{}",
+                    if inner.key == "path" {
+                        "; a regex named by path is not supported"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+            return;
+        }
+    }
+    if patterns != 1 {
+        cx.error_at(
+            meta.span,
+            "`regex(…)` takes one `pattern`: `#[schemars(regex(pattern = r\"^[a-z]+$\"))]`",
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! Bounded input: whether every string, list, map and free-form value an
+//! agent can send into an input type carries a bound, or the author
+//! declared the choice to leave it to the registry's input limit.
+//!
+//! `#[agent_schema]` implements [`Bounded`] for each type agents can send,
+//! at every depth: at depth `Next<D>` a type's answer is its own fields'
+//! and, through them, its nested types' at depth `D`, so a recursive type
+//! is checked to a fixed depth ([`Deepest`]) and never forms a cycle. The
+//! nested answers are where-clauses of a generic impl, so a field type that
+//! is no agent schema type (an error of its own) adds no error here. The
+//! component and procedure macros evaluate it for each input type at
+//! compile time: an unbounded field stops the build, naming the field and
+//! both fixes.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use super::external::{Supplied, SuppliedSchema};
+
+use std::marker::PhantomData;
+
+/// Depth zero: a type's own fields only.
+pub struct Zero;
+
+/// One level deeper than `D`.
+pub struct Next<D>(PhantomData<D>);
+
+/// How deep the macros' checks look into nested types: six levels.
+pub type Deepest = Next<Next<Next<Next<Next<Next<Zero>>>>>>;
+
+/// Whether a type agents can send is bounded, looked at `D` types deep:
+/// `UNBOUNDED` names the first field that is not, with the fixes.
+/// Implemented by `#[agent_schema]`; not for direct use.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be checked for bounds on agent input",
+    label = "not a type `#[agent_schema]` declared for input",
+    note = "annotate it with `#[agent_schema]` (not `output`)"
+)]
+pub trait Bounded<D> {
+    /// The first unbounded field, as the message that stops the build.
+    const UNBOUNDED: Option<&'static str>;
+}
+
+/// The first of `answers` that names an unbounded field.
+pub const fn first_unbounded(answers: &[Option<&'static str>]) -> Option<&'static str> {
+    let mut index = 0;
+    while index < answers.len() {
+        if let Some(message) = answers[index] {
+            return Some(message);
+        }
+        index += 1;
+    }
+    None
+}
+
+macro_rules! bounded_leaf {
+    ($($ty:ty),* $(,)?) => {
+        $(impl<D> Bounded<D> for $ty {
+            const UNBOUNDED: Option<&'static str> = None;
+        })*
+    };
+}
+
+// Leaves: their bounds (if any) are the containing field's.
+bounded_leaf!(
+    bool,
+    i8,
+    i16,
+    i32,
+    i64,
+    isize,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize,
+    f32,
+    f64,
+    char,
+    String,
+    str,
+    serde_json::Value,
+    serde_json::Map<String, serde_json::Value>,
+    std::num::NonZeroU8,
+    std::num::NonZeroU16,
+    std::num::NonZeroU32,
+    std::num::NonZeroU64,
+    std::num::NonZeroI8,
+    std::num::NonZeroI16,
+    std::num::NonZeroI32,
+    std::num::NonZeroI64,
+    (),
+);
+
+impl<S: SuppliedSchema, D> Bounded<D> for Supplied<S> {
+    const UNBOUNDED: Option<&'static str> = None;
+}
+
+macro_rules! bounded_wrapper {
+    ($($ty:ty),* $(,)?) => {
+        $(impl<T: Bounded<D> + ?Sized, D> Bounded<D> for $ty {
+            const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+        })*
+    };
+}
+
+// Wrappers and collections: the items are what their own type says.
+bounded_wrapper!(Box<T>, Arc<T>, &T);
+
+impl<T: Bounded<D>, D> Bounded<D> for Option<T> {
+    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+}
+impl<T: Bounded<D>, D> Bounded<D> for Vec<T> {
+    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+}
+impl<T: Bounded<D>, D> Bounded<D> for VecDeque<T> {
+    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+}
+impl<T: Bounded<D>, D> Bounded<D> for [T] {
+    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+}
+impl<T: Bounded<D>, D, const L: usize> Bounded<D> for [T; L] {
+    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+}
+impl<T: Bounded<D>, D> Bounded<D> for BTreeSet<T> {
+    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+}
+impl<T: Bounded<D>, S, D> Bounded<D> for HashSet<T, S> {
+    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+}
+impl<T: Bounded<D> + ToOwned + ?Sized, D> Bounded<D> for Cow<'_, T> {
+    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+}
+impl<V: Bounded<D>, D> Bounded<D> for BTreeMap<String, V> {
+    const UNBOUNDED: Option<&'static str> = V::UNBOUNDED;
+}
+impl<V: Bounded<D>, S, D> Bounded<D> for HashMap<String, V, S> {
+    const UNBOUNDED: Option<&'static str> = V::UNBOUNDED;
+}
+impl<A: Bounded<D>, D> Bounded<D> for (A,) {
+    const UNBOUNDED: Option<&'static str> = A::UNBOUNDED;
+}
+impl<A: Bounded<D>, B: Bounded<D>, D> Bounded<D> for (A, B) {
+    const UNBOUNDED: Option<&'static str> = first_unbounded(&[A::UNBOUNDED, B::UNBOUNDED]);
+}
+impl<A: Bounded<D>, B: Bounded<D>, C: Bounded<D>, D> Bounded<D> for (A, B, C) {
+    const UNBOUNDED: Option<&'static str> =
+        first_unbounded(&[A::UNBOUNDED, B::UNBOUNDED, C::UNBOUNDED]);
+}
+impl<A: Bounded<L>, B: Bounded<L>, C: Bounded<L>, E: Bounded<L>, L> Bounded<L> for (A, B, C, E) {
+    const UNBOUNDED: Option<&'static str> =
+        first_unbounded(&[A::UNBOUNDED, B::UNBOUNDED, C::UNBOUNDED, E::UNBOUNDED]);
+}
