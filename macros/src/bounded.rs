@@ -24,8 +24,9 @@ enum Shape<'a> {
     Sequence(&'a Type),
     /// A fixed-size array of `T`: its items by `inner(…)`.
     Array(&'a Type),
-    /// A map or a free-form JSON value: no schema keyword bounds it.
-    Unboundable(&'static str),
+    /// A map or a free-form JSON value: no schema keyword bounds it (named
+    /// as one, and as a list's items).
+    Unboundable(&'static str, &'static str),
     /// Anything else: bounded, or checked where it is declared.
     Bounded,
 }
@@ -68,9 +69,9 @@ fn shape(ty: &Type) -> Shape<'_> {
                     }
                 }
                 "HashMap" | "BTreeMap" | "IndexMap" | "Map" => {
-                    Shape::Unboundable("a map of any size (no schema keyword bounds a map)")
+                    Shape::Unboundable("a map", "maps")
                 }
-                "Value" => Shape::Unboundable("free-form JSON of any size (no schema keyword bounds it)"),
+                "Value" => Shape::Unboundable("free-form JSON", "free-form JSON"),
                 _ => Shape::Bounded,
             }
         }
@@ -101,17 +102,27 @@ fn inner_of<'a>(metas: &[&'a Meta]) -> Vec<&'a Meta> {
 
 /// What is missing for `ty` under `metas`, as the attribute that would fix
 /// it, or `None` when it is bounded.
-fn missing(ty: &Type, metas: &[&Meta], depth: usize) -> Option<(String, &'static str)> {
-    let wrap = |text: String| {
-        (0..depth).fold(text, |text, _| format!("inner({text})"))
+fn missing(ty: &Type, metas: &[&Meta], depth: usize) -> Option<(String, String)> {
+    let wrap = |text: &str| (0..depth).fold(text.to_owned(), |text, _| format!("inner({text})"));
+    // What the field takes: `one` at the top, `many` as a list's items.
+    let takes = |one: &str, many: &str| {
+        if depth == 0 {
+            one.to_owned()
+        } else {
+            format!("a list whose items are {many}")
+        }
     };
     match shape(ty) {
-        Shape::Text if !has_max(metas) => Some((wrap("length(max = …)".to_owned()), "a string of any length")),
-        Shape::Sequence(_) if !has_max(metas) => {
-            Some((wrap("length(max = …)".to_owned()), "a list of any length"))
-        }
+        Shape::Text if !has_max(metas) => Some((
+            wrap("length(max = …)"),
+            takes("a string of any length", "strings of any length"),
+        )),
+        Shape::Sequence(_) if !has_max(metas) => Some((
+            wrap("length(max = …)"),
+            takes("a list of any length", "lists of any length"),
+        )),
         Shape::Sequence(item) | Shape::Array(item) => missing(item, &inner_of(metas), depth + 1),
-        Shape::Unboundable(what) => Some((String::new(), what)),
+        Shape::Unboundable(one, many) => Some((String::new(), takes(one, many))),
         Shape::Text | Shape::Bounded => None,
     }
 }
@@ -153,11 +164,19 @@ pub(crate) fn strip_markers(item: &mut DeriveInput) {
 /// verdicts are where-clauses over `D`, so a field type that is no agent
 /// schema type (reported where it is written) adds no error here.
 pub(crate) fn impls(cx: &Ctxt, item: &DeriveInput, deserialize: bool, container_unbounded: bool) -> TokenStream {
+    // A variant or field under `#[cfg]` may be compiled out (with the
+    // types it names): it is left unchecked rather than checked wrongly.
     let fields: Vec<&syn::Field> = match &item.data {
         Data::Struct(data) => data.fields.iter().collect(),
-        Data::Enum(data) => data.variants.iter().flat_map(|v| v.fields.iter()).collect(),
+        Data::Enum(data) => data
+            .variants
+            .iter()
+            .filter(|variant| crate::cfg::cfgs(&variant.attrs).is_empty())
+            .flat_map(|v| v.fields.iter())
+            .collect(),
         Data::Union(_) => Vec::new(),
     };
+    let ident = &item.ident;
     if !deserialize {
         for field in fields.iter().filter(|field| opted_out(&field.attrs)) {
             cx.error_spanned_by(
@@ -165,9 +184,19 @@ pub(crate) fn impls(cx: &Ctxt, item: &DeriveInput, deserialize: bool, container_
                 "`#[agent_schema(unbounded)]` is for inputs: this type is `output` only, so agents never send it",
             );
         }
-        return TokenStream::new();
+        // Never an input: its misuse as one is reported by `AgentInput`.
+        let (_, ty_generics, where_clause) = item.generics.split_for_impl();
+        let depth = Ident::new("__AgentSurfaceDepth", proc_macro2::Span::mixed_site());
+        let mut deeper = item.generics.clone();
+        deeper.params.push(syn::parse_quote!(#depth));
+        let (deeper_generics, _, _) = deeper.split_for_impl();
+        return quote! {
+            #[automatically_derived]
+            impl #deeper_generics ::agent_surface::macro_support::Bounded<#depth> for #ident #ty_generics #where_clause {
+                const UNBOUNDED: ::core::option::Option<&'static str> = ::core::option::Option::None;
+            }
+        };
     }
-    let ident = &item.ident;
     let mut own = Vec::new();
     let mut nested: Vec<&Type> = Vec::new();
     for field in fields {
@@ -199,7 +228,7 @@ pub(crate) fn impls(cx: &Ctxt, item: &DeriveInput, deserialize: bool, container_
         [] => quote!(::core::option::Option::None),
         [(name, fix, what), ..] => {
             let bound = if fix.is_empty() {
-                String::new()
+                "no schema keyword bounds it, so ".to_owned()
             } else {
                 format!("bound it with `#[schemars({fix})]`, or ")
             };
@@ -250,8 +279,21 @@ pub(crate) fn impls(cx: &Ctxt, item: &DeriveInput, deserialize: bool, container_
     }
 }
 
-/// A compile-time check, spanned at `ty`, that an input type is bounded.
-pub(crate) fn assert_input(ty: &TokenStream, span: proc_macro2::Span) -> TokenStream {
+/// A compile-time check, spanned at the input type, that a capability's
+/// input (named through its marker's `Takes`) is bounded.
+pub(crate) fn assert_input(marker: &TokenStream, span: proc_macro2::Span) -> TokenStream {
+    quote::quote_spanned! {span=>
+        const _: () = if let ::core::option::Option::Some(message) =
+            <#marker as ::agent_surface::macro_support::Takes>::UNBOUNDED
+        {
+            ::core::panic!("{}", message)
+        };
+    }
+}
+
+/// A compile-time check, spanned at `ty`, that a procedure's input type is
+/// bounded.
+pub(crate) fn assert_type(ty: &TokenStream, span: proc_macro2::Span) -> TokenStream {
     quote::quote_spanned! {span=>
         const _: () = if let ::core::option::Option::Some(message) =
             <#ty as ::agent_surface::macro_support::Bounded<::agent_surface::macro_support::Deepest>>::UNBOUNDED

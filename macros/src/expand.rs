@@ -239,7 +239,7 @@ fn marker_items_with(
         let span = input.span();
         let input = crate::self_type::replace(quote!(#input), self_ty);
         let ty = quote_spanned! {span=> type Input = #input; };
-        let bounded = check_bounds.then(|| crate::bounded::assert_input(&input, span));
+        let bounded = check_bounds.then(|| crate::bounded::assert_input(&quote!(#marker), span));
         quote! {
             #cfg
             impl ::agent_surface::macro_support::Takes for #marker {

@@ -438,7 +438,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     }
     let test_name = format_ident!("agent_surface_procedure_contract_of_{}", ident.unraw());
     let procedure_impl = procedure_impl(quote!(&CONTRACT));
-    let bounded = crate::bounded::assert_input(&quote!(#ident), ident.span());
+    let bounded = crate::bounded::assert_type(&quote!(#ident), ident.span());
 
     quote! {
         #schema

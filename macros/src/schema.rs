@@ -451,9 +451,16 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     // it is no action input (using it as one names the rule).
     let input_impl = (named_struct && options.deserialize && !has("transparent")).then(|| {
         if concrete {
+            // The bounds are checked where the type is taken as an input:
+            // a higher-ranked clause is not trivially false, so a field type
+            // that is no agent schema type (reported at the field) adds no
+            // error here.
             quote! {
                 #[automatically_derived]
-                impl ::agent_surface::macro_support::AgentInput for #ident {}
+                impl ::agent_surface::macro_support::AgentInput for #ident
+                where
+                    for<'__agent_surface> #ident: ::agent_surface::macro_support::Bounded<::agent_surface::macro_support::Deepest>
+                {}
             }
         } else {
             // A generic input is an input wherever its arguments make it one.
@@ -462,6 +469,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
                 Self: ::agent_surface::macro_support::serde::de::DeserializeOwned
                     + ::core::marker::Send
                     + 'static
+                    + ::agent_surface::macro_support::Bounded<::agent_surface::macro_support::Deepest>
             });
             quote! {
                 #[automatically_derived]

@@ -40,7 +40,11 @@ pub use std::sync::Arc;
 pub trait Takes {
     /// The handler's input type.
     type Input: AgentInput;
+    /// The input's first unbounded field, checked at compile time where
+    /// the capability is declared.
+    const UNBOUNDED: Option<&'static str> = <Self::Input as Bounded<Deepest>>::UNBOUNDED;
 }
+
 
 /// Names the return type of one capability's handler (see [`Takes`]).
 pub trait Returns {

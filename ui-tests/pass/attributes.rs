@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[agent_schema]
 pub struct Open {
     /// Device to open.
-    pub device_id: String,
+    #[agent_schema(unbounded)] pub device_id: String,
 }
 
 pub struct Drawer {

@@ -28,7 +28,7 @@ pub enum Mode {
 #[agent_procedure(id = "domain:devices.archive", effect = "server-mutation")]
 pub struct Archive {
     /// The devices.
-    pub device_ids: Vec<String>,
+    #[agent_schema(unbounded)] pub device_ids: Vec<String>,
     /// Only in test builds.
     #[cfg(test)]
     pub region: only_in_tests::Region,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Below {
     /// A name.
-    pub device_name: String,
+    #[agent_schema(unbounded)] pub device_name: String,
 }
 
 /// Only some derives, with other attributes between.
@@ -20,7 +20,7 @@ pub struct Below {
 #[derive(Serialize)]
 pub struct Partly {
     /// A name.
-    pub device_name: String,
+    #[agent_schema(unbounded)] pub device_name: String,
 }
 
 /// An enum that derives everything itself.

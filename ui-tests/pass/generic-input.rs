@@ -12,7 +12,7 @@ pub struct DeviceRef {
 #[agent_schema]
 pub struct Batch<T> {
     /// The items, in order.
-    pub items: Vec<T>,
+    #[agent_schema(unbounded)] pub items: Vec<T>,
     /// Whether to stop at the first failure.
     pub stop_on_error: bool,
 }

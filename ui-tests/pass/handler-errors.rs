@@ -6,7 +6,7 @@ use agent_surface::prelude::*;
 #[agent_schema]
 pub struct Rename {
     /// The new name.
-    pub name: String,
+    #[agent_schema(unbounded)] pub name: String,
 }
 
 pub struct Errors;

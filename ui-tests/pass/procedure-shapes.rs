@@ -17,7 +17,7 @@ mod reports {
 #[agent_procedure(id = "domain:reports.rows", effect = "server-query", output = Vec<reports::Row>)]
 pub struct ListRows {
     /// The report.
-    pub report_id: String,
+    #[agent_schema(unbounded)] pub report_id: String,
 }
 
 /// Counts rows: a path as the output type.
@@ -25,7 +25,7 @@ pub struct ListRows {
 #[agent_schema]
 pub struct CountRows {
     /// The report.
-    pub report_id: String,
+    #[agent_schema(unbounded)] pub report_id: String,
 }
 
 /**
@@ -37,7 +37,7 @@ pub struct CountRows {
 #[agent_procedure(id = "domain:reports.delete", effect = "destructive", output = std::vec::Vec<String>)]
 pub struct DeleteRows {
     /// The rows.
-    pub ids: Vec<String>,
+    #[agent_schema(unbounded)] pub ids: Vec<String>,
 }
 
 fn main() {

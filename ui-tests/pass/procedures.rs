@@ -20,10 +20,10 @@ pub struct Disabled {
 pub struct DisableDevices {
     /// The devices.
     #[schemars(length(min = 1))]
-    pub device_ids: Vec<String>,
+    #[agent_schema(unbounded)] pub device_ids: Vec<String>,
     /// Why.
     #[serde(rename = "why")]
-    pub reason: Option<String>,
+    #[agent_schema(unbounded)] pub reason: Option<String>,
     /// Not on the wire.
     #[serde(skip)]
     pub local: bool,
@@ -34,7 +34,7 @@ pub struct DisableDevices {
 #[serde(rename_all = "snake_case")]
 pub struct Export {
     /// The report.
-    pub report_id: String,
+    #[agent_schema(unbounded)] pub report_id: String,
 }
 
 fn main() {

@@ -38,17 +38,17 @@ pub struct Search {
     pub query: String,
     /// Filters.
     #[serde(default)]
-    pub filters: Vec<Filter>,
+    #[agent_schema(unbounded)] pub filters: Vec<Filter>,
     /// Tags.
-    pub tags: BTreeSet<String>,
+    #[agent_schema(unbounded)] pub tags: BTreeSet<String>,
     /// Free-form extras.
-    pub extra: BTreeMap<String, Value>,
+    #[agent_schema(unbounded)] pub extra: BTreeMap<String, Value>,
     /// A pair of the same type.
     pub range: Option<(u16, u16)>,
     /// Fixed size.
     pub rgb: [u8; 3],
     /// Queue.
-    pub queue: VecDeque<i32>,
+    #[agent_schema(unbounded)] pub queue: VecDeque<i32>,
     /// Boxed.
     pub boxed: Box<Status>,
     /// Skipped by serde: not part of the schema.

@@ -52,7 +52,7 @@ pub enum Value {
 pub struct DisableDevices {
     /// The devices.
     #[serde(rename(deserialize = "ids"))]
-    pub device_ids: Vec<String>,
+    #[agent_schema(unbounded)] pub device_ids: Vec<String>,
 }
 
 fn main() {

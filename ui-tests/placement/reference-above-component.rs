@@ -4,7 +4,7 @@ use agent_surface::prelude::*;
 #[agent_procedure(id = "domain:devices.disable", effect = "destructive")]
 pub struct DisableDevices {
     /// The devices.
-    pub device_ids: Vec<String>,
+    #[agent_schema(unbounded)] pub device_ids: Vec<String>,
 }
 
 /// The devices table.

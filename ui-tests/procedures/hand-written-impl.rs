@@ -7,7 +7,7 @@ use agent_surface::prelude::*;
 #[agent_procedure(id = "domain:devices.disable", effect = "destructive")]
 pub struct DisableDevices {
     /// The devices.
-    pub ids: Vec<String>,
+    #[agent_schema(unbounded)] pub ids: Vec<String>,
 }
 
 /// The input of a hand-built procedure.

@@ -4,14 +4,14 @@ use agent_surface::prelude::*;
 #[agent_procedure(id = "domain:devices.disable", effect = "destructive")]
 pub struct DisableDevices {
     /// The devices.
-    pub device_ids: Vec<String>,
+    #[agent_schema(unbounded)] pub device_ids: Vec<String>,
 }
 
 /// Export.
 #[agent_procedure(id = "domain:reports.export", effect = "server-mutation")]
 pub struct Export {
     /// The report.
-    pub report_id: String,
+    #[agent_schema(unbounded)] pub report_id: String,
 }
 
 fn main() {

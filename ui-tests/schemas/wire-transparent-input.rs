@@ -5,7 +5,7 @@ use agent_surface::prelude::*;
 #[serde(transparent)]
 pub struct Name {
     /// The text.
-    pub text: String,
+    #[agent_schema(unbounded)] pub text: String,
 }
 
 /// A panel.

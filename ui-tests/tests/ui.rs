@@ -13,6 +13,7 @@ const TOPICS: &[&str] = &[
     "placement",
     "multiple",
     "procedures",
+    "bounds",
 ];
 
 #[test]

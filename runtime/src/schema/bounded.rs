@@ -91,6 +91,9 @@ bounded_leaf!(
     std::num::NonZeroI32,
     std::num::NonZeroI64,
     (),
+    // Outside the subset (reported where they are written), never twice.
+    u128,
+    i128,
 );
 
 impl<S: SuppliedSchema, D> Bounded<D> for Supplied<S> {

@@ -25,14 +25,23 @@ use std::sync::Arc;
 pub trait AgentSchema: schemars::JsonSchema {}
 
 /// A type an action takes as its input: a JSON object (a struct with named
-/// fields) that can be deserialized.
+/// fields) that can be deserialized, whose strings and lists are bounded
+/// or declared unbounded (`Bounded`, checked at compile time where the
+/// type is taken as an input).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be an action input: tool inputs are JSON objects",
     label = "not an object input type",
     note = "use a struct with named fields annotated with `#[agent_schema]`; wrap a single value in a field, e.g. `struct Rename {{ name: String }}`",
     note = "a type annotated with `#[agent_schema(output)]` only serializes: remove `output` to take it as an input"
 )]
-pub trait AgentInput: AgentSchema + serde::de::DeserializeOwned + Send + 'static {}
+pub trait AgentInput:
+    AgentSchema
+    + serde::de::DeserializeOwned
+    + Send
+    + 'static
+    + super::bounded::Bounded<super::bounded::Deepest>
+{
+}
 
 /// A type a handler may return as its output.
 #[diagnostic::on_unimplemented(
