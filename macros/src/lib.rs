@@ -219,10 +219,20 @@ pub fn agent_procedure(args: TokenStream, input: TokenStream) -> TokenStream {
 ///
 /// Options: `#[agent_schema(output)]` (serialize only),
 /// `#[agent_schema(input)]` (deserialize only),
-/// `#[agent_schema(allow_unknown_fields)]`. Your own `#[serde(rename_all =
-/// …)]` or derives take precedence: write `#[agent_schema]` above your
-/// `#[derive(Serialize, Deserialize, JsonSchema)]` and it reuses them (a
-/// derive written above an attribute macro is invisible to it).
+/// `#[agent_schema(allow_unknown_fields)]`, and `#[agent_schema(unbounded)]`
+/// (on the type or on one field: strings, lists, maps and free-form JSON
+/// there are left to the registry's `Limits::max_input_bytes`). Your own
+/// `#[serde(rename_all = …)]` or derives take precedence: write
+/// `#[agent_schema]` above your `#[derive(Serialize, Deserialize,
+/// JsonSchema)]` and it reuses them (a derive written above an attribute
+/// macro is invisible to it).
+///
+/// Every string, list, map or free-form value an agent can send is bounded
+/// (`#[schemars(length(max = …))]`, `inner(length(max = …))` for a list's
+/// items) or declared `unbounded`: checked at compile time where the type
+/// is taken as an input, nested types included.
+///
+/// (An example is on `agent_surface::agent_schema`.)
 #[proc_macro_attribute]
 pub fn agent_schema(args: TokenStream, input: TokenStream) -> TokenStream {
     schema::expand(args.into(), input.into()).into()

@@ -25,9 +25,10 @@
 //! #[agent_procedure(id = "domain:devices.disable", effect = "destructive", output = Disabled)]
 //! pub struct DisableDevices {
 //!     /// The devices to disable.
-//!     #[schemars(length(min = 1))]
+//!     #[schemars(length(min = 1, max = 100), inner(length(max = 64)))]
 //!     pub device_ids: Vec<String>,
 //!     /// Why, for the audit trail.
+//!     #[schemars(length(max = 500))]
 //!     pub reason: Option<String>,
 //! }
 //!

@@ -221,6 +221,7 @@ impl Registry {
     /// #[agent_procedure(id = "domain:projects.archive", effect = "server-mutation")]
     /// pub struct Archive {
     ///     /// The project.
+    ///     #[schemars(length(max = 64))]
     ///     pub project_id: String,
     /// }
     /// /// A project page.

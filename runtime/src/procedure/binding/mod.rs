@@ -62,8 +62,10 @@ enum Reason {
 /// #[agent_procedure(id = "domain:reports.export", effect = "server-mutation")]
 /// pub struct Export {
 ///     /// Which report.
+///     #[schemars(length(max = 64))]
 ///     pub report_id: String,
 ///     /// The file format.
+///     #[schemars(length(max = 16))]
 ///     pub format: Option<String>,
 /// }
 /// let reference = ProcedureRef::<Export>::new()
