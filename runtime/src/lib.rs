@@ -90,6 +90,7 @@
 //! | primitives | deduplication, admission and action queues, the [`confirmation`] store (over a narrow services handle the registry implements), the procedure executor trait |
 //! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`explain`] |
 //! | adapters | [`toolset`], `mcp`, `testing`, the MCP procedure executor |
+//! | generated code | `macro_support` (hidden): what the macros' expansions call and the bounds they check types against, not for direct use |
 //!
 //! # What the compiler checks
 //! Ids against the grammar, descriptions (present, within 500/300 characters),

@@ -151,8 +151,10 @@ use agent_surface::prelude::*;
 #[agent_procedure(id = "domain:fixture.disable", effect = "destructive")]
 pub struct Disable {
     /// The devices.
+    #[schemars(length(max = 100), inner(length(max = 64)))]
     pub device_ids: Vec<String>,
     /// Why.
+    #[schemars(length(max = 200))]
     pub reason: Option<String>,
 }
 
@@ -248,7 +250,11 @@ impl agent_surface::policy::Policy for Fake {
 #[test]
 fn loosened_schemas_availability_and_look_alike_policies_are_widening_with_a_line() {
     let dir = committed_with("loose", LOOSE, "");
-    edit(&dir, "    #[schemars(length(max = 10))]\n", "");
+    edit(
+        &dir,
+        "    #[schemars(length(max = 10))]\n",
+        "    #[agent_schema(unbounded)]\n",
+    );
     edit(
         &dir,
         "    /// B.\n    B,",
@@ -686,6 +692,7 @@ pub struct Inner {
 #[agent_schema]
 pub struct Items {
     /// The items.
+    #[schemars(length(max = 10))]
     pub items: Vec<Inner>,
     /// Dry run.
     #[serde(default = "yes")]
@@ -723,6 +730,7 @@ pub struct Panel;
 #[agent_procedure(id = "domain:fx.proc", effect = "destructive", idempotent = false)]
 pub struct Proc {
     /// The target.
+    #[schemars(length(max = 64))]
     pub target: String,
 }
 //MORE
@@ -807,7 +815,7 @@ fn second_round_attacks_are_widening_and_a_self_include_is_cheap() {
     // The export is not told that it is one: the production branch shows.
     let artifact = std::fs::read_to_string(dir.join("agent-surface.contract.json")).unwrap();
     assert!(artifact.contains("hasPermission(anyone)"), "{artifact}");
-    edit(&dir, "    #[schemars(length(max = 5))]\n", "");
+    edit(&dir, "#[schemars(length(max = 5))]", "#[agent_schema(unbounded)]");
     edit(&dir, "#[serde(default = \"yes\")]", "#[serde(default)]");
     edit(
         &dir,

@@ -215,8 +215,7 @@ impl Registry {
     ///
     /// ```
     /// # use agent_surface::prelude::*;
-    /// # use agent_surface::procedure::{Procedure, ProcedureRef};
-    /// # use std::sync::Arc;
+    /// # use agent_surface::procedure::{Procedure, ProcedureRef}; use std::sync::Arc;
     /// /// Archive a project.
     /// #[agent_procedure(id = "domain:projects.archive", effect = "server-mutation")]
     /// pub struct Archive {
