@@ -68,9 +68,7 @@ fn shape(ty: &Type) -> Shape<'_> {
                         None => Shape::Bounded,
                     }
                 }
-                "HashMap" | "BTreeMap" | "IndexMap" | "Map" => {
-                    Shape::Unboundable("a map", "maps")
-                }
+                "HashMap" | "BTreeMap" | "IndexMap" | "Map" => Shape::Unboundable("a map", "maps"),
                 "Value" => Shape::Unboundable("free-form JSON", "free-form JSON"),
                 _ => Shape::Bounded,
             }
@@ -145,7 +143,8 @@ pub(crate) fn opted_out(attrs: &[Attribute]) -> bool {
 /// Removes the `#[agent_schema(unbounded)]` markers of `item`'s fields:
 /// they are this macro's, and nothing after it knows them.
 pub(crate) fn strip_markers(item: &mut DeriveInput) {
-    let strip = |attrs: &mut Vec<Attribute>| attrs.retain(|attr| !attr.path().is_ident("agent_schema"));
+    let strip =
+        |attrs: &mut Vec<Attribute>| attrs.retain(|attr| !attr.path().is_ident("agent_schema"));
     match &mut item.data {
         Data::Struct(data) => data.fields.iter_mut().for_each(|f| strip(&mut f.attrs)),
         Data::Enum(data) => {
@@ -163,7 +162,12 @@ pub(crate) fn strip_markers(item: &mut DeriveInput) {
 /// `Next<D>` those and the fields' types' verdicts at `D`. The nested
 /// verdicts are where-clauses over `D`, so a field type that is no agent
 /// schema type (reported where it is written) adds no error here.
-pub(crate) fn impls(cx: &Ctxt, item: &DeriveInput, deserialize: bool, container_unbounded: bool) -> TokenStream {
+pub(crate) fn impls(
+    cx: &Ctxt,
+    item: &DeriveInput,
+    deserialize: bool,
+    container_unbounded: bool,
+) -> TokenStream {
     // A variant or field under `#[cfg]` may be compiled out (with the
     // types it names): it is left unchecked rather than checked wrongly.
     let fields: Vec<&syn::Field> = match &item.data {
@@ -211,7 +215,10 @@ pub(crate) fn impls(cx: &Ctxt, item: &DeriveInput, deserialize: bool, container_
             .into_iter()
             .flat_map(|namespace| metas(&field.attrs, namespace))
             .collect();
-        if all.iter().any(|meta| matches!(meta.key.as_str(), "with" | "schema_with")) {
+        if all
+            .iter()
+            .any(|meta| matches!(meta.key.as_str(), "with" | "schema_with"))
+        {
             continue;
         }
         let refs: Vec<&Meta> = all.iter().collect();
@@ -233,7 +240,11 @@ pub(crate) fn impls(cx: &Ctxt, item: &DeriveInput, deserialize: bool, container_
                 format!("bound it with `#[schemars({fix})]`, or ")
             };
             let others = if own.len() > 1 {
-                let rest: Vec<&str> = own.iter().skip(1).map(|(name, _, _)| name.as_str()).collect();
+                let rest: Vec<&str> = own
+                    .iter()
+                    .skip(1)
+                    .map(|(name, _, _)| name.as_str())
+                    .collect();
                 format!(" (and so do {})", rest.join(", "))
             } else {
                 String::new()

@@ -339,11 +339,14 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
     match &capability.concurrency {
         None | Some(ConcurrencySpec::Instance) => {}
         Some(ConcurrencySpec::Capability) => {
-            tokens
-                .extend(quote!(.concurrency(::agent_surface::macro_support::Concurrency::Capability)));
+            tokens.extend(
+                quote!(.concurrency(::agent_surface::macro_support::Concurrency::Capability)),
+            );
         }
         Some(ConcurrencySpec::Key(key)) => {
-            tokens.extend(quote!(.concurrency(::agent_surface::macro_support::Concurrency::Key(#key))));
+            tokens.extend(
+                quote!(.concurrency(::agent_surface::macro_support::Concurrency::Key(#key))),
+            );
         }
         Some(ConcurrencySpec::Parallel(n)) => {
             tokens.extend(

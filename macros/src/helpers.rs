@@ -61,7 +61,10 @@ pub(crate) fn is_handler_context(ty: &Type) -> bool {
     }
     match &*reference.elem {
         Type::Path(path) if path.qself.is_none() => {
-            path.path.segments.iter().all(|segment| segment.arguments.is_none())
+            path.path
+                .segments
+                .iter()
+                .all(|segment| segment.arguments.is_none())
                 && path
                     .path
                     .segments

@@ -43,7 +43,8 @@ pub(crate) fn already_expanded(attrs: &[Attribute]) -> Option<bool> {
                 Some(false)
             }
             Some(path)
-                if key == "crate" && path == "::agent_surface::macro_support::serde_output_only" =>
+                if key == "crate"
+                    && path == "::agent_surface::macro_support::serde_output_only" =>
             {
                 Some(true)
             }

@@ -116,7 +116,13 @@ const SCHEMARS_VALUES: &[&str] = &[
 
 /// `#[schemars(…)]` keys written either way: `rename = "…"` or
 /// `rename(deserialize = "…")`, `default` or `default = "path"`.
-const SCHEMARS_EITHER: &[&str] = &["rename", "rename_all", "rename_all_fields", "default", "contains"];
+const SCHEMARS_EITHER: &[&str] = &[
+    "rename",
+    "rename_all",
+    "rename_all_fields",
+    "default",
+    "contains",
+];
 
 fn schemars_keys() -> Vec<&'static str> {
     SCHEMARS_PATHS
@@ -164,7 +170,10 @@ pub(crate) fn known_keys(cx: &Ctxt, attrs: &[Attribute], allowed: &[&str], place
                 } else if inner.form != Form::Value {
                     cx.error_at(
                         inner.span,
-                        format!("`{}` takes a number: `{}({} = 10)`", inner.key, meta.key, inner.key),
+                        format!(
+                            "`{}` takes a number: `{}({} = 10)`",
+                            inner.key, meta.key, inner.key
+                        ),
                     );
                 } else if seen.contains(&inner.key.as_str())
                     || (inner.key == "equal" && !seen.is_empty())

@@ -146,6 +146,48 @@ pub mod toolset;
 mod util;
 pub mod wire;
 
+/// Makes a struct or enum usable as a capability input or output: serde and
+/// schemars derives with the surface's wire conventions, checked against
+/// the schema subset at compile time (see the macro's own page for every
+/// option).
+///
+/// Every string, list, map or free-form value an agent can send is bounded,
+/// or declared `unbounded` (left to the registry's `Limits::max_input_bytes`),
+/// checked at compile time where the type is taken as an input:
+///
+/// ```
+/// use agent_surface::prelude::*;
+///
+/// /// Tags to set.
+/// #[agent_schema]
+/// pub struct SetTags {
+///     /// 1 to 10 tags of at most 32 characters.
+///     #[schemars(length(min = 1, max = 10), inner(length(max = 32)))]
+///     pub tags: Vec<String>,
+///     /// Free-form settings, bounded by the registry's input limit only.
+///     #[agent_schema(unbounded)]
+///     pub extra: Option<serde_json::Value>,
+/// }
+///
+/// struct Panel;
+///
+/// /// A panel.
+/// #[agent_component(type = "demo.panel")]
+/// impl Panel {
+///     /// Sets the tags.
+///     #[action(effect = "local-state")]
+///     fn set_tags(&self, input: SetTags) -> usize {
+///         input.tags.len()
+///     }
+/// }
+///
+/// let contract = Panel::contract().checked()?;
+/// let schema = contract.capability("setTags").unwrap().input_schema().unwrap();
+/// assert_eq!(schema.json()["properties"]["tags"]["maxItems"], 10);
+/// # Ok::<(), agent_surface::DefinitionError>(())
+/// ```
+#[doc(inline)]
+pub use agent_surface_macros::agent_schema;
 /// Every key of `#[agent_component]`, `#[observation]` and `#[action]` in
 /// one component:
 ///
@@ -193,48 +235,6 @@ pub mod wire;
 #[doc(inline)]
 pub use agent_surface_macros::{action, agent_component, observation};
 pub use agent_surface_macros::{agent_procedure, reference};
-/// Makes a struct or enum usable as a capability input or output: serde and
-/// schemars derives with the surface's wire conventions, checked against
-/// the schema subset at compile time (see the macro's own page for every
-/// option).
-///
-/// Every string, list, map or free-form value an agent can send is bounded,
-/// or declared `unbounded` (left to the registry's `Limits::max_input_bytes`),
-/// checked at compile time where the type is taken as an input:
-///
-/// ```
-/// use agent_surface::prelude::*;
-///
-/// /// Tags to set.
-/// #[agent_schema]
-/// pub struct SetTags {
-///     /// 1 to 10 tags of at most 32 characters.
-///     #[schemars(length(min = 1, max = 10), inner(length(max = 32)))]
-///     pub tags: Vec<String>,
-///     /// Free-form settings, bounded by the registry's input limit only.
-///     #[agent_schema(unbounded)]
-///     pub extra: Option<serde_json::Value>,
-/// }
-///
-/// struct Panel;
-///
-/// /// A panel.
-/// #[agent_component(type = "demo.panel")]
-/// impl Panel {
-///     /// Sets the tags.
-///     #[action(effect = "local-state")]
-///     fn set_tags(&self, input: SetTags) -> usize {
-///         input.tags.len()
-///     }
-/// }
-///
-/// let contract = Panel::contract().checked()?;
-/// let schema = contract.capability("setTags").unwrap().input_schema().unwrap();
-/// assert_eq!(schema.json()["properties"]["tags"]["maxItems"], 10);
-/// # Ok::<(), agent_surface::DefinitionError>(())
-/// ```
-#[doc(inline)]
-pub use agent_surface_macros::agent_schema;
 pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
 pub use component::{Component, HandlerError, HandlerReturn, ObservationReturn};
 pub use context::{ActionContext, Consumer, ConsumerKind, Environment, HostContext, ReadContext};

@@ -45,7 +45,6 @@ pub trait Takes {
     const UNBOUNDED: Option<&'static str> = <Self::Input as Bounded<Deepest>>::UNBOUNDED;
 }
 
-
 /// Names the return type of one capability's handler (see [`Takes`]).
 pub trait Returns {
     /// The handler's return type.

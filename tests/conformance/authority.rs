@@ -9,12 +9,12 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use agent_surface::canonical::Sha256Digest;
+use agent_surface::catalog::Catalog;
 use agent_surface::macro_support::{
     ActionContext, ActionError, CapabilityContract, ComponentContract, HandlerFuture, Source,
     TypedInput,
 };
-use agent_surface::canonical::Sha256Digest;
-use agent_surface::catalog::Catalog;
 use agent_surface::policy::{Decision, Policy, PolicyContext};
 use agent_surface::prelude::*;
 use agent_surface::registry::{MountError, Registry};

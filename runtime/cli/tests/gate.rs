@@ -815,7 +815,11 @@ fn second_round_attacks_are_widening_and_a_self_include_is_cheap() {
     // The export is not told that it is one: the production branch shows.
     let artifact = std::fs::read_to_string(dir.join("agent-surface.contract.json")).unwrap();
     assert!(artifact.contains("hasPermission(anyone)"), "{artifact}");
-    edit(&dir, "#[schemars(length(max = 5))]", "#[agent_schema(unbounded)]");
+    edit(
+        &dir,
+        "#[schemars(length(max = 5))]",
+        "#[agent_schema(unbounded)]",
+    );
     edit(&dir, "#[serde(default = \"yes\")]", "#[serde(default)]");
     edit(
         &dir,

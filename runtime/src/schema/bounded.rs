@@ -44,12 +44,12 @@ pub trait Bounded<D> {
 
 /// The first of `answers` that names an unbounded field.
 pub const fn first_unbounded(answers: &[Option<&'static str>]) -> Option<&'static str> {
-    let mut index = 0;
-    while index < answers.len() {
-        if let Some(message) = answers[index] {
+    let mut rest = answers;
+    while let [first, tail @ ..] = rest {
+        if let Some(message) = *first {
             return Some(message);
         }
-        index += 1;
+        rest = tail;
     }
     None
 }
