@@ -21,6 +21,7 @@ mod ctxt;
 mod expand;
 mod fallback;
 mod helpers;
+mod imports;
 mod procedure;
 mod reach;
 mod recover;
@@ -74,14 +75,16 @@ pub fn agent_component(args: TokenStream, input: TokenStream) -> TokenStream {
         }
     };
     let cx = ctxt::Ctxt::default();
+    let uses = imports::helper_uses(&item);
     let component = ast::Component::from_ast(&cx, args.into(), &item);
     valid::check(&cx, &component);
     if cx.has_errors() {
         let fallback = fallback::expand(&component);
         let errors = cx.into_compile_errors();
-        return quote!(#fallback #errors).into();
+        return quote!(#uses #fallback #errors).into();
     }
-    expand::expand(&component).into()
+    let expanded = expand::expand(&component);
+    quote!(#uses #expanded).into()
 }
 
 /// An impl block with a syntax error that rustc reports (see `recover`).

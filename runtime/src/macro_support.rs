@@ -34,6 +34,12 @@ pub use serde;
 pub use serde as serde_output_only;
 pub use std::sync::Arc;
 
+/// The helper attributes, for the fallback import of a component's
+/// expansion (see the macros' `imports`).
+pub mod helpers {
+    pub use agent_surface_macros::{action, observation, reference};
+}
+
 /// Names the input type of one capability. `#[agent_component]` implements
 /// it on a marker type per capability, so an unsupported input type is
 /// reported once, at the type the user wrote.
