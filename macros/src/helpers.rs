@@ -203,7 +203,13 @@ pub(crate) fn check_precondition(cx: &Ctxt, method: &ImplItemFn, input: &Type) {
             }
             match rest {
                 [] => {}
-                [ctx] if is_context_ref(&ctx.ty) => {}
+                // The second parameter is the context by position; the
+                // compiler checks its type (an alias or renamed import of
+                // `ReadContext` is fine).
+                [ctx]
+                    if is_handler_context(&ctx.ty)
+                        && matches!(&*ctx.ty, Type::Reference(reference) if reference.mutability.is_none()) =>
+                    {}
                 [ctx] => cx.error_spanned_by(
                     &ctx.ty,
                     format!("{expected}; the second parameter can only be the context"),
@@ -222,23 +228,29 @@ pub(crate) fn check_precondition(cx: &Ctxt, method: &ImplItemFn, input: &Type) {
     }
 }
 
-/// Whether the precondition method takes the context (decided by type).
-pub(crate) fn precondition_takes_context(method: &ImplItemFn) -> bool {
-    method.sig.inputs.iter().any(|arg| match arg {
-        FnArg::Typed(typed) => is_context_ref(&typed.ty),
-        FnArg::Receiver(_) => false,
+/// The typed parameters of a method, after `self`.
+fn typed_params(method: &ImplItemFn) -> impl Iterator<Item = &syn::PatType> {
+    method.sig.inputs.iter().filter_map(|arg| match arg {
+        FnArg::Typed(typed) => Some(typed),
+        FnArg::Receiver(_) => None,
     })
 }
 
-/// The type a precondition borrows as its input (`T` in `input: &T`).
+/// Whether the precondition method takes the context: its second
+/// parameter, by position (`check_precondition` reports any other shape).
+pub(crate) fn precondition_takes_context(method: &ImplItemFn) -> bool {
+    typed_params(method).nth(1).is_some()
+}
+
+/// The type a precondition borrows as its input (`T` in `input: &T`): its
+/// first parameter.
 pub(crate) fn precondition_input_type(method: &ImplItemFn) -> Option<&Type> {
-    method.sig.inputs.iter().find_map(|arg| match arg {
-        FnArg::Typed(typed) => match &*typed.ty {
+    typed_params(method)
+        .next()
+        .and_then(|typed| match &*typed.ty {
             Type::Reference(reference) if !is_context_ref(&typed.ty) => Some(&*reference.elem),
             _ => None,
-        },
-        FnArg::Receiver(_) => None,
-    })
+        })
 }
 
 /// `unavailable_reason = method`: a synchronous `fn(&self) -> String` (or

@@ -3,7 +3,7 @@ use agent_surface::prelude::*;
 #[agent_schema]
 pub struct Rows {
     /// Row ids.
-    pub ids: Vec<String>,
+    #[agent_schema(unbounded)] pub ids: Vec<String>,
 }
 
 pub struct Table;
