@@ -35,7 +35,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::Effect;
+use agent_surface_rules::Effect;
 
 pub use channel::{
     ApprovalChannel, Approver, ChannelError, ChannelKind, HOST_CHANNEL, Resolution, ShownRequest,

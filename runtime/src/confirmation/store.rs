@@ -25,7 +25,6 @@ use super::reservation::Reservation;
 use super::services::ConfirmationServices;
 use super::summary::MAX_SUMMARY_CHARS;
 use super::{ConfirmationOutcome, PendingConfirmation, Resolution};
-use crate::Effect;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::canonical::{Canonical, Sha256Digest};
 use crate::clock::rfc3339;
@@ -35,6 +34,7 @@ use crate::events::SurfaceEvent;
 use crate::util::display_text;
 use crate::util::listeners::Listeners;
 use crate::util::lru::Lru;
+use agent_surface_rules::Effect;
 
 /// Why a request was withdrawn when its asker's input changed.
 pub(crate) const INPUT_CHANGED: &str = "input-changed";

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::error::ErrorCode;
 use crate::invoke::InvocationResult;
 use crate::toolset::Tool;
-use crate::{Effect, Kind};
+use agent_surface_rules::{Effect, Kind};
 
 /// Tool annotations from effect and kind.
 fn annotations(tool: &Tool) -> Option<ToolAnnotations> {

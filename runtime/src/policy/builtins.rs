@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 
 use super::identity::{PolicyIdentity, seal::Token, supplied};
 use super::{BoxFuture, Decision, Hooks, InvokeContext, Next, Policy, PolicyContext, PolicyResult};
-use crate::Audit;
 use crate::audit::{AuditEvent, AuditSink};
 use crate::context::{Environment, HostContext};
 use crate::error::ErrorPayload;
+use agent_surface_rules::Audit;
 
 /// The hooks of a gate: it decides visibility and re-checks at authorization.
 const GATE: Hooks = Hooks {

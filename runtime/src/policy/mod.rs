@@ -50,7 +50,7 @@ use crate::context::{Consumer, Environment, HostContext};
 use crate::error::ErrorPayload;
 use crate::ids::CapabilityId;
 use crate::meta::Internal;
-use crate::{Effect, Kind, Plane};
+use agent_surface_rules::{Effect, Kind, Plane};
 
 /// A boxed, `Send` future borrowing for `'a`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{ConfirmationEvidence, Consumer, HostContext};
-use crate::{Confirmation, Effect};
+use agent_surface_rules::{Confirmation, Effect};
 
 /// The future an executor returns.
 pub type ExecuteFuture = Pin<Box<dyn Future<Output = Result<Value, ProcedureError>> + Send>>;

@@ -54,7 +54,7 @@ use serde_json::{Map, Value};
 
 use super::{EffectSource, ExecuteFuture, ManifestEntry, ProcedureCall, ProcedureError};
 use super::{ProcedureExecutor, ProcedureManifest};
-use crate::{Confirmation, Effect};
+use agent_surface_rules::{Confirmation, Effect};
 
 /// The `_meta` key of a tool's stated effect.
 pub const EFFECT_META: &str = "agentSurface/effect";

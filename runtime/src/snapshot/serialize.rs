@@ -4,8 +4,8 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
 use super::{CapabilityView, ComponentView, ProcedureView, Snapshot};
-use crate::Kind;
 use crate::clock::rfc3339;
+use agent_surface_rules::Kind;
 
 impl Serialize for ProcedureView {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::contract::CheckedCapability;
 use crate::procedure::{BoundFieldView, Reference};
 use crate::registry::Registration;
-use crate::{Confirmation, Effect, Kind};
+use agent_surface_rules::{Confirmation, Effect, Kind};
 
 /// One capability's state for one consumer.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use crate::procedure::Reference;
 use crate::registry::Registration;
 use crate::snapshot::Snapshot;
 use crate::wire::{MAX_WIRE_NAME, WireNames};
-use crate::{Confirmation, Effect, Kind};
+use agent_surface_rules::{Confirmation, Effect, Kind};
 
 /// The live state of a tool: volatile, rendered by hosts outside the cached
 /// tool block.

@@ -20,7 +20,7 @@ use crate::primitives::concurrency::{
 };
 use crate::registry::{Availability, Registration};
 use crate::util::contain::Contained;
-use crate::{Confirmation, Kind};
+use agent_surface_rules::{Confirmation, Kind};
 
 use super::{
     AssertUnwindFuture, Call, Cancelled, Slot, Subject, Trace, normalize_integral_floats, summarize,

@@ -17,7 +17,7 @@ use crate::error::{ErrorPayload, FailureReason};
 use crate::procedure::{ProcedureCall, ProcedureError, Reference};
 use crate::registry::Registration;
 use crate::util::contain::Contained;
-use crate::{Audit, Effect, Kind};
+use agent_surface_rules::{Audit, Effect, Kind};
 
 use super::{AssertUnwindFuture, Call, Cancelled, Interrupt, Trace, deadline, summarize};
 

@@ -17,7 +17,6 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::Kind;
 use crate::canonical::{Sink, write_canonical};
 use crate::context::{Consumer, HostContext, ReadContext};
 use crate::contract::{CheckedCapability, CheckedSchema};
@@ -26,6 +25,7 @@ use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
 use crate::policy::{Decision, PolicyContext};
 use crate::procedure::Reference;
 use crate::registry::{Chain, Registration, Registry};
+use agent_surface_rules::Kind;
 
 mod admit;
 mod execute;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::Audit;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::error::{ErrorPayload, FailureReason};
 use crate::invoke::InvocationResult;
+use agent_surface_rules::Audit;
 
 use super::{Call, Subject, Trace, byte_len};
 

@@ -16,11 +16,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{CheckedProcedure, Field, Procedure, ProcedureContract};
-use crate::Confirmation;
 use crate::contract::{CheckedCapability, CheckedSchema};
 use crate::error::{DefinitionError, DefinitionErrorKind as K};
 use crate::policy::PolicyRef;
 use crate::registry::Chain;
+use agent_surface_rules::Confirmation;
 
 pub use reference::BoundFieldView;
 pub(crate) use reference::Reference;

@@ -220,7 +220,7 @@ impl Reference {
             .collect();
         if !locked.is_empty() {
             return Err(ErrorPayload::new(
-                crate::ErrorCode::InvalidInput,
+                crate::error::ErrorCode::InvalidInput,
                 "Some fields are bound from the application and cannot be supplied. Remove them and retry.",
             )
             .with_detail("lockedFields", locked));
@@ -320,7 +320,7 @@ fn binding_failed(failure: BindingFailure) -> ErrorPayload {
 /// the agent cannot fix the application's state by changing its input.
 fn binding_failed_payload(field: &str, message: &'static str) -> ErrorPayload {
     ErrorPayload::precondition_failed(message)
-        .with_retry(crate::Retry::AfterRefresh)
+        .with_retry(crate::error::Retry::AfterRefresh)
         .with_detail("reason", "binding-failed")
         .with_detail("field", field)
 }
