@@ -1,6 +1,7 @@
 //! The [`Component`] trait that `#[agent_component]` implements, and the
 //! handler return types it accepts.
 
+pub(crate) mod availability;
 mod helper_types;
 mod output;
 

@@ -197,7 +197,7 @@ async fn limit_body(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit as u64) {
-        return super::gate::plain(
+        return super::plain::plain(
             http::StatusCode::PAYLOAD_TOO_LARGE,
             "Payload Too Large: the request body is over the limit",
         );

@@ -35,6 +35,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::{Value, json};
 
 use super::origin::OriginGate;
+use super::plain::plain;
 use crate::error::ErrorPayload;
 use crate::invoke::bounds;
 
@@ -230,16 +231,6 @@ fn id_value(id: &RequestId) -> Value {
 /// Whether the transport holds session `id` now.
 async fn holds(sessions: &LocalSessionManager, id: &SessionId) -> bool {
     sessions.sessions.read().await.contains_key(id)
-}
-
-pub(super) fn plain(status: StatusCode, text: &'static str) -> Response {
-    let mut response = Response::new(Body::from(text));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
 }
 
 fn rpc_error(

@@ -73,6 +73,7 @@ mod gate;
 mod held;
 mod identity;
 mod origin;
+mod plain;
 mod session;
 mod view;
 

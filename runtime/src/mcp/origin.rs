@@ -79,7 +79,7 @@ impl OriginGate {
         next: Next,
     ) -> Response {
         if let Err(reason) = gate.check(request.headers()) {
-            return super::gate::plain(StatusCode::FORBIDDEN, reason);
+            return super::plain::plain(StatusCode::FORBIDDEN, reason);
         }
         next.run(request).await
     }

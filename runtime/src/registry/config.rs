@@ -189,7 +189,8 @@ type HostProvider = Arc<dyn Fn() -> HostContext + Send + Sync>;
 type Guard = Arc<dyn Fn(&RegistrationCandidate<'_>) -> GuardDecision + Send + Sync>;
 type RouteProvider = Arc<dyn Fn() -> Option<RouteInfo> + Send + Sync>;
 type Redactor = Arc<dyn Fn(&serde_json::Value) -> serde_json::Value + Send + Sync>;
-type ErrorHook = Arc<dyn Fn(&str, &ProcedureError) -> Option<crate::error::ErrorPayload> + Send + Sync>;
+type ErrorHook =
+    Arc<dyn Fn(&str, &ProcedureError) -> Option<crate::error::ErrorPayload> + Send + Sync>;
 
 /// Builds a [`Registry`].
 #[must_use]
@@ -324,7 +325,10 @@ impl RegistryBuilder {
     /// ```
     pub fn procedure_errors(
         mut self,
-        map: impl Fn(&str, &ProcedureError) -> Option<crate::error::ErrorPayload> + Send + Sync + 'static,
+        map: impl Fn(&str, &ProcedureError) -> Option<crate::error::ErrorPayload>
+        + Send
+        + Sync
+        + 'static,
     ) -> Self {
         self.procedure_errors = Some(Arc::new(map));
         self

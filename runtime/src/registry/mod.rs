@@ -58,9 +58,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use registration::{
-    Availability, Chain, NOT_AVAILABLE_NOW, Registration, WHEN_ERROR, vote,
-};
+pub(crate) use registration::{Availability, Chain, Registration, vote};
 
 use crate::audit::{self, AuditEvent, AuditSink, MemoryAuditSink};
 use crate::clock::{Clock, TokioClock};

@@ -15,12 +15,9 @@ use crate::primitives::concurrency::{ActionQueue, QueueKey};
 use crate::procedure::Reference;
 use crate::util::contain::Contained;
 
-/// The reason shown when a component is disabled.
-pub(crate) const COMPONENT_DISABLED: &str = "component-disabled";
-/// The reason shown when `when()` panicked.
-pub(crate) const WHEN_ERROR: &str = "when-error";
-/// The reason shown when `when()` is false and the author gave none.
-pub(crate) const NOT_AVAILABLE_NOW: &str = "This capability is not available right now.";
+pub(crate) use crate::component::availability::{
+    Availability, COMPONENT_DISABLED, NOT_AVAILABLE_NOW, WHEN_ERROR,
+};
 
 /// The chains of a registration: one shared chain (the registry's) when
 /// the component adds no policies, else one per capability.
@@ -34,13 +31,6 @@ pub(crate) enum Chains {
 pub(crate) struct Override {
     pub(crate) available: bool,
     pub(crate) reason: Option<Arc<str>>,
-}
-
-/// Whether a capability is available right now, and why not.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Availability {
-    Available,
-    Unavailable(Cow<'static, str>),
 }
 
 /// What an unmount took out of a registration: dropped by

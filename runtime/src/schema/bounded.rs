@@ -16,8 +16,6 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use super::external::{Supplied, SuppliedSchema};
-
 use std::marker::PhantomData;
 
 /// Depth zero: a type's own fields only.
@@ -95,10 +93,6 @@ bounded_leaf!(
     u128,
     i128,
 );
-
-impl<S: SuppliedSchema, D> Bounded<D> for Supplied<S> {
-    const UNBOUNDED: Option<&'static str> = None;
-}
 
 macro_rules! bounded_wrapper {
     ($($ty:ty),* $(,)?) => {

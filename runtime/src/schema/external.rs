@@ -147,6 +147,11 @@ impl<S: SuppliedSchema> schemars::JsonSchema for Supplied<S> {
 #[diagnostic::do_not_recommend]
 impl<S: SuppliedSchema> super::AgentSchema for Supplied<S> {}
 
+// A supplied schema states its own bounds.
+impl<S: SuppliedSchema, D> super::bounded::Bounded<D> for Supplied<S> {
+    const UNBOUNDED: Option<&'static str> = None;
+}
+
 #[diagnostic::do_not_recommend]
 impl<S: SuppliedSchema> super::AgentInput for Supplied<S> where
     S::Value: serde::de::DeserializeOwned + Send + 'static

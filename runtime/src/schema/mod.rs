@@ -49,6 +49,7 @@ mod external;
 mod format;
 mod normalize;
 mod one_of;
+mod read;
 mod subset;
 mod types;
 mod validate;

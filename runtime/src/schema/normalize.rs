@@ -20,6 +20,7 @@
 use serde_json::{Map, Value};
 
 use super::one_of::exclusive_one_of;
+use super::read::{resolve, types_of};
 use super::subset::FORMATS;
 use super::{SchemaError, push_pointer};
 
@@ -204,14 +205,6 @@ fn number(value: i128) -> Value {
     }
 }
 
-pub(super) fn types_of(object: &Map<String, Value>) -> Vec<&str> {
-    match object.get("type") {
-        Some(Value::String(name)) => vec![name.as_str()],
-        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// Replaces an integer `format` by the bounds it implies, keeping a tighter
 /// author bound.
 fn integer_format_to_bounds(
@@ -315,14 +308,6 @@ fn local_pass(schema: &mut Value, pointer: &str) -> Result<(), SchemaError> {
         object.insert("items".to_owned(), first);
     }
     Ok(())
-}
-
-/// Resolves an internal reference into the given definitions.
-pub(super) fn resolve<'a>(
-    reference: &str,
-    defs: Option<&'a Map<String, Value>>,
-) -> Option<&'a Value> {
-    defs?.get(reference.strip_prefix("#/$defs/")?)
 }
 
 /// Keywords that only annotate and never change which values validate.

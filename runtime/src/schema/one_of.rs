@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::SchemaError;
-use super::normalize::{resolve, types_of};
+use super::read::{resolve, types_of};
 
 /// The JSON types a schema admits, if it says (`integer` counts as `number`).
 fn admitted_types(object: &Map<String, Value>) -> Option<Vec<&'static str>> {

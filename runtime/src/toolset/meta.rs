@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Toolset;
-use super::tool::{Source, Tool, ToolState};
+use super::tool::{MetaTool, Source, Tool, ToolState};
 use crate::canonical::{Sink, write_canonical};
 use crate::error::ErrorPayload;
 use crate::invoke::{Invocation, InvocationResult, Kinds};
@@ -24,13 +24,6 @@ pub const DISCOVER: &str = "surface_discover";
 pub const READ: &str = "surface_read";
 /// The act verb.
 pub const ACT: &str = "surface_act";
-
-/// One meta-mode verb.
-pub(super) struct MetaTool {
-    pub(super) name: &'static str,
-    pub(super) description: &'static str,
-    pub(super) schema: Value,
-}
 
 fn meta_definitions() -> &'static [MetaTool; 3] {
     static DEFINITIONS: std::sync::OnceLock<[MetaTool; 3]> = std::sync::OnceLock::new();

@@ -9,7 +9,6 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::meta::MetaTool;
 use crate::contract::CheckedCapability;
 use crate::ids::{CapabilityId, InstanceId};
 use crate::procedure::Reference;
@@ -52,6 +51,13 @@ pub struct ToolTarget<'a> {
     pub confirmation: Confirmation,
     /// Whether repeating the call changes nothing more.
     pub idempotent: bool,
+}
+
+/// One meta-mode verb.
+pub(super) struct MetaTool {
+    pub(super) name: &'static str,
+    pub(super) description: &'static str,
+    pub(super) schema: Value,
 }
 
 /// Where a tool's definition comes from. Definitions are borrowed from the

@@ -19,7 +19,7 @@ use super::{CheckedProcedure, Field, Procedure, ProcedureContract};
 use crate::contract::{CheckedCapability, CheckedSchema};
 use crate::error::{DefinitionError, DefinitionErrorKind as K};
 use crate::policy::PolicyRef;
-use crate::registry::Chain;
+use crate::policy::chain::Chain;
 use agent_surface_rules::Confirmation;
 
 pub use reference::BoundFieldView;

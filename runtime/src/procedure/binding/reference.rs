@@ -11,10 +11,11 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::CheckedProcedure;
+use crate::component::availability::{Availability, NOT_AVAILABLE_NOW, WHEN_ERROR};
 use crate::contract::CheckedCapability;
 use crate::error::ErrorPayload;
+use crate::policy::chain::Chain;
 use crate::primitives::concurrency::ActionQueue;
-use crate::registry::{Availability, Chain};
 use crate::schema::Issue;
 
 use super::{BoundField, Reason, TextFn, WhenFn};
@@ -159,7 +160,7 @@ impl Reference {
     /// `when()` now; a panic counts as unavailable (`when-error`).
     pub(crate) fn availability(&self) -> Availability {
         let Some(live) = self.live() else {
-            return Availability::Unavailable(Cow::Borrowed(crate::registry::NOT_AVAILABLE_NOW));
+            return Availability::Unavailable(Cow::Borrowed(NOT_AVAILABLE_NOW));
         };
         let Some(when) = &live.when else {
             return Availability::Available;
@@ -169,7 +170,7 @@ impl Reference {
             Ok(false) => Availability::Unavailable(live.reason()),
             Err(_) => {
                 tracing::warn!(procedure = %self.procedure.id(), "`when` panicked; the procedure counts as unavailable");
-                Availability::Unavailable(Cow::Borrowed(crate::registry::WHEN_ERROR))
+                Availability::Unavailable(Cow::Borrowed(WHEN_ERROR))
             }
         }
     }
@@ -296,7 +297,7 @@ fn evaluate(field: &BoundField) -> Result<Value, BindingFailure> {
 
 impl Live {
     fn reason(&self) -> Cow<'static, str> {
-        let fallback = Cow::Borrowed(crate::registry::NOT_AVAILABLE_NOW);
+        let fallback = Cow::Borrowed(NOT_AVAILABLE_NOW);
         match &self.reason {
             Reason::None => fallback,
             Reason::Static(reason) => reason.clone(),
