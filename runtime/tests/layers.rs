@@ -532,10 +532,10 @@ fn no_two_modules_import_each_other() {
                 problems.insert(start.join("::"));
                 break;
             }
-            if seen.insert(next) {
-                if let Some(out) = edges.get(next) {
-                    stack.extend(out.iter());
-                }
+            if seen.insert(next)
+                && let Some(out) = edges.get(next)
+            {
+                stack.extend(out.iter());
             }
         }
     }
