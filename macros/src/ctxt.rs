@@ -1,5 +1,7 @@
 //! Collects every error of one macro invocation, so a user with three
-//! mistakes sees three errors in one build.
+//! mistakes sees three errors in one build. It must be checked: a context
+//! dropped with errors it never reported stops the build loudly (the
+//! macro panics, which rustc reports) instead of losing them.
 
 use std::cell::RefCell;
 use std::fmt::Display;
@@ -46,9 +48,20 @@ impl Ctxt {
     /// All recorded errors as `compile_error!` invocations.
     pub(crate) fn into_compile_errors(self) -> TokenStream {
         self.errors
-            .into_inner()
+            .take()
             .into_iter()
             .map(|error| error.to_compile_error())
             .collect()
+    }
+}
+
+impl Drop for Ctxt {
+    fn drop(&mut self) {
+        if !std::thread::panicking() && !self.errors.get_mut().is_empty() {
+            #[allow(clippy::panic)]
+            {
+                panic!("agent-surface-macros recorded errors it never reported; this is a bug in the macros");
+            }
+        }
     }
 }
