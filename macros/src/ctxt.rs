@@ -60,7 +60,9 @@ impl Drop for Ctxt {
         if !std::thread::panicking() && !self.errors.get_mut().is_empty() {
             #[allow(clippy::panic)]
             {
-                panic!("agent-surface-macros recorded errors it never reported; this is a bug in the macros");
+                panic!(
+                    "agent-surface-macros recorded errors it never reported; this is a bug in the macros"
+                );
             }
         }
     }

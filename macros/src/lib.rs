@@ -27,6 +27,7 @@ mod reach;
 mod recover;
 mod schema;
 mod self_type;
+mod signature;
 mod symbol;
 mod valid;
 mod wire;
