@@ -20,6 +20,8 @@ mod contributors;
 mod export;
 mod git;
 mod inspect;
+mod metadata;
+mod probe;
 mod reach_diff;
 mod run;
 mod schema_diff;
@@ -144,7 +146,7 @@ fn unseen(artifact: &Value) -> Vec<String> {
 }
 
 fn run(options: &Options) -> Result<u8, Fatal> {
-    let package = cargo::locate(options)?;
+    let package = metadata::locate(options)?;
     let (path, name) = artifact_location(options, &package.dir);
     let scan = sources::scan(&package.scan_roots);
     for line in &scan.link_level {

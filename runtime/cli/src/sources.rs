@@ -17,7 +17,7 @@ use quote::ToTokens;
 use syn::visit::Visit;
 use syn::{Attribute, Item};
 
-use crate::cargo::ScanRoot;
+use crate::metadata::ScanRoot;
 
 /// A declaration under `#[cfg]`, found in the source.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
