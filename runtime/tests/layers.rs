@@ -622,6 +622,29 @@ fn adapters_use_only_the_public_api_of_the_core() {
             }
         }
     }
+    // Nor the registry's private state: no `.inner` field access.
+    struct InnerAccess(usize);
+    impl<'ast> syn::visit::Visit<'ast> for InnerAccess {
+        fn visit_expr_field(&mut self, field: &'ast syn::ExprField) {
+            if matches!(&field.member, syn::Member::Named(name) if name == "inner") {
+                self.0 += 1;
+            }
+            syn::visit::visit_expr_field(self, field);
+        }
+    }
+    for module in &krate.modules {
+        let own: Vec<&str> = module.path.iter().map(String::as_str).collect();
+        if !ADAPTERS.contains(&layer_of(&own).as_str()) {
+            continue;
+        }
+        let mut access = InnerAccess(0);
+        for item in &module.items {
+            syn::visit::Visit::visit_item(&mut access, item);
+        }
+        if access.0 > 0 {
+            problems.insert(format!("{} reaches a private `.inner` field", module.file));
+        }
+    }
     assert!(
         problems.is_empty(),
         "{}",

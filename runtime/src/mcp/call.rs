@@ -378,7 +378,7 @@ impl McpSession {
         error: ErrorPayload,
     ) -> InvocationResult {
         let registry = &self.shared.registry;
-        let invocation_id = invocation_id.unwrap_or_else(|| registry.inner.ids.invocation_id());
+        let invocation_id = invocation_id.unwrap_or_else(|| registry.mint_invocation_id());
         InvocationResult::new(
             Arc::from(invocation_id),
             Arc::from(name),

@@ -342,13 +342,13 @@ impl Shared {
     /// A new session identity: `session-<n>-<random>`.
     fn session_id(&self) -> String {
         let n = self.next_session.fetch_add(1, Ordering::Relaxed);
-        format!("session-{n}-{}", self.registry.inner.ids.invocation_id())
+        format!("session-{n}-{}", self.registry.mint_invocation_id())
     }
 
     /// A new anonymous caller identity: `http-<n>-<random>`.
     fn anonymous_id(&self) -> String {
         let n = self.next_session.fetch_add(1, Ordering::Relaxed);
-        format!("http-{n}-{}", self.registry.inner.ids.invocation_id())
+        format!("http-{n}-{}", self.registry.mint_invocation_id())
     }
 
     /// Now, as a moment a watcher covers from.

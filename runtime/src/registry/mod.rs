@@ -32,6 +32,7 @@
 //! # Ok::<(), agent_surface::registry::MountError>(())
 //! ```
 
+mod adapter;
 mod authority;
 mod config;
 mod confirmations;

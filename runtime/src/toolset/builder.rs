@@ -140,7 +140,7 @@ impl ToolsetBuilder {
         }
         let consumer = self
             .consumer
-            .unwrap_or_else(|| self.registry.inner.anonymous.clone());
+            .unwrap_or_else(|| self.registry.anonymous_consumer().clone());
         Ok(Toolset {
             shared: Arc::new(Shared {
                 options: SnapshotOptions {

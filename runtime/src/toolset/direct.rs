@@ -144,7 +144,7 @@ impl Shared {
         let max = self.registry.limits().max_id_bytes;
         let invocation_id: Arc<str> = match tool_call_id {
             Some(id) if id.len() <= max => Arc::from(id),
-            _ => Arc::from(self.registry.inner.ids.invocation_id()),
+            _ => Arc::from(self.registry.mint_invocation_id()),
         };
         InvocationResult::new(
             invocation_id,
@@ -192,7 +192,7 @@ impl Shared {
         let mut request = request;
         if request.invocation_id.is_none() {
             // The retry after a confirmation must reuse the attempt's id.
-            request.invocation_id = Some(self.registry.inner.ids.invocation_id());
+            request.invocation_id = Some(self.registry.mint_invocation_id());
         }
         let first = self.registry.invoke(request.clone(), options.clone()).await;
         if self.confirmations != ConfirmationMode::Wait || request.confirmation_id.is_some() {
