@@ -171,9 +171,9 @@ pub enum Kinds {
 }
 
 /// The issue message of a target outside [`Kinds::Operations`].
-pub(crate) const IS_AN_OBSERVATION: &str = "is an observation";
+pub const IS_AN_OBSERVATION: &str = "is an observation";
 /// The issue message of a target outside [`Kinds::Observations`].
-pub(crate) const IS_NOT_AN_OBSERVATION: &str = "is not an observation";
+pub const IS_NOT_AN_OBSERVATION: &str = "is not an observation";
 
 impl InvokeOptions {
     /// Options for `consumer`.

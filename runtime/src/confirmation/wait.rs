@@ -26,7 +26,7 @@ use crate::context::Consumer;
 /// Settles a call whose wait was abandoned (see [`WaitGuard`]).
 type Abandoned = Box<dyn FnOnce(Withdrawal) + Send>;
 
-/// One call's wait for the person; see the [module](self) docs. Made by
+/// One call's wait for the person; see the module docs. Made by
 /// [`Confirmations::wait_guard`].
 #[must_use = "dropping the guard abandons the wait"]
 pub struct WaitGuard {

@@ -61,7 +61,7 @@ pub(crate) fn check_request(request: &Invocation, limits: &Limits) -> Result<(),
 }
 
 /// The issue for an identifier over `max` bytes at `pointer`.
-pub(crate) fn id_too_long(pointer: &str, max: usize) -> Issue {
+pub fn id_too_long(pointer: &str, max: usize) -> Issue {
     Issue::new(pointer, format!("must be at most {max} bytes long"))
 }
 
@@ -84,7 +84,7 @@ pub(crate) fn check_input(input: &Value, limits: &Limits) -> Result<(), Issue> {
 }
 
 /// The issue for a value at `pointer` nested deeper than `max`.
-pub(crate) fn too_deep(pointer: &str, max: usize) -> Issue {
+pub fn too_deep(pointer: &str, max: usize) -> Issue {
     Issue::new(
         pointer,
         format!("nests deeper than {max} levels of arrays and objects"),

@@ -19,10 +19,10 @@ use super::convert::{
 use super::identity::{Acting, Caller};
 use super::view::View;
 use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession, PendingElicitation};
+use crate::adapter::bounds;
 use crate::confirmation::{WaitGuard, Withdrawal, settle_now};
 use crate::context::{Consumer, ConsumerKind};
 use crate::error::ErrorPayload;
-use crate::invoke::bounds;
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
 use crate::toolset::ExecuteOptions;
 
@@ -420,7 +420,7 @@ impl McpSession {
             Some(p) => format!(
                 "Approve this {} operation?\n{}\nExact input: {}",
                 p.effect.as_str(),
-                crate::util::display_text::escape(&p.summary),
+                crate::adapter::text::escape(&p.summary),
                 p.display_input()
             ),
             None => "Approve this operation?".to_owned(),

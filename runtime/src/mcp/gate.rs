@@ -36,8 +36,8 @@ use serde_json::{Value, json};
 
 use super::origin::OriginGate;
 use super::plain::plain;
+use crate::adapter::bounds;
 use crate::error::ErrorPayload;
-use crate::invoke::bounds;
 
 /// The session header of the streamable HTTP transport.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -89,7 +89,7 @@ fn busy(
     reason: crate::error::RateLimitReason,
     message: &'static str,
 ) -> Response {
-    let retry_ms = crate::util::millis::millis(SESSIONS_FULL_RETRY);
+    let retry_ms = crate::adapter::millis(SESSIONS_FULL_RETRY);
     let payload = serde_json::to_value(ErrorPayload::rate_limited(reason, Some(retry_ms))).ok();
     let mut response = rpc_error(
         StatusCode::SERVICE_UNAVAILABLE,

@@ -67,7 +67,7 @@ impl McpSession {
         let parts = extensions.get::<::http::request::Parts>();
         let client = client_name(peer);
         if let (Some(identify), Some(parts)) = (&self.shared.identify, parts)
-            && let Ok(Some(principal)) = crate::util::contain::catch(|| identify(parts))
+            && let Ok(Some(principal)) = crate::adapter::contain::catch(|| identify(parts))
         {
             let label = Some(match &client {
                 Some(client) => format!("{client} ({principal})"),
@@ -222,8 +222,8 @@ fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
     };
     // Escaped before it is cut: no bidi, zero-width or control character
     // of the client's reaches a person as is, wherever the label shows.
-    let full = crate::util::display_text::escape(&full);
-    Some(crate::util::display_text::truncate(&full, MAX_CLIENT_NAME_CHARS).into_owned())
+    let full = crate::adapter::text::escape(&full);
+    Some(crate::adapter::text::truncate(&full, MAX_CLIENT_NAME_CHARS).into_owned())
 }
 
 /// `MCP session 3` for `session-3-…`.

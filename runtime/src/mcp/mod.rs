@@ -86,8 +86,8 @@ use rmcp::RoleServer;
 use rmcp::ServiceExt;
 use rmcp::service::RunningService;
 
+use crate::adapter::Lru;
 use crate::registry::Registry;
-use crate::util::lru::Lru;
 
 pub use clients::ConnectedClient;
 pub use endpoint::HttpServer;
@@ -272,7 +272,7 @@ impl McpServerBuilder {
         let limits = self.registry.limits();
         let issued = Lru::new(
             limits.max_pending_confirmations_per_consumer.max(1),
-            crate::util::millis::millis(limits.confirmation_ttl),
+            crate::adapter::millis(limits.confirmation_ttl),
         );
         let elicitation = self
             .elicitation

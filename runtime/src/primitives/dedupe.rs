@@ -286,7 +286,7 @@ impl Dedupe {
         self.settled_bytes = self.settled_bytes.saturating_sub(bytes);
         if let Some(ledger) = self.settled.get_mut(consumer) {
             ledger.bytes = ledger.bytes.saturating_sub(bytes);
-            if ledger.records.len() == 0 {
+            if ledger.records.is_empty() {
                 self.settled.remove(consumer);
             }
         }

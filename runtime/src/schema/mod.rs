@@ -66,7 +66,7 @@ pub use external::{Supplied, SuppliedSchema, check_supplied};
 pub use normalize::{normalize, shape};
 pub use subset::{check_subset, measure};
 pub use types::{AgentInput, AgentOutput, AgentSchema, MapValue, SameElement, SameField};
-pub(crate) use validate::{Issues, key_pointer};
+pub use validate::{Issues, key_pointer};
 pub use validate::{MAX_ISSUES, MAX_VALUE_DEPTH};
 
 /// Size and depth caps of a schema.

@@ -26,7 +26,7 @@ pub const MAX_VALUE_DEPTH: usize = 128;
 /// built from agent input (the validator's, the meta-mode envelope's) goes
 /// through it.
 #[derive(Default)]
-pub(crate) struct Issues {
+pub struct Issues {
     list: Vec<Issue>,
     dropped: usize,
     /// Whether an object property failed its `const`/`enum` (a union tag).
@@ -43,7 +43,7 @@ impl Issues {
     }
 
     /// Adds an issue whose path is already rendered (see [`key_pointer`]).
-    pub(crate) fn push_issue(&mut self, issue: Issue) {
+    pub fn push_issue(&mut self, issue: Issue) {
         if self.list.len() < MAX_ISSUES {
             self.list.push(issue);
         } else {
@@ -56,12 +56,12 @@ impl Issues {
     }
 
     /// Whether no issue was added.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.count() == 0
     }
 
     /// The listed issues, plus a final one counting those left out.
-    pub(crate) fn finish(self) -> Vec<Issue> {
+    pub fn finish(self) -> Vec<Issue> {
         let Issues {
             mut list, dropped, ..
         } = self;
@@ -75,7 +75,7 @@ impl Issues {
 /// The JSON pointer of a top-level property, cleaned as every issue path
 /// is: at most [`MAX_PATH_SEGMENT`] characters of the name, `~` and `/`
 /// escaped, control characters shown as `?`.
-pub(crate) fn key_pointer(key: &str) -> String {
+pub fn key_pointer(key: &str) -> String {
     let mut out = String::with_capacity(key.len().min(4 * MAX_PATH_SEGMENT) + 1);
     push_segment(&mut out, key);
     out

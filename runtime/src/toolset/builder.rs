@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 use super::{Shared, Toolset};
+use crate::adapter::Listeners;
 use crate::context::Consumer;
 use crate::registry::Registry;
 use crate::snapshot::{Budget, SnapshotOptions};
-use crate::util::listeners::Listeners;
 
 /// One tool per capability, or three generic tools.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -9,13 +9,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::tool::{Catalog, build_catalog};
 use super::{ConfirmationMode, Mode, Shared};
+use crate::adapter::bounds;
+use crate::adapter::key_pointer;
 use crate::canonical::write_canonical;
 use crate::confirmation::{Withdrawal, settle_now};
 use crate::error::{ErrorCode, ErrorPayload};
-use crate::invoke::bounds;
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions, Kinds};
 use crate::registry::Registry;
-use crate::schema::{Issue, key_pointer};
+use crate::schema::Issue;
 
 /// Identifies "the same call again": the tool and the canonical input.
 pub(super) fn retry_key(name: &str, input: &Value) -> u64 {
@@ -85,7 +86,7 @@ impl Shared {
             .replace(Arc::clone(&catalog));
         // The previous catalog may own the last reference to an unmounted
         // registration (its policies are host code): dropped unlocked.
-        crate::util::contain::drop_contained("previous catalog", previous);
+        crate::adapter::contain::drop_contained("previous catalog", previous);
         catalog
     }
 
@@ -297,10 +298,10 @@ fn with_verb_hint(result: InvocationResult) -> InvocationResult {
                 .and_then(|issue| issue.get("message"))
                 .and_then(Value::as_str);
             match issue {
-                Some(crate::call::IS_AN_OBSERVATION) => {
+                Some(crate::adapter::IS_AN_OBSERVATION) => {
                     "this capability is an observation; read it with surface_read"
                 }
-                Some(crate::call::IS_NOT_AN_OBSERVATION) => {
+                Some(crate::adapter::IS_NOT_AN_OBSERVATION) => {
                     "this capability is not an observation; call it with surface_act"
                 }
                 _ => return result,

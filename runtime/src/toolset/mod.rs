@@ -62,14 +62,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::adapter::Listeners;
+use crate::adapter::bounds;
 use crate::context::Consumer;
 use crate::error::ErrorPayload;
 use crate::events::Subscription;
-use crate::invoke::bounds;
 use crate::invoke::{Invocation, InvocationResult, Kinds};
 use crate::registry::Registry;
 use crate::snapshot::{Budget, SnapshotOptions};
-use crate::util::listeners::Listeners;
 
 pub use builder::{ConfirmationMode, Mode, ToolsetBuilder, ToolsetError, Topology};
 pub use meta::{ACT, DISCOVER, READ, meta_block_size};
@@ -304,7 +304,7 @@ impl Toolset {
             .take();
         // Unsubscribed and dropped unlocked (the catalog may own host objects).
         drop(watch);
-        crate::util::contain::drop_contained("toolset catalog", built);
+        crate::adapter::contain::drop_contained("toolset catalog", built);
     }
 
     /// Whether [`dispose`](Self::dispose) was called.

@@ -6,15 +6,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// What a contained panic said; its payload is already disposed of.
 #[derive(Debug)]
-pub(crate) struct Panicked {
+pub struct Panicked {
     /// The panic message (or a note that the payload was not a string).
-    pub(crate) message: String,
+    pub message: String,
 }
 
 /// Runs `f`, catching a panic. The payload never outlives this call: its
-/// message is read and the payload dropped with [`dispose`], so a payload
+/// message is read and the payload dropped contained, so a payload
 /// whose own destructor panics cannot unwind out of the containment.
-pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
+pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| Panicked {
         message: dispose(payload),
     })
@@ -51,7 +51,7 @@ pub(crate) fn contained<T>(what: &'static str, f: impl FnOnce() -> T) -> Option<
 
 /// Drops `value` with a panicking destructor contained. Call it after every
 /// lock is released: a destructor may itself unmount other components.
-pub(crate) fn drop_contained<T>(what: &'static str, value: T) {
+pub fn drop_contained<T>(what: &'static str, value: T) {
     contained(what, move || drop(value));
 }
 

@@ -67,9 +67,9 @@ pub(crate) fn is_hidden(c: char) -> bool {
             .any(|&(first, last)| (first..=last).contains(&code))
 }
 
-/// `text` with every [hidden](is_hidden) character written as `\u{XXXX}`.
+/// `text` with every hidden character (controls, bidirectional overrides, zero-width marks) written as `\u{XXXX}`.
 /// Idempotent: the escapes are plain ASCII.
-pub(crate) fn escape(text: &str) -> Cow<'_, str> {
+pub fn escape(text: &str) -> Cow<'_, str> {
     if !text.chars().any(is_hidden) {
         return Cow::Borrowed(text);
     }
@@ -86,7 +86,7 @@ pub(crate) fn escape(text: &str) -> Cow<'_, str> {
 }
 
 /// `text` cut to at most `max` characters, the last one `…` when cut.
-pub(crate) fn truncate(text: &str, max: usize) -> Cow<'_, str> {
+pub fn truncate(text: &str, max: usize) -> Cow<'_, str> {
     match text.char_indices().nth(max) {
         None => Cow::Borrowed(text),
         Some(_) => {

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 type Listener<A> = Arc<dyn Fn(&A) + Send + Sync>;
 
-pub(crate) struct Listeners<A: ?Sized> {
+/// Listeners of `&A`, each with the id [`Listeners::add`] returned; called
+/// outside the lock, a panicking one logged and the others still called.
+pub struct Listeners<A: ?Sized> {
     next: AtomicU64,
     list: Mutex<Vec<(u64, Listener<A>)>>,
 }
@@ -22,7 +24,7 @@ impl<A: ?Sized> Default for Listeners<A> {
 
 impl<A: ?Sized> Listeners<A> {
     /// Adds a listener; the id removes it.
-    pub(crate) fn add(&self, listener: impl Fn(&A) + Send + Sync + 'static) -> u64 {
+    pub fn add(&self, listener: impl Fn(&A) + Send + Sync + 'static) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().push((id, Arc::new(listener)));
         id
@@ -30,7 +32,7 @@ impl<A: ?Sized> Listeners<A> {
 
     /// Removes a listener; its closure is dropped outside the lock (it may
     /// own a mount handle), with a panicking destructor contained.
-    pub(crate) fn remove(&self, id: u64) {
+    pub fn remove(&self, id: u64) {
         let removed: Vec<(u64, Listener<A>)> = {
             let mut list = self.lock();
             let (removed, kept) = std::mem::take(&mut *list)
@@ -43,18 +45,19 @@ impl<A: ?Sized> Listeners<A> {
     }
 
     /// Removes every listener, dropping them outside the lock.
-    pub(crate) fn clear(&self) {
+    pub fn clear(&self) {
         let removed = std::mem::take(&mut *self.lock());
         crate::util::contain::drop_contained("listener destructor", removed);
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether no listener is registered.
+    pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
 
     /// Calls every listener with `value`, outside the lock; a panicking
     /// listener is logged (as `what`) and the others still run.
-    pub(crate) fn call(&self, value: &A, what: &str) {
+    pub fn call(&self, value: &A, what: &str) {
         let listeners: Vec<Listener<A>> = self
             .lock()
             .iter()

@@ -10,7 +10,7 @@ use std::hash::Hash;
 /// At most `capacity` entries; an entry older than `ttl_ms` (since it was
 /// last written) is gone. Every operation is O(1) amortized.
 #[derive(Debug)]
-pub(crate) struct Lru<K, V> {
+pub struct Lru<K, V> {
     /// Keys are bounded in number, so a fast non-keyed hash cannot be
     /// turned into more than `capacity` collisions.
     entries: FxHashMap<K, Entry<V>>,
@@ -34,7 +34,9 @@ struct Entry<V> {
 }
 
 impl<K: Hash + Eq + Clone, V> Lru<K, V> {
-    pub(crate) fn new(capacity: usize, ttl_ms: u64) -> Lru<K, V> {
+    /// An empty map holding at most `capacity` entries, each for at most
+    /// `ttl_ms` milliseconds after it was written.
+    pub fn new(capacity: usize, ttl_ms: u64) -> Lru<K, V> {
         Lru {
             entries: FxHashMap::default(),
             order: VecDeque::new(),
@@ -71,7 +73,7 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     }
 
     /// The value, marking it recently used; expired entries are removed.
-    pub(crate) fn get<Q>(&mut self, key: &Q, now_ms: u64) -> Option<&mut V>
+    pub fn get<Q>(&mut self, key: &Q, now_ms: u64) -> Option<&mut V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -89,7 +91,7 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     }
 
     /// The value without touching its recency (expired entries are `None`).
-    pub(crate) fn peek<Q>(&self, key: &Q, now_ms: u64) -> Option<&V>
+    pub fn peek<Q>(&self, key: &Q, now_ms: u64) -> Option<&V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -102,7 +104,7 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
 
     /// Inserts or replaces, evicting the least recently used entries beyond
     /// capacity. Returns the evicted values.
-    pub(crate) fn insert(&mut self, key: K, value: V, now_ms: u64) -> Vec<(K, V)> {
+    pub fn insert(&mut self, key: K, value: V, now_ms: u64) -> Vec<(K, V)> {
         if self.entries.contains_key(&key) {
             let tick = self.touch(key.clone());
             if let Some(entry) = self.entries.get_mut(&key) {
@@ -132,7 +134,8 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         evicted
     }
 
-    pub(crate) fn remove<Q>(&mut self, key: &Q) -> Option<V>
+    /// Removes `key`, returning its value.
+    pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -146,7 +149,7 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
 
     /// Removes every expired entry.
     #[cfg(test)]
-    pub(crate) fn purge_expired(&mut self, now_ms: u64) {
+    pub fn purge_expired(&mut self, now_ms: u64) {
         let expired: Vec<K> = self
             .entries
             .iter()
@@ -158,12 +161,18 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// How many entries it holds (expired ones included until purged).
+    pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether it holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// Removes and returns the least recently used entry.
-    pub(crate) fn pop_oldest(&mut self) -> Option<(K, V)> {
+    pub fn pop_oldest(&mut self) -> Option<(K, V)> {
         while let Some((tick, key)) = self.order.pop_front() {
             if self
                 .entries

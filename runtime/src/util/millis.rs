@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// `duration` in whole milliseconds, `u64::MAX` when it does not fit.
-pub(crate) fn millis(duration: Duration) -> u64 {
+pub fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 

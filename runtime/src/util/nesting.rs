@@ -14,7 +14,7 @@ enum Children<'a> {
 /// Whether `value` nests at most `max` arrays and objects (a scalar nests
 /// none, `[]` one, `[{}]` two). Iterative: the explicit stack never holds
 /// more than `max` entries, and the walk stops at the first value too deep.
-pub(crate) fn depth_within(value: &Value, max: usize) -> bool {
+pub fn depth_within(value: &Value, max: usize) -> bool {
     let mut stack: Vec<Children<'_>> = Vec::new();
     let mut next = Some(value);
     loop {
@@ -49,7 +49,7 @@ pub(crate) fn depth_within(value: &Value, max: usize) -> bool {
 
 /// Drops `value` without recursion: a value nested deeper than the thread
 /// stack allows would overflow it in the compiler's recursive drop.
-pub(crate) fn dispose(value: Value) {
+pub fn dispose(value: Value) {
     let mut stack = vec![value];
     while let Some(value) = stack.pop() {
         match value {
@@ -61,7 +61,7 @@ pub(crate) fn dispose(value: Value) {
 }
 
 /// `text` cut to at most `max` bytes on a character boundary.
-pub(crate) fn truncated(text: &str, max: usize) -> &str {
+pub fn truncated(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }

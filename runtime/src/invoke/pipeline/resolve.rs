@@ -57,7 +57,7 @@ impl Call<'_> {
                 }
             };
             let tombstone = match registration_id {
-                _ if state.tombstones.len() == 0 => None,
+                _ if state.tombstones.is_empty() => None,
                 Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
                 Some(id) => state.tombstones.peek(id, now).cloned(),
                 None => state

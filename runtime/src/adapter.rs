@@ -1,0 +1,43 @@
+//! The adapter kit: the core's public API for code that serves a registry
+//! to agents over some transport (the toolset, MCP, a browser's
+//! `document.modelContext`). Together with the registry's own API
+//! ([`Registry::mint_invocation_id`](crate::Registry::mint_invocation_id),
+//! [`Registry::anonymous_consumer`](crate::Registry::anonymous_consumer),
+//! [`Registry::forget_consumer`](crate::Registry::forget_consumer),
+//! subscriptions, confirmations), it is everything an adapter needs:
+//! `toolset` and `mcp` use nothing else of the core (`tests/layers.rs`
+//! checks it).
+//!
+//! - [`bounds`]: the entry bounds an adapter applies to what it parses
+//!   before a call reaches the registry (identifier lengths, input depth),
+//!   with the same issue texts as the pipeline's.
+//! - [`contain`]: running host callbacks contained (a panic becomes a value)
+//!   and dropping host values without unwinding into the adapter.
+//! - [`text`]: showing agent- or host-supplied text to a person safely.
+//! - [`Lru`]: a memory bounded in count with a time to live, for per-session
+//!   and per-consumer state an agent can grow.
+//! - [`Listeners`]: callbacks registered and called contained.
+//! - [`millis`], [`key_pointer`], [`Issues`]: the wire's units, JSON
+//!   pointers and bounded issue lists.
+
+/// Entry bounds an adapter applies before a call reaches the registry.
+pub mod bounds {
+    pub use crate::invoke::bounds::{id_too_long, too_deep};
+    pub use crate::util::nesting::{depth_within, dispose, truncated};
+}
+
+/// Host callbacks and values handled without unwinding into the adapter.
+pub mod contain {
+    pub use crate::util::contain::{Panicked, catch, drop_contained};
+}
+
+/// Text shown to a person: hidden characters made visible, long text cut.
+pub mod text {
+    pub use crate::util::display_text::{escape, truncate};
+}
+
+pub use crate::call::{IS_AN_OBSERVATION, IS_NOT_AN_OBSERVATION};
+pub use crate::schema::{Issues, key_pointer};
+pub use crate::util::listeners::Listeners;
+pub use crate::util::lru::Lru;
+pub use crate::util::millis::millis;
