@@ -73,7 +73,7 @@ impl Issues {
 }
 
 /// The JSON pointer of a top-level property, cleaned as every issue path
-/// is: at most [`MAX_PATH_SEGMENT`] characters of the name, `~` and `/`
+/// is: at most `MAX_PATH_SEGMENT` (64) characters of the name, `~` and `/`
 /// escaped, control characters shown as `?`.
 pub fn key_pointer(key: &str) -> String {
     let mut out = String::with_capacity(key.len().min(4 * MAX_PATH_SEGMENT) + 1);
