@@ -1,51 +1,82 @@
-//! Bounded input: every string, sequence, map or free-form JSON value an
-//! agent can send into an input type carries a `length(max = …)` (at each
-//! level the macro can see), or the author declares the choice to leave it
-//! to the registry's `Limits::max_input_bytes` with
-//! `#[agent_schema(unbounded)]`, on the field or on the type.
+//! Bounded input: every string, list, map or free-form JSON value an agent
+//! can send into an input type carries a `length(max = …)` (for a list's
+//! items, `inner(length(max = …))`), or the author declares the choice to
+//! leave it to the registry's `Limits::max_input_bytes` with
+//! `#[agent_schema(unbounded)]` on the field (its whole value) or on the
+//! type.
 //!
 //! Unbounded agent input is a decision, not an accident: the check is a
-//! compile error with both fixes, never a silent default. Types the macro
-//! cannot see through (aliases, your own types) are checked where they are
-//! declared, by their own `#[agent_schema]`.
+//! compile error with both fixes, never a silent default. The macro reads
+//! what it sees (`String`, `Vec<T>`, `Option<…>`, arrays, and the field's
+//! attributes); every other field type answers through the `Bounded`
+//! trait, so a string reached through a generic parameter, a tuple, an
+//! alias or another schema type is found too, and the field that holds it
+//! is named.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::{Attribute, Data, DeriveInput, GenericArgument, Ident, PathArguments, Type};
 
 use crate::ctxt::Ctxt;
-use crate::wire::{Form, Meta, metas};
+use crate::wire::{Form, Meta, metas, metas_with_cfg_attr};
 
-/// What a type holds, as far as bounds go.
+/// What the macro sees of a field type.
 enum Shape<'a> {
     /// A string: bounded by `length(max)`.
     Text,
-    /// A sequence of `T`: bounded by `length(max)`, its items by `inner(…)`.
+    /// A list of `T`: bounded by `length(max)`, its items by `inner(…)`.
     Sequence(&'a Type),
     /// A fixed-size array of `T`: its items by `inner(…)`.
     Array(&'a Type),
-    /// A map or a free-form JSON value: no schema keyword bounds it (named
-    /// as one, and as a list's items).
-    Unboundable(&'static str, &'static str),
-    /// Anything else: bounded, or checked where it is declared.
-    Bounded,
+    /// A map with `serde_json::Value` values: no schema keyword bounds it.
+    Map,
+    /// A map with other values: outside the subset, reported elsewhere.
+    OtherMap,
+    /// Anything else: its `Bounded` answer decides.
+    Unseen,
 }
 
 /// The single type argument of the last segment of `ty`'s path.
-fn argument(ty: &Type) -> Option<&Type> {
-    let Type::Path(path) = ty else { return None };
-    let segment = path.path.segments.last()?;
-    let PathArguments::AngleBracketed(args) = &segment.arguments else {
-        return None;
+fn arguments(ty: &Type) -> Vec<&Type> {
+    let Type::Path(path) = ty else {
+        return Vec::new();
     };
-    args.args.iter().find_map(|arg| match arg {
-        GenericArgument::Type(ty) => Some(ty),
-        _ => None,
-    })
+    let Some(segment) = path.path.segments.last() else {
+        return Vec::new();
+    };
+    let PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return Vec::new();
+    };
+    args.args
+        .iter()
+        .filter_map(|arg| match arg {
+            GenericArgument::Type(ty) => Some(ty),
+            _ => None,
+        })
+        .collect()
 }
 
-/// The shape of `ty`, seen through `Option`, `Box`, `Arc` and `Rc` (a
-/// bound on the field applies to what they wrap).
+/// Whether `ty` is written `Value` (any, for a map's values: maps of
+/// other types are outside the subset anyway).
+fn is_json_value(ty: &Type) -> bool {
+    matches!(ty, Type::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == "Value"))
+}
+
+/// Whether `ty` is written `serde_json::Value` (a bare `Value` may be the
+/// application's own type: its `Bounded` answer decides).
+fn is_qualified_json_value(ty: &Type) -> bool {
+    let Type::Path(path) = ty else { return false };
+    let names: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    names.len() >= 2 && names.ends_with(&["serde_json".to_owned(), "Value".to_owned()])
+}
+
+/// The shape of `ty`, seen through `Option`, `Box`, `Arc`, `Rc` and `Cow`
+/// (a bound on the field applies to what they wrap).
 fn shape(ty: &Type) -> Shape<'_> {
     match ty {
         Type::Paren(inner) => shape(&inner.elem),
@@ -54,26 +85,22 @@ fn shape(ty: &Type) -> Shape<'_> {
         Type::Slice(slice) => Shape::Sequence(&slice.elem),
         Type::Path(path) if path.qself.is_none() => {
             let Some(last) = path.path.segments.last() else {
-                return Shape::Bounded;
+                return Shape::Unseen;
             };
-            match last.ident.to_string().as_str() {
-                "String" | "str" | "OsString" | "PathBuf" | "Url" => Shape::Text,
-                "Option" | "Box" | "Arc" | "Rc" | "Cow" => match argument(ty) {
-                    Some(inner) => shape(inner),
-                    None => Shape::Bounded,
-                },
-                "Vec" | "VecDeque" | "HashSet" | "BTreeSet" | "LinkedList" | "BinaryHeap" => {
-                    match argument(ty) {
-                        Some(item) => Shape::Sequence(item),
-                        None => Shape::Bounded,
-                    }
-                }
-                "HashMap" | "BTreeMap" | "IndexMap" | "Map" => Shape::Unboundable("a map", "maps"),
-                "Value" => Shape::Unboundable("free-form JSON", "free-form JSON"),
-                _ => Shape::Bounded,
+            let args = arguments(ty);
+            match (last.ident.to_string().as_str(), args.as_slice()) {
+                ("String" | "str", []) => Shape::Text,
+                ("Option" | "Box" | "Arc" | "Rc" | "Cow", [inner]) => shape(inner),
+                (
+                    "Vec" | "VecDeque" | "HashSet" | "BTreeSet" | "LinkedList" | "BinaryHeap",
+                    [item, ..],
+                ) => Shape::Sequence(item),
+                ("HashMap" | "BTreeMap", [_, value, ..]) if is_json_value(value) => Shape::Map,
+                ("HashMap" | "BTreeMap", [_, _, ..]) => Shape::OtherMap,
+                _ => Shape::Unseen,
             }
         }
-        _ => Shape::Bounded,
+        _ => Shape::Unseen,
     }
 }
 
@@ -98,11 +125,16 @@ fn inner_of<'a>(metas: &[&'a Meta]) -> Vec<&'a Meta> {
         .collect()
 }
 
-/// What is missing for `ty` under `metas`, as the attribute that would fix
-/// it, or `None` when it is bounded.
-fn missing(ty: &Type, metas: &[&Meta], depth: usize) -> Option<(String, String)> {
+/// What the macro finds for one field type: the first thing it sees
+/// unbounded (the attribute that fixes it, and what it is), and the types
+/// it cannot see, whose `Bounded` answers decide.
+struct Finding<'a> {
+    missing: Option<(String, String)>,
+    unseen: Vec<&'a Type>,
+}
+
+fn analyze<'a>(ty: &'a Type, metas: &[&Meta], depth: usize, out: &mut Finding<'a>) {
     let wrap = |text: &str| (0..depth).fold(text.to_owned(), |text, _| format!("inner({text})"));
-    // What the field takes: `one` at the top, `many` as a list's items.
     let takes = |one: &str, many: &str| {
         if depth == 0 {
             one.to_owned()
@@ -110,18 +142,35 @@ fn missing(ty: &Type, metas: &[&Meta], depth: usize) -> Option<(String, String)>
             format!("a list whose items are {many}")
         }
     };
+    let mut miss = |fix: String, what: String| {
+        if out.missing.is_none() {
+            out.missing = Some((fix, what));
+        }
+    };
     match shape(ty) {
-        Shape::Text if !has_max(metas) => Some((
+        Shape::Text if !has_max(metas) => miss(
             wrap("length(max = …)"),
             takes("a string of any length", "strings of any length"),
-        )),
-        Shape::Sequence(_) if !has_max(metas) => Some((
-            wrap("length(max = …)"),
-            takes("a list of any length", "lists of any length"),
-        )),
-        Shape::Sequence(item) | Shape::Array(item) => missing(item, &inner_of(metas), depth + 1),
-        Shape::Unboundable(one, many) => Some((String::new(), takes(one, many))),
-        Shape::Text | Shape::Bounded => None,
+        ),
+        Shape::Text | Shape::OtherMap => {}
+        Shape::Sequence(item) => {
+            if !has_max(metas) {
+                miss(
+                    wrap("length(max = …)"),
+                    takes("a list of any length", "lists of any length"),
+                );
+            }
+            analyze(item, &inner_of(metas), depth + 1, out);
+        }
+        Shape::Array(item) => analyze(item, &inner_of(metas), depth + 1, out),
+        Shape::Map => miss(String::new(), takes("a map", "maps")),
+        // A bound written on it (`length(max)` on a `Url`, say) is the
+        // author's; else its own answer decides.
+        Shape::Unseen if has_max(metas) => {}
+        Shape::Unseen if is_qualified_json_value(ty) => {
+            miss(String::new(), takes("free-form JSON", "free-form JSON"))
+        }
+        Shape::Unseen => out.unseen.push(ty),
     }
 }
 
@@ -134,10 +183,76 @@ pub(crate) fn opted_out(attrs: &[Attribute]) -> bool {
             let mut found = false;
             let _ = attr.parse_nested_meta(|meta| {
                 found |= meta.path.is_ident("unbounded");
+                if meta.input.peek(syn::Token![=]) {
+                    let _ = meta.value()?.parse::<syn::Expr>()?;
+                }
                 Ok(())
             });
             found
         })
+}
+
+/// Checks the `#[agent_schema(…)]` markers on fields and variants: only a
+/// field takes one, and it says `unbounded`, once.
+fn check_markers(cx: &Ctxt, item: &DeriveInput, deserialize: bool) {
+    let check_field = |attrs: &[Attribute]| {
+        for attr in attrs
+            .iter()
+            .filter(|attr| attr.path().is_ident("agent_schema"))
+        {
+            let mut seen = 0;
+            let result = attr.parse_nested_meta(|meta| {
+                if !meta.path.is_ident("unbounded") {
+                    let key = meta
+                        .path
+                        .get_ident()
+                        .map_or_else(String::new, ToString::to_string);
+                    let guess = crate::attr::did_you_mean(&key, &["unbounded"]);
+                    return Err(meta.error(if guess.is_empty() {
+                        format!("`{key}` goes on the type's `#[agent_schema(…)]`; a field's takes one key, `unbounded`")
+                    } else {
+                        format!("unknown key `{key}` in a field's `#[agent_schema(…)]`; {guess}it takes one key, `unbounded`")
+                    }));
+                }
+                if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
+                    return Err(meta.error("`unbounded` takes no value: write `#[agent_schema(unbounded)]`"));
+                }
+                seen += 1;
+                if seen > 1 {
+                    return Err(meta.error("`unbounded` is given twice; keep one"));
+                }
+                Ok(())
+            });
+            match result {
+                Err(error) => cx.syn_error(error),
+                Ok(()) if seen == 0 => cx.error_spanned_by(attr, "write `#[agent_schema(unbounded)]`, or remove the attribute"),
+                Ok(()) if !deserialize => cx.error_spanned_by(
+                    attr,
+                    "`#[agent_schema(unbounded)]` is for inputs: this type is `output` only, so agents never send it",
+                ),
+                Ok(()) => {}
+            }
+        }
+    };
+    match &item.data {
+        Data::Struct(data) => data.fields.iter().for_each(|f| check_field(&f.attrs)),
+        Data::Enum(data) => {
+            for variant in &data.variants {
+                for attr in variant
+                    .attrs
+                    .iter()
+                    .filter(|a| a.path().is_ident("agent_schema"))
+                {
+                    cx.error_spanned_by(
+                        attr,
+                        "`#[agent_schema(unbounded)]` goes on a field (or on the type), not on a variant",
+                    );
+                }
+                variant.fields.iter().for_each(|f| check_field(&f.attrs));
+            }
+        }
+        Data::Union(_) => {}
+    }
 }
 
 /// Removes the `#[agent_schema(unbounded)]` markers of `item`'s fields:
@@ -157,43 +272,81 @@ pub(crate) fn strip_markers(item: &mut DeriveInput) {
     }
 }
 
-/// The two `Bounded` impls of `item` (nothing for an output-only type:
-/// agents never send it): at depth `Zero` the fields' own verdicts, at
-/// `Next<D>` those and the fields' types' verdicts at `D`. The nested
-/// verdicts are where-clauses over `D`, so a field type that is no agent
-/// schema type (reported where it is written) adds no error here.
+/// One field an agent can fill, with the `#[cfg]`s it sits under and how
+/// the message names it.
+struct Slot<'a> {
+    field: &'a syn::Field,
+    cfgs: Vec<&'a Attribute>,
+    name: String,
+}
+
+fn slots<'a>(item: &'a DeriveInput) -> Vec<Slot<'a>> {
+    let name_of =
+        |field: &syn::Field, index: usize, variant: Option<&Ident>| match (&field.ident, variant) {
+            (Some(ident), _) => format!("`{ident}`"),
+            (None, Some(variant)) => format!("field {index} of variant `{variant}`"),
+            (None, None) => format!("field {index}"),
+        };
+    let mut out = Vec::new();
+    match &item.data {
+        Data::Struct(data) => {
+            for (index, field) in data.fields.iter().enumerate() {
+                out.push(Slot {
+                    field,
+                    cfgs: crate::cfg::cfgs(&field.attrs),
+                    name: name_of(field, index, None),
+                });
+            }
+        }
+        Data::Enum(data) => {
+            for variant in &data.variants {
+                if never_read(&variant.attrs) {
+                    continue;
+                }
+                let outer = crate::cfg::cfgs(&variant.attrs);
+                for (index, field) in variant.fields.iter().enumerate() {
+                    let mut cfgs = outer.clone();
+                    cfgs.extend(crate::cfg::cfgs(&field.attrs));
+                    out.push(Slot {
+                        field,
+                        cfgs,
+                        name: name_of(field, index, Some(&variant.ident)),
+                    });
+                }
+            }
+        }
+        Data::Union(_) => {}
+    }
+    out
+}
+
+/// Whether serde never reads it from the agent.
+fn never_read(attrs: &[Attribute]) -> bool {
+    ["serde", "schemars"]
+        .into_iter()
+        .flat_map(|namespace| metas(attrs, namespace))
+        .any(|meta| matches!(meta.key.as_str(), "skip" | "skip_deserializing"))
+}
+
+/// The `Bounded` impls of `item`: at depth `Zero` the fields' own verdicts,
+/// at `Next<D>` those and the unseen field types' verdicts at `D`. The
+/// nested verdicts are where-clauses over `D`, so a field type that is no
+/// agent schema type (reported where it is written) adds no error here.
+/// An output-only type answers `None`: agents never send it.
 pub(crate) fn impls(
     cx: &Ctxt,
     item: &DeriveInput,
     deserialize: bool,
     container_unbounded: bool,
 ) -> TokenStream {
-    // A variant or field under `#[cfg]` may be compiled out (with the
-    // types it names): it is left unchecked rather than checked wrongly.
-    let fields: Vec<&syn::Field> = match &item.data {
-        Data::Struct(data) => data.fields.iter().collect(),
-        Data::Enum(data) => data
-            .variants
-            .iter()
-            .filter(|variant| crate::cfg::cfgs(&variant.attrs).is_empty())
-            .flat_map(|v| v.fields.iter())
-            .collect(),
-        Data::Union(_) => Vec::new(),
-    };
+    check_markers(cx, item, deserialize);
     let ident = &item.ident;
-    if !deserialize {
-        for field in fields.iter().filter(|field| opted_out(&field.attrs)) {
-            cx.error_spanned_by(
-                field,
-                "`#[agent_schema(unbounded)]` is for inputs: this type is `output` only, so agents never send it",
-            );
-        }
-        // Never an input: its misuse as one is reported by `AgentInput`.
-        let (_, ty_generics, where_clause) = item.generics.split_for_impl();
-        let depth = Ident::new("__AgentSurfaceDepth", proc_macro2::Span::mixed_site());
-        let mut deeper = item.generics.clone();
-        deeper.params.push(syn::parse_quote!(#depth));
-        let (deeper_generics, _, _) = deeper.split_for_impl();
+    let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
+    let depth = Ident::new("__AgentSurfaceDepth", Span::mixed_site());
+    let mut deeper = item.generics.clone();
+    deeper.params.push(syn::parse_quote!(#depth));
+    let (deeper_generics, _, _) = deeper.split_for_impl();
+    if !deserialize || container_unbounded {
         return quote! {
             #[automatically_derived]
             impl #deeper_generics ::agent_surface::macro_support::Bounded<#depth> for #ident #ty_generics #where_clause {
@@ -201,83 +354,110 @@ pub(crate) fn impls(
             }
         };
     }
-    let mut own = Vec::new();
-    let mut nested: Vec<&Type> = Vec::new();
-    for field in fields {
-        if container_unbounded
-            || opted_out(&field.attrs)
-            || skipped(&field.attrs)
-            || !crate::cfg::cfgs(&field.attrs).is_empty()
-        {
-            continue;
-        }
+    let type_name = ident.to_string();
+    // Per field: its own verdict (a message, or none), and its unseen
+    // types, each answered through `Bounded` one level down.
+    let mut own: Vec<(Vec<&Attribute>, String)> = Vec::new();
+    let mut nested: Vec<(Vec<&Attribute>, &Type, String)> = Vec::new();
+    let slots = slots(item);
+    // `#[schemars(with = "Type")]`: the schema is that type's, so it is
+    // what is checked.
+    let with_types: Vec<Option<Type>> = slots
+        .iter()
+        .map(|slot| {
+            ["schemars"]
+                .into_iter()
+                .flat_map(|namespace| metas(&slot.field.attrs, namespace))
+                .find(|meta| meta.key == "with")
+                .and_then(|meta| meta.text)
+                .and_then(|text| text.parse::<Type>().ok())
+        })
+        .collect();
+    for (slot, with) in slots.iter().zip(&with_types) {
+        let attrs = &slot.field.attrs;
         let all: Vec<Meta> = ["schemars", "validate", "garde"]
             .into_iter()
-            .flat_map(|namespace| metas(&field.attrs, namespace))
+            .flat_map(|namespace| metas_with_cfg_attr(attrs, namespace))
             .collect();
-        if all
-            .iter()
-            .any(|meta| matches!(meta.key.as_str(), "with" | "schema_with"))
+        let ty: &Type = with.as_ref().unwrap_or(&slot.field.ty);
+        if opted_out(attrs)
+            || never_read(attrs)
+            || all.iter().any(|meta| meta.key == "schema_with")
+            || (all.iter().any(|meta| meta.key == "with") && with.is_none())
         {
             continue;
         }
         let refs: Vec<&Meta> = all.iter().collect();
-        let name = field
-            .ident
-            .as_ref()
-            .map_or_else(|| "a field".to_owned(), |ident| format!("`{ident}`"));
-        if let Some((fix, what)) = missing(&field.ty, &refs, 0) {
-            own.push((name, fix, what));
-        }
-        nested.push(&field.ty);
-    }
-    let verdict = match own.as_slice() {
-        [] => quote!(::core::option::Option::None),
-        [(name, fix, what), ..] => {
+        let mut finding = Finding {
+            missing: None,
+            unseen: Vec::new(),
+        };
+        analyze(ty, &refs, 0, &mut finding);
+        if let Some((fix, what)) = finding.missing {
             let bound = if fix.is_empty() {
                 "no schema keyword bounds it, so ".to_owned()
             } else {
                 format!("bound it with `#[schemars({fix})]`, or ")
             };
-            let others = if own.len() > 1 {
-                let rest: Vec<&str> = own
-                    .iter()
-                    .skip(1)
-                    .map(|(name, _, _)| name.as_str())
-                    .collect();
-                format!(" (and so do {})", rest.join(", "))
-            } else {
-                String::new()
-            };
             let message = format!(
-                "{name} of `{ident}` takes {what} from the agent{others}: {bound}mark the field \
-                 `#[agent_schema(unbounded)]` to leave it to the registry's `Limits::max_input_bytes`"
+                "{} of `{type_name}` takes {what} from the agent: {bound}mark the field \
+                 `#[agent_schema(unbounded)]` to leave it to the registry's `Limits::max_input_bytes`",
+                slot.name
             );
-            quote!(::core::option::Option::Some(#message))
+            own.push((slot.cfgs.clone(), message));
         }
-    };
-    let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
-    let depth = Ident::new("__AgentSurfaceDepth", proc_macro2::Span::mixed_site());
-    let mut deeper = item.generics.clone();
-    deeper.params.push(syn::parse_quote!(#depth));
-    let (deeper_generics, _, _) = deeper.split_for_impl();
+        for unseen in finding.unseen {
+            let message = format!(
+                "{} of `{type_name}` holds a string, list, map or free-form JSON with no bound (through a generic \
+                 parameter, a tuple or an alias): bound the field (`#[schemars(length(max = …))]`, \
+                 `inner(length(max = …))` for a list's items) or mark it `#[agent_schema(unbounded)]`",
+                slot.name
+            );
+            nested.push((slot.cfgs.clone(), unseen, message));
+        }
+    }
+    let own_lets = own.iter().map(|(cfgs, message)| {
+        quote! {
+            #(#cfgs)*
+            let found = ::agent_surface::macro_support::first_unbounded(
+                &[found, ::core::option::Option::Some(#message)],
+            );
+        }
+    });
+    let own_verdict = quote! {{
+        let found: ::core::option::Option<&'static str> = ::core::option::Option::None;
+        #(#own_lets)*
+        found
+    }};
+    // Nested types under `#[cfg]` may not exist: their bounds cannot be
+    // where-clauses, so only their own verdicts above are checked.
+    let uncfg: Vec<&(Vec<&Attribute>, &Type, String)> = nested
+        .iter()
+        .filter(|(cfgs, _, _)| cfgs.is_empty())
+        .collect();
     let mut predicates: Vec<TokenStream> = where_clause
         .map(|clause| clause.predicates.iter().map(|p| quote!(#p)).collect())
         .unwrap_or_default();
     predicates.extend(
-        nested
+        uncfg
             .iter()
-            .map(|ty| quote!(#ty: ::agent_surface::macro_support::Bounded<#depth>)),
+            .map(|(_, ty, _)| quote!(#ty: ::agent_surface::macro_support::Bounded<#depth>)),
     );
-    let answers = nested
-        .iter()
-        .map(|ty| quote!(<#ty as ::agent_surface::macro_support::Bounded<#depth>>::UNBOUNDED));
+    let answers = uncfg.iter().map(|(_, ty, message)| {
+        quote! {
+            ::agent_surface::macro_support::field_answer(
+                <#ty as ::agent_surface::macro_support::Bounded<#depth>>::UNSEEN,
+                #message,
+                <#ty as ::agent_surface::macro_support::Bounded<#depth>>::UNBOUNDED,
+            )
+        }
+    });
     quote! {
         #[automatically_derived]
         impl #impl_generics ::agent_surface::macro_support::Bounded<::agent_surface::macro_support::Zero>
             for #ident #ty_generics #where_clause
         {
-            const UNBOUNDED: ::core::option::Option<&'static str> = #verdict;
+            const UNBOUNDED: ::core::option::Option<&'static str> = #own_verdict;
         }
         #[automatically_derived]
         impl #deeper_generics ::agent_surface::macro_support::Bounded<::agent_surface::macro_support::Next<#depth>>
@@ -285,14 +465,14 @@ pub(crate) fn impls(
         where #(#predicates),*
         {
             const UNBOUNDED: ::core::option::Option<&'static str> =
-                ::agent_surface::macro_support::first_unbounded(&[#verdict, #(#answers),*]);
+                ::agent_surface::macro_support::first_unbounded(&[#own_verdict, #(#answers),*]);
         }
     }
 }
 
 /// A compile-time check, spanned at the input type, that a capability's
 /// input (named through its marker's `Takes`) is bounded.
-pub(crate) fn assert_input(marker: &TokenStream, span: proc_macro2::Span) -> TokenStream {
+pub(crate) fn assert_input(marker: &TokenStream, span: Span) -> TokenStream {
     quote::quote_spanned! {span=>
         const _: () = if let ::core::option::Option::Some(message) =
             <#marker as ::agent_surface::macro_support::Takes>::UNBOUNDED
@@ -304,7 +484,7 @@ pub(crate) fn assert_input(marker: &TokenStream, span: proc_macro2::Span) -> Tok
 
 /// A compile-time check, spanned at `ty`, that a procedure's input type is
 /// bounded.
-pub(crate) fn assert_type(ty: &TokenStream, span: proc_macro2::Span) -> TokenStream {
+pub(crate) fn assert_type(ty: &TokenStream, span: Span) -> TokenStream {
     quote::quote_spanned! {span=>
         const _: () = if let ::core::option::Option::Some(message) =
             <#ty as ::agent_surface::macro_support::Bounded<::agent_surface::macro_support::Deepest>>::UNBOUNDED
@@ -312,11 +492,4 @@ pub(crate) fn assert_type(ty: &TokenStream, span: proc_macro2::Span) -> TokenStr
             ::core::panic!("{}", message)
         };
     }
-}
-
-/// Whether serde never reads the field from the agent.
-fn skipped(attrs: &[Attribute]) -> bool {
-    metas(attrs, "serde")
-        .iter()
-        .any(|meta| matches!(meta.key.as_str(), "skip" | "skip_deserializing"))
 }

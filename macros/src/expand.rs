@@ -174,9 +174,13 @@ fn index_patterns(component: &Component<'_>) -> Vec<TokenStream> {
 
 /// The marker type and its `Takes`/`Returns` impls: the one place where the
 /// input and return types are checked, at the tokens the user wrote.
-fn marker_items(capability: &Capability<'_>, self_ty: &syn::Type) -> TokenStream {
+fn marker_items(
+    capability: &Capability<'_>,
+    self_ty: &syn::Type,
+    check_bounds: bool,
+) -> TokenStream {
     let policies = policies_fn(capability.policies.as_ref(), self_ty);
-    marker_items_with(capability, self_ty, policies, true)
+    marker_items_with(capability, self_ty, policies, check_bounds)
 }
 
 /// After errors: the marker items of every capability whose signature is
@@ -567,7 +571,13 @@ fn invoke_arm(pattern: &TokenStream, capability: &Capability<'_>) -> TokenStream
         }
         Param::Context(ty) => {
             let ctx = Ident::new("_ctx", hygienic(ty.span()));
-            quote_spanned!(ty.span()=> <#ty as ::agent_surface::context::HandlerContext<'_>>::lend(&#ctx))
+            // The handler's own lifetime name (`&'a ReadContext`) is not in
+            // scope here: the borrow is elided.
+            let mut elided = (*ty).clone();
+            if let syn::Type::Reference(reference) = &mut elided {
+                reference.lifetime = None;
+            }
+            quote_spanned!(ty.span()=> <#elided as ::agent_surface::context::HandlerContext<'_>>::lend(&#ctx))
         }
     });
     let call = if capability.method.sig.asyncness.is_some() {
@@ -613,10 +623,22 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
         component.rust_type_name(),
         test_suffix(component)
     );
-    let markers = component
+    // One input type taken by several capabilities is checked for bounds
+    // once (at its first use), so one unbounded field is one error.
+    let mut checked_inputs: Vec<String> = Vec::new();
+    let markers: Vec<TokenStream> = component
         .capabilities
         .iter()
-        .map(|capability| marker_items(capability, self_ty));
+        .map(|capability| {
+            let first_use = capability.input().is_some_and(|input| {
+                let key = format!("{}{}", quote!(#input), cfg_attrs(capability));
+                let first = !checked_inputs.contains(&key);
+                checked_inputs.push(key);
+                first
+            });
+            marker_items(capability, self_ty, first_use)
+        })
+        .collect();
     let component_policies = policies_fn(component.attrs.policies.as_ref(), self_ty);
     let reference_items = crate::reach::contract_calls(component).1;
     let component_marker = (!component_policies.is_empty()).then(|| {

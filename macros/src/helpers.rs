@@ -32,6 +32,12 @@ pub(crate) fn names_context(ty: &Type) -> bool {
     })
 }
 
+/// Whether `ty` is `ActionContext` or `ReadContext` by value, exactly: a
+/// context taken by value (an input type merely named `…Context` is not).
+pub(crate) fn is_context_name(ty: &Type) -> bool {
+    last_ident(ty).is_some_and(|ident| CONTEXTS.contains(&ident.to_string().as_str()))
+}
+
 /// Whether `ty` is `&ActionContext` or `&ReadContext` (shared or not).
 pub(crate) fn is_context_ref(ty: &Type) -> bool {
     matches!(ty, Type::Reference(reference) if names_context(&reference.elem))

@@ -75,6 +75,12 @@ pub(crate) fn signature<'a>(
     let mut params = Vec::new();
     let mut seen_input: Option<&Type> = None;
     let mut seen_context = false;
+    // Beside a parameter named as a context, another borrowed one is a
+    // misplaced input, not a second context.
+    let names_a_context = sig
+        .inputs
+        .iter()
+        .any(|arg| matches!(arg, FnArg::Typed(typed) if crate::helpers::is_context_ref(&typed.ty)));
     for arg in inputs {
         let FnArg::Typed(typed) = arg else { continue };
         if !matches!(
@@ -84,7 +90,9 @@ pub(crate) fn signature<'a>(
             cx.error_spanned_by(&typed.pat, "use a plain parameter name here");
         }
         let ty = &*typed.ty;
-        if crate::helpers::is_handler_context(ty) {
+        if crate::helpers::is_handler_context(ty)
+            && (!names_a_context || crate::helpers::is_context_ref(ty))
+        {
             match ty {
                 Type::Reference(reference) if reference.mutability.is_some() => cx.error_spanned_by(
                     ty,
@@ -108,7 +116,7 @@ pub(crate) fn signature<'a>(
             Type::Reference(reference) => cx.error_spanned_by(
                 reference.and_token,
                 format!(
-                    "an action takes its input by value: write `{}: {}` without `&`; only the context is borrowed (`&ActionContext` or `&ReadContext`, or an alias of one named `…Context` or `…Ctx`)",
+                    "an action takes its input by value: write `{}: {}` without `&`; only the context is borrowed (`&ActionContext` or `&ReadContext`, or an alias of one)",
                     param_name(&typed.pat),
                     crate::helpers::type_text(&reference.elem)
                 ),
@@ -117,7 +125,7 @@ pub(crate) fn signature<'a>(
                 ty,
                 "`impl Trait` inputs have no schema; use a struct annotated with `#[agent_schema]`",
             ),
-            ty if crate::helpers::names_context(ty) => cx.error_spanned_by(
+            ty if crate::helpers::is_context_name(ty) => cx.error_spanned_by(
                 ty,
                 format!(
                     "the context is borrowed: write `{}: &{}`",

@@ -111,6 +111,39 @@ pub(crate) fn metas(attrs: &[Attribute], namespace: &str) -> Vec<Meta> {
     out
 }
 
+/// [`metas`], and those inside `#[cfg_attr(pred, namespace(…))]` as well:
+/// what the schema may hold (a bound under `cfg_attr` counts).
+pub(crate) fn metas_with_cfg_attr(attrs: &[Attribute], namespace: &str) -> Vec<Meta> {
+    let mut out = Vec::new();
+    for attr in attrs {
+        if attr.path().is_ident(namespace) {
+            let _ = attr.parse_nested_meta(|meta| metas_of(meta, &mut out));
+        } else if attr.path().is_ident("cfg_attr") {
+            // `#[cfg_attr(pred, schemars(…))]`: read as if written alone
+            // (the schema then has it whenever the predicate holds).
+            let mut first = true;
+            let _ = attr.parse_nested_meta(|meta| {
+                if std::mem::take(&mut first) {
+                    if meta.input.peek(syn::token::Paren) {
+                        let _content;
+                        syn::parenthesized!(_content in meta.input);
+                    } else if meta.input.peek(syn::Token![=]) {
+                        let _ = meta.value()?.parse::<syn::Expr>()?;
+                    }
+                    return Ok(());
+                }
+                if meta.path.is_ident(namespace) {
+                    meta.parse_nested_meta(|inner| metas_of(inner, &mut out))
+                } else {
+                    let _ = meta.input.parse::<proc_macro2::TokenStream>();
+                    Ok(())
+                }
+            });
+        }
+    }
+    out
+}
+
 fn find<'a>(metas: &'a [Meta], key: &str) -> Option<&'a Meta> {
     metas.iter().find(|meta| meta.key == key)
 }
@@ -293,6 +326,17 @@ fn bounds(cx: &Ctxt, attrs: &[Attribute]) {
         for meta in metas(attrs, namespace) {
             match meta.key.as_str() {
                 "range" | "length" => {
+                    if meta.key == "length"
+                        && let Some(negative) = meta
+                            .nested
+                            .iter()
+                            .find(|inner| inner.number.is_some_and(|n| n < 0.0))
+                    {
+                        cx.error_at(
+                            negative.span,
+                            "a length counts characters or items: it cannot be negative",
+                        );
+                    }
                     let (min, max) = (find(&meta.nested, "min"), find(&meta.nested, "max"));
                     if let (Some(min), Some(max)) = (min, max)
                         && let (Some(low), Some(high)) = (min.number, max.number)

@@ -235,8 +235,79 @@ fn schemars_forms(cx: &Ctxt, metas: &[Meta]) {
                 meta.span,
                 format!("`{key}` takes a value: `#[schemars({key} = …)]`"),
             );
+        } else if STRING_VALUES.contains(&key) && meta.form == Form::Value && meta.text.is_none() {
+            cx.error_at(
+                meta.span,
+                format!("`{key}` takes a string: `#[schemars({key} = \"…\")]`"),
+            );
         } else if key == "regex" {
             regex_keys(cx, meta);
+        } else if key == "inner" && meta.form == Form::List {
+            // The items' own keys, checked the same way.
+            let nested: Vec<&Meta> = meta.nested.iter().collect();
+            inner_forms(cx, &nested);
+        }
+    }
+}
+
+/// `#[schemars(…)]` keys whose value is a string literal.
+const STRING_VALUES: &[&str] = &[
+    "title",
+    "description",
+    "crate",
+    "with",
+    "schema_with",
+    "tag",
+    "content",
+    "bound",
+    "skip_serializing_if",
+    "remote",
+    "into",
+    "from",
+    "try_from",
+];
+
+/// The keys inside `inner(…)`: the validation keys, each in its form.
+fn inner_forms(cx: &Ctxt, metas: &[&Meta]) {
+    const INNER: &[&str] = &[
+        "length", "range", "regex", "pattern", "contains", "inner", "required", "email", "url",
+        "ip", "ipv4", "ipv6",
+    ];
+    for meta in metas {
+        let key = meta.key.as_str();
+        if !INNER.contains(&key) {
+            cx.error_at(
+                meta.span,
+                format!(
+                    "unknown key `{key}` in `inner(…)`; {}it takes the validation keys: {}",
+                    crate::attr::did_you_mean(key, INNER),
+                    INNER.join(", ")
+                ),
+            );
+        } else if matches!(key, "length" | "range") {
+            if meta.form != Form::List {
+                cx.error_at(
+                    meta.span,
+                    format!("`{key}` takes its settings in parentheses: `inner({key}(max = 10))`"),
+                );
+            } else {
+                for inner in meta
+                    .nested
+                    .iter()
+                    .filter(|m| !BOUND_KEYS.contains(&m.key.as_str()) || m.form != Form::Value)
+                {
+                    cx.error_at(
+                        inner.span,
+                        format!(
+                            "`{key}(…)` takes `min`, `max` or `equal` with a number; {}",
+                            crate::attr::did_you_mean(&inner.key, BOUND_KEYS)
+                        ),
+                    );
+                }
+            }
+        } else if key == "inner" && meta.form == Form::List {
+            let nested: Vec<&Meta> = meta.nested.iter().collect();
+            inner_forms(cx, &nested);
         }
     }
 }

@@ -23,7 +23,7 @@ pub use crate::contract::{
 pub use crate::error::{ActionError, PreconditionFailure};
 pub use crate::procedure::seal::Sealed;
 pub use crate::procedure::{Field, Procedure, ProcedureContract, ProcedureEntry};
-pub use crate::schema::bounded::{Bounded, Deepest, Next, Zero, first_unbounded};
+pub use crate::schema::bounded::{Bounded, Deepest, Next, Zero, field_answer, first_unbounded};
 pub use crate::schema::{AgentInput, AgentOutput, AgentSchema, Issue, MapValue, SameElement};
 pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
 pub use inventory;
@@ -48,7 +48,7 @@ pub trait Takes {
     type Input: AgentInput;
     /// The input's first unbounded field, checked at compile time where
     /// the capability is declared.
-    const UNBOUNDED: Option<&'static str> = <Self::Input as Bounded<Deepest>>::UNBOUNDED;
+    const UNBOUNDED: Option<&'static str> = <Self::Input as AgentInput>::UNBOUNDED_FIELD;
 }
 
 /// Names the return type of one capability's handler (see [`Takes`]).

@@ -5,7 +5,7 @@
 //! `#[agent_schema]` implements [`Bounded`] for each type agents can send,
 //! at every depth: at depth `Next<D>` a type's answer is its own fields'
 //! and, through them, its nested types' at depth `D`, so a recursive type
-//! is checked to a fixed depth ([`Deepest`]) and never forms a cycle. The
+//! is checked to a fixed depth ([`Deepest`], twelve types) and never forms a cycle. The
 //! nested answers are where-clauses of a generic impl, so a field type that
 //! is no agent schema type (an error of its own) adds no error here. The
 //! component and procedure macros evaluate it for each input type at
@@ -24,8 +24,8 @@ pub struct Zero;
 /// One level deeper than `D`.
 pub struct Next<D>(PhantomData<D>);
 
-/// How deep the macros' checks look into nested types: six levels.
-pub type Deepest = Next<Next<Next<Next<Next<Next<Zero>>>>>>;
+/// How deep the macros' checks look into nested types: twelve levels.
+pub type Deepest = Next<Next<Next<Next<Next<Next<Next<Next<Next<Next<Next<Next<Zero>>>>>>>>>>>>;
 
 /// Whether a type agents can send is bounded, looked at `D` types deep:
 /// `UNBOUNDED` names the first field that is not, with the fixes.
@@ -38,6 +38,11 @@ pub type Deepest = Next<Next<Next<Next<Next<Next<Zero>>>>>>;
 pub trait Bounded<D> {
     /// The first unbounded field, as the message that stops the build.
     const UNBOUNDED: Option<&'static str>;
+    /// Whether the type itself is a string, list, map or free-form value:
+    /// reached where the macro could not see it (through a generic
+    /// parameter, a tuple, an alias), it is unbounded, and the field that
+    /// holds it is named in the message.
+    const UNSEEN: bool = false;
 }
 
 /// The first of `answers` that names an unbounded field.
@@ -52,6 +57,22 @@ pub const fn first_unbounded(answers: &[Option<&'static str>]) -> Option<&'stati
     None
 }
 
+/// What a field holding `T` answers: `unseen` (its own message, naming the
+/// field) when `T` is a string or list the macro could not see, else `T`'s
+/// own answer.
+pub const fn field_answer(
+    unseen: bool,
+    field: &'static str,
+    answer: Option<&'static str>,
+) -> Option<&'static str> {
+    if unseen { Some(field) } else { answer }
+}
+
+/// The answer of a string, list, map or free-form value reached unseen.
+const UNSEEN: Option<&'static str> = Some(
+    "a string, list, map or free-form JSON value reached through a generic parameter, a tuple or an alias has no bound: bound the field that holds it (`#[schemars(length(max = …))]`, `inner(length(max = …))` for a list's items) or mark that field `#[agent_schema(unbounded)]`",
+);
+
 macro_rules! bounded_leaf {
     ($($ty:ty),* $(,)?) => {
         $(impl<D> Bounded<D> for $ty {
@@ -60,7 +81,16 @@ macro_rules! bounded_leaf {
     };
 }
 
-// Leaves: their bounds (if any) are the containing field's.
+macro_rules! unseen_leaf {
+    ($($ty:ty),* $(,)?) => {
+        $(impl<D> Bounded<D> for $ty {
+            const UNBOUNDED: Option<&'static str> = UNSEEN;
+            const UNSEEN: bool = true;
+        })*
+    };
+}
+
+// Scalars: a range bounds them, and they are small whatever they hold.
 bounded_leaf!(
     bool,
     i8,
@@ -76,10 +106,6 @@ bounded_leaf!(
     f32,
     f64,
     char,
-    String,
-    str,
-    serde_json::Value,
-    serde_json::Map<String, serde_json::Value>,
     std::num::NonZeroU8,
     std::num::NonZeroU16,
     std::num::NonZeroU32,
@@ -94,58 +120,73 @@ bounded_leaf!(
     i128,
 );
 
+// Strings and free-form values: bounded only by their field's attributes,
+// which the macro reads where it sees them.
+unseen_leaf!(String, str, serde_json::Value, serde_json::Map<String, serde_json::Value>);
+
 macro_rules! bounded_wrapper {
     ($($ty:ty),* $(,)?) => {
         $(impl<T: Bounded<D> + ?Sized, D> Bounded<D> for $ty {
             const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+            const UNSEEN: bool = T::UNSEEN;
         })*
     };
 }
 
-// Wrappers and collections: the items are what their own type says.
+// Wrappers: what they wrap decides.
 bounded_wrapper!(Box<T>, Arc<T>, &T);
 
 impl<T: Bounded<D>, D> Bounded<D> for Option<T> {
     const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+    const UNSEEN: bool = T::UNSEEN;
 }
-impl<T: Bounded<D>, D> Bounded<D> for Vec<T> {
-    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
-}
-impl<T: Bounded<D>, D> Bounded<D> for VecDeque<T> {
-    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
-}
-impl<T: Bounded<D>, D> Bounded<D> for [T] {
-    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
-}
-impl<T: Bounded<D>, D, const L: usize> Bounded<D> for [T; L] {
-    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
-}
-impl<T: Bounded<D>, D> Bounded<D> for BTreeSet<T> {
-    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
-}
-impl<T: Bounded<D>, S, D> Bounded<D> for HashSet<T, S> {
-    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
-}
+
 impl<T: Bounded<D> + ToOwned + ?Sized, D> Bounded<D> for Cow<'_, T> {
     const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+    const UNSEEN: bool = T::UNSEEN;
 }
-impl<V: Bounded<D>, D> Bounded<D> for BTreeMap<String, V> {
-    const UNBOUNDED: Option<&'static str> = V::UNBOUNDED;
+
+macro_rules! unseen_collection {
+    ($($ty:ty),* $(,)?) => {
+        $(impl<T, D> Bounded<D> for $ty {
+            const UNBOUNDED: Option<&'static str> = UNSEEN;
+            const UNSEEN: bool = true;
+        })*
+    };
 }
-impl<V: Bounded<D>, S, D> Bounded<D> for HashMap<String, V, S> {
-    const UNBOUNDED: Option<&'static str> = V::UNBOUNDED;
+
+// Lists and maps: their length is their field's to bound.
+unseen_collection!(Vec<T>, VecDeque<T>, [T], BTreeSet<T>, BTreeMap<String, T>);
+
+impl<T, S, D> Bounded<D> for HashSet<T, S> {
+    const UNBOUNDED: Option<&'static str> = UNSEEN;
+    const UNSEEN: bool = true;
 }
+impl<V, S, D> Bounded<D> for HashMap<String, V, S> {
+    const UNBOUNDED: Option<&'static str> = UNSEEN;
+    const UNSEEN: bool = true;
+}
+// A fixed-size array: its items decide.
+impl<T: Bounded<D>, D, const L: usize> Bounded<D> for [T; L] {
+    const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
+    const UNSEEN: bool = T::UNSEEN;
+}
+// Tuples: their elements decide (no attribute can bound an element).
 impl<A: Bounded<D>, D> Bounded<D> for (A,) {
     const UNBOUNDED: Option<&'static str> = A::UNBOUNDED;
+    const UNSEEN: bool = A::UNSEEN;
 }
 impl<A: Bounded<D>, B: Bounded<D>, D> Bounded<D> for (A, B) {
     const UNBOUNDED: Option<&'static str> = first_unbounded(&[A::UNBOUNDED, B::UNBOUNDED]);
+    const UNSEEN: bool = A::UNSEEN || B::UNSEEN;
 }
 impl<A: Bounded<D>, B: Bounded<D>, C: Bounded<D>, D> Bounded<D> for (A, B, C) {
     const UNBOUNDED: Option<&'static str> =
         first_unbounded(&[A::UNBOUNDED, B::UNBOUNDED, C::UNBOUNDED]);
+    const UNSEEN: bool = A::UNSEEN || B::UNSEEN || C::UNSEEN;
 }
 impl<A: Bounded<L>, B: Bounded<L>, C: Bounded<L>, E: Bounded<L>, L> Bounded<L> for (A, B, C, E) {
     const UNBOUNDED: Option<&'static str> =
         first_unbounded(&[A::UNBOUNDED, B::UNBOUNDED, C::UNBOUNDED, E::UNBOUNDED]);
+    const UNSEEN: bool = A::UNSEEN || B::UNSEEN || C::UNSEEN || E::UNSEEN;
 }

@@ -52,10 +52,12 @@ impl<D> super::bounded::Bounded<D> for uuid::Uuid {
 
 #[cfg(feature = "url")]
 impl super::AgentSchema for url::Url {}
-// A string: the field that holds it carries its `length(max = …)`.
+// A string: the field that holds it carries its `length(max = …)`, and
+// reached unseen (through a generic parameter) it is unbounded.
 #[cfg(feature = "url")]
 impl<D> super::bounded::Bounded<D> for url::Url {
-    const UNBOUNDED: Option<&'static str> = None;
+    const UNBOUNDED: Option<&'static str> = <String as super::bounded::Bounded<D>>::UNBOUNDED;
+    const UNSEEN: bool = true;
 }
 
 /// `#[schemars(schema_with = "…")]` helpers: the string formats of the

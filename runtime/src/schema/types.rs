@@ -41,6 +41,11 @@ pub trait AgentInput:
     + 'static
     + super::bounded::Bounded<super::bounded::Deepest>
 {
+    /// The first unbounded field, read where the type is taken as an
+    /// input (a type that is no input at all is reported once, as such).
+    #[doc(hidden)]
+    const UNBOUNDED_FIELD: Option<&'static str> =
+        <Self as super::bounded::Bounded<super::bounded::Deepest>>::UNBOUNDED;
 }
 
 /// A type a handler may return as its output.
