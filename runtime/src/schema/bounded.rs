@@ -29,11 +29,12 @@ pub type Deepest = Next<Next<Next<Next<Next<Next<Next<Next<Next<Next<Next<Next<Z
 
 /// Whether a type agents can send is bounded, looked at `D` types deep:
 /// `UNBOUNDED` names the first field that is not, with the fixes.
-/// Implemented by `#[agent_schema]`; not for direct use.
+/// Implemented by `#[agent_schema]`; by hand only beside a hand-written
+/// [`AgentSchema`](super::AgentSchema).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be checked for bounds on agent input",
     label = "not a type `#[agent_schema]` declared for input",
-    note = "annotate it with `#[agent_schema]` (not `output`)"
+    note = "annotate it with `#[agent_schema]` (not `output`); a hand-written `AgentSchema` implements `agent_surface::schema::Bounded` too"
 )]
 pub trait Bounded<D> {
     /// The first unbounded field, as the message that stops the build.

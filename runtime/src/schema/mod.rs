@@ -60,6 +60,7 @@ use std::fmt;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
+pub use bounded::Bounded;
 pub use compile::{CompiledSchema, compile};
 pub use ecosystem::formats;
 pub use external::{Supplied, SuppliedSchema, check_supplied};

@@ -15,7 +15,54 @@ use std::sync::Arc;
 /// Implement it with `#[agent_schema]` on your own types. Implementing it by
 /// hand is possible for types with a hand-written `JsonSchema`; their schema is
 /// still checked against the subset by the test `#[agent_component]` generates
-/// and at registration.
+/// and at registration. Such a type used inside an input also answers the
+/// bounds check: implement [`Bounded`](super::Bounded) for every depth, with
+/// `None` when its schema bounds what it holds:
+///
+/// ```
+/// # use std::borrow::Cow;
+/// # struct Code;
+/// # impl schemars::JsonSchema for Code {
+/// #     fn schema_name() -> Cow<'static, str> { "Code".into() }
+/// #     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+/// #         schemars::json_schema!({ "type": "string", "maxLength": 8 })
+/// #     }
+/// # }
+/// # impl serde::Serialize for Code {
+/// #     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> { s.serialize_str("c") }
+/// # }
+/// # impl<'de> serde::Deserialize<'de> for Code {
+/// #     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+/// #         <String as serde::Deserialize>::deserialize(d).map(|_| Code)
+/// #     }
+/// # }
+/// impl agent_surface::AgentSchema for Code {}
+/// impl<D> agent_surface::schema::Bounded<D> for Code {
+///     const UNBOUNDED: Option<&'static str> = None;
+/// }
+///
+/// // Usable inside an input like any other schema type.
+/// use agent_surface::prelude::*;
+///
+/// /// An order.
+/// #[agent_schema]
+/// pub struct Order {
+///     /// The product code.
+///     pub code: Code,
+/// }
+///
+/// struct Shop;
+///
+/// /// A shop.
+/// #[agent_component(type = "demo.shop")]
+/// impl Shop {
+///     /// Orders.
+///     #[action(effect = "local-state")]
+///     fn order(&self, input: Order) {
+///         let _ = input.code;
+///     }
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot cross the agent boundary: it has no JSON Schema inside the agent-surface subset",
     label = "not an agent schema type",
