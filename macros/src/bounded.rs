@@ -62,9 +62,9 @@ fn is_json_value(ty: &Type) -> bool {
     matches!(ty, Type::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == "Value"))
 }
 
-/// Whether `ty` is written `serde_json::Value` (a bare `Value` may be the
+/// Whether `ty` is written `krate::name` (a bare `Value` may be the
 /// application's own type: its `Bounded` answer decides).
-fn is_qualified_json_value(ty: &Type) -> bool {
+fn is_qualified(ty: &Type, krate: &str, name: &str) -> bool {
     let Type::Path(path) = ty else { return false };
     let names: Vec<String> = path
         .path
@@ -72,7 +72,11 @@ fn is_qualified_json_value(ty: &Type) -> bool {
         .iter()
         .map(|s| s.ident.to_string())
         .collect();
-    names.len() >= 2 && names.ends_with(&["serde_json".to_owned(), "Value".to_owned()])
+    names.len() >= 2 && names.ends_with(&[krate.to_owned(), name.to_owned()])
+}
+
+fn is_qualified_json_value(ty: &Type) -> bool {
+    is_qualified(ty, "serde_json", "Value")
 }
 
 /// The shape of `ty`, seen through `Option`, `Box`, `Arc`, `Rc` and `Cow`
@@ -95,8 +99,11 @@ fn shape(ty: &Type) -> Shape<'_> {
                     "Vec" | "VecDeque" | "HashSet" | "BTreeSet" | "LinkedList" | "BinaryHeap",
                     [item, ..],
                 ) => Shape::Sequence(item),
-                ("HashMap" | "BTreeMap", [_, value, ..]) if is_json_value(value) => Shape::Map,
+                ("HashMap" | "BTreeMap" | "Map", [_, value, ..]) if is_json_value(value) => {
+                    Shape::Map
+                }
                 ("HashMap" | "BTreeMap", [_, _, ..]) => Shape::OtherMap,
+                ("Map", []) if is_qualified(ty, "serde_json", "Map") => Shape::Map,
                 _ => Shape::Unseen,
             }
         }
@@ -130,7 +137,8 @@ fn inner_of<'a>(metas: &[&'a Meta]) -> Vec<&'a Meta> {
 /// it cannot see, whose `Bounded` answers decide.
 struct Finding<'a> {
     missing: Option<(String, String)>,
-    unseen: Vec<&'a Type>,
+    /// Each with whether its field bounds its length.
+    unseen: Vec<(&'a Type, bool)>,
 }
 
 fn analyze<'a>(ty: &'a Type, metas: &[&Meta], depth: usize, out: &mut Finding<'a>) {
@@ -164,13 +172,12 @@ fn analyze<'a>(ty: &'a Type, metas: &[&Meta], depth: usize, out: &mut Finding<'a
         }
         Shape::Array(item) => analyze(item, &inner_of(metas), depth + 1, out),
         Shape::Map => miss(String::new(), takes("a map", "maps")),
-        // A bound written on it (`length(max)` on a `Url`, say) is the
-        // author's; else its own answer decides.
-        Shape::Unseen if has_max(metas) => {}
         Shape::Unseen if is_qualified_json_value(ty) => {
             miss(String::new(), takes("free-form JSON", "free-form JSON"))
         }
-        Shape::Unseen => out.unseen.push(ty),
+        // Its own answer decides; a `length(max)` written on it (a `Url`,
+        // an alias of `String`) counts where a length bounds all of it.
+        Shape::Unseen => out.unseen.push((ty, has_max(metas))),
     }
 }
 
@@ -346,6 +353,12 @@ pub(crate) fn impls(
     let mut deeper = item.generics.clone();
     deeper.params.push(syn::parse_quote!(#depth));
     let (deeper_generics, _, _) = deeper.split_for_impl();
+    if !deserialize && container_unbounded {
+        cx.error_spanned_by(
+            ident,
+            "`#[agent_schema(unbounded)]` is for inputs: this type is `output` only, so agents never send it",
+        );
+    }
     if !deserialize || container_unbounded {
         return quote! {
             #[automatically_derived]
@@ -357,8 +370,8 @@ pub(crate) fn impls(
     let type_name = ident.to_string();
     // Per field: its own verdict (a message, or none), and its unseen
     // types, each answered through `Bounded` one level down.
-    let mut own: Vec<(Vec<&Attribute>, String)> = Vec::new();
-    let mut nested: Vec<(Vec<&Attribute>, &Type, String)> = Vec::new();
+    let mut own: Vec<(Vec<&Attribute>, String, String)> = Vec::new();
+    let mut nested: Vec<(Vec<&Attribute>, &Type, bool, String)> = Vec::new();
     let slots = slots(item);
     // `#[schemars(with = "Type")]`: the schema is that type's, so it is
     // what is checked.
@@ -404,19 +417,45 @@ pub(crate) fn impls(
                  `#[agent_schema(unbounded)]` to leave it to the registry's `Limits::max_input_bytes`",
                 slot.name
             );
-            own.push((slot.cfgs.clone(), message));
+            own.push((slot.cfgs.clone(), message, slot.name.clone()));
         }
-        for unseen in finding.unseen {
-            let message = format!(
-                "{} of `{type_name}` holds a string, list, map or free-form JSON with no bound (through a generic \
-                 parameter, a tuple or an alias): bound the field (`#[schemars(length(max = …))]`, \
-                 `inner(length(max = …))` for a list's items) or mark it `#[agent_schema(unbounded)]`",
-                slot.name
-            );
-            nested.push((slot.cfgs.clone(), unseen, message));
+        for (unseen, length) in finding.unseen {
+            let message = if length {
+                format!(
+                    "{} of `{type_name}`: its `length(max = …)` bounds how many, not what each holds (free-form \
+                     JSON, a map, or a list or tuple of strings reached through a generic parameter or an alias): \
+                     bound the strings where their type is declared, or mark the field `#[agent_schema(unbounded)]`",
+                    slot.name
+                )
+            } else {
+                format!(
+                    "{} of `{type_name}` holds a string, list, map or free-form JSON with no bound (through a generic \
+                     parameter, a tuple or an alias): bound the field (`#[schemars(length(max = …))]`, \
+                     `inner(length(max = …))` for a list's items) or mark it `#[agent_schema(unbounded)]`",
+                    slot.name
+                )
+            };
+            nested.push((slot.cfgs.clone(), unseen, length, message));
         }
     }
-    let own_lets = own.iter().map(|(cfgs, message)| {
+    // Every field found so far is named in the first message, so one
+    // build lists them all.
+    let always: Vec<&str> = own
+        .iter()
+        .filter(|(cfgs, _, _)| cfgs.is_empty())
+        .map(|(_, _, name)| name.as_str())
+        .collect();
+    let own_lets = own.iter().map(|(cfgs, message, name)| {
+        let others: Vec<&str> = always
+            .iter()
+            .copied()
+            .filter(|other| other != name)
+            .collect();
+        let message = if others.is_empty() {
+            message.clone()
+        } else {
+            format!("{message} (no bound either: {})", others.join(", "))
+        };
         quote! {
             #(#cfgs)*
             let found = ::agent_surface::macro_support::first_unbounded(
@@ -431,9 +470,9 @@ pub(crate) fn impls(
     }};
     // Nested types under `#[cfg]` may not exist: their bounds cannot be
     // where-clauses, so only their own verdicts above are checked.
-    let uncfg: Vec<&(Vec<&Attribute>, &Type, String)> = nested
+    let uncfg: Vec<&(Vec<&Attribute>, &Type, bool, String)> = nested
         .iter()
-        .filter(|(cfgs, _, _)| cfgs.is_empty())
+        .filter(|(cfgs, _, _, _)| cfgs.is_empty())
         .collect();
     let mut predicates: Vec<TokenStream> = where_clause
         .map(|clause| clause.predicates.iter().map(|p| quote!(#p)).collect())
@@ -441,15 +480,20 @@ pub(crate) fn impls(
     predicates.extend(
         uncfg
             .iter()
-            .map(|(_, ty, _)| quote!(#ty: ::agent_surface::macro_support::Bounded<#depth>)),
+            .map(|(_, ty, _, _)| quote!(#ty: ::agent_surface::macro_support::Bounded<#depth>)),
     );
-    let answers = uncfg.iter().map(|(_, ty, message)| {
-        quote! {
-            ::agent_surface::macro_support::field_answer(
-                <#ty as ::agent_surface::macro_support::Bounded<#depth>>::UNSEEN,
-                #message,
-                <#ty as ::agent_surface::macro_support::Bounded<#depth>>::UNBOUNDED,
-            )
+    let answers = uncfg.iter().map(|(_, ty, length, message)| {
+        let bounded = quote!(<#ty as ::agent_surface::macro_support::Bounded<#depth>>);
+        if *length {
+            quote! {
+                ::agent_surface::macro_support::field_answer_with_length(
+                    #bounded::UNSEEN, #bounded::LENGTH_BOUNDS, #message, #bounded::UNBOUNDED,
+                )
+            }
+        } else {
+            quote! {
+                ::agent_surface::macro_support::field_answer(#bounded::UNSEEN, #message, #bounded::UNBOUNDED)
+            }
         }
     });
     quote! {

@@ -291,18 +291,25 @@ fn inner_forms(cx: &Ctxt, metas: &[&Meta]) {
                     format!("`{key}` takes its settings in parentheses: `inner({key}(max = 10))`"),
                 );
             } else {
-                for inner in meta
-                    .nested
-                    .iter()
-                    .filter(|m| !BOUND_KEYS.contains(&m.key.as_str()) || m.form != Form::Value)
-                {
-                    cx.error_at(
-                        inner.span,
-                        format!(
-                            "`{key}(…)` takes `min`, `max` or `equal` with a number; {}",
-                            crate::attr::did_you_mean(&inner.key, BOUND_KEYS)
-                        ),
-                    );
+                for inner in &meta.nested {
+                    if !BOUND_KEYS.contains(&inner.key.as_str()) {
+                        cx.error_at(
+                            inner.span,
+                            format!(
+                                "unknown key `{}` in `{key}(…)`; {}the keys are min, max, equal",
+                                inner.key,
+                                crate::attr::did_you_mean(&inner.key, BOUND_KEYS)
+                            ),
+                        );
+                    } else if inner.form != Form::Value {
+                        cx.error_at(
+                            inner.span,
+                            format!(
+                                "`{}` takes a number: `{key}({} = 10)`",
+                                inner.key, inner.key
+                            ),
+                        );
+                    }
                 }
             }
         } else if key == "inner" && meta.form == Form::List {

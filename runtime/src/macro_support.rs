@@ -23,7 +23,9 @@ pub use crate::contract::{
 pub use crate::error::{ActionError, PreconditionFailure};
 pub use crate::procedure::seal::Sealed;
 pub use crate::procedure::{Field, Procedure, ProcedureContract, ProcedureEntry};
-pub use crate::schema::bounded::{Bounded, Deepest, Next, Zero, field_answer, first_unbounded};
+pub use crate::schema::bounded::{
+    Bounded, Deepest, Next, Zero, field_answer, field_answer_with_length, first_unbounded,
+};
 pub use crate::schema::{AgentInput, AgentOutput, AgentSchema, Issue, MapValue, SameElement};
 pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
 pub use inventory;

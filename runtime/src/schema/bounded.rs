@@ -44,6 +44,10 @@ pub trait Bounded<D> {
     /// parameter, a tuple, an alias), it is unbounded, and the field that
     /// holds it is named in the message.
     const UNSEEN: bool = false;
+    /// Whether a `length(max = …)` on the field that holds it bounds all
+    /// of it (a string's characters; not a map, free-form JSON, or a list
+    /// or tuple of strings, whose inner strings stay unbounded).
+    const LENGTH_BOUNDS: bool = true;
 }
 
 /// The first of `answers` that names an unbounded field.
@@ -67,6 +71,22 @@ pub const fn field_answer(
     answer: Option<&'static str>,
 ) -> Option<&'static str> {
     if unseen { Some(field) } else { answer }
+}
+
+/// What a field holding `T` answers when the field carries a
+/// `length(max = …)`: bounded when that bounds all of `T`, else `refused`
+/// (naming the field), and `T`'s own answer for a schema type.
+pub const fn field_answer_with_length(
+    unseen: bool,
+    length_bounds: bool,
+    refused: &'static str,
+    answer: Option<&'static str>,
+) -> Option<&'static str> {
+    match (unseen, length_bounds) {
+        (true, true) => None,
+        (true, false) => Some(refused),
+        (false, _) => answer,
+    }
 }
 
 /// The answer of a string, list, map or free-form value reached unseen.
@@ -123,13 +143,27 @@ bounded_leaf!(
 
 // Strings and free-form values: bounded only by their field's attributes,
 // which the macro reads where it sees them.
-unseen_leaf!(String, str, serde_json::Value, serde_json::Map<String, serde_json::Value>);
+unseen_leaf!(String, str);
+
+macro_rules! unseen_free_form {
+    ($($ty:ty),* $(,)?) => {
+        $(impl<D> Bounded<D> for $ty {
+            const UNBOUNDED: Option<&'static str> = UNSEEN;
+            const UNSEEN: bool = true;
+            const LENGTH_BOUNDS: bool = false;
+        })*
+    };
+}
+
+// Free-form values: no schema keyword bounds them.
+unseen_free_form!(serde_json::Value, serde_json::Map<String, serde_json::Value>);
 
 macro_rules! bounded_wrapper {
     ($($ty:ty),* $(,)?) => {
         $(impl<T: Bounded<D> + ?Sized, D> Bounded<D> for $ty {
             const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
             const UNSEEN: bool = T::UNSEEN;
+            const LENGTH_BOUNDS: bool = T::LENGTH_BOUNDS;
         })*
     };
 }
@@ -140,54 +174,70 @@ bounded_wrapper!(Box<T>, Arc<T>, &T);
 impl<T: Bounded<D>, D> Bounded<D> for Option<T> {
     const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
     const UNSEEN: bool = T::UNSEEN;
+    const LENGTH_BOUNDS: bool = T::LENGTH_BOUNDS;
 }
 
 impl<T: Bounded<D> + ToOwned + ?Sized, D> Bounded<D> for Cow<'_, T> {
     const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
     const UNSEEN: bool = T::UNSEEN;
+    const LENGTH_BOUNDS: bool = T::LENGTH_BOUNDS;
 }
 
 macro_rules! unseen_collection {
     ($($ty:ty),* $(,)?) => {
-        $(impl<T, D> Bounded<D> for $ty {
+        $(impl<T: Bounded<D>, D> Bounded<D> for $ty {
             const UNBOUNDED: Option<&'static str> = UNSEEN;
             const UNSEEN: bool = true;
+            const LENGTH_BOUNDS: bool = !T::UNSEEN;
         })*
     };
 }
 
 // Lists and maps: their length is their field's to bound.
-unseen_collection!(Vec<T>, VecDeque<T>, [T], BTreeSet<T>, BTreeMap<String, T>);
+unseen_collection!(Vec<T>, VecDeque<T>, [T], BTreeSet<T>);
 
-impl<T, S, D> Bounded<D> for HashSet<T, S> {
+impl<V, D> Bounded<D> for BTreeMap<String, V> {
     const UNBOUNDED: Option<&'static str> = UNSEEN;
     const UNSEEN: bool = true;
+    const LENGTH_BOUNDS: bool = false;
+}
+
+impl<T: Bounded<D>, S, D> Bounded<D> for HashSet<T, S> {
+    const UNBOUNDED: Option<&'static str> = UNSEEN;
+    const UNSEEN: bool = true;
+    const LENGTH_BOUNDS: bool = !T::UNSEEN;
 }
 impl<V, S, D> Bounded<D> for HashMap<String, V, S> {
     const UNBOUNDED: Option<&'static str> = UNSEEN;
     const UNSEEN: bool = true;
+    const LENGTH_BOUNDS: bool = false;
 }
 // A fixed-size array: its items decide.
 impl<T: Bounded<D>, D, const L: usize> Bounded<D> for [T; L] {
     const UNBOUNDED: Option<&'static str> = T::UNBOUNDED;
     const UNSEEN: bool = T::UNSEEN;
+    const LENGTH_BOUNDS: bool = !T::UNSEEN;
 }
 // Tuples: their elements decide (no attribute can bound an element).
 impl<A: Bounded<D>, D> Bounded<D> for (A,) {
     const UNBOUNDED: Option<&'static str> = A::UNBOUNDED;
     const UNSEEN: bool = A::UNSEEN;
+    const LENGTH_BOUNDS: bool = !A::UNSEEN;
 }
 impl<A: Bounded<D>, B: Bounded<D>, D> Bounded<D> for (A, B) {
     const UNBOUNDED: Option<&'static str> = first_unbounded(&[A::UNBOUNDED, B::UNBOUNDED]);
     const UNSEEN: bool = A::UNSEEN || B::UNSEEN;
+    const LENGTH_BOUNDS: bool = !(A::UNSEEN || B::UNSEEN);
 }
 impl<A: Bounded<D>, B: Bounded<D>, C: Bounded<D>, D> Bounded<D> for (A, B, C) {
     const UNBOUNDED: Option<&'static str> =
         first_unbounded(&[A::UNBOUNDED, B::UNBOUNDED, C::UNBOUNDED]);
     const UNSEEN: bool = A::UNSEEN || B::UNSEEN || C::UNSEEN;
+    const LENGTH_BOUNDS: bool = !(A::UNSEEN || B::UNSEEN || C::UNSEEN);
 }
 impl<A: Bounded<L>, B: Bounded<L>, C: Bounded<L>, E: Bounded<L>, L> Bounded<L> for (A, B, C, E) {
     const UNBOUNDED: Option<&'static str> =
         first_unbounded(&[A::UNBOUNDED, B::UNBOUNDED, C::UNBOUNDED, E::UNBOUNDED]);
     const UNSEEN: bool = A::UNSEEN || B::UNSEEN || C::UNSEEN || E::UNSEEN;
+    const LENGTH_BOUNDS: bool = !(A::UNSEEN || B::UNSEEN || C::UNSEEN || E::UNSEEN);
 }
