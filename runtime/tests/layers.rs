@@ -440,8 +440,6 @@ const KNOWN_CYCLES: &[&str] = &[
     "contract::authored",
     "contract::checked",
     "contract::reach",
-    "registry::handle",
-    "registry::mount",
 ];
 
 /// What adapters still take from the core's crate-private API, each to

@@ -1,11 +1,13 @@
 //! The mount handle: status, the master switch, availability pushes and
 //! state-driven re-evaluation; dropping it unmounts.
 
-use super::{RegistrationStatus, Registry};
-
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+
+use serde::Serialize;
+
+use super::Registry;
 
 use super::registration::{Override, Registration};
 
@@ -298,4 +300,16 @@ impl Drop for Mounted {
             crate::util::contain::drop_contained("registration", registration);
         }
     }
+}
+
+/// The state of a registration handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RegistrationStatus {
+    /// Mounted and visible.
+    Active,
+    /// Refused (duplicate instance or registration guard).
+    Rejected,
+    /// Unmounted.
+    Unregistered,
 }

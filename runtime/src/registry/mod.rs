@@ -48,8 +48,8 @@ pub use config::{
     DuplicatePolicy, GuardDecision, Limits, RegistrationCandidate, RegistryBuilder, RouteInfo,
     SuffixPolicy,
 };
-pub use handle::{AvailabilityOverride, Mounted};
-pub use mount::{MountBuilder, MountError, RegistrationStatus};
+pub use handle::{AvailabilityOverride, Mounted, RegistrationStatus};
+pub use mount::{MountBuilder, MountError};
 pub(crate) use state::{State, Tombstone};
 
 use std::fmt;

@@ -10,8 +10,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde::Serialize;
-
 use super::registration::{Chain, Chains, Registration};
 
 use crate::audit::{AuditEvent, AuditKind};
@@ -118,18 +116,6 @@ impl From<DefinitionError> for MountError {
     fn from(err: DefinitionError) -> Self {
         MountError::Definition(err)
     }
-}
-
-/// The state of a registration handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RegistrationStatus {
-    /// Mounted and visible.
-    Active,
-    /// Refused (duplicate instance or registration guard).
-    Rejected,
-    /// Unmounted.
-    Unregistered,
 }
 
 /// A mount being configured; see [`Registry::mounting`].
