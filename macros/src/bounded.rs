@@ -265,18 +265,9 @@ fn check_markers(cx: &Ctxt, item: &DeriveInput, deserialize: bool) {
 /// Removes the `#[agent_schema(unbounded)]` markers of `item`'s fields:
 /// they are this macro's, and nothing after it knows them.
 pub(crate) fn strip_markers(item: &mut DeriveInput) {
-    let strip =
-        |attrs: &mut Vec<Attribute>| attrs.retain(|attr| !attr.path().is_ident("agent_schema"));
-    match &mut item.data {
-        Data::Struct(data) => data.fields.iter_mut().for_each(|f| strip(&mut f.attrs)),
-        Data::Enum(data) => {
-            for variant in &mut data.variants {
-                strip(&mut variant.attrs);
-                variant.fields.iter_mut().for_each(|f| strip(&mut f.attrs));
-            }
-        }
-        Data::Union(_) => {}
-    }
+    crate::schema::inner_attrs_mut(item, |attrs| {
+        attrs.retain(|attr| !attr.path().is_ident("agent_schema"));
+    });
 }
 
 /// One field an agent can fill, with the `#[cfg]`s it sits under and how

@@ -269,6 +269,23 @@ fn union_fallback(item: &DeriveInput) -> TokenStream {
     }
 }
 
+/// Calls `f` on the attributes of every variant and field of `item`.
+pub(crate) fn inner_attrs_mut(item: &mut DeriveInput, mut f: impl FnMut(&mut Vec<Attribute>)) {
+    match &mut item.data {
+        Data::Struct(data) => data.fields.iter_mut().for_each(|field| f(&mut field.attrs)),
+        Data::Enum(data) => {
+            for variant in &mut data.variants {
+                f(&mut variant.attrs);
+                variant
+                    .fields
+                    .iter_mut()
+                    .for_each(|field| f(&mut field.attrs));
+            }
+        }
+        Data::Union(_) => {}
+    }
+}
+
 /// `item` without the serde and schemars helper attributes our derives
 /// would have read (the user's own derives keep theirs).
 fn without_helpers(item: &DeriveInput) -> DeriveInput {
@@ -283,16 +300,7 @@ fn without_helpers(item: &DeriveInput) -> DeriveInput {
         });
     };
     strip(&mut item.attrs);
-    match &mut item.data {
-        Data::Struct(data) => data.fields.iter_mut().for_each(|f| strip(&mut f.attrs)),
-        Data::Enum(data) => {
-            for variant in &mut data.variants {
-                strip(&mut variant.attrs);
-                variant.fields.iter_mut().for_each(|f| strip(&mut f.attrs));
-            }
-        }
-        Data::Union(_) => {}
-    }
+    inner_attrs_mut(&mut item, strip);
     item
 }
 
