@@ -5,6 +5,7 @@
 
 use super::McpServer;
 use crate::context::Consumer;
+use crate::toolset::served;
 
 /// A client the server serves now.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,17 +26,13 @@ impl McpServer {
     /// each may use right now (its own view of the surface: what policies
     /// and availability leave it).
     pub fn clients(&self) -> Vec<ConnectedClient> {
-        let registry = &self.shared.registry;
         self.shared
             .views
             .all()
             .into_iter()
             .map(|view| ConnectedClient {
-                consumer: view.toolset.consumer().clone(),
-                tools: view
-                    .current(registry)
-                    .iter()
-                    .filter(|tool| tool.state().available)
+                consumer: view.toolset().consumer().clone(),
+                tools: served(&view.current())
                     .map(|tool| tool.name().to_owned())
                     .collect(),
                 last_active_ms: view.last_seen_ms(),

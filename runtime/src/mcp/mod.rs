@@ -64,18 +64,16 @@
 //! # }
 //! ```
 
-mod call;
-mod changes;
+mod caller;
 mod clients;
 mod convert;
 mod endpoint;
 mod gate;
 mod held;
-mod identity;
 mod origin;
 mod plain;
 mod session;
-mod view;
+mod tools_call;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -87,16 +85,16 @@ use rmcp::ServiceExt;
 use rmcp::service::RunningService;
 
 use crate::adapter::Lru;
+use crate::context::ConsumerKind;
 use crate::registry::Registry;
+use crate::toolset::{CallActivity, ConsumerView, ConsumerViews, Mark, Topology};
 
 pub use clients::ConnectedClient;
 pub use endpoint::HttpServer;
 pub use origin::OriginGate;
 pub use session::McpSession;
 
-use changes::Activity;
 use endpoint::HttpOptions;
-use view::{View, Views};
 
 /// The request `_meta` key by which a client passes confirmation evidence.
 pub const CONFIRMATION_META: &str = "agentSurface/confirmationId";
@@ -277,6 +275,7 @@ impl McpServerBuilder {
         let elicitation = self
             .elicitation
             .unwrap_or_else(|| !self.registry.confirmations().has_in_app_channel());
+        let views = ConsumerViews::new(&self.registry, ConsumerKind::Mcp, Topology::Remote);
         let shared = Arc::new(Shared {
             registry: self.registry,
             name: self.name,
@@ -284,8 +283,8 @@ impl McpServerBuilder {
             instructions: self.instructions,
             elicitation,
             identify: self.identify,
-            views: Views::default(),
-            activity: Activity::default(),
+            views,
+            activity: CallActivity::default(),
             elicitations: Mutex::new(Lru::new(256, 600_000)),
             issued: Mutex::new(issued),
             next_session: AtomicU64::new(1),
@@ -320,8 +319,8 @@ struct Shared {
     instructions: Option<String>,
     elicitation: bool,
     identify: Option<Identify>,
-    views: Views,
-    activity: Activity,
+    views: ConsumerViews,
+    activity: CallActivity,
     elicitations: Mutex<Lru<String, PendingElicitation>>,
     /// Confirmation ids asked of anonymous callers, and whom they were
     /// asked of (see `identity`).
@@ -333,10 +332,8 @@ struct Shared {
 impl Shared {
     /// The view of `consumer_id`, created on first use (`None` once the
     /// registry is disposed).
-    fn view(&self, consumer_id: &str, label: Option<&str>) -> Option<Arc<View>> {
-        self.views.get(&self.registry, consumer_id, label, || {
-            self.next_session.fetch_add(1, Ordering::Relaxed)
-        })
+    fn view(&self, consumer_id: &str, label: Option<&str>) -> Option<Arc<ConsumerView>> {
+        self.views.get(consumer_id, label)
     }
 
     /// A new session identity: `session-<n>-<random>`.
@@ -352,8 +349,8 @@ impl Shared {
     }
 
     /// Now, as a moment a watcher covers from.
-    fn mark(&self) -> changes::Mark {
-        changes::Mark::now(&self.registry, &self.activity)
+    fn mark(&self) -> Mark {
+        Mark::now(&self.registry, &self.activity)
     }
 
     /// Wakes every consumer's watchers: they rebuild their own tools and

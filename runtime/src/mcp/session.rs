@@ -15,10 +15,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::changes::{Mark, Watcher};
 use super::convert::to_mcp_tool;
-use super::view::View;
-use crate::context::{Consumer, ConsumerKind};
+use crate::toolset::{ChangeWatcher, ConsumerView, Mark, served};
 
 /// A handler's lifetime: dropping the last clone of the handler (the
 /// session ended, or a stateless request was answered) stops its background
@@ -30,10 +28,10 @@ pub(super) struct Life {
     pub(super) session: OnceLock<String>,
     /// A stateless request's own anonymous identity and its detached view,
     /// made on first use.
-    pub(super) anonymous: OnceLock<Option<(String, Arc<View>)>>,
+    pub(super) anonymous: OnceLock<Option<(String, Arc<ConsumerView>)>>,
     /// The session's own view, held while the session lives (never evicted
     /// from under it).
-    pub(super) held: OnceLock<Arc<View>>,
+    pub(super) held: OnceLock<Arc<ConsumerView>>,
     /// Whether `initialize` was answered (a second one is refused).
     initialized: AtomicBool,
     stop: CancellationToken,
@@ -52,15 +50,12 @@ impl Drop for Life {
         if let Some(consumer) = self.session.get() {
             // The session ended: its view, settled dedupe records and open
             // confirmations go with it (nobody can present them any more).
-            self.shared.views.forget(consumer);
-            self.shared
-                .registry
-                .forget_consumer(&Consumer::new(ConsumerKind::Mcp, consumer.as_str()));
+            self.shared.views.end_session(consumer);
         }
         if let Some(Some((_, view))) = self.anonymous.get() {
             // Its confirmations stay redeemable by whoever holds their ids
             // (see `identity`); they expire with their time to live.
-            view.toolset.dispose();
+            view.toolset().dispose();
         }
     }
 }
@@ -122,7 +117,7 @@ impl McpSession {
     /// Handshake-era sessions: pushes `list_changed` from a task that ends
     /// with the session, covering every change since the `initialize`
     /// response.
-    fn spawn_notifier(&self, peer: rmcp::Peer<RoleServer>, view: Arc<View>) {
+    fn spawn_notifier(&self, peer: rmcp::Peer<RoleServer>, view: Arc<ConsumerView>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -132,7 +127,7 @@ impl McpSession {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let (mut watcher, due) =
-            Watcher::attach(&self.shared.registry, &self.shared.activity, view, since);
+            ChangeWatcher::attach(&self.shared.registry, &self.shared.activity, view, since);
         let stop = self.life.stop.clone();
         runtime.spawn(async move {
             if due && peer.notify_tool_list_changed().await.is_err() {
@@ -204,13 +199,7 @@ impl ServerHandler for McpSession {
             return Ok(ListToolsResult::with_all_items(Vec::new()));
         };
         let view = acting.view;
-        let tools: Vec<McpTool> = view
-            .toolset
-            .tools()
-            .iter()
-            .filter(|tool| tool.state().available)
-            .map(to_mcp_tool)
-            .collect();
+        let tools: Vec<McpTool> = served(&view.toolset().tools()).map(to_mcp_tool).collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -281,7 +270,7 @@ impl ServerHandler for McpSession {
         };
         let view = acting.view;
         let (mut watcher, due) =
-            Watcher::attach(&self.shared.registry, &self.shared.activity, view, since);
+            ChangeWatcher::attach(&self.shared.registry, &self.shared.activity, view, since);
         if due && context.sink().notify_tool_list_changed().await.is_err() {
             return Ok(());
         }

@@ -202,8 +202,9 @@ impl Registration {
     }
 
     /// The tool name of capability `index` qualified with this instance
-    /// (`…_at_<instance>`), for when several instances are live.
-    pub(crate) fn qualified_tool_name(&self, index: usize) -> &str {
+    /// (`…_at_<instance>`), for when several instances are live (`None`
+    /// for an index the contract does not have).
+    pub(crate) fn qualified_tool_name(&self, index: usize) -> Option<&str> {
         let names = self.tool_names.get_or_init(|| {
             self.contract
                 .capabilities()
@@ -219,7 +220,7 @@ impl Registration {
                 })
                 .collect()
         });
-        names.get(index).map_or("", |name| name)
+        names.get(index).map(|name| &**name)
     }
 
     /// The exposed reference to procedure `id`, if this mount makes one.

@@ -8,6 +8,7 @@
 //! are shared with the contract; a snapshot of an unchanged, fully available
 //! surface allocates one vector.
 
+mod handles;
 mod serialize;
 mod take;
 mod views;
@@ -86,6 +87,7 @@ pub struct Budget {
 
 pub use crate::ids::in_scope;
 
+pub use handles::{ReferenceHandle, RegistrationHandle};
 pub use views::{CapabilityView, ComponentView, ProcedureView};
 
 /// What one consumer can see right now.

@@ -9,6 +9,8 @@ use serde_json::Value;
 use crate::contract::CheckedCapability;
 use crate::procedure::{BoundFieldView, Reference};
 use crate::registry::Registration;
+
+use super::handles::{ReferenceHandle, RegistrationHandle};
 use agent_surface_rules::{Confirmation, Effect, Kind};
 
 /// One capability's state for one consumer.
@@ -114,12 +116,15 @@ impl ComponentView {
         &self.registration.id
     }
 
-    pub(crate) fn registration(&self) -> &Arc<Registration> {
-        &self.registration
+    /// A handle on the registration, for an adapter that keeps definitions
+    /// borrowed from it (one reference count).
+    pub fn handle(&self) -> RegistrationHandle {
+        RegistrationHandle(Arc::clone(&self.registration))
     }
 
-    /// Visible capabilities with their index in the contract.
-    pub(crate) fn capabilities_indexed(&self) -> impl Iterator<Item = (usize, CapabilityView<'_>)> {
+    /// Visible capabilities with their index in the contract (the index
+    /// [`RegistrationHandle::qualified_tool_name`] takes).
+    pub fn capabilities_indexed(&self) -> impl Iterator<Item = (usize, CapabilityView<'_>)> {
         self.registration
             .contract
             .capabilities()
@@ -241,12 +246,14 @@ impl ProcedureView {
         &self.registration.id
     }
 
-    pub(crate) fn registration(&self) -> &Arc<Registration> {
-        &self.registration
+    /// A handle on the referencing registration (one reference count).
+    pub fn registration_handle(&self) -> RegistrationHandle {
+        RegistrationHandle(Arc::clone(&self.registration))
     }
 
-    pub(crate) fn reference(&self) -> &Arc<Reference> {
-        &self.reference
+    /// A handle on the reference itself (one reference count).
+    pub fn reference_handle(&self) -> ReferenceHandle {
+        ReferenceHandle(Arc::clone(&self.reference))
     }
 
     /// The referencing component's type.
@@ -260,7 +267,7 @@ impl ProcedureView {
     }
 
     /// The reference seen as a capability (tool description, schema).
-    pub(crate) fn capability(&self) -> &crate::contract::CheckedCapability {
+    pub fn capability(&self) -> &crate::contract::CheckedCapability {
         &self.reference.capability
     }
 }

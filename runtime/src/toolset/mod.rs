@@ -18,6 +18,12 @@
 //!   retries by itself (the model sees one call, one result); a `remote` loop
 //!   hands `CONFIRMATION_REQUIRED` to the model (two-phase). One of the two
 //!   (or an explicit [`ConfirmationMode`]) is required.
+//! - **Serving many consumers** (what every transport adapter needs, on top
+//!   of [`crate::adapter`]): [`ConsumerViews`] keeps one toolset per
+//!   consumer and ends a consumer's session; a [`ChangeWatcher`] tells when
+//!   what one consumer is served changed; [`ask_the_person`] holds a call
+//!   open while the person answers its confirmation, and retries it with
+//!   the evidence.
 //!
 //! ```
 //! use agent_surface::prelude::*;
@@ -50,11 +56,14 @@
 //! # });
 //! ```
 
+mod ask;
 mod builder;
 mod direct;
 mod meta;
 pub mod render;
 mod tool;
+mod views;
+mod watch;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -71,9 +80,12 @@ use crate::invoke::{Invocation, InvocationResult, Kinds};
 use crate::registry::Registry;
 use crate::snapshot::{Budget, SnapshotOptions};
 
+pub use ask::{ToolCall, ask_the_person};
 pub use builder::{ConfirmationMode, Mode, ToolsetBuilder, ToolsetError, Topology};
 pub use meta::{ACT, DISCOVER, READ, meta_block_size};
 pub use tool::{Tool, ToolState, ToolTarget, tool_description, wire_name};
+pub use views::{ConsumerView, ConsumerViews};
+pub use watch::{CallActivity, CallGuard, ChangeWatcher, Mark, same_served, served};
 
 use direct::retry_key;
 use meta::meta_tools;
@@ -185,6 +197,11 @@ impl Toolset {
     /// The consumer calls are made as.
     pub fn consumer(&self) -> &Consumer {
         &self.shared.options.consumer
+    }
+
+    /// The registry it serves.
+    pub fn registry(&self) -> &Registry {
+        &self.shared.registry
     }
 
     /// The tools now, with their live state. In direct mode this is the

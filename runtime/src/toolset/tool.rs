@@ -11,9 +11,7 @@ use serde_json::{Value, json};
 
 use crate::contract::CheckedCapability;
 use crate::ids::{CapabilityId, InstanceId};
-use crate::procedure::Reference;
-use crate::registry::Registration;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{ReferenceHandle, RegistrationHandle, Snapshot};
 use crate::wire::{MAX_WIRE_NAME, WireNames};
 use agent_surface_rules::{Confirmation, Effect, Kind};
 
@@ -65,14 +63,14 @@ pub(super) struct MetaTool {
 #[derive(Clone)]
 pub(super) enum Source {
     View {
-        registration: Arc<Registration>,
+        registration: RegistrationHandle,
         capability: &'static CheckedCapability,
         index: usize,
         qualified: bool,
     },
     Domain {
-        registration: Arc<Registration>,
-        reference: Arc<Reference>,
+        registration: RegistrationHandle,
+        reference: ReferenceHandle,
         name: Box<str>,
     },
     Meta(&'static MetaTool),
@@ -119,13 +117,10 @@ impl Tool {
                 capability,
                 index,
                 qualified,
-            } => {
-                if *qualified {
-                    registration.qualified_tool_name(*index)
-                } else {
-                    wire_name(capability)
-                }
-            }
+            } => match registration.qualified_tool_name(*index) {
+                Some(name) if *qualified => name,
+                _ => wire_name(capability),
+            },
             Source::Domain { name, .. } => name,
             Source::Meta(meta) => meta.name,
         }
@@ -135,7 +130,7 @@ impl Tool {
     pub fn description(&self) -> &str {
         match &self.source {
             Source::View { capability, .. } => tool_description(capability),
-            Source::Domain { reference, .. } => tool_description(&reference.capability),
+            Source::Domain { reference, .. } => tool_description(reference.capability()),
             Source::Meta(meta) => meta.description,
         }
     }
@@ -150,7 +145,7 @@ impl Tool {
                     .map_or(empty_input_schema(), |schema| &**schema.json()),
             },
             Source::Domain { reference, .. } => reference
-                .capability
+                .capability()
                 .input_schema()
                 .map_or(empty_input_schema(), |schema| &**schema.json()),
             Source::Meta(meta) => &meta.schema,
@@ -174,13 +169,13 @@ impl Tool {
                 registration,
                 reference,
                 ..
-            } => (registration, &reference.capability),
+            } => (registration, reference.capability()),
             Source::Meta(_) => return None,
         };
         Some(ToolTarget {
             capability_id: capability.id().as_str(),
-            instance_id: registration.instance.as_str(),
-            registration_id: &registration.id,
+            instance_id: registration.instance_id(),
+            registration_id: registration.registration_id(),
             surface_version: self.surface_version,
             kind: capability.kind(),
             effect: capability.effect(),
@@ -305,11 +300,11 @@ pub(super) fn build_catalog(snapshot: &Snapshot) -> Catalog {
         let qualified = instances
             .get(component.component_type())
             .is_some_and(|count| *count > 1);
-        let registration = component.registration();
+        let registration = component.handle();
         for (index, capability) in component.capabilities_indexed() {
             tools.push(Tool {
                 source: Source::View {
-                    registration: Arc::clone(registration),
+                    registration: registration.clone(),
                     capability: capability.contract(),
                     index,
                     qualified,
@@ -349,8 +344,8 @@ pub(super) fn build_catalog(snapshot: &Snapshot) -> Catalog {
         };
         tools.push(Tool {
             source: Source::Domain {
-                registration: Arc::clone(procedure.registration()),
-                reference: Arc::clone(procedure.reference()),
+                registration: procedure.registration_handle(),
+                reference: procedure.reference_handle(),
                 name: name.into_boxed_str(),
             },
             renamed: None,

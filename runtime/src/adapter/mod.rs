@@ -19,6 +19,22 @@
 //! - [`Listeners`]: callbacks registered and called contained.
 //! - [`millis`], [`key_pointer`], [`Issues`]: the wire's units, JSON
 //!   pointers and bounded issue lists.
+//! - [`approval_prompt`], [`answer_on_connection`]: the person's side of a
+//!   confirmation asked on the agent's own connection.
+//! - [`refused`]: a result the adapter settles itself, before the pipeline.
+//!
+//! What serving *tools* to many consumers needs — a toolset per consumer
+//! and the end of its session, change watching, holding a call open while
+//! the person answers — is in [`crate::toolset`] ([`ConsumerViews`](crate::toolset::ConsumerViews),
+//! [`ChangeWatcher`](crate::toolset::ChangeWatcher),
+//! [`ask_the_person`](crate::toolset::ask_the_person)), the layer every
+//! transport adapter builds on.
+
+mod confirm;
+mod refusal;
+
+pub use confirm::{answer_on_connection, approval_prompt};
+pub use refusal::refused;
 
 /// Entry bounds an adapter applies before a call reaches the registry.
 pub mod bounds {

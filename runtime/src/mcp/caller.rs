@@ -27,8 +27,8 @@ use rmcp::model::{Extensions, RequestId};
 use rmcp::service::Peer;
 
 use super::McpSession;
-use super::view::View;
 use crate::context::{Consumer, ConsumerKind};
+use crate::toolset::ConsumerView;
 
 /// How a request's identity was established.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub(super) enum Caller {
 pub(super) struct Acting {
     pub(super) consumer: String,
     pub(super) caller: Caller,
-    pub(super) view: Arc<View>,
+    pub(super) view: Arc<ConsumerView>,
 }
 
 impl McpSession {
@@ -105,12 +105,7 @@ impl McpSession {
             .get_or_init(|| {
                 let consumer = self.shared.anonymous_id();
                 let label = format!("{} (no session)", client.as_deref().unwrap_or(UNNAMED));
-                let view = self.shared.views.detached(
-                    &self.shared.registry,
-                    &consumer,
-                    true,
-                    Some(&label),
-                )?;
+                let view = self.shared.views.detached(&consumer, true, Some(&label))?;
                 Some((consumer, view))
             })
             .as_ref()?;
@@ -148,10 +143,7 @@ impl McpSession {
         if acting.caller != Caller::Anonymous || !recorded_anonymous {
             return None;
         }
-        let view = self
-            .shared
-            .views
-            .detached(&self.shared.registry, recorded, false, None)?;
+        let view = self.shared.views.detached(recorded, false, None)?;
         Some(Acting {
             consumer: recorded.to_owned(),
             caller: Caller::Anonymous,

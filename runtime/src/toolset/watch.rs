@@ -1,31 +1,52 @@
-//! Change delivery: when a session is told `notifications/tools/list_changed`.
+//! Change watching: when a consumer must be told its tools changed (MCP's
+//! `notifications/tools/list_changed`, a browser's tool registrations).
 //!
 //! A consumer's tools change in two ways: a surface mutation (the registry
 //! version moves) or live state that `when`/`describe` read (no version
-//! bump: re-evaluated when the tools are built). A [`Watcher`] follows one
-//! consumer's [`View`]: it wakes when the version moves or the view is
-//! poked (the consumer's own call settled, or an explicit refresh),
-//! rebuilds that one view and compares what a client would be served with
-//! what it last delivered. Calls never touch other consumers' views.
+//! bump: re-evaluated when the tools are built). A [`ChangeWatcher`]
+//! follows one consumer's [`ConsumerView`]: it wakes when the version moves
+//! or the view is poked (the consumer's own call settled, or an explicit
+//! refresh), rebuilds that one view and compares what a client would be
+//! served with what it last delivered. Calls never touch other consumers'
+//! views.
 //!
-//! A watcher starts after the moment it must cover (rmcp acknowledges a
-//! `subscriptions/listen` before the handler runs; `notifications/initialized`
-//! is handled concurrently with later requests). So the moment is a
-//! [`Mark`] taken *before* the acknowledgment (or the `initialize` response):
-//! the registry version and the server's call activity. Attaching, a
-//! watcher first subscribes to its wake-ups, then builds the tools it
-//! compares against, then reads the activity again: if anything could have
-//! changed the tools in between, the first notification is due at once.
-//! Nothing is ever marked delivered that was not compared and sent.
+//! A watcher often starts after the moment it must cover (a protocol
+//! acknowledges a subscription before its handler runs). So the moment is a
+//! [`Mark`] taken *before* the acknowledgment: the registry version and the
+//! server's [`CallActivity`]. Attaching, a watcher first subscribes to its
+//! wake-ups, then builds the tools it compares against, then reads the
+//! activity again: if anything could have changed the tools in between,
+//! the first notification is due at once. Nothing is ever marked delivered
+//! that was not compared and sent.
+//!
+//! ```
+//! use agent_surface::context::ConsumerKind;
+//! use agent_surface::toolset::{CallActivity, ChangeWatcher, ConsumerViews, Mark, Topology};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let registry = agent_surface::Registry::default();
+//! let views = ConsumerViews::new(&registry, ConsumerKind::Other, Topology::Remote);
+//! let activity = CallActivity::default();
+//! let since = Mark::now(&registry, &activity); // before acknowledging
+//! let view = views.get("page-agent-1", None).unwrap();
+//! let (mut watcher, due) = ChangeWatcher::attach(&registry, &activity, view, since);
+//! assert!(!due); // nothing moved since the mark
+//! tokio::spawn(async move {
+//!     while watcher.changed().await.is_some() {
+//!         // tell the client: its tools changed
+//!     }
+//! });
+//! # });
+//! ```
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::watch;
 
-use super::view::View;
+use super::Tool;
+use super::views::ConsumerView;
 use crate::registry::Registry;
-use crate::toolset::Tool;
 
 /// How long an anonymous caller's watcher lets further wake-ups by other
 /// anonymous calls gather after it re-checked (its first wake-up after a
@@ -35,9 +56,10 @@ use crate::toolset::Tool;
 const ANONYMOUS_SPELL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Server-wide call activity: whatever may change tools without a version
-/// bump happens inside a call (or an explicit refresh), and moves `epoch`.
+/// bump happens inside a call (or an explicit refresh), and moves it.
+/// One per server, shared by its watchers.
 #[derive(Debug)]
-pub(super) struct Activity {
+pub struct CallActivity {
     /// Moves when a call starts, when it ends, and on explicit refreshes.
     epoch: AtomicU64,
     /// Calls running now.
@@ -46,9 +68,9 @@ pub(super) struct Activity {
     anonymous: watch::Sender<u64>,
 }
 
-impl Default for Activity {
-    fn default() -> Activity {
-        Activity {
+impl Default for CallActivity {
+    fn default() -> CallActivity {
+        CallActivity {
             epoch: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             anonymous: watch::channel(0).0,
@@ -56,14 +78,15 @@ impl Default for Activity {
     }
 }
 
-impl Activity {
-    /// Counts a call from now until the guard drops; dropping it also
-    /// pokes the caller's view (and, for an anonymous caller, every
-    /// anonymous watcher, with one signal), so their watchers re-check.
-    pub(super) fn begin(&self, (view, anonymous): (Arc<View>, bool)) -> Busy<'_> {
+impl CallActivity {
+    /// Counts a call of `view`'s consumer from now until the guard drops;
+    /// dropping it also pokes that view (and, for an `anonymous` caller,
+    /// every anonymous watcher, with one signal), so their watchers
+    /// re-check. Hold it for the whole call.
+    pub fn begin(&self, view: Arc<ConsumerView>, anonymous: bool) -> CallGuard<'_> {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         self.epoch.fetch_add(1, Ordering::SeqCst);
-        Busy {
+        CallGuard {
             activity: self,
             view,
             anonymous,
@@ -71,19 +94,20 @@ impl Activity {
     }
 
     /// Records a change made outside any call (an explicit refresh).
-    pub(super) fn touch(&self) {
+    pub fn touch(&self) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
     }
 }
 
-/// A running call (see [`Activity::begin`]).
-pub(super) struct Busy<'a> {
-    activity: &'a Activity,
-    view: Arc<View>,
+/// A running call (see [`CallActivity::begin`]).
+#[derive(Debug)]
+pub struct CallGuard<'a> {
+    activity: &'a CallActivity,
+    view: Arc<ConsumerView>,
     anonymous: bool,
 }
 
-impl Drop for Busy<'_> {
+impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
         self.view.poke();
         if self.anonymous {
@@ -99,7 +123,7 @@ impl Drop for Busy<'_> {
 /// A moment a watcher must cover from: every change after it is followed
 /// by a notification.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Mark {
+pub struct Mark {
     version: u64,
     epoch: u64,
     /// No call was running (one that was could change state at any time).
@@ -108,7 +132,7 @@ pub(super) struct Mark {
 
 impl Mark {
     /// Now.
-    pub(super) fn now(registry: &Registry, activity: &Activity) -> Mark {
+    pub fn now(registry: &Registry, activity: &CallActivity) -> Mark {
         let idle = activity.in_flight.load(Ordering::SeqCst) == 0;
         let epoch = activity.epoch.load(Ordering::SeqCst);
         Mark {
@@ -119,7 +143,7 @@ impl Mark {
     }
 
     /// A moment nothing is known about: whoever covers from it notifies once.
-    pub(super) fn unknown() -> Mark {
+    pub fn unknown() -> Mark {
         Mark {
             version: 0,
             epoch: 0,
@@ -135,9 +159,8 @@ impl Mark {
 
 /// Follows one consumer's view and reports when what a client is served
 /// changed since it was last told.
-pub(super) struct Watcher {
-    view: Arc<View>,
-    registry: Registry,
+pub struct ChangeWatcher {
+    view: Arc<ConsumerView>,
     version: watch::Receiver<u64>,
     poke: watch::Receiver<u64>,
     /// An anonymous caller's watcher: other anonymous calls' signal.
@@ -147,26 +170,33 @@ pub(super) struct Watcher {
     delivered: Arc<Vec<Tool>>,
 }
 
-impl Watcher {
+impl std::fmt::Debug for ChangeWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChangeWatcher")
+            .field("view", &self.view)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChangeWatcher {
     /// Attaches to `view`, covering every change after `since`. Returns the
     /// watcher and whether a notification is due at once.
-    pub(super) fn attach(
+    pub fn attach(
         registry: &Registry,
-        activity: &Activity,
-        view: Arc<View>,
+        activity: &CallActivity,
+        view: Arc<ConsumerView>,
         since: Mark,
-    ) -> (Watcher, bool) {
+    ) -> (ChangeWatcher, bool) {
         // Wake-ups first, then the baseline, then the activity check: a
         // change lands either before the baseline (the check sees it) or
         // after the subscription (it wakes the watcher).
         let version = registry.watch_version();
         let poke = view.subscribe();
         let anonymous = view.is_anonymous().then(|| activity.anonymous.subscribe());
-        let delivered = view.current(registry);
+        let delivered = view.current();
         let due = since.moved(Mark::now(registry, activity));
-        let watcher = Watcher {
+        let watcher = ChangeWatcher {
             view,
-            registry: registry.clone(),
             version,
             poke,
             anonymous,
@@ -178,8 +208,9 @@ impl Watcher {
 
     /// Waits until the tools a client would be served differ from those
     /// last delivered, and takes the new ones as delivered (the caller
-    /// sends the notification). `None` once nothing can change any more.
-    pub(super) async fn changed(&mut self) -> Option<()> {
+    /// sends the notification). `None` once nothing can change any more
+    /// (the registry was disposed).
+    pub async fn changed(&mut self) -> Option<()> {
         loop {
             let by_call = match self.gathering {
                 // Calls' wake-ups gather until the spell ends; a version
@@ -239,7 +270,7 @@ impl Watcher {
             // A mutation often comes in a burst (a page unmounts several
             // components): let it finish, compare once.
             tokio::task::yield_now().await;
-            let now = self.view.current(&self.registry);
+            let now = self.view.current();
             if !same_served(&self.delivered, &now) {
                 self.delivered = now;
                 return Some(());
@@ -248,12 +279,17 @@ impl Watcher {
     }
 }
 
-/// Whether two tool lists serve the same MCP tools: the available ones,
-/// with the same names, descriptions, schemas and annotations (live notes
-/// and unavailable tools are not served).
-pub(super) fn same_served(a: &[Tool], b: &[Tool]) -> bool {
-    let mut a = a.iter().filter(|tool| tool.state().available);
-    let mut b = b.iter().filter(|tool| tool.state().available);
+/// The tools a client is served: the available ones (live notes and
+/// unavailable tools are not served).
+pub fn served(tools: &[Tool]) -> impl Iterator<Item = &Tool> {
+    tools.iter().filter(|tool| tool.state().available)
+}
+
+/// Whether two tool lists serve the same tools: the available ones, with
+/// the same names, descriptions, schemas and target kinds, effects and
+/// idempotency.
+pub fn same_served(a: &[Tool], b: &[Tool]) -> bool {
+    let (mut a, mut b) = (served(a), served(b));
     loop {
         match (a.next(), b.next()) {
             (None, None) => return true,

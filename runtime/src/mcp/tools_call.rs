@@ -1,0 +1,354 @@
+//! `tools/call`: runs the tool as the session's consumer under the
+//! request's cancellation token, with two-phase or elicited confirmations.
+//!
+//! One call goes one of four ways:
+//! - an answer to an input-required round (a 2026-07-28 retry carrying the
+//!   `requestState` it was given): [`McpSession::answer_round`];
+//! - a name not in the caller's tools: a stale name still gets the
+//!   pipeline's precise error ([`McpSession::call_stale`]), anything else is
+//!   not a tool;
+//! - a call that needs no confirmation, or whose caller brings evidence,
+//!   or whose client cannot ask its person: one run through the toolset;
+//! - a call whose client can ask its person: asked in an input-required
+//!   round ([`McpSession::ask_in_round`]) or by an elicitation request while
+//!   the call is held open ([`McpSession::ask_while_held`]).
+
+use std::collections::BTreeMap;
+use std::sync::PoisonError;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitationAction,
+    InputRequest, InputRequiredResult,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::caller::{Acting, Caller};
+use super::convert::{
+    approval_schema, approves, confirmation_of, decode_name, is_modern, to_call_result,
+};
+use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession, PendingElicitation};
+use crate::adapter::{answer_on_connection, approval_prompt, bounds, refused};
+use crate::context::{Consumer, ConsumerKind};
+use crate::error::ErrorPayload;
+use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
+use crate::toolset::{ToolCall, ask_the_person};
+
+impl McpSession {
+    /// Handles `tools/call`.
+    pub(super) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(mut acting) = self.acting(&context.extensions, &context.peer) else {
+            return Err(ErrorData::internal_error(
+                "the application is shutting down",
+                None,
+            ));
+        };
+        let cancel = context.ct.clone();
+        let name = request.name.to_string();
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let invocation_id = self.invocation_id(&acting, &context.id);
+        let max_id = self.shared.registry.limits().max_id_bytes;
+        if invocation_id.as_ref().is_some_and(|id| id.len() > max_id) {
+            // The agent chose the id: refused here, never kept anywhere.
+            let issue = bounds::id_too_long("/invocationId", max_id);
+            let refused = refused(
+                &self.shared.registry,
+                &name,
+                None,
+                ErrorPayload::invalid_input(&[issue]),
+            );
+            return Ok(to_call_result(&refused).into());
+        }
+        let explicit = evidence(&request, &context);
+        // Evidence an anonymous caller was given acts as whom it was given to.
+        if let Some(confirmation_id) = explicit.as_deref()
+            && acting.caller == Caller::Anonymous
+            && let Some(recorded) = self.issued_to(confirmation_id)
+            && let Some(adopted) = self.adopt(&acting, &recorded, true)
+        {
+            acting = adopted;
+        }
+        if let Some(state) = request.request_state.as_deref() {
+            let result = self
+                .answer_round(&acting, state, &request, &name, &arguments, cancel)
+                .await?;
+            return Ok(to_call_result(&result).into());
+        }
+
+        // Until this call ends: then only this consumer's watchers re-check
+        // (any call may change what is available: selection, navigation).
+        let _busy = self
+            .shared
+            .activity
+            .begin(acting.view.clone(), acting.caller == Caller::Anonymous);
+        let toolset = acting.view.toolset().clone();
+        if toolset.tool(&name).is_none() {
+            let result = self
+                .call_stale(&acting, &name, arguments, invocation_id, cancel)
+                .await?;
+            return Ok(to_call_result(&result).into());
+        }
+        let call = ToolCall::new(name, arguments).invocation_id(invocation_id);
+        let result = call
+            .run(&toolset, explicit.as_deref(), cancel.clone())
+            .await;
+        let Some(confirmation_id) = confirmation_of(&result) else {
+            return Ok(to_call_result(&result).into());
+        };
+        self.issue(&acting, &confirmation_id);
+        // Asking the client is an approval channel only where the host
+        // declared it human-facing (off by default beside an in-app
+        // approver).
+        let supports_elicitation = self.shared.elicitation
+            && context
+                .client_capabilities()
+                .is_some_and(|capabilities| capabilities.elicitation.is_some());
+        if !supports_elicitation || explicit.is_some() {
+            return Ok(to_call_result(&result).into());
+        }
+        if is_modern(&context) {
+            return Ok(self.ask_in_round(&acting, call, &confirmation_id, &result));
+        }
+        let outcome = self
+            .ask_while_held(&acting, &call, &confirmation_id, &context, cancel)
+            .await;
+        Ok(to_call_result(&outcome).into())
+    }
+
+    /// A 2026-07-28 retry answering our input request: the answer is
+    /// recorded, and the call runs again with the evidence.
+    async fn answer_round(
+        &self,
+        acting: &Acting,
+        state: &str,
+        request: &CallToolRequestParams,
+        name: &str,
+        arguments: &Value,
+        cancel: CancellationToken,
+    ) -> Result<InvocationResult, ErrorData> {
+        // The clock may be host code: read before the lock.
+        let now = self.shared.registry.now_ms();
+        let pending = self
+            .shared
+            .elicitations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .peek(state, now)
+            .cloned();
+        // Bound to the caller it was issued to: a session or the identify
+        // hook's principal must be that caller; an anonymous caller's only
+        // credential is the secret state itself.
+        let Some((pending, acting)) = pending
+            .filter(|p| p.tool == name && &p.arguments == arguments)
+            .and_then(|p| {
+                let adopted = self.adopt(acting, &p.consumer, p.anonymous)?;
+                Some((p, adopted))
+            })
+        else {
+            return Err(ErrorData::invalid_params(
+                "unknown or mismatched requestState",
+                None,
+            ));
+        };
+        let _busy = self
+            .shared
+            .activity
+            .begin(acting.view.clone(), acting.caller == Caller::Anonymous);
+        let answer = request
+            .input_responses
+            .as_ref()
+            .and_then(|responses| responses.get(CONFIRM_KEY));
+        let action = answer
+            .and_then(|a| a.get("action"))
+            .and_then(|a| serde_json::from_value::<ElicitationAction>(a.clone()).ok())
+            .unwrap_or(ElicitationAction::Cancel);
+        let approved = approves(action, answer.and_then(|a| a.get("content")));
+        self.shared
+            .elicitations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(state);
+        self.answer_elicitation(&acting, &pending.confirmation_id, approved);
+        // Denied: the retry reports CONFIRMATION_INVALID {denied}; never
+        // retried further.
+        let call = ToolCall::new(name, pending.arguments);
+        Ok(call
+            .run(
+                acting.view.toolset(),
+                Some(&pending.confirmation_id),
+                cancel,
+            )
+            .await)
+    }
+
+    /// A name not in this consumer's tools: a stale name (a capability that
+    /// went away) still gets the pipeline's precise error; anything else is
+    /// not a tool at all.
+    async fn call_stale(
+        &self,
+        acting: &Acting,
+        name: &str,
+        arguments: Value,
+        invocation_id: Option<String>,
+        cancel: CancellationToken,
+    ) -> Result<InvocationResult, ErrorData> {
+        let Some((id, instance)) = decode_name(name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{name}`"),
+                None,
+            ));
+        };
+        let mut invocation = Invocation::new(id).input(arguments);
+        invocation.instance_id = instance;
+        invocation.invocation_id = invocation_id;
+        let options = InvokeOptions {
+            cancellation: Some(cancel),
+            ..InvokeOptions::consumer(acting.view.toolset().consumer().clone())
+        };
+        Ok(self.shared.registry.invoke(invocation, options).await)
+    }
+
+    /// Asks in an input-required round: the state is a fresh secret naming
+    /// a record kept here (never the confirmation id, which the page and
+    /// audit show), so only the caller it was sent to can answer. Without
+    /// system randomness the call answers two-phase.
+    fn ask_in_round(
+        &self,
+        acting: &Acting,
+        call: ToolCall,
+        confirmation_id: &str,
+        first: &InvocationResult,
+    ) -> CallToolResponse {
+        let message = approval_prompt(&self.shared.registry, confirmation_id);
+        let (Some(state), Some(schema)) = (secret_state(), approval_schema()) else {
+            return to_call_result(first).into();
+        };
+        // The clock is read before the lock.
+        let now = self.shared.registry.now_ms();
+        self.shared
+            .elicitations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                state.clone(),
+                PendingElicitation {
+                    confirmation_id: confirmation_id.to_owned(),
+                    consumer: acting.consumer.clone(),
+                    anonymous: acting.caller == Caller::Anonymous,
+                    tool: call.name().to_owned(),
+                    arguments: call.arguments().clone(),
+                },
+                now,
+            );
+        let ask = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        });
+        let requests = BTreeMap::from([(CONFIRM_KEY.to_owned(), InputRequest::Elicitation(ask))]);
+        InputRequiredResult::new(Some(requests), Some(state)).into()
+    }
+
+    /// Asks the client's person with an elicitation request while the call
+    /// is held open; the request may also end in the application (answered,
+    /// withdrawn, expired). Then the call runs again with the evidence.
+    async fn ask_while_held(
+        &self,
+        acting: &Acting,
+        call: &ToolCall,
+        confirmation_id: &str,
+        context: &RequestContext<RoleServer>,
+        cancel: CancellationToken,
+    ) -> InvocationResult {
+        let message = approval_prompt(&self.shared.registry, confirmation_id);
+        let asked = async {
+            let Some(schema) = approval_schema() else {
+                return false;
+            };
+            let answer = context
+                .peer
+                .create_elicitation(ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message,
+                    requested_schema: schema,
+                })
+                .await
+                .ok();
+            answer.is_some_and(|a| approves(a.action, a.content.as_ref()))
+        };
+        ask_the_person(
+            acting.view.toolset(),
+            call,
+            confirmation_id,
+            asked,
+            |approved| self.answer_elicitation(acting, confirmation_id, approved),
+            cancel,
+        )
+        .await
+    }
+
+    /// The client's answer to an elicitation it showed its person: resolved
+    /// through the `mcp-elicitation` agent-connection channel, which
+    /// answers only this caller's own requests, recorded with the client's
+    /// name and version. Refused (another consumer's request, no longer
+    /// pending): the retry reports why; nothing else is resolved.
+    fn answer_elicitation(&self, acting: &Acting, confirmation_id: &str, approved: bool) {
+        let client = acting
+            .view
+            .toolset()
+            .consumer()
+            .label()
+            .unwrap_or("mcp client")
+            .to_owned();
+        let consumer = Consumer::new(ConsumerKind::Mcp, acting.consumer.as_str());
+        answer_on_connection(
+            &self.shared.registry,
+            ELICITATION_CHANNEL,
+            &consumer,
+            &client,
+            confirmation_id,
+            approved,
+        );
+    }
+}
+
+/// The confirmation id a retry brings as evidence: rmcp hands the request's
+/// `_meta` over in the context; a params `_meta` is read too.
+fn evidence(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<String> {
+    context
+        .meta
+        .0
+        .0
+        .get(CONFIRMATION_META)
+        .or_else(|| {
+            request
+                .meta
+                .as_ref()
+                .and_then(|meta| meta.0.0.get(CONFIRMATION_META))
+        })
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// A fresh input-request state: `rs_` and 128 random bits as hex (`None`
+/// without system randomness: the call then answers two-phase).
+fn secret_state() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    let mut state = String::with_capacity(3 + 32);
+    state.push_str("rs_");
+    for byte in bytes {
+        use std::fmt::Write as _;
+        let _ = write!(state, "{byte:02x}");
+    }
+    Some(state)
+}

@@ -1,0 +1,155 @@
+//! Holding a call open while the person answers its confirmation, then
+//! retrying it with the evidence: the confirmation round trip every
+//! transport adapter shares (MCP elicitation, a page whose own dialog
+//! answers its in-browser agent).
+//!
+//! The call's wait is a [`WaitGuard`](crate::confirmation::WaitGuard): the
+//! person is never left asked for something nobody waits for. It ends one
+//! of four ways:
+//! - the request is answered (in the application, by any channel the host
+//!   trusts), expires or is withdrawn: the call is retried with the
+//!   evidence, and the pipeline reports the outcome (`CONFIRMATION_INVALID`
+//!   with `denied`, `expired`, …, or the action's result);
+//! - the client's own person answered (`ask` resolved): recorded through
+//!   `answer`, then retried the same way;
+//! - the caller cancels: the request is withdrawn unless another call
+//!   still waits on it, and the call settles `CANCELLED`;
+//! - the caller's future is dropped: the same, settled there and then.
+
+use std::future::Future;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{ExecuteOptions, Toolset};
+use crate::confirmation::{Withdrawal, settle_now};
+use crate::error::ErrorPayload;
+use crate::invoke::InvocationResult;
+
+/// One tool call an adapter may run again: the tool's wire name, the
+/// arguments the agent sent, and the invocation id it carries.
+#[derive(Clone, Debug)]
+pub struct ToolCall {
+    name: String,
+    arguments: Value,
+    invocation_id: Option<String>,
+}
+
+impl ToolCall {
+    /// A call of `name` with `arguments` and no invocation id.
+    pub fn new(name: impl Into<String>, arguments: Value) -> ToolCall {
+        ToolCall {
+            name: name.into(),
+            arguments,
+            invocation_id: None,
+        }
+    }
+
+    /// With the invocation id the call carries (a transport request id, a
+    /// tool-call id): retries deduplicate on it.
+    #[must_use]
+    pub fn invocation_id(mut self, id: Option<String>) -> ToolCall {
+        self.invocation_id = id;
+        self
+    }
+
+    /// The tool's wire name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The arguments.
+    pub fn arguments(&self) -> &Value {
+        &self.arguments
+    }
+
+    /// Runs it once through `toolset`, with `confirmation_id` as evidence
+    /// if given, cancelled with `cancel`.
+    pub async fn run(
+        &self,
+        toolset: &Toolset,
+        confirmation_id: Option<&str>,
+        cancel: CancellationToken,
+    ) -> InvocationResult {
+        toolset
+            .execute_with_options(
+                &self.name,
+                self.arguments.clone(),
+                ExecuteOptions {
+                    tool_call_id: self.invocation_id.as_deref(),
+                    confirmation_id,
+                    cancellation: Some(cancel),
+                },
+            )
+            .await
+    }
+}
+
+/// Holds `call` open while the person answers `confirmation_id` (which
+/// the call's first attempt was asked for), then runs it again with the
+/// evidence. See the module docs for how the wait ends.
+///
+/// `ask` is the client's own asking of its person, resolving to whether
+/// they approved; an adapter whose requests are answered only in the
+/// application passes [`std::future::pending`], and its call completes
+/// when the person answers there. When `ask` resolves, `answer` records
+/// the answer (through [`answer_on_connection`](crate::adapter::answer_on_connection)).
+pub async fn ask_the_person(
+    toolset: &Toolset,
+    call: &ToolCall,
+    confirmation_id: &str,
+    ask: impl Future<Output = bool>,
+    answer: impl FnOnce(bool),
+    cancel: CancellationToken,
+) -> InvocationResult {
+    // If this future is dropped while the person is asked (the connection
+    // went away), the guard withdraws the request and settles the call
+    // CANCELLED, there and then.
+    let abandoned = {
+        let toolset = toolset.clone();
+        let call = call.clone();
+        move |withdrawal: Withdrawal| {
+            if withdrawal == Withdrawal::Awaited {
+                return;
+            }
+            let token = CancellationToken::new();
+            token.cancel();
+            let _ = settle_now(call.run(&toolset, None, token));
+        }
+    };
+    let mut waiting = toolset.registry().confirmations().wait_guard(
+        confirmation_id,
+        toolset.consumer(),
+        abandoned,
+    );
+    let asked = tokio::select! {
+        approved = ask => Some(approved),
+        // Ended elsewhere (answered in the app, withdrawn by an unmount,
+        // expired): the retry below reports how, at once.
+        _ = waiting.outcome() => None,
+        () = cancel.cancelled() => {
+            return match waiting.cancel() {
+                // Another call still waits on the same request: this one
+                // ends alone.
+                Withdrawal::Awaited => crate::adapter::refused(
+                    toolset.registry(),
+                    call.name(),
+                    call.invocation_id.clone(),
+                    ErrorPayload::cancelled(),
+                ),
+                // The agent's own request, without evidence: its retry
+                // with the same id gets this CANCELLED, never a conflict.
+                Withdrawal::Withdrawn | Withdrawal::NotOpen => {
+                    call.run(toolset, None, cancel).await
+                }
+            };
+        }
+    };
+    // The wait is over; nothing is withdrawn.
+    waiting.finish();
+    if let Some(approved) = asked {
+        answer(approved);
+    }
+    // Denied: the retry reports CONFIRMATION_INVALID {denied}.
+    call.run(toolset, Some(confirmation_id), cancel).await
+}
