@@ -196,7 +196,11 @@ pub struct InvocationResult {
 }
 
 impl InvocationResult {
-    pub(crate) fn new(
+    /// A settled result, for an adapter that settles a call itself
+    /// (discovery in meta mode, a refusal before the pipeline: see
+    /// [`adapter::refused`](crate::adapter::refused)) or rewords one the
+    /// pipeline settled. The pipeline's own results are made the same way.
+    pub fn new(
         invocation_id: Arc<str>,
         capability_id: Arc<str>,
         outcome: Result<Option<Arc<Value>>, ErrorPayload>,

@@ -32,11 +32,11 @@
 //! # Ok::<(), agent_surface::registry::MountError>(())
 //! ```
 
-mod adapter;
+mod adapter_needs;
 mod authority;
 mod config;
 mod confirmations;
-mod forget;
+mod forget_consumer;
 mod handle;
 mod mount;
 mod procedures;

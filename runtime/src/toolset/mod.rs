@@ -58,10 +58,12 @@
 
 mod ask;
 mod builder;
-mod direct;
+mod catalog_cache;
 mod meta;
 pub mod render;
+mod running;
 mod tool;
+mod two_phase;
 mod views;
 mod watch;
 
@@ -87,9 +89,9 @@ pub use tool::{Tool, ToolState, ToolTarget, tool_description, wire_name};
 pub use views::{ConsumerView, ConsumerViews};
 pub use watch::{CallActivity, CallGuard, ChangeWatcher, Mark, same_served, served};
 
-use direct::retry_key;
 use meta::meta_tools;
 use tool::Catalog;
+use two_phase::retry_key;
 
 /// One entry of [`Toolset::wire_names`]: a tool name and what it calls.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

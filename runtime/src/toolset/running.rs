@@ -1,118 +1,22 @@
-//! Running calls: the retry key and two-phase memory of direct mode, the
-//! toolset's own settled results, and one call through the pipeline (with
-//! the wait for the user's confirmation in wait mode).
+//! Running calls: the toolset's own settled results, and one call through
+//! the pipeline (with the wait for the user's confirmation in wait mode,
+//! and the meta verbs' hint for a target of the wrong kind).
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::tool::{Catalog, build_catalog};
 use super::{ConfirmationMode, Mode, Shared};
 use crate::adapter::bounds;
 use crate::adapter::key_pointer;
-use crate::canonical::write_canonical;
 use crate::confirmation::{Withdrawal, settle_now};
 use crate::error::{ErrorCode, ErrorPayload};
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions, Kinds};
 use crate::registry::Registry;
 use crate::schema::Issue;
 
-/// Identifies "the same call again": the tool and the canonical input.
-pub(super) fn retry_key(name: &str, input: &Value) -> u64 {
-    let mut hasher = crate::canonical::Fnv1a64::new();
-    crate::canonical::write_string(name, &mut hasher);
-    write_canonical(input, &mut hasher);
-    hasher.finish()
-}
-
 impl Shared {
-    /// The confirmation a previous attempt of the same call was asked for.
-    pub(super) fn remembered(&self, key: u64) -> Option<String> {
-        if self.confirmations != ConfirmationMode::TwoPhase {
-            return None;
-        }
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, id)| id.clone())
-    }
-
-    /// Remembers a confirmation request (two-phase), forgets it once the
-    /// call settled any other way. Bounded by the pending-confirmation limit.
-    pub(super) fn remember(&self, key: u64, result: &InvocationResult) {
-        if self.confirmations != ConfirmationMode::TwoPhase {
-            return;
-        }
-        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        asked.retain(|(k, _)| *k != key);
-        let requested = result
-            .error()
-            .filter(|error| error.code() == ErrorCode::ConfirmationRequired)
-            .and_then(|error| error.detail("confirmationId"))
-            .and_then(Value::as_str);
-        if let Some(id) = requested {
-            let cap = self
-                .registry
-                .limits()
-                .max_pending_confirmations_per_consumer
-                .max(1);
-            while asked.len() >= cap {
-                asked.remove(0);
-            }
-            asked.push((key, id.to_owned()));
-        }
-    }
-
-    /// The catalog the model last saw (built now if there is none).
-    pub(super) fn catalog(&self) -> Arc<Catalog> {
-        let built = self
-            .built
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        built.unwrap_or_else(|| self.rebuild())
-    }
-
-    /// A fresh catalog, kept as the one later calls resolve against.
-    pub(super) fn rebuild(&self) -> Arc<Catalog> {
-        let catalog = Arc::new(self.build());
-        let previous = self
-            .built
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .replace(Arc::clone(&catalog));
-        // The previous catalog may own the last reference to an unmounted
-        // registration (its policies are host code): dropped unlocked.
-        crate::adapter::contain::drop_contained("previous catalog", previous);
-        catalog
-    }
-
-    /// Builds the direct-mode catalog from one snapshot.
-    fn build(&self) -> Catalog {
-        let snapshot = self.registry.snapshot(&self.options);
-        build_catalog(&snapshot)
-    }
-
-    pub(super) fn notify_if_changed(&self) {
-        if self.disposed.is_cancelled() || self.mode == Mode::Meta {
-            return;
-        }
-        let catalog = self.rebuild();
-        let fingerprint = catalog.fingerprint();
-        let before = self
-            .notified
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .replace(fingerprint);
-        if before == Some(fingerprint) {
-            return;
-        }
-        self.listeners.call(&catalog.tools, "toolset");
-    }
-
     /// Refuses arguments nested deeper than the pipeline accepts before
     /// the toolset walks them (a retry key, a copy of the request); the
     /// pipeline checks every other bound itself. In meta mode the bound

@@ -1,0 +1,60 @@
+//! Two-phase memory of direct mode: a model that retries "the same call
+//! again" (the same tool and canonical input) after the person approved is
+//! given the confirmation its previous attempt was asked for.
+
+use std::sync::PoisonError;
+
+use serde_json::Value;
+
+use super::{ConfirmationMode, Shared};
+use crate::canonical::write_canonical;
+use crate::error::ErrorCode;
+use crate::invoke::InvocationResult;
+
+/// Identifies "the same call again": the tool and the canonical input.
+pub(super) fn retry_key(name: &str, input: &Value) -> u64 {
+    let mut hasher = crate::canonical::Fnv1a64::new();
+    crate::canonical::write_string(name, &mut hasher);
+    write_canonical(input, &mut hasher);
+    hasher.finish()
+}
+impl Shared {
+    /// The confirmation a previous attempt of the same call was asked for.
+    pub(super) fn remembered(&self, key: u64) -> Option<String> {
+        if self.confirmations != ConfirmationMode::TwoPhase {
+            return None;
+        }
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, id)| id.clone())
+    }
+
+    /// Remembers a confirmation request (two-phase), forgets it once the
+    /// call settled any other way. Bounded by the pending-confirmation limit.
+    pub(super) fn remember(&self, key: u64, result: &InvocationResult) {
+        if self.confirmations != ConfirmationMode::TwoPhase {
+            return;
+        }
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        asked.retain(|(k, _)| *k != key);
+        let requested = result
+            .error()
+            .filter(|error| error.code() == ErrorCode::ConfirmationRequired)
+            .and_then(|error| error.detail("confirmationId"))
+            .and_then(Value::as_str);
+        if let Some(id) = requested {
+            let cap = self
+                .registry
+                .limits()
+                .max_pending_confirmations_per_consumer
+                .max(1);
+            while asked.len() >= cap {
+                asked.remove(0);
+            }
+            asked.push((key, id.to_owned()));
+        }
+    }
+}
