@@ -97,6 +97,28 @@ pub fn decode(name: &str) -> Option<CapabilityId> {
     (encode(&id) == name).then_some(id)
 }
 
+/// Decodes a [full name](full_name) back to its capability id and instance:
+/// what an adapter does with a tool name that is no longer in a consumer's
+/// catalog, so the pipeline can say precisely why it is gone.
+///
+/// ```
+/// use agent_surface::wire::decode_full_name;
+///
+/// let (id, instance) = decode_full_name("view_devices__table__selectRows_at_main").unwrap();
+/// assert_eq!(id.as_str(), "view:devices.table.selectRows");
+/// assert_eq!(instance.unwrap().as_str(), "main");
+/// assert!(decode_full_name("not a tool").is_none());
+/// ```
+pub fn decode_full_name(name: &str) -> Option<(CapabilityId, Option<InstanceId>)> {
+    if let Some(id) = decode(name) {
+        return Some((id, None));
+    }
+    let (base, instance) = name.rsplit_once("_at_")?;
+    let id = decode(base)?;
+    let instance = InstanceId::new(instance).ok()?;
+    Some((id, Some(instance)))
+}
+
 /// Shortens `full` to [`MAX_WIRE_NAME`] characters at the given hash strength.
 fn shorten(full: &str, level: u8) -> String {
     let hash = Fnv1a64::hash(full.as_bytes());

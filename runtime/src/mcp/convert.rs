@@ -98,15 +98,3 @@ pub(super) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
         .protocol_version()
         .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }
-
-/// `view_devices__table__selectRows` (optionally `_at_<instance>`) back to
-/// a capability id and instance, for names no longer in the catalog.
-pub(super) fn decode_name(name: &str) -> Option<(String, Option<String>)> {
-    if let Some(id) = crate::wire::decode(name) {
-        return Some((id.as_str().to_owned(), None));
-    }
-    let (base, instance) = name.rsplit_once("_at_")?;
-    let id = crate::wire::decode(base)?;
-    crate::ids::InstanceId::new(instance).ok()?;
-    Some((id.as_str().to_owned(), Some(instance.to_owned())))
-}

@@ -5,7 +5,7 @@
 //! - an answer to an input-required round (a 2026-07-28 retry carrying the
 //!   `requestState` it was given): [`McpSession::answer_round`];
 //! - a name not in the caller's tools: a stale name still gets the
-//!   pipeline's precise error ([`McpSession::call_stale`]), anything else is
+//!   pipeline's precise error ([`ToolCall::run_stale`]), anything else is
 //!   not a tool;
 //! - a call that needs no confirmation, or whose caller brings evidence,
 //!   or whose client cannot ask its person: one run through the toolset;
@@ -26,14 +26,12 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::caller::{Acting, Caller};
-use super::convert::{
-    approval_schema, approves, confirmation_of, decode_name, is_modern, to_call_result,
-};
+use super::convert::{approval_schema, approves, confirmation_of, is_modern, to_call_result};
 use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession, PendingElicitation};
 use crate::adapter::{answer_on_connection, approval_prompt, bounds, refused};
 use crate::context::{Consumer, ConsumerKind};
 use crate::error::ErrorPayload;
-use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
+use crate::invoke::InvocationResult;
 use crate::toolset::{ToolCall, ask_the_person};
 
 impl McpSession {
@@ -88,13 +86,18 @@ impl McpSession {
             .activity
             .begin(acting.view.clone(), acting.caller == Caller::Anonymous);
         let toolset = acting.view.toolset().clone();
-        if toolset.tool(&name).is_none() {
-            let result = self
-                .call_stale(&acting, &name, arguments, invocation_id, cancel)
-                .await?;
+        let call = ToolCall::new(name, arguments).invocation_id(invocation_id);
+        if toolset.tool(call.name()).is_none() {
+            // Not in this consumer's tools: a stale name still gets the
+            // pipeline's precise error; anything else is not a tool at all.
+            let Some(result) = call.run_stale(&toolset, cancel).await else {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool `{}`", call.name()),
+                    None,
+                ));
+            };
             return Ok(to_call_result(&result).into());
         }
-        let call = ToolCall::new(name, arguments).invocation_id(invocation_id);
         let result = call
             .run(&toolset, explicit.as_deref(), cancel.clone())
             .await;
@@ -185,33 +188,6 @@ impl McpSession {
                 cancel,
             )
             .await)
-    }
-
-    /// A name not in this consumer's tools: a stale name (a capability that
-    /// went away) still gets the pipeline's precise error; anything else is
-    /// not a tool at all.
-    async fn call_stale(
-        &self,
-        acting: &Acting,
-        name: &str,
-        arguments: Value,
-        invocation_id: Option<String>,
-        cancel: CancellationToken,
-    ) -> Result<InvocationResult, ErrorData> {
-        let Some((id, instance)) = decode_name(name) else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool `{name}`"),
-                None,
-            ));
-        };
-        let mut invocation = Invocation::new(id).input(arguments);
-        invocation.instance_id = instance;
-        invocation.invocation_id = invocation_id;
-        let options = InvokeOptions {
-            cancellation: Some(cancel),
-            ..InvokeOptions::consumer(acting.view.toolset().consumer().clone())
-        };
-        Ok(self.shared.registry.invoke(invocation, options).await)
     }
 
     /// Asks in an input-required round: the state is a fresh secret naming

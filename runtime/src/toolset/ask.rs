@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::{ExecuteOptions, Toolset};
 use crate::confirmation::{Withdrawal, settle_now};
 use crate::error::ErrorPayload;
-use crate::invoke::InvocationResult;
+use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
 
 /// One tool call an adapter may run again: the tool's wire name, the
 /// arguments the agent sent, and the invocation id it carries.
@@ -61,6 +61,26 @@ impl ToolCall {
     /// The arguments.
     pub fn arguments(&self) -> &Value {
         &self.arguments
+    }
+
+    /// Runs a call whose name is not in `toolset`'s tools: a stale name (a
+    /// capability that went away, or moved) is decoded to the capability
+    /// it named and run through the pipeline, which reports precisely why
+    /// it cannot run now. `None`: the name never was a tool name.
+    pub async fn run_stale(
+        &self,
+        toolset: &Toolset,
+        cancel: CancellationToken,
+    ) -> Option<InvocationResult> {
+        let (id, instance) = crate::wire::decode_full_name(&self.name)?;
+        let mut invocation = Invocation::new(id.as_str()).input(self.arguments.clone());
+        invocation.instance_id = instance.map(|instance| instance.as_str().to_owned());
+        invocation.invocation_id = self.invocation_id.clone();
+        let options = InvokeOptions {
+            cancellation: Some(cancel),
+            ..InvokeOptions::consumer(toolset.consumer().clone())
+        };
+        Some(toolset.registry().invoke(invocation, options).await)
     }
 
     /// Runs it once through `toolset`, with `confirmation_id` as evidence
