@@ -45,6 +45,7 @@ impl Environment {
 /// The kind of consumer addressing the registry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ConsumerKind {
     /// An in-process agent loop (the embedded toolset).
     Embedded,
@@ -52,6 +53,10 @@ pub enum ConsumerKind {
     Mcp,
     /// The testing harness.
     Test,
+    /// An agent in the browser, served by the page through WebMCP
+    /// (`document.modelContext`).
+    #[serde(rename = "webmcp")]
+    WebMcp,
     /// Anything else.
     Other,
 }
@@ -63,6 +68,7 @@ impl ConsumerKind {
             ConsumerKind::Embedded => "embedded",
             ConsumerKind::Mcp => "mcp",
             ConsumerKind::Test => "test",
+            ConsumerKind::WebMcp => "webmcp",
             ConsumerKind::Other => "other",
         }
     }

@@ -71,6 +71,8 @@
 //! - [`registry`]: mount components (and [`procedure`] references), take
 //!   per-consumer [`snapshot`]s, run calls through the ten-phase pipeline
 //!   ([`invoke`]), drive [`confirmation`]s, read [`audit`] records.
+//! - [`webmcp`]: a page serves its surface to the agent in the browser
+//!   (`document.modelContext`), calls through the full pipeline.
 //! - [`toolset`]: the provider-neutral tools an in-process agent loop hands
 //!   to a model (direct or meta mode), with renderers for the major model
 //!   APIs.
@@ -89,7 +91,7 @@
 //! | contracts | [`policy`] (the vocabulary contracts declare), [`contract`], [`component`], [`procedure`] contracts, their content hashes, the [`catalog`] of every linked contract |
 //! | primitives | deduplication, admission and action queues, the [`confirmation`] store (over a narrow services handle the registry implements), the procedure executor trait |
 //! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`explain`], the [`adapter`] kit (what adapters use of the core) |
-//! | adapters | [`toolset`], `mcp`, `testing`, the MCP procedure executor |
+//! | adapters | [`toolset`], `mcp`, [`webmcp`], `testing`, the MCP procedure executor |
 //! | generated code | `macro_support` (hidden): what the macros' expansions call and the bounds they check types against, not for direct use |
 //!
 //! # What the compiler checks
@@ -145,6 +147,7 @@ pub mod snapshot;
 pub mod testing;
 pub mod toolset;
 mod util;
+pub mod webmcp;
 pub mod wire;
 
 /// Makes a struct or enum usable as a capability input or output: serde and

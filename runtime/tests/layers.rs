@@ -54,6 +54,7 @@ const LAYERS: &[&str] = &[
     // adapters, over the public API of the core
     "toolset",
     "mcp",
+    "webmcp",
     "procedure::mcp",
     "testing",
     "macro_support",
@@ -448,7 +449,7 @@ const KNOWN_CYCLES: &[&str] = &[
 const KNOWN_PRIVATE_USES: &[&str] = &[];
 
 /// The layers adapters sit in: over the public API of the core only.
-const ADAPTERS: &[&str] = &["toolset", "mcp", "procedure::mcp", "testing"];
+const ADAPTERS: &[&str] = &["toolset", "mcp", "webmcp", "procedure::mcp", "testing"];
 
 #[test]
 fn imports_go_one_way_bottom_to_top() {

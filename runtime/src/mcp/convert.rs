@@ -15,19 +15,16 @@ use serde_json::{Map, Value};
 use crate::error::ErrorCode;
 use crate::invoke::InvocationResult;
 use crate::toolset::Tool;
-use agent_surface_rules::{Effect, Kind};
 
 /// Tool annotations from effect and kind.
 fn annotations(tool: &Tool) -> Option<ToolAnnotations> {
-    let target = tool.target()?;
-    let read_only = target.kind == Kind::Observation || target.effect == Effect::ServerQuery;
-    let idempotent = read_only || target.idempotent;
+    let hints = tool.hints()?;
     Some(
         ToolAnnotations::new()
-            .read_only(read_only)
-            .destructive(target.effect == Effect::Destructive)
-            .idempotent(idempotent)
-            .open_world(target.effect == Effect::ExternalSideEffect),
+            .read_only(hints.read_only)
+            .destructive(hints.destructive)
+            .idempotent(hints.idempotent)
+            .open_world(hints.open_world),
     )
 }
 

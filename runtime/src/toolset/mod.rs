@@ -85,7 +85,7 @@ use crate::snapshot::{Budget, SnapshotOptions};
 pub use ask::{ToolCall, ask_the_person};
 pub use builder::{ConfirmationMode, Mode, ToolsetBuilder, ToolsetError, Topology};
 pub use meta::{ACT, DISCOVER, READ, meta_block_size};
-pub use tool::{Tool, ToolState, ToolTarget, tool_description, wire_name};
+pub use tool::{Tool, ToolHints, ToolState, ToolTarget, tool_description, wire_name};
 pub use views::{ConsumerView, ConsumerViews};
 pub use watch::{CallActivity, CallGuard, ChangeWatcher, Mark, same_served, served};
 

@@ -30,6 +30,22 @@ pub struct ToolState {
     pub note: Option<String>,
 }
 
+/// What a tool's effect means for a client deciding how to present or
+/// gate it: MCP's tool annotations and WebMCP's hints, derived from kind
+/// and effect (never from what the author wrote in a description).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ToolHints {
+    /// Reads only: an observation, or a server query.
+    pub read_only: bool,
+    /// Its effect is destructive.
+    pub destructive: bool,
+    /// Repeating it changes nothing more (every read-only tool is).
+    pub idempotent: bool,
+    /// It reaches outside the application (an external side effect).
+    pub open_world: bool,
+}
+
 /// What a direct-mode tool calls: the target as the catalog saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ToolTarget<'a> {
@@ -181,6 +197,19 @@ impl Tool {
             effect: capability.effect(),
             confirmation: capability.confirmation(),
             idempotent: capability.idempotent(),
+        })
+    }
+
+    /// The hints a client is given about the tool (`None` for meta-mode
+    /// tools, whose targets vary).
+    pub fn hints(&self) -> Option<ToolHints> {
+        let target = self.target()?;
+        let read_only = target.kind == Kind::Observation || target.effect == Effect::ServerQuery;
+        Some(ToolHints {
+            read_only,
+            destructive: target.effect == Effect::Destructive,
+            idempotent: read_only || target.idempotent,
+            open_world: target.effect == Effect::ExternalSideEffect,
         })
     }
 

@@ -1,0 +1,118 @@
+// The page's side of the WebMCP adapter (agent_surface::webmcp): keeps
+// document.modelContext's tools equal to the in-page agent's tools as the
+// server sends them, and forwards each call (and its cancellation) to the
+// server through `channel` ({ send(message), recv() -> Promise }). Nothing
+// here decides what a call may do: the server's pipeline does.
+function agentSurfaceWebMcp(channel) {
+  var context = document.modelContext;
+  if (!context || typeof context.registerTool !== "function") {
+    channel.send({ type: "absent" });
+    return;
+  }
+  // name -> { key, controller }: what is registered, and how to take it back.
+  var registered = new Map();
+  // call number -> { name, resolve }: calls waiting for the server.
+  var waiting = new Map();
+  var next = 1;
+
+  function sameAs(entry) {
+    return JSON.stringify([entry.description, entry.inputSchema, entry.annotations]);
+  }
+
+  function cancel(call) {
+    if (waiting.has(call)) {
+      channel.send({ type: "cancel", call: call });
+    }
+  }
+
+  function executor(name) {
+    return function (args, client) {
+      var call = next++;
+      return new Promise(function (resolve) {
+        waiting.set(call, { name: name, resolve: resolve });
+        var signal = client && client.signal;
+        if (signal) {
+          if (signal.aborted) {
+            cancel(call);
+          } else {
+            signal.addEventListener("abort", function () { cancel(call); }, { once: true });
+          }
+        }
+        channel.send({
+          type: "call",
+          call: call,
+          name: name,
+          arguments: args === undefined ? {} : args
+        });
+      });
+    };
+  }
+
+  function sync(tools) {
+    var wanted = new Map();
+    for (var i = 0; i < tools.length; i++) {
+      wanted.set(tools[i].name, tools[i]);
+    }
+    registered.forEach(function (held, name) {
+      var entry = wanted.get(name);
+      if (!entry || sameAs(entry) !== held.key) {
+        held.controller.abort();
+        registered.delete(name);
+      }
+    });
+    wanted.forEach(function (entry, name) {
+      if (registered.has(name)) {
+        return;
+      }
+      var controller = new AbortController();
+      var held = { key: sameAs(entry), controller: controller };
+      registered.set(name, held);
+      var tool = {
+        name: entry.name,
+        description: entry.description,
+        inputSchema: entry.inputSchema,
+        annotations: entry.annotations,
+        execute: executor(entry.name)
+      };
+      Promise.resolve()
+        .then(function () { return context.registerTool(tool, { signal: controller.signal }); })
+        .catch(function () {
+          if (registered.get(name) === held) {
+            registered.delete(name);
+          }
+        });
+    });
+  }
+
+  context.addEventListener("toolcancel", function (event) {
+    waiting.forEach(function (call, number) {
+      if (call.name === event.toolName) {
+        cancel(number);
+      }
+    });
+  });
+
+  window.addEventListener("pagehide", function () {
+    registered.forEach(function (held) { held.controller.abort(); });
+    registered.clear();
+  });
+
+  channel.send({ type: "ready" });
+  (async function () {
+    for (;;) {
+      var message = await channel.recv();
+      if (!message || typeof message !== "object") {
+        continue;
+      }
+      if (message.type === "tools" && Array.isArray(message.tools)) {
+        sync(message.tools);
+      } else if (message.type === "result") {
+        var call = waiting.get(message.call);
+        if (call) {
+          waiting.delete(message.call);
+          call.resolve(message.result);
+        }
+      }
+    }
+  })();
+}

@@ -1,0 +1,259 @@
+//! The WebMCP adapter: a page serves its live surface to the agent in the
+//! browser through `document.modelContext`, instead of that agent reading
+//! and clicking the page.
+//!
+//! Browsers that carry WebMCP (Chromium with `--enable-features=WebMCP`)
+//! give a page `document.modelContext` with `registerTool(tool, {signal})`,
+//! `getTools()`, `executeTool(tool, args)` and `toolchange` /
+//! `toolactivated` / `toolcancel` events. The browser does not check
+//! arguments against a tool's `inputSchema`: this adapter runs every call
+//! through the registry's pipeline, which does.
+//!
+//! A [`PageAgent`] is the in-page agent of one page: its own consumer
+//! (kind [`ConsumerKind::WebMcp`]: distinct from MCP sessions and from the
+//! person), its tools, and its calls. The page side is [`GLUE`], a script
+//! that speaks to the `PageAgent` over any message channel the page already
+//! has with its server (a LiveView websocket, a wasm binding's direct
+//! calls), as JSON [messages](PageAgent::receive):
+//!
+//! - **Tools** follow the surface: the page registers one tool per
+//!   capability the in-page agent may use right now (wire names,
+//!   descriptions and input schemas from the toolset, read-only hints from
+//!   effects), and unregisters and re-registers them as the surface changes
+//!   (availability, navigation, another tab taking over). A hidden or
+//!   unavailable capability is never listed.
+//! - **Calls** run through the full pipeline as the in-page agent:
+//!   validation, policies, confirmation, staleness, audit. A capability
+//!   error comes back as an MCP-shaped `isError` result carrying the exact
+//!   payload (`code`, `message`, `retry`, `details`), never as a thrown
+//!   error (which the browser would reduce to "the invocation failed").
+//! - **Confirmations** the in-page agent's calls need are answered by the
+//!   person in the page's own dialog: the call is held open until they
+//!   answer, then retried with the evidence. The in-page agent has no way
+//!   to approve: its calls carry no evidence, and nothing it sends names a
+//!   confirmation.
+//! - **Cancellation**: the page's `toolcancel` (or its own abort) cancels
+//!   the invocation; a call waiting for the person withdraws its request.
+//! - **Where there is no `document.modelContext`**, the glue does nothing
+//!   and says so once ([`PageMessage::Absent`]); the page works as before.
+//!
+//! Bounds: at most [`MAX_CALLS_IN_FLIGHT`] calls of one page agent run at
+//! once (more settle `RATE_LIMITED` at once); names and call ids are
+//! bounded by the registry's `max_id_bytes`, arguments by its input limits.
+
+mod messages;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::adapter::{bounds, refused};
+use crate::context::{Consumer, ConsumerKind};
+use crate::error::{ErrorPayload, RateLimitReason};
+use crate::registry::Registry;
+use crate::toolset::{
+    CallActivity, ChangeWatcher, ConsumerView, ConsumerViews, Mark, ToolCall, Topology, served,
+};
+
+pub use messages::{PageMessage, call_result, tool_entry};
+
+/// The page's side of the adapter: a script defining one function,
+/// `agentSurfaceWebMcp(channel)`, where `channel` has `send(message)` and
+/// `recv()` (a promise of the next message), as Dioxus's `eval` gives.
+/// It returns at once, having done nothing, where the browser has no
+/// `document.modelContext`.
+pub const GLUE: &str = include_str!("glue.js");
+
+/// Most calls of one page agent in flight at once.
+pub const MAX_CALLS_IN_FLIGHT: usize = 16;
+
+/// The in-page agent of one page. Cheap to clone; dropping the last clone
+/// ends its session: its view, settled dedupe records and open
+/// confirmations go with it.
+#[derive(Clone, Debug)]
+pub struct PageAgent {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    registry: Registry,
+    views: ConsumerViews,
+    view: Arc<ConsumerView>,
+    activity: CallActivity,
+    agent_id: String,
+    /// Calls in flight by the page's call number.
+    calls: Mutex<BTreeMap<u64, CancellationToken>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for (_, call) in
+            std::mem::take(&mut *self.calls.lock().unwrap_or_else(PoisonError::into_inner))
+        {
+            call.cancel();
+        }
+        self.views.end_session(&self.agent_id);
+    }
+}
+
+impl PageAgent {
+    /// The in-page agent `agent_id` of a page of `registry` (unique per
+    /// page: a tab's number, a page load's id), named `label` where a
+    /// person reads who asked ("In-page agent"). `None` once the registry
+    /// is disposed.
+    ///
+    /// ```
+    /// let registry = agent_surface::Registry::default();
+    /// let agent = agent_surface::webmcp::PageAgent::new(&registry, "tab-1", "In-page agent").unwrap();
+    /// assert_eq!(agent.consumer().key().as_ref(), "webmcp:tab-1");
+    /// assert_eq!(agent.tools_message()["tools"], serde_json::json!([]));
+    /// ```
+    pub fn new(registry: &Registry, agent_id: &str, label: &str) -> Option<PageAgent> {
+        // Embedded: a call that needs the person's approval waits for it
+        // (in the page's own dialog) and is retried with the evidence.
+        let views = ConsumerViews::new(registry, ConsumerKind::WebMcp, Topology::Embedded);
+        let view = views.get(agent_id, Some(label))?;
+        Some(PageAgent {
+            inner: Arc::new(Inner {
+                registry: registry.clone(),
+                views,
+                view,
+                activity: CallActivity::default(),
+                agent_id: agent_id.to_owned(),
+                calls: Mutex::new(BTreeMap::new()),
+            }),
+        })
+    }
+
+    /// The consumer its calls are made as.
+    pub fn consumer(&self) -> &Consumer {
+        self.inner.view.toolset().consumer()
+    }
+
+    /// Now, as a moment a [`watch`](Self::watch) covers from: take it
+    /// *before* sending a tool list.
+    pub fn mark(&self) -> Mark {
+        Mark::now(&self.inner.registry, &self.inner.activity)
+    }
+
+    /// The tools message for the page: the tools the in-page agent may
+    /// use right now (`{"type": "tools", "tools": [...]}`).
+    pub fn tools_message(&self) -> Value {
+        let tools = self.inner.view.current();
+        let entries: Vec<Value> = served(&tools).map(tool_entry).collect();
+        serde_json::json!({ "type": "tools", "tools": entries })
+    }
+
+    /// Follows what the in-page agent may use, covering every change after
+    /// `since`: send [`tools_message`](Self::tools_message) again each time
+    /// [`ChangeWatcher::changed`] returns (and at once when `due`).
+    pub fn watch(&self, since: Mark) -> (ChangeWatcher, bool) {
+        ChangeWatcher::attach(
+            &self.inner.registry,
+            &self.inner.activity,
+            Arc::clone(&self.inner.view),
+            since,
+        )
+    }
+
+    /// Takes one message from the page. A call comes back as a future of
+    /// the result message to send back (run it concurrently with other
+    /// calls: a call may wait for the person); a cancellation, the page's
+    /// hello and anything unreadable come back as `None` (a cancellation
+    /// has taken effect).
+    pub fn receive(&self, message: &Value) -> Option<impl Future<Output = Value> + Send + 'static> {
+        match PageMessage::parse(message, self.inner.registry.limits().max_id_bytes)? {
+            PageMessage::Call {
+                call,
+                name,
+                arguments,
+            } => Some(self.call(call, name, arguments)),
+            PageMessage::Cancel { call } => {
+                if let Some(token) = self
+                    .inner
+                    .calls
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&call)
+                {
+                    token.cancel();
+                }
+                None
+            }
+            PageMessage::Ready | PageMessage::Absent => None,
+        }
+    }
+
+    /// Runs call number `call` of tool `name`.
+    fn call(
+        &self,
+        call: u64,
+        name: String,
+        arguments: Value,
+    ) -> impl Future<Output = Value> + Send + 'static {
+        let inner = Arc::clone(&self.inner);
+        let cancel = CancellationToken::new();
+        let admitted = {
+            let mut calls = inner.calls.lock().unwrap_or_else(PoisonError::into_inner);
+            let room = calls.len() < MAX_CALLS_IN_FLIGHT && !calls.contains_key(&call);
+            if room {
+                calls.insert(call, cancel.clone());
+            }
+            room
+        };
+        async move {
+            // Forgotten when the call ends, or when its future is dropped.
+            let _slot = admitted.then(|| Slot {
+                inner: Arc::clone(&inner),
+                call,
+            });
+            let max_id = inner.registry.limits().max_id_bytes;
+            let name = bounds::truncated(&name, max_id).to_owned();
+            if !admitted {
+                let refusal = refused(
+                    &inner.registry,
+                    &name,
+                    None,
+                    ErrorPayload::rate_limited(RateLimitReason::QueueFull, None),
+                );
+                return messages::result_message(call, &refusal);
+            }
+            let result = {
+                // Until this call ends: then the agent's tools are checked
+                // again (a call may change what is available).
+                let _busy = inner.activity.begin(Arc::clone(&inner.view), false);
+                let toolset = inner.view.toolset();
+                let call = ToolCall::new(name.clone(), arguments);
+                if toolset.tool(&name).is_some() {
+                    call.run(toolset, None, cancel).await
+                } else {
+                    match call.run_stale(toolset, cancel).await {
+                        Some(result) => result,
+                        None => refused(&inner.registry, &name, None, ErrorPayload::not_found()),
+                    }
+                }
+            };
+            messages::result_message(call, &result)
+        }
+    }
+}
+
+/// A call's place among the calls in flight, given up when it ends.
+struct Slot {
+    inner: Arc<Inner>,
+    call: u64,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.inner
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.call);
+    }
+}
