@@ -173,7 +173,7 @@ async fn a_second_initialize_is_refused_and_the_session_keeps_its_protocol() {
 
 #[tokio::test]
 async fn a_second_initialize_is_refused_on_a_stream_transport() {
-    let app = devices::App::start(devices::User::admin()).await.unwrap();
+    let app = support::App::start(support::User::admin()).await;
     let server = agent_surface::mcp::McpServer::builder(app.registry()).build();
     let (client, server_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
