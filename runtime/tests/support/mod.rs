@@ -20,4 +20,4 @@ pub mod http;
 
 pub use app::App;
 pub use fleet::{Status, User};
-pub use http::{LEGACY, PATIENCE, Served, payload, serve, serve_console};
+pub use http::{LEGACY, PATIENCE, Served, eventually, payload, serve, serve_console};
