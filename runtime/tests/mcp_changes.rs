@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use agent_surface::mcp::McpServer;
 use agent_surface::prelude::*;
-use support::console::Route;
-use support::{App, User};
 use rmcp::model::{CallToolRequestParams, ProtocolVersion, SubscriptionFilter};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::json;
+use support::console::Route;
+use support::{App, User};
 use tokio::sync::watch;
 
 /// Generous: a notification that takes this long is lost, not late.

@@ -16,12 +16,12 @@
 mod support;
 
 use agent_surface::mcp::{CONFIRMATION_META, McpServer};
-use support::{App, User};
 use rmcp::model::{CallToolRequestParams, ProtocolVersion, RequestMetaObject};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::{Value, json};
+use support::{App, User};
 
 type Client = RunningService<RoleClient, ()>;
 

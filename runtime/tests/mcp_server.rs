@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_surface::mcp::McpServer;
-use support::{App, Status, User};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, ProtocolVersion, SubscriptionFilter,
@@ -21,6 +20,7 @@ use rmcp::{
     ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServiceExt,
 };
 use serde_json::{Value, json};
+use support::{App, Status, User};
 use tokio::sync::watch;
 
 /// A client that counts list_changed pushes and answers elicitations.

@@ -14,8 +14,8 @@ use agent_surface::audit::AuditKind;
 use agent_surface::error::ErrorCode;
 use agent_surface::mcp::McpServer;
 use agent_surface::prelude::*;
-use support::{App, User};
 use serde_json::{Value, json};
+use support::{App, User};
 use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
 };

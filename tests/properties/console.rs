@@ -223,7 +223,15 @@ pub(crate) struct DevicesTable(Arc<Console>);
 
 /// Table of devices matching the filters, with row selection.
 #[agent_component(type = "devices.table")]
-#[reference(crate::console::DisableDevices, locked = [device_ids], when)]
+#[reference(
+    crate::console::DisableDevices,
+    locked = [device_ids],
+    when,
+    policies = [
+        agent_surface::policy::authenticated(),
+        agent_surface::policy::has_permission("devices:write"),
+    ],
+)]
 impl DevicesTable {
     /// Visible rows, the selection and the sorting.
     #[observation]
@@ -305,7 +313,8 @@ impl Navigation {
 
 /// Mounts the console on `registry`: the filter bar, the table with its
 /// reference (`deviceIds` bound to the selection, available while rows are
-/// selected), the drawer and the navigation. Dropping the handles unmounts.
+/// selected, visible to signed-in users who may write), the drawer and the
+/// navigation. Dropping the handles unmounts.
 pub(crate) fn mount(registry: &Registry) -> Vec<Mounted> {
     let console = Arc::new(Console::default());
     let selection = Arc::clone(&console);
@@ -325,7 +334,9 @@ pub(crate) fn mount(registry: &Registry) -> Vec<Mounted> {
             .procedure(reference)
             .mount()
             .unwrap(),
-        registry.mount(Arc::new(Drawer(Arc::clone(&console)))).unwrap(),
+        registry
+            .mount(Arc::new(Drawer(Arc::clone(&console))))
+            .unwrap(),
         registry.mount(Arc::new(Navigation(console))).unwrap(),
     ]
 }

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use agent_surface::registry::{Mounted, Registry};
 
-use super::console::{Console, DevicesTable, Drawer, FilterBar, Navigation, Route, disable_reference};
+use super::console::{
+    Console, DevicesTable, Drawer, FilterBar, Navigation, Route, disable_reference,
+};
 use super::fleet::{Backend, FleetExecutor, User};
 
 struct Inner {

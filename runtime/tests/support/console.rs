@@ -405,4 +405,3 @@ impl Navigation {
         input.route
     }
 }
-

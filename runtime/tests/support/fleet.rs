@@ -217,7 +217,11 @@ impl FleetExecutor {
         }
         let input: DisableDevices = serde_json::from_value(input)
             .map_err(|err| ProcedureError::server("invalid-input", err.to_string()))?;
-        if input.device_ids.iter().any(|id| self.backend.get(id).is_none()) {
+        if input
+            .device_ids
+            .iter()
+            .any(|id| self.backend.get(id).is_none())
+        {
             return Err(ProcedureError::server("not-found", "unknown devices"));
         }
         let disabled = self.backend.disable(&input.device_ids);
