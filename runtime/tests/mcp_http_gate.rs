@@ -394,7 +394,7 @@ async fn read_to_close(stream: &mut TcpStream) -> String {
 #[tokio::test]
 async fn stalled_headers_and_bodies_are_cut_off() {
     let tune = |b: McpServerBuilder| b.read_timeout(Duration::from_millis(200));
-    // `--mcp http`, and the web console's one accept loop for its pages
+    // `/mcp` alone (`serve_http`), and one accept loop for a console's pages
     // and `/mcp` alike.
     for (served, paths) in [
         (serve(tune).await, &["/mcp"][..]),

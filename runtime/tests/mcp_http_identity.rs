@@ -150,7 +150,7 @@ async fn as_ident_004_stateless_callers_are_distinct_consumers_whatever_they_cla
     );
 }
 
-/// The devices app served with an `identify` hook: the principal is the
+/// The fixture app served with an `identify` hook: the principal is the
 /// `x-user` header's value.
 async fn serve_principals() -> support::Served {
     serve(|b| {
