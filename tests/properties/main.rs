@@ -14,6 +14,7 @@
 )] // test code
 
 mod canonical;
+mod console;
 mod meta;
 mod strict;
 mod validator;

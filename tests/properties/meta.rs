@@ -2,8 +2,6 @@
 //! sends (unknown keys by the dozen, control characters, long names, deep
 //! or mistyped fields), the issues come back capped, truncated and clean.
 
-use std::sync::Arc;
-
 use agent_surface::error::ErrorCode;
 use agent_surface::toolset::{ACT, DISCOVER, Mode, READ, Toolset, Topology};
 use agent_surface::{Environment, Registry};
@@ -25,7 +23,7 @@ fn field() -> impl Strategy<Value = String> {
     ]
 }
 
-/// A field value: any JSON, or a capability id of the devices example.
+/// A field value: any JSON, or a capability id of the fixture console.
 fn field_value() -> impl Strategy<Value = Value> {
     prop_oneof![
         3 => json_value(),
@@ -65,8 +63,7 @@ fn harness() -> Harness {
         .build()
         .unwrap();
     let registry = Registry::builder().environment(Environment::Test).build();
-    let console = devices::Console::new(Arc::new(devices::Backend::demo()));
-    let mounted = devices::mount_console(&registry, &console).unwrap();
+    let mounted = crate::console::mount(&registry);
     let toolset = Toolset::builder(&registry)
         .mode(Mode::Meta)
         .topology(Topology::Remote)

@@ -5,11 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // test code
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_surface::mcp::McpServer;
-use devices::{App, Status, User};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, ProtocolVersion, SubscriptionFilter,
@@ -19,6 +20,7 @@ use rmcp::{
     ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServiceExt,
 };
 use serde_json::{Value, json};
+use support::{App, Status, User};
 use tokio::sync::watch;
 
 /// A client that counts list_changed pushes and answers elicitations.
@@ -89,7 +91,7 @@ async fn connect(modern: bool, approve: Option<bool>) -> Connected {
 }
 
 async fn connect_with(modern: bool, probe: Probe) -> Connected {
-    let app = App::start(User::admin()).await.unwrap();
+    let app = App::start(User::admin()).await;
     let server = McpServer::builder(app.registry()).name("devices").build();
     let (client_io, server_io) = tokio::io::duplex(256 * 1024);
     tokio::spawn(async move {
@@ -203,7 +205,7 @@ async fn as_adapter_003_only_available_capabilities_are_served_and_the_list_foll
         connected
             .app
             .console()
-            .navigate(devices::components::Route::Settings);
+            .navigate(support::console::Route::Settings);
         match &mut subscription {
             Some(subscription) => {
                 tokio::time::timeout(Duration::from_secs(5), subscription.next())
@@ -377,7 +379,7 @@ async fn as_conc_010_a_request_ended_in_the_app_ends_the_elicitation_wait_at_onc
     let error = payload(&done);
     assert_eq!(error["code"], "CONFIRMATION_INVALID", "{error}");
     assert_eq!(error["details"]["reason"], "denied");
-    assert!(connected.app.server().received().is_empty());
+    assert!(connected.app.received().is_empty());
     connected.app.stop().await;
 }
 
@@ -397,7 +399,7 @@ async fn a_declined_elicitation_is_a_final_denial() {
         assert_eq!(error["code"], "CONFIRMATION_INVALID");
         assert_eq!(error["details"]["reason"], "denied");
         assert_eq!(error["retry"], "no");
-        assert!(connected.app.server().received().is_empty());
+        assert!(connected.app.received().is_empty());
         connected.app.stop().await;
     }
 }
@@ -433,7 +435,7 @@ async fn a_stale_tool_after_navigation_fails_precisely() {
 
 #[tokio::test]
 async fn sessions_are_distinct_consumers() {
-    let app = App::start(User::admin()).await.unwrap();
+    let app = App::start(User::admin()).await;
     let server = McpServer::builder(app.registry()).build();
     let mut clients = Vec::new();
     for _ in 0..2 {

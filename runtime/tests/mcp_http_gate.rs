@@ -173,7 +173,7 @@ async fn a_second_initialize_is_refused_and_the_session_keeps_its_protocol() {
 
 #[tokio::test]
 async fn a_second_initialize_is_refused_on_a_stream_transport() {
-    let app = devices::App::start(devices::User::admin()).await.unwrap();
+    let app = support::App::start(support::User::admin()).await;
     let server = agent_surface::mcp::McpServer::builder(app.registry()).build();
     let (client, server_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
@@ -394,7 +394,7 @@ async fn read_to_close(stream: &mut TcpStream) -> String {
 #[tokio::test]
 async fn stalled_headers_and_bodies_are_cut_off() {
     let tune = |b: McpServerBuilder| b.read_timeout(Duration::from_millis(200));
-    // `--mcp http`, and the web console's one accept loop for its pages
+    // `/mcp` alone (`serve_http`), and one accept loop for a console's pages
     // and `/mcp` alike.
     for (served, paths) in [
         (serve(tune).await, &["/mcp"][..]),

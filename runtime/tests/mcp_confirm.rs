@@ -16,12 +16,12 @@
 mod support;
 
 use agent_surface::mcp::{CONFIRMATION_META, McpServer};
-use devices::{App, User};
 use rmcp::model::{CallToolRequestParams, ProtocolVersion, RequestMetaObject};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::{Value, json};
+use support::{App, User};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -132,7 +132,7 @@ async fn two_phase_journey(app: &App, client: &Client) {
 }
 
 async fn over_stdio(modern: bool) {
-    let app = App::start(User::admin()).await.unwrap();
+    let app = App::start(User::admin()).await;
     let server = McpServer::builder(app.registry()).build();
     let (client_io, server_io) = tokio::io::duplex(256 * 1024);
     tokio::spawn(async move {
