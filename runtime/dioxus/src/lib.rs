@@ -19,6 +19,9 @@
 //! - [`use_agent_activity`] is what agents did — every call, request for
 //!   approval and answer, with who and through which channel — newest
 //!   first and bounded, for an activity panel.
+//! - [`use_webmcp`] serves the surface to the agent in the page's browser
+//!   through WebMCP (`document.modelContext`), calls running on the server
+//!   through the full pipeline and approvals left to the person.
 //! - [`use_surface_revision`] re-renders a component whenever the surface
 //!   moved or an agent call settled, so what the agent did shows at once.
 //!
@@ -37,6 +40,7 @@ mod component;
 mod confirmations;
 mod provider;
 mod revision;
+mod webmcp;
 
 pub use activity::{Activity, ActivityEntry, AgentActivity, MAX_ACTIVITY, use_agent_activity};
 pub use component::{
@@ -47,3 +51,4 @@ pub use confirmations::{
 };
 pub use provider::{use_agent_surface_provider, use_registry};
 pub use revision::use_surface_revision;
+pub use webmcp::{WebMcpState, use_webmcp};

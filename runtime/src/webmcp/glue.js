@@ -1,8 +1,9 @@
 // The page's side of the WebMCP adapter (agent_surface::webmcp): keeps
 // document.modelContext's tools equal to the in-page agent's tools as the
 // server sends them, and forwards each call (and its cancellation) to the
-// server through `channel` ({ send(message), recv() -> Promise }). Nothing
-// here decides what a call may do: the server's pipeline does.
+// server through `channel` ({ send(message), listen(handler) }: `listen`
+// calls `handler` with each message the server sends). Nothing here decides
+// what a call may do: the server's pipeline does.
 function agentSurfaceWebMcp(channel) {
   var context = document.modelContext;
   if (!context || typeof context.registerTool !== "function") {
@@ -97,22 +98,19 @@ function agentSurfaceWebMcp(channel) {
     registered.clear();
   });
 
-  channel.send({ type: "ready" });
-  (async function () {
-    for (;;) {
-      var message = await channel.recv();
-      if (!message || typeof message !== "object") {
-        continue;
-      }
-      if (message.type === "tools" && Array.isArray(message.tools)) {
-        sync(message.tools);
-      } else if (message.type === "result") {
-        var call = waiting.get(message.call);
-        if (call) {
-          waiting.delete(message.call);
-          call.resolve(message.result);
-        }
+  channel.listen(function (message) {
+    if (!message || typeof message !== "object") {
+      return;
+    }
+    if (message.type === "tools" && Array.isArray(message.tools)) {
+      sync(message.tools);
+    } else if (message.type === "result") {
+      var call = waiting.get(message.call);
+      if (call) {
+        waiting.delete(message.call);
+        call.resolve(message.result);
       }
     }
-  })();
+  });
+  channel.send({ type: "ready" });
 }

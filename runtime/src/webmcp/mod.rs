@@ -61,10 +61,11 @@ use crate::toolset::{
 pub use messages::{PageMessage, call_result, tool_entry};
 
 /// The page's side of the adapter: a script defining one function,
-/// `agentSurfaceWebMcp(channel)`, where `channel` has `send(message)` and
-/// `recv()` (a promise of the next message), as Dioxus's `eval` gives.
-/// It returns at once, having done nothing, where the browser has no
-/// `document.modelContext`.
+/// `agentSurfaceWebMcp(channel)`, where `channel` has `send(message)` (to
+/// the server's [`PageAgent::receive`]) and `listen(handler)` (the
+/// server's messages: [`PageAgent::tools_message`] and call results, to
+/// `handler`). Where the browser has no `document.modelContext` it sends
+/// `{"type": "absent"}` and does nothing else.
 pub const GLUE: &str = include_str!("glue.js");
 
 /// Most calls of one page agent in flight at once.

@@ -55,3 +55,22 @@
     else if (!event.shiftKey && active === last) { event.preventDefault(); first.focus(); }
   }, true);
 })();
+// Only the person's own input approves: a click, key or pointer event on the
+// approve button that the browser did not generate from real input (a
+// script's `.click()` or `dispatchEvent`, as an agent in the page could
+// make) is stopped before the console sees it. Deny and dismiss stay
+// scriptable: Escape answers with them.
+(function () {
+  function onApprove(target) {
+    return target && typeof target.closest === 'function' && target.closest('#approve') !== null;
+  }
+  ['click', 'dblclick', 'mousedown', 'mouseup', 'pointerdown', 'pointerup', 'keydown', 'keyup', 'keypress', 'submit']
+    .forEach(function (type) {
+      window.addEventListener(type, function (event) {
+        if (!event.isTrusted && onApprove(event.target)) {
+          event.preventDefault();
+          event.stopImmediatePropagation();
+        }
+      }, true);
+    });
+})();

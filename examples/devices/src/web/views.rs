@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use agent_surface_dioxus::{use_agent_component, use_agent_mount, use_surface_revision};
+use agent_surface_dioxus::{
+    use_agent_component, use_agent_mount, use_surface_revision, use_webmcp,
+};
 use dioxus::prelude::*;
 
 use super::agent_panel::AgentPanel;
@@ -80,10 +82,14 @@ pub(crate) fn root() -> Element {
 #[component]
 fn ConsoleView() -> Element {
     let shared = use_context::<Shared>();
+    let tab = use_context::<TabId>();
     let console = use_console();
     let tick = use_refresh();
     let navigation = Arc::clone(&console);
     let _navigation = use_agent_component(move || Arc::new(Navigation(navigation)));
+    // The agent in this browser (WebMCP), served while this tab is in
+    // front; where the browser has no `document.modelContext`, nothing.
+    let _webmcp = use_webmcp(move || format!("tab-{}", tab.0), "In-page agent");
     let route = console.route();
     // Keep the address bar on the console's route, whoever navigated.
     let mut shown = use_signal(|| None::<Route>);

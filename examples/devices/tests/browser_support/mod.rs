@@ -99,23 +99,27 @@ pub async fn start_driver(driver: &Path) -> Driver {
     started
 }
 
-pub async fn open_browser(driver: &Driver, chromium: &Path) -> Client {
+pub async fn open_browser(driver: &Driver, chromium: &Path, extra: &[&str]) -> Client {
+    let mut args = vec![
+        "--headless=new".to_owned(),
+        "--no-sandbox".to_owned(),
+        "--disable-gpu".to_owned(),
+        "--disable-dev-shm-usage".to_owned(),
+        "--disable-background-networking".to_owned(),
+        "--disable-component-update".to_owned(),
+        "--window-size=1280,860".to_owned(),
+        // A foreign site on this machine, for the attack steps.
+        "--host-resolver-rules=MAP evil.example 127.0.0.1".to_owned(),
+        format!("--user-data-dir={}", driver.profile.display()),
+    ];
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
     let mut capabilities = serde_json::Map::new();
     capabilities.insert("browserName".into(), json!("chrome"));
     capabilities.insert(
         "goog:chromeOptions".into(),
         json!({
             "binary": chromium,
-            "args": [
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--window-size=1280,860",
-                // A foreign site on this machine, for the attack steps.
-                "--host-resolver-rules=MAP evil.example 127.0.0.1",
-                format!("--user-data-dir={}", driver.profile.display()),
-            ],
+            "args": args,
         }),
     );
     ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
@@ -289,6 +293,15 @@ where
     F: FnOnce(Client, Session, App, Places) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    in_browser_with(&[], steps).await;
+}
+
+/// [`in_browser`], Chromium started with `extra` arguments as well.
+pub async fn in_browser_with<F, Fut>(extra: &[&str], steps: F)
+where
+    F: FnOnce(Client, Session, App, Places) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let (chromium, driver) = match browser() {
         Ok(found) => found,
         Err(why) if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
@@ -326,7 +339,7 @@ where
     };
 
     let driver = start_driver(&driver).await;
-    let page = open_browser(&driver, &chromium).await;
+    let page = open_browser(&driver, &chromium, extra).await;
     // The steps run in their own task so the browser is closed even when
     // one of them fails.
     let run = tokio::spawn(steps(page.clone(), agent, app.clone(), places));

@@ -1,0 +1,248 @@
+//! The console served to the agent in the browser through WebMCP: headless
+//! Chromium started with `--enable-features=WebMCP` plays both the person
+//! (WebDriver clicks) and the in-page agent (`document.modelContext`,
+//! through scripts), against one running console.
+//!
+//! The in-page agent's tools follow what the person does, its calls run
+//! through the registry's pipeline (invalid arguments are refused with
+//! `INVALID_INPUT`, which the browser itself never checks), its request to
+//! disable waits for the person's click in the page, and it cannot answer
+//! its own request.
+//!
+//! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs
+//! them); without them, or where this Chromium has no
+//! `document.modelContext`, the test says it was skipped — unless
+//! `CI=true`, where a missing browser fails it.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
+
+mod browser_support;
+
+use browser_support::{PATIENCE, Places, Session, answer, click, in_browser_with, text, until};
+use devices::{App, Status};
+use fantoccini::Client;
+use serde_json::{Value, json};
+
+const DISABLE: &str = "domain_devices__disable";
+const SELECT: &str = "view_devices__table__selectRows";
+const READ_TABLE: &str = "view_devices__table__readState";
+
+/// The tools the browser lists for the page, by name.
+async fn tools(page: &Client) -> Vec<String> {
+    let listed = page
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             document.modelContext.getTools().then(
+               tools => done(tools.map(tool => tool.name)),
+               error => done(['error: ' + error]));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(listed).unwrap()
+}
+
+/// Starts `executeTool(name, arguments)` as the in-page agent; its outcome
+/// lands in `window.__outcomes[slot]` (the JSON the browser resolves with,
+/// or the error it rejects with).
+async fn start(page: &Client, slot: &str, name: &str, arguments: Value) {
+    page.execute(
+        "const [slot, name, args] = arguments;
+         window.__outcomes = window.__outcomes || {};
+         window.__outcomes[slot] = null;
+         document.modelContext.getTools().then(tools => {
+           const tool = tools.find(t => t.name === name);
+           if (!tool) { window.__outcomes[slot] = { missing: name }; return; }
+           return document.modelContext.executeTool(tool, args).then(
+             text => { window.__outcomes[slot] = { text: text }; },
+             error => { window.__outcomes[slot] = { error: String(error) }; });
+         });",
+        vec![json!(slot), json!(name), arguments],
+    )
+    .await
+    .unwrap();
+}
+
+/// The outcome of a started call, once there is one.
+async fn outcome(page: &Client, slot: &str) -> Option<Value> {
+    let found = page
+        .execute(
+            "return (window.__outcomes || {})[arguments[0]] || null;",
+            vec![json!(slot)],
+        )
+        .await
+        .unwrap();
+    (!found.is_null()).then_some(found)
+}
+
+/// Runs `executeTool` to the end: the MCP-shaped result the page returned.
+async fn execute(page: &Client, slot: &str, name: &str, arguments: Value) -> Value {
+    start(page, slot, name, arguments).await;
+    let mut settled = None;
+    until(&format!("{name} settles"), || async {
+        settled = outcome(page, slot).await;
+        settled.is_some()
+    })
+    .await;
+    let settled = settled.unwrap();
+    let text = settled["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{name} did not resolve with text: {settled}"));
+    serde_json::from_str(text).unwrap()
+}
+
+/// Waits until the browser's tool list satisfies `expected`.
+async fn tools_until(page: &Client, what: &str, expected: impl Fn(&[String]) -> bool) {
+    let mut last = Vec::new();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        last = tools(page).await;
+        if expected(&last) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: the page lists {last:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+async fn toolchanges(page: &Client) -> u64 {
+    page.execute("return window.__toolchanges || 0;", vec![])
+        .await
+        .unwrap()
+        .as_u64()
+        .unwrap()
+}
+
+async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
+    browser_support::sign_in(&page, &places).await;
+    let has_api = page
+        .execute(
+            "return !!(document.modelContext && document.modelContext.registerTool);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    if has_api != json!(true) {
+        eprintln!("skipped: this Chromium has no document.modelContext with --enable-features=WebMCP");
+        return;
+    }
+    page.execute(
+        "window.__toolchanges = 0;
+         document.modelContext.addEventListener('toolchange', () => { window.__toolchanges += 1; });",
+        vec![],
+    )
+    .await
+    .unwrap();
+
+    // The page lists what the in-page agent may use now: no disable
+    // without a selection.
+    tools_until(&page, "the devices tools are registered", |t| {
+        t.iter().any(|n| n == SELECT) && t.iter().any(|n| n == READ_TABLE)
+    })
+    .await;
+    assert!(!tools(&page).await.iter().any(|n| n == DISABLE));
+
+    // The person ticks two rows: disable appears, and the browser says so.
+    let before = toolchanges(&page).await;
+    click(&page, "#select-d2").await;
+    click(&page, "#select-d3").await;
+    tools_until(&page, "ticking rows brings disable", |t| {
+        t.iter().any(|n| n == DISABLE)
+    })
+    .await;
+    assert!(toolchanges(&page).await > before, "no toolchange event");
+
+    // A valid call runs through the pipeline as the in-page agent.
+    let state = execute(&page, "read", READ_TABLE, json!({})).await;
+    assert_eq!(state["isError"], false, "{state}");
+    assert_eq!(
+        state["structuredContent"]["selectedIds"],
+        json!(["d2", "d3"]),
+        "{state}"
+    );
+    // Invalid arguments reach the page (the browser checks nothing) and
+    // the registry refuses them, with the exact payload.
+    let refused = execute(&page, "bad", SELECT, json!({"nope": 1})).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(refused["structuredContent"]["code"], "INVALID_INPUT", "{refused}");
+    let refused = execute(&page, "bad-ids", SELECT, json!({"ids": "d1"})).await;
+    assert_eq!(refused["structuredContent"]["code"], "INVALID_INPUT", "{refused}");
+    // Evidence smuggled into the arguments is no way around the person.
+    let smuggled = execute(
+        &page,
+        "smuggled",
+        DISABLE,
+        json!({"confirmationId": "cnf_anything"}),
+    )
+    .await;
+    assert_eq!(smuggled["structuredContent"]["code"], "INVALID_INPUT", "{smuggled}");
+
+    // The in-page agent asks to disable: the call waits for the person.
+    start(&page, "disable", DISABLE, json!({})).await;
+    until("the dialog asks the person", || async {
+        text(&page, "#confirm-dialog #confirm-asker").await.as_deref() == Some("In-page agent")
+    })
+    .await;
+    until("the dialog takes answers", || async {
+        page.find(fantoccini::Locator::Css("#confirm-dialog #approve:not([disabled])"))
+            .await
+            .is_ok()
+    })
+    .await;
+    // It tries to answer its own request the only way a page script can:
+    // a scripted click on the approve button. Nothing happens.
+    page.execute("document.getElementById('approve').click();", vec![])
+        .await
+        .unwrap();
+    page.execute(
+        "document.getElementById('approve').dispatchEvent(new MouseEvent('click', {bubbles: true}));",
+        vec![],
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert_eq!(outcome(&page, "disable").await, None, "the call settled without the person");
+    assert_eq!(app.backend().status("d2"), Some(Status::Online));
+    assert!(
+        page.find(fantoccini::Locator::Css("#confirm-dialog[data-state='live']"))
+            .await
+            .is_ok(),
+        "the request is still waiting for the person"
+    );
+
+    // The person approves: the waiting call completes.
+    answer(&page, "#approve").await;
+    let mut settled = None;
+    until("the disable call completes", || async {
+        settled = outcome(&page, "disable").await;
+        settled.is_some()
+    })
+    .await;
+    let settled = settled.unwrap();
+    let result: Value = serde_json::from_str(settled["text"].as_str().unwrap()).unwrap();
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(app.backend().status("d2"), Some(Status::Disabled));
+    assert_eq!(app.backend().status("d3"), Some(Status::Disabled));
+
+    // Settings: the device tools leave the page's list.
+    click(&page, "#nav-settings").await;
+    tools_until(&page, "leaving /devices takes the device tools away", |t| {
+        !t.iter().any(|n| n == SELECT || n == DISABLE || n == READ_TABLE)
+    })
+    .await;
+    click(&page, "#nav-devices").await;
+    tools_until(&page, "coming back brings them back", |t| {
+        t.iter().any(|n| n == SELECT)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_in_page_agent_operates_the_console_through_webmcp() {
+    in_browser_with(&["--enable-features=WebMCP"], journey).await;
+}
