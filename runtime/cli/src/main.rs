@@ -10,6 +10,7 @@
 //! Exit status: 0 clean, 1 integrity failure, unapproved contributor or
 //! selected finding, 2 build, contract, artifact or git failure (and usage
 //! errors).
+#![doc = include_str!("../README.md")]
 
 mod args;
 mod artifact;
