@@ -42,7 +42,6 @@
 //! # });
 //! ```
 #![doc = include_str!("../docs/testing.md")]
-
 #![allow(clippy::panic)] // assertions are the point of a test harness
 
 use std::fmt;
