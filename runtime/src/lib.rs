@@ -67,6 +67,11 @@
 //! # Ok::<(), agent_surface::error::DefinitionError>(())
 //! ```
 //!
+#![doc = include_str!("../docs/attributes.md")]
+#![doc = include_str!("../docs/bounds.md")]
+#![doc = include_str!("../docs/compiler.md")]
+#![doc = include_str!("../docs/guarantees.md")]
+//!
 //! # Where to go next
 //! - [`registry`]: mount components (and [`procedure`] references), take
 //!   per-consumer [`snapshot`]s, run calls through the ten-phase pipeline
@@ -108,10 +113,6 @@
 //! | `uuid` | no | schemas for `uuid::Uuid` |
 //! | `url` | no | schemas for `url::Url` |
 //!
-#![doc = include_str!("../docs/attributes.md")]
-#![doc = include_str!("../docs/bounds.md")]
-#![doc = include_str!("../docs/compiler.md")]
-#![doc = include_str!("../docs/guarantees.md")]
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
