@@ -33,7 +33,7 @@
 //! [`Mounted::invalidate`]: agent_surface::Mounted::invalidate
 //!
 #![doc = include_str!("../docs/binding.md")]
-#![doc = "```rust,ignore"]
+#![doc = "```rust,no_run"]
 #![doc = include_str!("../examples/live_app.rs")]
 #![doc = "```"]
 #![doc = include_str!("../docs/console.md")]

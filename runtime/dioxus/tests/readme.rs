@@ -9,7 +9,7 @@ fn the_crate_docs_show_the_compiled_live_app_example() {
     let lib = include_str!("../src/lib.rs");
     assert!(
         lib.contains(
-            "#![doc = \"```rust,ignore\"]\n\
+            "#![doc = \"```rust,no_run\"]\n\
              #![doc = include_str!(\"../examples/live_app.rs\")]\n\
              #![doc = \"```\"]\n"
         ),
