@@ -67,6 +67,11 @@
 //! # Ok::<(), agent_surface::error::DefinitionError>(())
 //! ```
 //!
+#![doc = include_str!("../docs/attributes.md")]
+#![doc = include_str!("../docs/bounds.md")]
+#![doc = include_str!("../docs/compiler.md")]
+#![doc = include_str!("../docs/guarantees.md")]
+//!
 //! # Where to go next
 //! - [`registry`]: mount components (and [`procedure`] references), take
 //!   per-consumer [`snapshot`]s, run calls through the ten-phase pipeline
@@ -81,6 +86,11 @@
 //! - `testing` (feature `testing`): the harness for your own tests.
 //! - [`catalog`] and [`explain`]: what an agent could ever reach, and why a
 //!   consumer sees what it sees.
+//! - `mcp` (feature `mcp-server`): serve the surface to any MCP client, and
+//!   its HTTP security model.
+//! - The `agent-surface-dioxus` crate: a Dioxus app whose components mount
+//!   their capabilities while they render, and who may approve; the
+//!   `cargo-agent-surface` crate: review and gate the surface in CI.
 //!
 //! # Layers
 //! Modules import one way, bottom to top (checked by `runtime/tests/layers.rs`):
@@ -94,16 +104,6 @@
 //! | adapters | [`toolset`], `mcp`, [`webmcp`], `testing`, the MCP procedure executor |
 //! | generated code | `macro_support` (hidden): what the macros' expansions call and the bounds they check types against, not for direct use |
 //!
-//! # What the compiler checks
-//! Ids against the grammar, descriptions (present, within 500/300 characters),
-//! effects against the plane rule, unique capability names, attribute keys
-//! and values, handler signatures, `when`/`precondition` methods, and that
-//! every input and output type has a JSON Schema inside the supported subset
-//! ([`schema`]). What only the generated schemas can show is checked by a
-//! test generated beside each component and again when the contract is first
-//! used.
-
-//!
 //! # Features
 //! | feature | default | what it adds |
 //! |---|---|---|
@@ -114,7 +114,7 @@
 //! | `chrono` | no | schemas for chrono's `DateTime<Tz>` and `NaiveDate` |
 //! | `uuid` | no | schemas for `uuid::Uuid` |
 //! | `url` | no | schemas for `url::Url` |
-
+//!
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -135,6 +135,7 @@ mod hashes;
 pub mod ids;
 pub mod invoke;
 #[cfg(feature = "mcp-server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]
 pub mod mcp;
 mod meta;
 pub mod policy;
@@ -144,6 +145,7 @@ pub mod registry;
 pub mod schema;
 pub mod snapshot;
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 pub mod toolset;
 mod util;
@@ -268,8 +270,8 @@ pub mod prelude {
     };
 }
 
-/// The README's examples, compiled as doctests (with the `testing` and
-/// MCP features, which some of them use).
+/// The README's examples and the `cargo agent-surface` guide, compiled as
+/// doctests (with the `testing` and MCP features, which some of them use).
 #[cfg(all(
     doctest,
     feature = "testing",
@@ -277,6 +279,7 @@ pub mod prelude {
     feature = "mcp-client"
 ))]
 #[doc = include_str!("../../README.md")]
+#[doc = include_str!("../cli/README.md")]
 pub struct ReadmeDoctests;
 
 /// Support for generated code. Not public API: no stability guarantees.

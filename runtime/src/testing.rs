@@ -41,7 +41,7 @@
 //! assert_eq!(value, 1);
 //! # });
 //! ```
-
+#![doc = include_str!("../docs/testing.md")]
 #![allow(clippy::panic)] // assertions are the point of a test harness
 
 use std::fmt;

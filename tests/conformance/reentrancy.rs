@@ -3,7 +3,7 @@
 //! result synchronously — while its events are queued behind the event being
 //! dispatched. No listener is ever re-entered. (The specification queues the
 //! call itself; a Rust `mount` returns `Result<Mounted, MountError>`, which it
-//! cannot know before running, so only the events are deferred. The README's
+//! cannot know before running, so only the events are deferred. The crate docs'
 //! "What the runtime guarantees" states this.)
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -17,6 +17,7 @@
 //! assert_eq!(ids::snake_to_camel("select_rows"), "selectRows");
 //! assert_eq!(Effect::parse("destructive").map(Effect::plane), Some(Plane::Domain));
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod ids;
 mod serde_names;

@@ -10,6 +10,11 @@
 //! Exit status: 0 clean, 1 integrity failure, unapproved contributor or
 //! selected finding, 2 build, contract, artifact or git failure (and usage
 //! errors).
+#![doc = include_str!("../README.md")]
+#![allow(
+    clippy::needless_doctest_main,
+    reason = "the guide shows the line a binary's `main` starts with"
+)]
 
 mod args;
 mod artifact;

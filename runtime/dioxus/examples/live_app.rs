@@ -1,4 +1,4 @@
-//! The README's Dioxus example: a live inbox whose selection decides what an
+//! The crate docs' example: a live inbox whose selection decides what an
 //! agent may do, and the dialog where the person answers the agent.
 
 use std::sync::{Arc, Mutex};

@@ -34,6 +34,14 @@
 //!
 //! [`Registry`]: agent_surface::Registry
 //! [`Mounted::invalidate`]: agent_surface::Mounted::invalidate
+//!
+#![doc = include_str!("../docs/binding.md")]
+#![doc = "```rust,no_run"]
+#![doc = include_str!("../examples/live_app.rs")]
+#![doc = "```"]
+#![doc = include_str!("../docs/console.md")]
+#![doc = include_str!("../docs/approval.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod activity;
 mod component;

@@ -63,6 +63,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![doc = include_str!("../../docs/mcp.md")]
 
 mod caller;
 mod clients;

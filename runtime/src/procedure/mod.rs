@@ -48,10 +48,12 @@
 //! # let _ = reference;
 //! # Ok::<(), agent_surface::DefinitionError>(())
 //! ```
+#![doc = include_str!("../../docs/procedures.md")]
 
 mod binding;
 mod executor;
 #[cfg(feature = "mcp-client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp-client")))]
 pub mod mcp;
 
 use std::fmt;

@@ -31,7 +31,9 @@ mod chrono_types {
 
     use super::super::bounded::Bounded;
 
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
     impl<Tz: chrono::TimeZone> AgentSchema for chrono::DateTime<Tz> where Self: schemars::JsonSchema {}
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
     impl AgentSchema for chrono::NaiveDate {}
     // Fixed-length strings on the wire.
     impl<Tz: chrono::TimeZone, D> Bounded<D> for chrono::DateTime<Tz> {
@@ -43,6 +45,7 @@ mod chrono_types {
 }
 
 #[cfg(feature = "uuid")]
+#[cfg_attr(docsrs, doc(cfg(feature = "uuid")))]
 impl super::AgentSchema for uuid::Uuid {}
 // A fixed-length string on the wire.
 #[cfg(feature = "uuid")]
@@ -51,6 +54,7 @@ impl<D> super::bounded::Bounded<D> for uuid::Uuid {
 }
 
 #[cfg(feature = "url")]
+#[cfg_attr(docsrs, doc(cfg(feature = "url")))]
 impl super::AgentSchema for url::Url {}
 // A string: the field that holds it carries its `length(max = …)`, and
 // reached unseen (through a generic parameter) it is unbounded.

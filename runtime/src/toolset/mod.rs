@@ -55,6 +55,7 @@
 //! assert_eq!(result.invocation_id(), "call_1");
 //! # });
 //! ```
+#![doc = include_str!("../../docs/toolset.md")]
 
 mod ask;
 mod builder;
