@@ -80,16 +80,22 @@ async fn outcome(page: &Client, slot: &str) -> Option<Value> {
     (!found.is_null()).then_some(found)
 }
 
+/// Waits for the outcome of a started call.
+async fn settle(page: &Client, slot: &str) -> Value {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(settled) = outcome(page, slot).await {
+            return settled;
+        }
+        assert!(std::time::Instant::now() < deadline, "call {slot} never settled");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Runs `executeTool` to the end: the MCP-shaped result the page returned.
 async fn execute(page: &Client, slot: &str, name: &str, arguments: Value) -> Value {
     start(page, slot, name, arguments).await;
-    let mut settled = None;
-    until(&format!("{name} settles"), || async {
-        settled = outcome(page, slot).await;
-        settled.is_some()
-    })
-    .await;
-    let settled = settled.unwrap();
+    let settled = settle(page, slot).await;
     let text = settled["text"]
         .as_str()
         .unwrap_or_else(|| panic!("{name} did not resolve with text: {settled}"));
@@ -98,10 +104,9 @@ async fn execute(page: &Client, slot: &str, name: &str, arguments: Value) -> Val
 
 /// Waits until the browser's tool list satisfies `expected`.
 async fn tools_until(page: &Client, what: &str, expected: impl Fn(&[String]) -> bool) {
-    let mut last = Vec::new();
     let deadline = std::time::Instant::now() + PATIENCE;
     loop {
-        last = tools(page).await;
+        let last = tools(page).await;
         if expected(&last) {
             return;
         }
@@ -207,7 +212,7 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
     .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     assert_eq!(outcome(&page, "disable").await, None, "the call settled without the person");
-    assert_eq!(app.backend().status("d2"), Some(Status::Online));
+    assert_ne!(app.backend().get("d2").unwrap().status, Status::Disabled);
     assert!(
         page.find(fantoccini::Locator::Css("#confirm-dialog[data-state='live']"))
             .await
@@ -217,17 +222,11 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
 
     // The person approves: the waiting call completes.
     answer(&page, "#approve").await;
-    let mut settled = None;
-    until("the disable call completes", || async {
-        settled = outcome(&page, "disable").await;
-        settled.is_some()
-    })
-    .await;
-    let settled = settled.unwrap();
+    let settled = settle(&page, "disable").await;
     let result: Value = serde_json::from_str(settled["text"].as_str().unwrap()).unwrap();
     assert_eq!(result["isError"], false, "{result}");
-    assert_eq!(app.backend().status("d2"), Some(Status::Disabled));
-    assert_eq!(app.backend().status("d3"), Some(Status::Disabled));
+    assert_eq!(app.backend().get("d2").unwrap().status, Status::Disabled);
+    assert_eq!(app.backend().get("d3").unwrap().status, Status::Disabled);
 
     // Settings: the device tools leave the page's list.
     click(&page, "#nav-settings").await;
