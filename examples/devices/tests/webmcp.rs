@@ -87,7 +87,10 @@ async fn settle(page: &Client, slot: &str) -> Value {
         if let Some(settled) = outcome(page, slot).await {
             return settled;
         }
-        assert!(std::time::Instant::now() < deadline, "call {slot} never settled");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "call {slot} never settled"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
@@ -110,7 +113,10 @@ async fn tools_until(page: &Client, what: &str, expected: impl Fn(&[String]) -> 
         if expected(&last) {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "{what}: the page lists {last:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: the page lists {last:?}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
@@ -133,7 +139,9 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
         .await
         .unwrap();
     if has_api != json!(true) {
-        eprintln!("skipped: this Chromium has no document.modelContext with --enable-features=WebMCP");
+        eprintln!(
+            "skipped: this Chromium has no document.modelContext with --enable-features=WebMCP"
+        );
         return;
     }
     page.execute(
@@ -174,9 +182,15 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
     // the registry refuses them, with the exact payload.
     let refused = execute(&page, "bad", SELECT, json!({"nope": 1})).await;
     assert_eq!(refused["isError"], true, "{refused}");
-    assert_eq!(refused["structuredContent"]["code"], "INVALID_INPUT", "{refused}");
+    assert_eq!(
+        refused["structuredContent"]["code"], "INVALID_INPUT",
+        "{refused}"
+    );
     let refused = execute(&page, "bad-ids", SELECT, json!({"ids": "d1"})).await;
-    assert_eq!(refused["structuredContent"]["code"], "INVALID_INPUT", "{refused}");
+    assert_eq!(
+        refused["structuredContent"]["code"], "INVALID_INPUT",
+        "{refused}"
+    );
     // Evidence smuggled into the arguments is no way around the person.
     let smuggled = execute(
         &page,
@@ -185,18 +199,26 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
         json!({"confirmationId": "cnf_anything"}),
     )
     .await;
-    assert_eq!(smuggled["structuredContent"]["code"], "INVALID_INPUT", "{smuggled}");
+    assert_eq!(
+        smuggled["structuredContent"]["code"], "INVALID_INPUT",
+        "{smuggled}"
+    );
 
     // The in-page agent asks to disable: the call waits for the person.
     start(&page, "disable", DISABLE, json!({})).await;
     until("the dialog asks the person", || async {
-        text(&page, "#confirm-dialog #confirm-asker").await.as_deref() == Some("In-page agent")
+        text(&page, "#confirm-dialog #confirm-asker")
+            .await
+            .as_deref()
+            == Some("In-page agent")
     })
     .await;
     until("the dialog takes answers", || async {
-        page.find(fantoccini::Locator::Css("#confirm-dialog #approve:not([disabled])"))
-            .await
-            .is_ok()
+        page.find(fantoccini::Locator::Css(
+            "#confirm-dialog #approve:not([disabled])",
+        ))
+        .await
+        .is_ok()
     })
     .await;
     // It tries to answer its own request the only way a page script can:
@@ -211,12 +233,18 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
     .await
     .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
-    assert_eq!(outcome(&page, "disable").await, None, "the call settled without the person");
+    assert_eq!(
+        outcome(&page, "disable").await,
+        None,
+        "the call settled without the person"
+    );
     assert_ne!(app.backend().get("d2").unwrap().status, Status::Disabled);
     assert!(
-        page.find(fantoccini::Locator::Css("#confirm-dialog[data-state='live']"))
-            .await
-            .is_ok(),
+        page.find(fantoccini::Locator::Css(
+            "#confirm-dialog[data-state='live']"
+        ))
+        .await
+        .is_ok(),
         "the request is still waiting for the person"
     );
 
@@ -231,7 +259,8 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
     // Settings: the device tools leave the page's list.
     click(&page, "#nav-settings").await;
     tools_until(&page, "leaving /devices takes the device tools away", |t| {
-        !t.iter().any(|n| n == SELECT || n == DISABLE || n == READ_TABLE)
+        !t.iter()
+            .any(|n| n == SELECT || n == DISABLE || n == READ_TABLE)
     })
     .await;
     click(&page, "#nav-devices").await;

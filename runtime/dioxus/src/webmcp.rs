@@ -105,7 +105,9 @@ struct Unregister(Eval);
 
 impl Drop for Unregister {
     fn drop(&mut self) {
-        let _ = self.0.send(serde_json::json!({ "type": "tools", "tools": [] }));
+        let _ = self
+            .0
+            .send(serde_json::json!({ "type": "tools", "tools": [] }));
     }
 }
 

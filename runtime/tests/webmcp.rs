@@ -1,0 +1,318 @@
+//! The WebMCP adapter without a browser: a page agent
+//! (`agent_surface::webmcp::PageAgent`) over the fixture console, fed the
+//! page's messages as the page glue sends them (AS-ADAPTER-003: it
+//! registers only what the in-page agent may use now and follows the
+//! surface; every call runs through the pipeline; the person answers).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)] // test code
+
+mod support;
+
+use std::time::Duration;
+
+use agent_surface::webmcp::{MAX_CALLS_IN_FLIGHT, PageAgent, PageMessage};
+use serde_json::{Value, json};
+use support::console::Route;
+use support::{App, User};
+
+const DISABLE: &str = "domain_devices__disable";
+const SELECT: &str = "view_devices__table__selectRows";
+
+fn names(message: &Value) -> Vec<String> {
+    assert_eq!(message["type"], "tools");
+    message["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn call(number: u64, name: &str, arguments: Value) -> Value {
+    json!({"type": "call", "call": number, "name": name, "arguments": arguments})
+}
+
+async fn run(agent: &PageAgent, message: Value) -> Value {
+    agent.receive(&message).expect("a call").await
+}
+
+#[tokio::test]
+async fn as_adapter_003_webmcp_lists_only_what_the_in_page_agent_may_use_and_follows_the_surface() {
+    let app = App::start(User::admin()).await;
+    let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
+    let tools = names(&agent.tools_message());
+    assert!(tools.iter().any(|t| t == SELECT), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t == DISABLE),
+        "nothing selected: {tools:?}"
+    );
+    // Entries are what registerTool takes: a schema, a description, hints.
+    let entry = agent.tools_message()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == SELECT)
+        .cloned()
+        .unwrap();
+    assert_eq!(entry["inputSchema"]["type"], "object");
+    assert!(entry["description"].as_str().unwrap().len() > 10);
+    assert_eq!(entry["annotations"]["readOnlyHint"], false);
+
+    // A selection (the person's, here the console's) brings disable; the
+    // watcher says the list changed.
+    let since = agent.mark();
+    let (mut watcher, due) = agent.watch(since);
+    assert!(!due);
+    let selected = run(&agent, call(1, SELECT, json!({"ids": ["d2"]}))).await;
+    assert_eq!(selected["result"]["isError"], false, "{selected}");
+    tokio::time::timeout(Duration::from_secs(5), watcher.changed())
+        .await
+        .expect("a change")
+        .unwrap();
+    assert!(names(&agent.tools_message()).iter().any(|t| t == DISABLE));
+
+    // Leaving the devices page takes the device tools away.
+    app.console().navigate(Route::Settings);
+    tokio::time::timeout(Duration::from_secs(5), watcher.changed())
+        .await
+        .expect("a change")
+        .unwrap();
+    let tools = names(&agent.tools_message());
+    assert!(
+        !tools.iter().any(|t| t == SELECT || t == DISABLE),
+        "{tools:?}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn as_adapter_003_webmcp_never_lists_a_hidden_capability_and_calling_it_is_not_found() {
+    let app = App::start(User::viewer()).await;
+    let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
+    run(&agent, call(0, SELECT, json!({"ids": ["d2"]}))).await;
+    assert!(!names(&agent.tools_message()).iter().any(|t| t == DISABLE));
+    let hidden = run(&agent, call(1, DISABLE, json!({}))).await;
+    let missing = run(&agent, call(2, "domain_devices__nothingHere", json!({}))).await;
+    assert_eq!(hidden["result"]["isError"], true);
+    // Indistinguishable from a capability that does not exist.
+    let (h, m) = (
+        &hidden["result"]["structuredContent"],
+        &missing["result"]["structuredContent"],
+    );
+    assert_eq!(h["code"], m["code"], "{h} vs {m}");
+    assert_eq!(h["retry"], m["retry"]);
+    assert_eq!(h["details"], m["details"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn as_adapter_003_webmcp_calls_run_through_the_pipeline_with_the_exact_payload() {
+    let app = App::start(User::admin()).await;
+    let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
+    let ok = run(&agent, call(7, SELECT, json!({"ids": ["d1"]}))).await;
+    assert_eq!(ok["type"], "result");
+    assert_eq!(ok["call"], 7);
+    assert_eq!(ok["result"]["isError"], false, "{ok}");
+    assert_eq!(app.console().selected(), vec!["d1".to_owned()]);
+    // What the browser never checks, the pipeline does.
+    for bad in [
+        json!({"nope": 1}),
+        json!({"ids": "d1"}),
+        json!([1, 2]),
+        json!("text"),
+    ] {
+        let refused = run(&agent, call(8, SELECT, bad.clone())).await;
+        let payload = &refused["result"]["structuredContent"];
+        assert_eq!(refused["result"]["isError"], true, "{bad}");
+        assert_eq!(payload["code"], "INVALID_INPUT", "{bad}: {payload}");
+        assert!(payload["message"].is_string() && payload["retry"].is_string());
+        // The text content is the same payload, for clients that read text.
+        let text: Value =
+            serde_json::from_str(refused["result"]["content"][0]["text"].as_str().unwrap())
+                .unwrap();
+        assert_eq!(&text, payload);
+    }
+    // Audit names the in-page agent.
+    let audited = app.registry().audit_log();
+    assert!(
+        audited.iter().any(|event| event
+            .consumer_id
+            .as_deref()
+            .is_some_and(|id| id.contains("tab-1"))),
+        "no audit record for the page agent: {audited:?}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn as_adapter_003_webmcp_a_confirmation_waits_for_the_person_and_the_agent_cannot_answer() {
+    let app = App::start(User::admin()).await;
+    let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
+    run(&agent, call(0, SELECT, json!({"ids": ["d2", "d3"]}))).await;
+    let disable = tokio::spawn(run_owned(agent.clone(), call(1, DISABLE, json!({}))));
+    let confirmations = app.registry().confirmations();
+    let pending = wait_for_pending(&app).await;
+    assert_eq!(pending.consumer_key.as_ref(), "webmcp:tab-1");
+    assert_eq!(pending.requester.as_deref(), Some("In-page agent"));
+    // Nothing the page agent can send answers it: evidence in the
+    // arguments is refused by the schema, other messages do nothing.
+    let smuggled = run(
+        &agent,
+        call(
+            2,
+            DISABLE,
+            json!({"confirmationId": pending.confirmation_id.as_ref()}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        smuggled["result"]["structuredContent"]["code"],
+        "INVALID_INPUT"
+    );
+    for message in [
+        json!({"type": "approve", "confirmationId": pending.confirmation_id.as_ref()}),
+        json!({"type": "result", "call": 1, "result": {"isError": false}}),
+        json!({"type": "ready"}),
+    ] {
+        assert!(agent.receive(&message).is_none());
+    }
+    assert!(
+        confirmations.find(&pending.confirmation_id).is_some(),
+        "still waiting"
+    );
+    assert!(!disable.is_finished());
+    assert!(app.backend().get("d2").unwrap().status != support::Status::Disabled);
+    // The person approves: the held call completes with the action's result.
+    confirmations
+        .approve(
+            &confirmations
+                .find(&pending.confirmation_id)
+                .unwrap()
+                .shown(),
+        )
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(5), disable)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    assert_eq!(
+        app.backend().get("d2").unwrap().status,
+        support::Status::Disabled
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn as_adapter_003_webmcp_cancel_withdraws_the_request_and_ending_the_page_forgets_the_agent()
+{
+    let app = App::start(User::admin()).await;
+    let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
+    run(&agent, call(1000, SELECT, json!({"ids": ["d2"]}))).await;
+    let disable = tokio::spawn(run_owned(agent.clone(), call(1, DISABLE, json!({}))));
+    let pending = wait_for_pending(&app).await;
+    assert!(
+        agent
+            .receive(&json!({"type": "cancel", "call": 1}))
+            .is_none()
+    );
+    let result = tokio::time::timeout(Duration::from_secs(5), disable)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        result["result"]["structuredContent"]["code"], "CANCELLED",
+        "{result}"
+    );
+    assert!(
+        app.registry()
+            .confirmations()
+            .find(&pending.confirmation_id)
+            .is_none()
+    );
+
+    // A call waiting when the page goes: withdrawn with the page agent.
+    let again = tokio::spawn(run_owned(agent.clone(), call(2, DISABLE, json!({}))));
+    let pending = wait_for_pending(&app).await;
+    again.abort();
+    let _ = again.await;
+    drop(agent);
+    assert!(
+        app.registry()
+            .confirmations()
+            .find(&pending.confirmation_id)
+            .is_none()
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn as_adapter_003_webmcp_calls_in_flight_are_bounded_and_bad_messages_ignored() {
+    let app = App::start(User::admin()).await;
+    let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
+    run(&agent, call(1000, SELECT, json!({"ids": ["d2"]}))).await;
+    let mut held = Vec::new();
+    for number in 0..MAX_CALLS_IN_FLIGHT as u64 {
+        let call = agent.receive(&call(number, DISABLE, json!({}))).unwrap();
+        held.push(tokio::spawn(call));
+    }
+    tokio::task::yield_now().await;
+    let refused = run(&agent, call(99, DISABLE, json!({}))).await;
+    assert_eq!(
+        refused["result"]["structuredContent"]["code"], "RATE_LIMITED",
+        "{refused}"
+    );
+    // A call number already in flight is refused the same way.
+    let reused = run(&agent, call(0, SELECT, json!({"ids": ["d1"]}))).await;
+    assert_eq!(
+        reused["result"]["structuredContent"]["code"],
+        "RATE_LIMITED"
+    );
+    for task in &held {
+        task.abort();
+    }
+    for task in held {
+        let _ = task.await;
+    }
+    // Room again once they ended.
+    let ok = run(&agent, call(100, SELECT, json!({"ids": ["d1"]}))).await;
+    assert_eq!(ok["result"]["isError"], false, "{ok}");
+    // What the page may not send is ignored, never a panic.
+    let long = "x".repeat(10_000);
+    for message in [
+        json!(null),
+        json!({"type": "call"}),
+        json!({"type": "call", "call": -1, "name": SELECT}),
+        json!({"type": "call", "call": 1.5, "name": SELECT}),
+        json!({"type": "call", "call": 1, "name": long}),
+        json!({"type": "cancel", "call": "one"}),
+        json!({"type": 5}),
+    ] {
+        assert!(agent.receive(&message).is_none(), "{message}");
+    }
+    assert_eq!(
+        PageMessage::parse(&json!({"type": "absent"}), 64),
+        Some(PageMessage::Absent)
+    );
+    app.stop().await;
+}
+
+async fn run_owned(agent: PageAgent, message: Value) -> Value {
+    agent.receive(&message).expect("a call").await
+}
+
+async fn wait_for_pending(app: &App) -> agent_surface::confirmation::PendingConfirmation {
+    let confirmations = app.registry().confirmations();
+    for _ in 0..500 {
+        if let Some(pending) = confirmations.pending().into_iter().next() {
+            return pending;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no confirmation was asked");
+}
