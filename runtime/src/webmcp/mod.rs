@@ -37,6 +37,18 @@
 //! - **Where there is no `document.modelContext`**, the glue does nothing
 //!   and says so once ([`PageMessage::Absent`]); the page works as before.
 //!
+//! **Where the registry runs.** In a LiveView app (the devices console)
+//! the registry runs on the server and the page relays over its own
+//! authenticated websocket: the server keeps the surface, the person's
+//! dialog and the audit in one place, and the page holds nothing an agent
+//! could tamper with. The core and the Dioxus binding also build for
+//! `wasm32-unknown-unknown` (`cargo check -p agent-surface
+//! --no-default-features --target wasm32-unknown-unknown`, in CI), but a
+//! registry cannot yet run inside a page: the pipeline's timeouts and
+//! clocks use tokio's timer and `std::time::Instant`, which that target
+//! does not have (they panic there), so a wasm time source is the next
+//! step for an all-in-page app.
+//!
 //! Bounds: at most [`MAX_CALLS_IN_FLIGHT`] calls of one page agent run at
 //! once (more settle `RATE_LIMITED` at once); names and call ids are
 //! bounded by the registry's `max_id_bytes`, arguments by its input limits.
