@@ -128,9 +128,9 @@ impl McpServer {
     }
 
     /// Serves streamable HTTP at `address` on `/mcp` (use a loopback
-    /// address unless you put authentication in front: see the README's
-    /// security model), with the builder's connection limit and read
-    /// timeouts.
+    /// address unless you put authentication in front: see the module's
+    /// *HTTP security model*), with the builder's connection limit and
+    /// read timeouts.
     pub async fn serve_http(&self, address: SocketAddr) -> Result<HttpServer, McpServeError> {
         self.serve_with(address, axum::Router::new()).await
     }

@@ -17,7 +17,9 @@ pub mod app;
 pub mod console;
 pub mod fleet;
 pub mod http;
+pub mod raw_mcp;
 
 pub use app::App;
 pub use fleet::{Status, User};
-pub use http::{LEGACY, PATIENCE, Served, eventually, payload, serve, serve_console};
+pub use http::{Served, serve, serve_console};
+pub use raw_mcp::{LEGACY, PATIENCE, eventually, payload};
