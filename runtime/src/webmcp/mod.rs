@@ -88,7 +88,7 @@ pub const MAX_CALLS_IN_FLIGHT: usize = 16;
 /// confirmations go with it.
 #[derive(Clone, Debug)]
 pub struct PageAgent {
-    inner: Arc<Inner>,
+    shared: Arc<Inner>,
 }
 
 #[derive(Debug)]
@@ -131,7 +131,7 @@ impl PageAgent {
         let views = ConsumerViews::new(registry, ConsumerKind::WebMcp, Topology::Embedded);
         let view = views.get(agent_id, Some(label))?;
         Some(PageAgent {
-            inner: Arc::new(Inner {
+            shared: Arc::new(Inner {
                 registry: registry.clone(),
                 views,
                 view,
@@ -144,19 +144,19 @@ impl PageAgent {
 
     /// The consumer its calls are made as.
     pub fn consumer(&self) -> &Consumer {
-        self.inner.view.toolset().consumer()
+        self.shared.view.toolset().consumer()
     }
 
     /// Now, as a moment a [`watch`](Self::watch) covers from: take it
     /// *before* sending a tool list.
     pub fn mark(&self) -> Mark {
-        Mark::now(&self.inner.registry, &self.inner.activity)
+        Mark::now(&self.shared.registry, &self.shared.activity)
     }
 
     /// The tools message for the page: the tools the in-page agent may
     /// use right now (`{"type": "tools", "tools": [...]}`).
     pub fn tools_message(&self) -> Value {
-        let tools = self.inner.view.current();
+        let tools = self.shared.view.current();
         let entries: Vec<Value> = served(&tools).map(tool_entry).collect();
         serde_json::json!({ "type": "tools", "tools": entries })
     }
@@ -166,9 +166,9 @@ impl PageAgent {
     /// [`ChangeWatcher::changed`] returns (and at once when `due`).
     pub fn watch(&self, since: Mark) -> (ChangeWatcher, bool) {
         ChangeWatcher::attach(
-            &self.inner.registry,
-            &self.inner.activity,
-            Arc::clone(&self.inner.view),
+            &self.shared.registry,
+            &self.shared.activity,
+            Arc::clone(&self.shared.view),
             since,
         )
     }
@@ -179,7 +179,7 @@ impl PageAgent {
     /// hello and anything unreadable come back as `None` (a cancellation
     /// has taken effect).
     pub fn receive(&self, message: &Value) -> Option<impl Future<Output = Value> + Send + 'static> {
-        match PageMessage::parse(message, self.inner.registry.limits().max_id_bytes)? {
+        match PageMessage::parse(message, self.shared.registry.limits().max_id_bytes)? {
             PageMessage::Call {
                 call,
                 name,
@@ -187,7 +187,7 @@ impl PageAgent {
             } => Some(self.call(call, name, arguments)),
             PageMessage::Cancel { call } => {
                 if let Some(token) = self
-                    .inner
+                    .shared
                     .calls
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -208,10 +208,10 @@ impl PageAgent {
         name: String,
         arguments: Value,
     ) -> impl Future<Output = Value> + Send + 'static {
-        let inner = Arc::clone(&self.inner);
+        let shared = Arc::clone(&self.shared);
         let cancel = CancellationToken::new();
         let admitted = {
-            let mut calls = inner.calls.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut calls = shared.calls.lock().unwrap_or_else(PoisonError::into_inner);
             let room = calls.len() < MAX_CALLS_IN_FLIGHT && !calls.contains_key(&call);
             if room {
                 calls.insert(call, cancel.clone());
@@ -221,14 +221,14 @@ impl PageAgent {
         async move {
             // Forgotten when the call ends, or when its future is dropped.
             let _slot = admitted.then(|| Slot {
-                inner: Arc::clone(&inner),
+                shared: Arc::clone(&shared),
                 call,
             });
-            let max_id = inner.registry.limits().max_id_bytes;
+            let max_id = shared.registry.limits().max_id_bytes;
             let name = bounds::truncated(&name, max_id).to_owned();
             if !admitted {
                 let refusal = refused(
-                    &inner.registry,
+                    &shared.registry,
                     &name,
                     None,
                     ErrorPayload::rate_limited(RateLimitReason::QueueFull, None),
@@ -238,15 +238,15 @@ impl PageAgent {
             let result = {
                 // Until this call ends: then the agent's tools are checked
                 // again (a call may change what is available).
-                let _busy = inner.activity.begin(Arc::clone(&inner.view), false);
-                let toolset = inner.view.toolset();
+                let _busy = shared.activity.begin(Arc::clone(&shared.view), false);
+                let toolset = shared.view.toolset();
                 let call = ToolCall::new(name.clone(), arguments);
                 if toolset.tool(&name).is_some() {
                     call.run(toolset, None, cancel).await
                 } else {
                     match call.run_stale(toolset, cancel).await {
                         Some(result) => result,
-                        None => refused(&inner.registry, &name, None, ErrorPayload::not_found()),
+                        None => refused(&shared.registry, &name, None, ErrorPayload::not_found()),
                     }
                 }
             };
@@ -257,13 +257,13 @@ impl PageAgent {
 
 /// A call's place among the calls in flight, given up when it ends.
 struct Slot {
-    inner: Arc<Inner>,
+    shared: Arc<Inner>,
     call: u64,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.inner
+        self.shared
             .calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
