@@ -268,6 +268,42 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
         t.iter().any(|n| n == SELECT)
     })
     .await;
+
+    // Another tab takes the console over while a call of this page's
+    // agent waits for the person: the request is withdrawn, this page's
+    // tools go, and the waiting call settles CANCELLED (it is not left
+    // waiting for ever).
+    click(&page, "#select-d4").await;
+    tools_until(&page, "ticking a row brings disable", |t| {
+        t.iter().any(|n| n == DISABLE)
+    })
+    .await;
+    start(&page, "left", DISABLE, json!({})).await;
+    until("the dialog asks the person", || async {
+        text(&page, "#confirm-dialog #confirm-asker")
+            .await
+            .as_deref()
+            == Some("In-page agent")
+    })
+    .await;
+    let url = page.current_url().await.unwrap().to_string();
+    let first = page.window().await.unwrap();
+    let second = page.new_window(true).await.unwrap().handle;
+    page.switch_to_window(second).await.unwrap();
+    page.goto(&url).await.unwrap();
+    click(&page, "#take-over").await;
+    tools_until(&page, "the tab in front serves", |t| {
+        t.iter().any(|n| n == SELECT)
+    })
+    .await;
+    assert!(app.registry().confirmations().pending().is_empty());
+    page.switch_to_window(first).await.unwrap();
+    let settled = settle(&page, "left").await;
+    let result: Value = serde_json::from_str(settled["text"].as_str().unwrap()).unwrap();
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["code"], "CANCELLED", "{result}");
+    assert_eq!(tools(&page).await, Vec::<String>::new());
+    assert_ne!(app.backend().get("d4").unwrap().status, Status::Disabled);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

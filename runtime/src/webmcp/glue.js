@@ -15,6 +15,8 @@ function agentSurfaceWebMcp(channel) {
   // call number -> { name, resolve }: calls waiting for the server.
   var waiting = new Map();
   var next = 1;
+  // The result every call gets once the server ended the serving.
+  var ended = null;
 
   function sameAs(entry) {
     return JSON.stringify([entry.description, entry.inputSchema, entry.annotations]);
@@ -28,6 +30,9 @@ function agentSurfaceWebMcp(channel) {
 
   function executor(name) {
     return function (args, client) {
+      if (ended) {
+        return Promise.resolve(ended);
+      }
       var call = next++;
       return new Promise(function (resolve) {
         waiting.set(call, { name: name, resolve: resolve });
@@ -102,8 +107,21 @@ function agentSurfaceWebMcp(channel) {
     if (!message || typeof message !== "object") {
       return;
     }
+    if (ended) {
+      return;
+    }
     if (message.type === "tools" && Array.isArray(message.tools)) {
       sync(message.tools);
+    } else if (message.type === "end") {
+      // The server stopped serving this page: nothing it still runs will
+      // answer, so every waiting call settles with the result it sent.
+      ended = message.result && typeof message.result === "object"
+        ? message.result
+        : { content: [{ type: "text", text: "ended" }], isError: true };
+      sync([]);
+      var calls = waiting;
+      waiting = new Map();
+      calls.forEach(function (call) { call.resolve(ended); });
     } else if (message.type === "result") {
       var call = waiting.get(message.call);
       if (call) {
