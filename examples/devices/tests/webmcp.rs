@@ -278,6 +278,22 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
         t.iter().any(|n| n == DISABLE)
     })
     .await;
+    // Two calls of the same tool; the agent gives up on one: the other
+    // still waits (the browser's `toolcancel` names only the tool).
+    page.execute(
+        "const [name] = arguments;
+         window.__outcomes.twin = null;
+         window.__abort = new AbortController();
+         document.modelContext.getTools().then(tools => {
+           const tool = tools.find(t => t.name === name);
+           return document.modelContext.executeTool(tool, {}, { signal: window.__abort.signal }).then(
+             text => { window.__outcomes.twin = { text: text }; },
+             error => { window.__outcomes.twin = { error: String(error) }; });
+         });",
+        vec![json!(DISABLE)],
+    )
+    .await
+    .unwrap();
     start(&page, "left", DISABLE, json!({})).await;
     until("the dialog asks the person", || async {
         text(&page, "#confirm-dialog #confirm-asker")
@@ -286,6 +302,19 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
             == Some("In-page agent")
     })
     .await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    page.execute("window.__abort.abort();", vec![])
+        .await
+        .unwrap();
+    let twin = settle(&page, "twin").await;
+    assert!(twin["error"].is_string(), "{twin}");
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert_eq!(
+        outcome(&page, "left").await,
+        None,
+        "the other call of the same tool was cancelled with it"
+    );
+    assert!(!app.registry().confirmations().pending().is_empty());
     let url = page.current_url().await.unwrap().to_string();
     let first = page.window().await.unwrap();
     let second = page.new_window(true).await.unwrap().handle;

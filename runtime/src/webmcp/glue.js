@@ -35,8 +35,11 @@ function agentSurfaceWebMcp(channel) {
       }
       var call = next++;
       return new Promise(function (resolve) {
-        waiting.set(call, { name: name, resolve: resolve });
         var signal = client && client.signal;
+        // A call with its own signal is cancelled by it alone: the
+        // browser's `toolcancel` names only the tool, and would take
+        // every other call of the same tool with it.
+        waiting.set(call, { name: name, resolve: resolve, own: !!signal });
         if (signal) {
           if (signal.aborted) {
             cancel(call);
@@ -92,7 +95,7 @@ function agentSurfaceWebMcp(channel) {
 
   context.addEventListener("toolcancel", function (event) {
     waiting.forEach(function (call, number) {
-      if (call.name === event.toolName) {
+      if (call.name === event.toolName && !call.own) {
         cancel(number);
       }
     });
