@@ -213,6 +213,12 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
             == Some("In-page agent")
     })
     .await;
+    // It says what asks: the name is the console's, not the agent's.
+    assert!(
+        text(&page, "#confirm-dialog #confirm-asker-note")
+            .await
+            .is_some_and(|note| note.contains("built into this browser")),
+    );
     until("the dialog takes answers", || async {
         page.find(fantoccini::Locator::Css(
             "#confirm-dialog #approve:not([disabled])",
