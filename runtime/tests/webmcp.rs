@@ -316,3 +316,29 @@ async fn wait_for_pending(app: &App) -> agent_surface::confirmation::PendingConf
     }
     panic!("no confirmation was asked");
 }
+
+#[tokio::test]
+async fn as_adapter_003_webmcp_a_change_is_not_lost_when_the_wait_for_it_is_interrupted() {
+    // The page's serving loop waits for a change beside the page's
+    // messages and call results: whichever comes first interrupts the
+    // other. A change the interrupted wait had already seen must still be
+    // reported by the next wait, or the page keeps a stale tool list.
+    let app = App::start(User::admin()).await;
+    let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
+    let (mut watcher, due) = agent.watch(agent.mark());
+    assert!(!due);
+    app.console().navigate(Route::Settings);
+    // Interrupted after its first poll (a call result came first).
+    {
+        let mut wait = Box::pin(watcher.changed());
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(wait.as_mut().poll(cx))).await;
+        assert!(first.is_pending());
+    }
+    tokio::time::timeout(Duration::from_secs(5), watcher.changed())
+        .await
+        .expect("the change is still reported")
+        .unwrap();
+    assert!(!names(&agent.tools_message()).iter().any(|t| t == SELECT));
+    app.stop().await;
+}

@@ -213,6 +213,12 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
             == Some("In-page agent")
     })
     .await;
+    // It says what asks: the name is the console's, not the agent's.
+    assert!(
+        text(&page, "#confirm-dialog #confirm-asker-note")
+            .await
+            .is_some_and(|note| note.contains("built into this browser")),
+    );
     until("the dialog takes answers", || async {
         page.find(fantoccini::Locator::Css(
             "#confirm-dialog #approve:not([disabled])",
@@ -268,6 +274,71 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
         t.iter().any(|n| n == SELECT)
     })
     .await;
+
+    // Another tab takes the console over while a call of this page's
+    // agent waits for the person: the request is withdrawn, this page's
+    // tools go, and the waiting call settles CANCELLED (it is not left
+    // waiting for ever).
+    click(&page, "#select-d4").await;
+    tools_until(&page, "ticking a row brings disable", |t| {
+        t.iter().any(|n| n == DISABLE)
+    })
+    .await;
+    // Two calls of the same tool; the agent gives up on one: the other
+    // still waits (the browser's `toolcancel` names only the tool).
+    page.execute(
+        "const [name] = arguments;
+         window.__outcomes.twin = null;
+         window.__abort = new AbortController();
+         document.modelContext.getTools().then(tools => {
+           const tool = tools.find(t => t.name === name);
+           return document.modelContext.executeTool(tool, {}, { signal: window.__abort.signal }).then(
+             text => { window.__outcomes.twin = { text: text }; },
+             error => { window.__outcomes.twin = { error: String(error) }; });
+         });",
+        vec![json!(DISABLE)],
+    )
+    .await
+    .unwrap();
+    start(&page, "left", DISABLE, json!({})).await;
+    until("the dialog asks the person", || async {
+        text(&page, "#confirm-dialog #confirm-asker")
+            .await
+            .as_deref()
+            == Some("In-page agent")
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    page.execute("window.__abort.abort();", vec![])
+        .await
+        .unwrap();
+    let twin = settle(&page, "twin").await;
+    assert!(twin["error"].is_string(), "{twin}");
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert_eq!(
+        outcome(&page, "left").await,
+        None,
+        "the other call of the same tool was cancelled with it"
+    );
+    assert!(!app.registry().confirmations().pending().is_empty());
+    let url = page.current_url().await.unwrap().to_string();
+    let first = page.window().await.unwrap();
+    let second = page.new_window(true).await.unwrap().handle;
+    page.switch_to_window(second).await.unwrap();
+    page.goto(&url).await.unwrap();
+    click(&page, "#take-over").await;
+    tools_until(&page, "the tab in front serves", |t| {
+        t.iter().any(|n| n == SELECT)
+    })
+    .await;
+    assert!(app.registry().confirmations().pending().is_empty());
+    page.switch_to_window(first).await.unwrap();
+    let settled = settle(&page, "left").await;
+    let result: Value = serde_json::from_str(settled["text"].as_str().unwrap()).unwrap();
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["code"], "CANCELLED", "{result}");
+    assert_eq!(tools(&page).await, Vec::<String>::new());
+    assert_ne!(app.backend().get("d4").unwrap().status, Status::Disabled);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

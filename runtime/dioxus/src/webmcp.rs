@@ -100,14 +100,14 @@ pub fn use_webmcp(agent_id: impl FnOnce() -> String, label: &str) -> ReadSignal<
 }
 
 /// Takes the page's tools back if the component goes while they are
-/// registered.
-struct Unregister(Eval);
+/// registered, and settles the in-page agent's calls still in flight (they
+/// end with the serving task) `CANCELLED`: the page would otherwise wait
+/// for their results for ever.
+struct Unregister(Eval, Value);
 
 impl Drop for Unregister {
     fn drop(&mut self) {
-        let _ = self
-            .0
-            .send(serde_json::json!({ "type": "tools", "tools": [] }));
+        let _ = self.0.send(self.1.take());
     }
 }
 
@@ -128,7 +128,7 @@ async fn serve(agent: PageAgent, mut state: Signal<WebMcpState>) {
         }
     }
     state.set(WebMcpState::Serving);
-    let _unregister = Unregister(page);
+    let _unregister = Unregister(page, agent.end_message());
     let since = agent.mark();
     let (mut watcher, due) = agent.watch(since);
     if page.send(agent.tools_message()).is_err() {

@@ -167,6 +167,10 @@ pub struct ChangeWatcher {
     anonymous: Option<watch::Receiver<u64>>,
     /// Until when wake-ups by calls gather (anonymous watchers only).
     gathering: Option<tokio::time::Instant>,
+    /// A wake-up was taken but its comparison not made yet (the wait was
+    /// interrupted, as a `select!` beside other work does): the next wait
+    /// compares at once.
+    unchecked: bool,
     delivered: Arc<Vec<Tool>>,
 }
 
@@ -201,6 +205,7 @@ impl ChangeWatcher {
             poke,
             anonymous,
             gathering: None,
+            unchecked: false,
             delivered,
         };
         (watcher, due)
@@ -209,8 +214,28 @@ impl ChangeWatcher {
     /// Waits until the tools a client would be served differ from those
     /// last delivered, and takes the new ones as delivered (the caller
     /// sends the notification). `None` once nothing can change any more
-    /// (the registry was disposed).
+    /// (the registry was disposed). Cancel-safe: a wake-up an interrupted
+    /// wait took is compared by the next one.
     pub async fn changed(&mut self) -> Option<()> {
+        loop {
+            if !self.unchecked {
+                self.wait().await?;
+                self.unchecked = true;
+            }
+            // A mutation often comes in a burst (a page unmounts several
+            // components): let it finish, compare once.
+            tokio::task::yield_now().await;
+            let now = self.view.current();
+            self.unchecked = false;
+            if !same_served(&self.delivered, &now) {
+                self.delivered = now;
+                return Some(());
+            }
+        }
+    }
+
+    /// Waits for the next wake-up that may have changed the tools.
+    async fn wait(&mut self) -> Option<()> {
         loop {
             let by_call = match self.gathering {
                 // Calls' wake-ups gather until the spell ends; a version
@@ -267,14 +292,7 @@ impl ChangeWatcher {
                 }
                 self.gathering = Some(tokio::time::Instant::now() + ANONYMOUS_SPELL);
             }
-            // A mutation often comes in a burst (a page unmounts several
-            // components): let it finish, compare once.
-            tokio::task::yield_now().await;
-            let now = self.view.current();
-            if !same_served(&self.delivered, &now) {
-                self.delivered = now;
-                return Some(());
-            }
+            return Some(());
         }
     }
 }

@@ -15,6 +15,8 @@ function agentSurfaceWebMcp(channel) {
   // call number -> { name, resolve }: calls waiting for the server.
   var waiting = new Map();
   var next = 1;
+  // The result every call gets once the server ended the serving.
+  var ended = null;
 
   function sameAs(entry) {
     return JSON.stringify([entry.description, entry.inputSchema, entry.annotations]);
@@ -28,10 +30,16 @@ function agentSurfaceWebMcp(channel) {
 
   function executor(name) {
     return function (args, client) {
+      if (ended) {
+        return Promise.resolve(ended);
+      }
       var call = next++;
       return new Promise(function (resolve) {
-        waiting.set(call, { name: name, resolve: resolve });
         var signal = client && client.signal;
+        // A call with its own signal is cancelled by it alone: the
+        // browser's `toolcancel` names only the tool, and would take
+        // every other call of the same tool with it.
+        waiting.set(call, { name: name, resolve: resolve, own: !!signal });
         if (signal) {
           if (signal.aborted) {
             cancel(call);
@@ -87,7 +95,7 @@ function agentSurfaceWebMcp(channel) {
 
   context.addEventListener("toolcancel", function (event) {
     waiting.forEach(function (call, number) {
-      if (call.name === event.toolName) {
+      if (call.name === event.toolName && !call.own) {
         cancel(number);
       }
     });
@@ -102,8 +110,21 @@ function agentSurfaceWebMcp(channel) {
     if (!message || typeof message !== "object") {
       return;
     }
+    if (ended) {
+      return;
+    }
     if (message.type === "tools" && Array.isArray(message.tools)) {
       sync(message.tools);
+    } else if (message.type === "end") {
+      // The server stopped serving this page: nothing it still runs will
+      // answer, so every waiting call settles with the result it sent.
+      ended = message.result && typeof message.result === "object"
+        ? message.result
+        : { content: [{ type: "text", text: "ended" }], isError: true };
+      sync([]);
+      var calls = waiting;
+      waiting = new Map();
+      calls.forEach(function (call) { call.resolve(ended); });
     } else if (message.type === "result") {
       var call = waiting.get(message.call);
       if (call) {

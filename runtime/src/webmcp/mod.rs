@@ -34,6 +34,9 @@
 //!   confirmation.
 //! - **Cancellation**: the page's `toolcancel` (or its own abort) cancels
 //!   the invocation; a call waiting for the person withdraws its request.
+//!   When the page stops serving while it stays open, the
+//!   [end message](PageAgent::end_message) unregisters its tools and
+//!   settles its calls still in flight `CANCELLED`.
 //! - **Where there is no `document.modelContext`**, the glue does nothing
 //!   and says so once ([`PageMessage::Absent`]); the page works as before.
 //!
@@ -75,8 +78,8 @@ pub use messages::{PageMessage, call_result, tool_entry};
 /// The page's side of the adapter: a script defining one function,
 /// `agentSurfaceWebMcp(channel)`, where `channel` has `send(message)` (to
 /// the server's [`PageAgent::receive`]) and `listen(handler)` (the
-/// server's messages: [`PageAgent::tools_message`] and call results, to
-/// `handler`). Where the browser has no `document.modelContext` it sends
+/// server's messages: [`PageAgent::tools_message`], call results and
+/// [`PageAgent::end_message`], to `handler`). Where the browser has no `document.modelContext` it sends
 /// `{"type": "absent"}` and does nothing else.
 pub const GLUE: &str = include_str!("glue.js");
 
@@ -151,6 +154,18 @@ impl PageAgent {
     /// *before* sending a tool list.
     pub fn mark(&self) -> Mark {
         Mark::now(&self.shared.registry, &self.shared.activity)
+    }
+
+    /// The message that ends the page's serving (`{"type": "end",
+    /// "result": ...}`), to send when the page stops serving while it is
+    /// still open (the component serving it went): the glue unregisters
+    /// every tool and settles each call still waiting for the server with
+    /// `result`, a `CANCELLED` result (the server's calls end with the
+    /// serving, their requests to the person withdrawn), so no call of the
+    /// in-page agent is left waiting for an answer that will never come.
+    pub fn end_message(&self) -> Value {
+        let cancelled = refused(&self.inner.registry, "", None, ErrorPayload::cancelled());
+        serde_json::json!({ "type": "end", "result": call_result(&cancelled) })
     }
 
     /// The tools message for the page: the tools the in-page agent may

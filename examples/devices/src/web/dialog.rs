@@ -15,6 +15,7 @@
 //! focus returns to where it was when the dialog closes.
 
 use agent_surface::confirmation::{ConfirmationOutcome, Resolution};
+use agent_surface::context::ConsumerKind;
 use agent_surface_dioxus::{ANSWER_DELAY_MS, use_pending_confirmations};
 use dioxus::prelude::*;
 
@@ -83,6 +84,17 @@ pub(crate) fn ConfirmDialog() -> Element {
         .as_deref()
         .unwrap_or(&request.consumer_key)
         .to_owned();
+    // The in-page agent's name is the console's label, not one it chose:
+    // say what it is instead.
+    let in_page = request
+        .consumer_key
+        .split_once(':')
+        .is_some_and(|(kind, _)| kind == ConsumerKind::WebMcp.as_str());
+    let asker_note = if in_page {
+        " — the agent built into this browser, using this page's tools"
+    } else {
+        " — the name is the agent's own"
+    };
     if let Some(ended) = presented.ended {
         let text = ended_text(&ended);
         return rsx! {
@@ -148,7 +160,7 @@ pub(crate) fn ConfirmDialog() -> Element {
                     dt { "Asked by" }
                     dd {
                         span { id: "confirm-asker", "{asker}" }
-                        span { class: "muted", " — the name is the agent's own" }
+                        span { id: "confirm-asker-note", class: "muted", "{asker_note}" }
                     }
                     dt { "Time left" }
                     dd {
