@@ -282,6 +282,26 @@ async fn as_adapter_003_webmcp_calls_in_flight_are_bounded_and_bad_messages_igno
     // Room again once they ended.
     let ok = run(&agent, call(100, SELECT, json!({"ids": ["d1"]}))).await;
     assert_eq!(ok["result"]["isError"], false, "{ok}");
+    // Arguments the page would not send: the call alone comes, refused as
+    // the pipeline refuses a large input.
+    let large = run(
+        &agent,
+        json!({"type": "call", "call": 101, "name": SELECT, "tooLarge": true}),
+    )
+    .await;
+    let payload = &large["result"]["structuredContent"];
+    assert_eq!(payload["code"], "INVALID_INPUT", "{large}");
+    assert!(
+        payload["details"]["issues"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("is larger than"),
+        "{payload}"
+    );
+    assert_eq!(
+        agent.tools_message()["maxArgumentBytes"],
+        json!(app.registry().limits().max_input_bytes * 2)
+    );
     // What the page may not send is ignored, never a panic.
     let long = "x".repeat(10_000);
     for message in [
@@ -331,8 +351,7 @@ async fn as_adapter_003_webmcp_a_change_is_not_lost_when_the_wait_for_it_is_inte
     // Interrupted after its first poll (a call result came first).
     {
         let mut wait = Box::pin(watcher.changed());
-        let first =
-            std::future::poll_fn(|cx| std::task::Poll::Ready(wait.as_mut().poll(cx))).await;
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(wait.as_mut().poll(cx))).await;
         assert!(first.is_pending());
     }
     tokio::time::timeout(Duration::from_secs(5), watcher.changed())

@@ -16,9 +16,7 @@
 //! Where the browser has no `document.modelContext` nothing is registered
 //! and the page works exactly as before ([`WebMcpState::Absent`]).
 
-use std::pin::Pin;
-
-use agent_surface::webmcp::{GLUE, PageAgent};
+use agent_surface::webmcp::{GLUE, PageAgent, Pending};
 use dioxus_core::{spawn, use_hook};
 use dioxus_document::{Eval, eval};
 use dioxus_signals::{ReadSignal, Signal, WritableExt};
@@ -111,8 +109,6 @@ impl Drop for Unregister {
     }
 }
 
-type Running = Pin<Box<dyn std::future::Future<Output = Value> + Send>>;
-
 async fn serve(agent: PageAgent, mut state: Signal<WebMcpState>) {
     let mut page = eval(&format!("{GLUE}\n{LISTEN}"));
     // The first message says whether the browser has WebMCP.
@@ -141,13 +137,13 @@ async fn serve(agent: PageAgent, mut state: Signal<WebMcpState>) {
     }
     // The in-page agent's calls run here, side by side (a call may wait
     // for the person): dropped with this task, each settles CANCELLED.
-    let mut calls: FuturesUnordered<Running> = FuturesUnordered::new();
+    let mut calls: FuturesUnordered<Pending> = FuturesUnordered::new();
     loop {
         tokio::select! {
             message = page.recv::<Value>() => {
                 let Ok(message) = message else { break };
                 if let Some(call) = agent.receive(&message) {
-                    calls.push(Box::pin(call));
+                    calls.push(call);
                 }
             }
             Some(result) = calls.next(), if !calls.is_empty() => {

@@ -38,7 +38,7 @@ pub use refusal::refused;
 
 /// Entry bounds an adapter applies before a call reaches the registry.
 pub mod bounds {
-    pub use crate::invoke::bounds::{id_too_long, too_deep};
+    pub use crate::invoke::bounds::{id_too_long, too_deep, too_large};
     pub use crate::util::nesting::{depth_within, dispose, truncated};
 }
 

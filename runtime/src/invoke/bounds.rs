@@ -72,15 +72,17 @@ pub(crate) fn check_input(input: &Value, limits: &Limits) -> Result<(), Issue> {
         return Err(too_deep("", limits.max_input_depth));
     }
     if canonical_len_within(input, limits.max_input_bytes).is_none() {
-        return Err(Issue::new(
-            "",
-            format!(
-                "is larger than {} bytes as JSON; send less",
-                limits.max_input_bytes
-            ),
-        ));
+        return Err(too_large("", limits.max_input_bytes));
     }
     Ok(())
+}
+
+/// The issue for a value at `pointer` larger than `max` bytes as JSON.
+pub fn too_large(pointer: &str, max: usize) -> Issue {
+    Issue::new(
+        pointer,
+        format!("is larger than {max} bytes as JSON; send less"),
+    )
 }
 
 /// The issue for a value at `pointer` nested deeper than `max`.

@@ -28,6 +28,29 @@ function agentSurfaceWebMcp(channel) {
     }
   }
 
+  // Arguments larger than this as JSON (in bytes) are not sent.
+  var maxArgumentBytes = Infinity;
+
+  function tooLarge(args) {
+    if (maxArgumentBytes === Infinity) {
+      return false;
+    }
+    var text;
+    try {
+      text = JSON.stringify(args);
+    } catch (error) {
+      return false;
+    }
+    if (typeof text !== "string") {
+      return false;
+    }
+    // A UTF-16 unit is at most 3 bytes of UTF-8.
+    if (text.length * 3 <= maxArgumentBytes) {
+      return false;
+    }
+    return new TextEncoder().encode(text).length > maxArgumentBytes;
+  }
+
   function executor(name) {
     return function (args, client) {
       if (ended) {
@@ -47,12 +70,14 @@ function agentSurfaceWebMcp(channel) {
             signal.addEventListener("abort", function () { cancel(call); }, { once: true });
           }
         }
-        channel.send({
-          type: "call",
-          call: call,
-          name: name,
-          arguments: args === undefined ? {} : args
-        });
+        var given = args === undefined ? {} : args;
+        if (tooLarge(given)) {
+          // Only the call goes: the server refuses it as the pipeline
+          // refuses a large input, and the page's connection stays small.
+          channel.send({ type: "call", call: call, name: name, tooLarge: true });
+        } else {
+          channel.send({ type: "call", call: call, name: name, arguments: given });
+        }
       });
     };
   }
@@ -112,6 +137,9 @@ function agentSurfaceWebMcp(channel) {
     }
     if (ended) {
       return;
+    }
+    if (message.type === "tools" && typeof message.maxArgumentBytes === "number") {
+      maxArgumentBytes = message.maxArgumentBytes;
     }
     if (message.type === "tools" && Array.isArray(message.tools)) {
       sync(message.tools);

@@ -27,6 +27,15 @@ pub enum PageMessage {
         /// pipeline, never here).
         arguments: Value,
     },
+    /// The in-page agent called a tool with arguments the page would not
+    /// send (over twice the registry's input limit as JSON): only the call
+    /// came, and it is refused as the pipeline refuses a large input.
+    TooLarge {
+        /// The page's number for the call.
+        call: u64,
+        /// The tool's wire name.
+        name: String,
+    },
     /// The in-page agent gave up on a call (`toolcancel`, an abort).
     Cancel {
         /// The page's number for the call.
@@ -58,6 +67,12 @@ impl PageMessage {
                 let name = message.get("name")?.as_str()?;
                 if name.len() > max_name_bytes {
                     return None;
+                }
+                if message.get("tooLarge").and_then(Value::as_bool) == Some(true) {
+                    return Some(PageMessage::TooLarge {
+                        call: message.get("call")?.as_u64()?,
+                        name: name.to_owned(),
+                    });
                 }
                 Some(PageMessage::Call {
                     call: message.get("call")?.as_u64()?,

@@ -60,6 +60,7 @@ mod messages;
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
@@ -82,6 +83,9 @@ pub use messages::{PageMessage, call_result, tool_entry};
 /// [`PageAgent::end_message`], to `handler`). Where the browser has no `document.modelContext` it sends
 /// `{"type": "absent"}` and does nothing else.
 pub const GLUE: &str = include_str!("glue.js");
+
+/// A call the page agent runs: the result message to send back.
+pub type Pending = Pin<Box<dyn Future<Output = Value> + Send + 'static>>;
 
 /// Most calls of one page agent in flight at once.
 pub const MAX_CALLS_IN_FLIGHT: usize = 16;
@@ -164,7 +168,7 @@ impl PageAgent {
     /// serving, their requests to the person withdrawn), so no call of the
     /// in-page agent is left waiting for an answer that will never come.
     pub fn end_message(&self) -> Value {
-        let cancelled = refused(&self.inner.registry, "", None, ErrorPayload::cancelled());
+        let cancelled = refused(&self.shared.registry, "", None, ErrorPayload::cancelled());
         serde_json::json!({ "type": "end", "result": call_result(&cancelled) })
     }
 
@@ -173,7 +177,13 @@ impl PageAgent {
     pub fn tools_message(&self) -> Value {
         let tools = self.shared.view.current();
         let entries: Vec<Value> = served(&tools).map(tool_entry).collect();
-        serde_json::json!({ "type": "tools", "tools": entries })
+        serde_json::json!({
+            "type": "tools",
+            "tools": entries,
+            // Arguments over twice this the page does not send (see
+            // `PageMessage::TooLarge`): the pipeline refuses them anyway.
+            "maxArgumentBytes": self.shared.registry.limits().max_input_bytes.saturating_mul(2),
+        })
     }
 
     /// Follows what the in-page agent may use, covering every change after
@@ -193,13 +203,24 @@ impl PageAgent {
     /// calls: a call may wait for the person); a cancellation, the page's
     /// hello and anything unreadable come back as `None` (a cancellation
     /// has taken effect).
-    pub fn receive(&self, message: &Value) -> Option<impl Future<Output = Value> + Send + 'static> {
+    pub fn receive(&self, message: &Value) -> Option<Pending> {
         match PageMessage::parse(message, self.shared.registry.limits().max_id_bytes)? {
             PageMessage::Call {
                 call,
                 name,
                 arguments,
-            } => Some(self.call(call, name, arguments)),
+            } => Some(Box::pin(self.call(call, name, arguments)) as Pending),
+            PageMessage::TooLarge { call, name } => {
+                let max = self.shared.registry.limits().max_input_bytes;
+                let refusal = refused(
+                    &self.shared.registry,
+                    &name,
+                    None,
+                    ErrorPayload::invalid_input(&[bounds::too_large("", max)]),
+                );
+                let message = messages::result_message(call, &refusal);
+                Some(Box::pin(std::future::ready(message)) as Pending)
+            }
             PageMessage::Cancel { call } => {
                 if let Some(token) = self
                     .shared

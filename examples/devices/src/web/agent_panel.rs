@@ -52,8 +52,10 @@ fn tool_words(name: &str) -> String {
     }
 }
 
+/// `in_page`: this browser has WebMCP and the page serves its tools to the
+/// agent built into it.
 #[component]
-pub(crate) fn AgentPanel() -> Element {
+pub(crate) fn AgentPanel(in_page: bool) -> Element {
     let shared = use_context::<Shared>();
     let pending = use_pending_confirmations();
     let now = use_now_ms()();
@@ -72,6 +74,12 @@ pub(crate) fn AgentPanel() -> Element {
             section { "aria-labelledby": "connected-title",
                 h3 { id: "connected-title", "Connected now" }
                 ul { id: "agents",
+                    if in_page {
+                        li { class: "agent-row", "data-agent": "in-page",
+                            strong { "In-page agent" }
+                            " — the agent built into this browser, using this page's tools (WebMCP)"
+                        }
+                    }
                     if running() {
                         li { class: "agent-row", "data-agent": "scripted",
                             strong { "Scripted agent" }
@@ -110,7 +118,7 @@ pub(crate) fn AgentPanel() -> Element {
                         }
                     }
                 }
-                if clients.is_empty() && !running() {
+                if clients.is_empty() && !running() && !in_page {
                     p { class: "muted", "No agent is connected." }
                 }
             }

@@ -208,25 +208,37 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
                         };
                         let shared = shared.clone();
                         let pool = Arc::clone(&pool);
-                        ws.on_upgrade(move |socket| async move {
-                            let tabs = Arc::clone(&shared.tabs);
-                            let id = tabs.open();
-                            let tab = pool.launch_virtualdom(axum_socket(socket), move || {
-                                VirtualDom::new(views::root)
-                                    .with_root_context(shared.app.registry().clone())
-                                    .with_root_context(shared)
-                                    .with_root_context(TabId(id))
-                                    .with_root_context(OpenedOn(route))
-                            });
-                            // A session that ends (signed out by a newer one)
-                            // closes its tabs at once.
-                            tokio::select! {
-                                _ = tab => {}
-                                () = ended.cancelled() => {}
-                            }
-                            tabs.close(id);
-                        })
-                        .into_response()
+                        // Page messages stay small: the in-page agent's
+                        // arguments over twice the input limit never leave
+                        // the page (the WebMCP glue sends the call alone).
+                        let max_message = shared
+                            .app
+                            .registry()
+                            .limits()
+                            .max_input_bytes
+                            .saturating_mul(4)
+                            .saturating_add(64 * 1024);
+                        ws.max_message_size(max_message)
+                            .max_frame_size(max_message)
+                            .on_upgrade(move |socket| async move {
+                                let tabs = Arc::clone(&shared.tabs);
+                                let id = tabs.open();
+                                let tab = pool.launch_virtualdom(axum_socket(socket), move || {
+                                    VirtualDom::new(views::root)
+                                        .with_root_context(shared.app.registry().clone())
+                                        .with_root_context(shared)
+                                        .with_root_context(TabId(id))
+                                        .with_root_context(OpenedOn(route))
+                                });
+                                // A session that ends (signed out by a newer one)
+                                // closes its tabs at once.
+                                tokio::select! {
+                                    _ = tab => {}
+                                    () = ended.cancelled() => {}
+                                }
+                                tabs.close(id);
+                            })
+                            .into_response()
                     },
                 ),
             ),

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use agent_surface_dioxus::{
-    use_agent_component, use_agent_mount, use_surface_revision, use_webmcp,
+    WebMcpState, use_agent_component, use_agent_mount, use_surface_revision, use_webmcp,
 };
 use dioxus::prelude::*;
 
@@ -89,7 +89,8 @@ fn ConsoleView() -> Element {
     let _navigation = use_agent_component(move || Arc::new(Navigation(navigation)));
     // The agent in this browser (WebMCP), served while this tab is in
     // front; where the browser has no `document.modelContext`, nothing.
-    let _webmcp = use_webmcp(move || format!("tab-{}", tab.0), "In-page agent");
+    let webmcp = use_webmcp(move || format!("tab-{}", tab.0), "In-page agent");
+    let in_page = webmcp() == WebMcpState::Serving;
     let route = console.route();
     // Keep the address bar on the console's route, whoever navigated.
     let mut shown = use_signal(|| None::<Route>);
@@ -135,7 +136,7 @@ fn ConsoleView() -> Element {
                     Route::Settings => rsx! { SettingsPage {} },
                 }
             }
-            AgentPanel {}
+            AgentPanel { in_page }
         }
         ConfirmDialog {}
     }
