@@ -121,8 +121,10 @@ impl fmt::Display for ObserveError {
 
 impl std::error::Error for ObserveError {}
 
-/// Everything [`TestSurface::invoke_with`] can set.
+/// Everything [`TestSurface::invoke_with`] can set: [`Call::default`] and
+/// a chainable setter per field.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Call {
     /// The instance.
     pub instance_id: Option<String>,
@@ -136,6 +138,50 @@ pub struct Call {
     pub invocation_id: Option<String>,
     /// Another consumer for this call.
     pub consumer: Option<Consumer>,
+}
+
+impl Call {
+    /// Names the instance.
+    #[must_use]
+    pub fn instance(mut self, instance: impl Into<String>) -> Call {
+        self.instance_id = Some(instance.into());
+        self
+    }
+
+    /// Sends this registration id.
+    #[must_use]
+    pub fn registration(mut self, registration_id: impl Into<String>) -> Call {
+        self.registration_id = Some(registration_id.into());
+        self
+    }
+
+    /// Sends this surface version hint.
+    #[must_use]
+    pub fn surface_version(mut self, version: impl Into<String>) -> Call {
+        self.surface_version = Some(version.into());
+        self
+    }
+
+    /// Sends confirmation evidence.
+    #[must_use]
+    pub fn confirmation(mut self, confirmation_id: impl Into<String>) -> Call {
+        self.confirmation_id = Some(confirmation_id.into());
+        self
+    }
+
+    /// Sets the invocation id.
+    #[must_use]
+    pub fn invocation_id(mut self, id: impl Into<String>) -> Call {
+        self.invocation_id = Some(id.into());
+        self
+    }
+
+    /// Calls as another consumer.
+    #[must_use]
+    pub fn consumer(mut self, consumer: Consumer) -> Call {
+        self.consumer = Some(consumer);
+        self
+    }
 }
 
 /// A registry under test, seen by one consumer.

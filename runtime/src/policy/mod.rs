@@ -86,8 +86,17 @@ impl Decision {
     }
 }
 
-/// Which hooks a policy implements, so the pipeline can skip pass-throughs.
+/// Which hooks a policy implements, so the pipeline can skip pass-throughs:
+/// [`Hooks::ALL`] or [`Hooks::NONE`] and a chainable setter per hook.
+///
+/// ```
+/// use agent_surface::policy::Hooks;
+///
+/// const GATE: Hooks = Hooks::NONE.discovery(true).authorize(true);
+/// assert!(!GATE.invoke);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Hooks {
     /// Implements [`Policy::on_discovery`].
     pub discovery: bool,
@@ -104,6 +113,34 @@ impl Hooks {
         authorize: true,
         invoke: true,
     };
+
+    /// No hook (a policy that only names itself).
+    pub const NONE: Hooks = Hooks {
+        discovery: false,
+        authorize: false,
+        invoke: false,
+    };
+
+    /// Sets whether [`Policy::on_discovery`] is implemented.
+    #[must_use]
+    pub const fn discovery(mut self, implemented: bool) -> Hooks {
+        self.discovery = implemented;
+        self
+    }
+
+    /// Sets whether [`Policy::on_authorize`] is implemented.
+    #[must_use]
+    pub const fn authorize(mut self, implemented: bool) -> Hooks {
+        self.authorize = implemented;
+        self
+    }
+
+    /// Sets whether [`Policy::on_invoke`] is implemented.
+    #[must_use]
+    pub const fn invoke(mut self, implemented: bool) -> Hooks {
+        self.invoke = implemented;
+        self
+    }
 }
 
 /// Where a policy is attached.

@@ -38,6 +38,7 @@ mod config;
 mod confirmations;
 mod forget;
 mod handle;
+mod limits;
 mod mount;
 mod procedures;
 mod registration;
@@ -45,10 +46,10 @@ mod state;
 
 pub(crate) use config::Config;
 pub use config::{
-    DuplicatePolicy, GuardDecision, Limits, RegistrationCandidate, RegistryBuilder, RouteInfo,
-    SuffixPolicy,
+    DuplicatePolicy, GuardDecision, RegistrationCandidate, RegistryBuilder, RouteInfo, SuffixPolicy,
 };
 pub use handle::{AvailabilityOverride, Mounted, RegistrationStatus};
+pub use limits::Limits;
 pub use mount::{MountBuilder, MountError};
 pub(crate) use state::{State, Tombstone};
 
