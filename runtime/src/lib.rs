@@ -133,10 +133,10 @@ pub mod events;
 pub mod explain;
 mod hashes;
 pub mod ids;
+mod internal_meta;
 pub mod invoke;
 #[cfg(feature = "mcp-server")]
 pub mod mcp;
-mod meta;
 pub mod policy;
 mod primitives;
 pub mod procedure;

@@ -32,7 +32,7 @@ const LAYERS: &[&str] = &[
     "context",
     "events",
     "call",
-    "meta",
+    "internal_meta",
     // policies, the contracts that declare them, and the authority over them
     "policy",
     "contract",

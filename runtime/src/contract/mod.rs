@@ -39,18 +39,18 @@
 //! ```
 
 mod authored;
+mod catalog_form;
 mod checked;
-mod checks;
 mod reach;
-mod serialize;
+mod structural;
 
-pub use crate::meta::Internal;
+pub use crate::internal_meta::Internal;
 pub use authored::{
     CapabilityContract, ComponentContract, Concurrency, OutputSchemaFn, ParseFn, PoliciesFn,
     ReasonSource, SchemaFn, Source, TypedInput,
 };
 pub use checked::{CheckedCapability, CheckedContract, CheckedSchema};
-pub(crate) use checks::{
+pub use reach::{DeclaredReference, GatedCapability};
+pub(crate) use structural::{
     ProcedureIdentity, check_description, confirmation_for, defaults_for, parse_empty_input,
 };
-pub use reach::{DeclaredReference, GatedCapability};

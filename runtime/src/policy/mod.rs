@@ -49,7 +49,7 @@ use crate::clock::Clock;
 use crate::context::{Consumer, Environment, HostContext};
 use crate::error::ErrorPayload;
 use crate::ids::CapabilityId;
-use crate::meta::Internal;
+use crate::internal_meta::Internal;
 use agent_surface_rules::{Effect, Kind, Plane};
 
 /// A boxed, `Send` future borrowing for `'a`.
@@ -487,7 +487,7 @@ pub trait Policy: Send + Sync + 'static {
     /// only `agent_surface`'s built-ins describe themselves; every other
     /// policy is identified by its Rust type. Read it with [`identity`].
     #[doc(hidden)]
-    fn __identity(&self, _: identity::seal::Token) -> PolicyIdentity {
+    fn __identity(&self, _: policy_identity::seal::Token) -> PolicyIdentity {
         let name = crate::util::contain::contained("policy name", || self.name().to_owned())
             .unwrap_or_else(|| "<unnamed policy>".to_owned());
         PolicyIdentity::custom(std::any::type_name::<Self>(), &name)
@@ -498,7 +498,7 @@ pub trait Policy: Send + Sync + 'static {
 /// custom policy's Rust type and name (see [`PolicyIdentity`]).
 pub fn identity(policy: &dyn Policy) -> PolicyIdentity {
     crate::util::contain::contained("policy identity", || {
-        policy.__identity(identity::seal::Token(()))
+        policy.__identity(policy_identity::seal::Token(()))
     })
     .unwrap_or_else(|| PolicyIdentity::custom("<unknown>", "<unnamed policy>"))
 }
@@ -526,12 +526,12 @@ pub fn policy<P: Policy>(policy: P) -> PolicyRef {
 
 mod builtins;
 pub(crate) mod chain;
-mod identity;
+mod policy_identity;
 mod unbuilt;
 
 pub(crate) use unbuilt::{UNBUILT, build as build_declared};
 
-pub use identity::PolicyIdentity;
+pub use policy_identity::PolicyIdentity;
 
 pub use builtins::{
     AuditPolicy, Authenticated, EnvironmentPolicy, HasPermission, RateLimit, RequireConfirmation,

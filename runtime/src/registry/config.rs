@@ -24,7 +24,7 @@ use crate::policy::PolicyRef;
 use crate::primitives::concurrency::Admission;
 use crate::primitives::dedupe::Dedupe;
 use crate::procedure::ProcedureError;
-use crate::util::ids::IdMint;
+use crate::util::id_mint::IdMint;
 use crate::util::lru::Lru;
 
 pub(crate) use crate::util::millis::millis;
@@ -346,7 +346,7 @@ impl RegistryBuilder {
             Arc::new(Chain::compose(&self.policies, &[], Vec::new()))
         };
         let inner = Inner {
-            surface_id: LazyLock::new(|| Arc::from(crate::util::ids::surface_id())),
+            surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
             config: Config {
                 environment: self.environment,
                 host: self.host,

@@ -71,7 +71,7 @@ use crate::primitives::concurrency::Admission;
 use crate::primitives::dedupe::Dedupe;
 use crate::procedure::ProcedureExecutor;
 use crate::schema::SchemaLimits;
-use crate::util::ids::IdMint;
+use crate::util::id_mint::IdMint;
 
 /// The registry's shared state. Creating a registry allocates only this:
 /// everything that needs randomness, a clock reading or an allocation of

@@ -8,7 +8,7 @@
 //! are shared with the contract; a snapshot of an unchanged, fully available
 //! surface allocates one vector.
 
-mod serialize;
+mod json_shape;
 mod take;
 mod views;
 

@@ -8,12 +8,12 @@
 //! A reserved record is not redeemed by a second call meanwhile and does
 //! not expire under the call that holds it.
 
+mod answer;
 mod expire;
-mod forget;
 mod lookup;
 mod quota;
-mod resolve;
 mod withdraw;
+mod withdraw_by_owner;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

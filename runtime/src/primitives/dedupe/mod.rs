@@ -20,7 +20,7 @@
 //! `CONFIRMATION_REQUIRED`, `RATE_LIMITED` and `INVOCATION_CONFLICT` are
 //! never kept.
 
-mod forget;
+mod orphans;
 
 use std::sync::Arc;
 
