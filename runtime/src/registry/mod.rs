@@ -38,6 +38,7 @@ mod config;
 mod confirmations;
 mod forget;
 mod handle;
+mod insertion;
 mod limits;
 mod mount;
 mod procedures;
