@@ -44,7 +44,7 @@ pub(crate) use presentation::Presenter;
 pub use presentation::{Presentation, PresentationRequest};
 pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
-pub(crate) use store::{Ask, Binding, ConfirmationStore};
+pub(crate) use store::{Ask, Binding, ConfirmationStore, StoreOwner};
 pub(crate) use summary::{MAX_SUMMARY_CHARS, summary};
 pub use wait::{WaitGuard, settle_now};
 
@@ -171,7 +171,7 @@ impl std::error::Error for ResolveError {}
 /// answer pending requests.
 #[derive(Clone)]
 pub struct Confirmations {
-    services: Arc<dyn ConfirmationServices>,
+    services: Arc<dyn StoreOwner>,
 }
 
 impl std::fmt::Debug for Confirmations {
@@ -183,7 +183,7 @@ impl std::fmt::Debug for Confirmations {
 /// Stops a confirmation listener when dropped.
 #[must_use = "dropping it unsubscribes the listener"]
 pub struct PendingSubscription {
-    services: Arc<dyn ConfirmationServices>,
+    services: Arc<dyn StoreOwner>,
     id: u64,
 }
 
@@ -203,7 +203,7 @@ impl Drop for PendingSubscription {
 
 impl Confirmations {
     /// The controller over a registry's confirmation services.
-    pub(crate) fn new(services: Arc<dyn ConfirmationServices>) -> Confirmations {
+    pub(crate) fn new(services: Arc<dyn StoreOwner>) -> Confirmations {
         Confirmations { services }
     }
 

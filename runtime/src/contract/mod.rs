@@ -43,14 +43,15 @@ mod catalog_form;
 mod checked;
 mod reach;
 mod structural;
+mod vocabulary;
 
 pub use crate::internal_meta::Internal;
-pub use authored::{
-    CapabilityContract, ComponentContract, Concurrency, OutputSchemaFn, ParseFn, PoliciesFn,
-    ReasonSource, SchemaFn, Source, TypedInput,
-};
+pub use authored::{CapabilityContract, ComponentContract};
 pub use checked::{CheckedCapability, CheckedContract, CheckedSchema};
 pub use reach::{DeclaredReference, GatedCapability};
 pub(crate) use structural::{
     ProcedureIdentity, check_description, confirmation_for, defaults_for, parse_empty_input,
+};
+pub use vocabulary::{
+    Concurrency, OutputSchemaFn, ParseFn, PoliciesFn, ReasonSource, SchemaFn, Source, TypedInput,
 };
