@@ -52,6 +52,7 @@ pub enum AuditKind {
 
 /// One audit record. `payload` is present only at audit level `full`.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct AuditEvent {
     /// When, in epoch milliseconds (serialized as RFC 3339).
     pub at_ms: u64,

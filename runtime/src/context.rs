@@ -334,6 +334,7 @@ impl ReadContext {
 /// Approved confirmation evidence carried by an invocation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ConfirmationEvidence {
     /// The confirmation id (`cnf_…`).
     pub id: String,

@@ -58,6 +58,7 @@ pub enum Outcome {
 /// One policy's vote.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Vote {
     /// The policy's name.
     pub policy: String,
@@ -73,6 +74,7 @@ pub struct Vote {
 /// `enabled`, pushed overrides and `when()`, apart from policies.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct AvailabilityExplanation {
     /// Whether the state allows the call.
     pub available: bool,
@@ -84,6 +86,7 @@ pub struct AvailabilityExplanation {
 /// One capability, explained.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CapabilityExplanation {
     /// The capability.
     pub capability_id: String,
@@ -101,6 +104,7 @@ pub struct CapabilityExplanation {
 /// One component, explained.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ComponentExplanation {
     /// The component type.
     pub component_type: String,
@@ -117,6 +121,7 @@ pub struct ComponentExplanation {
 /// The whole surface, explained for one consumer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Explanation {
     /// The surface version explained.
     pub surface_version: String,

@@ -81,6 +81,7 @@ pub enum Exposure {
 
 /// A captured staleness token.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CapturedRef {
     /// The registration that offered the capability.
     pub registration_id: String,

@@ -51,6 +51,7 @@ pub use wait::{WaitGuard, settle_now};
 /// A request waiting for the user, as host UIs render it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct PendingConfirmation {
     /// `cnf_…`.
     pub confirmation_id: Arc<str>,

@@ -49,8 +49,11 @@ pub enum ReasonSource {
     Dynamic,
 }
 
-/// Where an authored item comes from, for diagnostics.
+/// Where an authored item comes from, for diagnostics: [`Source::new`]
+/// (generated code passes `module_path!()`, the type, `file!()` and
+/// `line!()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Source {
     /// `module_path!()` of the impl block.
     pub module: &'static str,
@@ -60,4 +63,21 @@ pub struct Source {
     pub file: &'static str,
     /// `line!()`.
     pub line: u32,
+}
+
+impl Source {
+    /// The source at `file`:`line` of `rust_type` in `module`.
+    pub const fn new(
+        module: &'static str,
+        rust_type: &'static str,
+        file: &'static str,
+        line: u32,
+    ) -> Source {
+        Source {
+            module,
+            rust_type,
+            file,
+            line,
+        }
+    }
 }

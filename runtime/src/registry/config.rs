@@ -55,6 +55,7 @@ pub enum SuffixPolicy {
 
 /// What a registration guard sees.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RegistrationCandidate<'a> {
     /// The component type.
     pub component_type: &'a str,
