@@ -1,6 +1,8 @@
 //! What handlers and policies know about a call: the consumer, the host
 //! application's context, the capability and registration, and for actions
 //! the invocation id, a cancellation token and the confirmation evidence.
+//! Take these as handler arguments; build a [`Consumer`] and a
+//! [`HostContext`] for calls and snapshots.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;

@@ -1,6 +1,7 @@
 //! The developer's explain view: why each capability is exposed, disabled or
 //! hidden for a consumer, with every policy's vote attributed by name and
-//! scope, and `when`-availability kept apart from policy votes.
+//! scope, and `when`-availability kept apart from policy votes. Call
+//! [`explain_surface`] when an agent does not see what you expect.
 //!
 //! Never agent-facing: it reports capabilities the snapshot hides. It is not
 //! in the prelude and no adapter uses it. Its composed outcome always equals

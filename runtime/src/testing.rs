@@ -1,5 +1,6 @@
-//! The testing harness (feature `testing`): a reference consumer for tests
-//! of any crate that declares a surface. No model needed.
+//! The testing harness (feature `testing`): a reference consumer for tests of
+//! any crate that declares a surface. No model needed. Wrap a registry in a
+//! [`TestSurface`] and call it as an agent would.
 //!
 //! [`TestSurface`] owns a registry whose host context can be swapped and
 //! whose clock is manual (timestamps and confirmation expiry are

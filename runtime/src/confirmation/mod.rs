@@ -1,5 +1,6 @@
 //! Confirmations: the user approves the exact effective input of a call
-//! before it runs.
+//! before it runs. Use [`Confirmations`] (from `Registry::confirmations`) to
+//! show pending requests in your UI and answer them.
 //!
 //! A pending record binds to the canonical digest of `{surfaceId,
 //! registrationId, capabilityId, consumerKey, effectiveInput, effect}` and

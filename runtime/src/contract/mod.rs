@@ -1,4 +1,6 @@
-//! Component contracts: what a component lets an agent observe and do.
+//! Component contracts: what a component lets an agent observe and do. Read a
+//! component's checked contract (`T::contract().checked()`) to inspect or
+//! test what it declares.
 //!
 //! A [`ComponentContract`] is the `'static` value `#[agent_component]`
 //! generates from an annotated `impl` block: identity, descriptions, effects,

@@ -1,4 +1,6 @@
-//! Policies: who may see and call what.
+//! Policies: who may see and call what. Attach the built-ins
+//! ([`authenticated`], [`has_permission`], …) to a registry, component or
+//! capability, or implement [`Policy`] for your own rules.
 //!
 //! A policy has a name and up to three hooks:
 //! - [`on_discovery`](Policy::on_discovery): synchronous, cheap, side-effect

@@ -1,4 +1,6 @@
-//! The registry: the single source of truth for what agents can reach.
+//! The registry: the single source of truth for what agents can reach. Build
+//! one with [`Registry::builder`], mount components on it, and hand it to an
+//! adapter (the toolset, MCP) or the testing harness.
 //!
 //! Mount a component (an `Arc` of a type with an `#[agent_component]` impl)
 //! and keep the returned [`Mounted`] guard; dropping it unmounts. The

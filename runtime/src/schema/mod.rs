@@ -1,4 +1,6 @@
-//! JSON Schemas at the agent boundary.
+//! JSON Schemas at the agent boundary. Use it for the supported subset
+//! `#[agent_schema]` checks against, for schemas of types you implement by
+//! hand, and to check values against a schema.
 //!
 //! Everything that crosses the boundary is described by a JSON Schema in a
 //! small subset of draft 2020-12 that model tool-calling handles reliably:

@@ -1,4 +1,6 @@
-//! Snapshots: what one consumer can see right now.
+//! Snapshots: what one consumer can see right now. Take one with
+//! `Registry::snapshot` to render the surface for an agent or to assert on it
+//! in tests.
 //!
 //! A snapshot is synchronous and side-effect free: it never runs an
 //! observation, never awaits, and evaluates only `when()` predicates and
