@@ -107,26 +107,26 @@ impl Invocation {
     /// `{capabilityId, registrationId, instanceId, surfaceVersion, input,
     /// confirmationId}` as issued (absent fields omitted).
     pub fn fingerprint(&self) -> u64 {
-        enum Field<'a> {
+        enum Part<'a> {
             Text(&'a str),
             Json(&'a Value),
         }
         // Keys in canonical (sorted) order, streamed without building a Value.
         let fields = [
-            ("capabilityId", Some(Field::Text(&self.capability_id))),
+            ("capabilityId", Some(Part::Text(&self.capability_id))),
             (
                 "confirmationId",
-                self.confirmation_id.as_deref().map(Field::Text),
+                self.confirmation_id.as_deref().map(Part::Text),
             ),
-            ("input", self.input.as_ref().map(Field::Json)),
-            ("instanceId", self.instance_id.as_deref().map(Field::Text)),
+            ("input", self.input.as_ref().map(Part::Json)),
+            ("instanceId", self.instance_id.as_deref().map(Part::Text)),
             (
                 "registrationId",
-                self.registration_id.as_deref().map(Field::Text),
+                self.registration_id.as_deref().map(Part::Text),
             ),
             (
                 "surfaceVersion",
-                self.surface_version.as_deref().map(Field::Text),
+                self.surface_version.as_deref().map(Part::Text),
             ),
         ];
         let mut hasher = Fnv1a64::new();
@@ -141,8 +141,8 @@ impl Invocation {
             write_string(key, &mut hasher);
             hasher.write(b":");
             match field {
-                Field::Text(text) => write_string(text, &mut hasher),
-                Field::Json(value) => write_canonical(value, &mut hasher),
+                Part::Text(text) => write_string(text, &mut hasher),
+                Part::Json(value) => write_canonical(value, &mut hasher),
             }
         }
         hasher.write(b"}");

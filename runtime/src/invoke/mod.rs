@@ -165,7 +165,7 @@ impl Registry {
             None
         };
         let input = request.input.take();
-        let call = pipeline::Call {
+        let call = pipeline::InFlight {
             registry: self,
             request,
             input: std::sync::Mutex::new(input),

@@ -380,7 +380,7 @@ impl RegistryBuilder {
             audit,
             memory_on,
             memory_audit: MemoryAuditSink::new(limits.audit_buffer),
-            dedupe: Mutex::new(Dedupe::new(crate::primitives::dedupe::Budget {
+            dedupe: Mutex::new(Dedupe::new(crate::primitives::dedupe::WindowLimits {
                 count: limits.dedupe_cache_size,
                 bytes: limits.dedupe_cache_bytes,
                 ttl_ms: millis(limits.dedupe_cache_ttl),

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::{Call, Subject, Target};
+use super::{InFlight, Subject, Target};
 use crate::context::HostContext;
 use crate::error::ErrorPayload;
 use crate::ids::{Plane, in_scope};
@@ -34,7 +34,7 @@ fn only(visible: &[Target]) -> Option<usize> {
     (visible.len() == 1).then_some(0)
 }
 
-impl Call<'_> {
+impl InFlight<'_> {
     /// Phase 2: capability id (+ instance) → a live registration this
     /// consumer may see; staleness.
     pub(super) fn resolve(&self, host: &HostContext) -> Result<Target, ErrorPayload> {
