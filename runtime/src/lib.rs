@@ -82,6 +82,16 @@
 //! - [`catalog`] and [`explain`]: what an agent could ever reach, and why a
 //!   consumer sees what it sees.
 //!
+//! # Names and growth
+//! - One list: [`prelude`] holds the names the quick start uses, and the
+//!   crate root re-exports exactly that list; every other item is reached
+//!   through its module.
+//! - Config and request structs are `#[non_exhaustive]`: read their fields
+//!   freely; build a config or request struct from `Default` (or its
+//!   constructor, such as [`Invocation::new`]) and chainable setters named
+//!   after its fields (`Limits::default().action_timeout(…)`), so a new
+//!   field never breaks your code.
+//!
 //! # Layers
 //! Modules import one way, bottom to top (checked by `runtime/tests/layers.rs`):
 //!
