@@ -1,5 +1,6 @@
 //! Mounting: the builder, structural and manifest checks, the registration
-//! guard, duplicate and suffix policies, and unmounting.
+//! guard, the policy chains of a new registration, and unmounting. The
+//! duplicate and suffix policies apply when it is inserted (`insertion`).
 
 use super::insertion::{Insertion, Refusal};
 use super::{GuardDecision, Limits, Mounted, RegistrationCandidate, Registry};
