@@ -95,12 +95,12 @@ pub(crate) fn audit_tokens(audit: Audit) -> TokenStream {
 /// line of `at`.
 pub(crate) fn source_tokens(rust_type: &LitStr, at: Span) -> TokenStream {
     quote_spanned! {at=>
-        ::agent_surface::macro_support::Source {
-            module: ::core::module_path!(),
-            rust_type: #rust_type,
-            file: ::core::file!(),
-            line: ::core::line!(),
-        }
+        ::agent_surface::macro_support::Source::new(
+            ::core::module_path!(),
+            #rust_type,
+            ::core::file!(),
+            ::core::line!(),
+        )
     }
 }
 

@@ -1,5 +1,6 @@
-//! The audit trail: what happened, to which capability, for whom, how long
-//! it waited and how long it ran.
+//! The audit trail: what happened, to which capability, for whom, how long it
+//! waited and how long it ran. Read it from the registry's default
+//! [`MemoryAuditSink`], or send it elsewhere with your own [`AuditSink`].
 //!
 //! A sink never fails the pipeline and never blocks it: the registry calls
 //! [`AuditSink::record`] synchronously, contains panics, and sinks are
@@ -52,6 +53,7 @@ pub enum AuditKind {
 
 /// One audit record. `payload` is present only at audit level `full`.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct AuditEvent {
     /// When, in epoch milliseconds (serialized as RFC 3339).
     pub at_ms: u64,

@@ -15,9 +15,20 @@ use crate::canonical::{Fnv1a64, Sink, write_canonical, write_string};
 use crate::context::Consumer;
 use crate::error::ErrorPayload;
 
-/// One call, as an agent (or adapter) issues it.
+/// One call, as an agent (or adapter) issues it: [`Invocation::new`] and
+/// a chainable setter per field.
+///
+/// ```
+/// use agent_surface::prelude::*;
+///
+/// let call = Invocation::new("view:devices.table.selectRows")
+///     .input(serde_json::json!({ "ids": ["d1"] }))
+///     .instance("main");
+/// assert_eq!(call.instance_id.as_deref(), Some("main"));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Invocation {
     /// Idempotency key; adapters pass their tool-call id. Minted when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,26 +107,26 @@ impl Invocation {
     /// `{capabilityId, registrationId, instanceId, surfaceVersion, input,
     /// confirmationId}` as issued (absent fields omitted).
     pub fn fingerprint(&self) -> u64 {
-        enum Field<'a> {
+        enum Part<'a> {
             Text(&'a str),
             Json(&'a Value),
         }
         // Keys in canonical (sorted) order, streamed without building a Value.
         let fields = [
-            ("capabilityId", Some(Field::Text(&self.capability_id))),
+            ("capabilityId", Some(Part::Text(&self.capability_id))),
             (
                 "confirmationId",
-                self.confirmation_id.as_deref().map(Field::Text),
+                self.confirmation_id.as_deref().map(Part::Text),
             ),
-            ("input", self.input.as_ref().map(Field::Json)),
-            ("instanceId", self.instance_id.as_deref().map(Field::Text)),
+            ("input", self.input.as_ref().map(Part::Json)),
+            ("instanceId", self.instance_id.as_deref().map(Part::Text)),
             (
                 "registrationId",
-                self.registration_id.as_deref().map(Field::Text),
+                self.registration_id.as_deref().map(Part::Text),
             ),
             (
                 "surfaceVersion",
-                self.surface_version.as_deref().map(Field::Text),
+                self.surface_version.as_deref().map(Part::Text),
             ),
         ];
         let mut hasher = Fnv1a64::new();
@@ -130,8 +141,8 @@ impl Invocation {
             write_string(key, &mut hasher);
             hasher.write(b":");
             match field {
-                Field::Text(text) => write_string(text, &mut hasher),
-                Field::Json(value) => write_canonical(value, &mut hasher),
+                Part::Text(text) => write_string(text, &mut hasher),
+                Part::Json(value) => write_canonical(value, &mut hasher),
             }
         }
         hasher.write(b"}");
@@ -139,8 +150,21 @@ impl Invocation {
     }
 }
 
-/// How to run one call.
+/// How to run one call: [`InvokeOptions::default`] (the anonymous
+/// embedded consumer) or [`InvokeOptions::consumer`], and a chainable setter
+/// per field.
+///
+/// ```
+/// use std::time::Duration;
+/// use agent_surface::prelude::*;
+///
+/// let options = InvokeOptions::consumer(Consumer::new(ConsumerKind::Mcp, "planner"))
+///     .timeout(Duration::from_secs(2))
+///     .scope(["devices"]);
+/// assert_eq!(options.scope, ["devices"]);
+/// ```
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct InvokeOptions {
     /// Who calls (default: `embedded:anonymous`).
     pub consumer: Option<Consumer>,
@@ -182,6 +206,34 @@ impl InvokeOptions {
             consumer: Some(consumer),
             ..InvokeOptions::default()
         }
+    }
+
+    /// Sets the external cancellation.
+    #[must_use]
+    pub fn cancellation(mut self, cancellation: CancellationToken) -> Self {
+        self.cancellation = Some(cancellation);
+        self
+    }
+
+    /// Sets the timeout, over the capability's and the registry's.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Restricts the call to component-type prefixes.
+    #[must_use]
+    pub fn scope(mut self, prefixes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scope = prefixes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the kinds the caller's verb admits.
+    #[must_use]
+    pub fn kinds(mut self, kinds: Kinds) -> Self {
+        self.kinds = kinds;
+        self
     }
 }
 

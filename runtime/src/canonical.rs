@@ -1,4 +1,6 @@
-//! Canonical JSON, request fingerprints and confirmation digests.
+//! Canonical JSON, request fingerprints and confirmation digests. Use it to
+//! reproduce a digest or fingerprint the registry computed: in tests, audits,
+//! or another implementation of the specification.
 //!
 //! Canonical JSON is the byte form two equal JSON values always share: object
 //! keys sorted (by UTF-16 code units, as the reference implementation sorts),

@@ -1,5 +1,6 @@
 //! The catalog: every component and procedure contract authored anywhere in
-//! the binary, collected at link time, known before anything mounts.
+//! the binary, collected at link time, known before anything mounts. Use it
+//! to review, diff or export everything an agent could ever reach.
 //!
 //! Reviewers use it to see everything an agent could ever reach; the runtime
 //! uses it for checks such as "authored but never mounted".

@@ -1,5 +1,6 @@
 //! The injectable clock: every timestamp, TTL and rate-limit refill reads
-//! time through a [`Clock`], so tests control time completely.
+//! time through a [`Clock`], so tests control time completely. Give a
+//! registry a [`ManualClock`] in tests, or your own [`Clock`].
 //!
 //! The default [`TokioClock`] anchors wall-clock time once and then advances
 //! with `tokio::time::Instant`, so under `tokio::time::pause()` it moves

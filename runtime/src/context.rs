@@ -1,6 +1,8 @@
 //! What handlers and policies know about a call: the consumer, the host
 //! application's context, the capability and registration, and for actions
 //! the invocation id, a cancellation token and the confirmation evidence.
+//! Take these as handler arguments; build a [`Consumer`] and a
+//! [`HostContext`] for calls and snapshots.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -340,6 +342,7 @@ impl ReadContext {
 /// Approved confirmation evidence carried by an invocation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ConfirmationEvidence {
     /// The confirmation id (`cnf_…`).
     pub id: String,

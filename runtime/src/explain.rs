@@ -1,6 +1,7 @@
 //! The developer's explain view: why each capability is exposed, disabled or
 //! hidden for a consumer, with every policy's vote attributed by name and
-//! scope, and `when`-availability kept apart from policy votes.
+//! scope, and `when`-availability kept apart from policy votes. Call
+//! [`explain_surface`] when an agent does not see what you expect.
 //!
 //! Never agent-facing: it reports capabilities the snapshot hides. It is not
 //! in the prelude and no adapter uses it. Its composed outcome always equals
@@ -58,6 +59,7 @@ pub enum Outcome {
 /// One policy's vote.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Vote {
     /// The policy's name.
     pub policy: String,
@@ -73,6 +75,7 @@ pub struct Vote {
 /// `enabled`, pushed overrides and `when()`, apart from policies.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct AvailabilityExplanation {
     /// Whether the state allows the call.
     pub available: bool,
@@ -84,6 +87,7 @@ pub struct AvailabilityExplanation {
 /// One capability, explained.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CapabilityExplanation {
     /// The capability.
     pub capability_id: String,
@@ -101,6 +105,7 @@ pub struct CapabilityExplanation {
 /// One component, explained.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ComponentExplanation {
     /// The component type.
     pub component_type: String,
@@ -117,6 +122,7 @@ pub struct ComponentExplanation {
 /// The whole surface, explained for one consumer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Explanation {
     /// The surface version explained.
     pub surface_version: String,

@@ -58,7 +58,7 @@ fn capability_form(capability: &CheckedCapability) -> Value {
         "timeoutMs": capability.timeout_ms(),
         "policies": policy_names(&capability.policies()),
         "conditional": capability.has_when(),
-        "internal": capability.internal().map(crate::meta::Internal::digest),
+        "internal": capability.internal().map(crate::internal_meta::Internal::digest),
         "precondition": capability.has_precondition(),
         "meta": meta(capability.meta()),
     })
@@ -79,7 +79,7 @@ fn declaration_form(contract: &CheckedContract) -> Value {
         "origin": &**contract.origin(),
         "policies": policy_names(&contract.policies()),
         "enabled": contract.enabled(),
-        "internal": contract.internal().map(crate::meta::Internal::digest),
+        "internal": contract.internal().map(crate::internal_meta::Internal::digest),
         "meta": meta(contract.meta()),
         "capabilities": capabilities,
         "gated": contract

@@ -1,6 +1,7 @@
 //! Typed identities: component types, capability names, instance ids and
 //! capability ids, each parsed and validated once against the grammar of the
-//! specification (see [`agent_surface_rules::ids`]).
+//! specification (see [`agent_surface_rules::ids`]). Parse an id once here
+//! and pass the typed value on.
 //!
 //! Each type is a cheap-to-clone validated string: once you hold one, it is
 //! well formed. They serialize as plain strings and validate when deserialized.

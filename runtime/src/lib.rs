@@ -64,7 +64,7 @@
 //! assert_eq!(select.confirmation(), Confirmation::Never); // the defaults table
 //! let schema = select.input_schema().unwrap().json();
 //! assert_eq!(schema["properties"]["ids"]["minItems"], 1);
-//! # Ok::<(), agent_surface::error::DefinitionError>(())
+//! # Ok::<(), DefinitionError>(())
 //! ```
 //!
 #![doc = include_str!("../docs/attributes.md")]
@@ -73,6 +73,8 @@
 #![doc = include_str!("../docs/guarantees.md")]
 //!
 //! # Where to go next
+//! - [`prelude`]: the one list of names the quick start uses, also
+//!   re-exported at the crate root; everything else lives in its module.
 //! - [`registry`]: mount components (and [`procedure`] references), take
 //!   per-consumer [`snapshot`]s, run calls through the ten-phase pipeline
 //!   ([`invoke`]), drive [`confirmation`]s, read [`audit`] records.
@@ -91,6 +93,16 @@
 //! - The `agent-surface-dioxus` crate: a Dioxus app whose components mount
 //!   their capabilities while they render, and who may approve; the
 //!   `cargo-agent-surface` crate: review and gate the surface in CI.
+//!
+//! # Names and growth
+//! - One list: [`prelude`] holds the names the quick start uses, and the
+//!   crate root re-exports exactly that list; every other item is reached
+//!   through its module.
+//! - Config and request structs are `#[non_exhaustive]`: read their fields
+//!   freely; build a config or request struct from `Default` (or its
+//!   constructor, such as [`Invocation::new`]) and chainable setters named
+//!   after its fields (`Limits::default().action_timeout(…)`), so a new
+//!   field never breaks your code.
 //!
 //! # Layers
 //! Modules import one way, bottom to top (checked by `runtime/tests/layers.rs`):
@@ -133,11 +145,11 @@ pub mod events;
 pub mod explain;
 mod hashes;
 pub mod ids;
+mod internal_meta;
 pub mod invoke;
 #[cfg(feature = "mcp-server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]
 pub mod mcp;
-mod meta;
 pub mod policy;
 mod primitives;
 pub mod procedure;
@@ -241,33 +253,36 @@ pub use agent_surface_macros::agent_schema;
 #[doc(inline)]
 pub use agent_surface_macros::{action, agent_component, observation};
 pub use agent_surface_macros::{agent_procedure, reference};
-pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
-pub use component::{Component, HandlerError, HandlerReturn, ObservationReturn};
-pub use context::{ActionContext, Consumer, ConsumerKind, Environment, HostContext, ReadContext};
-pub use error::{
-    ActionError, DefinitionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry,
-};
-pub use invoke::{Invocation, InvocationResult, InvokeOptions};
-pub use registry::{Mounted, Registry};
-pub use schema::{AgentInput, AgentOutput, AgentSchema};
-pub use snapshot::{Snapshot, SnapshotOptions};
 
-/// The items most applications use.
+#[doc(inline)]
+pub use prelude::*;
+
+/// The one list of names users meet: what the quick start and an ordinary
+/// application need — the macros, the registry and its calls, the contexts
+/// handlers take, and the error types of the quick start (`?` on a
+/// contract's `checked()` and on [`Registry::mount`] included).
+///
+/// The crate root re-exports exactly this list, so `agent_surface::X` and
+/// `use agent_surface::prelude::*` always name the same items; everything
+/// else is reached through its module ([`registry::Limits`],
+/// [`policy::Policy`], [`toolset::Toolset`], …).
 pub mod prelude {
-    pub use crate::component::Component;
+    pub use crate::component::{Component, HandlerError, HandlerReturn, ObservationReturn};
     pub use crate::context::{
         ActionContext, Consumer, ConsumerKind, Environment, HostContext, ReadContext,
     };
-    pub use crate::error::{ActionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry};
+    pub use crate::error::{
+        ActionError, DefinitionError, ErrorCode, ErrorPayload, PreconditionFailure, Retry,
+    };
     pub use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
     pub use crate::procedure::{Procedure, ProcedureRef};
-    pub use crate::registry::{Mounted, Registry};
+    pub use crate::registry::{MountError, Mounted, Registry};
     pub use crate::schema::{AgentInput, AgentOutput, AgentSchema};
     pub use crate::snapshot::{Snapshot, SnapshotOptions};
-    pub use crate::{Audit, Confirmation, Effect};
     pub use crate::{
         action, agent_component, agent_procedure, agent_schema, observation, reference,
     };
+    pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
 }
 
 /// The README's examples and the `cargo agent-surface` guide, compiled as

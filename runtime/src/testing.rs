@@ -1,5 +1,6 @@
-//! The testing harness (feature `testing`): a reference consumer for tests
-//! of any crate that declares a surface. No model needed.
+//! The testing harness (feature `testing`): a reference consumer for tests of
+//! any crate that declares a surface. No model needed. Wrap a registry in a
+//! [`TestSurface`] and call it as an agent would.
 //!
 //! [`TestSurface`] owns a registry whose host context can be swapped and
 //! whose clock is manual (timestamps and confirmation expiry are
@@ -81,6 +82,7 @@ pub enum Exposure {
 
 /// A captured staleness token.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CapturedRef {
     /// The registration that offered the capability.
     pub registration_id: String,
@@ -121,8 +123,10 @@ impl fmt::Display for ObserveError {
 
 impl std::error::Error for ObserveError {}
 
-/// Everything [`TestSurface::invoke_with`] can set.
+/// Everything [`TestSurface::invoke_with`] can set: [`Call::default`] and
+/// a chainable setter per field.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Call {
     /// The instance.
     pub instance_id: Option<String>,
@@ -136,6 +140,50 @@ pub struct Call {
     pub invocation_id: Option<String>,
     /// Another consumer for this call.
     pub consumer: Option<Consumer>,
+}
+
+impl Call {
+    /// Names the instance.
+    #[must_use]
+    pub fn instance(mut self, instance: impl Into<String>) -> Call {
+        self.instance_id = Some(instance.into());
+        self
+    }
+
+    /// Sends this registration id.
+    #[must_use]
+    pub fn registration(mut self, registration_id: impl Into<String>) -> Call {
+        self.registration_id = Some(registration_id.into());
+        self
+    }
+
+    /// Sends this surface version hint.
+    #[must_use]
+    pub fn surface_version(mut self, version: impl Into<String>) -> Call {
+        self.surface_version = Some(version.into());
+        self
+    }
+
+    /// Sends confirmation evidence.
+    #[must_use]
+    pub fn confirmation(mut self, confirmation_id: impl Into<String>) -> Call {
+        self.confirmation_id = Some(confirmation_id.into());
+        self
+    }
+
+    /// Sets the invocation id.
+    #[must_use]
+    pub fn invocation_id(mut self, id: impl Into<String>) -> Call {
+        self.invocation_id = Some(id.into());
+        self
+    }
+
+    /// Calls as another consumer.
+    #[must_use]
+    pub fn consumer(mut self, consumer: Consumer) -> Call {
+        self.consumer = Some(consumer);
+        self
+    }
 }
 
 /// A registry under test, seen by one consumer.

@@ -1,5 +1,7 @@
 //! Wire names: capability ids encoded into the alphabet and length that model
 //! providers accept for tool names (`[A-Za-z0-9_-]`, at most 64 characters).
+//! Use it to name tools for a provider and to map a tool name back to its
+//! capability id.
 //!
 //! - `:` becomes `_` and `.` becomes `__`:
 //!   `view:devices.table.selectRows` → `view_devices__table__selectRows`.

@@ -305,8 +305,8 @@ async fn the_hosts_presentation_is_escaped_and_bounded_and_a_panicking_presenter
                     "Wipe\u{200b} it",
                     "",
                 )
-                .with_items((0..500).map(|n| format!("item {n}")))
-                .with_agent_note("n".repeat(2000)),
+                .items((0..500).map(|n| format!("item {n}")))
+                .agent_note("n".repeat(2000)),
             )
         })
         .build();

@@ -21,10 +21,7 @@ use crate::fixtures::{
 };
 
 fn long_opts(who: &str) -> InvokeOptions {
-    InvokeOptions {
-        timeout: Some(Duration::from_secs(7200)),
-        ..InvokeOptions::consumer(consumer(who))
-    }
+    InvokeOptions::consumer(consumer(who)).timeout(Duration::from_secs(7200))
 }
 
 // ---------------------------------------------------------------------------
@@ -883,10 +880,7 @@ async fn as_avail_002_hidden_is_nonexistent_on_the_cancellation_and_forget_paths
         let pre = registry
             .invoke(
                 inv(),
-                InvokeOptions {
-                    cancellation: Some(token),
-                    ..InvokeOptions::consumer(who.clone())
-                },
+                InvokeOptions::consumer(who.clone()).cancellation(token),
             )
             .await;
         let cached = registry

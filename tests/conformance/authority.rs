@@ -38,12 +38,7 @@ impl Lamp {
     }
 }
 
-const SOURCE: Source = Source {
-    module: "forged",
-    rust_type: "Forged",
-    file: "forged.rs",
-    line: 1,
-};
+const SOURCE: Source = Source::new("forged", "Forged", "forged.rs", 1);
 
 /// A hand-written component over a hand-built contract (hidden items).
 macro_rules! forged {

@@ -274,11 +274,7 @@ async fn as_conc_012_external_cancel_before_queue_entry_and_while_queued() {
     let _mounted = registry.mount(probe.clone()).unwrap();
     let cancelled = CancellationToken::new();
     cancelled.cancel();
-    let options = InvokeOptions {
-        consumer: Some(consumer("tester")),
-        cancellation: Some(cancelled),
-        ..InvokeOptions::default()
-    };
+    let options = InvokeOptions::consumer(consumer("tester")).cancellation(cancelled);
     let before = registry
         .invoke(
             Invocation::new("view:test.probe.poke").input(json!({"ids": ["early"]})),
@@ -292,11 +288,7 @@ async fn as_conc_012_external_cancel_before_queue_entry_and_while_queued() {
     let token = CancellationToken::new();
     let queued = tokio::spawn({
         let registry = registry.clone();
-        let options = InvokeOptions {
-            consumer: Some(consumer("tester")),
-            cancellation: Some(token.clone()),
-            ..InvokeOptions::default()
-        };
+        let options = InvokeOptions::consumer(consumer("tester")).cancellation(token.clone());
         async move {
             registry
                 .invoke(
@@ -320,12 +312,12 @@ async fn as_conc_012_external_cancel_before_queue_entry_and_while_queued() {
 #[tokio::test(start_paused = true)]
 async fn as_obs_001_observation_admission_has_per_consumer_and_global_limits() {
     let registry = Registry::builder()
-        .limits(Limits {
-            max_concurrent_observations_per_consumer: 2,
-            max_concurrent_observations_total: 3,
-            max_queued_observations_per_consumer: 1,
-            ..Limits::default()
-        })
+        .limits(
+            Limits::default()
+                .max_concurrent_observations_per_consumer(2)
+                .max_concurrent_observations_total(3)
+                .max_queued_observations_per_consumer(1),
+        )
         .build();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
@@ -382,11 +374,11 @@ async fn as_obs_002_a_saturated_consumer_cannot_starve_another() {
 #[tokio::test(start_paused = true)]
 async fn as_obs_003_slots_are_released_and_queues_drain_fifo_and_dispose_cancels_waiters() {
     let registry = Registry::builder()
-        .limits(Limits {
-            max_concurrent_observations_per_consumer: 1,
-            observation_timeout: Duration::from_millis(50),
-            ..Limits::default()
-        })
+        .limits(
+            Limits::default()
+                .max_concurrent_observations_per_consumer(1)
+                .observation_timeout(Duration::from_millis(50)),
+        )
         .build();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
@@ -409,11 +401,11 @@ async fn as_obs_003_slots_are_released_and_queues_drain_fifo_and_dispose_cancels
     );
     // A cancelled waiter releases its place; the queue drains in order.
     let registry = Registry::builder()
-        .limits(Limits {
-            max_concurrent_observations_per_consumer: 1,
-            max_queued_observations_per_consumer: 2,
-            ..Limits::default()
-        })
+        .limits(
+            Limits::default()
+                .max_concurrent_observations_per_consumer(1)
+                .max_queued_observations_per_consumer(2),
+        )
         .build();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
@@ -444,10 +436,7 @@ async fn as_obs_003_slots_are_released_and_queues_drain_fifo_and_dispose_cancels
     assert_eq!(*order.lock().unwrap(), [0, 1]);
     // Disposal drains queues as CANCELLED.
     let registry = Registry::builder()
-        .limits(Limits {
-            max_concurrent_observations_per_consumer: 1,
-            ..Limits::default()
-        })
+        .limits(Limits::default().max_concurrent_observations_per_consumer(1))
         .build();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
@@ -512,11 +501,7 @@ async fn as_nav_002_rejected_navigation_settles_a_typed_failure() {
     let token = CancellationToken::new();
     let going = tokio::spawn({
         let registry = registry.clone();
-        let options = InvokeOptions {
-            consumer: Some(consumer("tester")),
-            cancellation: Some(token.clone()),
-            ..InvokeOptions::default()
-        };
+        let options = InvokeOptions::consumer(consumer("tester")).cancellation(token.clone());
         nav.gate.send_replace(None);
         async move {
             registry

@@ -76,10 +76,7 @@ async fn as_confirm_003_a_call_cancelled_while_queued_gives_its_approval_back() 
     let token = CancellationToken::new();
     let queued = tokio::spawn({
         let registry = registry.clone();
-        let options = InvokeOptions {
-            cancellation: Some(token.clone()),
-            ..InvokeOptions::consumer(consumer("tester"))
-        };
+        let options = InvokeOptions::consumer(consumer("tester")).cancellation(token.clone());
         let invocation = guarded(&["d1"]).confirmation(&id);
         async move { registry.invoke(invocation, options).await }
     });

@@ -127,10 +127,7 @@ async fn as_confirm_004_evidence_cannot_cross_consumer_registration_or_capabilit
 #[tokio::test]
 async fn as_confirm_005_pending_confirmations_are_bounded() {
     let registry = Registry::builder()
-        .limits(Limits {
-            max_pending_confirmations: 3,
-            ..Limits::default()
-        })
+        .limits(Limits::default().max_pending_confirmations(3))
         .build();
     let _mounted = registry.mount(Probe::new()).unwrap();
     for n in 0..3 {
@@ -251,10 +248,7 @@ async fn as_ident_006_confirmation_retry_reuses_the_invocation_id_and_executes_o
 
     // RATE_LIMITED is not cached either.
     let registry = Registry::builder()
-        .limits(Limits {
-            max_pending_confirmations: 1,
-            ..Limits::default()
-        })
+        .limits(Limits::default().max_pending_confirmations(1))
         .build();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();

@@ -109,15 +109,15 @@ fn as_snap_001_a_panicking_route_provider_leaves_the_route_out() {
 #[tokio::test]
 async fn duration_max_means_no_timeout_and_never_overflows() {
     let registry = Registry::builder()
-        .limits(Limits {
-            action_timeout: Duration::MAX,
-            observation_timeout: Duration::MAX,
-            procedure_timeout: Duration::MAX,
-            confirmation_ttl: Duration::MAX,
-            dedupe_cache_ttl: Duration::MAX,
-            tombstone_ttl: Duration::MAX,
-            ..Limits::default()
-        })
+        .limits(
+            Limits::default()
+                .action_timeout(Duration::MAX)
+                .observation_timeout(Duration::MAX)
+                .procedure_timeout(Duration::MAX)
+                .confirmation_ttl(Duration::MAX)
+                .dedupe_cache_ttl(Duration::MAX)
+                .tombstone_ttl(Duration::MAX),
+        )
         .build();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
@@ -132,10 +132,7 @@ async fn duration_max_means_no_timeout_and_never_overflows() {
         )
         .await;
     assert!(read.is_ok(), "{read:?}");
-    let options = InvokeOptions {
-        timeout: Some(Duration::MAX),
-        ..InvokeOptions::default()
-    };
+    let options = InvokeOptions::default().timeout(Duration::MAX);
     let result = registry.invoke(poke(), options).await;
     assert!(result.is_ok(), "{result:?}");
     // A confirmation with an unbounded time to live.

@@ -66,10 +66,7 @@ async fn as_test_001_invoke_observe_and_capture_ref() {
         .invoke_with(
             "view:test.probe.poke",
             json!({"ids": ["a"]}),
-            Call {
-                registration_id: Some(captured.registration_id.clone()),
-                ..Call::default()
-            },
+            Call::default().registration(captured.registration_id.clone()),
         )
         .await;
     assert_eq!(gone.error().unwrap().code(), ErrorCode::ComponentUnmounted);
@@ -78,10 +75,7 @@ async fn as_test_001_invoke_observe_and_capture_ref() {
         .invoke_with(
             "view:test.probe.poke",
             json!({"ids": ["a"]}),
-            Call {
-                registration_id: Some(captured.registration_id),
-                ..Call::default()
-            },
+            Call::default().registration(captured.registration_id),
         )
         .await;
     assert_eq!(
@@ -147,10 +141,7 @@ async fn as_test_001_confirmations_and_events() {
         .invoke_with(
             "view:test.probe.guarded",
             json!({"ids": ["a"]}),
-            Call {
-                confirmation_id: Some(pending[0].confirmation_id.to_string()),
-                ..Call::default()
-            },
+            Call::default().confirmation(pending[0].confirmation_id.to_string()),
         )
         .await;
     assert_eq!(
@@ -188,10 +179,7 @@ async fn as_test_001_confirmations_and_events() {
         .invoke_with(
             "view:test.probe.guarded",
             json!({"ids": ["c"]}),
-            Call {
-                confirmation_id: Some(id),
-                ..Call::default()
-            },
+            Call::default().confirmation(id),
         )
         .await;
     assert!(done.is_ok());

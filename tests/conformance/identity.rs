@@ -22,10 +22,7 @@ async fn call_as(registry: &Registry, who: &str, invocation: Invocation) -> Invo
 #[tokio::test]
 async fn as_ident_001_other_consumers_traffic_never_evicts_an_in_flight_record() {
     let registry = Registry::builder()
-        .limits(Limits {
-            dedupe_cache_size: 8,
-            ..Limits::default()
-        })
+        .limits(Limits::default().dedupe_cache_size(8))
         .build();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
@@ -74,10 +71,7 @@ async fn as_ident_001_other_consumers_traffic_never_evicts_an_in_flight_record()
 #[tokio::test]
 async fn as_ident_005_a_consumer_within_its_fair_share_keeps_its_settled_records() {
     let registry = Registry::builder()
-        .limits(Limits {
-            dedupe_cache_size: 16,
-            ..Limits::default()
-        })
+        .limits(Limits::default().dedupe_cache_size(16))
         .build();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
@@ -130,11 +124,11 @@ async fn as_ident_004_consumer_keys_are_structured_not_concatenated() {
 #[tokio::test]
 async fn as_ident_001_in_flight_calls_are_capped_per_consumer() {
     let registry = Registry::builder()
-        .limits(Limits {
-            max_in_flight_per_consumer: 2,
-            action_queue_depth: 8,
-            ..Limits::default()
-        })
+        .limits(
+            Limits::default()
+                .max_in_flight_per_consumer(2)
+                .action_queue_depth(8),
+        )
         .build();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();

@@ -463,10 +463,7 @@ fn as_snap_003_ordering_is_deterministic_and_budgets_mark_truncation() {
     assert_eq!(snapshot.truncated(), None);
     assert!(snapshot.to_json().get("truncated").is_none());
 
-    let budget = SnapshotOptions::default().budget(Budget {
-        max_components: Some(2),
-        max_bytes: None,
-    });
+    let budget = SnapshotOptions::default().budget(Budget::default().max_components(2));
     let truncated = registry.snapshot(&budget);
     assert_eq!(truncated.components().len(), 2);
     assert_eq!(truncated.truncated(), Some(2));
@@ -480,10 +477,7 @@ fn as_snap_003_ordering_is_deterministic_and_budgets_mark_truncation() {
         "lowest priority dropped first"
     );
 
-    let bytes = SnapshotOptions::default().budget(Budget {
-        max_components: None,
-        max_bytes: Some(800),
-    });
+    let bytes = SnapshotOptions::default().budget(Budget::default().max_bytes(800));
     let small = registry.snapshot(&bytes);
     assert!(small.truncated().is_some());
     assert!(serde_json::to_vec(small.components()).unwrap().len() <= 800);

@@ -237,10 +237,7 @@ impl Drop for Owning {
 
 fn evicting_registry() -> Registry {
     let registry = Registry::builder()
-        .limits(agent_surface::registry::Limits {
-            tombstone_size: 1,
-            ..agent_surface::registry::Limits::default()
-        })
+        .limits(agent_surface::registry::Limits::default().tombstone_size(1))
         .build();
     registry.set_procedure_executor(Some(crate::procedures::FakeBackend::agreeing()
         as Arc<dyn agent_surface::procedure::ProcedureExecutor>));

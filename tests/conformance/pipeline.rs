@@ -146,10 +146,7 @@ async fn as_ident_005_an_expired_key_is_a_new_attempt() {
 
 #[tokio::test]
 async fn as_bound_002_dedupe_evicts_least_recently_used_beyond_its_size() {
-    let (registry, _clock) = clocked(Limits {
-        dedupe_cache_size: 3,
-        ..Limits::default()
-    });
+    let (registry, _clock) = clocked(Limits::default().dedupe_cache_size(3));
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
     for id in ["k1", "k2", "k3"] {
@@ -182,10 +179,7 @@ async fn as_bound_002_memory_stays_flat_over_many_distinct_ids() {
 
 #[tokio::test]
 async fn as_bound_001_tombstones_decay_from_unmounted_to_not_found() {
-    let (registry, clock) = clocked(Limits {
-        tombstone_size: 2,
-        ..Limits::default()
-    });
+    let (registry, clock) = clocked(Limits::default().tombstone_size(2));
     let first = registry.mount(Probe::new()).unwrap();
     let id = first.registration_id().to_owned();
     drop(first);
@@ -475,11 +469,7 @@ async fn as_conc_011_timeout_with_late_resolution_is_audited_and_never_overwrite
     let registry = registry();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
-    let options = InvokeOptions {
-        consumer: Some(consumer("tester")),
-        timeout: Some(Duration::from_millis(100)),
-        ..InvokeOptions::default()
-    };
+    let options = InvokeOptions::consumer(consumer("tester")).timeout(Duration::from_millis(100));
     let request = Invocation::new("view:test.probe.hold").invocation_id("slow-1");
     let result = registry.invoke(request.clone(), options.clone()).await;
     let error = result.error().unwrap();

@@ -142,10 +142,7 @@ fn the_default_clock_follows_the_runtime_the_registry_was_built_in() {
 async fn tombstones_answer_unmounted_until_evicted_or_expired() {
     let registry = Registry::builder()
         .environment(Environment::Test)
-        .limits(Limits {
-            tombstone_size: 3,
-            ..Limits::default()
-        })
+        .limits(Limits::default().tombstone_size(3))
         .build();
     let first = registry.mount_instance(Probe::new(), "first").unwrap();
     let first_id = first.registration_id().to_owned();

@@ -78,10 +78,7 @@ async fn as_conc_012_a_pre_cancelled_call_asks_the_person_nothing() {
                 Invocation::new(capability)
                     .input(json!({"ids": ["x"]}))
                     .invocation_id("pre-1"),
-                InvokeOptions {
-                    cancellation: Some(token.clone()),
-                    ..InvokeOptions::consumer(consumer(capability))
-                },
+                InvokeOptions::consumer(consumer(capability)).cancellation(token.clone()),
             )
             .await;
         assert_eq!(code(&result), Some(ErrorCode::Cancelled), "{capability}");
@@ -405,10 +402,7 @@ async fn as_conc_012_a_joiner_cancelled_while_it_waits_leaves_the_attempt_runnin
             registry
                 .invoke(
                     work("j-1"),
-                    InvokeOptions {
-                        cancellation: Some(token),
-                        ..InvokeOptions::consumer(consumer("tester"))
-                    },
+                    InvokeOptions::consumer(consumer("tester")).cancellation(token),
                 )
                 .await
         })

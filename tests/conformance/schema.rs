@@ -122,10 +122,7 @@ fn as_schema_001_depth_and_size_caps() {
     )
     .unwrap_err();
     assert!(err.message().contains("16384"), "{err}");
-    let relaxed = SchemaLimits {
-        max_bytes: 20_000,
-        max_depth: 8,
-    };
+    let relaxed = SchemaLimits::default().max_bytes(20_000).max_depth(8);
     assert!(
         check_subset(
             &json!({"type": "string", "description": "x".repeat(17_000)}),

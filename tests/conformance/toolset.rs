@@ -773,10 +773,7 @@ async fn as_meta_003_budget_truncation_is_marked_in_what_the_model_reads() {
     let toolset = Toolset::builder(&registry)
         .mode(Mode::Meta)
         .topology(Topology::Remote)
-        .budget(Budget {
-            max_components: Some(2),
-            max_bytes: None,
-        })
+        .budget(Budget::default().max_components(2))
         .build()
         .unwrap();
     let discovered = toolset.execute(DISCOVER, json!({}), None).await;
@@ -891,10 +888,7 @@ async fn as_meta_007_a_verb_of_the_wrong_kind_gets_the_toolsets_hint_and_the_cor
     let text = serde_json::to_string(&act_an_observation).unwrap();
     assert!(text.contains("read it with surface_read"), "{text}");
     // The core knows kinds, not verbs.
-    let options = InvokeOptions {
-        kinds: agent_surface::invoke::Kinds::Observations,
-        ..InvokeOptions::default()
-    };
+    let options = InvokeOptions::default().kinds(agent_surface::invoke::Kinds::Observations);
     let core = registry
         .invoke(
             Invocation::new("view:test.probe.poke").input(json!({"ids": ["a"]})),

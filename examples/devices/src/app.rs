@@ -178,13 +178,13 @@ pub fn present(request: &PresentationRequest<'_>, fleet: &[Device]) -> Option<Pr
         format!("Disable {count}"),
         "Disabled devices stop reporting and cannot be used until someone enables them again.",
     )
-    .with_items(found.into_iter().map(|(_, line)| line));
+    .items(found.into_iter().map(|(_, line)| line));
     if let Some(reason) = request
         .input
         .get("reason")
         .and_then(serde_json::Value::as_str)
     {
-        presentation = presentation.with_agent_note(reason);
+        presentation = presentation.agent_note(reason);
     }
     Some(presentation)
 }

@@ -61,10 +61,7 @@ fn confirmation_of(result: &InvocationResult) -> String {
 }
 
 fn with_evidence(id: &str) -> Call {
-    Call {
-        confirmation_id: Some(id.to_owned()),
-        ..Call::default()
-    }
+    Call::default().confirmation(id.to_owned())
 }
 
 // ---------------------------------------------------------------------------
@@ -158,10 +155,7 @@ async fn navigation_unmounts_and_remounts_the_page_with_precise_staleness() {
     assert!(left.surface_changed());
     surface.assert_not_exposed(SELECT);
     surface.assert_exposed("view:app.navigation.current");
-    let old = Call {
-        registration_id: Some(captured.registration_id.clone()),
-        ..Call::default()
-    };
+    let old = Call::default().registration(captured.registration_id.clone());
     let gone = surface
         .invoke_with(SELECT, json!({"ids": ["d1"]}), old.clone())
         .await;
@@ -347,10 +341,7 @@ async fn a_second_table_under_the_same_instance_is_rejected() {
 #[tokio::test]
 async fn dedupe_joins_and_conflicts() {
     let (surface, app) = harness(User::admin()).await;
-    let call = |id: &str| Call {
-        invocation_id: Some(id.to_owned()),
-        ..Call::default()
-    };
+    let call = |id: &str| Call::default().invocation_id(id.to_owned());
     let set = json!({"status": "offline"});
     let (a, b) = tokio::join!(
         surface.invoke_with("view:devices.filters.set", set.clone(), call("same")),
@@ -439,10 +430,7 @@ async fn the_reference_queue_overflows_while_views_and_observations_keep_running
 
 #[tokio::test]
 async fn a_backend_call_past_its_timeout_settles_and_the_late_answer_is_audited() {
-    let limits = Limits {
-        procedure_timeout: Duration::from_millis(200),
-        ..Limits::default()
-    };
+    let limits = Limits::default().procedure_timeout(Duration::from_millis(200));
     let (surface, app) = harness_with(User::admin(), limits).await;
     select_offline_in_milan(&surface).await;
     let id = confirmation_of(&surface.invoke(DISABLE, json!({})).await);

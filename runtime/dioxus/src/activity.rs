@@ -28,6 +28,7 @@ const MAX_BACKLOG: usize = 1024;
 
 /// One thing an agent did, or that happened to its request.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ActivityEntry {
     /// When it was seen, in epoch milliseconds of the registry's clock.
     pub at_ms: u64,

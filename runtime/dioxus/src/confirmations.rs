@@ -31,6 +31,7 @@ pub const ANSWER_DELAY_MS: u64 = 800;
 
 /// The request a dialog presents, and whether it is still live.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Presented {
     /// The request as it was shown.
     pub request: PendingConfirmation,

@@ -1,5 +1,6 @@
 //! The [`Component`] trait that `#[agent_component]` implements, and the
-//! handler return types it accepts.
+//! handler return types it accepts. Name them when you write code generic
+//! over components, or make your own type a handler's error or return value.
 
 pub(crate) mod availability;
 mod helper_types;

@@ -1,5 +1,6 @@
 //! Confirmations: the user approves the exact effective input of a call
-//! before it runs.
+//! before it runs. Use [`Confirmations`] (from `Registry::confirmations`) to
+//! show pending requests in your UI and answer them.
 //!
 //! A pending record binds to the canonical digest of `{surfaceId,
 //! registrationId, capabilityId, consumerKey, effectiveInput, effect}` and
@@ -44,13 +45,14 @@ pub(crate) use presentation::Presenter;
 pub use presentation::{Presentation, PresentationRequest};
 pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
-pub(crate) use store::{Ask, Binding, ConfirmationStore};
+pub(crate) use store::{Ask, Binding, ConfirmationStore, StoreOwner};
 pub(crate) use summary::{MAX_SUMMARY_CHARS, summary};
 pub use wait::{WaitGuard, settle_now};
 
 /// A request waiting for the user, as host UIs render it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct PendingConfirmation {
     /// `cnf_…`.
     pub confirmation_id: Arc<str>,
@@ -171,7 +173,7 @@ impl std::error::Error for ResolveError {}
 /// answer pending requests.
 #[derive(Clone)]
 pub struct Confirmations {
-    services: Arc<dyn ConfirmationServices>,
+    services: Arc<dyn StoreOwner>,
 }
 
 impl std::fmt::Debug for Confirmations {
@@ -183,7 +185,7 @@ impl std::fmt::Debug for Confirmations {
 /// Stops a confirmation listener when dropped.
 #[must_use = "dropping it unsubscribes the listener"]
 pub struct PendingSubscription {
-    services: Arc<dyn ConfirmationServices>,
+    services: Arc<dyn StoreOwner>,
     id: u64,
 }
 
@@ -203,7 +205,7 @@ impl Drop for PendingSubscription {
 
 impl Confirmations {
     /// The controller over a registry's confirmation services.
-    pub(crate) fn new(services: Arc<dyn ConfirmationServices>) -> Confirmations {
+    pub(crate) fn new(services: Arc<dyn StoreOwner>) -> Confirmations {
         Confirmations { services }
     }
 

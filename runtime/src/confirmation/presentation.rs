@@ -51,9 +51,11 @@ pub struct PresentationRequest<'a> {
     pub requester: Option<&'a str>,
 }
 
-/// The request in the person's terms.
+/// The request in the person's terms: [`Presentation::new`] and a
+/// chainable setter per optional part.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Presentation {
     /// Names the action and its objects: "Disable 3 devices: Milan-02,
     /// Milan-03 and Milan-04".
@@ -90,10 +92,7 @@ impl Presentation {
 
     /// Lists every object the action touches, one line each.
     #[must_use]
-    pub fn with_items(
-        mut self,
-        items: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Presentation {
+    pub fn items(mut self, items: impl IntoIterator<Item = impl Into<String>>) -> Presentation {
         self.items = items.into_iter().map(Into::into).collect();
         self
     }
@@ -101,7 +100,7 @@ impl Presentation {
     /// What the agent said, in its own words (shown labelled as the
     /// agent's).
     #[must_use]
-    pub fn with_agent_note(mut self, note: impl Into<String>) -> Presentation {
+    pub fn agent_note(mut self, note: impl Into<String>) -> Presentation {
         self.agent_note = Some(note.into());
         self
     }

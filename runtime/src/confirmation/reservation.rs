@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Weak};
 
-use super::services::ConfirmationServices;
+use super::store::{Binding, ConfirmationStore, StoreOwner};
 use crate::context::ConfirmationEvidence;
 use crate::error::ErrorPayload;
 
@@ -16,17 +16,29 @@ use crate::error::ErrorPayload;
 #[must_use = "dropping a reservation releases the approval"]
 pub(crate) struct Reservation {
     /// Weak: a reservation never keeps a disposed registry alive.
-    services: Weak<dyn ConfirmationServices>,
+    services: Weak<dyn StoreOwner>,
     confirmation_id: Arc<str>,
     /// Whether it was consumed (nothing to release).
     consumed: bool,
 }
 
-impl Reservation {
-    pub(super) fn new<S: ConfirmationServices>(
+impl ConfirmationStore {
+    /// Phase 6 with evidence: reserves approved, matching evidence for this
+    /// invocation. The [`Reservation`] consumes it when execution starts
+    /// and releases it if dropped before.
+    pub(crate) fn redeem<S: StoreOwner>(
+        &self,
         services: &Arc<S>,
-        confirmation_id: Arc<str>,
-    ) -> Reservation {
+        confirmation_id: &str,
+        binding: &Binding<'_>,
+    ) -> Result<Reservation, ErrorPayload> {
+        let id = self.reserve(&**services, confirmation_id, binding)?;
+        Ok(Reservation::new(services, id))
+    }
+}
+
+impl Reservation {
+    fn new<S: StoreOwner>(services: &Arc<S>, confirmation_id: Arc<str>) -> Reservation {
         let services: Weak<S> = Arc::downgrade(services);
         Reservation {
             services,

@@ -1,11 +1,13 @@
 //! The narrow services a confirmation store needs from the registry it
 //! belongs to: the clock, fresh ids, the audit trail, the event dispatcher,
 //! its limits, and whether the registry is going away. The registry
-//! implements them; the store never reaches into the registry itself.
+//! implements them; the store never reaches into the registry itself (and
+//! these services never name the store: the store's own
+//! [`StoreOwner`](super::StoreOwner) adds the way back to it).
 
 use std::time::Duration;
 
-use super::{ApprovalChannel, ConfirmationStore};
+use super::ApprovalChannel;
 use crate::audit::AuditEvent;
 use crate::events::SurfaceEvent;
 
@@ -24,8 +26,6 @@ pub(crate) struct ConfirmationLimits {
 
 /// What a confirmation store uses of the registry it belongs to.
 pub(crate) trait ConfirmationServices: Send + Sync + 'static {
-    /// The store these services belong to.
-    fn confirmation_store(&self) -> &ConfirmationStore;
     /// Now, in epoch milliseconds (the registry's clock).
     fn clock_ms(&self) -> u64;
     /// The limits in effect.

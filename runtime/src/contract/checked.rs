@@ -8,9 +8,10 @@ use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
 use serde_json::{Map, Value};
 
 use super::reach::{DeclaredReference, GatedCapability};
-use super::{Concurrency, Internal, ParseFn, PoliciesFn, ReasonSource, Source, TypedInput};
+use super::vocabulary::{Concurrency, ParseFn, PoliciesFn, ReasonSource, Source, TypedInput};
 use crate::error::{DefinitionError, DefinitionErrorKind as K};
 use crate::ids::{CapabilityId, CapabilityName, ComponentType, InstanceId};
+use crate::internal_meta::Internal;
 use crate::policy::PolicyRef;
 use crate::schema::{self, CompiledSchema, Issue, SchemaLimits};
 

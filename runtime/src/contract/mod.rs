@@ -1,4 +1,6 @@
-//! Component contracts: what a component lets an agent observe and do.
+//! Component contracts: what a component lets an agent observe and do. Read a
+//! component's checked contract (`T::contract().checked()`) to inspect or
+//! test what it declares.
 //!
 //! A [`ComponentContract`] is the `'static` value `#[agent_component]`
 //! generates from an annotated `impl` block: identity, descriptions, effects,
@@ -39,18 +41,19 @@
 //! ```
 
 mod authored;
+mod catalog_form;
 mod checked;
-mod checks;
 mod reach;
-mod serialize;
+mod structural;
+mod vocabulary;
 
-pub use crate::meta::Internal;
-pub use authored::{
-    CapabilityContract, ComponentContract, Concurrency, OutputSchemaFn, ParseFn, PoliciesFn,
-    ReasonSource, SchemaFn, Source, TypedInput,
-};
+pub use crate::internal_meta::Internal;
+pub use authored::{CapabilityContract, ComponentContract};
 pub use checked::{CheckedCapability, CheckedContract, CheckedSchema};
-pub(crate) use checks::{
+pub use reach::{DeclaredReference, GatedCapability};
+pub(crate) use structural::{
     ProcedureIdentity, check_description, confirmation_for, defaults_for, parse_empty_input,
 };
-pub use reach::{DeclaredReference, GatedCapability};
+pub use vocabulary::{
+    Concurrency, OutputSchemaFn, ParseFn, PoliciesFn, ReasonSource, SchemaFn, Source, TypedInput,
+};

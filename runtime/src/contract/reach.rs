@@ -6,7 +6,7 @@
 use agent_surface_rules::{Confirmation, Effect, Kind};
 use serde_json::{Value, json};
 
-use super::PoliciesFn;
+use super::vocabulary::PoliciesFn;
 use crate::policy::{PolicyIdentity, PolicyRef};
 
 /// A capability declared under `#[cfg(…)]`: recorded by the macro whether

@@ -77,6 +77,7 @@ impl Retry {
 
 /// One row of the error matrix: how a code behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CodeSpec {
     /// The code this row describes.
     pub code: ErrorCode,

@@ -1,4 +1,5 @@
-//! Errors, in three families that never mix:
+//! The errors handlers return and results carry, in three families that
+//! never mix:
 //!
 //! - [`ErrorPayload`]: the closed, agent-facing error set. Every failed
 //!   invocation settles with one; it serializes exactly to

@@ -1,5 +1,7 @@
 //! Invocation: the request and result types, and the entry point that runs
-//! every call through the ten phases (phase 1 here, phases 2–10 in the private `pipeline` module).
+//! every call through the ten phases (phase 1 here, phases 2–10 in the
+//! private `pipeline` module). Build an [`Invocation`] and [`InvokeOptions`]
+//! and run them with `Registry::invoke`.
 //!
 //! The result is a value, never a panic or an `Err`: everything agent-facing,
 //! including `CONFIRMATION_REQUIRED`, is an [`InvocationResult`] whose error
@@ -163,7 +165,7 @@ impl Registry {
             None
         };
         let input = request.input.take();
-        let call = pipeline::Call {
+        let call = pipeline::InFlight {
             registry: self,
             request,
             input: std::sync::Mutex::new(input),

@@ -1,4 +1,6 @@
-//! Policies: who may see and call what.
+//! Policies: who may see and call what. Attach the built-ins
+//! ([`authenticated`], [`has_permission`], …) to a registry, component or
+//! capability, or implement [`Policy`] for your own rules.
 //!
 //! A policy has a name and up to three hooks:
 //! - [`on_discovery`](Policy::on_discovery): synchronous, cheap, side-effect
@@ -49,7 +51,7 @@ use crate::clock::Clock;
 use crate::context::{Consumer, Environment, HostContext};
 use crate::error::ErrorPayload;
 use crate::ids::CapabilityId;
-use crate::meta::Internal;
+use crate::internal_meta::Internal;
 use agent_surface_rules::{Effect, Kind, Plane};
 
 /// A boxed, `Send` future borrowing for `'a`.
@@ -86,8 +88,17 @@ impl Decision {
     }
 }
 
-/// Which hooks a policy implements, so the pipeline can skip pass-throughs.
+/// Which hooks a policy implements, so the pipeline can skip pass-throughs:
+/// [`Hooks::ALL`] or [`Hooks::NONE`] and a chainable setter per hook.
+///
+/// ```
+/// use agent_surface::policy::Hooks;
+///
+/// const GATE: Hooks = Hooks::NONE.discovery(true).authorize(true);
+/// assert!(!GATE.invoke);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Hooks {
     /// Implements [`Policy::on_discovery`].
     pub discovery: bool,
@@ -104,6 +115,34 @@ impl Hooks {
         authorize: true,
         invoke: true,
     };
+
+    /// No hook (a policy that only names itself).
+    pub const NONE: Hooks = Hooks {
+        discovery: false,
+        authorize: false,
+        invoke: false,
+    };
+
+    /// Sets whether [`Policy::on_discovery`] is implemented.
+    #[must_use]
+    pub const fn discovery(mut self, implemented: bool) -> Hooks {
+        self.discovery = implemented;
+        self
+    }
+
+    /// Sets whether [`Policy::on_authorize`] is implemented.
+    #[must_use]
+    pub const fn authorize(mut self, implemented: bool) -> Hooks {
+        self.authorize = implemented;
+        self
+    }
+
+    /// Sets whether [`Policy::on_invoke`] is implemented.
+    #[must_use]
+    pub const fn invoke(mut self, implemented: bool) -> Hooks {
+        self.invoke = implemented;
+        self
+    }
 }
 
 /// Where a policy is attached.
@@ -450,7 +489,7 @@ pub trait Policy: Send + Sync + 'static {
     /// only `agent_surface`'s built-ins describe themselves; every other
     /// policy is identified by its Rust type. Read it with [`identity`].
     #[doc(hidden)]
-    fn __identity(&self, _: identity::seal::Token) -> PolicyIdentity {
+    fn __identity(&self, _: policy_identity::seal::Token) -> PolicyIdentity {
         let name = crate::util::contain::contained("policy name", || self.name().to_owned())
             .unwrap_or_else(|| "<unnamed policy>".to_owned());
         PolicyIdentity::custom(std::any::type_name::<Self>(), &name)
@@ -461,7 +500,7 @@ pub trait Policy: Send + Sync + 'static {
 /// custom policy's Rust type and name (see [`PolicyIdentity`]).
 pub fn identity(policy: &dyn Policy) -> PolicyIdentity {
     crate::util::contain::contained("policy identity", || {
-        policy.__identity(identity::seal::Token(()))
+        policy.__identity(policy_identity::seal::Token(()))
     })
     .unwrap_or_else(|| PolicyIdentity::custom("<unknown>", "<unnamed policy>"))
 }
@@ -489,12 +528,12 @@ pub fn policy<P: Policy>(policy: P) -> PolicyRef {
 
 mod builtins;
 pub(crate) mod chain;
-mod identity;
+mod policy_identity;
 mod unbuilt;
 
 pub(crate) use unbuilt::{UNBUILT, build as build_declared};
 
-pub use identity::PolicyIdentity;
+pub use policy_identity::PolicyIdentity;
 
 pub use builtins::{
     AuditPolicy, Authenticated, EnvironmentPolicy, HasPermission, RateLimit, RequireConfirmation,

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::identity::{PolicyIdentity, seal::Token};
+use super::policy_identity::{PolicyIdentity, seal::Token};
 use super::{BoxFuture, Decision, Hooks, Next, Policy, PolicyContext, PolicyRef, PolicyResult};
 use crate::error::ErrorPayload;
 

@@ -69,21 +69,21 @@ impl ActionQueue {
     /// Takes a slot at once, or joins the FIFO queue if it has room. The
     /// returned future resolves when the slot is granted; dropping it leaves
     /// the queue.
-    pub(crate) fn enter(&self) -> Result<Entry<'_>, QueueRefusal> {
+    pub(crate) fn enter(&self) -> Result<QueueEntry<'_>, QueueRefusal> {
         if let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() {
-            return Ok(Entry::Ready(permit));
+            return Ok(QueueEntry::Ready(permit));
         }
         let before = self.waiting.fetch_add(1, Ordering::AcqRel);
         if before >= self.depth {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
             return Err(QueueRefusal::Full);
         }
-        Ok(Entry::Queued(Waiting { queue: self }))
+        Ok(QueueEntry::Queued(Waiting { queue: self }))
     }
 }
 
 /// A granted slot or a place in the queue.
-pub(crate) enum Entry<'q> {
+pub(crate) enum QueueEntry<'q> {
     Ready(OwnedSemaphorePermit),
     Queued(Waiting<'q>),
 }

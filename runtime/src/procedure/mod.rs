@@ -1,4 +1,6 @@
-//! The domain plane: references to backend procedures.
+//! The domain plane: references to backend procedures. Declare a procedure
+//! with `#[agent_procedure]`, reference it from a component with live
+//! bindings, and install a [`ProcedureExecutor`] that forwards the calls.
 //!
 //! A procedure is an operation the backend owns (disable devices, export a
 //! report). The application never re-implements it: a mounted component

@@ -7,11 +7,11 @@ use super::{ClockSlot, Inner, Registry, State};
 use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::Limits;
 use super::registration::Chain;
 
 use crate::audit::{AuditSink, ConsoleAuditSink, MemoryAuditSink};
@@ -24,108 +24,8 @@ use crate::policy::PolicyRef;
 use crate::primitives::concurrency::Admission;
 use crate::primitives::dedupe::Dedupe;
 use crate::procedure::ProcedureError;
-use crate::util::ids::IdMint;
+use crate::util::id_mint::IdMint;
 use crate::util::lru::Lru;
-
-/// Every limit of the registry, with the specification's defaults.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Component descriptions, in characters (500).
-    pub max_component_description: usize,
-    /// Capability descriptions, in characters (300).
-    pub max_capability_description: usize,
-    /// Serialized agent-visible metadata, in bytes (2048).
-    pub max_meta_bytes: usize,
-    /// Serialized handler output, in bytes (32 768).
-    pub max_output_bytes: usize,
-    /// Serialized schema, in bytes (16 384).
-    pub max_schema_bytes: usize,
-    /// Schema nesting depth (8).
-    pub max_schema_depth: usize,
-    /// Observation timeout (5 s).
-    pub observation_timeout: Duration,
-    /// Action timeout (10 s).
-    pub action_timeout: Duration,
-    /// Procedure timeout (30 s).
-    pub procedure_timeout: Duration,
-    /// Waiting actions per queue beyond the running one (2).
-    pub action_queue_depth: usize,
-    /// Concurrent observations per consumer (8).
-    pub max_concurrent_observations_per_consumer: usize,
-    /// Concurrent observations overall (32).
-    pub max_concurrent_observations_total: usize,
-    /// Waiting observations per consumer (8).
-    pub max_queued_observations_per_consumer: usize,
-    /// Terminal results kept for deduplication (200).
-    pub dedupe_cache_size: usize,
-    /// How long deduplication remembers a result (10 min).
-    pub dedupe_cache_ttl: Duration,
-    /// Unmounted registrations remembered (100).
-    pub tombstone_size: usize,
-    /// How long an unmounted registration is remembered (5 min).
-    pub tombstone_ttl: Duration,
-    /// How long a confirmation waits for the user (120 s).
-    pub confirmation_ttl: Duration,
-    /// Confirmations pending at once (32).
-    pub max_pending_confirmations: usize,
-    /// Audit events kept by the default in-memory sink (1000).
-    pub audit_buffer: usize,
-    /// Largest input or output kept in a `full` audit record, in bytes (4096).
-    pub max_audit_payload_bytes: usize,
-    /// Longest agent-supplied identifier (invocation, capability, instance,
-    /// registration, confirmation ids and the version hint), in bytes (256).
-    /// Longer ones settle `INVALID_INPUT` before anything is remembered.
-    pub max_id_bytes: usize,
-    /// Largest agent input, serialized, in bytes (262 144).
-    pub max_input_bytes: usize,
-    /// Deepest nesting of agent input (arrays and objects), checked
-    /// iteratively before any recursive walk (64).
-    pub max_input_depth: usize,
-    /// Confirmations one consumer may have pending at once, under
-    /// `max_pending_confirmations` (8), so one consumer cannot starve others.
-    pub max_pending_confirmations_per_consumer: usize,
-    /// Bytes of terminal results kept for deduplication, all consumers
-    /// together (4 MiB). When full, the consumer holding the most gives up
-    /// its oldest record first.
-    pub dedupe_cache_bytes: usize,
-    /// Calls one consumer may have in flight under an invocation id at once
-    /// (64); more settle `RATE_LIMITED`. In-flight records are never evicted.
-    pub max_in_flight_per_consumer: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_component_description: agent_surface_rules::MAX_COMPONENT_DESCRIPTION,
-            max_capability_description: agent_surface_rules::MAX_CAPABILITY_DESCRIPTION,
-            max_meta_bytes: agent_surface_rules::MAX_META_BYTES,
-            max_output_bytes: 32_768,
-            max_schema_bytes: 16_384,
-            max_schema_depth: 8,
-            observation_timeout: Duration::from_secs(5),
-            action_timeout: Duration::from_secs(10),
-            procedure_timeout: Duration::from_secs(30),
-            action_queue_depth: 2,
-            max_concurrent_observations_per_consumer: 8,
-            max_concurrent_observations_total: 32,
-            max_queued_observations_per_consumer: 8,
-            dedupe_cache_size: 200,
-            dedupe_cache_ttl: Duration::from_secs(600),
-            tombstone_size: 100,
-            tombstone_ttl: Duration::from_secs(300),
-            confirmation_ttl: Duration::from_secs(120),
-            max_pending_confirmations: 32,
-            audit_buffer: 1000,
-            max_audit_payload_bytes: 4096,
-            max_id_bytes: 256,
-            max_input_bytes: 262_144,
-            max_input_depth: 64,
-            max_pending_confirmations_per_consumer: 8,
-            dedupe_cache_bytes: 4 << 20,
-            max_in_flight_per_consumer: 64,
-        }
-    }
-}
 
 pub(crate) use crate::util::millis::millis;
 
@@ -155,6 +55,7 @@ pub enum SuffixPolicy {
 
 /// What a registration guard sees.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RegistrationCandidate<'a> {
     /// The component type.
     pub component_type: &'a str,
@@ -175,14 +76,33 @@ pub enum GuardDecision {
     Reject,
 }
 
-/// The route a snapshot reports (the host wires its router here).
+/// The route a snapshot reports (the host wires its router here):
+/// [`RouteInfo::new`] and [`RouteInfo::param`] per route parameter.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RouteInfo {
     /// The current path.
     pub path: String,
     /// Route parameters.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub params: std::collections::BTreeMap<String, String>,
+}
+
+impl RouteInfo {
+    /// The route at `path`, without parameters.
+    pub fn new(path: impl Into<String>) -> RouteInfo {
+        RouteInfo {
+            path: path.into(),
+            params: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// Adds the route parameter `name` = `value`.
+    #[must_use]
+    pub fn param(mut self, name: impl Into<String>, value: impl Into<String>) -> RouteInfo {
+        self.params.insert(name.into(), value.into());
+        self
+    }
 }
 
 type HostProvider = Arc<dyn Fn() -> HostContext + Send + Sync>;
@@ -427,7 +347,7 @@ impl RegistryBuilder {
             Arc::new(Chain::compose(&self.policies, &[], Vec::new()))
         };
         let inner = Inner {
-            surface_id: LazyLock::new(|| Arc::from(crate::util::ids::surface_id())),
+            surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
             config: Config {
                 environment: self.environment,
                 host: self.host,
@@ -460,7 +380,7 @@ impl RegistryBuilder {
             audit,
             memory_on,
             memory_audit: MemoryAuditSink::new(limits.audit_buffer),
-            dedupe: Mutex::new(Dedupe::new(crate::primitives::dedupe::Budget {
+            dedupe: Mutex::new(Dedupe::new(crate::primitives::dedupe::WindowLimits {
                 count: limits.dedupe_cache_size,
                 bytes: limits.dedupe_cache_bytes,
                 ttl_ms: millis(limits.dedupe_cache_ttl),

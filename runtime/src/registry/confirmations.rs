@@ -7,14 +7,17 @@ use super::{Inner, Registry};
 use crate::audit::AuditEvent;
 use crate::confirmation::{
     ApprovalChannel, ConfirmationLimits, ConfirmationServices, ConfirmationStore, Confirmations,
+    StoreOwner,
 };
 use crate::events::SurfaceEvent;
 
-impl ConfirmationServices for Inner {
+impl StoreOwner for Inner {
     fn confirmation_store(&self) -> &ConfirmationStore {
         &self.confirmations
     }
+}
 
+impl ConfirmationServices for Inner {
     fn clock_ms(&self) -> u64 {
         self.now_ms()
     }
@@ -74,6 +77,6 @@ impl Registry {
 
     /// The confirmation controller.
     pub fn confirmations(&self) -> Confirmations {
-        Confirmations::new(Arc::clone(&self.inner) as Arc<dyn ConfirmationServices>)
+        Confirmations::new(Arc::clone(&self.inner) as Arc<dyn StoreOwner>)
     }
 }

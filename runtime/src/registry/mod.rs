@@ -1,4 +1,6 @@
-//! The registry: the single source of truth for what agents can reach.
+//! The registry: the single source of truth for what agents can reach. Build
+//! one with [`Registry::builder`], mount components on it, and hand it to an
+//! adapter (the toolset, MCP) or the testing harness.
 //!
 //! Mount a component (an `Arc` of a type with an `#[agent_component]` impl)
 //! and keep the returned [`Mounted`] guard; dropping it unmounts. The
@@ -38,6 +40,8 @@ mod config;
 mod confirmations;
 mod forget_consumer;
 mod handle;
+mod insertion;
+mod limits;
 mod mount;
 mod procedures;
 mod registration;
@@ -45,10 +49,10 @@ mod state;
 
 pub(crate) use config::Config;
 pub use config::{
-    DuplicatePolicy, GuardDecision, Limits, RegistrationCandidate, RegistryBuilder, RouteInfo,
-    SuffixPolicy,
+    DuplicatePolicy, GuardDecision, RegistrationCandidate, RegistryBuilder, RouteInfo, SuffixPolicy,
 };
 pub use handle::{AvailabilityOverride, Mounted, RegistrationStatus};
+pub use limits::Limits;
 pub use mount::{MountBuilder, MountError};
 pub(crate) use state::{State, Tombstone};
 
@@ -70,7 +74,7 @@ use crate::primitives::concurrency::Admission;
 use crate::primitives::dedupe::Dedupe;
 use crate::procedure::ProcedureExecutor;
 use crate::schema::SchemaLimits;
-use crate::util::ids::IdMint;
+use crate::util::id_mint::IdMint;
 
 /// The registry's shared state. Creating a registry allocates only this:
 /// everything that needs randomness, a clock reading or an allocation of

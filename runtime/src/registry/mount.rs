@@ -1,10 +1,9 @@
 //! Mounting: the builder, structural and manifest checks, the registration
-//! guard, duplicate and suffix policies, and unmounting.
+//! guard, the policy chains of a new registration, and unmounting. The
+//! duplicate and suffix policies apply when it is inserted (`insertion`).
 
-use super::{
-    DuplicatePolicy, GuardDecision, Limits, Mounted, RegistrationCandidate, Registry, State,
-    SuffixPolicy,
-};
+use super::insertion::{Insertion, Refusal};
+use super::{GuardDecision, Limits, Mounted, RegistrationCandidate, Registry};
 
 use std::fmt;
 use std::sync::Arc;
@@ -333,57 +332,16 @@ impl Registry {
         let references = self.references(contract, references)?;
         let registration_id: Arc<str> = Arc::from(inner.ids.registration_id());
         let component_type = Arc::clone(contract.component_type().as_arc());
-
-        if let Some(guard) = &inner.config.guard {
-            let candidate = RegistrationCandidate {
-                component_type: &component_type,
-                instance_id: instance.as_str(),
-                origin: contract.origin(),
-                capabilities: contract
-                    .capabilities()
-                    .iter()
-                    .map(|c| c.id())
-                    .chain(
-                        references
-                            .iter()
-                            .filter(|r| r.is_exposed())
-                            .map(|r| r.procedure.id()),
-                    )
-                    .collect(),
-            };
-            let verdict =
-                crate::util::contain::catch(|| guard(&candidate)).unwrap_or(GuardDecision::Reject);
-            if verdict == GuardDecision::Reject {
-                return Ok(self.rejected(registration_id, component_type, instance, "guard"));
-            }
+        if self.guard_refuses(contract, &component_type, &instance, &references) {
+            return Ok(self.rejected(registration_id, component_type, instance, "guard"));
         }
-
-        let chains = if contract.has_own_policies() {
-            let component_policies = contract.policies();
-            Chains::Each(
-                contract
-                    .capabilities()
-                    .iter()
-                    .map(|capability| {
-                        Chain::compose(
-                            &inner.config.policies,
-                            &component_policies,
-                            capability.policies(),
-                        )
-                    })
-                    .collect(),
-            )
-        } else {
-            // Only the registry's chain: shared, nothing to build per mount.
-            Chains::Shared(Arc::clone(&inner.base_chain))
-        };
         let registration = Arc::new(Registration::new(
             Arc::clone(&registration_id),
             contract,
             instance.clone(),
             component,
             enabled,
-            chains,
+            self.policy_chains(contract),
             references,
         ));
 
@@ -395,89 +353,23 @@ impl Registry {
             let _ = registration.reevaluate(&**component);
         }
         let now = inner.now_ms();
-        let mut state = inner.state();
-        let collision = self.suffix_collision(&state, contract);
-        if let (Some((view, domain)), SuffixPolicy::Error) = (&collision, inner.config.suffixes) {
-            let released = registration.release();
-            drop(state);
-            released.drop_unlocked();
-            crate::util::contain::drop_contained("registration", registration);
-            return Err(MountError::SuffixCollision {
-                view: view.to_string(),
-                domain: domain.to_string(),
-            });
-        }
-        let mut events = Vec::new();
-        let mut replaced = None;
-        let mut released = None;
-        let mut evicted = Vec::new();
-        let existing = state
-            .by_type
-            .get(&*component_type)
-            .and_then(|instances| instances.get(&instance))
-            .cloned();
-        if let Some(existing) = existing {
-            match inner.config.duplicates {
-                DuplicatePolicy::Reject => {
-                    let released = registration.release();
-                    drop(state);
-                    released.drop_unlocked();
-                    crate::util::contain::drop_contained("registration", registration);
-                    return Ok(self.rejected(
-                        registration_id,
-                        component_type,
-                        instance,
-                        "duplicate",
-                    ));
-                }
-                DuplicatePolicy::Replace => {
-                    evicted = state.remove(&existing, now);
-                    released = Some(existing.release());
-                    events.push(SurfaceEvent::ComponentUnregistered {
-                        registration_id: Arc::clone(&existing.id),
-                        component_type: Arc::clone(&component_type),
-                        instance_id: Arc::clone(instance.as_arc()),
-                    });
-                    replaced = Some(existing);
-                }
+        let displaced = match self.insert(&registration, &component_type, &instance, now) {
+            Insertion::Inserted(displaced) => displaced,
+            Insertion::Refused(released, refusal) => {
+                released.drop_unlocked();
+                crate::util::contain::drop_contained("registration", registration);
+                return match refusal {
+                    Refusal::SuffixCollision { view, domain } => Err(MountError::SuffixCollision {
+                        view: view.to_string(),
+                        domain: domain.to_string(),
+                    }),
+                    Refusal::Duplicate => {
+                        Ok(self.rejected(registration_id, component_type, instance, "duplicate"))
+                    }
+                };
             }
-        }
-        state.insert(&registration);
-        if inner.dispatcher.active() {
-            events.push(SurfaceEvent::ComponentRegistered {
-                registration_id: Arc::clone(&registration_id),
-                component_type: Arc::clone(&component_type),
-                instance_id: Arc::clone(instance.as_arc()),
-            });
-            if let (Some((view, domain)), SuffixPolicy::Warn) = (&collision, inner.config.suffixes)
-            {
-                events.push(SurfaceEvent::CollisionSuspected {
-                    view_capability_id: Arc::clone(view),
-                    domain_procedure_id: Arc::clone(domain),
-                });
-            }
-        }
-        inner.bump(&mut state, events);
-        drop(state);
-
-        if let Some(replaced) = replaced {
-            self.retired(&replaced, now, "replaced");
-        }
-        // The replaced component's destructor may unmount others: no lock held.
-        if let Some(released) = released {
-            released.drop_unlocked();
-        }
-        crate::util::contain::drop_contained("evicted tombstones", evicted);
-        if let (Some((view, domain)), SuffixPolicy::Warn) = (&collision, inner.config.suffixes) {
-            tracing::warn!(%view, %domain, "a view capability shares its suffix with a domain procedure");
-            let mut event = AuditEvent::new(AuditKind::CollisionSuspected, now);
-            event.capability_id = Some(Arc::clone(view));
-            event.detail = Some(serde_json::Map::from_iter([(
-                "domainProcedureId".to_owned(),
-                serde_json::Value::from(domain.to_string()),
-            )]));
-            inner.record(&event);
-        }
+        };
+        self.finish_insert(displaced, now);
         self.audit_registration(AuditKind::Registration, &registration_id, now, None);
         inner.dispatcher.drain();
         Ok(Mounted {
@@ -487,22 +379,62 @@ impl Registry {
         })
     }
 
-    fn suffix_collision(
+    /// Whether the registration guard refuses the mount (a panicking guard
+    /// refuses).
+    fn guard_refuses(
         &self,
-        state: &State,
         contract: &CheckedContract,
-    ) -> Option<(Arc<str>, Arc<str>)> {
-        if self.inner.config.suffixes == SuffixPolicy::Off || state.known_procedures.is_empty() {
-            return None;
-        }
-        contract.capabilities().iter().find_map(|capability| {
-            let suffix = capability.id().path();
-            state
-                .known_procedures
+        component_type: &str,
+        instance: &InstanceId,
+        references: &[Arc<Reference>],
+    ) -> bool {
+        let Some(guard) = &self.inner.config.guard else {
+            return false;
+        };
+        let candidate = RegistrationCandidate {
+            component_type,
+            instance_id: instance.as_str(),
+            origin: contract.origin(),
+            capabilities: contract
+                .capabilities()
                 .iter()
-                .find(|known| known.strip_prefix("domain:") == Some(suffix))
-                .map(|known| (Arc::clone(capability.id().as_arc()), Arc::clone(known)))
-        })
+                .map(|c| c.id())
+                .chain(
+                    references
+                        .iter()
+                        .filter(|r| r.is_exposed())
+                        .map(|r| r.procedure.id()),
+                )
+                .collect(),
+        };
+        let verdict =
+            crate::util::contain::catch(|| guard(&candidate)).unwrap_or(GuardDecision::Reject);
+        verdict == GuardDecision::Reject
+    }
+
+    /// The policy chain of each capability: composed per capability when
+    /// the component declares policies of its own, else the registry's
+    /// chain, shared.
+    fn policy_chains(&self, contract: &CheckedContract) -> Chains {
+        let inner = &self.inner;
+        if !contract.has_own_policies() {
+            // Only the registry's chain: shared, nothing to build per mount.
+            return Chains::Shared(Arc::clone(&inner.base_chain));
+        }
+        let component_policies = contract.policies();
+        Chains::Each(
+            contract
+                .capabilities()
+                .iter()
+                .map(|capability| {
+                    Chain::compose(
+                        &inner.config.policies,
+                        &component_policies,
+                        capability.policies(),
+                    )
+                })
+                .collect(),
+        )
     }
 
     fn rejected(

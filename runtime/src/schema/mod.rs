@@ -1,4 +1,6 @@
-//! JSON Schemas at the agent boundary.
+//! JSON Schemas at the agent boundary. Use it for the supported subset
+//! `#[agent_schema]` checks against, for schemas of types you implement by
+//! hand, and to check values against a schema.
 //!
 //! Everything that crosses the boundary is described by a JSON Schema in a
 //! small subset of draft 2020-12 that model tool-calling handles reliably:
@@ -70,8 +72,10 @@ pub use types::{AgentInput, AgentOutput, AgentSchema, MapValue, SameElement, Sam
 pub use validate::{Issues, key_pointer};
 pub use validate::{MAX_ISSUES, MAX_VALUE_DEPTH};
 
-/// Size and depth caps of a schema.
+/// Size and depth caps of a schema: [`SchemaLimits::default`] and a
+/// chainable setter per cap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SchemaLimits {
     /// Maximum serialized size in bytes (default 16 384).
     pub max_bytes: usize,
@@ -85,6 +89,22 @@ impl Default for SchemaLimits {
             max_bytes: 16_384,
             max_depth: 8,
         }
+    }
+}
+
+impl SchemaLimits {
+    /// Sets the maximum serialized size in bytes.
+    #[must_use]
+    pub const fn max_bytes(mut self, max: usize) -> SchemaLimits {
+        self.max_bytes = max;
+        self
+    }
+
+    /// Sets the maximum nesting depth of subschemas.
+    #[must_use]
+    pub const fn max_depth(mut self, max: usize) -> SchemaLimits {
+        self.max_depth = max;
+        self
     }
 }
 

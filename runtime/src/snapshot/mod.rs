@@ -1,4 +1,6 @@
-//! Snapshots: what one consumer can see right now.
+//! Snapshots: what one consumer can see right now. Take one with
+//! `Registry::snapshot` to render the surface for an agent or to assert on it
+//! in tests.
 //!
 //! A snapshot is synchronous and side-effect free: it never runs an
 //! observation, never awaits, and evaluates only `when()` predicates and
@@ -9,7 +11,7 @@
 //! surface allocates one vector.
 
 mod handles;
-mod serialize;
+mod json_shape;
 mod take;
 mod views;
 
@@ -20,8 +22,21 @@ use serde_json::Value;
 use crate::context::Consumer;
 use crate::registry::RouteInfo;
 
-/// What to include in a snapshot.
+/// What to include in a snapshot: [`SnapshotOptions::default`] (the
+/// anonymous embedded consumer) or [`SnapshotOptions::for_consumer`], and a
+/// chainable setter per field.
+///
+/// ```
+/// use agent_surface::prelude::*;
+/// use agent_surface::snapshot::Budget;
+///
+/// let options = SnapshotOptions::for_consumer(Consumer::new(ConsumerKind::Mcp, "planner"))
+///     .scope(["devices"])
+///     .budget(Budget::default().max_components(10));
+/// assert!(options.include_unavailable);
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SnapshotOptions {
     /// Whose view (default: `embedded:anonymous`).
     pub consumer: Consumer,
@@ -76,13 +91,31 @@ impl SnapshotOptions {
     }
 }
 
-/// Experimental truncation budget.
+/// Experimental truncation budget: [`Budget::default`] (no bound) and a
+/// chainable setter per bound.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Budget {
     /// At most this many components.
     pub max_components: Option<usize>,
     /// At most this many bytes of serialized components.
     pub max_bytes: Option<usize>,
+}
+
+impl Budget {
+    /// Keeps at most `max` components.
+    #[must_use]
+    pub const fn max_components(mut self, max: usize) -> Budget {
+        self.max_components = Some(max);
+        self
+    }
+
+    /// Keeps at most `max` bytes of serialized components.
+    #[must_use]
+    pub const fn max_bytes(mut self, max: usize) -> Budget {
+        self.max_bytes = Some(max);
+        self
+    }
 }
 
 pub use crate::ids::in_scope;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::views::State;
+use super::views::CapabilityState;
 use super::{ComponentView, ProcedureView, Snapshot, SnapshotOptions, in_scope};
 use crate::context::HostContext;
 use crate::contract::CheckedCapability;
@@ -145,7 +145,7 @@ impl Registry {
         } else {
             None
         };
-        let mut states: Option<Box<[State]>> = None;
+        let mut states: Option<Box<[CapabilityState]>> = None;
         let mut hidden = 0;
         for (index, capability) in capabilities.iter().enumerate() {
             let decision = match registration.chain(index) {
@@ -161,7 +161,7 @@ impl Registry {
                 _ => Decision::Expose,
             };
             let state = match decision {
-                Decision::Hide => State::Hidden,
+                Decision::Hide => CapabilityState::Hidden,
                 decision => match (
                     registration.availability(index, component.as_deref().map(|c| &**c)),
                     decision,
@@ -169,22 +169,22 @@ impl Registry {
                     (Availability::Unavailable(reason), _)
                     | (Availability::Available, Decision::Disable(reason)) => {
                         if options.include_unavailable {
-                            State::Unavailable(reason)
+                            CapabilityState::Unavailable(reason)
                         } else {
-                            State::Hidden
+                            CapabilityState::Hidden
                         }
                     }
-                    (Availability::Available, _) => State::Available,
+                    (Availability::Available, _) => CapabilityState::Available,
                 },
             };
-            if state == State::Available {
+            if state == CapabilityState::Available {
                 continue;
             }
-            if state == State::Hidden {
+            if state == CapabilityState::Hidden {
                 hidden += 1;
             }
             let table = states.get_or_insert_with(|| {
-                vec![State::Available; capabilities.len()].into_boxed_slice()
+                vec![CapabilityState::Available; capabilities.len()].into_boxed_slice()
             });
             if let Some(slot) = table.get_mut(index) {
                 *slot = state;

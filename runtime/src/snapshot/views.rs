@@ -15,7 +15,7 @@ use agent_surface_rules::{Confirmation, Effect, Kind};
 
 /// One capability's state for one consumer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum State {
+pub(super) enum CapabilityState {
     Available,
     Unavailable(Cow<'static, str>),
     Hidden,
@@ -26,7 +26,7 @@ pub(super) enum State {
 pub struct ComponentView {
     pub(super) registration: Arc<Registration>,
     /// `None`: every capability available.
-    pub(super) states: Option<Box<[State]>>,
+    pub(super) states: Option<Box<[CapabilityState]>>,
 }
 
 impl std::fmt::Debug for ComponentView {
@@ -41,7 +41,7 @@ impl std::fmt::Debug for ComponentView {
 #[derive(Clone, Copy, Debug)]
 pub struct CapabilityView<'a> {
     pub(super) capability: &'static CheckedCapability,
-    pub(super) state: Option<&'a State>,
+    pub(super) state: Option<&'a CapabilityState>,
 }
 
 impl<'a> CapabilityView<'a> {
@@ -63,12 +63,12 @@ impl<'a> CapabilityView<'a> {
     }
     /// Whether it can be called now.
     pub fn available(&self) -> bool {
-        !matches!(self.state, Some(State::Unavailable(_)))
+        !matches!(self.state, Some(CapabilityState::Unavailable(_)))
     }
     /// Why it cannot be called now.
     pub fn unavailable_reason(&self) -> Option<&'a str> {
         match self.state {
-            Some(State::Unavailable(reason)) => Some(reason),
+            Some(CapabilityState::Unavailable(reason)) => Some(reason),
             _ => None,
         }
     }
@@ -132,7 +132,7 @@ impl ComponentView {
             .enumerate()
             .filter_map(|(index, capability)| {
                 let state = self.states.as_ref().and_then(|states| states.get(index));
-                (state != Some(&State::Hidden))
+                (state != Some(&CapabilityState::Hidden))
                     .then_some((index, CapabilityView { capability, state }))
             })
     }

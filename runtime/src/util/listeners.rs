@@ -4,13 +4,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-type Listener<A> = Arc<dyn Fn(&A) + Send + Sync>;
+type Callback<A> = Arc<dyn Fn(&A) + Send + Sync>;
 
 /// Listeners of `&A`, each with the id [`Listeners::add`] returned; called
 /// outside the lock, a panicking one logged and the others still called.
 pub struct Listeners<A: ?Sized> {
     next: AtomicU64,
-    list: Mutex<Vec<(u64, Listener<A>)>>,
+    list: Mutex<Vec<(u64, Callback<A>)>>,
 }
 
 impl<A: ?Sized> Default for Listeners<A> {
@@ -33,7 +33,7 @@ impl<A: ?Sized> Listeners<A> {
     /// Removes a listener; its closure is dropped outside the lock (it may
     /// own a mount handle), with a panicking destructor contained.
     pub fn remove(&self, id: u64) {
-        let removed: Vec<(u64, Listener<A>)> = {
+        let removed: Vec<(u64, Callback<A>)> = {
             let mut list = self.lock();
             let (removed, kept) = std::mem::take(&mut *list)
                 .into_iter()
@@ -58,7 +58,7 @@ impl<A: ?Sized> Listeners<A> {
     /// Calls every listener with `value`, outside the lock; a panicking
     /// listener is logged (as `what`) and the others still run.
     pub fn call(&self, value: &A, what: &str) {
-        let listeners: Vec<Listener<A>> = self
+        let listeners: Vec<Callback<A>> = self
             .lock()
             .iter()
             .map(|(_, listener)| Arc::clone(listener))
@@ -73,7 +73,7 @@ impl<A: ?Sized> Listeners<A> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Listener<A>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Callback<A>)>> {
         self.list.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

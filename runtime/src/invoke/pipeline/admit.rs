@@ -16,17 +16,18 @@ use crate::contract::{CheckedCapability, Concurrency, TypedInput};
 use crate::error::{ErrorPayload, FailureReason};
 use crate::policy::{self, InvokeContext};
 use crate::primitives::concurrency::{
-    ActionQueue, Entry, QUEUE_FULL_RETRY_MS, QueueKey, QueueRefusal, Ticket,
+    ActionQueue, QUEUE_FULL_RETRY_MS, QueueEntry, QueueKey, QueueRefusal, Ticket,
 };
 use crate::registry::{Availability, Registration};
 use crate::util::contain::Contained;
 use agent_surface_rules::{Confirmation, Kind};
 
 use super::{
-    AssertUnwindFuture, Call, Cancelled, Slot, Subject, Trace, normalize_integral_floats, summarize,
+    AssertUnwindFuture, Cancelled, InFlight, Slot, Subject, Trace, normalize_integral_floats,
+    summarize,
 };
 
-impl Call<'_> {
+impl InFlight<'_> {
     /// Phase 3: enabled, pushed overrides and `when()`, re-evaluated now
     /// (only for a capability resolution showed to this consumer).
     pub(super) fn availability(
@@ -328,8 +329,8 @@ impl Call<'_> {
         };
         let entry = queue.enter().map_err(|_| full())?;
         match entry {
-            Entry::Ready(permit) => Ok((Slot::Action(permit), Duration::ZERO)),
-            Entry::Queued(waiting) => {
+            QueueEntry::Ready(permit) => Ok((Slot::Action(permit), Duration::ZERO)),
+            QueueEntry::Queued(waiting) => {
                 let unmounted = registration.unmounted();
                 if !registration.is_active() {
                     return Err(ErrorPayload::unmounted(

@@ -19,9 +19,9 @@ use crate::registry::Registration;
 use crate::util::contain::Contained;
 use agent_surface_rules::{Audit, Effect, Kind};
 
-use super::{AssertUnwindFuture, Call, Cancelled, Interrupt, Trace, deadline, summarize};
+use super::{AssertUnwindFuture, Cancelled, InFlight, Interrupt, Trace, deadline, summarize};
 
-impl Call<'_> {
+impl InFlight<'_> {
     /// The one race of phase 9, for view handlers and procedure forwarding
     /// alike: the work against its timeout, the caller's cancellation,
     /// disposal (which unmounts everything and settles `CANCELLED`) and, when

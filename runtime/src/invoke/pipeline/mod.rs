@@ -5,7 +5,7 @@
 //! 7. precondition         8. concurrency   9. execute   10. settle
 //!
 //! The first failing phase produces the typed error; every call, failed or
-//! not, is settled by [`Call::settle`] (audit, events, result).
+//! not, is settled by [`InFlight::settle`] (audit, events, result).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -33,7 +33,7 @@ mod resolve;
 mod settle;
 
 /// One call in flight through phases 2–10.
-pub(super) struct Call<'r> {
+pub(super) struct InFlight<'r> {
     pub(super) registry: &'r Registry,
     pub(super) request: Invocation,
     /// The agent's input, taken out of the request (consumed by phase 5).
@@ -212,7 +212,7 @@ impl Interrupt {
     }
 }
 
-impl Call<'_> {
+impl InFlight<'_> {
     /// Awaits `work` (a policy onion: host code that may take its time)
     /// unless the caller cancels, the registry is disposed (both settle
     /// `CANCELLED`) or the registration is unmounted (`COMPONENT_UNMOUNTED`)
@@ -363,7 +363,7 @@ impl Call<'_> {
     }
 }
 
-impl Drop for Call<'_> {
+impl Drop for InFlight<'_> {
     /// The caller dropped the call's future (or aborted its task) before it
     /// settled: the call settles `CANCELLED` here, a terminal result like
     /// any other — kept for its invocation id (a retry with the same id gets
@@ -436,7 +436,7 @@ fn summarize(
     crate::confirmation::summary(capability.description(), effective, &bound)
 }
 
-impl Call<'_> {
+impl InFlight<'_> {
     /// Asks the person: a new (or the identical pending) confirmation for
     /// `binding`, presented in the person's terms by the host's presenter
     /// (contained: a panic or `None` presents the description) and naming

@@ -10,14 +10,31 @@
 
 use std::sync::Arc;
 
-use super::{Call, Subject, Target};
+use super::{InFlight, Subject, Target};
 use crate::context::HostContext;
 use crate::error::ErrorPayload;
 use crate::ids::{Plane, in_scope};
 use crate::policy::Decision;
 use crate::registry::{Registration, Tombstone};
 
-impl Call<'_> {
+/// The live registrations that could answer a call, copied out under the
+/// state lock, and the tombstone a stale token or a recent unmount points
+/// at.
+type Candidates = (Vec<Arc<Registration>>, Option<Tombstone>);
+
+/// The position of the visible target of instance `instance`.
+fn of_instance(visible: &[Target], instance: &str) -> Option<usize> {
+    visible
+        .iter()
+        .position(|t| t.registration.instance.as_str() == instance)
+}
+
+/// The position of the only visible target, if there is exactly one.
+fn only(visible: &[Target]) -> Option<usize> {
+    (visible.len() == 1).then_some(0)
+}
+
+impl InFlight<'_> {
     /// Phase 2: capability id (+ instance) → a live registration this
     /// consumer may see; staleness.
     pub(super) fn resolve(&self, host: &HostContext) -> Result<Target, ErrorPayload> {
@@ -29,46 +46,13 @@ impl Call<'_> {
         if parsed.plane() == Plane::Domain {
             return self.resolve_domain(host);
         }
-        let inner = &self.registry.inner;
-        let request = &self.request;
         let Some(component_type) = parsed
             .component_type_str()
             .filter(|t| in_scope(t, &self.options.scope))
         else {
             return Err(ErrorPayload::not_found());
         };
-        let instance = request.instance_id.as_deref();
-        let registration_id = request.registration_id.as_deref();
-
-        // The clock is host code: read before the lock, never under it.
-        let now = inner.now_ms();
-        // Under the lock: copy the candidates out, nothing else.
-        let (candidates, tombstone) = {
-            let state = inner.state();
-            let instances = state.by_type.get(component_type);
-            let candidates: Vec<Arc<Registration>> = match (instances, instance) {
-                (None, _) => Vec::new(),
-                (Some(instances), Some(i)) => instances.get(i).cloned().into_iter().collect(),
-                (Some(instances), None) => {
-                    let mut all: Vec<Arc<Registration>> = instances.values().cloned().collect();
-                    // Deterministic: by instance id.
-                    all.sort_unstable_by(|a, b| a.instance.cmp(&b.instance));
-                    all
-                }
-            };
-            let tombstone = match registration_id {
-                _ if state.tombstones.is_empty() => None,
-                Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
-                Some(id) => state.tombstones.peek(id, now).cloned(),
-                None => state
-                    .unmounted_types
-                    .peek(component_type, now)
-                    .and_then(|id| state.tombstones.peek(&**id, now))
-                    .cloned(),
-            };
-            (candidates, tombstone)
-        };
-
+        let (candidates, tombstone) = self.view_candidates(component_type);
         let mut visible: Vec<Target> = candidates
             .iter()
             .filter_map(|registration| self.view_target(registration))
@@ -79,60 +63,11 @@ impl Call<'_> {
             self.view_target(&tomb.registration)
                 .is_some_and(|target| self.visible(&target, host))
         });
-        let of_instance = |i: &str, visible: &[Target]| {
-            visible
-                .iter()
-                .position(|t| t.registration.instance.as_str() == i)
-        };
-        let only = |visible: &[Target]| (visible.len() == 1).then_some(0);
-
-        let chosen = if let Some(registration_id) = registration_id {
-            let live = match instance {
-                Some(i) => of_instance(i, &visible),
-                None => visible
-                    .iter()
-                    .position(|t| &*t.registration.id == registration_id),
-            };
-            match live {
-                Some(index)
-                    if visible
-                        .get(index)
-                        .is_some_and(|t| &*t.registration.id == registration_id) =>
-                {
-                    index
-                }
-                _ => {
-                    let successor =
-                        match instance.or(tombstone.as_ref().map(|t| t.instance().as_str())) {
-                            Some(i) => of_instance(i, &visible),
-                            None => only(&visible),
-                        };
-                    return Err(super::dead_registration(
-                        inner.ids.minted_here(registration_id),
-                        successor
-                            .and_then(|index| visible.get(index))
-                            .map(|t| &*t.registration.id),
-                        tombstone.is_some(),
-                    ));
-                }
+        let chosen = match self.request.registration_id.as_deref() {
+            Some(registration_id) => {
+                self.choose_by_token(&visible, registration_id, tombstone.as_ref())?
             }
-        } else {
-            match instance.map_or_else(|| only(&visible), |i| of_instance(i, &visible)) {
-                Some(index) => index,
-                None if instance.is_none() && visible.len() > 1 => {
-                    return Err(self.ambiguous(&visible));
-                }
-                None => {
-                    let recently = tombstone
-                        .as_ref()
-                        .is_some_and(|t| instance.is_none_or(|i| t.instance().as_str() == i));
-                    return Err(if recently {
-                        ErrorPayload::unmounted(crate::error::UnmountedPhase::Resolve)
-                    } else {
-                        ErrorPayload::not_found()
-                    });
-                }
-            }
+            None => self.choose_by_instance(&visible, tombstone.as_ref())?,
         };
         let target = if chosen < visible.len() {
             visible.swap_remove(chosen)
@@ -143,29 +78,109 @@ impl Call<'_> {
         Ok(target)
     }
 
+    /// Under the state lock, nothing else: the live registrations of
+    /// `component_type` (the named instance, or every instance by instance
+    /// id), and the tombstone of the presented registration id — or, with
+    /// none presented, of the type's latest unmount.
+    fn view_candidates(&self, component_type: &str) -> Candidates {
+        let inner = &self.registry.inner;
+        let instance = self.request.instance_id.as_deref();
+        let registration_id = self.request.registration_id.as_deref();
+        // The clock is host code: read before the lock, never under it.
+        let now = inner.now_ms();
+        let state = inner.state();
+        let instances = state.by_type.get(component_type);
+        let candidates: Vec<Arc<Registration>> = match (instances, instance) {
+            (None, _) => Vec::new(),
+            (Some(instances), Some(i)) => instances.get(i).cloned().into_iter().collect(),
+            (Some(instances), None) => {
+                let mut all: Vec<Arc<Registration>> = instances.values().cloned().collect();
+                // Deterministic: by instance id.
+                all.sort_unstable_by(|a, b| a.instance.cmp(&b.instance));
+                all
+            }
+        };
+        let tombstone = match registration_id {
+            _ if state.tombstones.is_empty() => None,
+            Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
+            Some(id) => state.tombstones.peek(id, now).cloned(),
+            None => state
+                .unmounted_types
+                .peek(component_type, now)
+                .and_then(|id| state.tombstones.peek(&**id, now))
+                .cloned(),
+        };
+        (candidates, tombstone)
+    }
+
+    /// The visible target a presented registration id names (of the named
+    /// instance, if any); a token naming nothing live answers as a dead
+    /// registration, pointing at its successor when there is one.
+    fn choose_by_token(
+        &self,
+        visible: &[Target],
+        registration_id: &str,
+        tombstone: Option<&Tombstone>,
+    ) -> Result<usize, ErrorPayload> {
+        let instance = self.request.instance_id.as_deref();
+        let live = match instance {
+            Some(i) => of_instance(visible, i),
+            None => visible
+                .iter()
+                .position(|t| &*t.registration.id == registration_id),
+        };
+        match live {
+            Some(index)
+                if visible
+                    .get(index)
+                    .is_some_and(|t| &*t.registration.id == registration_id) =>
+            {
+                Ok(index)
+            }
+            _ => {
+                let successor = match instance.or(tombstone.map(|t| t.instance().as_str())) {
+                    Some(i) => of_instance(visible, i),
+                    None => only(visible),
+                };
+                Err(super::dead_registration(
+                    self.registry.inner.ids.minted_here(registration_id),
+                    successor
+                        .and_then(|index| visible.get(index))
+                        .map(|t| &*t.registration.id),
+                    tombstone.is_some(),
+                ))
+            }
+        }
+    }
+
+    /// The visible target of the named instance, or the only one; several
+    /// without a name are ambiguous, none was recently unmounted or is not
+    /// found.
+    fn choose_by_instance(
+        &self,
+        visible: &[Target],
+        tombstone: Option<&Tombstone>,
+    ) -> Result<usize, ErrorPayload> {
+        let instance = self.request.instance_id.as_deref();
+        match instance.map_or_else(|| only(visible), |i| of_instance(visible, i)) {
+            Some(index) => Ok(index),
+            None if instance.is_none() && visible.len() > 1 => Err(self.ambiguous(visible)),
+            None => {
+                let recently =
+                    tombstone.is_some_and(|t| instance.is_none_or(|i| t.instance().as_str() == i));
+                Err(if recently {
+                    ErrorPayload::unmounted(crate::error::UnmountedPhase::Resolve)
+                } else {
+                    ErrorPayload::not_found()
+                })
+            }
+        }
+    }
+
     /// Phase 2 for `domain:` ids: the live registrations exposing a
     /// reference to the procedure that this consumer may see; one per call.
     fn resolve_domain(&self, host: &HostContext) -> Result<Target, ErrorPayload> {
-        let inner = &self.registry.inner;
-        let request = &self.request;
-        let registration_id = request.registration_id.as_deref();
-        // The clock is host code: read before the lock, never under it.
-        let now = inner.now_ms();
-        let (holders, tombstone) = {
-            let state = inner.state();
-            let holders: Vec<Arc<Registration>> = state
-                .by_procedure
-                .get(&*self.capability_id)
-                .cloned()
-                .unwrap_or_default();
-            let tombstone = match registration_id {
-                Some(id) if !holders.iter().any(|r| &*r.id == id) => {
-                    state.tombstones.peek(id, now).cloned()
-                }
-                _ => None,
-            };
-            (holders, tombstone)
-        };
+        let (holders, tombstone) = self.domain_candidates();
         let in_floor = |registration: &Registration| {
             in_scope(
                 registration.contract.component_type().as_str(),
@@ -185,42 +200,27 @@ impl Call<'_> {
                     .domain_target(&tomb.registration)
                     .is_some_and(|target| self.visible(&target, host))
         });
-        let instance = request.instance_id.as_deref();
-        let of_instance =
+        let instance = self.request.instance_id.as_deref();
+        let of_named_instance =
             |t: &Target| instance.is_none_or(|i| t.registration.instance.as_str() == i);
 
-        let chosen = if let Some(registration_id) = registration_id {
+        let chosen = if let Some(registration_id) = self.request.registration_id.as_deref() {
             match visible
                 .iter()
                 .position(|t| &*t.registration.id == registration_id)
             {
-                Some(index) if visible.get(index).is_some_and(of_instance) => Some(index),
+                Some(index) if visible.get(index).is_some_and(of_named_instance) => Some(index),
                 Some(_) => None,
                 None => {
-                    // The same component (type and instance) mounted again.
-                    let successor = tombstone.as_ref().and_then(|tomb| {
-                        visible.iter().find(|t| {
-                            t.registration.contract.component_type()
-                                == tomb.registration.contract.component_type()
-                                && t.registration.instance == *tomb.instance()
-                        })
-                    });
-                    let minted_here = inner.ids.minted_here(registration_id);
-                    // A token from another registry points at the only
-                    // reference this consumer sees, if there is one.
-                    let live = match (minted_here, visible.as_slice()) {
-                        (false, [only]) => Some(&*only.registration.id),
-                        _ => successor.map(|t| &*t.registration.id),
-                    };
-                    return Err(super::dead_registration(
-                        minted_here,
-                        live,
-                        tombstone.is_some(),
+                    return Err(self.dead_domain_token(
+                        &visible,
+                        registration_id,
+                        tombstone.as_ref(),
                     ));
                 }
             }
         } else {
-            visible.retain(of_instance);
+            visible.retain(of_named_instance);
             match visible.len() {
                 0 => None,
                 1 => Some(0),
@@ -233,6 +233,54 @@ impl Call<'_> {
         let target = visible.swap_remove(target);
         self.check_version_hint(&target)?;
         Ok(target)
+    }
+
+    /// Under the state lock, nothing else: the registrations holding a
+    /// reference to the procedure, and the tombstone of a presented
+    /// registration id that holds none of them.
+    fn domain_candidates(&self) -> Candidates {
+        let inner = &self.registry.inner;
+        let registration_id = self.request.registration_id.as_deref();
+        // The clock is host code: read before the lock, never under it.
+        let now = inner.now_ms();
+        let state = inner.state();
+        let holders: Vec<Arc<Registration>> = state
+            .by_procedure
+            .get(&*self.capability_id)
+            .cloned()
+            .unwrap_or_default();
+        let tombstone = match registration_id {
+            Some(id) if !holders.iter().any(|r| &*r.id == id) => {
+                state.tombstones.peek(id, now).cloned()
+            }
+            _ => None,
+        };
+        (holders, tombstone)
+    }
+
+    /// A presented registration id that holds no visible reference: a dead
+    /// registration, pointing at the same component (type and instance)
+    /// mounted again — or, for a token from another registry, at the only
+    /// reference this consumer sees.
+    fn dead_domain_token(
+        &self,
+        visible: &[Target],
+        registration_id: &str,
+        tombstone: Option<&Tombstone>,
+    ) -> ErrorPayload {
+        let successor = tombstone.and_then(|tomb| {
+            visible.iter().find(|t| {
+                t.registration.contract.component_type()
+                    == tomb.registration.contract.component_type()
+                    && t.registration.instance == *tomb.instance()
+            })
+        });
+        let minted_here = self.registry.inner.ids.minted_here(registration_id);
+        let live = match (minted_here, visible) {
+            (false, [sole]) => Some(&*sole.registration.id),
+            _ => successor.map(|t| &*t.registration.id),
+        };
+        super::dead_registration(minted_here, live, tombstone.is_some())
     }
 
     /// The view target of `registration` for this call's capability id.

@@ -11,9 +11,9 @@ use crate::error::{ErrorPayload, FailureReason};
 use crate::invoke::InvocationResult;
 use agent_surface_rules::Audit;
 
-use super::{Call, Subject, Trace, byte_len};
+use super::{InFlight, Subject, Trace, byte_len};
 
-impl Call<'_> {
+impl InFlight<'_> {
     /// Phase 10 (first half): validate and size-check the output.
     pub(super) fn check_output(
         &self,

@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 const NIL: usize = usize::MAX;
 
 #[derive(Debug)]
-struct Node<K, V> {
+struct BucketNode<K, V> {
     key: K,
     value: V,
     /// Towards the most recent.
@@ -28,7 +28,7 @@ pub(super) struct Buckets<K, V> {
     /// Keys are bounded in number, so a fast non-keyed hash cannot be
     /// turned into more than `capacity` collisions.
     index: FxHashMap<K, usize>,
-    nodes: Vec<Node<K, V>>,
+    nodes: Vec<BucketNode<K, V>>,
     /// The most recently used slot.
     head: usize,
     /// The least recently used slot.
@@ -69,7 +69,7 @@ impl<K: Hash + Eq + Clone, V> Buckets<K, V> {
                 slot
             }
             None if self.nodes.len() < self.capacity => {
-                self.nodes.push(Node {
+                self.nodes.push(BucketNode {
                     key: key.clone(),
                     value: make(),
                     prev: NIL,

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::buckets::Buckets;
 use crate::error::ErrorPayload;
-use crate::policy::identity::{PolicyIdentity, seal::Token};
+use crate::policy::policy_identity::{PolicyIdentity, seal::Token};
 use crate::policy::{BoxFuture, Hooks, Next, Policy, PolicyContext, PolicyResult};
 use crate::util::lru::Lru;
 

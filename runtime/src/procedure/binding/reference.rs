@@ -59,6 +59,7 @@ pub(super) fn surgery(full: &Value, fields: &[BoundField]) -> Result<Value, Stri
 
 /// The descriptor's `boundFields` entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct BoundFieldView {
     /// The field (a JSON pointer into the input).
     pub path: String,

@@ -20,7 +20,7 @@
 //! `CONFIRMATION_REQUIRED`, `RATE_LIMITED` and `INVOCATION_CONFLICT` are
 //! never kept.
 
-mod forget;
+mod orphans;
 
 use std::sync::Arc;
 
@@ -75,7 +75,7 @@ pub(crate) enum Begin {
 
 /// The budgets of one registry's dedupe window.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Budget {
+pub(crate) struct WindowLimits {
     /// Settled records, all consumers together.
     pub(crate) count: usize,
     /// Bytes of settled records, all consumers together.
@@ -99,7 +99,7 @@ pub(crate) struct Dedupe {
     settled_count: usize,
     settled_bytes: usize,
     generation: u64,
-    budget: Budget,
+    budget: WindowLimits,
 }
 
 /// Fixed cost of a settled record beyond its serialized result: the key,
@@ -107,7 +107,7 @@ pub(crate) struct Dedupe {
 const RECORD_OVERHEAD: usize = 160;
 
 impl Dedupe {
-    pub(crate) fn new(budget: Budget) -> Dedupe {
+    pub(crate) fn new(budget: WindowLimits) -> Dedupe {
         Dedupe {
             in_flight: FxHashMap::default(),
             orphaned: FxHashMap::default(),
@@ -371,8 +371,8 @@ mod tests {
         InvocationResult::new(Arc::from(id), Arc::from("view:t.c.a"), Ok(None), 1, false)
     }
 
-    fn budget(count: usize) -> Budget {
-        Budget {
+    fn budget(count: usize) -> WindowLimits {
+        WindowLimits {
             count,
             bytes: 1 << 20,
             ttl_ms: 1_000,
@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn count_pressure_evicts_the_consumer_with_the_most_records() {
-        let mut dedupe = Dedupe::new(Budget {
+        let mut dedupe = Dedupe::new(WindowLimits {
             count: 200,
             bytes: 4 << 20,
             ttl_ms: 1_000,
@@ -478,7 +478,7 @@ mod tests {
 
     #[test]
     fn bytes_are_budgeted_and_expired_records_forgotten() {
-        let mut dedupe = Dedupe::new(Budget {
+        let mut dedupe = Dedupe::new(WindowLimits {
             count: 1_000,
             bytes: 4_096,
             ttl_ms: 100,

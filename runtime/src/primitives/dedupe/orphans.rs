@@ -47,7 +47,7 @@ mod tests {
 
     use std::sync::Arc;
 
-    use super::super::{Begin, Budget, Dedupe, Key};
+    use super::super::{Begin, Dedupe, Key, WindowLimits};
     use crate::call::InvocationResult;
 
     fn key(consumer: &str, id: &str) -> Key {
@@ -70,7 +70,7 @@ mod tests {
 
     #[test]
     fn a_forgotten_consumers_calls_in_flight_settle_into_nothing() {
-        let mut dedupe = Dedupe::new(Budget {
+        let mut dedupe = Dedupe::new(WindowLimits {
             count: 10,
             bytes: 1 << 20,
             ttl_ms: 1_000,
@@ -105,7 +105,7 @@ mod tests {
 
     #[test]
     fn a_forgotten_consumers_ids_are_new_attempts_and_others_keep_theirs() {
-        let mut dedupe = Dedupe::new(Budget {
+        let mut dedupe = Dedupe::new(WindowLimits {
             count: 10,
             bytes: 1 << 20,
             ttl_ms: 1_000,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::identity::{PolicyIdentity, seal::Token, supplied};
+use super::policy_identity::{PolicyIdentity, seal::Token, supplied};
 use super::{BoxFuture, Decision, Hooks, InvokeContext, Next, Policy, PolicyContext, PolicyResult};
 use crate::audit::{AuditEvent, AuditSink};
 use crate::context::{Environment, HostContext};

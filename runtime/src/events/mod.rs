@@ -1,4 +1,6 @@
-//! Surface events and their ordered dispatcher.
+//! Surface events and their ordered dispatcher. Subscribe to them
+//! (`Registry::subscribe`) to react when the surface changes: a component
+//! mounts, availability moves, a confirmation is requested.
 //!
 //! Guarantees:
 //! - **total mutation order**: every mutation's events are queued while the

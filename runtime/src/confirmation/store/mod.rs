@@ -8,12 +8,12 @@
 //! A reserved record is not redeemed by a second call meanwhile and does
 //! not expire under the call that holds it.
 
+mod answer;
 mod expire;
-mod forget;
 mod lookup;
 mod quota;
-mod resolve;
 mod withdraw;
+mod withdraw_by_owner;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -21,7 +21,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use super::reservation::Reservation;
 use super::services::ConfirmationServices;
 use super::summary::MAX_SUMMARY_CHARS;
 use super::{ConfirmationOutcome, PendingConfirmation, Resolution};
@@ -92,6 +91,14 @@ struct Store {
     ended: Option<Lru<Arc<str>, Ended>>,
     /// Consumers forgotten lately, with the epoch of their forgetting.
     forgotten: Option<Lru<Arc<str>, u64>>,
+}
+
+/// The registry a confirmation store belongs to: its services and the way
+/// back to the store, for what holds the registry weakly (a reservation, a
+/// request's expiry timer, the host's controller).
+pub(crate) trait StoreOwner: ConfirmationServices {
+    /// The store these services belong to.
+    fn confirmation_store(&self) -> &ConfirmationStore;
 }
 
 /// The confirmation store of one registry.
@@ -258,7 +265,7 @@ impl ConfirmationStore {
     /// (or identical pending) request, or `RATE_LIMITED` when the registry
     /// or this consumer has too many open. The summary is escaped and cut
     /// to 300 characters here, whoever wrote it.
-    pub(crate) fn request<S: ConfirmationServices>(
+    pub(crate) fn request<S: StoreOwner>(
         &self,
         services: &Arc<S>,
         binding: &Binding<'_>,
@@ -370,15 +377,14 @@ impl ConfirmationStore {
     }
 
     /// Phase 6 with evidence: reserves approved, matching evidence for this
-    /// invocation. The [`Reservation`] consumes it when execution starts
-    /// and releases it if dropped before.
-    pub(crate) fn redeem<S: ConfirmationServices>(
+    /// invocation and returns its id (the reservation wraps it).
+    pub(in crate::confirmation) fn reserve<S: ConfirmationServices + ?Sized>(
         &self,
-        services: &Arc<S>,
+        services: &S,
         confirmation_id: &str,
         binding: &Binding<'_>,
-    ) -> Result<Reservation, ErrorPayload> {
-        self.expire_due(&**services);
+    ) -> Result<Arc<str>, ErrorPayload> {
+        self.expire_due(services);
         let (canonical, digest) = binding.canonical();
         // The clock may be host code: read before the store's lock.
         let now = services.clock_ms();
@@ -397,7 +403,7 @@ impl ConfirmationStore {
                 let id = Arc::clone(&record.view.confirmation_id);
                 drop(store);
                 if own {
-                    self.withdraw_where(&**services, INPUT_CHANGED, |pending| {
+                    self.withdraw_where(services, INPUT_CHANGED, |pending| {
                         pending.confirmation_id == id
                     });
                 }
@@ -407,9 +413,7 @@ impl ConfirmationStore {
                 Stage::Pending => return Err(required_payload(&record.view)),
                 Stage::Approved { at_ms } => {
                     record.stage = Stage::Reserved { at_ms };
-                    let id = Arc::clone(&record.view.confirmation_id);
-                    drop(store);
-                    return Ok(Reservation::new(services, id));
+                    return Ok(Arc::clone(&record.view.confirmation_id));
                 }
                 // Another call holds it: single use, as if consumed.
                 Stage::Reserved { .. } => return Err(invalid(ConfirmationInvalidReason::Consumed)),
