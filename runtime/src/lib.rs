@@ -132,7 +132,6 @@
 
 pub mod adapter;
 pub mod audit;
-mod call;
 pub mod canonical;
 pub mod catalog;
 pub mod clock;
@@ -146,6 +145,7 @@ pub mod explain;
 mod hashes;
 pub mod ids;
 mod internal_meta;
+mod invocation;
 pub mod invoke;
 #[cfg(feature = "mcp-server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]

@@ -31,7 +31,7 @@ const LAYERS: &[&str] = &[
     "audit",
     "context",
     "events",
-    "call",
+    "invocation",
     "internal_meta",
     // policies, the contracts that declare them, and the authority over them
     "policy",

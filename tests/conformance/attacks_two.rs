@@ -196,11 +196,7 @@ fn as_topo_003_an_abandoned_wait_outside_a_runtime_still_settles_cancelled() {
     let mut future = Box::pin(toolset.execute_with_options(
         &name,
         json!({"ids": ["x"]}),
-        ExecuteOptions {
-            tool_call_id: Some("outside-1"),
-            confirmation_id: None,
-            cancellation: None,
-        },
+        ExecuteOptions::new().tool_call_id(Some("outside-1")),
     ));
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     for _ in 0..10 {

@@ -396,11 +396,9 @@ pub(crate) fn spawn_wait(
             .execute_with_options(
                 &name,
                 serde_json::json!({"ids": ["w"]}),
-                agent_surface::toolset::ExecuteOptions {
-                    tool_call_id: Some(call_id),
-                    confirmation_id: None,
-                    cancellation: token,
-                },
+                agent_surface::toolset::ExecuteOptions::new()
+                    .tool_call_id(Some(call_id))
+                    .cancellation(token),
             )
             .await
     })

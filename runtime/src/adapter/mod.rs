@@ -52,7 +52,7 @@ pub mod text {
     pub use crate::util::display_text::{escape, truncate};
 }
 
-pub use crate::call::{IS_AN_OBSERVATION, IS_NOT_AN_OBSERVATION};
+pub use crate::invoke::{IS_AN_OBSERVATION, IS_NOT_AN_OBSERVATION};
 pub use crate::schema::{Issues, key_pointer};
 pub use crate::util::listeners::Listeners;
 pub use crate::util::lru::Lru;

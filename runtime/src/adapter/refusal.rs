@@ -19,7 +19,7 @@ use crate::registry::Registry;
 ///
 /// let registry = agent_surface::Registry::default();
 /// let result = agent_surface::adapter::refused(&registry, "some_tool", None, ErrorPayload::cancelled());
-/// assert_eq!(result.error().map(|e| e.code), Some(ErrorCode::Cancelled));
+/// assert_eq!(result.error().map(|e| e.code()), Some(ErrorCode::Cancelled));
 /// assert!(result.invocation_id().starts_with("inv_"));
 /// ```
 pub fn refused(

@@ -10,7 +10,9 @@
 pub(crate) mod bounds;
 mod pipeline;
 
-pub use crate::call::{Invocation, InvocationResult, InvokeOptions, Kinds};
+pub use crate::invocation::{
+    IS_AN_OBSERVATION, IS_NOT_AN_OBSERVATION, Invocation, InvocationResult, InvokeOptions, Kinds,
+};
 
 use std::sync::Arc;
 

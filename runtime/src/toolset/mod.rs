@@ -60,12 +60,12 @@
 mod ask;
 mod builder;
 mod catalog_cache;
+mod consumer_views;
 mod meta;
 pub mod render;
 mod running;
 mod tool;
 mod two_phase;
-mod views;
 mod watch;
 
 use std::fmt;
@@ -85,9 +85,9 @@ use crate::snapshot::{Budget, SnapshotOptions};
 
 pub use ask::{ToolCall, ask_the_person};
 pub use builder::{ConfirmationMode, Mode, ToolsetBuilder, ToolsetError, Topology};
+pub use consumer_views::{ConsumerView, ConsumerViews};
 pub use meta::{ACT, DISCOVER, READ, meta_block_size};
 pub use tool::{Tool, ToolHints, ToolState, ToolTarget, tool_description, wire_name};
-pub use views::{ConsumerView, ConsumerViews};
 pub use watch::{CallActivity, CallGuard, ChangeWatcher, Mark, same_served, served};
 
 use meta::meta_tools;
@@ -108,6 +108,7 @@ pub struct WireName {
 
 /// How to run one tool call; see [`Toolset::execute_with_options`].
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ExecuteOptions<'a> {
     /// The model's tool-call id: it becomes the invocation id.
     pub tool_call_id: Option<&'a str>,
@@ -115,6 +116,34 @@ pub struct ExecuteOptions<'a> {
     pub confirmation_id: Option<&'a str>,
     /// Firing it settles the call `CANCELLED` (a wait for the user too).
     pub cancellation: Option<CancellationToken>,
+}
+
+impl<'a> ExecuteOptions<'a> {
+    /// No tool-call id, no evidence, no cancellation.
+    pub fn new() -> ExecuteOptions<'a> {
+        ExecuteOptions::default()
+    }
+
+    /// The model's tool-call id: it becomes the invocation id.
+    #[must_use]
+    pub fn tool_call_id(mut self, id: Option<&'a str>) -> Self {
+        self.tool_call_id = id;
+        self
+    }
+
+    /// Evidence from an approved confirmation.
+    #[must_use]
+    pub fn confirmation_id(mut self, id: Option<&'a str>) -> Self {
+        self.confirmation_id = id;
+        self
+    }
+
+    /// Firing `token` settles the call `CANCELLED`.
+    #[must_use]
+    pub fn cancellation(mut self, token: Option<CancellationToken>) -> Self {
+        self.cancellation = token;
+        self
+    }
 }
 
 struct Shared {

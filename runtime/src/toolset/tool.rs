@@ -19,6 +19,7 @@ use agent_surface_rules::{Confirmation, Effect, Kind};
 /// tool block.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolState {
     /// Whether a call would pass availability now.
     pub available: bool,
@@ -48,6 +49,7 @@ pub struct ToolHints {
 
 /// What a direct-mode tool calls: the target as the catalog saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolTarget<'a> {
     /// The capability (or procedure) id.
     pub capability_id: &'a str,

@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::watch;
 
 use super::Tool;
-use super::views::ConsumerView;
+use super::consumer_views::ConsumerView;
 use crate::registry::Registry;
 
 /// How long an anonymous caller's watcher lets further wake-ups by other

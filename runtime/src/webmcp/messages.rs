@@ -116,7 +116,7 @@ pub fn tool_entry(tool: &Tool) -> Value {
 /// let failed = agent_surface::adapter::refused(&registry, "t", None, ErrorPayload::not_found());
 /// let shaped = agent_surface::webmcp::call_result(&failed);
 /// assert_eq!(shaped["isError"], true);
-/// assert_eq!(shaped["structuredContent"]["code"], "NOT_FOUND");
+/// assert_eq!(shaped["structuredContent"]["code"], "CAPABILITY_NOT_FOUND");
 /// ```
 pub fn call_result(result: &InvocationResult) -> Value {
     let (structured, is_error) = match result.error() {

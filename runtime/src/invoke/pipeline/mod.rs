@@ -274,11 +274,13 @@ impl InFlight<'_> {
             .set((Arc::clone(&target.registration), target.subject.clone()));
         let observation = target.subject.capability().kind() == Kind::Observation;
         let outside = match self.options.kinds {
-            crate::call::Kinds::All => None,
-            crate::call::Kinds::Observations => {
-                (!observation).then_some(crate::call::IS_NOT_AN_OBSERVATION)
+            crate::invocation::Kinds::All => None,
+            crate::invocation::Kinds::Observations => {
+                (!observation).then_some(crate::invocation::IS_NOT_AN_OBSERVATION)
             }
-            crate::call::Kinds::Operations => observation.then_some(crate::call::IS_AN_OBSERVATION),
+            crate::invocation::Kinds::Operations => {
+                observation.then_some(crate::invocation::IS_AN_OBSERVATION)
+            }
         };
         if let Some(message) = outside {
             return Err(ErrorPayload::invalid_input(&[crate::schema::Issue::new(

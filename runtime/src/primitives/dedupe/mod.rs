@@ -27,7 +27,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 use tokio::sync::watch;
 
-use crate::call::InvocationResult;
+use crate::invocation::InvocationResult;
 use crate::util::lru::Lru;
 
 /// The structured dedupe key: `(consumer key, invocation id)`.

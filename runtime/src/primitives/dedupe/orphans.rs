@@ -48,7 +48,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::super::{Begin, Dedupe, Key, WindowLimits};
-    use crate::call::InvocationResult;
+    use crate::invocation::InvocationResult;
 
     fn key(consumer: &str, id: &str) -> Key {
         (Arc::from(consumer), Arc::from(id))
