@@ -11,9 +11,10 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Ident, ImplItem, ItemImpl, LitStr};
+use syn::{ImplItem, ItemImpl, LitStr};
 
-use crate::ast::{Capability, Component, ConcurrencySpec, Param, is_helper};
+use crate::ast::{Capability, Component, ConcurrencySpec, is_helper};
+use crate::dispatch::{invoke_arm, precondition_method, reason_method, when_method};
 use crate::symbol::{ACTION, OBSERVATION};
 
 /// What tells two components' generated tests apart in one module: the
@@ -35,7 +36,7 @@ fn test_suffix(component: &Component<'_>) -> u32 {
 /// `span`'s location with the call site's hygiene: identifiers the
 /// expansion introduces (`input`, `_ctx`) resolve where the expansion is,
 /// even when the span comes from a `macro_rules!` fragment.
-fn hygienic(span: proc_macro2::Span) -> proc_macro2::Span {
+pub(crate) fn hygienic(span: proc_macro2::Span) -> proc_macro2::Span {
     proc_macro2::Span::call_site().located_at(span)
 }
 
@@ -117,7 +118,7 @@ fn return_type(capability: &Capability<'_>) -> TokenStream {
 }
 
 /// The marker type naming one capability's input and return types.
-fn marker(capability: &Capability<'_>) -> syn::Ident {
+pub(crate) fn marker(capability: &Capability<'_>) -> syn::Ident {
     format_ident!("__{}", capability.ident().unraw())
 }
 
@@ -140,7 +141,7 @@ fn policies_fn(policies: Option<&Vec<syn::Expr>>, self_ty: &syn::Type) -> TokenS
 
 /// The `#[cfg]` attributes of a capability's method, for every item and arm
 /// generated for it.
-fn cfg_attrs(capability: &Capability<'_>) -> TokenStream {
+pub(crate) fn cfg_attrs(capability: &Capability<'_>) -> TokenStream {
     let attrs = capability.cfg_attributes();
     quote!(#(#attrs)*)
 }
@@ -429,180 +430,6 @@ fn component_contract(component: &Component<'_>) -> TokenStream {
     }
     tokens.extend(crate::reach::contract_calls(component).0);
     tokens
-}
-
-/// `fn __when`: one arm per capability with a `when` method.
-fn when_method(component: &Component<'_>, patterns: &[TokenStream]) -> TokenStream {
-    let arms: Vec<TokenStream> = component
-        .capabilities
-        .iter()
-        .zip(patterns)
-        .filter_map(|(capability, pattern)| {
-            let when = capability.when.as_ref()?;
-            let cfg = cfg_attrs(capability);
-            let call = quote_spanned! {when.span()=> Self::#when(self) };
-            Some(quote!(#cfg #pattern => #call,))
-        })
-        .collect();
-    if arms.is_empty() {
-        return TokenStream::new();
-    }
-    quote! {
-        fn __when(&self, capability: usize) -> bool {
-            match capability {
-                #(#arms)*
-                _ => true,
-            }
-        }
-    }
-}
-
-/// `fn __unavailable_reason`: one arm per capability with a reason method.
-fn reason_method(component: &Component<'_>, patterns: &[TokenStream]) -> TokenStream {
-    let arms: Vec<TokenStream> = component
-        .capabilities
-        .iter()
-        .zip(patterns)
-        .filter_map(|(capability, pattern)| {
-            let Some(Err(method)) = &capability.reason else {
-                return None;
-            };
-            let cfg = cfg_attrs(capability);
-            let output_span =
-                component
-                    .method(method)
-                    .map_or(method.span(), |target| match &target.sig.output {
-                        syn::ReturnType::Type(_, ty) => ty.span(),
-                        syn::ReturnType::Default => method.span(),
-                    });
-            let call = quote_spanned!(method.span()=> Self::#method(self));
-            let text =
-                quote_spanned! {output_span=> ::agent_surface::macro_support::reason_text(#call) };
-            let reason = quote!(::core::option::Option::Some(#text));
-            Some(quote!(#cfg #pattern => #reason,))
-        })
-        .collect();
-    if arms.is_empty() {
-        return TokenStream::new();
-    }
-    quote! {
-        fn __unavailable_reason(&self, capability: usize) -> ::core::option::Option<::std::string::String> {
-            match capability {
-                #(#arms)*
-                _ => ::core::option::Option::None,
-            }
-        }
-    }
-}
-
-/// `fn __precondition`: one arm per capability with a precondition method.
-fn precondition_method(component: &Component<'_>, patterns: &[TokenStream]) -> TokenStream {
-    let arms: Vec<TokenStream> = component
-        .capabilities
-        .iter()
-        .zip(patterns)
-        .filter_map(|(capability, pattern)| {
-            let precondition = capability.precondition.as_ref()?;
-            capability.input()?;
-            let marker = marker(capability);
-            // Pass the context only when the check declares it (by type).
-            let target = component.method(precondition);
-            let with_context = target.is_some_and(crate::helpers::precondition_takes_context);
-            // The input as the type the check borrows, and its result,
-            // each checked where the check's signature writes it.
-            let borrowed = target.and_then(crate::helpers::precondition_input_type);
-            let input = match borrowed {
-                Some(ty) => {
-                    let input = Ident::new("input", hygienic(ty.span()));
-                    quote_spanned! {ty.span()=>
-                        ::agent_surface::macro_support::precondition_input::<#ty, _>(#input)
-                    }
-                }
-                None => quote!(input),
-            };
-            let output_span = target.map_or(precondition.span(), |target| match &target.sig.output {
-                syn::ReturnType::Type(_, ty) => ty.span(),
-                syn::ReturnType::Default => precondition.span(),
-            });
-            let call = if with_context {
-                quote_spanned!(precondition.span()=> Self::#precondition(self, #input, _ctx))
-            } else {
-                quote_spanned!(precondition.span()=> Self::#precondition(self, #input))
-            };
-            let call = quote_spanned!{output_span=> ::agent_surface::macro_support::precondition_result(#call) };
-            let cfg = cfg_attrs(capability);
-            Some(quote! {
-                #cfg
-                #pattern => match ::agent_surface::macro_support::input_ref::<#marker>(_input) {
-                    ::core::option::Option::Some(input) => #call,
-                    ::core::option::Option::None => ::core::result::Result::Err(
-                        ::agent_surface::macro_support::precondition_input_missing(),
-                    ),
-                },
-            })
-        })
-        .collect();
-    if arms.is_empty() {
-        return TokenStream::new();
-    }
-    quote! {
-        fn __precondition(
-            &self,
-            capability: usize,
-            _input: &::agent_surface::macro_support::TypedInput,
-            _ctx: &::agent_surface::macro_support::ReadContext,
-        ) -> ::core::result::Result<(), ::agent_surface::macro_support::PreconditionFailure> {
-            match capability {
-                #(#arms)*
-                _ => ::core::result::Result::Ok(()),
-            }
-        }
-    }
-}
-
-/// One arm of `fn __invoke`: call the handler with its parameters in the
-/// order the user wrote them, inside a boxed `Send` future.
-fn invoke_arm(pattern: &TokenStream, capability: &Capability<'_>) -> TokenStream {
-    let method = capability.ident();
-    let args = capability.params.iter().map(|param| match param {
-        Param::Input(ty) => {
-            let input = Ident::new("input", hygienic(ty.span()));
-            quote_spanned!(ty.span()=> #input)
-        }
-        Param::Context(ty) => {
-            let ctx = Ident::new("_ctx", hygienic(ty.span()));
-            // The handler's own lifetime name (`&'a ReadContext`) is not in
-            // scope here: the borrow is elided.
-            let mut elided = (*ty).clone();
-            if let syn::Type::Reference(reference) = &mut elided {
-                reference.lifetime = None;
-            }
-            quote_spanned!(ty.span()=> <#elided as ::agent_surface::context::HandlerContext<'_>>::lend(&#ctx))
-        }
-    });
-    let call = if capability.method.sig.asyncness.is_some() {
-        quote!(Self::#method(&*self, #(#args),*).await)
-    } else {
-        quote!(Self::#method(&*self, #(#args),*))
-    };
-    let marker = marker(capability);
-    let span = capability.method.sig.span();
-    let future = quote_spanned! {span=>
-        ::agent_surface::macro_support::handler(async move {
-            ::agent_surface::macro_support::into_outcome::<#marker>(#call)
-        })
-    };
-    let cfg = cfg_attrs(capability);
-    match capability.input() {
-        Some(_) => quote! {
-            #cfg
-            #pattern => match ::agent_surface::macro_support::take_input::<#marker>(_input) {
-                ::core::result::Result::Ok(input) => #future,
-                ::core::result::Result::Err(error) => ::agent_surface::macro_support::failed(error),
-            },
-        },
-        None => quote!(#cfg #pattern => #future,),
-    }
 }
 
 pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
