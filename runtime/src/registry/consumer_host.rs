@@ -1,0 +1,98 @@
+//! A consumer's own host context: an adapter that authenticated a consumer
+//! (an MCP server validating bearer tokens) binds the host context of that
+//! consumer's credential, so one registry serves several people at once.
+//! Every evaluation for that consumer — discovery, authorization, handlers,
+//! the procedure executor — reads the bound context; every other consumer
+//! reads the registry's provider. Bindings are bounded
+//! ([`MAX_BOUND_CONSUMERS`]); the adapter binds again on each request.
+
+use std::sync::{Arc, PoisonError};
+
+use rustc_hash::FxHashMap;
+
+use crate::context::{Consumer, HostContext};
+use crate::registry::{Inner, Registry};
+
+/// The most consumers with a bound host context at once; binding one more
+/// drops an arbitrary other binding (whose consumer reads the registry's
+/// provider until its adapter binds it again, on its next request).
+pub const MAX_BOUND_CONSUMERS: usize = 4096;
+
+/// The bound host contexts, by consumer key.
+#[derive(Default)]
+pub(crate) struct BoundHosts {
+    by_key: std::sync::Mutex<FxHashMap<Arc<str>, HostContext>>,
+}
+
+impl BoundHosts {
+    fn get(&self, key: &str) -> Option<HostContext> {
+        self.by_key
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    fn bind(&self, key: &Arc<str>, host: HostContext) {
+        let mut by_key = self.by_key.lock().unwrap_or_else(PoisonError::into_inner);
+        if !by_key.contains_key(key)
+            && by_key.len() >= MAX_BOUND_CONSUMERS
+            && let Some(other) = by_key.keys().next().cloned()
+        {
+            by_key.remove(&other);
+        }
+        by_key.insert(Arc::clone(key), host);
+    }
+
+    pub(crate) fn unbind(&self, key: &str) {
+        self.by_key
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+}
+
+impl Inner {
+    /// The host context `consumer_key` evaluates with: its bound context,
+    /// else the provider's.
+    pub(crate) fn host_for(&self, consumer_key: &str) -> HostContext {
+        self.bound_hosts
+            .get(consumer_key)
+            .unwrap_or_else(|| self.host())
+    }
+}
+
+impl Registry {
+    /// Binds `host` as `consumer`'s own host context (replacing an earlier
+    /// binding): what its discovery, policies and handlers read instead of
+    /// the provider's. For adapters that authenticate each consumer from
+    /// its credential; [`forget_consumer`](Registry::forget_consumer) and
+    /// [`unbind_host_context`](Registry::unbind_host_context) end it.
+    ///
+    /// ```
+    /// use agent_surface::context::{Consumer, ConsumerKind, HostContext};
+    /// use agent_surface::Registry;
+    /// use serde_json::json;
+    ///
+    /// let registry = Registry::default();
+    /// let ada = Consumer::new(ConsumerKind::Mcp, "ada");
+    /// registry.bind_host_context(&ada, HostContext::new().with("user", json!({"id": "ada"})));
+    /// assert!(registry.host_context_for(&ada).get("user").is_some());
+    /// assert!(registry.host_context().get("user").is_none());
+    /// ```
+    pub fn bind_host_context(&self, consumer: &Consumer, host: HostContext) {
+        self.inner.bound_hosts.bind(consumer.key(), host);
+    }
+
+    /// Ends `consumer`'s binding: it reads the provider's context again.
+    pub fn unbind_host_context(&self, consumer: &Consumer) {
+        self.inner.bound_hosts.unbind(consumer.key());
+    }
+
+    /// The host context `consumer` is evaluated with now: its bound context
+    /// ([`bind_host_context`](Registry::bind_host_context)), else the
+    /// provider's ([`host_context`](Registry::host_context)).
+    pub fn host_context_for(&self, consumer: &Consumer) -> HostContext {
+        self.inner.host_for(consumer.key())
+    }
+}
