@@ -91,9 +91,13 @@ impl AuthGate {
         }
     }
 
-    fn refuse(&self, status: StatusCode, challenge: usize, text: &'static str) -> Response {
+    fn refuse(&self, refusal: Refusal) -> Response {
+        let (status, text) = match refusal {
+            Refusal::Missing | Refusal::Invalid => (StatusCode::UNAUTHORIZED, UNAUTHORIZED),
+            Refusal::Scope => (StatusCode::FORBIDDEN, FORBIDDEN),
+        };
         let mut response = plain(status, text);
-        if let Some(value) = self.challenges.get(challenge) {
+        if let Some(value) = self.challenges.get(refusal as usize) {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, value.clone());
@@ -102,12 +106,12 @@ impl AuthGate {
     }
 
     /// The request's identity, or the refusal to send.
-    fn authenticate(&self, request: &Request) -> Result<Authenticated, Response> {
+    fn authenticate(&self, request: &Request) -> Result<Authenticated, Refusal> {
         let mut values = request.headers().get_all(header::AUTHORIZATION).iter();
         let (Some(value), None) = (values.next(), values.next()) else {
-            return Err(self.refuse(StatusCode::UNAUTHORIZED, 0, UNAUTHORIZED));
+            return Err(Refusal::Missing);
         };
-        let invalid = || self.refuse(StatusCode::UNAUTHORIZED, 1, UNAUTHORIZED);
+        let invalid = || Refusal::Invalid;
         let Some(token) = bearer(value) else {
             return Err(invalid());
         };
@@ -125,7 +129,7 @@ impl AuthGate {
         };
         let granted = |scope: &String| identity.scopes().contains(scope);
         if !self.auth.required().iter().all(granted) {
-            return Err(self.refuse(StatusCode::FORBIDDEN, 2, FORBIDDEN));
+            return Err(Refusal::Scope);
         }
         let host = self.auth.host_of(&identity);
         Ok(Authenticated {
@@ -177,6 +181,17 @@ impl AuthGate {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(session);
     }
+}
+
+/// Why a request was refused; the value indexes the challenges.
+#[derive(Clone, Copy)]
+enum Refusal {
+    /// No credential (`401`).
+    Missing = 0,
+    /// A credential the authenticator refused (`401 invalid_token`).
+    Invalid = 1,
+    /// A valid credential short of a required scope (`403`).
+    Scope = 2,
 }
 
 const UNAUTHORIZED: &str = "Unauthorized: a valid bearer token for this resource is required";
@@ -232,7 +247,7 @@ pub(crate) async fn auth_gate(
     }
     let authenticated = match gate.authenticate(&request) {
         Ok(authenticated) => authenticated,
-        Err(refusal) => return refusal,
+        Err(refusal) => return gate.refuse(refusal),
     };
     let session = request
         .headers()
