@@ -24,8 +24,11 @@ pub const MAX_BOUND_CONSUMERS: usize = 4096;
 #[derive(Default)]
 pub(crate) struct BoundHosts {
     /// Each binding and when it was last renewed (a counter).
-    by_key: std::sync::Mutex<(FxHashMap<Arc<str>, (HostContext, u64)>, u64)>,
+    by_key: std::sync::Mutex<(Bindings, u64)>,
 }
+
+/// Each consumer key's context and the moment it was last bound.
+type Bindings = FxHashMap<Arc<str>, (HostContext, u64)>;
 
 impl BoundHosts {
     fn get(&self, key: &str) -> Option<HostContext> {
