@@ -1,6 +1,9 @@
 //! How `--mcp http` authenticates: none on loopback (the default, for the
 //! people of this machine, acting as `--user`), or bearer tokens (`--auth`)
-//! whose identity — not `--user` — decides what each caller sees.
+//! whose identity — not `--user` — decides what each caller sees (the
+//! registry's own context then has no user: it fails closed). The demo
+//! backend's session stays `--user`'s: it re-checks inputs, and the console
+//! decides per identity what reaches it.
 
 use std::net::SocketAddr;
 

@@ -137,7 +137,12 @@ async fn main() -> ExitCode {
         return web_console(user, address).await;
     }
     // The binary runs only the reviewed surface (the committed artifact).
-    let registry = devices::registry_for(&user, devices::pinned);
+    // Authenticated callers bring their own identity; nobody else has one.
+    let registry = if options.auth.is_some() {
+        devices::registry_for_authenticated(devices::pinned)
+    } else {
+        devices::registry_for(&user, devices::pinned)
+    };
     let app = match App::attach(registry, user).await {
         Ok(app) => app,
         Err(err) => {

@@ -7,7 +7,8 @@ Usage: python mcp_auth_client.py <path-to-devices-binary>
 
 1. Static tokens (`--auth tokens FILE`): an admin and a viewer token on one
    server at once see different tools (the viewer never sees
-   domain_devices__disable); no token, an unknown one and one without the
+   domain_devices__disable); the admin's disable still runs only once the
+   person approved (a token is no approval); no token, an unknown one and one without the
    `mcp` scope get 401/403 with the RFC 9728 / RFC 6750 challenge; a
    session id replayed with another token is refused; the protected
    resource metadata is served and correct.
@@ -28,6 +29,7 @@ import time
 
 import httpx2
 import jwt
+import mcp.types as types
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
@@ -80,10 +82,27 @@ class Server:
         self.process.wait(timeout=10)
 
 
-def client(url, token, mode):
+def client(url, token, mode, **options):
     headers = {"Authorization": f"Bearer {token}"}
     transport = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
-    return Client(transport, mode=mode)
+    return Client(transport, mode=mode, **options)
+
+
+async def the_person_still_approves(server, admin):
+    """A token is no approval: the admin's disable waits for the person
+    (elicitation, as configured), and runs only once they approved."""
+    asked = []
+
+    async def approve(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async with client(server.url, admin, "legacy", elicitation_callback=approve) as as_admin:
+        await as_admin.call_tool(SELECT, {"ids": ["d2"]})
+        result = await as_admin.call_tool(DISABLE, {"reason": "cleanup"})
+        expect(len(asked) == 1, "the person was asked once")
+        expect(not result.is_error and result.structured_content == {"disabled": 1}, f"disabled once approved: {result}")
+    say("  [tokens] the admin's disable ran only after the person approved (elicitation)")
 
 
 def names(listing):
@@ -201,6 +220,7 @@ async def static_tokens(directory):
     say("[static tokens]")
     with Server("tokens", tokens, "--authorization-server", ISSUER) as server:
         await admin_and_viewer(server, admin, viewer, "tokens")
+        await the_person_still_approves(server, admin)
         refusals(server, metadata_url(server), [("an unknown token", "t-guess")], unscoped, "tokens")
         replay(server, admin, viewer, "tokens")
         metadata_document(server, server.url)
