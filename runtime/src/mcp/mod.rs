@@ -44,6 +44,12 @@
 //!   stateless request is its own consumer — a session header it carries is
 //!   ignored — and a confirmation it was asked for can be presented later by
 //!   id.
+//! - **Authorization** (see [`auth`]): with
+//!   [`auth`](McpServerBuilder::auth), HTTP is an OAuth 2.1 protected
+//!   resource — bearer tokens (static or JWT) become per-credential
+//!   identities with their own host context, `401`/`403` challenges name
+//!   the Protected Resource Metadata, and sessions are bound to the
+//!   credential that opened them. Without it, HTTP is for loopback.
 //! - **HTTP** (see `endpoint` and `gate`): loopback origins and hosts by
 //!   default (`403` otherwise, every verb), a session cap with a typed
 //!   refusal, idle expiry, a body limit, read timeouts and a connection
