@@ -127,6 +127,21 @@ pub fn registry_for(
         .build()
 }
 
+/// The registry of the console for callers authenticated per request (MCP
+/// over HTTP with bearer tokens): each identity's own host context is bound
+/// by the MCP server; the provider's — what anyone else, or an identity
+/// whose binding lapsed, is evaluated with — has no user, so it fails
+/// closed. It carries the backend, which [`App::connect`] serves.
+pub fn registry_for_authenticated(
+    configure: impl FnOnce(RegistryBuilder) -> RegistryBuilder,
+) -> Registry {
+    let backend = Arc::new(Backend::demo());
+    let host = HostContext::new().with_extension(Arc::clone(&backend));
+    configure(registry_builder_for(Some(backend)))
+        .host_context(move || host.clone())
+        .build()
+}
+
 /// A confirmation in the person's terms: "Disable 3 devices: Air sensor
 /// Navigli, …" on a red "Disable 3 devices" button, every device listed with
 /// its status and city, and the agent's own reason labelled as its words.

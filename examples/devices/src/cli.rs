@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use clap::error::ErrorKind;
 use clap::{Arg, ArgAction, ArgGroup, Command};
@@ -28,10 +29,26 @@ pub(crate) enum Show {
     McpHttp(SocketAddr),
 }
 
+/// How `--mcp http` authenticates its callers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Auth {
+    /// Static bearer tokens from a JSON file.
+    Tokens(PathBuf),
+    /// JWTs of `issuer`, verified with a PEM public key or a JWKS document
+    /// (a `.json` file).
+    Jwt { issuer: String, key: PathBuf },
+}
+
 /// The parsed command line.
 pub(crate) struct Options {
     pub(crate) user: User,
     pub(crate) show: Show,
+    /// Bearer authentication of `--mcp http` (none: loopback, unauthenticated).
+    pub(crate) auth: Option<Auth>,
+    /// The endpoint's public URI (the tokens' audience), for `--auth`.
+    pub(crate) resource: Option<String>,
+    /// The authorization server advertised in the metadata, for `--auth`.
+    pub(crate) authorization_server: Option<String>,
 }
 
 /// Where `--mcp http` listens when no address is given.
@@ -93,6 +110,34 @@ fn command() -> Command {
                      (default 127.0.0.1:8765, path /mcp) until interrupted",
                 ),
         )
+        .arg(
+            Arg::new("auth")
+                .long("auth")
+                .value_names(["KIND", "ARGS"])
+                .num_args(2..=3)
+                .help(
+                    "Require bearer tokens on `--mcp http`: `tokens FILE` (a JSON token table) \
+                     or `jwt ISSUER KEY` (KEY: a PEM public key, or a JWKS `.json` file); \
+                     identity comes from each token, not from --user",
+                ),
+        )
+        .arg(
+            Arg::new("resource")
+                .long("resource")
+                .value_name("URL")
+                .requires("auth")
+                .help(
+                    "The endpoint's public URI, the audience tokens must name (default \
+                     http://ADDR/mcp); its host is also allowed as `Host`",
+                ),
+        )
+        .arg(
+            Arg::new("authorization-server")
+                .long("authorization-server")
+                .value_name("URL")
+                .requires("auth")
+                .help("The authorization server advertised in the protected resource metadata"),
+        )
         .group(
             ArgGroup::new("mode")
                 .args(["listen", "script", "catalog", "snapshot", "explain", "mcp"])
@@ -142,7 +187,38 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
             .map_or(DEFAULT_WEB, String::as_str);
         Show::Web(address(&mut command, listen)?)
     };
-    Ok(Options { user, show })
+    let auth = match matches.get_many::<String>("auth") {
+        None => None,
+        Some(values) => {
+            if !matches!(show, Show::McpHttp(_)) {
+                return Err(command.error(
+                    ErrorKind::ArgumentConflict,
+                    "`--auth` applies to `--mcp http` only",
+                ));
+            }
+            let values: Vec<&str> = values.map(String::as_str).collect();
+            Some(match values.as_slice() {
+                ["tokens", file] => Auth::Tokens(PathBuf::from(file)),
+                ["jwt", issuer, key] => Auth::Jwt {
+                    issuer: (*issuer).to_owned(),
+                    key: PathBuf::from(key),
+                },
+                _ => {
+                    return Err(command.error(
+                        ErrorKind::InvalidValue,
+                        "write `--auth tokens FILE` or `--auth jwt ISSUER KEY`",
+                    ));
+                }
+            })
+        }
+    };
+    Ok(Options {
+        user,
+        show,
+        auth,
+        resource: matches.get_one::<String>("resource").cloned(),
+        authorization_server: matches.get_one::<String>("authorization-server").cloned(),
+    })
 }
 
 fn address(command: &mut Command, text: &str) -> Result<SocketAddr, clap::Error> {
@@ -191,6 +267,25 @@ mod tests {
     }
 
     #[test]
+    fn auth_is_read_for_mcp_http() {
+        let options = parse_line("--mcp http 127.0.0.1:0 --auth tokens t.json").unwrap();
+        assert_eq!(options.auth, Some(Auth::Tokens(PathBuf::from("t.json"))));
+        let options = parse_line(
+            "--mcp http --auth jwt https://auth.test k.json --resource https://d.test/mcp",
+        )
+        .unwrap();
+        assert_eq!(
+            options.auth,
+            Some(Auth::Jwt {
+                issuer: "https://auth.test".to_owned(),
+                key: PathBuf::from("k.json")
+            })
+        );
+        assert_eq!(options.resource.as_deref(), Some("https://d.test/mcp"));
+        assert!(parse_line("--mcp http").unwrap().auth.is_none());
+    }
+
+    #[test]
     fn unknown_or_misplaced_flags_are_usage_errors() {
         for line in [
             "--bogus",
@@ -204,6 +299,12 @@ mod tests {
             "--user root",
             "--user viewer --user admin",
             "--user",
+            "--auth tokens t.json",
+            "--mcp stdio --auth tokens t.json",
+            "--mcp http --auth tokens",
+            "--mcp http --auth oauth x y",
+            "--mcp http --auth jwt issuer",
+            "--mcp http --resource https://x/mcp",
         ] {
             assert!(parse_line(line).is_err(), "`{line}` must be refused");
         }

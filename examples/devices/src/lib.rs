@@ -12,7 +12,7 @@ pub mod web;
 
 pub use app::{
     App, StartError, host_for, mount_page, present, registry_builder, registry_builder_for,
-    registry_for,
+    registry_for, registry_for_authenticated,
 };
 pub use backend::{Backend, City, Device, Status};
 pub use components::{Console, DevicesTable, Drawer, FilterBar, Navigation};

@@ -18,9 +18,17 @@
 //! - `--explain` — print the developer explain view for the user;
 //! - `--mcp stdio` — serve the surface to an MCP client over stdin/stdout;
 //! - `--mcp http [addr]` — serve it over streamable HTTP (default
-//!   `127.0.0.1:8765`, path `/mcp`) until interrupted;
+//!   `127.0.0.1:8765`, path `/mcp`) until interrupted; unauthenticated on
+//!   loopback, acting as `--user` (it says so at start-up), unless
+//! - `--auth tokens FILE` or `--auth jwt ISSUER KEY` — require bearer
+//!   tokens (a JSON token table; or JWTs of ISSUER verified with a PEM
+//!   public key or a JWKS `.json` file), each token's identity deciding what
+//!   its caller sees; `--resource URL` is the public URI tokens must name
+//!   (default `http://ADDR/mcp`), `--authorization-server URL` the one the
+//!   metadata advertises;
 //! - `--help`.
 
+mod auth;
 mod cli;
 
 use std::io::Write;
@@ -28,13 +36,18 @@ use std::process::ExitCode;
 
 use agent_surface::catalog::Catalog;
 use agent_surface::explain::explain_surface;
-use agent_surface::mcp::McpServer;
+use agent_surface::mcp::{McpServer, McpServerBuilder};
 use agent_surface::snapshot::SnapshotOptions;
 use cli::Show;
 use devices::{App, User, scenario};
 
 /// The devices surface as an MCP server.
 fn mcp_server(app: &App) -> McpServer {
+    mcp_builder(app).build()
+}
+
+/// The devices surface's MCP server builder.
+fn mcp_builder(app: &App) -> McpServerBuilder {
     McpServer::builder(app.registry())
         .name("devices")
         .instructions(
@@ -42,7 +55,6 @@ fn mcp_server(app: &App) -> McpServer {
              the selection with domain_devices__disable (the user confirms). Follow each error's \
              retry hint.",
         )
-        .build()
 }
 
 /// Serves the web console (and MCP at `/mcp`) until interrupted.
@@ -100,14 +112,15 @@ fn print_json(value: &impl serde::Serialize) {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let (user, show) = match cli::parse(std::env::args_os()) {
-        Ok(options) => (options.user, options.show),
+    let options = match cli::parse(std::env::args_os()) {
+        Ok(options) => options,
         Err(error) => {
             // Help goes to stdout (success); a usage error to stderr.
             let _ = error.print();
             return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
         }
     };
+    let (user, show) = (options.user.clone(), options.show);
     if let Show::Catalog = show {
         return match Catalog::load() {
             Ok(catalog) => {
@@ -124,7 +137,12 @@ async fn main() -> ExitCode {
         return web_console(user, address).await;
     }
     // The binary runs only the reviewed surface (the committed artifact).
-    let registry = devices::registry_for(&user, devices::pinned);
+    // Authenticated callers bring their own identity; nobody else has one.
+    let registry = if options.auth.is_some() {
+        devices::registry_for_authenticated(devices::pinned)
+    } else {
+        devices::registry_for(&user, devices::pinned)
+    };
     let app = match App::attach(registry, user).await {
         Ok(app) => app,
         Err(err) => {
@@ -144,8 +162,40 @@ async fn main() -> ExitCode {
             }
         }
         Show::McpHttp(address) => {
-            let server = mcp_server(&app);
-            match server.serve_http(address).await {
+            // Bound first: the default resource URI names the actual port.
+            let listener = match tokio::net::TcpListener::bind(address).await {
+                Ok(listener) => listener,
+                Err(err) => {
+                    eprintln!("error: cannot listen on {address}: {err}");
+                    app.stop().await;
+                    return ExitCode::FAILURE;
+                }
+            };
+            let address = listener.local_addr().unwrap_or(address);
+            let builder = mcp_builder(&app);
+            let (builder, notice) = match &options.auth {
+                None => (
+                    builder,
+                    auth::unauthenticated_notice(address, &app.user().id),
+                ),
+                Some(how) => match auth::configure(
+                    builder,
+                    how,
+                    address,
+                    options.resource.as_deref(),
+                    options.authorization_server.as_deref(),
+                ) {
+                    Ok(configured) => configured,
+                    Err(err) => {
+                        eprintln!("error: {err}");
+                        app.stop().await;
+                        return ExitCode::FAILURE;
+                    }
+                },
+            };
+            eprintln!("{notice}");
+            let server = builder.build();
+            match server.serve_on(listener, axum::Router::new()) {
                 Ok(http) => {
                     // Stdout carries the address so a launcher can connect.
                     println!("listening on {}", http.url());

@@ -6,6 +6,9 @@
 //!   forgotten when it ends — its view, its settled dedupe records and its
 //!   open confirmations. A session id the server no longer holds is a 404
 //!   at the transport, before any handler runs.
+//! - **Credential**: with [`auth`](super::McpServerBuilder::auth), the
+//!   identity of the request's bearer token (`mcp:auth-<subject>-<hash>`),
+//!   evaluated with that identity's host context; it acts as a principal.
 //! - **Principal**: the [`identify`](super::McpServerBuilder::identify)
 //!   hook's answer for an HTTP request (the authenticated user).
 //! - **Anonymous**: a 2026-07-28 HTTP request has no session. Without a
@@ -27,6 +30,7 @@ use rmcp::model::{Extensions, RequestId};
 use rmcp::service::Peer;
 
 use super::McpSession;
+use super::auth::Authenticated;
 use crate::context::{Consumer, ConsumerKind};
 use crate::toolset::ConsumerView;
 
@@ -66,6 +70,9 @@ impl McpSession {
     fn identify(&self, extensions: &Extensions, peer: &Peer<RoleServer>) -> Option<Acting> {
         let parts = extensions.get::<::http::request::Parts>();
         let client = client_name(peer);
+        if let Some(authenticated) = parts.and_then(|p| p.extensions.get::<Authenticated>()) {
+            return self.authenticated(authenticated, client.as_deref());
+        }
         if let (Some(identify), Some(parts)) = (&self.shared.identify, parts)
             && let Ok(Some(principal)) = crate::adapter::contain::catch(|| identify(parts))
         {
@@ -113,6 +120,27 @@ impl McpSession {
             consumer: consumer.clone(),
             caller: Caller::Anonymous,
             view: Arc::clone(view),
+        })
+    }
+
+    /// The consumer of a credential's identity, evaluated with its host
+    /// context (bound again on every request: the binding is bounded).
+    fn authenticated(&self, authenticated: &Authenticated, client: Option<&str>) -> Option<Acting> {
+        let consumer = Consumer::new(ConsumerKind::Mcp, authenticated.consumer.as_str());
+        self.shared
+            .registry
+            .bind_host_context(&consumer, authenticated.host.clone());
+        let subject = crate::adapter::text::escape(&authenticated.subject);
+        let subject = crate::adapter::text::truncate(&subject, MAX_CLIENT_NAME_CHARS);
+        let label = match client {
+            Some(client) => format!("{client} ({subject})"),
+            None => subject.into_owned(),
+        };
+        let view = self.shared.view(&authenticated.consumer, Some(&label))?;
+        Some(Acting {
+            consumer: authenticated.consumer.clone(),
+            caller: Caller::Principal,
+            view,
         })
     }
 

@@ -21,6 +21,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::auth::{AuthGate, auth_gate};
 use super::gate::{Gate, gate};
 use super::origin::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS, OriginGate};
 use super::{McpServeError, McpServer, McpSession};
@@ -104,7 +105,7 @@ impl McpServer {
         );
         let gate_state = Arc::new(Gate {
             origin: self.origin_gate(),
-            sessions,
+            sessions: Arc::clone(&sessions),
             max_sessions: options.max_sessions,
             read_timeout: options.read_timeout,
             max_body_bytes: options.max_body_bytes,
@@ -114,9 +115,36 @@ impl McpServer {
                 options.max_connections,
             ))),
         });
-        axum::Router::new()
+        let router = axum::Router::new()
             .fallback_service(transport)
-            .layer(axum::middleware::from_fn_with_state(gate_state, gate))
+            .layer(axum::middleware::from_fn_with_state(gate_state, gate));
+        match &self.shared.auth {
+            // Outermost: nothing of a request is read before its credential.
+            Some(auth) => {
+                let auth = AuthGate::new(
+                    auth.clone(),
+                    self.origin_gate(),
+                    sessions,
+                    options.max_sessions,
+                );
+                router.layer(axum::middleware::from_fn_with_state(
+                    Arc::new(auth),
+                    auth_gate,
+                ))
+            }
+            None => router,
+        }
+    }
+
+    /// The Protected Resource Metadata routes (RFC 9728) of a server with
+    /// [`auth`](super::McpServerBuilder::auth) — empty without — to merge
+    /// into your own router when you serve [`http_service`](Self::http_service)
+    /// yourself ([`serve_with`](Self::serve_with) merges them).
+    pub fn metadata_routes(&self) -> axum::Router {
+        match &self.shared.auth {
+            Some(auth) => super::auth::metadata_routes(auth),
+            None => axum::Router::new(),
+        }
     }
 
     /// The `Origin`/`Host` gate of this server's allow-lists
@@ -164,6 +192,7 @@ impl McpServer {
         let origin = Arc::new(self.origin_gate());
         let body_limit = self.shared.http.max_body_bytes;
         let router = routes
+            .merge(self.metadata_routes())
             .nest_service("/mcp", self.http_service(stop.child_token()))
             .layer(axum::extract::DefaultBodyLimit::max(body_limit))
             .layer(axum::middleware::from_fn_with_state(body_limit, limit_body))

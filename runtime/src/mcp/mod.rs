@@ -44,6 +44,12 @@
 //!   stateless request is its own consumer — a session header it carries is
 //!   ignored — and a confirmation it was asked for can be presented later by
 //!   id.
+//! - **Authorization** (see [`auth`]): with
+//!   [`auth`](McpServerBuilder::auth), HTTP is an OAuth 2.1 protected
+//!   resource — bearer tokens (static or JWT) become per-credential
+//!   identities with their own host context, `401`/`403` challenges name
+//!   the Protected Resource Metadata, and sessions are bound to the
+//!   credential that opened them. Without it, HTTP is for loopback.
 //! - **HTTP** (see `endpoint` and `gate`): loopback origins and hosts by
 //!   default (`403` otherwise, every verb), a session cap with a typed
 //!   refusal, idle expiry, a body limit, read timeouts and a connection
@@ -65,6 +71,7 @@
 //! ```
 #![doc = include_str!("../../docs/mcp.md")]
 
+pub mod auth;
 mod caller;
 mod clients;
 mod convert;
@@ -147,6 +154,7 @@ pub struct McpServerBuilder {
     instructions: Option<String>,
     elicitation: Option<bool>,
     identify: Option<Identify>,
+    auth: Option<auth::ResourceServer>,
     http: HttpOptions,
 }
 
@@ -207,6 +215,20 @@ impl McpServerBuilder {
         identify: impl Fn(&http::request::Parts) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
         self.identify = Some(Arc::new(identify));
+        self
+    }
+
+    /// Authenticates every HTTP request as an OAuth 2.1 protected resource
+    /// (see [`auth`]): a bearer token is required (`401` with the
+    /// metadata's address otherwise), becomes the request's identity — its
+    /// own consumer, evaluated with its own host context — and binds the
+    /// sessions it opens. The metadata is served at
+    /// `/.well-known/oauth-protected-resource` by
+    /// [`serve_http`](McpServer::serve_http) and
+    /// [`serve_with`](McpServer::serve_with). Takes precedence over
+    /// [`identify`](Self::identify) on HTTP; stdio is unaffected.
+    pub fn auth(mut self, auth: auth::ResourceServer) -> Self {
+        self.auth = Some(auth);
         self
     }
 
@@ -284,6 +306,7 @@ impl McpServerBuilder {
             instructions: self.instructions,
             elicitation,
             identify: self.identify,
+            auth: self.auth,
             views,
             activity: CallActivity::default(),
             elicitations: Mutex::new(Lru::new(256, 600_000)),
@@ -320,6 +343,7 @@ struct Shared {
     instructions: Option<String>,
     elicitation: bool,
     identify: Option<Identify>,
+    auth: Option<auth::ResourceServer>,
     views: ConsumerViews,
     activity: CallActivity,
     elicitations: Mutex<Lru<String, PendingElicitation>>,
@@ -388,6 +412,7 @@ impl McpServer {
             instructions: None,
             elicitation: None,
             identify: None,
+            auth: None,
             http: HttpOptions::default(),
         }
     }

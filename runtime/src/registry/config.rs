@@ -394,6 +394,7 @@ impl RegistryBuilder {
             empty_host: &shared_defaults().host,
             anonymous: &shared_defaults().anonymous,
             base_chain,
+            bound_hosts: super::consumer_host::BoundHosts::default(),
         };
         Registry {
             inner: Arc::new(inner),

@@ -22,5 +22,6 @@ impl Registry {
         self.inner
             .confirmations
             .withdraw_consumer(&*self.inner, key);
+        self.inner.bound_hosts.unbind(key);
     }
 }

@@ -38,6 +38,8 @@ mod adapter_needs;
 mod authority;
 mod config;
 mod confirmations;
+mod consumer_host;
+pub use consumer_host::MAX_BOUND_CONSUMERS;
 mod forget_consumer;
 mod handle;
 mod insertion;
@@ -111,6 +113,9 @@ pub(crate) struct Inner {
     pub(crate) base_chain: Arc<Chain>,
     /// The installed procedure executor.
     pub(crate) executor: std::sync::RwLock<Option<Arc<dyn ProcedureExecutor>>>,
+    /// Host contexts bound to consumers by the adapters that authenticated
+    /// them.
+    pub(crate) bound_hosts: consumer_host::BoundHosts,
 }
 
 impl Inner {

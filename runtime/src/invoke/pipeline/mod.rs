@@ -267,7 +267,7 @@ impl InFlight<'_> {
         if Cancelled(self.options.cancellation.as_ref()).fired() {
             return Err(ErrorPayload::cancelled());
         }
-        let host = self.registry.inner.host();
+        let host = self.registry.inner.host_for(&self.consumer_key);
         let target = self.resolve(&host)?;
         let _ = self
             .resolved

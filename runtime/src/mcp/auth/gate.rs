@@ -1,0 +1,281 @@
+//! The authentication gate in front of `/mcp`: the bearer token becomes the
+//! request's identity (or a `401`/`403` that says nothing about tools), and
+//! each session stays bound to the identity that opened it.
+
+use std::sync::{Arc, PoisonError};
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use http::{HeaderValue, Method, StatusCode, header};
+use rmcp::transport::streamable_http_server::session::SessionId;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rustc_hash::FxHashMap;
+use sha2::{Digest, Sha256};
+
+use super::{Identity, ResourceServer};
+use crate::context::HostContext;
+use crate::mcp::origin::OriginGate;
+use crate::mcp::plain::plain;
+
+/// The session header of the streamable HTTP transport.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The longest bearer token read; longer ones are refused unread.
+const MAX_TOKEN_BYTES: usize = 8 * 1024;
+
+/// The longest subject kept in a consumer id, in characters.
+const MAX_SUBJECT_CHARS: usize = 64;
+
+/// The identity a request authenticated as, in its extensions (the MCP
+/// session reads it from the request parts).
+#[derive(Clone, Debug)]
+pub(crate) struct Authenticated {
+    /// The consumer id: the subject and a fingerprint of its host context.
+    pub(crate) consumer: String,
+    /// How a person would name it.
+    pub(crate) subject: String,
+    pub(crate) host: HostContext,
+}
+
+/// The gate's state.
+pub(crate) struct AuthGate {
+    pub(crate) auth: ResourceServer,
+    pub(crate) origin: OriginGate,
+    pub(crate) sessions: Arc<LocalSessionManager>,
+    /// Which consumer opened each session.
+    pub(crate) owners: std::sync::Mutex<FxHashMap<String, String>>,
+    /// Past this many owners, those of ended sessions are dropped.
+    pub(crate) max_owners: usize,
+    /// The value of a `401`'s `WWW-Authenticate` without a token, with a
+    /// refused token, and of a `403`.
+    challenges: [HeaderValue; 3],
+}
+
+impl AuthGate {
+    pub(crate) fn new(
+        auth: ResourceServer,
+        origin: OriginGate,
+        sessions: Arc<LocalSessionManager>,
+        max_sessions: usize,
+    ) -> AuthGate {
+        let quoted = |text: &str| text.replace(['"', '\\'], "");
+        let metadata = quoted(&auth.metadata_url());
+        let scope = quoted(&auth.required().join(" "));
+        let scope_param = if scope.is_empty() {
+            String::new()
+        } else {
+            format!(", scope=\"{scope}\"")
+        };
+        let challenge = |text: String| {
+            HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+        };
+        let challenges = [
+            challenge(format!(
+                "Bearer resource_metadata=\"{metadata}\"{scope_param}"
+            )),
+            challenge(format!(
+                "Bearer error=\"invalid_token\", resource_metadata=\"{metadata}\"{scope_param}"
+            )),
+            challenge(format!(
+                "Bearer error=\"insufficient_scope\"{scope_param}, resource_metadata=\"{metadata}\""
+            )),
+        ];
+        AuthGate {
+            auth,
+            origin,
+            sessions,
+            owners: std::sync::Mutex::new(FxHashMap::default()),
+            max_owners: max_sessions.saturating_mul(2).saturating_add(16),
+            challenges,
+        }
+    }
+
+    fn refuse(&self, refusal: Refusal) -> Response {
+        let (status, text) = match refusal {
+            Refusal::Missing | Refusal::Invalid => (StatusCode::UNAUTHORIZED, UNAUTHORIZED),
+            Refusal::Scope => (StatusCode::FORBIDDEN, FORBIDDEN),
+        };
+        let mut response = plain(status, text);
+        if let Some(value) = self.challenges.get(refusal as usize) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value.clone());
+        }
+        response
+    }
+
+    /// The request's identity, or the refusal to send.
+    fn authenticate(&self, request: &Request) -> Result<Authenticated, Refusal> {
+        let mut values = request.headers().get_all(header::AUTHORIZATION).iter();
+        let (Some(value), None) = (values.next(), values.next()) else {
+            return Err(Refusal::Missing);
+        };
+        let invalid = || Refusal::Invalid;
+        let Some(token) = bearer(value) else {
+            return Err(invalid());
+        };
+        let authenticator = self.auth.authenticator();
+        let identity = match crate::adapter::contain::catch(|| authenticator.authenticate(token)) {
+            Ok(Ok(identity)) => identity,
+            Ok(Err(rejected)) => {
+                tracing::debug!(reason = rejected.reason(), "MCP bearer token refused");
+                return Err(invalid());
+            }
+            Err(_) => {
+                tracing::warn!("the MCP authenticator panicked; the request is refused");
+                return Err(invalid());
+            }
+        };
+        let granted = |scope: &String| identity.scopes().contains(scope);
+        if !self.auth.required().iter().all(granted) {
+            return Err(Refusal::Scope);
+        }
+        let host = self.auth.host_of(&identity);
+        Ok(Authenticated {
+            consumer: consumer_id(&identity, &host),
+            subject: identity.subject().to_owned(),
+            host,
+        })
+    }
+
+    fn owner(&self, session: &str) -> Option<String> {
+        self.owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .cloned()
+    }
+
+    async fn bind(&self, session: String, consumer: String) {
+        let full = self
+            .owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+            >= self.max_owners;
+        if full {
+            let held: Vec<SessionId> = self
+                .sessions
+                .sessions
+                .read()
+                .await
+                .keys()
+                .cloned()
+                .collect();
+            let held: rustc_hash::FxHashSet<&str> = held.iter().map(|id| &**id).collect();
+            self.owners
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|session, _| held.contains(session.as_str()));
+        }
+        self.owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session, consumer);
+    }
+
+    fn unbind(&self, session: &str) {
+        self.owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session);
+    }
+}
+
+/// Why a request was refused; the value indexes the challenges.
+#[derive(Clone, Copy)]
+enum Refusal {
+    /// No credential (`401`).
+    Missing = 0,
+    /// A credential the authenticator refused (`401 invalid_token`).
+    Invalid = 1,
+    /// A valid credential short of a required scope (`403`).
+    Scope = 2,
+}
+
+const UNAUTHORIZED: &str = "Unauthorized: a valid bearer token for this resource is required";
+const FORBIDDEN: &str = "Forbidden: the token does not grant the scope this resource requires";
+
+/// The token of an `Authorization: Bearer …` value.
+fn bearer(value: &HeaderValue) -> Option<&str> {
+    let value = value.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer")
+        && !token.is_empty()
+        && token.len() <= MAX_TOKEN_BYTES
+        && !token.contains(char::is_whitespace))
+    .then_some(token)
+}
+
+/// `auth-<subject>-<fingerprint>`: one consumer per subject and host
+/// context, so two credentials of one subject granting different things
+/// never share a view.
+fn consumer_id(identity: &Identity, host: &HostContext) -> String {
+    let mut digest = Sha256::new();
+    digest.update(identity.subject().as_bytes());
+    digest.update([0]);
+    digest.update(
+        serde_json::Value::Object(host.values().clone())
+            .to_string()
+            .as_bytes(),
+    );
+    let fingerprint: String = digest
+        .finalize()
+        .iter()
+        .take(6)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let subject: String = identity
+        .subject()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
+        .take(MAX_SUBJECT_CHARS)
+        .collect();
+    format!("auth-{subject}-{fingerprint}")
+}
+
+/// The gate as axum middleware.
+pub(crate) async fn auth_gate(
+    State(gate): State<Arc<AuthGate>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if let Err(reason) = gate.origin.check(request.headers()) {
+        return plain(StatusCode::FORBIDDEN, reason);
+    }
+    let authenticated = match gate.authenticate(&request) {
+        Ok(authenticated) => authenticated,
+        Err(refusal) => return gate.refuse(refusal),
+    };
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    if let Some(session) = &session
+        && gate.owner(session).as_deref() != Some(authenticated.consumer.as_str())
+    {
+        // Another identity's session is no session of this caller's.
+        return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
+    }
+    let consumer = authenticated.consumer.clone();
+    let method = request.method().clone();
+    request.extensions_mut().insert(authenticated);
+    let response = next.run(request).await;
+    match (&session, method) {
+        (None, Method::POST) => {
+            if let Some(opened) = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|value| value.to_str().ok())
+            {
+                gate.bind(opened.to_owned(), consumer).await;
+            }
+        }
+        (Some(session), Method::DELETE) if response.status().is_success() => gate.unbind(session),
+        _ => {}
+    }
+    response
+}
