@@ -18,7 +18,7 @@ use agent_surface::mcp::auth::{JwtAuthenticator, JwtKey, ResourceServer, StaticT
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::http::{LEGACY, Reply, tool_names};
+use support::raw_mcp::{LEGACY, Reply, tool_names};
 use support::{Served, payload, serve};
 
 const RESOURCE: &str = "https://devices.test/mcp";
