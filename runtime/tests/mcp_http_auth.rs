@@ -859,3 +859,45 @@ async fn auth_one_identity_cannot_take_every_session() {
     let admin = open(&served, ADMIN).await;
     assert!(!session_tools(&served, ADMIN, &admin).await.is_empty());
 }
+
+#[tokio::test]
+async fn auth_one_identity_cannot_take_every_stream() {
+    // Twelve requests or streams in flight at once for `/mcp`; three per
+    // identity.
+    let served = serve(|b| {
+        b.max_connections(16).max_sessions(64).auth(
+            ResourceServer::new(RESOURCE, tokens())
+                .authorization_servers([ISSUER])
+                .required_scopes(["mcp"]),
+        )
+    })
+    .await;
+    let mut sessions = Vec::new();
+    for _ in 0..12 {
+        sessions.push(open(&served, VIEWER).await);
+    }
+    let mut streams = Vec::new();
+    let mut refused = None;
+    for session in &sessions {
+        let stream = served
+            .client
+            .get(&served.url)
+            .header("accept", "text/event-stream")
+            .header("authorization", bearer(VIEWER))
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", LEGACY)
+            .send()
+            .await
+            .unwrap();
+        if stream.status() != StatusCode::OK {
+            refused = Some(stream.status());
+            break;
+        }
+        streams.push(stream);
+    }
+    assert_eq!(refused, Some(StatusCode::SERVICE_UNAVAILABLE));
+    assert_eq!(streams.len(), 3);
+    // Others still get through while the viewer's streams last.
+    assert!(!stateless_tools(&served, ADMIN).await.is_empty());
+    drop(streams);
+}

@@ -4,6 +4,8 @@
 
 use std::sync::{Arc, PoisonError};
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -51,6 +53,14 @@ pub(crate) struct AuthGate {
     /// The most sessions one identity holds at once: opening another ends
     /// its oldest, so one credential cannot take every session of the cap.
     pub(crate) max_sessions_per_identity: usize,
+    /// Each identity's requests and streams in flight: at most a quarter of
+    /// the endpoint's share of connections (at least one), so one
+    /// credential's streams cannot take them all.
+    in_flight: std::sync::Mutex<FxHashMap<String, Arc<Semaphore>>>,
+    /// The most requests and streams one identity holds at once.
+    max_in_flight_per_identity: usize,
+    /// Past this many entries, those of idle identities are dropped.
+    max_in_flight_entries: usize,
     /// The value of a `401`'s `WWW-Authenticate` without a token, with a
     /// refused token, and of a `403`.
     challenges: [HeaderValue; 3],
@@ -62,6 +72,7 @@ impl AuthGate {
         origin: OriginGate,
         sessions: Arc<LocalSessionManager>,
         max_sessions: usize,
+        mcp_share: usize,
     ) -> AuthGate {
         let quoted = |text: &str| text.replace(['"', '\\'], "");
         let metadata = quoted(&auth.metadata_url());
@@ -91,6 +102,9 @@ impl AuthGate {
             sessions,
             owners: std::sync::Mutex::new((FxHashMap::default(), 0)),
             max_sessions_per_identity: (max_sessions / 4).max(1),
+            in_flight: std::sync::Mutex::new(FxHashMap::default()),
+            max_in_flight_per_identity: (mcp_share / 4).max(1),
+            max_in_flight_entries: mcp_share.saturating_mul(2).saturating_add(16),
             challenges,
         }
     }
@@ -141,6 +155,23 @@ impl AuthGate {
             subject: identity.subject().to_owned(),
             host,
         })
+    }
+
+    /// A slot of `consumer`'s share of the requests in flight, held until
+    /// its response ends; `None` when the share is taken.
+    fn slot(&self, consumer: &str) -> Option<OwnedSemaphorePermit> {
+        let mut table = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if table.len() >= self.max_in_flight_entries && !table.contains_key(consumer) {
+            // Idle identities (no permit out) go.
+            table.retain(|_, slots| Arc::strong_count(slots) > 1);
+        }
+        let slots = table
+            .entry(consumer.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.max_in_flight_per_identity)));
+        Arc::clone(slots).try_acquire_owned().ok()
     }
 
     fn owner(&self, session: &str) -> Option<String> {
@@ -288,6 +319,14 @@ pub(crate) async fn auth_gate(
         return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
     }
     let consumer = authenticated.consumer.clone();
+    let Some(slot) = gate.slot(&consumer) else {
+        return crate::mcp::gate::busy(
+            None,
+            crate::error::RateLimitReason::QueueFull,
+            "Server busy: too many requests or streams in flight for this credential; retry \
+             later or close a stream",
+        );
+    };
     let method = request.method().clone();
     request.extensions_mut().insert(authenticated);
     let response = next.run(request).await;
@@ -304,5 +343,9 @@ pub(crate) async fn auth_gate(
         (Some(session), Method::DELETE) if response.status().is_success() => gate.unbind(session),
         _ => {}
     }
-    response
+    let (parts, body) = response.into_parts();
+    Response::from_parts(
+        parts,
+        axum::body::Body::new(crate::mcp::held::Held::new(body, slot)),
+    )
 }
