@@ -614,3 +614,290 @@ fn base64_url(bytes: &[u8]) -> String {
     }
     out
 }
+
+/// The grants a host context carries as a typed extension (what an
+/// application's handlers might read instead of JSON).
+#[derive(Debug)]
+struct Grants(#[allow(dead_code)] Vec<String>);
+
+#[tokio::test]
+async fn auth_two_tokens_of_one_subject_with_different_scopes_are_different_identities() {
+    use agent_surface::context::HostContext;
+    use agent_surface::mcp::auth::Identity;
+    // The host keeps the scopes out of the JSON (a typed extension
+    // instead): the two credentials still must not share a consumer,
+    // sessions or a bound host context.
+    let tokens = StaticTokens::new()
+        .with_token(
+            "ada-rw",
+            Identity::new("ada", ["mcp", "devices:read", "devices:write"]),
+        )
+        .with_token("ada-ro", Identity::new("ada", ["mcp", "devices:read"]));
+    let served = serve(|b| {
+        b.auth(
+            ResourceServer::new(RESOURCE, tokens)
+                .required_scopes(["mcp"])
+                .host_context(|who: &Identity| {
+                    HostContext::new()
+                        .with("user", json!({"id": who.subject()}))
+                        .with_extension(Grants(who.scopes().to_vec()))
+                }),
+        )
+    })
+    .await;
+    let writer = open(&served, "ada-rw").await;
+    let reused = on_session(&served, "ada-ro", &writer, "tools/list", json!({})).await;
+    assert_eq!(reused.status, StatusCode::NOT_FOUND, "{}", reused.body);
+    assert!(reused.messages.is_empty());
+}
+
+/// An RSA public key (its private half was never kept).
+const RSA_PUBLIC_PEM: &str = "-----BEGIN PUBLIC KEY-----
+MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAqsGSl1hS9e64EEzbxVNr
+Py9D+o3eoVkBK3heSi0gARt15aalPAisgdJMWMWlLs9z1gDv+JcdUvELU347nWY9
+dydYBZ6H5f3TqSXzg8PM7xcHixg8cWG4B5IVoQ4yBcVmMn5InWzYW4swLsteJCBy
+41NihSQ6Nlj9QCo/pUBOM+MqXMGGed0Jfm+sM5jZjFpW5SD3sdvGDlMo3baG5k5d
+JJ3A4Z88HKleJTq4AV3Ngdx9NBzvyyfOj72O+jsc4u5Smf+sSodQXB9m7Uq8MyFD
+fL4/qXx7htwMbisJBgjY+NUAwYdTdlQ4ECXu24bYipQtzroRC13o1IjcL9MkKuQ0
+FQIDAQAB
+-----END PUBLIC KEY-----
+";
+
+#[tokio::test]
+async fn auth_jwt_alg_confusion_and_not_yet_valid_tokens_get_401() {
+    let served = serve_jwt(JwtKey::pem(RSA_PUBLIC_PEM.as_bytes()).unwrap()).await;
+    // HS256 keyed with the (public) RSA key: the key decides the algorithm.
+    let confused = jwt(
+        &claims("ada", "mcp devices:read devices:write", RESOURCE, 600),
+        RSA_PUBLIC_PEM.as_bytes(),
+        None,
+    );
+    let reply = served
+        .modern(
+            json!(1),
+            "tools/list",
+            json!({}),
+            &[("authorization", &bearer(&confused))],
+        )
+        .await;
+    assert_challenged(&reply, true, "HS256 keyed with the RSA public key");
+
+    let served = serve_jwt(JwtKey::hmac(SECRET).unwrap()).await;
+    let mut early = claims("ada", "mcp", RESOURCE, 1200);
+    early["nbf"] = json!(jsonwebtoken::get_current_timestamp() + 600);
+    let reply = served
+        .modern(
+            json!(1),
+            "tools/list",
+            json!({}),
+            &[("authorization", &bearer(&jwt(&early, SECRET, None)))],
+        )
+        .await;
+    assert_challenged(&reply, true, "not yet valid");
+}
+
+#[tokio::test]
+async fn auth_odd_authorization_headers_are_refused_and_nothing_panics() {
+    let served = serve_tokens().await;
+    let huge = format!("Bearer {}", "a".repeat(9 * 1024));
+    for (what, values) in [
+        ("a huge token", vec![huge.as_str()]),
+        ("two credentials", vec!["Bearer nope", "Bearer nope2"]),
+        ("a bare scheme", vec!["Bearer"]),
+        ("a tab for a space", vec!["Bearer\tnope"]),
+    ] {
+        let headers: Vec<(&str, &str)> = values.iter().map(|v| ("authorization", *v)).collect();
+        let reply = served
+            .modern(json!(1), "tools/list", json!({}), &headers)
+            .await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{what}");
+        assert!(reply.messages.is_empty(), "{what}");
+    }
+    // A valid credential beside another: which one speaks is ambiguous.
+    let admin = bearer(ADMIN);
+    let reply = served
+        .modern(
+            json!(1),
+            "tools/list",
+            json!({}),
+            &[("authorization", &admin), ("authorization", "Bearer nope")],
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    // Non-ASCII bytes in the header.
+    let reply = served
+        .client
+        .post(&served.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header(
+            "authorization",
+            reqwest::header::HeaderValue::from_bytes(b"Bearer \xff\xfe").unwrap(),
+        )
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), StatusCode::UNAUTHORIZED);
+    // The token in the query string is no credential.
+    let reply = served
+        .client
+        .post(format!("{}?access_token={ADMIN}", served.url))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), StatusCode::UNAUTHORIZED);
+    let challenge = reply.headers()["www-authenticate"].to_str().unwrap();
+    assert!(!challenge.contains("invalid_token"), "{challenge}");
+    // The scheme is case-insensitive (RFC 7235).
+    let lower = format!("bearer {VIEWER}");
+    let reply = served
+        .modern(
+            json!(1),
+            "tools/list",
+            json!({}),
+            &[("authorization", &lower)],
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+}
+
+#[tokio::test]
+async fn auth_another_tokens_session_stream_and_confirmation_are_out_of_reach() {
+    let served = serve_tokens().await;
+    let admin = open(&served, ADMIN).await;
+    // The GET stream of the admin's session, with the viewer's token.
+    let stream = served
+        .client
+        .get(&served.url)
+        .header("accept", "text/event-stream")
+        .header("authorization", bearer(VIEWER))
+        .header("mcp-session-id", &admin)
+        .header("mcp-protocol-version", LEGACY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::NOT_FOUND);
+    // With no token at all, DELETE is a 401.
+    let ended = served
+        .client
+        .delete(&served.url)
+        .header("mcp-session-id", &admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), StatusCode::UNAUTHORIZED);
+
+    // The admin's confirmation id in the viewer's hands: no tool, no call.
+    let auth = bearer(ADMIN);
+    served
+        .modern_call(
+            json!(1),
+            SELECT,
+            json!({"ids": ["d2"]}),
+            &[("authorization", &auth)],
+        )
+        .await;
+    let asked = served
+        .modern_call(json!(2), DISABLE, json!({}), &[("authorization", &auth)])
+        .await;
+    let id = payload(&asked)["details"]["confirmationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let viewer = bearer(VIEWER);
+    let presented = served
+        .modern(
+            json!(3),
+            "tools/call",
+            json!({"name": DISABLE, "arguments": {},
+                   "_meta": {"agentSurface/confirmationId": id}}),
+            &[("authorization", &viewer)],
+        )
+        .await;
+    let presented = presented.response(&json!(3)).unwrap().clone();
+    let missing = served
+        .modern_call(
+            json!(3),
+            "domain_devices__nosuch",
+            json!({}),
+            &[("authorization", &viewer)],
+        )
+        .await;
+    assert_eq!(
+        presented["error"]["code"], missing["error"]["code"],
+        "{presented} vs {missing}"
+    );
+    assert!(served.app.received().is_empty());
+    // Still the admin's, still pending.
+    assert_eq!(served.app.registry().confirmations().pending().len(), 1);
+}
+
+#[tokio::test]
+async fn auth_one_identity_cannot_take_every_session() {
+    let served = serve(|b| {
+        b.max_sessions(4).auth(
+            ResourceServer::new(RESOURCE, tokens())
+                .authorization_servers([ISSUER])
+                .required_scopes(["mcp"]),
+        )
+    })
+    .await;
+    // The viewer opens as many sessions as the cap, and more: past its
+    // share, its oldest ends.
+    let mut opened = Vec::new();
+    for _ in 0..5 {
+        opened.push(open(&served, VIEWER).await);
+    }
+    let gone = on_session(&served, VIEWER, &opened[0], "tools/list", json!({})).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND, "{}", gone.body);
+    assert!(!session_tools(&served, VIEWER, &opened[4]).await.is_empty());
+    // The admin still gets one.
+    let admin = open(&served, ADMIN).await;
+    assert!(!session_tools(&served, ADMIN, &admin).await.is_empty());
+}
+
+#[tokio::test]
+async fn auth_one_identity_cannot_take_every_stream() {
+    // Twelve requests or streams in flight at once for `/mcp`; three per
+    // identity.
+    let served = serve(|b| {
+        b.max_connections(16).max_sessions(64).auth(
+            ResourceServer::new(RESOURCE, tokens())
+                .authorization_servers([ISSUER])
+                .required_scopes(["mcp"]),
+        )
+    })
+    .await;
+    let mut sessions = Vec::new();
+    for _ in 0..12 {
+        sessions.push(open(&served, VIEWER).await);
+    }
+    let mut streams = Vec::new();
+    let mut refused = None;
+    for session in &sessions {
+        let stream = served
+            .client
+            .get(&served.url)
+            .header("accept", "text/event-stream")
+            .header("authorization", bearer(VIEWER))
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", LEGACY)
+            .send()
+            .await
+            .unwrap();
+        if stream.status() != StatusCode::OK {
+            refused = Some(stream.status());
+            break;
+        }
+        streams.push(stream);
+    }
+    assert_eq!(refused, Some(StatusCode::SERVICE_UNAVAILABLE));
+    assert_eq!(streams.len(), 3);
+    // Others still get through while the viewer's streams last.
+    assert!(!stateless_tools(&served, ADMIN).await.is_empty());
+    drop(streams);
+}

@@ -55,7 +55,13 @@ pub(crate) fn configure(
         }
     };
     let mut server = server.scopes_supported(SCOPES).required_scopes([MCP_SCOPE]);
-    if let Some(authorization_server) = authorization_server {
+    // The JWTs' issuer is the authorization server unless told otherwise:
+    // a client discovering it from the metadata needs one.
+    let issuer = match auth {
+        Auth::Jwt { issuer, .. } => Some(issuer.as_str()),
+        Auth::Tokens(_) => None,
+    };
+    if let Some(authorization_server) = authorization_server.or(issuer) {
         server = server.authorization_servers([authorization_server]);
     }
     let metadata = server.metadata_url();

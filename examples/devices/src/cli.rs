@@ -136,7 +136,10 @@ fn command() -> Command {
                 .long("authorization-server")
                 .value_name("URL")
                 .requires("auth")
-                .help("The authorization server advertised in the protected resource metadata"),
+                .help(
+                    "The authorization server advertised in the protected resource metadata \
+                     (default for `--auth jwt`: the issuer)",
+                ),
         )
         .group(
             ArgGroup::new("mode")

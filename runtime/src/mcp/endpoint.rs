@@ -126,6 +126,7 @@ impl McpServer {
                     self.origin_gate(),
                     sessions,
                     options.max_sessions,
+                    super::gate::mcp_share(options.max_connections),
                 );
                 router.layer(axum::middleware::from_fn_with_state(
                     Arc::new(auth),

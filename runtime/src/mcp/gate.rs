@@ -84,7 +84,7 @@ pub(super) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: 
 
 /// `503` with a `RATE_LIMITED` payload of `reason` and `Retry-After`: the
 /// server is full (sessions, or its share of connections).
-fn busy(
+pub(in crate::mcp) fn busy(
     id: Option<Value>,
     reason: crate::error::RateLimitReason,
     message: &'static str,

@@ -12,13 +12,13 @@ use http_body::Frame;
 use tokio::sync::OwnedSemaphorePermit;
 
 /// `body`, holding `permit` until it ends or is dropped.
-pub(super) struct Held {
+pub(in crate::mcp) struct Held {
     body: Body,
     _permit: OwnedSemaphorePermit,
 }
 
 impl Held {
-    pub(super) fn new(body: Body, permit: OwnedSemaphorePermit) -> Held {
+    pub(in crate::mcp) fn new(body: Body, permit: OwnedSemaphorePermit) -> Held {
         Held {
             body,
             _permit: permit,

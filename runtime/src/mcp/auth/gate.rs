@@ -4,12 +4,14 @@
 
 use std::sync::{Arc, PoisonError};
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderValue, Method, StatusCode, header};
-use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{SessionId, SessionManager};
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
 
@@ -38,15 +40,27 @@ pub(crate) struct Authenticated {
     pub(crate) host: HostContext,
 }
 
+/// Each session's consumer and when it was bound (a counter).
+type Owners = FxHashMap<String, (String, u64)>;
+
 /// The gate's state.
 pub(crate) struct AuthGate {
     pub(crate) auth: ResourceServer,
     pub(crate) origin: OriginGate,
     pub(crate) sessions: Arc<LocalSessionManager>,
-    /// Which consumer opened each session.
-    pub(crate) owners: std::sync::Mutex<FxHashMap<String, String>>,
-    /// Past this many owners, those of ended sessions are dropped.
-    pub(crate) max_owners: usize,
+    /// Which consumer opened each session, and when (a counter).
+    pub(crate) owners: std::sync::Mutex<(Owners, u64)>,
+    /// The most sessions one identity holds at once: opening another ends
+    /// its oldest, so one credential cannot take every session of the cap.
+    pub(crate) max_sessions_per_identity: usize,
+    /// Each identity's requests and streams in flight: at most a quarter of
+    /// the endpoint's share of connections (at least one), so one
+    /// credential's streams cannot take them all.
+    in_flight: std::sync::Mutex<FxHashMap<String, Arc<Semaphore>>>,
+    /// The most requests and streams one identity holds at once.
+    max_in_flight_per_identity: usize,
+    /// Past this many entries, those of idle identities are dropped.
+    max_in_flight_entries: usize,
     /// The value of a `401`'s `WWW-Authenticate` without a token, with a
     /// refused token, and of a `403`.
     challenges: [HeaderValue; 3],
@@ -58,6 +72,7 @@ impl AuthGate {
         origin: OriginGate,
         sessions: Arc<LocalSessionManager>,
         max_sessions: usize,
+        mcp_share: usize,
     ) -> AuthGate {
         let quoted = |text: &str| text.replace(['"', '\\'], "");
         let metadata = quoted(&auth.metadata_url());
@@ -85,8 +100,11 @@ impl AuthGate {
             auth,
             origin,
             sessions,
-            owners: std::sync::Mutex::new(FxHashMap::default()),
-            max_owners: max_sessions.saturating_mul(2).saturating_add(16),
+            owners: std::sync::Mutex::new((FxHashMap::default(), 0)),
+            max_sessions_per_identity: (max_sessions / 4).max(1),
+            in_flight: std::sync::Mutex::new(FxHashMap::default()),
+            max_in_flight_per_identity: (mcp_share / 4).max(1),
+            max_in_flight_entries: mcp_share.saturating_mul(2).saturating_add(16),
             challenges,
         }
     }
@@ -139,46 +157,79 @@ impl AuthGate {
         })
     }
 
+    /// A slot of `consumer`'s share of the requests in flight, held until
+    /// its response ends; `None` when the share is taken.
+    fn slot(&self, consumer: &str) -> Option<OwnedSemaphorePermit> {
+        let mut table = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if table.len() >= self.max_in_flight_entries && !table.contains_key(consumer) {
+            // Idle identities (no permit out) go.
+            table.retain(|_, slots| Arc::strong_count(slots) > 1);
+        }
+        let slots = table
+            .entry(consumer.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.max_in_flight_per_identity)));
+        Arc::clone(slots).try_acquire_owned().ok()
+    }
+
     fn owner(&self, session: &str) -> Option<String> {
         self.owners
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .0
             .get(session)
-            .cloned()
+            .map(|(consumer, _)| consumer.clone())
     }
 
     async fn bind(&self, session: String, consumer: String) {
-        let full = self
-            .owners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-            >= self.max_owners;
-        if full {
-            let held: Vec<SessionId> = self
-                .sessions
-                .sessions
-                .read()
-                .await
-                .keys()
-                .cloned()
-                .collect();
-            let held: rustc_hash::FxHashSet<&str> = held.iter().map(|id| &**id).collect();
-            self.owners
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .retain(|session, _| held.contains(session.as_str()));
-        }
+        // The owners of ended sessions go first (a share counts live ones);
+        // those bound since the sessions were read stay.
+        let before = self.owners.lock().unwrap_or_else(PoisonError::into_inner).1;
+        let held: Vec<SessionId> = self
+            .sessions
+            .sessions
+            .read()
+            .await
+            .keys()
+            .cloned()
+            .collect();
+        let held: rustc_hash::FxHashSet<&str> = held.iter().map(|id| &**id).collect();
         self.owners
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(session, consumer);
+            .0
+            .retain(|session, (_, opened)| *opened > before || held.contains(session.as_str()));
+        let surplus = {
+            let mut guard = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+            let (owners, clock) = &mut *guard;
+            *clock += 1;
+            owners.insert(session, (consumer.clone(), *clock));
+            let mut own: Vec<(u64, String)> = owners
+                .iter()
+                .filter(|(_, (owner, _))| *owner == consumer)
+                .map(|(session, (_, opened))| (*opened, session.clone()))
+                .collect();
+            let over = own.len().saturating_sub(self.max_sessions_per_identity);
+            own.sort_unstable();
+            own.truncate(over);
+            for (_, session) in &own {
+                owners.remove(session);
+            }
+            own
+        };
+        // The identity's oldest sessions beyond its share end.
+        for (_, session) in surplus {
+            let _ = self.sessions.close_session(&SessionId::from(session)).await;
+        }
     }
 
     fn unbind(&self, session: &str) {
         self.owners
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .0
             .remove(session);
     }
 }
@@ -209,22 +260,29 @@ fn bearer(value: &HeaderValue) -> Option<&str> {
     .then_some(token)
 }
 
-/// `auth-<subject>-<fingerprint>`: one consumer per subject and host
-/// context, so two credentials of one subject granting different things
-/// never share a view.
+/// `auth-<subject>-<fingerprint>`: one consumer per subject, scopes and
+/// host context, so two credentials of one subject granting different
+/// things never share a view, a session or a bound host context — even
+/// when the host's [mapping](ResourceServer::host_context) keeps the scopes
+/// out of the context's JSON (in a typed extension, say). The fingerprint
+/// is 128 bits: a subject chosen to collide with another's is no shortcut.
 fn consumer_id(identity: &Identity, host: &HostContext) -> String {
+    let json = |host: &HostContext| serde_json::Value::Object(host.values().clone()).to_string();
     let mut digest = Sha256::new();
-    digest.update(identity.subject().as_bytes());
-    digest.update([0]);
-    digest.update(
-        serde_json::Value::Object(host.values().clone())
-            .to_string()
-            .as_bytes(),
-    );
+    for part in [
+        identity.subject().to_owned(),
+        serde_json::json!(identity.scopes()).to_string(),
+        json(identity.host()),
+        json(host),
+    ] {
+        // Length-prefixed: no two sequences of parts hash alike.
+        digest.update((part.len() as u64).to_be_bytes());
+        digest.update(part.as_bytes());
+    }
     let fingerprint: String = digest
         .finalize()
         .iter()
-        .take(6)
+        .take(16)
         .map(|byte| format!("{byte:02x}"))
         .collect();
     let subject: String = identity
@@ -261,6 +319,14 @@ pub(crate) async fn auth_gate(
         return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
     }
     let consumer = authenticated.consumer.clone();
+    let Some(slot) = gate.slot(&consumer) else {
+        return crate::mcp::gate::busy(
+            None,
+            crate::error::RateLimitReason::QueueFull,
+            "Server busy: too many requests or streams in flight for this credential; retry \
+             later or close a stream",
+        );
+    };
     let method = request.method().clone();
     request.extensions_mut().insert(authenticated);
     let response = next.run(request).await;
@@ -277,5 +343,9 @@ pub(crate) async fn auth_gate(
         (Some(session), Method::DELETE) if response.status().is_success() => gate.unbind(session),
         _ => {}
     }
-    response
+    let (parts, body) = response.into_parts();
+    Response::from_parts(
+        parts,
+        axum::body::Body::new(crate::mcp::held::Held::new(body, slot)),
+    )
 }
