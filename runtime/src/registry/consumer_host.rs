@@ -25,6 +25,9 @@ pub const MAX_BOUND_CONSUMERS: usize = 4096;
 pub(crate) struct BoundHosts {
     /// Each binding and when it was last renewed (a counter).
     by_key: std::sync::Mutex<(Bindings, u64)>,
+    /// Whether any consumer was ever bound: a registry no adapter binds
+    /// (the common case) reads its provider without taking the lock.
+    used: std::sync::atomic::AtomicBool,
 }
 
 /// Each consumer key's context and the moment it was last bound.
@@ -32,6 +35,9 @@ type Bindings = FxHashMap<Arc<str>, (HostContext, u64)>;
 
 impl BoundHosts {
     fn get(&self, key: &str) -> Option<HostContext> {
+        if !self.used.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
         self.by_key
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -54,6 +60,7 @@ impl BoundHosts {
             by_key.remove(&oldest);
         }
         by_key.insert(Arc::clone(key), (host, *clock));
+        self.used.store(true, std::sync::atomic::Ordering::Release);
     }
 
     pub(crate) fn unbind(&self, key: &str) {
