@@ -3,7 +3,7 @@
 //! (`AGENT_SURFACE_PYTHON`). Without it the test says it was skipped,
 //! unless `CI` is set, where a missing client is a failure.
 
-#![allow(clippy::expect_used, clippy::panic)] // test code
+#![allow(unreachable_pub, clippy::expect_used, clippy::panic)] // test code
 
 use std::process::Command;
 
