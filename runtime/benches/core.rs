@@ -1,6 +1,5 @@
-//! The reference implementation's core benchmark cases, same shapes: one
-//! component type `bench.widget`, an observation `readState` returning `{n}`
-//! and an action `poke` taking `{ids: [string]}`, no-op handlers.
+//! The reference implementation's core benchmark cases, same shapes (the
+//! fixture is `fixture/mod.rs`, shared with `per_op`): criterion timings.
 
 #![allow(
     missing_docs,
@@ -20,41 +19,11 @@ use agent_surface::procedure::{
     ExecuteFuture, ManifestEntry, ProcedureCall, ProcedureExecutor, ProcedureManifest,
 };
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
 
-/// Ids to poke.
-#[agent_schema]
-pub struct Poke {
-    /// Ids.
-    #[agent_schema(unbounded)]
-    pub ids: Vec<String>,
-}
+mod fixture;
 
-/// The widget's state.
-#[agent_schema]
-pub struct WidgetState {
-    /// A number.
-    pub n: u32,
-}
-
-pub struct Widget;
-
-/// A benchmark widget.
-#[agent_component(type = "bench.widget")]
-#[reference(Export)]
-impl Widget {
-    /// The state.
-    #[observation]
-    fn read_state(&self) -> WidgetState {
-        WidgetState { n: 1 }
-    }
-
-    /// Poke some ids.
-    #[action(effect = "local-state")]
-    fn poke(&self, input: Poke) {
-        black_box(input);
-    }
-}
+use fixture::{Export, Poke, Widget, WidgetState, mounted, poke, read_state, rows};
+use serde_json::json;
 
 pub struct Selection {
     selected: std::sync::atomic::AtomicUsize,
@@ -190,16 +159,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn mounted(registry: &Registry, count: usize) -> Vec<Mounted> {
-    (0..count)
-        .map(|n| {
-            registry
-                .mount_instance(Arc::new(Widget), &format!("w{n}"))
-                .unwrap()
-        })
-        .collect()
-}
-
 fn create_registry(c: &mut Criterion) {
     c.bench_function("create registry", |b| {
         b.iter(|| black_box(Registry::builder().build()))
@@ -239,9 +198,7 @@ fn invoke(c: &mut Criterion) {
     let _handles = mounted(&registry, 10);
     c.bench_function("action invoke (no-op, 10 instances)", |b| {
         b.to_async(&runtime).iter(|| {
-            let request = Invocation::new("view:bench.widget.poke")
-                .instance("w3")
-                .input(json!({"ids": ["d1", "d2"]}));
+            let request = poke();
             let registry = &registry;
             async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
         });
@@ -250,17 +207,14 @@ fn invoke(c: &mut Criterion) {
     c.bench_function("action invoke with a tool-call id (deduplicated)", |b| {
         b.to_async(&runtime).iter(|| {
             n += 1;
-            let request = Invocation::new("view:bench.widget.poke")
-                .instance("w3")
-                .input(json!({"ids": ["d1", "d2"]}))
-                .invocation_id(format!("toolu_{n:016}"));
+            let request = poke().invocation_id(fixture::tool_call_id(n));
             let registry = &registry;
             async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
         });
     });
     c.bench_function("observation invoke", |b| {
         b.to_async(&runtime).iter(|| {
-            let request = Invocation::new("view:bench.widget.readState").instance("w3");
+            let request = read_state();
             let registry = &registry;
             async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
         });
@@ -274,24 +228,11 @@ fn invoke(c: &mut Criterion) {
     let _guarded = mounted(&guarded, 10);
     c.bench_function("action invoke + authenticated + rate_limit", |b| {
         b.to_async(&runtime).iter(|| {
-            let request = Invocation::new("view:bench.widget.poke")
-                .instance("w3")
-                .input(json!({"ids": ["d1", "d2"]}));
+            let request = poke();
             let registry = &guarded;
             async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
         });
     });
-}
-
-/// Export a report (a server mutation: no confirmation by default).
-#[agent_procedure(id = "domain:bench.export", effect = "server-mutation")]
-pub struct Export {
-    /// Which report.
-    #[agent_schema(unbounded)]
-    pub report_id: String,
-    /// The format.
-    #[agent_schema(unbounded)]
-    pub format: Option<String>,
 }
 
 /// A backend that answers at once.
@@ -358,23 +299,6 @@ fn toolset(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-/// A ~32 kB object of 400 rows.
-fn rows() -> Value {
-    let rows: Vec<Value> = (0..400)
-        .map(|n| {
-            let city = ["Milan", "Rome", "Turin"][n % 3];
-            json!({
-                "id": format!("device-{n:04}"),
-                "name": format!("Device {n}"),
-                "status": if n % 3 == 0 { "offline" } else { "online" },
-                "city": city,
-                "load": n * 7 % 100,
-            })
-        })
-        .collect();
-    json!({"rows": rows})
 }
 
 fn canonical(c: &mut Criterion) {

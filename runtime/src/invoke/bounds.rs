@@ -28,7 +28,7 @@ use serde_json::Value;
 pub(crate) use crate::util::nesting::{depth_within, dispose, truncated};
 
 use super::{Invocation, InvocationResult};
-use crate::canonical::canonical_len_within;
+use crate::canonical::{Measure, measure};
 use crate::error::ErrorPayload;
 use crate::registry::{Limits, Registry};
 use crate::schema::Issue;
@@ -68,13 +68,15 @@ pub fn id_too_long(pointer: &str, max: usize) -> Issue {
 /// Checks an input's depth, then its size; the issue is at `""` (the whole
 /// input).
 pub(crate) fn check_input(input: &Value, limits: &Limits) -> Result<(), Issue> {
-    if !depth_within(input, limits.max_input_depth) {
-        return Err(too_deep("", limits.max_input_depth));
+    // One walk for both bounds; depth is reported first, so a value the
+    // walk left early for its size has its depth checked to the end.
+    match measure(input, limits.max_input_depth, limits.max_input_bytes) {
+        Measure::Len(_) => Ok(()),
+        Measure::TooLarge if depth_within(input, limits.max_input_depth) => {
+            Err(too_large("", limits.max_input_bytes))
+        }
+        Measure::TooDeep | Measure::TooLarge => Err(too_deep("", limits.max_input_depth)),
     }
-    if canonical_len_within(input, limits.max_input_bytes).is_none() {
-        return Err(too_large("", limits.max_input_bytes));
-    }
-    Ok(())
 }
 
 /// The issue for a value at `pointer` larger than `max` bytes as JSON.
@@ -104,7 +106,7 @@ pub(crate) fn refuse(
     let max = inner.config.limits.max_id_bytes;
     let invocation_id: Arc<str> = match request.invocation_id.take() {
         Some(id) if id.len() <= max => Arc::from(id),
-        _ => Arc::from(inner.ids.invocation_id()),
+        _ => inner.ids.invocation_id_arc(),
     };
     let capability_id: Arc<str> = Arc::from(truncated(&request.capability_id, max));
     if let Some(input) = request.input.take() {

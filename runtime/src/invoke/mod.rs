@@ -65,18 +65,75 @@ impl Drop for Leadership<'_> {
     }
 }
 
+/// A call phase 1 did not settle at once (refused, cached, conflicting,
+/// busy, disposed).
+enum Started<'r> {
+    /// The call runs through phases 2–10.
+    Run(pipeline::InFlight<'r>),
+    /// A twin with the same invocation id is running: its result, waited
+    /// for on the heap (the rare path).
+    Wait(std::pin::Pin<Box<dyn std::future::Future<Output = InvocationResult> + Send + 'r>>),
+}
+
+/// A call waiting for the running twin it joined.
+struct Join<'r> {
+    registry: &'r Registry,
+    done: tokio::sync::watch::Receiver<Option<InvocationResult>>,
+    cancellation: Option<tokio_util::sync::CancellationToken>,
+    /// The result when the wait ends without the twin's.
+    fallback: InvocationResult,
+}
+
+impl Join<'_> {
+    /// The twin's result; the joiner's own cancellation (or disposal) ends
+    /// its wait, and the attempt it joined runs on for its leader.
+    async fn wait(mut self) -> InvocationResult {
+        let cancelled = async {
+            match &self.cancellation {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            joined = self.done.wait_for(Option::is_some) => match joined {
+                Ok(result) => result.clone().unwrap_or(self.fallback),
+                Err(_) => self.fallback,
+            },
+            () = cancelled => self.fallback,
+            () = self.registry.inner.disposed.cancelled() => self.fallback,
+        }
+    }
+}
+
 impl Registry {
     /// Runs one call through the ten-phase pipeline.
     ///
     /// Phase 1 (deduplication and conflict) happens here; phases 2–10 in
     /// the pipeline module. Never panics; handler panics settle `EXECUTION_FAILED`.
-    pub async fn invoke(
+    pub async fn invoke(&self, request: Invocation, options: InvokeOptions) -> InvocationResult {
+        // Phase 1 runs synchronously and consumes the request: the future
+        // then holds only the call in flight (small futures are cheap to
+        // move), and the rare wait for a deduplicated twin lives on the heap.
+        // (Matched by reference: the call is stored once in this future.)
+        let mut started = match self.begin(request, options) {
+            Ok(started) => started,
+            Err(settled) => return settled,
+        };
+        match &mut started {
+            Started::Run(call) => call.run().await,
+            Started::Wait(waiting) => waiting.as_mut().await,
+        }
+    }
+
+    /// Phase 1 (bounds, ids, dedupe and conflict) and the call in flight.
+    fn begin(
         &self,
         mut request: Invocation,
         options: InvokeOptions,
-    ) -> InvocationResult {
+    ) -> Result<Started<'_>, InvocationResult> {
         if let Err(refused) = bounds::check_request(&request, &self.inner.config.limits) {
-            return bounds::refuse(self, request, refused);
+            return Err(bounds::refuse(self, request, refused));
         }
         let inner = &self.inner;
         let consumer = match &options.consumer {
@@ -86,7 +143,7 @@ impl Registry {
         let supplied = request.invocation_id.is_some();
         let invocation_id: Arc<str> = match request.invocation_id.take() {
             Some(id) => Arc::from(id),
-            None => Arc::from(inner.ids.invocation_id()),
+            None => inner.ids.invocation_id_arc(),
         };
         // Parsed once, here: the pipeline reads the plane and component
         // type from it, never from the raw string.
@@ -105,7 +162,7 @@ impl Registry {
             )
         };
         if inner.disposed.is_cancelled() {
-            return immediate(ErrorPayload::cancelled());
+            return Err(immediate(ErrorPayload::cancelled()));
         }
         // Before anything else: a forgetting of the consumer after this
         // moment reaches this call.
@@ -125,34 +182,22 @@ impl Registry {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .begin(&key, fingerprint, now);
             let generation = match begin {
-                Begin::Conflict => return immediate(ErrorPayload::conflict()),
+                Begin::Conflict => return Err(immediate(ErrorPayload::conflict())),
                 Begin::Busy => {
-                    return immediate(ErrorPayload::rate_limited(
+                    return Err(immediate(ErrorPayload::rate_limited(
                         crate::error::RateLimitReason::QueueFull,
                         Some(1_000),
-                    ));
+                    )));
                 }
-                Begin::Cached(result) => return result,
-                Begin::Join(mut done) => {
-                    // The joiner's own cancellation (or disposal) ends its
-                    // wait; the attempt it joined runs on for its leader.
-                    let cancelled = async {
-                        match &options.cancellation {
-                            Some(token) => token.cancelled().await,
-                            None => std::future::pending().await,
-                        }
+                Begin::Cached(result) => return Err(result),
+                Begin::Join(done) => {
+                    let join = Join {
+                        registry: self,
+                        done,
+                        cancellation: options.cancellation,
+                        fallback: immediate(ErrorPayload::cancelled()),
                     };
-                    return tokio::select! {
-                        biased;
-                        joined = done.wait_for(Option::is_some) => match joined {
-                            Ok(result) => result
-                                .clone()
-                                .unwrap_or_else(|| immediate(ErrorPayload::cancelled())),
-                            Err(_) => immediate(ErrorPayload::cancelled()),
-                        },
-                        () = cancelled => immediate(ErrorPayload::cancelled()),
-                        () = inner.disposed.cancelled() => immediate(ErrorPayload::cancelled()),
-                    };
+                    return Ok(Started::Wait(Box::pin(join.wait())));
                 }
                 Begin::Leader(generation) => generation,
             };
@@ -185,7 +230,7 @@ impl Registry {
             settled: false,
             forget_epoch,
         };
-        call.run().await
+        Ok(Started::Run(call))
     }
 
     /// Dedupe entries currently remembered (bounded by `dedupe_cache_size`).

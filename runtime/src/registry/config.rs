@@ -346,23 +346,31 @@ impl RegistryBuilder {
         } else {
             Arc::new(Chain::compose(&self.policies, &[], Vec::new()))
         };
+        let config = Config {
+            environment: self.environment,
+            host: self.host,
+            policies: self.policies,
+            guard: self.guard,
+            duplicates: self.duplicates,
+            suffixes: self.suffixes,
+            route: self.route,
+            limits,
+            redact: self.redact,
+            procedure_errors: self.procedure_errors,
+            expected_manifest: self.expected_manifest,
+            approval_channels: self.approval_channels,
+            presenter: self.presenter,
+        };
+        // A registry built with every default shares one configuration
+        // (most registries: one per request, one per test).
+        let config = if config.is_default() {
+            Arc::clone(&shared_defaults().config)
+        } else {
+            Arc::new(config)
+        };
         let inner = Inner {
             surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
-            config: Config {
-                environment: self.environment,
-                host: self.host,
-                policies: self.policies,
-                guard: self.guard,
-                duplicates: self.duplicates,
-                suffixes: self.suffixes,
-                route: self.route,
-                limits,
-                redact: self.redact,
-                procedure_errors: self.procedure_errors,
-                expected_manifest: self.expected_manifest,
-                approval_channels: self.approval_channels,
-                presenter: self.presenter,
-            },
+            config,
             clock,
             ids: IdMint::new(),
             state: Mutex::new(State {
@@ -371,7 +379,7 @@ impl RegistryBuilder {
                 by_type: FxHashMap::default(),
                 ordered: None,
                 tombstones: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
-                unmounted_types: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
+                unmounted_types: None,
                 known_procedures: Vec::new(),
                 by_procedure: FxHashMap::default(),
             }),
@@ -418,8 +426,29 @@ pub(crate) struct Config {
     pub(crate) presenter: Option<crate::confirmation::Presenter>,
 }
 
+impl Config {
+    /// Whether this is the configuration of `Registry::builder().build()`.
+    fn is_default(&self) -> bool {
+        self.environment == Environment::default()
+            && self.host.is_none()
+            && self.policies.is_empty()
+            && self.guard.is_none()
+            && self.duplicates == DuplicatePolicy::default()
+            && self.suffixes == SuffixPolicy::default()
+            && self.route.is_none()
+            && self.limits == Limits::default()
+            && self.redact.is_none()
+            && self.procedure_errors.is_none()
+            && self.expected_manifest.is_none()
+            && self.approval_channels.is_empty()
+            && self.presenter.is_none()
+    }
+}
+
 /// Immutable values every registry starts with, built once per process.
 struct SharedDefaults {
+    /// The configuration of a registry built with every default.
+    config: Arc<Config>,
     host: HostContext,
     anonymous: crate::context::Consumer,
     empty_chain: std::sync::OnceLock<Arc<Chain>>,
@@ -435,6 +464,21 @@ impl SharedDefaults {
 fn shared_defaults() -> &'static SharedDefaults {
     static DEFAULTS: std::sync::OnceLock<SharedDefaults> = std::sync::OnceLock::new();
     DEFAULTS.get_or_init(|| SharedDefaults {
+        config: Arc::new(Config {
+            environment: Environment::default(),
+            host: None,
+            policies: Vec::new(),
+            guard: None,
+            duplicates: DuplicatePolicy::default(),
+            suffixes: SuffixPolicy::default(),
+            route: None,
+            limits: Limits::default(),
+            redact: None,
+            procedure_errors: None,
+            expected_manifest: None,
+            approval_channels: Vec::new(),
+            presenter: None,
+        }),
         host: HostContext::default(),
         anonymous: crate::context::Consumer::anonymous(),
         empty_chain: std::sync::OnceLock::new(),

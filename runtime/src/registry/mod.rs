@@ -85,7 +85,8 @@ use crate::util::id_mint::IdMint;
 pub(crate) struct Inner {
     /// `srf_…`, minted on first use.
     pub(crate) surface_id: LazyLock<Arc<str>>,
-    pub(crate) config: Config,
+    /// Shared by every registry built with the defaults.
+    pub(crate) config: Arc<Config>,
     pub(crate) clock: ClockSlot,
     pub(crate) ids: IdMint,
     pub(crate) state: Mutex<State>,

@@ -49,8 +49,9 @@ pub(crate) struct State {
     pub(super) ordered: Option<Arc<Vec<Arc<Registration>>>>,
     pub(crate) tombstones: Lru<Arc<str>, Tombstone>,
     /// Component types of recent unmounts (→ registration id), for calls
-    /// without a registration id.
-    pub(crate) unmounted_types: Lru<Arc<str>, Arc<str>>,
+    /// without a registration id (as many and as long as tombstones; made
+    /// by the first unmount, so a new registry stays small).
+    pub(crate) unmounted_types: Option<Box<Lru<Arc<str>, Arc<str>>>>,
     pub(crate) known_procedures: Vec<Arc<str>>,
     /// Live registrations exposing each procedure, in mount order.
     pub(crate) by_procedure: FxHashMap<Arc<str>, Vec<Arc<Registration>>>,
@@ -138,11 +139,15 @@ impl State {
                 }
             }
         }
-        self.unmounted_types.insert(
-            Arc::clone(registration.contract.component_type().as_arc()),
-            Arc::clone(&registration.id),
-            now_ms,
-        );
+        let tombstones = &self.tombstones;
+        let _evicted = self
+            .unmounted_types
+            .get_or_insert_with(|| Box::new(tombstones.empty_like()))
+            .insert(
+                Arc::clone(registration.contract.component_type().as_arc()),
+                Arc::clone(&registration.id),
+                now_ms,
+            );
         let evicted = self.tombstones.insert(
             Arc::clone(&registration.id),
             Tombstone {

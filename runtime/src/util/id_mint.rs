@@ -30,11 +30,8 @@ fn push_base62(out: &mut String, mut value: u64, digits: usize) {
     }
 }
 
-fn push_decimal(out: &mut String, value: u64) {
-    use std::fmt::Write as _;
-    // Writing to a String cannot fail.
-    let _ = write!(out, "{value}");
-}
+/// The longest minted invocation id: `inv_`, the prefix, `_`, 20 digits.
+const INVOCATION_ID_MAX: usize = 4 + PREFIX_CHARS + 1 + 20;
 
 /// Random bytes from the operating system, handed out eight at a time.
 struct Pool {
@@ -204,19 +201,57 @@ impl IdMint {
         id
     }
 
-    /// `inv_<counter>_<random>` for invocations that came without an id.
+    /// `inv_<registry prefix>_<counter>` for invocations that came without
+    /// an id.
     pub(crate) fn invocation_id(&self) -> String {
+        self.with_invocation_id(|id| id.to_owned())
+    }
+
+    /// [`invocation_id`](Self::invocation_id) as the pipeline keeps it:
+    /// one allocation.
+    pub(crate) fn invocation_id_arc(&self) -> std::sync::Arc<str> {
+        self.with_invocation_id(|id| std::sync::Arc::from(id))
+    }
+
+    fn with_invocation_id<T>(&self, make: impl FnOnce(&str) -> T) -> T {
         // Unique, not secret: a minted id is never a dedupe key (calls
         // without an id are not deduplicated) and dedupe is per consumer,
         // so the registry's random prefix and a counter suffice — no
-        // random draw on the hot path.
+        // random draw on the hot path. Written on the stack, digits by hand.
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut id = String::with_capacity(8 + PREFIX_CHARS + 20);
-        id.push_str("inv_");
-        id.push_str(self.keys().prefix());
-        id.push('_');
-        push_decimal(&mut id, n);
-        id
+        let mut buffer = [0u8; INVOCATION_ID_MAX];
+        let mut len = 0;
+        for &byte in b"inv_"
+            .iter()
+            .chain(self.keys().prefix.iter())
+            .chain(b"_".iter())
+        {
+            if let Some(slot) = buffer.get_mut(len) {
+                *slot = byte;
+                len += 1;
+            }
+        }
+        let mut digits = [0u8; 20];
+        let mut count = 0;
+        let mut rest = n;
+        loop {
+            if let Some(slot) = digits.get_mut(count) {
+                *slot = b'0' + u8::try_from(rest % 10).unwrap_or(0);
+                count += 1;
+            }
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        for &digit in digits.get(..count).unwrap_or_default().iter().rev() {
+            if let Some(slot) = buffer.get_mut(len) {
+                *slot = digit;
+                len += 1;
+            }
+        }
+        // ASCII throughout.
+        make(std::str::from_utf8(buffer.get(..len).unwrap_or_default()).unwrap_or("inv_"))
     }
 }
 

@@ -161,6 +161,11 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         }
     }
 
+    /// An empty cache of the same capacity and time to live.
+    pub fn empty_like<W>(&self) -> Lru<K, W> {
+        Lru::new(self.capacity, self.ttl_ms)
+    }
+
     /// How many entries it holds (expired ones included until purged).
     pub fn len(&self) -> usize {
         self.entries.len()

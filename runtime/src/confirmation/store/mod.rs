@@ -88,9 +88,11 @@ struct Store {
     /// Pending, approved and reserved records (at most `max_pending`).
     open: HashMap<Arc<str>, Record>,
     /// Denied, expired and consumed records, remembered to explain a retry.
-    ended: Option<Lru<Arc<str>, Ended>>,
+    /// Boxed, as the next one: most registries never need them, and a
+    /// registry's shared state stays small to create.
+    ended: Option<Box<Lru<Arc<str>, Ended>>>,
     /// Consumers forgotten lately, with the epoch of their forgetting.
-    forgotten: Option<Lru<Arc<str>, u64>>,
+    forgotten: Option<Box<Lru<Arc<str>, u64>>>,
 }
 
 /// The registry a confirmation store belongs to: its services and the way
@@ -191,10 +193,10 @@ impl ConfirmationStore {
     ) {
         let limits = services.confirmation_limits();
         let ended = store.ended.get_or_insert_with(|| {
-            Lru::new(
+            Box::new(Lru::new(
                 limits.max_pending.saturating_mul(8).max(64),
                 crate::util::millis::millis(limits.ended_ttl),
-            )
+            ))
         });
         ended.insert(
             Arc::clone(id),

@@ -56,7 +56,7 @@ impl ConfirmationStore {
             let epoch = self.forgets.fetch_add(1, Ordering::AcqRel) + 1;
             let _let_go = store
                 .forgotten
-                .get_or_insert_with(|| Lru::new(FORGOTTEN, u64::MAX))
+                .get_or_insert_with(|| Box::new(Lru::new(FORGOTTEN, u64::MAX)))
                 .insert(Arc::from(consumer_key), epoch, 0);
         }
         self.withdraw_where(services, AGENT_LEFT, |pending| {

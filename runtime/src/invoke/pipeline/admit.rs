@@ -295,14 +295,18 @@ impl InFlight<'_> {
             return match inner.admission.enter(&self.consumer_key, admission_limits) {
                 Ok(Ticket::Admitted(admitted)) => Ok((Slot::Observation(admitted), Duration::ZERO)),
                 Ok(Ticket::Queued(ticket)) => {
+                    // Waiting is the rare path: its futures live on the heap.
                     let waiting_since = Instant::now();
-                    tokio::select! {
-                        admitted = ticket.admitted() => admitted
-                            .map(|admitted| (Slot::Observation(admitted), waiting_since.elapsed()))
-                            .map_err(|_| ErrorPayload::cancelled()),
-                        () = external.wait() => Err(ErrorPayload::cancelled()),
-                        () = inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
-                    }
+                    Box::pin(async {
+                        tokio::select! {
+                            admitted = ticket.admitted() => admitted
+                                .map(|admitted| (Slot::Observation(admitted), waiting_since.elapsed()))
+                                .map_err(|_| ErrorPayload::cancelled()),
+                            () = external.wait() => Err(ErrorPayload::cancelled()),
+                            () = inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+                        }
+                    })
+                    .await
                 }
                 Err(QueueRefusal::Full) => Err(full()),
                 Err(QueueRefusal::Closed) => Err(ErrorPayload::cancelled()),
@@ -337,14 +341,18 @@ impl InFlight<'_> {
                         crate::error::UnmountedPhase::MidFlight,
                     ));
                 }
+                // Waiting is the rare path: its futures live on the heap.
                 let waiting_since = Instant::now();
-                let permit = tokio::select! {
-                    biased;
-                    () = external.wait() => return Err(ErrorPayload::cancelled()),
-                    () = inner.disposed.cancelled() => return Err(ErrorPayload::cancelled()),
-                    () = unmounted.cancelled() => return Err(ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight)),
-                    permit = waiting.slot() => permit.map_err(|_| ErrorPayload::cancelled())?,
-                };
+                let permit = Box::pin(async {
+                    tokio::select! {
+                        biased;
+                        () = external.wait() => Err(ErrorPayload::cancelled()),
+                        () = inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+                        () = unmounted.cancelled() => Err(ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight)),
+                        permit = waiting.slot() => permit.map_err(|_| ErrorPayload::cancelled()),
+                    }
+                })
+                .await?;
                 Ok((Slot::Action(permit), waiting_since.elapsed()))
             }
         }

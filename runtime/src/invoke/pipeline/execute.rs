@@ -37,18 +37,28 @@ impl InFlight<'_> {
         let external = Cancelled(self.options.cancellation.as_ref());
         let disposed = &self.registry.inner.disposed;
         let started = Instant::now();
-        let settled = tokio::select! {
-            biased;
-            outcome = work => Ok(outcome),
-            () = deadline(started, timeout) => Err(Interrupt::Timeout(timeout)),
-            () = external.wait() => Err(Interrupt::Cancelled),
-            () = disposed.cancelled() => Err(Interrupt::Cancelled),
-            () = async {
-                match unmounted {
-                    Some(token) => token.cancelled().await,
-                    None => std::future::pending().await,
-                }
-            } => Err(Interrupt::Unmounted),
+        // The work comes first (the race is biased to it): settled on its
+        // first poll, the race is never built.
+        let settled = match super::first_poll(work).await {
+            std::task::Poll::Ready(outcome) => Ok(outcome),
+            std::task::Poll::Pending => {
+                Box::pin(async {
+                    tokio::select! {
+                        biased;
+                        outcome = work => Ok(outcome),
+                        () = deadline(started, timeout) => Err(Interrupt::Timeout(timeout)),
+                        () = external.wait() => Err(Interrupt::Cancelled),
+                        () = disposed.cancelled() => Err(Interrupt::Cancelled),
+                        () = async {
+                            match unmounted {
+                                Some(token) => token.cancelled().await,
+                                None => std::future::pending().await,
+                            }
+                        } => Err(Interrupt::Unmounted),
+                    }
+                })
+                .await
+            }
         };
         let finished = Instant::now();
         trace.execution = Some(finished - started);

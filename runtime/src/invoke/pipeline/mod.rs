@@ -133,6 +133,14 @@ async fn deadline(started: Instant, timeout: Duration) {
     }
 }
 
+/// Polls `work` once. Most policy onions and handlers settle on their first
+/// poll; the races against timers, cancellation and unmount (large futures)
+/// are then never built, and otherwise built on the heap, so a call's
+/// future stays small to move.
+async fn first_poll<F: Future + Unpin>(work: &mut F) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *work).poll(cx))).await
+}
+
 /// Counts canonical bytes without producing them.
 struct Counter(usize);
 
@@ -233,16 +241,27 @@ impl InFlight<'_> {
                 crate::error::UnmountedPhase::MidFlight,
             ));
         }
-        tokio::select! {
-            biased;
-            output = work => Ok(output),
-            () = external.wait() => Err(ErrorPayload::cancelled()),
-            () = self.registry.inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
-            () = unmounted.cancelled() => Err(ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight)),
+        let mut work = std::pin::pin!(work);
+        // The work comes first (as in the race below): settled on its first
+        // poll, the race is never built.
+        if let Poll::Ready(output) = first_poll(&mut work).await {
+            return Ok(output);
         }
+        Box::pin(async {
+            tokio::select! {
+                biased;
+                output = &mut work => Ok(output),
+                () = external.wait() => Err(ErrorPayload::cancelled()),
+                () = self.registry.inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+                () = unmounted.cancelled() => Err(ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight)),
+            }
+        })
+        .await
     }
 
-    pub(super) async fn run(mut self) -> InvocationResult {
+    /// Phases 2–10. Borrowed, not owned: the call lives once, in its
+    /// caller's future, and settles by drop from there if it is dropped.
+    pub(super) async fn run(&mut self) -> InvocationResult {
         let span = tracing::debug_span!(
             "agent_surface.invoke",
             capability = %self.capability_id,
@@ -257,7 +276,11 @@ impl InFlight<'_> {
             }]
         });
         let mut trace = Trace::default();
-        let outcome = self.phases(&mut trace).instrument(span.clone()).await;
+        let outcome = if span.is_disabled() {
+            self.phases(&mut trace).await
+        } else {
+            self.phases(&mut trace).instrument(span.clone()).await
+        };
         let _settling = span.enter();
         self.settle(outcome, trace)
     }

@@ -10,6 +10,8 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::{InFlight, Subject, Target};
 use crate::context::HostContext;
 use crate::error::ErrorPayload;
@@ -20,7 +22,12 @@ use crate::registry::{Registration, Tombstone};
 /// The live registrations that could answer a call, copied out under the
 /// state lock, and the tombstone a stale token or a recent unmount points
 /// at.
-type Candidates = (Vec<Arc<Registration>>, Option<Tombstone>);
+/// Inline for the usual few (a named instance: one), so resolving
+/// allocates nothing.
+type Candidates = (SmallVec<[Arc<Registration>; 4]>, Option<Tombstone>);
+
+/// The candidates this consumer may see.
+type Visible = SmallVec<[Target; 2]>;
 
 /// The position of the visible target of instance `instance`.
 fn of_instance(visible: &[Target], instance: &str) -> Option<usize> {
@@ -53,7 +60,7 @@ impl InFlight<'_> {
             return Err(ErrorPayload::not_found());
         };
         let (candidates, tombstone) = self.view_candidates(component_type);
-        let mut visible: Vec<Target> = candidates
+        let mut visible: Visible = candidates
             .iter()
             .filter_map(|registration| self.view_target(registration))
             .filter_map(|target| self.discovered(target, host))
@@ -90,11 +97,12 @@ impl InFlight<'_> {
         let now = inner.now_ms();
         let state = inner.state();
         let instances = state.by_type.get(component_type);
-        let candidates: Vec<Arc<Registration>> = match (instances, instance) {
-            (None, _) => Vec::new(),
+        let candidates: SmallVec<[Arc<Registration>; 4]> = match (instances, instance) {
+            (None, _) => SmallVec::new(),
             (Some(instances), Some(i)) => instances.get(i).cloned().into_iter().collect(),
             (Some(instances), None) => {
-                let mut all: Vec<Arc<Registration>> = instances.values().cloned().collect();
+                let mut all: SmallVec<[Arc<Registration>; 4]> =
+                    instances.values().cloned().collect();
                 // Deterministic: by instance id.
                 all.sort_unstable_by(|a, b| a.instance.cmp(&b.instance));
                 all
@@ -106,7 +114,8 @@ impl InFlight<'_> {
             Some(id) => state.tombstones.peek(id, now).cloned(),
             None => state
                 .unmounted_types
-                .peek(component_type, now)
+                .as_ref()
+                .and_then(|types| types.peek(component_type, now))
                 .and_then(|id| state.tombstones.peek(&**id, now))
                 .cloned(),
         };
@@ -187,7 +196,7 @@ impl InFlight<'_> {
                 &self.options.scope,
             )
         };
-        let mut visible: Vec<Target> = holders
+        let mut visible: Visible = holders
             .iter()
             .filter(|registration| in_floor(registration))
             .filter_map(|registration| self.domain_target(registration))
@@ -220,7 +229,7 @@ impl InFlight<'_> {
                 }
             }
         } else {
-            visible.retain(of_named_instance);
+            visible.retain(|t| of_named_instance(t));
             match visible.len() {
                 0 => None,
                 1 => Some(0),
@@ -244,10 +253,10 @@ impl InFlight<'_> {
         // The clock is host code: read before the lock, never under it.
         let now = inner.now_ms();
         let state = inner.state();
-        let holders: Vec<Arc<Registration>> = state
+        let holders: SmallVec<[Arc<Registration>; 4]> = state
             .by_procedure
             .get(&*self.capability_id)
-            .cloned()
+            .map(|holders| holders.iter().cloned().collect())
             .unwrap_or_default();
         let tombstone = match registration_id {
             Some(id) if !holders.iter().any(|r| &*r.id == id) => {

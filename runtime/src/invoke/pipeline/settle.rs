@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::audit::{AuditEvent, AuditKind};
+use crate::canonical::{Measure, measure};
 use crate::error::{ErrorPayload, FailureReason};
 use crate::invoke::InvocationResult;
 use agent_surface_rules::Audit;
@@ -26,9 +27,17 @@ impl InFlight<'_> {
         };
         // Checked iteratively before anything walks the output recursively
         // (the validator, serializers, the dedupe copy); outputs share the
-        // input depth bound, as they are often sent back as inputs.
-        let max_depth = self.registry.inner.config.limits.max_input_depth;
-        if !crate::invoke::bounds::depth_within(&output, max_depth) {
+        // input depth bound, as they are often sent back as inputs. The
+        // same walk sizes it (stopping past the output limit).
+        let limits = &self.registry.inner.config.limits;
+        let max_depth = limits.max_input_depth;
+        let measured = match measure(&output, max_depth, limits.max_output_bytes) {
+            Measure::TooLarge if !crate::invoke::bounds::depth_within(&output, max_depth) => {
+                Measure::TooDeep
+            }
+            measured => measured,
+        };
+        if measured == Measure::TooDeep {
             trace.operator = Some(format!(
                 "output nests deeper than {max_depth} levels of arrays and objects"
             ));
@@ -52,14 +61,16 @@ impl InFlight<'_> {
                 return Err(ErrorPayload::execution_failed(FailureReason::OutputInvalid));
             }
         }
-        let size = byte_len(&output);
-        trace.output_bytes = Some(size);
-        if size > self.registry.inner.config.limits.max_output_bytes {
-            trace.operator = Some(format!("output is {size} bytes"));
+        let Measure::Len(size) = measured else {
+            trace.operator = Some(format!(
+                "output is larger than {} bytes",
+                limits.max_output_bytes
+            ));
             return Err(ErrorPayload::execution_failed(
                 FailureReason::OutputTooLarge,
             ));
-        }
+        };
+        trace.output_bytes = Some(size);
         Ok(Some(Arc::new(output)))
     }
 

@@ -26,10 +26,15 @@
 //! assert_eq!(Canonical::of(&a).sha256(), Canonical::of(&b).sha256());
 //! ```
 
+mod write;
+
+pub(crate) use write::{Measure, measure};
+pub use write::{write_canonical, write_string};
+
 use std::cmp::Ordering;
 use std::fmt;
 
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 /// Receives canonical JSON bytes as they are produced.
@@ -90,119 +95,19 @@ impl Default for Fnv1a64 {
 
 impl Sink for Fnv1a64 {
     fn write(&mut self, bytes: &[u8]) {
+        // Byte by byte, as FNV-1a is defined; four bytes per loop turn.
+        let step = |hash: u64, byte: u8| (hash ^ u64::from(byte)).wrapping_mul(Self::PRIME);
         let mut hash = self.0;
-        for &byte in bytes {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(Self::PRIME);
-        }
-        self.0 = hash;
-    }
-}
-
-/// Writes the canonical form of `value` into `sink`.
-///
-/// The walk keeps its own stack on the heap, so any nesting depth is safe on
-/// any thread stack; it stops early once the sink reports [`Sink::full`].
-pub fn write_canonical<S: Sink + ?Sized>(value: &Value, sink: &mut S) {
-    let mut stack: Vec<Frame<'_>> = Vec::new();
-    let mut next = Some(value);
-    loop {
-        if let Some(value) = next.take() {
-            match value {
-                Value::Null => sink.write(b"null"),
-                Value::Bool(true) => sink.write(b"true"),
-                Value::Bool(false) => sink.write(b"false"),
-                Value::Number(number) => write_number(number, sink),
-                Value::String(text) => write_string(text, sink),
-                Value::Array(items) => {
-                    sink.write(b"[");
-                    stack.push(Frame::Array(items.iter(), true));
-                }
-                Value::Object(map) => {
-                    sink.write(b"{");
-                    stack.push(Frame::Object(Entries::of(map), true));
-                }
+        let mut chunks = bytes.chunks_exact(4);
+        for chunk in &mut chunks {
+            if let [a, b, c, d] = *chunk {
+                hash = step(step(step(step(hash, a), b), c), d);
             }
         }
-        if sink.full() {
-            return;
+        for &byte in chunks.remainder() {
+            hash = step(hash, byte);
         }
-        let Some(frame) = stack.last_mut() else {
-            return;
-        };
-        match frame {
-            Frame::Array(items, first) => match items.next() {
-                Some(item) => {
-                    if !std::mem::replace(first, false) {
-                        sink.write(b",");
-                    }
-                    next = Some(item);
-                }
-                None => {
-                    sink.write(b"]");
-                    stack.pop();
-                }
-            },
-            Frame::Object(entries, first) => match entries.next() {
-                Some((key, item)) => {
-                    if !std::mem::replace(first, false) {
-                        sink.write(b",");
-                    }
-                    write_string(key, sink);
-                    sink.write(b":");
-                    next = Some(item);
-                }
-                None => {
-                    sink.write(b"}");
-                    stack.pop();
-                }
-            },
-        }
-    }
-}
-
-/// An array or object being written: what is left of it, and whether
-/// nothing of it was written yet.
-enum Frame<'a> {
-    Array(std::slice::Iter<'a, Value>, bool),
-    Object(Entries<'a>, bool),
-}
-
-/// An object's entries in canonical key order.
-enum Entries<'a> {
-    /// The map's own order, already canonical.
-    InOrder(serde_json::map::Iter<'a>),
-    /// Re-sorted by UTF-16 code units.
-    Sorted(std::vec::IntoIter<(&'a String, &'a Value)>),
-}
-
-impl<'a> Entries<'a> {
-    fn of(map: &'a Map<String, Value>) -> Entries<'a> {
-        // serde_json's default map iterates in byte order, which equals UTF-16
-        // order unless keys mix U+E000..U+FFFF with astral characters (or another
-        // crate enabled `preserve_order`); only then do we sort.
-        let sorted = map
-            .keys()
-            .zip(map.keys().skip(1))
-            .all(|(a, b)| utf16_cmp(a, b) == Ordering::Less);
-        if sorted {
-            Entries::InOrder(map.iter())
-        } else {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
-            Entries::Sorted(entries.into_iter())
-        }
-    }
-}
-
-impl<'a> Iterator for Entries<'a> {
-    type Item = (&'a String, &'a Value);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            Entries::InOrder(entries) => entries.next(),
-            Entries::Sorted(entries) => entries.next(),
-        }
+        self.0 = hash;
     }
 }
 
@@ -247,119 +152,6 @@ pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
     } else {
         x.cmp(y)
     }
-}
-
-/// Writes a JSON string literal exactly as `JSON.stringify` would.
-pub fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
-    sink.write(b"\"");
-    let bytes = text.as_bytes();
-    // Most strings need no escaping: one scan, one write.
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
-        sink.write(bytes);
-        sink.write(b"\"");
-        return;
-    }
-    let mut start = 0;
-    for (index, &byte) in bytes.iter().enumerate() {
-        let mut control = *b"\\u0000";
-        let escape: &[u8] = match byte {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0C => b"\\f",
-            0x00..=0x1F => {
-                control[4] = b'0' + (byte >> 4);
-                control[5] = hex_digit(byte & 0xF);
-                &control
-            }
-            _ => continue,
-        };
-        sink.write(bytes.get(start..index).unwrap_or_default());
-        sink.write(escape);
-        start = index + 1;
-    }
-    sink.write(bytes.get(start..).unwrap_or_default());
-    sink.write(b"\"");
-}
-
-fn hex_digit(nibble: u8) -> u8 {
-    if nibble < 10 {
-        b'0' + nibble
-    } else {
-        b'a' + nibble - 10
-    }
-}
-
-fn write_number<S: Sink + ?Sized>(number: &Number, sink: &mut S) {
-    if let Some(n) = number.as_u64() {
-        sink.write(itoa(u128::from(n), false).as_bytes());
-    } else if let Some(n) = number.as_i64() {
-        sink.write(itoa(u128::from(n.unsigned_abs()), n < 0).as_bytes());
-    } else if let Some(f) = number.as_f64() {
-        sink.write(js_number(f).as_bytes());
-    }
-}
-
-fn itoa(magnitude: u128, negative: bool) -> String {
-    if negative {
-        format!("-{magnitude}")
-    } else {
-        magnitude.to_string()
-    }
-}
-
-/// Formats a finite `f64` exactly as JavaScript's `Number.prototype.toString`.
-fn js_number(f: f64) -> String {
-    if f == 0.0 || !f.is_finite() {
-        return "0".to_owned();
-    }
-    if f.fract() == 0.0 && f.abs() < 1e21 {
-        // Exact: integral doubles below 1e21 fit an i128.
-        #[allow(clippy::cast_possible_truncation)]
-        let integral = f as i128;
-        return integral.to_string();
-    }
-    // Rust's `{:e}` prints the shortest round-trip digits: "d.ddde-7".
-    let scientific = format!("{:e}", f.abs());
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let k = i32::try_from(digits.len()).unwrap_or(i32::MAX);
-    let n = exponent + 1; // position of the decimal point relative to the digits
-    let mut out = String::with_capacity(digits.len() + 8);
-    if f < 0.0 {
-        out.push('-');
-    }
-    if k <= n && n <= 21 {
-        out.push_str(&digits);
-        out.extend(std::iter::repeat_n(
-            '0',
-            usize::try_from(n - k).unwrap_or(0),
-        ));
-    } else if 0 < n && n <= 21 {
-        let split = usize::try_from(n).unwrap_or(0);
-        out.push_str(digits.get(..split).unwrap_or_default());
-        out.push('.');
-        out.push_str(digits.get(split..).unwrap_or_default());
-    } else if -6 < n && n <= 0 {
-        out.push_str("0.");
-        out.extend(std::iter::repeat_n('0', usize::try_from(-n).unwrap_or(0)));
-        out.push_str(&digits);
-    } else {
-        let (first, rest) = digits.split_at(1.min(digits.len()));
-        out.push_str(first);
-        if !rest.is_empty() {
-            out.push('.');
-            out.push_str(rest);
-        }
-        out.push('e');
-        out.push(if n - 1 < 0 { '-' } else { '+' });
-        out.push_str(&(n - 1).abs().to_string());
-    }
-    out
 }
 
 /// The canonical JSON text of `value`.
@@ -442,7 +234,9 @@ impl fmt::Debug for Sha256Digest {
 
 #[cfg(test)]
 mod tests {
+    use super::write::js_number;
     use super::*;
+    use serde_json::Map;
     use serde_json::json;
 
     #[test]

@@ -1,0 +1,343 @@
+//! Allocations and instructions per operation, for each core case.
+//!
+//! `cargo bench -p agent-surface --bench per_op` prints, for each case, the
+//! heap allocations and bytes allocated per operation, counted by a global
+//! allocator that wraps the system's (steady state: after a warm-up, over
+//! 1,000 operations). Timings are `core`'s job; counts do not move with the
+//! machine's load.
+//!
+//! `per_op --only CASE N` runs N operations of one case and nothing else,
+//! inside `measured`, for an instruction count:
+//!
+//! ```text
+//! valgrind --tool=callgrind --toggle-collect='per_op::measured*' \
+//!     target/release/deps/per_op-… --only observation 1000
+//! ```
+//!
+//! Instructions per operation = the `Ir` total / N. `per_op --trace CASE`
+//! prints where each allocation of one operation comes from.
+
+// The counting allocator below is the only unsafe code: it forwards each
+// call to `System` unchanged. It lives in this benchmark, never in the crate.
+#![allow(unsafe_code)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::print_stdout
+)]
+
+mod fixture;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use agent_surface::canonical::fnv1a64;
+use agent_surface::policy::{authenticated, rate_limit};
+use agent_surface::prelude::*;
+use agent_surface::toolset::{Toolset, Topology};
+use serde_json::json;
+
+use fixture::{Widget, mounted, poke, read_state, rows};
+
+/// The system allocator, counting.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Set by `--trace CASE`: each allocation of one operation prints where
+/// it came from (the crate's frames of its backtrace).
+static TRACING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+thread_local! {
+    static IN_TRACE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn trace_allocation(size: usize) {
+    if !TRACING.load(Ordering::Relaxed) || IN_TRACE.with(std::cell::Cell::get) {
+        return;
+    }
+    IN_TRACE.with(|t| t.set(true));
+    let trace = std::backtrace::Backtrace::force_capture().to_string();
+    let frames: Vec<&str> = trace
+        .lines()
+        .map(str::trim)
+        .filter(|line| {
+            (line.contains("agent_surface")
+                || line.contains("per_op")
+                || line.contains("serde_json"))
+                && !line.starts_with("at ")
+                && !line.contains("per_op::Counting")
+                && !line.contains("trace_allocation")
+        })
+        .take(4)
+        .collect();
+    println!("alloc {size:>5} B  {}", frames.join("  <  "));
+    IN_TRACE.with(|t| t.set(false));
+}
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards every call to `System` unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        trace_allocation(layout.size());
+        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        // SAFETY: the caller's contract is `System`'s.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// The cases, by name: each runs one operation per call.
+const CASES: [&str; 12] = [
+    "create-registry",
+    "register-unregister-1000",
+    "snapshot-100",
+    "action",
+    "action-deduplicated",
+    "observation",
+    "action-two-policies",
+    "invoke-hidden",
+    "procedure",
+    "direct-tools-40",
+    "direct-tools-300",
+    "canonical-32k",
+];
+
+/// What a case needs, built once before it is measured.
+struct Fixture {
+    runtime: tokio::runtime::Runtime,
+    plain: Registry,
+    guarded: Registry,
+    big: Registry,
+    instances: Vec<String>,
+    rows: serde_json::Value,
+    calls: u64,
+    _handles: Vec<Mounted>,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let plain = Registry::builder().build();
+        let mut handles = mounted(&plain, 10);
+        let guarded = Registry::builder()
+            .policy(authenticated())
+            .policy(rate_limit(u32::MAX, Duration::from_secs(1)))
+            .host_context(|| HostContext::new().with("user", json!({"name": "bench"})))
+            .build();
+        handles.extend(mounted(&guarded, 10));
+        let big = Registry::builder().build();
+        handles.extend(mounted(&big, 100));
+        Fixture {
+            runtime,
+            plain,
+            guarded,
+            big,
+            instances: (0..1000).map(|n| format!("w{n}")).collect(),
+            rows: rows(),
+            calls: 0,
+            _handles: handles,
+        }
+    }
+
+    /// Runs `n` operations of `case`.
+    fn run(&mut self, case: &str, n: u64) {
+        match case {
+            "create-registry" => (0..n).for_each(|_| drop(black_box(Registry::builder().build()))),
+            "register-unregister-1000" => {
+                let registry = Registry::builder().build();
+                for _ in 0..n {
+                    let handles: Vec<Mounted> = self
+                        .instances
+                        .iter()
+                        .map(|id| registry.mount_instance(Arc::new(Widget), id).unwrap())
+                        .collect();
+                    drop(black_box(handles));
+                }
+            }
+            "snapshot-100" => {
+                let options = SnapshotOptions::default();
+                for _ in 0..n {
+                    black_box(self.big.snapshot(&options));
+                }
+            }
+            "action"
+            | "action-deduplicated"
+            | "observation"
+            | "action-two-policies"
+            | "invoke-hidden" => {
+                let registry = if case == "action-two-policies" {
+                    &self.guarded
+                } else {
+                    &self.plain
+                };
+                let calls = &mut self.calls;
+                self.runtime.block_on(async {
+                    for _ in 0..n {
+                        let request = match case {
+                            "observation" => read_state(),
+                            "invoke-hidden" => Invocation::new("view:bench.ghost.readState"),
+                            "action-deduplicated" => {
+                                *calls += 1;
+                                poke().invocation_id(fixture::tool_call_id(*calls))
+                            }
+                            _ => poke(),
+                        };
+                        black_box(registry.invoke(request, InvokeOptions::default()).await);
+                    }
+                });
+            }
+            "procedure" => self.procedure(n),
+            "direct-tools-40" | "direct-tools-300" => {
+                let registry = Registry::builder().build();
+                let _mounted = mounted(&registry, if case == "direct-tools-40" { 40 } else { 300 });
+                for _ in 0..n {
+                    let toolset = Toolset::builder(&registry)
+                        .topology(Topology::Embedded)
+                        .build()
+                        .unwrap();
+                    black_box(toolset.tools());
+                    toolset.dispose();
+                }
+            }
+            "canonical-32k" => (0..n).for_each(|_| {
+                black_box(fnv1a64(black_box(&self.rows)));
+            }),
+            other => panic!("no case {other}; the cases are {CASES:?}"),
+        }
+    }
+
+    fn procedure(&mut self, n: u64) {
+        use agent_surface::procedure::{
+            ExecuteFuture, ManifestEntry, ProcedureCall, ProcedureExecutor, ProcedureManifest,
+        };
+        use fixture::Export;
+        struct Echo(ProcedureManifest);
+        impl ProcedureExecutor for Echo {
+            fn manifest(&self) -> &ProcedureManifest {
+                &self.0
+            }
+            fn execute(&self, call: ProcedureCall) -> ExecuteFuture {
+                Box::pin(async move {
+                    Ok(json!({"rows": call.input.as_object().map_or(0, |o| o.len())}))
+                })
+            }
+        }
+        let registry = Registry::builder().build();
+        let manifest: ProcedureManifest = [ManifestEntry::declared(
+            Export::contract().checked().unwrap(),
+        )]
+        .into_iter()
+        .collect();
+        registry.set_procedure_executor(Some(Arc::new(Echo(manifest))));
+        let handle = registry
+            .mounting(Arc::new(Widget))
+            .instance("w0")
+            .procedure(
+                ProcedureRef::<Export>::new().bind(Export::fields().report_id, || "r".to_owned()),
+            )
+            .mount()
+            .unwrap();
+        let target = handle.registration_id().to_owned();
+        self.runtime.block_on(async {
+            for _ in 0..n {
+                let request = Invocation::new("domain:bench.export")
+                    .registration(&target)
+                    .input(json!({"format": "csv"}));
+                black_box(registry.invoke(request, InvokeOptions::default()).await);
+            }
+        });
+    }
+}
+
+/// Operations before counting: enough to reach the steady state (the
+/// in-memory audit buffer and the dedupe window full, evicting as they
+/// take), as criterion's warm-up does.
+fn warm_up(case: &str) -> u64 {
+    if case.starts_with("register") || case.starts_with("direct") {
+        2
+    } else if case.contains("registry") || case.contains("canonical") {
+        100
+    } else {
+        20_000
+    }
+}
+
+/// The operations whose instructions are counted (see the module docs).
+#[inline(never)]
+fn measured(fixture: &mut Fixture, case: &str, n: u64) {
+    fixture.run(case, n);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mut fixture = Fixture::new();
+    if let Some(at) = args.iter().position(|a| a == "--trace") {
+        let case = args.get(at + 1).map_or("observation", String::as_str);
+        fixture.run(case, 20);
+        TRACING.store(true, Ordering::Relaxed);
+        fixture.run(case, 1);
+        TRACING.store(false, Ordering::Relaxed);
+        return;
+    }
+    if let Some(at) = args.iter().position(|a| a == "--only") {
+        let case = args.get(at + 1).map_or("observation", String::as_str);
+        let n = args
+            .get(at + 2)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1000);
+        fixture.run(case, warm_up(case));
+        measured(&mut fixture, case, n);
+        return;
+    }
+    let filter = args.iter().skip(1).find(|a| !a.starts_with("--"));
+    println!("| case | allocations / op | bytes allocated / op |");
+    println!("|---|---|---|");
+    for case in CASES {
+        if filter.is_some_and(|f| !case.contains(f.as_str())) {
+            continue;
+        }
+        let n: u64 = if case.starts_with("register") || case.starts_with("direct") {
+            20
+        } else {
+            1000
+        };
+        fixture.run(case, warm_up(case));
+        let (count, bytes) = (
+            ALLOCATIONS.load(Ordering::Relaxed),
+            BYTES.load(Ordering::Relaxed),
+        );
+        fixture.run(case, n);
+        let count = ALLOCATIONS.load(Ordering::Relaxed) - count;
+        let bytes = BYTES.load(Ordering::Relaxed) - bytes;
+        #[allow(clippy::cast_precision_loss)]
+        let (count, bytes) = (count as f64 / n as f64, bytes as f64 / n as f64);
+        println!("| {case} | {count:.1} | {bytes:.0} |");
+    }
+}
