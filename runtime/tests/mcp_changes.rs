@@ -258,3 +258,224 @@ async fn a_call_does_no_work_for_idle_sessions() {
         "40 idle sessions must not re-evaluate anything on another session's call"
     );
 }
+
+/// A component that comes and goes (a surface change).
+struct Extra;
+
+/// Comes and goes.
+#[agent_component(type = "test.extra")]
+impl Extra {
+    /// Its state.
+    #[observation]
+    fn read(&self) -> u32 {
+        1
+    }
+}
+
+/// Hides what it guards from consumers whose label names a restricted
+/// client (discovery reads the consumer: what it sees is its own).
+struct HideFromRestricted;
+
+impl agent_surface::policy::Policy for HideFromRestricted {
+    fn name(&self) -> &str {
+        "hide-from-restricted"
+    }
+    fn on_discovery(
+        &self,
+        ctx: &agent_surface::policy::PolicyContext<'_>,
+    ) -> agent_surface::policy::Decision {
+        if ctx
+            .consumer()
+            .label()
+            .is_some_and(|label| label.contains("restricted"))
+        {
+            agent_surface::policy::Decision::Hide
+        } else {
+            agent_surface::policy::Decision::Expose
+        }
+    }
+}
+
+/// A component restricted clients do not see.
+struct Guarded;
+
+/// Guarded.
+#[agent_component(type = "test.guarded", policies = [HideFromRestricted])]
+impl Guarded {
+    /// Does nothing.
+    #[action(effect = "local-state", idempotent)]
+    fn poke(&self) {}
+}
+
+/// A client that names itself, and counts its pushed notifications.
+#[derive(Clone)]
+struct Named(&'static str, Pushes);
+
+impl ClientHandler for Named {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.1.on_tool_list_changed(context).await;
+    }
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::default(),
+            rmcp::model::Implementation::new(self.0, "1.0"),
+        )
+    }
+}
+
+async fn connect_named(
+    server: &McpServer,
+    name: &'static str,
+) -> (RunningService<RoleClient, Named>, Pushes) {
+    let (client_io, server_io) = tokio::io::duplex(256 * 1024);
+    let server = server.clone();
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let pushes = Pushes::new();
+    let client = Named(name, pushes.clone())
+        .serve_with_lifecycle(client_io, ClientLifecycleMode::Initialize)
+        .await
+        .expect("the MCP handshake");
+    (client, pushes)
+}
+
+async fn tool_names<H: ClientHandler>(client: &RunningService<RoleClient, H>) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn sessions_that_see_the_same_tools_share_one_build_per_change() {
+    let registry = Registry::default();
+    let gauge = Arc::new(Gauge {
+        evaluations: AtomicUsize::new(0),
+    });
+    let _gauge = registry.mount(Arc::clone(&gauge)).unwrap();
+    let server = McpServer::builder(&registry).build();
+    let mut sessions = Vec::new();
+    for _ in 0..8 {
+        let (client, pushes) = connect(&server, false).await;
+        client.list_all_tools().await.unwrap();
+        sessions.push((client, pushes));
+    }
+    settle().await;
+    for change in 1..=3u64 {
+        gauge.evaluations.store(0, Ordering::SeqCst);
+        // A surface change: a mount, then an unmount.
+        let extra = registry.mount(Arc::new(Extra)).unwrap();
+        for (i, (_, pushes)) in sessions.iter().enumerate() {
+            let mut pushed = pushes.0.subscribe();
+            tokio::time::timeout(PATIENCE, pushed.wait_for(|n| *n >= 2 * change - 1))
+                .await
+                .unwrap_or_else(|_| panic!("change {change}: session {i} was not notified"))
+                .unwrap();
+        }
+        settle().await;
+        assert_eq!(
+            gauge.evaluations.load(Ordering::SeqCst),
+            1,
+            "change {change}: eight sessions seeing the same tools build them once"
+        );
+        gauge.evaluations.store(0, Ordering::SeqCst);
+        extra.unmount();
+        for (i, (_, pushes)) in sessions.iter().enumerate() {
+            let mut pushed = pushes.0.subscribe();
+            tokio::time::timeout(PATIENCE, pushed.wait_for(|n| *n >= 2 * change))
+                .await
+                .unwrap_or_else(|_| panic!("change {change}: session {i} missed the unmount"))
+                .unwrap();
+        }
+        settle().await;
+        assert_eq!(gauge.evaluations.load(Ordering::SeqCst), 1);
+    }
+    // Each lists what it was told about.
+    for (client, _) in &sessions {
+        assert_eq!(
+            tool_names(client).await,
+            ["view_test__gauge__tick"].map(str::to_owned)
+        );
+    }
+    for (client, _) in sessions {
+        let _ = client.cancel().await;
+    }
+}
+
+#[tokio::test]
+async fn sessions_that_see_different_tools_keep_their_own_lists() {
+    let registry = Registry::default();
+    let gauge = Arc::new(Gauge {
+        evaluations: AtomicUsize::new(0),
+    });
+    let _gauge = registry.mount(Arc::clone(&gauge)).unwrap();
+    let server = McpServer::builder(&registry).build();
+    let (full, full_pushes) = connect_named(&server, "full-agent").await;
+    let (restricted, restricted_pushes) = connect_named(&server, "restricted-agent").await;
+    let (other, other_pushes) = connect(&server, false).await;
+    for names in [
+        tool_names(&full).await,
+        tool_names(&restricted).await,
+        tool_names(&other).await,
+    ] {
+        assert_eq!(names, ["view_test__gauge__tick"].map(str::to_owned));
+    }
+    settle().await;
+    // Only the consumers the policy shows see the new tool, and only they
+    // are told their tools changed.
+    let guarded = registry.mount(Arc::new(Guarded)).unwrap();
+    for pushes in [&full_pushes, &other_pushes] {
+        tokio::time::timeout(PATIENCE, pushes.0.subscribe().wait_for(|n| *n >= 1))
+            .await
+            .expect("a session that sees the new tool is notified")
+            .unwrap();
+    }
+    settle().await;
+    assert_eq!(*restricted_pushes.0.borrow(), 0, "nothing changed for it");
+    let both = ["view_test__gauge__tick", "view_test__guarded__poke"].map(str::to_owned);
+    assert_eq!(tool_names(&full).await, both);
+    assert_eq!(tool_names(&other).await, both);
+    assert_eq!(
+        tool_names(&restricted).await,
+        ["view_test__gauge__tick"].map(str::to_owned)
+    );
+    // Its calls resolve against its own tools too.
+    let refused = restricted
+        .call_tool(CallToolRequestParams::new("view_test__guarded__poke"))
+        .await;
+    assert!(
+        refused.is_err() || refused.as_ref().is_ok_and(|r| r.is_error == Some(true)),
+        "{refused:?}"
+    );
+    let ok = full
+        .call_tool(CallToolRequestParams::new("view_test__guarded__poke"))
+        .await
+        .unwrap();
+    assert_ne!(ok.is_error, Some(true), "{ok:?}");
+    // Once the guarded component goes, the surface is the same for all
+    // again: the unrestricted sessions are told.
+    guarded.unmount();
+    for pushes in [&full_pushes, &other_pushes] {
+        tokio::time::timeout(PATIENCE, pushes.0.subscribe().wait_for(|n| *n >= 2))
+            .await
+            .expect("notified of the unmount")
+            .unwrap();
+    }
+    settle().await;
+    assert_eq!(*restricted_pushes.0.borrow(), 0);
+    let gauge_only = ["view_test__gauge__tick"].map(str::to_owned);
+    assert_eq!(tool_names(&full).await, gauge_only);
+    assert_eq!(tool_names(&other).await, gauge_only);
+    for client in [full, restricted] {
+        let _ = client.cancel().await;
+    }
+    let _ = other.cancel().await;
+}

@@ -69,14 +69,15 @@ impl McpSession {
     /// Who a request acts as, before it is noted as seen.
     fn identify(&self, extensions: &Extensions, peer: &Peer<RoleServer>) -> Option<Acting> {
         let parts = extensions.get::<::http::request::Parts>();
-        let client = client_name(peer);
+        // Only for a label, when a view is made: not on every call.
+        let client = || client_name(peer);
         if let Some(authenticated) = parts.and_then(|p| p.extensions.get::<Authenticated>()) {
-            return self.authenticated(authenticated, client.as_deref());
+            return self.authenticated(authenticated, client().as_deref());
         }
         if let (Some(identify), Some(parts)) = (&self.shared.identify, parts)
             && let Ok(Some(principal)) = crate::adapter::contain::catch(|| identify(parts))
         {
-            let label = Some(match &client {
+            let label = Some(match client() {
                 Some(client) => format!("{client} ({principal})"),
                 None => principal.clone(),
             });
@@ -93,7 +94,7 @@ impl McpSession {
                 None => {
                     let label = Some(format!(
                         "{} ({})",
-                        client.as_deref().unwrap_or(UNNAMED),
+                        client().as_deref().unwrap_or(UNNAMED),
                         session_label(session)
                     ));
                     let view = self.shared.view(session, label.as_deref())?;
@@ -111,7 +112,7 @@ impl McpSession {
             .anonymous
             .get_or_init(|| {
                 let consumer = self.shared.anonymous_id();
-                let label = format!("{} (no session)", client.as_deref().unwrap_or(UNNAMED));
+                let label = format!("{} (no session)", client().as_deref().unwrap_or(UNNAMED));
                 let view = self.shared.views.detached(&consumer, true, Some(&label))?;
                 Some((consumer, view))
             })

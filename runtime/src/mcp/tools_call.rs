@@ -38,7 +38,7 @@ impl McpSession {
     /// Handles `tools/call`.
     pub(super) async fn call(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(mut acting) = self.acting(&context.extensions, &context.peer) else {
@@ -49,7 +49,8 @@ impl McpSession {
         };
         let cancel = context.ct.clone();
         let name = request.name.to_string();
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        // Taken, not copied: nothing below reads the request's arguments.
+        let arguments = Value::Object(request.arguments.take().unwrap_or_default());
         let invocation_id = self.invocation_id(&acting, &context.id);
         let max_id = self.shared.registry.limits().max_id_bytes;
         if invocation_id.as_ref().is_some_and(|id| id.len() > max_id) {

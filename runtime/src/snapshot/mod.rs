@@ -133,6 +133,8 @@ pub struct Snapshot {
     pub(super) components: Vec<ComponentView>,
     pub(super) procedures: Vec<ProcedureView>,
     pub(super) dropped: Option<usize>,
+    /// A discovery policy decided part of it (for its consumer).
+    pub(super) consumer_dependent: bool,
 }
 
 impl Snapshot {
@@ -171,6 +173,13 @@ impl Snapshot {
     /// Components dropped by a budget, if any.
     pub fn truncated(&self) -> Option<usize> {
         self.dropped
+    }
+    /// Whether what it shows was decided for its consumer: a discovery
+    /// policy ran (policies read the consumer and its host context). One
+    /// that is not is what every consumer with the same options would see
+    /// at that moment (`when` and notes read components, not consumers).
+    pub fn depends_on_consumer(&self) -> bool {
+        self.consumer_dependent
     }
     /// A visible capability by id (the first instance that offers it).
     pub fn capability(&self, id: &str) -> Option<(&ComponentView, CapabilityView<'_>)> {

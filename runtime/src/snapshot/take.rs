@@ -81,6 +81,8 @@ impl Registry {
             components,
             procedures,
             dropped,
+            // The host context is read exactly when a discovery policy runs.
+            consumer_dependent: host.is_some(),
         }
     }
 

@@ -1,11 +1,39 @@
-//! The catalog a toolset serves: built from one snapshot, kept as the one
-//! later calls resolve names against, and announced to subscribers when
-//! what it serves changed.
+//! The catalog a toolset serves: built from one snapshot (or adopted from
+//! another consumer's build that no discovery policy decided), kept as the
+//! one later calls resolve names against, and announced to subscribers
+//! when what it serves changed.
 
 use std::sync::{Arc, PoisonError};
 
 use super::tool::{Catalog, build_catalog};
-use super::{Mode, Shared};
+use super::{Mode, Shared, Toolset};
+
+impl Toolset {
+    /// A fresh direct-mode catalog, kept as the one later calls resolve
+    /// against (`None` in meta mode, whose tools are constant).
+    pub(super) fn rebuild_catalog(&self) -> Option<Arc<Catalog>> {
+        (self.shared.mode == Mode::Direct).then(|| self.shared.rebuild())
+    }
+
+    /// Serves `catalog`, built for another consumer of the same registry
+    /// and options from a snapshot no discovery policy decided (so it is
+    /// exactly what this consumer's own build would have been), as if it
+    /// had been built here. `false` (nothing adopted) in meta mode or for
+    /// a catalog a discovery policy decided.
+    pub(super) fn adopt(&self, catalog: Arc<Catalog>) -> bool {
+        if self.shared.mode != Mode::Direct || catalog.consumer_dependent {
+            return false;
+        }
+        let previous = self
+            .shared
+            .built
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(catalog);
+        crate::adapter::contain::drop_contained("previous catalog", previous);
+        true
+    }
+}
 
 impl Shared {
     /// The catalog the model last saw (built now if there is none).

@@ -8,6 +8,15 @@
 //! build of tools, shared by everything that serves that consumer so one
 //! wake-up rebuilds once. [`ConsumerViews`] keeps them by consumer id.
 //!
+//! Consumers share builds too, when they would see the same tools: what a
+//! consumer sees depends on it only through discovery policies (they read
+//! the consumer and its bound host context; `when` and notes read
+//! components). A build no discovery policy decided is filed for all the
+//! views of one [`ConsumerViews`] (same registry, kind and topology) under
+//! the registry version and a server-wide poke count, so a surface change
+//! seen by a thousand sessions builds once; a build a discovery policy
+//! decided stays its consumer's alone.
+//!
 //! Who holds a view decides how long it lives. A session's view is held by
 //! the session and forgotten when it ends
 //! ([`ConsumerViews::end_session`]: its view, its settled dedupe records and
@@ -35,6 +44,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tokio::sync::watch;
 
+use super::tool::Catalog;
 use super::{Tool, Toolset, Topology};
 use crate::context::{Consumer, ConsumerKind};
 use crate::registry::Registry;
@@ -43,9 +53,48 @@ use crate::registry::Registry;
 /// made at.
 type Build = ((u64, u64), Arc<Vec<Tool>>);
 
+/// What the views of one [`ConsumerViews`] share: the latest build no
+/// discovery policy decided, which every one of them would have made alike.
+#[derive(Default)]
+struct Common {
+    /// Moves whenever any of the views is poked (a call settled, a refresh):
+    /// live state that `when` reads may have moved for every consumer.
+    epoch: AtomicU64,
+    /// The latest consumer-independent build and the (registry version,
+    /// epoch) it was made at.
+    latest: Mutex<Option<((u64, u64), Arc<Catalog>)>>,
+}
+
+impl Common {
+    /// The build filed under `stamp`, if any.
+    fn at(&self, stamp: (u64, u64)) -> Option<Arc<Catalog>> {
+        self.latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .filter(|(at, _)| *at == stamp)
+            .map(|(_, catalog)| Arc::clone(catalog))
+    }
+
+    /// Files `catalog`, built from state at least as new as `stamp`,
+    /// unless a build of a later stamp is filed already.
+    fn file(&self, stamp: (u64, u64), catalog: &Arc<Catalog>) {
+        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        if latest.as_ref().is_some_and(|(at, _)| *at >= stamp) {
+            return;
+        }
+        let previous = latest.replace((stamp, Arc::clone(catalog)));
+        drop(latest);
+        // Possibly the last owner of host objects: dropped unlocked.
+        crate::adapter::contain::drop_contained("previous shared catalog", previous);
+    }
+}
+
 /// One consumer's view: its toolset and its latest build of tools.
 pub struct ConsumerView {
     toolset: Toolset,
+    /// Shared with the other views of the same [`ConsumerViews`].
+    common: Arc<Common>,
     /// Moves when this consumer's tools may have changed without a version
     /// bump (its own call settled, an explicit refresh).
     poke: watch::Sender<u64>,
@@ -75,6 +124,7 @@ impl ConsumerView {
         registry: &Registry,
         consumer: Consumer,
         topology: Topology,
+        common: Arc<Common>,
         created: u64,
     ) -> Option<ConsumerView> {
         let toolset = Toolset::builder(registry)
@@ -85,6 +135,7 @@ impl ConsumerView {
             .ok()?;
         Some(ConsumerView {
             toolset,
+            common,
             poke: watch::channel(0).0,
             latest: Mutex::new(None),
             created,
@@ -121,6 +172,16 @@ impl ConsumerView {
     /// a surface version bump (its own call settled, live state that
     /// `when` reads moved).
     pub fn poke(&self) {
+        // The shared count first: whoever sees the view's poke reads a
+        // shared stamp no older than it.
+        self.common.epoch.fetch_add(1, Ordering::SeqCst);
+        self.restamp();
+    }
+
+    /// Moves this view's own stamp only (its next [`current`](Self::current)
+    /// does not reuse its own last build), for a wake-up whose cause
+    /// already moved the shared count (another anonymous caller's call).
+    pub(super) fn restamp(&self) {
         self.poke.send_modify(|n| *n = n.wrapping_add(1));
     }
 
@@ -135,7 +196,8 @@ impl ConsumerView {
     pub fn current(&self) -> Arc<Vec<Tool>> {
         // Read before building: a build is never filed under a later stamp
         // than the state it saw.
-        let stamp = (self.toolset.registry().version(), *self.poke.borrow());
+        let version = self.toolset.registry().version();
+        let stamp = (version, *self.poke.borrow());
         if let Some((at, tools)) = self
             .latest
             .lock()
@@ -145,7 +207,22 @@ impl ConsumerView {
         {
             return Arc::clone(tools);
         }
-        let tools = self.toolset.tools();
+        // After the view's own stamp (a poke moves the shared count first).
+        let shared = (version, self.common.epoch.load(Ordering::SeqCst));
+        let tools = match self.common.at(shared) {
+            // Another consumer's build no discovery policy decided: served
+            // (and resolved against) as this consumer's own.
+            Some(catalog) if self.toolset.adopt(Arc::clone(&catalog)) => Arc::clone(&catalog.tools),
+            _ => match self.toolset.rebuild_catalog() {
+                Some(catalog) => {
+                    if !catalog.consumer_dependent {
+                        self.common.file(shared, &catalog);
+                    }
+                    Arc::clone(&catalog.tools)
+                }
+                None => self.toolset.tools(),
+            },
+        };
         let previous = self
             .latest
             .lock()
@@ -169,6 +246,7 @@ pub struct ConsumerViews {
     registry: Registry,
     kind: ConsumerKind,
     topology: Topology,
+    common: Arc<Common>,
     created: AtomicU64,
     views: Mutex<BTreeMap<String, Arc<ConsumerView>>>,
     /// Detached views of anonymous callers, poked together: one anonymous
@@ -193,6 +271,7 @@ impl ConsumerViews {
             registry: registry.clone(),
             kind,
             topology,
+            common: Arc::default(),
             created: AtomicU64::new(0),
             views: Mutex::new(BTreeMap::new()),
             anonymous: Mutex::new(Vec::new()),
@@ -214,6 +293,7 @@ impl ConsumerViews {
             &self.registry,
             self.consumer(consumer_id, label),
             self.topology,
+            Arc::clone(&self.common),
             order,
         )
     }

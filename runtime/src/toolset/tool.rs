@@ -253,6 +253,9 @@ pub fn wire_name(capability: &CheckedCapability) -> &str {
 pub(super) struct Catalog {
     pub(super) tools: Arc<Vec<Tool>>,
     by_name: std::sync::OnceLock<FxHashMap<u64, usize>>,
+    /// Built from a snapshot a discovery policy decided part of (see
+    /// [`Snapshot::depends_on_consumer`]): it is its consumer's alone.
+    pub(super) consumer_dependent: bool,
 }
 
 fn name_hash(name: &str) -> u64 {
@@ -262,10 +265,11 @@ fn name_hash(name: &str) -> u64 {
 }
 
 impl Catalog {
-    fn new(tools: Vec<Tool>) -> Catalog {
+    fn new(tools: Vec<Tool>, consumer_dependent: bool) -> Catalog {
         Catalog {
             tools: Arc::new(tools),
             by_name: std::sync::OnceLock::new(),
+            consumer_dependent,
         }
     }
 
@@ -389,7 +393,7 @@ pub(super) fn build_catalog(snapshot: &Snapshot) -> Catalog {
         });
     }
     shorten_long_names(&mut tools);
-    Catalog::new(tools)
+    Catalog::new(tools, snapshot.depends_on_consumer())
 }
 
 /// Canonical names are unique by construction (the encoding is injective

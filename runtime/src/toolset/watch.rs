@@ -227,7 +227,8 @@ impl ChangeWatcher {
             tokio::task::yield_now().await;
             let now = self.view.current();
             self.unchecked = false;
-            if !same_served(&self.delivered, &now) {
+            // The very build last delivered (shared builds often are).
+            if !Arc::ptr_eq(&self.delivered, &now) && !same_served(&self.delivered, &now) {
                 self.delivered = now;
                 return Some(());
             }
@@ -284,10 +285,12 @@ impl ChangeWatcher {
             };
             if self.anonymous.is_some() {
                 if by_call {
-                    // Another caller's call moved only the shared signal:
+                    // Another caller's call moved only the shared signal
+                    // (and, poking its own view, the views' shared count):
                     // move this view's own stamp, so its tools are rebuilt
-                    // rather than served from the last build.
-                    self.view.poke();
+                    // (or taken from a build made since) rather than served
+                    // from its last build.
+                    self.view.restamp();
                     self.poke.mark_unchanged();
                 }
                 self.gathering = Some(tokio::time::Instant::now() + ANONYMOUS_SPELL);
