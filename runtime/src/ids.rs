@@ -213,6 +213,30 @@ pub struct CapabilityId {
     name_dot: usize,
 }
 
+/// Where a requested capability id splits (see
+/// [`CapabilityId::split_requested`]), for the text it was split from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Requested {
+    plane: Plane,
+    name_dot: usize,
+}
+
+impl Requested {
+    /// The plane.
+    pub(crate) fn plane(self) -> Plane {
+        self.plane
+    }
+
+    /// The component type of a view id (`text` is the id it was split
+    /// from); `None` for domain ids.
+    pub(crate) fn component_type(self, text: &str) -> Option<&str> {
+        match self.plane {
+            Plane::View => text.get(5..self.name_dot),
+            Plane::Domain => None,
+        }
+    }
+}
+
 impl CapabilityId {
     /// Validates and parses `text`.
     pub fn new(text: &str) -> Result<CapabilityId, IdError> {
@@ -235,8 +259,9 @@ impl CapabilityId {
     /// check (the pipeline's entry: an id outside the grammar names nothing
     /// mounted, so its lookup fails like any unknown id's, and the full
     /// check would cost more than the rest of resolution). `None` when it
-    /// has no plane, or a view id has no component type or name.
-    pub(crate) fn split_requested(text: &str) -> Option<CapabilityId> {
+    /// has no plane, or a view id has no component type or name. Nothing
+    /// is copied: the parts are read from `text` again.
+    pub(crate) fn split_requested(text: &str) -> Option<Requested> {
         let (plane, name_dot) = if let Some(rest) = text.strip_prefix("view:") {
             let (component_type, name) = rest.rsplit_once('.')?;
             if component_type.is_empty() || name.is_empty() {
@@ -250,11 +275,7 @@ impl CapabilityId {
             }
             (Plane::Domain, 0)
         };
-        Some(CapabilityId {
-            text: Arc::from(text),
-            plane,
-            name_dot,
-        })
+        Some(Requested { plane, name_dot })
     }
 
     /// The id of capability `name` of component type `component_type` (view plane).
@@ -392,13 +413,14 @@ mod tests {
 
     #[test]
     fn a_requested_id_is_split_by_plane_and_last_dot() {
-        let view = CapabilityId::split_requested("view:devices.table.sort").unwrap();
+        let text = "view:devices.table.sort";
+        let view = CapabilityId::split_requested(text).unwrap();
         assert_eq!(view.plane(), Plane::View);
-        assert_eq!(view.component_type_str(), Some("devices.table"));
-        assert_eq!(view.name(), Some("sort"));
-        let domain = CapabilityId::split_requested("domain:devices.disable").unwrap();
+        assert_eq!(view.component_type(text), Some("devices.table"));
+        let text = "domain:devices.disable";
+        let domain = CapabilityId::split_requested(text).unwrap();
         assert_eq!(domain.plane(), Plane::Domain);
-        assert_eq!(domain.path(), "devices.disable");
+        assert_eq!(domain.component_type(text), None);
         for text in [
             "",
             "view:",

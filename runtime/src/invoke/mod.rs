@@ -148,14 +148,12 @@ impl Registry {
         // Parsed once, here: the pipeline reads the plane and component
         // type from it, never from the raw string.
         let parsed = crate::ids::CapabilityId::split_requested(&request.capability_id);
-        let capability_id: Arc<str> = match &parsed {
-            Some(parsed) => Arc::clone(parsed.as_arc()),
-            None => Arc::from(request.capability_id.as_str()),
-        };
+        // The result's capability id is the contract's own once resolved
+        // (no copy); a call settled here carries a copy of the requested.
         let immediate = |error: ErrorPayload| {
             InvocationResult::new(
                 Arc::clone(&invocation_id),
-                Arc::clone(&capability_id),
+                Arc::from(request.capability_id.as_str()),
                 Err(error),
                 inner.version(),
                 false,
@@ -220,7 +218,7 @@ impl Registry {
             consumer,
             consumer_key,
             invocation_id,
-            capability_id,
+            capability_id: std::sync::OnceLock::new(),
             parsed,
             leadership,
             version_moved: std::sync::atomic::AtomicBool::new(false),

@@ -30,8 +30,11 @@ fn push_base62(out: &mut String, mut value: u64, digits: usize) {
     }
 }
 
-/// The longest minted invocation id: `inv_`, the prefix, `_`, 20 digits.
-const INVOCATION_ID_MAX: usize = 4 + PREFIX_CHARS + 1 + 20;
+/// What precedes the counter in a minted invocation id: `inv_`, the
+/// registry's prefix and `_`.
+const INVOCATION_HEAD: usize = 4 + PREFIX_CHARS + 1;
+/// The longest minted invocation id: the head and 20 digits.
+const INVOCATION_ID_MAX: usize = INVOCATION_HEAD + 20;
 
 /// Random bytes from the operating system, handed out eight at a time.
 struct Pool {
@@ -109,6 +112,8 @@ struct Keys {
     /// carrying the prefix but not a valid check was not minted here.
     tag_key: RandomState,
     tag_secret: u64,
+    /// `inv_<prefix>_`, the head of minted invocation ids.
+    invocation_head: [u8; INVOCATION_HEAD],
 }
 
 impl Keys {
@@ -121,10 +126,18 @@ impl Keys {
             *byte = BASE62.get(index).copied().unwrap_or(b'0');
             value /= 62;
         }
+        let mut invocation_head = [b'_'; INVOCATION_HEAD];
+        for (slot, &byte) in invocation_head
+            .iter_mut()
+            .zip(b"inv_".iter().chain(prefix.iter()))
+        {
+            *slot = byte;
+        }
         Keys {
             prefix,
             tag_key: RandomState::new(),
             tag_secret,
+            invocation_head,
         }
     }
 
@@ -220,38 +233,28 @@ impl IdMint {
         // random draw on the hot path. Written on the stack, digits by hand.
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
         let mut buffer = [0u8; INVOCATION_ID_MAX];
+        let (head, digits) = buffer.split_at_mut(INVOCATION_HEAD);
+        head.copy_from_slice(&self.keys().invocation_head);
         let mut len = 0;
-        for &byte in b"inv_"
-            .iter()
-            .chain(self.keys().prefix.iter())
-            .chain(b"_".iter())
-        {
-            if let Some(slot) = buffer.get_mut(len) {
-                *slot = byte;
-                len += 1;
-            }
-        }
-        let mut digits = [0u8; 20];
-        let mut count = 0;
         let mut rest = n;
-        loop {
-            if let Some(slot) = digits.get_mut(count) {
-                *slot = b'0' + u8::try_from(rest % 10).unwrap_or(0);
-                count += 1;
-            }
+        // Least significant first, then reversed in place.
+        for slot in digits.iter_mut() {
+            *slot = b'0' + u8::try_from(rest % 10).unwrap_or(0);
+            len += 1;
             rest /= 10;
             if rest == 0 {
                 break;
             }
         }
-        for &digit in digits.get(..count).unwrap_or_default().iter().rev() {
-            if let Some(slot) = buffer.get_mut(len) {
-                *slot = digit;
-                len += 1;
-            }
+        if let Some(written) = digits.get_mut(..len) {
+            written.reverse();
         }
         // ASCII throughout.
-        make(std::str::from_utf8(buffer.get(..len).unwrap_or_default()).unwrap_or("inv_"))
+        let id = buffer
+            .get(..INVOCATION_HEAD + len)
+            .and_then(|id| std::str::from_utf8(id).ok())
+            .unwrap_or("inv_");
+        make(id)
     }
 }
 
@@ -286,6 +289,12 @@ mod tests {
             invocation,
             "registries never share one"
         );
+        let head = &invocation[..invocation.len() - 1];
+        assert_eq!(head.len(), 4 + PREFIX_CHARS + 1);
+        for n in 2..=1234 {
+            assert_eq!(mint.invocation_id(), format!("{head}{n}"));
+        }
+        assert_eq!(&*mint.invocation_id_arc(), format!("{head}1235"));
     }
 
     #[test]

@@ -211,7 +211,7 @@ impl InFlight<'_> {
         let binding = Binding {
             surface_id: &inner.surface_id,
             registration_id: &registration.id,
-            capability_id: &self.capability_id,
+            capability_id: self.capability_id(),
             consumer_key: &self.consumer_key,
             effective_input: effective,
             effect: capability.effect(),

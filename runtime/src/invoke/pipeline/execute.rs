@@ -203,7 +203,7 @@ impl InFlight<'_> {
             .transpose()?;
         let token = tokio_util::sync::CancellationToken::new();
         let call = ProcedureCall {
-            procedure_id: Arc::clone(&self.capability_id),
+            procedure_id: Arc::clone(self.capability_id()),
             input,
             invocation_id: Arc::clone(&self.invocation_id),
             consumer: self.consumer.clone(),
@@ -255,7 +255,7 @@ impl InFlight<'_> {
         }
         let inner = &self.registry.inner;
         let mut event = AuditEvent::new(AuditKind::InvocationStarted, inner.now_ms());
-        event.capability_id = Some(Arc::clone(&self.capability_id));
+        event.capability_id = Some(Arc::clone(self.capability_id()));
         event.registration_id = Some(Arc::clone(&target.registration.id));
         event.invocation_id = Some(Arc::clone(&self.invocation_id));
         event.consumer_id = Some(Arc::clone(&self.consumer_key));
@@ -284,7 +284,7 @@ impl InFlight<'_> {
                 let binding = Binding {
                     surface_id: &inner.surface_id,
                     registration_id: &registration.id,
-                    capability_id: &self.capability_id,
+                    capability_id: self.capability_id(),
                     consumer_key: &self.consumer_key,
                     effective_input: effective,
                     effect: reference.capability.effect(),
@@ -305,7 +305,7 @@ impl InFlight<'_> {
             }
             error => {
                 let mapped = inner.config.procedure_errors.as_ref().and_then(|map| {
-                    crate::util::contain::catch(|| map(&self.capability_id, &error)).unwrap_or_else(
+                    crate::util::contain::catch(|| map(self.capability_id(), &error)).unwrap_or_else(
                         |_| {
                             tracing::error!(
                                 "the procedure error hook panicked; the error stays unmapped"

@@ -42,10 +42,13 @@ pub(super) struct InFlight<'r> {
     pub(super) consumer: Consumer,
     pub(super) consumer_key: Arc<str>,
     pub(super) invocation_id: Arc<str>,
-    pub(super) capability_id: Arc<str>,
+    /// The capability id results and audit records carry: the contract's
+    /// own once resolved, else a copy of the requested (see
+    /// [`capability_id`](Self::capability_id)).
+    pub(super) capability_id: std::sync::OnceLock<Arc<str>>,
     /// The capability id parsed at entry (`None`: outside the grammar, so
     /// it names nothing).
-    pub(super) parsed: Option<crate::ids::CapabilityId>,
+    pub(super) parsed: Option<crate::ids::Requested>,
     /// The dedupe record this call leads (calls with an invocation id).
     pub(super) leadership: Option<super::Leadership<'r>>,
     /// The surface moved since the caller's version hint, on a destructive
@@ -221,6 +224,17 @@ impl Interrupt {
 }
 
 impl InFlight<'_> {
+    /// The capability id as requested.
+    pub(super) fn requested_id(&self) -> &str {
+        &self.request.capability_id
+    }
+
+    /// The capability id as results and audit records carry it.
+    pub(super) fn capability_id(&self) -> &Arc<str> {
+        self.capability_id
+            .get_or_init(|| Arc::from(self.request.capability_id.as_str()))
+    }
+
     /// Awaits `work` (a policy onion: host code that may take its time)
     /// unless the caller cancels, the registry is disposed (both settle
     /// `CANCELLED`) or the registration is unmounted (`COMPONENT_UNMOUNTED`)
@@ -264,14 +278,14 @@ impl InFlight<'_> {
     pub(super) async fn run(&mut self) -> InvocationResult {
         let span = tracing::debug_span!(
             "agent_surface.invoke",
-            capability = %self.capability_id,
+            capability = %self.requested_id(),
             invocation = %self.invocation_id,
             consumer = %self.consumer_key,
         );
         self.registry.inner.dispatcher.emit_with(|| {
             [crate::events::SurfaceEvent::InvocationStarted {
                 invocation_id: Arc::clone(&self.invocation_id),
-                capability_id: Arc::clone(&self.capability_id),
+                capability_id: Arc::clone(self.capability_id()),
                 consumer_id: Arc::clone(&self.consumer_key),
             }]
         });
@@ -292,6 +306,10 @@ impl InFlight<'_> {
         }
         let host = self.registry.inner.host_for(&self.consumer_key);
         let target = self.resolve(&host)?;
+        // The contract's own id (equal to the requested): no copy.
+        let _ = self
+            .capability_id
+            .set(Arc::clone(target.subject.capability().id().as_arc()));
         let _ = self
             .resolved
             .set((Arc::clone(&target.registration), target.subject.clone()));

@@ -47,14 +47,14 @@ impl InFlight<'_> {
     pub(super) fn resolve(&self, host: &HostContext) -> Result<Target, ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 2, name = "resolve").entered();
         // An id outside the grammar names nothing that could be mounted.
-        let Some(parsed) = &self.parsed else {
+        let Some(parsed) = self.parsed else {
             return Err(ErrorPayload::not_found());
         };
         if parsed.plane() == Plane::Domain {
             return self.resolve_domain(host);
         }
         let Some(component_type) = parsed
-            .component_type_str()
+            .component_type(self.requested_id())
             .filter(|t| in_scope(t, &self.options.scope))
         else {
             return Err(ErrorPayload::not_found());
@@ -203,7 +203,7 @@ impl InFlight<'_> {
             .filter_map(|target| self.discovered(target, host))
             .collect();
         let tombstone: Option<Tombstone> = tombstone.filter(|tomb| {
-            tomb.exposed(&self.capability_id)
+            tomb.exposed(self.requested_id())
                 && in_floor(&tomb.registration)
                 && self
                     .domain_target(&tomb.registration)
@@ -255,7 +255,7 @@ impl InFlight<'_> {
         let state = inner.state();
         let holders: SmallVec<[Arc<Registration>; 4]> = state
             .by_procedure
-            .get(&*self.capability_id)
+            .get(self.requested_id())
             .map(|holders| holders.iter().cloned().collect())
             .unwrap_or_default();
         let tombstone = match registration_id {
@@ -297,7 +297,7 @@ impl InFlight<'_> {
         let capabilities = registration.contract.capabilities();
         let index = capabilities
             .iter()
-            .position(|c| c.id().as_str() == &*self.capability_id)?;
+            .position(|c| c.id().as_str() == self.requested_id())?;
         Some(Target {
             registration: Arc::clone(registration),
             subject: Subject::View {
@@ -311,7 +311,7 @@ impl InFlight<'_> {
     /// The domain target of `registration` for this call's procedure id.
     fn domain_target(&self, registration: &Arc<Registration>) -> Option<Target> {
         registration
-            .reference(&self.capability_id)
+            .reference(self.requested_id())
             .map(|reference| Target {
                 registration: Arc::clone(registration),
                 subject: Subject::Domain(Arc::clone(reference)),
@@ -352,7 +352,7 @@ impl InFlight<'_> {
                 && self.registry.inner.confirmations.is_approved_for(
                     confirmation_id,
                     &target.registration.id,
-                    &self.capability_id,
+                    self.capability_id(),
                     &self.consumer_key,
                 )
             {

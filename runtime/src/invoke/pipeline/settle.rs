@@ -86,7 +86,7 @@ impl InFlight<'_> {
         let version = inner.version();
         let result = InvocationResult::new(
             Arc::clone(&self.invocation_id),
-            Arc::clone(&self.capability_id),
+            Arc::clone(self.capability_id()),
             outcome,
             version,
             version != version_at_start,
@@ -105,7 +105,7 @@ impl InFlight<'_> {
             .map_or(Audit::Metadata, |t| t.subject.capability().audit());
         if level != Audit::None {
             let mut event = AuditEvent::new(AuditKind::InvocationSettled, inner.now_ms());
-            event.capability_id = Some(Arc::clone(&self.capability_id));
+            event.capability_id = Some(Arc::clone(self.capability_id()));
             event.registration_id = trace
                 .target
                 .as_ref()
@@ -136,7 +136,7 @@ impl InFlight<'_> {
         inner.dispatcher.emit_with(|| {
             [crate::events::SurfaceEvent::InvocationSettled {
                 invocation_id: Arc::clone(&self.invocation_id),
-                capability_id: Arc::clone(&self.capability_id),
+                capability_id: Arc::clone(self.capability_id()),
                 consumer_id: Arc::clone(&self.consumer_key),
                 consumer_label: self.consumer.label_arc().cloned(),
                 status,
