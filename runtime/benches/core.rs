@@ -128,6 +128,9 @@ impl agent_surface::policy::Policy for HideVault {
 /// Hidden must cost what nonexistent costs: no predicate runs for it.
 fn hidden(c: &mut Criterion) {
     let runtime = runtime();
+    // Registries are built where they run, as an application builds them
+    // in its async main: their clock follows that runtime's.
+    let _in_runtime = runtime.enter();
     let registry = Registry::builder().policy(HideVault).build();
     let _vault = registry.mount(Arc::new(Vault)).unwrap();
     let _widgets = mounted(&registry, 10);
@@ -194,6 +197,9 @@ fn snapshot(c: &mut Criterion) {
 
 fn invoke(c: &mut Criterion) {
     let runtime = runtime();
+    // Registries are built where they run, as an application builds them
+    // in its async main: their clock follows that runtime's.
+    let _in_runtime = runtime.enter();
     let registry = Registry::builder().build();
     let _handles = mounted(&registry, 10);
     c.bench_function("action invoke (no-op, 10 instances)", |b| {
@@ -249,6 +255,9 @@ impl ProcedureExecutor for Echo {
 
 fn procedure(c: &mut Criterion) {
     let runtime = runtime();
+    // Registries are built where they run, as an application builds them
+    // in its async main: their clock follows that runtime's.
+    let _in_runtime = runtime.enter();
     let registry = Registry::builder().build();
     let manifest: ProcedureManifest = [ManifestEntry::declared(
         Export::contract().checked().unwrap(),

@@ -144,6 +144,9 @@ impl Fixture {
             .enable_time()
             .build()
             .unwrap();
+        // Registries are built where they run, as an application builds them
+        // in its async main: their clock follows that runtime's.
+        let in_runtime = runtime.enter();
         let plain = Registry::builder().build();
         let mut handles = mounted(&plain, 10);
         let guarded = Registry::builder()
@@ -154,6 +157,7 @@ impl Fixture {
         handles.extend(mounted(&guarded, 10));
         let big = Registry::builder().build();
         handles.extend(mounted(&big, 100));
+        drop(in_runtime);
         Fixture {
             runtime,
             plain,
@@ -249,7 +253,9 @@ impl Fixture {
                 })
             }
         }
+        let in_runtime = self.runtime.enter();
         let registry = Registry::builder().build();
+        drop(in_runtime);
         let manifest: ProcedureManifest = [ManifestEntry::declared(
             Export::contract().checked().unwrap(),
         )]

@@ -43,6 +43,19 @@ impl TokioClock {
     }
 }
 
+impl TokioClock {
+    /// Its reading at tokio instant `at` (a reading taken then), when it
+    /// follows tokio's clock; `None` when it follows `std::time` (made
+    /// outside a runtime). Saves reading the clock twice for one moment.
+    pub(crate) fn ms_at(&self, at: tokio::time::Instant) -> Option<u64> {
+        let start = self.tokio_start?;
+        Some(
+            self.anchor_ms
+                .saturating_add(crate::util::millis::millis(at.saturating_duration_since(start))),
+        )
+    }
+}
+
 impl Default for TokioClock {
     fn default() -> Self {
         TokioClock::new()

@@ -37,12 +37,18 @@ pub(crate) struct Leadership<'r> {
 impl Leadership<'_> {
     /// `output_bytes`: the output's size when phase 10 measured it (so the
     /// dedupe budget need not serialize the result again).
-    pub(crate) fn finish(mut self, result: &InvocationResult, output_bytes: Option<usize>) {
+    /// `settled_ms`: the clock's reading at the settlement.
+    pub(crate) fn finish(
+        mut self,
+        result: &InvocationResult,
+        output_bytes: Option<usize>,
+        settled_ms: u64,
+    ) {
         let inner = &self.registry.inner;
         // The window counts from the settlement (a call longer than the
         // window is still remembered for its full window); read before the
         // lock, and never earlier than the attempt began.
-        let now = inner.now_ms().max(self.began_ms);
+        let now = settled_ms.max(self.began_ms);
         inner
             .dedupe
             .lock()
@@ -136,6 +142,8 @@ impl Registry {
             return Err(bounds::refuse(self, request, refused));
         }
         let inner = &self.inner;
+        // The call's one reading of the time at its start.
+        let started = tokio::time::Instant::now();
         let consumer = match &options.consumer {
             Some(consumer) => consumer.clone(),
             None => inner.anonymous.clone(),
@@ -173,7 +181,7 @@ impl Registry {
         let leadership = if supplied {
             let key: dedupe::Key = (Arc::clone(&consumer_key), Arc::clone(&invocation_id));
             let fingerprint = request.fingerprint();
-            let now = inner.now_ms();
+            let now = inner.ms_at(started);
             let begin = inner
                 .dedupe
                 .lock()
@@ -222,7 +230,7 @@ impl Registry {
             parsed,
             leadership,
             version_moved: std::sync::atomic::AtomicBool::new(false),
-            started: tokio::time::Instant::now(),
+            started,
             version_at_start: inner.version(),
             resolved: std::sync::OnceLock::new(),
             settled: false,

@@ -130,6 +130,19 @@ impl Inner {
         self.clock.get().now_ms()
     }
 
+    /// The clock's reading at `at`, a tokio instant read just now by the
+    /// caller: derived from it when the registry runs on the default clock
+    /// (one reading serves a call's timings and its audit time), read anew
+    /// from a host's clock otherwise.
+    pub(crate) fn ms_at(&self, at: tokio::time::Instant) -> u64 {
+        if let ClockSlot::Default { clock, .. } = &self.clock
+            && let Some(ms) = clock.get().and_then(|clock| clock.ms_at(at))
+        {
+            return ms;
+        }
+        self.now_ms()
+    }
+
     /// The installed procedure executor.
     pub(crate) fn executor(&self) -> Option<Arc<dyn ProcedureExecutor>> {
         self.executor

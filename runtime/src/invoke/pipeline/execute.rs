@@ -26,9 +26,10 @@ impl InFlight<'_> {
     /// alike: the work against its timeout, the caller's cancellation,
     /// disposal (which unmounts everything and settles `CANCELLED`) and, when
     /// given, the registration's unmount. First to finish wins; the time it
-    /// took is traced.
+    /// took since `started` is traced.
     async fn race<F: Future + Unpin>(
         &self,
+        started: Instant,
         work: &mut F,
         timeout: Duration,
         unmounted: Option<&tokio_util::sync::CancellationToken>,
@@ -36,7 +37,6 @@ impl InFlight<'_> {
     ) -> Result<F::Output, Interrupt> {
         let external = Cancelled(self.options.cancellation.as_ref());
         let disposed = &self.registry.inner.disposed;
-        let started = Instant::now();
         // The work comes first (the race is biased to it): settled on its
         // first poll, the race is never built.
         let settled = match super::first_poll(work).await {
@@ -120,7 +120,10 @@ impl InFlight<'_> {
             ),
             None => ActionContext::for_observation(read, Arc::clone(&self.invocation_id)),
         };
-        self.audit_started(trace);
+        // The handler starts now: one reading for its timing, its timeout
+        // and the audit record.
+        let started = Instant::now();
+        self.audit_started(trace, started);
         // The handler future owns a component reference and may be its last
         // owner: its drop is contained like every component destructor.
         let mut handler = Contained::new(
@@ -130,7 +133,9 @@ impl InFlight<'_> {
         drop(component);
         // Navigation settles on its own outcome, never on unmount.
         let watched = (!navigation).then_some(unmounted);
-        let settled = self.race(&mut handler, timeout, watched, trace).await;
+        let settled = self
+            .race(started, &mut handler, timeout, watched, trace)
+            .await;
         match settled {
             Ok(Ok(Ok(output))) => Ok(output),
             Ok(Ok(Err(error))) => {
@@ -212,7 +217,10 @@ impl InFlight<'_> {
             cancellation: token.clone(),
             timeout,
         };
-        self.audit_started(trace);
+        // The backend is called now: one reading for its timing, its
+        // timeout and the audit record.
+        let started = Instant::now();
+        self.audit_started(trace, started);
         let execution = crate::util::contain::catch(|| executor.execute(call));
         let Ok(future) = execution else {
             trace.operator = Some("the procedure executor panicked".to_owned());
@@ -220,7 +228,7 @@ impl InFlight<'_> {
         };
         let mut future = Contained::new("procedure future", AssertUnwindFuture(future));
         let settled = self
-            .race(&mut future, timeout, Some(unmounted), trace)
+            .race(started, &mut future, timeout, Some(unmounted), trace)
             .await;
         match settled {
             Ok(Ok(Ok(Value::Null))) => Ok(None),
@@ -246,7 +254,7 @@ impl InFlight<'_> {
     /// Phase 9 begins: the `invocation-started` audit record (identity only,
     /// at the capability's audit level), once, before the handler or the
     /// executor runs.
-    pub(super) fn audit_started(&self, trace: &Trace) {
+    pub(super) fn audit_started(&self, trace: &Trace, at: Instant) {
         let Some(target) = &trace.target else {
             return;
         };
@@ -254,7 +262,7 @@ impl InFlight<'_> {
             return;
         }
         let inner = &self.registry.inner;
-        let mut event = AuditEvent::new(AuditKind::InvocationStarted, inner.now_ms());
+        let mut event = AuditEvent::new(AuditKind::InvocationStarted, inner.ms_at(at));
         event.capability_id = Some(Arc::clone(self.capability_id()));
         event.registration_id = Some(Arc::clone(&target.registration.id));
         event.invocation_id = Some(Arc::clone(&self.invocation_id));

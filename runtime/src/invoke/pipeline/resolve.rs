@@ -93,8 +93,9 @@ impl InFlight<'_> {
         let inner = &self.registry.inner;
         let instance = self.request.instance_id.as_deref();
         let registration_id = self.request.registration_id.as_deref();
-        // The clock is host code: read before the lock, never under it.
-        let now = inner.now_ms();
+        // The clock is host code: read before the lock, never under it
+        // (the default clock's reading at the call's start costs no read).
+        let now = inner.ms_at(self.started);
         let state = inner.state();
         let instances = state.by_type.get(component_type);
         let candidates: SmallVec<[Arc<Registration>; 4]> = match (instances, instance) {
@@ -250,8 +251,9 @@ impl InFlight<'_> {
     fn domain_candidates(&self) -> Candidates {
         let inner = &self.registry.inner;
         let registration_id = self.request.registration_id.as_deref();
-        // The clock is host code: read before the lock, never under it.
-        let now = inner.now_ms();
+        // The clock is host code: read before the lock, never under it
+        // (the default clock's reading at the call's start costs no read).
+        let now = inner.ms_at(self.started);
         let state = inner.state();
         let holders: SmallVec<[Arc<Registration>; 4]> = state
             .by_procedure

@@ -91,11 +91,14 @@ impl InFlight<'_> {
             version,
             version != version_at_start,
         );
+        let ended = trace.finished.unwrap_or_else(Instant::now);
+        // One reading of the time for the settlement: the dedupe window and
+        // the audit record.
+        let settled_ms = inner.ms_at(ended);
         // The dedupe record first: no host hook below can abandon it.
         if let Some(leadership) = self.leadership.take() {
-            leadership.finish(&result, trace.output_bytes);
+            leadership.finish(&result, trace.output_bytes, settled_ms);
         }
-        let ended = trace.finished.unwrap_or_else(Instant::now);
         let duration_ms = crate::util::millis::millis(ended - started);
         let code = result.error().map(ErrorPayload::code);
         let status = if result.is_ok() { "ok" } else { "error" };
@@ -104,7 +107,7 @@ impl InFlight<'_> {
             .as_ref()
             .map_or(Audit::Metadata, |t| t.subject.capability().audit());
         if level != Audit::None {
-            let mut event = AuditEvent::new(AuditKind::InvocationSettled, inner.now_ms());
+            let mut event = AuditEvent::new(AuditKind::InvocationSettled, settled_ms);
             event.capability_id = Some(Arc::clone(self.capability_id()));
             event.registration_id = trace
                 .target
