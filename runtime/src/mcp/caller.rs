@@ -205,7 +205,7 @@ impl McpSession {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(confirmation_id.to_owned(), acting.consumer.clone(), now);
-        for (_, consumer) in evicted {
+        if let Some((_, consumer)) = evicted {
             if consumer != acting.consumer {
                 self.shared
                     .registry

@@ -43,7 +43,7 @@ pub(super) struct Displaced {
     /// The registration it replaced (`DuplicatePolicy::Replace`).
     replaced: Option<(Arc<Registration>, Released)>,
     /// Tombstones that made room.
-    evicted: Vec<(Arc<str>, Tombstone)>,
+    evicted: Option<(Arc<str>, Tombstone)>,
 }
 
 impl Registry {
@@ -71,7 +71,7 @@ impl Registry {
         };
         let mut events = Vec::new();
         let mut replaced = None;
-        let mut evicted = Vec::new();
+        let mut evicted = None;
         let existing = state
             .by_type
             .get(&**component_type)

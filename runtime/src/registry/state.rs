@@ -117,7 +117,7 @@ impl State {
         &mut self,
         registration: &Arc<Registration>,
         now_ms: u64,
-    ) -> Vec<(Arc<str>, Tombstone)> {
+    ) -> Option<(Arc<str>, Tombstone)> {
         self.live.remove(&registration.id);
         let component_type = registration.contract.component_type().as_str();
         if let Some(instances) = self.by_type.get_mut(component_type) {

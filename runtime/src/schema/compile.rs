@@ -63,6 +63,9 @@ pub(super) struct Node {
 pub struct CompiledSchema {
     pub(super) nodes: Vec<Node>,
     pub(super) root: usize,
+    /// Whether any node declares a `default` (when none does, filling
+    /// defaults has nothing to do and skips the walk).
+    pub(super) has_defaults: bool,
 }
 
 /// Compiles a schema that passed [`check_subset`](super::check_subset).
@@ -95,9 +98,11 @@ pub fn compile(schema: &Value) -> Result<CompiledSchema, SchemaError> {
     }
     let root = compiler.compile(schema, "")?;
     compiler.reject_cycles()?;
+    let has_defaults = compiler.nodes.iter().any(|node| node.default.is_some());
     Ok(CompiledSchema {
         nodes: compiler.nodes,
         root,
+        has_defaults,
     })
 }
 

@@ -113,7 +113,9 @@ impl CompiledSchema {
     /// Inserts the `default` of every absent property that declares one,
     /// through nested objects (a valid value stays valid).
     pub fn fill_defaults(&self, value: &mut Value) {
-        self.fill(self.root, value, 0);
+        if self.has_defaults {
+            self.fill(self.root, value, 0);
+        }
     }
 
     fn fill(&self, index: usize, value: &mut Value, depth: usize) {

@@ -102,36 +102,33 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
             .map(|entry| &entry.value)
     }
 
-    /// Inserts or replaces, evicting the least recently used entries beyond
-    /// capacity. Returns the evicted values.
-    pub fn insert(&mut self, key: K, value: V, now_ms: u64) -> Vec<(K, V)> {
-        if self.entries.contains_key(&key) {
-            let tick = self.touch(key.clone());
-            if let Some(entry) = self.entries.get_mut(&key) {
+    /// Inserts or replaces; beyond capacity, evicts the least recently used
+    /// entry and returns it (the map never holds more than its capacity, so
+    /// one insert evicts at most one).
+    pub fn insert(&mut self, key: K, value: V, now_ms: u64) -> Option<(K, V)> {
+        let tick = self.tick + 1;
+        match self.entries.entry(key.clone()) {
+            std::collections::hash_map::Entry::Occupied(mut occupied) => {
+                let entry = occupied.get_mut();
                 entry.value = value;
                 entry.tick = tick;
                 entry.written_ms = now_ms;
             }
-            return Vec::new();
+            std::collections::hash_map::Entry::Vacant(vacant) => {
+                vacant.insert(Entry {
+                    value,
+                    tick,
+                    written_ms: now_ms,
+                });
+            }
         }
         // Counted before the touch so compaction sees the new entry.
-        self.entries.insert(
-            key.clone(),
-            Entry {
-                value,
-                tick: self.tick + 1,
-                written_ms: now_ms,
-            },
-        );
         self.touch(key);
-        let mut evicted = Vec::new();
-        while self.entries.len() > self.capacity {
-            let Some(oldest) = self.pop_oldest() else {
-                break;
-            };
-            evicted.push(oldest);
+        if self.entries.len() > self.capacity {
+            self.pop_oldest()
+        } else {
+            None
         }
-        evicted
     }
 
     /// Removes `key`, returning its value.
@@ -203,7 +200,7 @@ mod tests {
         lru.insert("b".into(), 2, 0);
         assert_eq!(lru.get("a", 10).copied(), Some(1)); // a is now most recent
         let evicted = lru.insert("c".into(), 3, 10);
-        assert_eq!(evicted, [("b".to_owned(), 2)]);
+        assert_eq!(evicted, Some(("b".to_owned(), 2)));
         assert_eq!(lru.peek("a", 50), Some(&1));
         assert_eq!(lru.get("a", 100), None, "expired at ttl");
         assert_eq!(lru.len(), 1);
@@ -231,7 +228,7 @@ mod tests {
         lru.insert(1, 1, 0);
         lru.insert(2, 2, 0);
         lru.insert(1, 10, 0); // rewriting 1 makes 2 the oldest
-        assert_eq!(lru.insert(3, 3, 0), [(2, 2)]);
+        assert_eq!(lru.insert(3, 3, 0), Some((2, 2)));
         assert_eq!(lru.pop_oldest(), Some((1, 10)));
         assert_eq!(lru.pop_oldest(), Some((3, 3)));
         assert_eq!(lru.pop_oldest(), None);

@@ -241,7 +241,7 @@ impl Dedupe {
         ledger.bytes += bytes;
         self.settled_count += 1;
         self.settled_bytes += bytes;
-        for (_, evicted) in evicted {
+        if let Some((_, evicted)) = evicted {
             self.forget(&key.0, evicted.bytes);
         }
         self.enforce_budget();
