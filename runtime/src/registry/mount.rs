@@ -330,7 +330,7 @@ impl Registry {
         self.admit(contract, &references)?;
         self.check_limits(contract)?;
         let references = self.references(contract, references)?;
-        let registration_id: Arc<str> = Arc::from(inner.ids.registration_id());
+        let registration_id: Arc<str> = inner.ids.registration_id_arc();
         let component_type = Arc::clone(contract.component_type().as_arc());
         if self.guard_refuses(contract, &component_type, &instance, &references) {
             return Ok(self.rejected(registration_id, component_type, instance, "guard"));

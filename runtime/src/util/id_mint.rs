@@ -22,6 +22,19 @@ const REGISTRATION_RANDOM_CHARS: usize = 10;
 /// Base62 characters of the keyed check closing a registration id.
 const TAG_CHARS: usize = 4;
 
+/// The length of a registration id.
+const REGISTRATION_ID_LEN: usize = 4 + PREFIX_CHARS + REGISTRATION_RANDOM_CHARS + TAG_CHARS;
+
+/// Fills `out` with base62 digits of `value`, least significant first (as
+/// `push_base62` writes them).
+fn fill_base62(out: &mut [u8], mut value: u64) {
+    for slot in out {
+        let index = usize::try_from(value % 62).unwrap_or(0);
+        *slot = BASE62.get(index).copied().unwrap_or(b'0');
+        value /= 62;
+    }
+}
+
 fn push_base62(out: &mut String, mut value: u64, digits: usize) {
     for _ in 0..digits {
         let index = usize::try_from(value % 62).unwrap_or(0);
@@ -171,19 +184,33 @@ impl IdMint {
         keys.tag_key.hash_one((keys.tag_secret, random))
     }
 
-    /// `reg_<registry prefix><random><check>`: recognizably from this
-    /// registry (another registry has another prefix and check key).
+    /// A registration id as the tests read it.
+    #[cfg(test)]
     pub(crate) fn registration_id(&self) -> String {
+        self.with_registration_id(|id| id.to_owned())
+    }
+
+    /// `reg_<registry prefix><random><check>`: recognizably from this
+    /// registry (another registry has another prefix and check key). One
+    /// allocation.
+    pub(crate) fn registration_id_arc(&self) -> std::sync::Arc<str> {
+        self.with_registration_id(|id| std::sync::Arc::from(id))
+    }
+
+    fn with_registration_id<T>(&self, make: impl FnOnce(&str) -> T) -> T {
         let [bits] = random::<1>();
-        let mut id =
-            String::with_capacity(4 + PREFIX_CHARS + REGISTRATION_RANDOM_CHARS + TAG_CHARS);
-        id.push_str("reg_");
-        id.push_str(self.keys().prefix());
-        let body = id.len();
-        push_base62(&mut id, bits, REGISTRATION_RANDOM_CHARS);
-        let tag = self.tag(id.get(body..).unwrap_or_default());
-        push_base62(&mut id, tag, TAG_CHARS);
-        id
+        let keys = self.keys();
+        let mut buffer = [b'0'; REGISTRATION_ID_LEN];
+        let (head, rest) = buffer.split_at_mut(4 + PREFIX_CHARS);
+        let (random_part, tag_part) = rest.split_at_mut(REGISTRATION_RANDOM_CHARS);
+        for (slot, &byte) in head.iter_mut().zip(b"reg_".iter().chain(keys.prefix.iter())) {
+            *slot = byte;
+        }
+        fill_base62(random_part, bits);
+        // Base62 digits are ASCII.
+        let random = std::str::from_utf8(random_part).unwrap_or_default();
+        fill_base62(tag_part, self.tag(random));
+        make(std::str::from_utf8(&buffer).unwrap_or("reg_"))
     }
 
     /// Whether `registration_id` was minted by this registry: its prefix
