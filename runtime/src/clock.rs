@@ -49,10 +49,9 @@ impl TokioClock {
     /// outside a runtime). Saves reading the clock twice for one moment.
     pub(crate) fn ms_at(&self, at: tokio::time::Instant) -> Option<u64> {
         let start = self.tokio_start?;
-        Some(
-            self.anchor_ms
-                .saturating_add(crate::util::millis::millis(at.saturating_duration_since(start))),
-        )
+        Some(self.anchor_ms.saturating_add(crate::util::millis::millis(
+            at.saturating_duration_since(start),
+        )))
     }
 }
 

@@ -73,6 +73,7 @@ impl Drop for Leadership<'_> {
 
 /// A call phase 1 did not settle at once (refused, cached, conflicting,
 /// busy, disposed).
+#[allow(clippy::large_enum_variant)] // the large variant is the common one
 enum Started<'r> {
     /// The call runs through phases 2–10.
     Run(pipeline::InFlight<'r>),

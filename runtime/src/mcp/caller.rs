@@ -205,12 +205,12 @@ impl McpSession {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(confirmation_id.to_owned(), acting.consumer.clone(), now);
-        if let Some((_, consumer)) = evicted {
-            if consumer != acting.consumer {
-                self.shared
-                    .registry
-                    .forget_consumer(&Consumer::new(ConsumerKind::Mcp, consumer));
-            }
+        if let Some((_, consumer)) = evicted
+            && consumer != acting.consumer
+        {
+            self.shared
+                .registry
+                .forget_consumer(&Consumer::new(ConsumerKind::Mcp, consumer));
         }
     }
 }

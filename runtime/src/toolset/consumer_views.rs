@@ -53,6 +53,10 @@ use crate::registry::Registry;
 /// made at.
 type Build = ((u64, u64), Arc<Vec<Tool>>);
 
+/// A consumer-independent build and the (registry version, epoch) stamp it
+/// was made at.
+type SharedBuild = ((u64, u64), Arc<Catalog>);
+
 /// What the views of one [`ConsumerViews`] share: the latest build no
 /// discovery policy decided, which every one of them would have made alike.
 #[derive(Default)]
@@ -62,7 +66,7 @@ struct Common {
     epoch: AtomicU64,
     /// The latest consumer-independent build and the (registry version,
     /// epoch) it was made at.
-    latest: Mutex<Option<((u64, u64), Arc<Catalog>)>>,
+    latest: Mutex<Option<SharedBuild>>,
 }
 
 impl Common {

@@ -203,7 +203,10 @@ impl IdMint {
         let mut buffer = [b'0'; REGISTRATION_ID_LEN];
         let (head, rest) = buffer.split_at_mut(4 + PREFIX_CHARS);
         let (random_part, tag_part) = rest.split_at_mut(REGISTRATION_RANDOM_CHARS);
-        for (slot, &byte) in head.iter_mut().zip(b"reg_".iter().chain(keys.prefix.iter())) {
+        for (slot, &byte) in head
+            .iter_mut()
+            .zip(b"reg_".iter().chain(keys.prefix.iter()))
+        {
             *slot = byte;
         }
         fill_base62(random_part, bits);

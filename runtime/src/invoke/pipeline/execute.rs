@@ -313,14 +313,13 @@ impl InFlight<'_> {
             }
             error => {
                 let mapped = inner.config.procedure_errors.as_ref().and_then(|map| {
-                    crate::util::contain::catch(|| map(self.capability_id(), &error)).unwrap_or_else(
-                        |_| {
+                    crate::util::contain::catch(|| map(self.capability_id(), &error))
+                        .unwrap_or_else(|_| {
                             tracing::error!(
                                 "the procedure error hook panicked; the error stays unmapped"
                             );
                             None
-                        },
-                    )
+                        })
                 });
                 mapped.unwrap_or_else(|| ErrorPayload::execution_failed(FailureReason::Transport))
             }
