@@ -123,7 +123,8 @@ pub struct RegistryBuilder {
     pub(super) duplicates: DuplicatePolicy,
     pub(super) suffixes: SuffixPolicy,
     pub(super) route: Option<RouteProvider>,
-    pub(super) limits: Limits,
+    /// `None`: the defaults.
+    pub(super) limits: Option<Limits>,
     pub(super) clock: Option<Arc<dyn Clock>>,
     pub(super) redact: Option<Redactor>,
     pub(super) procedure_errors: Option<ErrorHook>,
@@ -213,7 +214,7 @@ impl RegistryBuilder {
 
     /// Every limit at once.
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        self.limits = Some(limits);
         self
     }
 
@@ -336,7 +337,6 @@ impl RegistryBuilder {
                 (None, Environment::Development) => (Some(Arc::new(ConsoleAuditSink)), true),
                 (None, _) => (None, true),
             };
-        let limits = self.limits;
         let clock = match self.clock {
             Some(clock) => ClockSlot::Custom(crate::clock::Monotonic::new(clock)),
             None => ClockSlot::default_clock(),
@@ -346,28 +346,41 @@ impl RegistryBuilder {
         } else {
             Arc::new(Chain::compose(&self.policies, &[], Vec::new()))
         };
-        let config = Config {
-            environment: self.environment,
-            host: self.host,
-            policies: self.policies,
-            guard: self.guard,
-            duplicates: self.duplicates,
-            suffixes: self.suffixes,
-            route: self.route,
-            limits,
-            redact: self.redact,
-            procedure_errors: self.procedure_errors,
-            expected_manifest: self.expected_manifest,
-            approval_channels: self.approval_channels,
-            presenter: self.presenter,
-        };
         // A registry built with every default shares one configuration
         // (most registries: one per request, one per test).
-        let config = if config.is_default() {
+        let all_default = self.environment == Environment::default()
+            && self.host.is_none()
+            && self.policies.is_empty()
+            && self.guard.is_none()
+            && self.duplicates == DuplicatePolicy::default()
+            && self.suffixes == SuffixPolicy::default()
+            && self.route.is_none()
+            && self.limits.is_none_or(|limits| limits == Limits::default())
+            && self.redact.is_none()
+            && self.procedure_errors.is_none()
+            && self.expected_manifest.is_none()
+            && self.approval_channels.is_empty()
+            && self.presenter.is_none();
+        let config = if all_default {
             Arc::clone(&shared_defaults().config)
         } else {
-            Arc::new(config)
+            Arc::new(Config {
+                environment: self.environment,
+                host: self.host,
+                policies: self.policies,
+                guard: self.guard,
+                duplicates: self.duplicates,
+                suffixes: self.suffixes,
+                route: self.route,
+                limits: self.limits.unwrap_or_default(),
+                redact: self.redact,
+                procedure_errors: self.procedure_errors,
+                expected_manifest: self.expected_manifest,
+                approval_channels: self.approval_channels,
+                presenter: self.presenter,
+            })
         };
+        let limits = config.limits;
         let inner = Inner {
             surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
             config,
@@ -424,25 +437,6 @@ pub(crate) struct Config {
     pub(crate) expected_manifest: Option<Box<str>>,
     pub(crate) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
     pub(crate) presenter: Option<crate::confirmation::Presenter>,
-}
-
-impl Config {
-    /// Whether this is the configuration of `Registry::builder().build()`.
-    fn is_default(&self) -> bool {
-        self.environment == Environment::default()
-            && self.host.is_none()
-            && self.policies.is_empty()
-            && self.guard.is_none()
-            && self.duplicates == DuplicatePolicy::default()
-            && self.suffixes == SuffixPolicy::default()
-            && self.route.is_none()
-            && self.limits == Limits::default()
-            && self.redact.is_none()
-            && self.procedure_errors.is_none()
-            && self.expected_manifest.is_none()
-            && self.approval_channels.is_empty()
-            && self.presenter.is_none()
-    }
 }
 
 /// Immutable values every registry starts with, built once per process.

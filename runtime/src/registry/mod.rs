@@ -333,7 +333,7 @@ impl Registry {
             duplicates: DuplicatePolicy::default(),
             suffixes: SuffixPolicy::default(),
             route: None,
-            limits: Limits::default(),
+            limits: None,
             clock: None,
             redact: None,
             procedure_errors: None,
