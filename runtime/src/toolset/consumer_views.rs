@@ -54,6 +54,10 @@ use crate::registry::Registry;
 /// without a version bump).
 type Build = ((u64, u64), Arc<Vec<Tool>>, bool);
 
+/// A shared build and the (registry version, shared count) it is filed
+/// under.
+type Filed = ((u64, u64), Arc<Catalog>);
+
 /// What the views of one [`ConsumerViews`] share: the latest build no
 /// discovery policy decided, which every one of them would have made alike.
 #[derive(Default)]
@@ -63,7 +67,7 @@ struct Common {
     epoch: AtomicU64,
     /// The latest consumer-independent build and the (registry version,
     /// epoch) it was made at.
-    latest: Mutex<Option<((u64, u64), Arc<Catalog>)>>,
+    latest: Mutex<Option<Filed>>,
 }
 
 impl Common {
