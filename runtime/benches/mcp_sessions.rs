@@ -110,6 +110,21 @@ fn main() {
     }
 }
 
+/// The CPU time (user and system, in clock ticks of 10 ms) `pid` has used.
+fn cpu_ticks(pid: &str) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command name (which may hold spaces): fields 14 and 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |at: usize| {
+        fields
+            .get(at)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    field(11) + field(12)
+}
+
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
     let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
@@ -176,10 +191,15 @@ fn server_main(sessions: usize, side: &str) {
     };
     writeln!(to_child, "go").unwrap();
     let mut extra = None;
+    // CPU used by each process while the changes fan out (the first
+    // change's request to the report): who pays for the delivery.
+    let child_pid = child.id().to_string();
+    let mut cpu_from = None;
     loop {
         let request = line();
         match request.as_str() {
             "change" => {
+                cpu_from.get_or_insert_with(|| (cpu_ticks("self"), cpu_ticks(&child_pid)));
                 extra = match extra.take() {
                     None => Some(registry.mount(Arc::new(Extra)).unwrap()),
                     Some(mounted) => {
@@ -196,6 +216,13 @@ fn server_main(sessions: usize, side: &str) {
                     _ => "agent-surface",
                 };
                 println!("| {name} | {sessions} | {per_session} | {report}");
+                if let Some((server, client)) = cpu_from {
+                    let server = cpu_ticks("self").saturating_sub(server) * 10;
+                    let client = cpu_ticks(&child_pid).saturating_sub(client) * 10;
+                    eprintln!(
+                        "{name}, {sessions} sessions: CPU during the {CHANGES} changes: server {server} ms, client {client} ms"
+                    );
+                }
                 break;
             }
         }

@@ -479,3 +479,39 @@ async fn sessions_that_see_different_tools_keep_their_own_lists() {
     }
     let _ = other.cancel().await;
 }
+
+/// A tool without `when` or notes: nothing of it changes without a
+/// surface version bump.
+struct Still;
+
+/// A component that never changes.
+#[agent_component(type = "test.still")]
+impl Still {
+    /// Does nothing.
+    #[action(effect = "local-state", idempotent)]
+    fn nothing(&self) {}
+}
+
+/// What lets a settled call skip its session's re-check: a snapshot is
+/// live exactly when something it considers reads state, shown or not.
+#[tokio::test]
+async fn a_snapshot_is_live_when_a_registration_it_considers_has_a_when() {
+    let registry = Registry::default();
+    let options = agent_surface::snapshot::SnapshotOptions::default();
+    assert!(!registry.snapshot(&options).is_live());
+    let _still = registry.mount(Arc::new(Still)).unwrap();
+    let snapshot = registry.snapshot(&options);
+    assert!(!snapshot.is_live() && !snapshot.depends_on_consumer());
+    let gauge = registry
+        .mount(Arc::new(Gauge {
+            evaluations: AtomicUsize::new(0),
+        }))
+        .unwrap();
+    assert!(registry.snapshot(&options).is_live());
+    // Out of scope: not considered.
+    let mut scoped = options.clone();
+    scoped.scope = vec!["test.still".to_owned()];
+    assert!(!registry.snapshot(&scoped).is_live());
+    drop(gauge);
+    assert!(!registry.snapshot(&options).is_live());
+}

@@ -115,8 +115,15 @@ impl McpServer {
                 options.max_connections,
             ))),
         });
+        // Behind one `Arc`: a request clones a pointer, not the transport
+        // (whose settings hold the allow-lists), as routing it as a service
+        // would, once per layer and once more in the transport's own call.
+        let transport = Arc::new(transport);
         let router = axum::Router::new()
-            .fallback_service(transport)
+            .fallback(move |request: axum::extract::Request| {
+                let transport = Arc::clone(&transport);
+                async move { transport.handle(request).await.map(axum::body::Body::new) }
+            })
             .layer(axum::middleware::from_fn_with_state(gate_state, gate));
         match &self.shared.auth {
             // Outermost: nothing of a request is read before its credential.

@@ -8,6 +8,10 @@
 //! - **Body** (`POST`): read within the read timeout (`408` otherwise, and
 //!   the connection closes) and at most the body limit (`413`); a body that
 //!   is not one JSON-RPC message is `400` (parse error or invalid request).
+//!   The gate reads the body in one pass (`peek`) and leaves
+//!   the parse into a message to the transport (whose refusal it answers
+//!   as its own); only `initialize`, or a body that is not one JSON
+//!   object, is parsed here.
 //! - **Agent-chosen ids**: a JSON-RPC id longer than `max_id_bytes` is
 //!   `400` with an `INVALID_INPUT` payload, before anything keeps it.
 //! - **Sessions**: `initialize` opens a session only below the session cap
@@ -161,32 +165,32 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
         }
         Ok(Ok(bytes)) => bytes,
     };
-    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
-        return rpc_error(StatusCode::BAD_REQUEST, None, -32700, "Parse error", None);
-    };
-    let raw_id = value.get("id").cloned();
-    if let Some(Value::String(id)) = &raw_id
-        && id.len() > gate.max_id_bytes
+    // One pass over the body decides everything but `initialize`; the
+    // transport then parses it into a message, once.
+    if let Some(peek) = super::peek::peek(&bytes)
+        && !peek.initialize
     {
-        let issue = bounds::id_too_long("/id", gate.max_id_bytes);
-        let payload = serde_json::to_value(ErrorPayload::invalid_input(&[issue])).ok();
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            None,
-            -32600,
-            "Invalid Request: the id is too long",
-            payload,
-        );
+        if peek
+            .string_id_len
+            .is_some_and(|len| len > gate.max_id_bytes)
+        {
+            return id_too_long(gate.max_id_bytes);
+        }
+        let response = next
+            .run(Request::from_parts(parts, Body::from(bytes.clone())))
+            .await;
+        // The content type was checked above, so a 415 is the transport's
+        // refusal of the body as a message: answered as the gate would.
+        if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
+            && let Err(refusal) = message_of(&bytes, gate.max_id_bytes)
+        {
+            return refusal;
+        }
+        return response;
     }
-    let Ok(message) = serde_json::from_value::<ClientJsonRpcMessage>(value) else {
-        let id = raw_id.filter(|id| id.is_string() || id.is_number());
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            id,
-            -32600,
-            "Invalid Request: not one JSON-RPC message",
-            None,
-        );
+    let message = match message_of(&bytes, gate.max_id_bytes) {
+        Ok(message) => message,
+        Err(refusal) => return refusal,
     };
     let request = Request::from_parts(parts, Body::from(bytes));
     let ClientJsonRpcMessage::Request(rpc) = &message else {
@@ -215,6 +219,51 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
     }
     // Held until the session is registered (the response is built after).
     next.run(request).await
+}
+
+/// `bytes` as one JSON-RPC message, or the gate's refusal: `400` for a
+/// parse error, an id over `max_id_bytes` (checked first) or anything but
+/// one message.
+#[allow(clippy::result_large_err)]
+fn message_of(bytes: &[u8], max_id_bytes: usize) -> Result<ClientJsonRpcMessage, Response> {
+    let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+        return Err(rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            -32700,
+            "Parse error",
+            None,
+        ));
+    };
+    let raw_id = value.get("id").cloned();
+    if let Some(Value::String(id)) = &raw_id
+        && id.len() > max_id_bytes
+    {
+        return Err(id_too_long(max_id_bytes));
+    }
+    serde_json::from_value::<ClientJsonRpcMessage>(value).map_err(|_| {
+        let id = raw_id.filter(|id| id.is_string() || id.is_number());
+        rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            -32600,
+            "Invalid Request: not one JSON-RPC message",
+            None,
+        )
+    })
+}
+
+/// `400` with an `INVALID_INPUT` payload: the id is over `max_id_bytes`.
+fn id_too_long(max_id_bytes: usize) -> Response {
+    let issue = bounds::id_too_long("/id", max_id_bytes);
+    let payload = serde_json::to_value(ErrorPayload::invalid_input(&[issue])).ok();
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        None,
+        -32600,
+        "Invalid Request: the id is too long",
+        payload,
+    )
 }
 
 fn session_of(headers: &HeaderMap) -> Option<SessionId> {

@@ -79,6 +79,7 @@ mod endpoint;
 mod gate;
 mod held;
 mod origin;
+mod peek;
 mod plain;
 mod session;
 mod tools_call;

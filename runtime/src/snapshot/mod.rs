@@ -135,6 +135,8 @@ pub struct Snapshot {
     pub(super) dropped: Option<usize>,
     /// A discovery policy decided part of it (for its consumer).
     pub(super) consumer_dependent: bool,
+    /// A registration it considered has a `when` predicate or a live note.
+    pub(super) live: bool,
 }
 
 impl Snapshot {
@@ -180,6 +182,18 @@ impl Snapshot {
     /// at that moment (`when` and notes read components, not consumers).
     pub fn depends_on_consumer(&self) -> bool {
         self.consumer_dependent
+    }
+    /// Whether the components and procedures it shows may change without a
+    /// surface version bump: one of the registrations it considered (in
+    /// scope, shown or not) has a `when` predicate (of a capability or a
+    /// procedure reference) or a live note (`describe`), or a byte budget
+    /// cut it (it measures the serialized views). One that is not, and does
+    /// not
+    /// [depend on its consumer](Self::depends_on_consumer), is what a
+    /// snapshot with the same options shows for as long as the surface
+    /// version stays.
+    pub fn is_live(&self) -> bool {
+        self.live
     }
     /// A visible capability by id (the first instance that offers it).
     pub fn capability(&self, id: &str) -> Option<(&ComponentView, CapabilityView<'_>)> {

@@ -23,6 +23,7 @@ impl Registry {
         let mut host: Option<HostContext> = None;
         let mut components = Vec::with_capacity(ordered.len());
         let mut procedures = Vec::new();
+        let mut live = false;
         for registration in ordered.iter() {
             if !in_scope(
                 registration.contract.component_type().as_str(),
@@ -30,6 +31,9 @@ impl Registry {
             ) {
                 continue;
             }
+            live = live
+                || registration.has_state_derived_availability()
+                || registration.references.iter().any(|r| r.has_describe());
             if let Some(view) = self.view(registration, options, &mut host) {
                 components.push(view);
             }
@@ -83,6 +87,10 @@ impl Registry {
             dropped,
             // The host context is read exactly when a discovery policy runs.
             consumer_dependent: host.is_some(),
+            live: live
+                || options
+                    .budget
+                    .is_some_and(|budget| budget.max_bytes.is_some()),
         }
     }
 

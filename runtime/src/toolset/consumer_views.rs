@@ -49,13 +49,14 @@ use super::{Tool, Toolset, Topology};
 use crate::context::{Consumer, ConsumerKind};
 use crate::registry::Registry;
 
-/// A build of a consumer's tools and the (registry version, poke) it was
-/// made at.
-type Build = ((u64, u64), Arc<Vec<Tool>>);
+/// A build of a consumer's tools, the (registry version, poke) it was made
+/// at, and whether it is fixed (`Catalog::fixed`: nothing in it can change
+/// without a version bump).
+type Build = ((u64, u64), Arc<Vec<Tool>>, bool);
 
-/// A consumer-independent build and the (registry version, epoch) stamp it
-/// was made at.
-type SharedBuild = ((u64, u64), Arc<Catalog>);
+/// A shared build and the (registry version, shared count) it is filed
+/// under.
+type Filed = ((u64, u64), Arc<Catalog>);
 
 /// What the views of one [`ConsumerViews`] share: the latest build no
 /// discovery policy decided, which every one of them would have made alike.
@@ -66,7 +67,7 @@ struct Common {
     epoch: AtomicU64,
     /// The latest consumer-independent build and the (registry version,
     /// epoch) it was made at.
-    latest: Mutex<Option<SharedBuild>>,
+    latest: Mutex<Option<Filed>>,
 }
 
 impl Common {
@@ -182,6 +183,27 @@ impl ConsumerView {
         self.restamp();
     }
 
+    /// After a call of this consumer settled: [`poke`](Self::poke)s,
+    /// unless its latest build is of the current surface version and fixed
+    /// (no discovery policy decided it and nothing it considered has a
+    /// `when` or a live note, see [`Snapshot::is_live`]): then no call can
+    /// change its tools, or any consumer-independent build of that
+    /// version, without a version bump, which wakes its watchers anyway.
+    ///
+    /// [`Snapshot::is_live`]: crate::snapshot::Snapshot::is_live
+    pub fn settled(&self) {
+        let version = self.toolset.registry().version();
+        let fixed = self
+            .latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|((at, _), _, fixed)| *fixed && *at == version);
+        if !fixed {
+            self.poke();
+        }
+    }
+
     /// Moves this view's own stamp only (its next [`current`](Self::current)
     /// does not reuse its own last build), for a wake-up whose cause
     /// already moved the shared count (another anonymous caller's call).
@@ -202,7 +224,7 @@ impl ConsumerView {
         // than the state it saw.
         let version = self.toolset.registry().version();
         let stamp = (version, *self.poke.borrow());
-        if let Some((at, tools)) = self
+        if let Some((at, tools, _)) = self
             .latest
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -213,25 +235,27 @@ impl ConsumerView {
         }
         // After the view's own stamp (a poke moves the shared count first).
         let shared = (version, self.common.epoch.load(Ordering::SeqCst));
-        let tools = match self.common.at(shared) {
+        let (tools, fixed) = match self.common.at(shared) {
             // Another consumer's build no discovery policy decided: served
             // (and resolved against) as this consumer's own.
-            Some(catalog) if self.toolset.adopt(Arc::clone(&catalog)) => Arc::clone(&catalog.tools),
+            Some(catalog) if self.toolset.adopt(Arc::clone(&catalog)) => {
+                (Arc::clone(&catalog.tools), catalog.fixed)
+            }
             _ => match self.toolset.rebuild_catalog() {
                 Some(catalog) => {
                     if !catalog.consumer_dependent {
                         self.common.file(shared, &catalog);
                     }
-                    Arc::clone(&catalog.tools)
+                    (Arc::clone(&catalog.tools), catalog.fixed)
                 }
-                None => self.toolset.tools(),
+                None => (self.toolset.tools(), false),
             },
         };
         let previous = self
             .latest
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .replace((stamp, Arc::clone(&tools)));
+            .replace((stamp, Arc::clone(&tools), fixed));
         // Possibly the last owner of host objects: dropped unlocked.
         drop(previous);
         tools

@@ -256,6 +256,10 @@ pub(super) struct Catalog {
     /// Built from a snapshot a discovery policy decided part of (see
     /// [`Snapshot::depends_on_consumer`]): it is its consumer's alone.
     pub(super) consumer_dependent: bool,
+    /// Built from a snapshot neither live nor consumer-dependent: every
+    /// build at the same surface version serves the same tools (see
+    /// [`Snapshot::is_live`]).
+    pub(super) fixed: bool,
 }
 
 fn name_hash(name: &str) -> u64 {
@@ -265,11 +269,12 @@ fn name_hash(name: &str) -> u64 {
 }
 
 impl Catalog {
-    fn new(tools: Vec<Tool>, consumer_dependent: bool) -> Catalog {
+    fn new(tools: Vec<Tool>, consumer_dependent: bool, live: bool) -> Catalog {
         Catalog {
             tools: Arc::new(tools),
             by_name: std::sync::OnceLock::new(),
             consumer_dependent,
+            fixed: !consumer_dependent && !live,
         }
     }
 
@@ -393,7 +398,7 @@ pub(super) fn build_catalog(snapshot: &Snapshot) -> Catalog {
         });
     }
     shorten_long_names(&mut tools);
-    Catalog::new(tools, snapshot.depends_on_consumer())
+    Catalog::new(tools, snapshot.depends_on_consumer(), snapshot.is_live())
 }
 
 /// Canonical names are unique by construction (the encoding is injective

@@ -109,7 +109,7 @@ pub struct CallGuard<'a> {
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
-        self.view.poke();
+        self.view.settled();
         if self.anonymous {
             self.activity
                 .anonymous

@@ -153,7 +153,12 @@ impl Reference {
             .collect()
     }
 
-    /// Whether the reference has a `when` predicate (while mounted).
+    /// Whether the reference has a live note (`describe`, while mounted).
+    pub(crate) fn has_describe(&self) -> bool {
+        self.live().is_some_and(|live| live.describe.is_some())
+    }
+
+    /// Whether it has a `when` predicate (availability from live state).
     pub(crate) fn has_when(&self) -> bool {
         self.live().is_some_and(|live| live.when.is_some())
     }

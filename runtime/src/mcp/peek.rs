@@ -1,0 +1,181 @@
+//! The gate's look at a request body: the two things the gate decides on
+//! (the length of a string id, whether the message is `initialize`), read
+//! in one pass over the bytes without building the message, so the body is
+//! parsed into a message once, by the transport.
+//!
+//! The pass checks the whole body's JSON syntax (ignored values included)
+//! but not its shape as a JSON-RPC message: the transport's parse does,
+//! and the gate turns its refusal into the gate's own answer.
+
+use std::fmt;
+
+use serde::Deserializer as _;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+
+/// What the gate needs of a body that is one JSON object.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Peek {
+    /// The decoded length of the top-level `id` when it is a string (the
+    /// last `id` key, as a parse into a JSON value keeps).
+    pub(super) string_id_len: Option<usize>,
+    /// A top-level `method` key is the string `initialize`.
+    pub(super) initialize: bool,
+}
+
+/// `bytes` read as one JSON object, or `None` (not JSON, not an object,
+/// trailing data): the gate then takes its full parse.
+pub(super) fn peek(bytes: &[u8]) -> Option<Peek> {
+    let mut reader = serde_json::Deserializer::from_slice(bytes);
+    let peek = reader.deserialize_map(PeekVisitor).ok()?;
+    reader.end().ok()?;
+    Some(peek)
+}
+
+struct PeekVisitor;
+
+impl<'de> Visitor<'de> for PeekVisitor {
+    type Value = Peek;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Peek, A::Error> {
+        let mut peek = Peek::default();
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Id => peek.string_id_len = map.next_value::<StringLen>()?.0,
+                Key::Method => peek.initialize |= map.next_value::<IsInitialize>()?.0,
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(peek)
+    }
+}
+
+/// A top-level key, without keeping it.
+enum Key {
+    Id,
+    Method,
+    Other,
+}
+
+impl<'de> de::Deserialize<'de> for Key {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Key, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(match key {
+                    "id" => Key::Id,
+                    "method" => Key::Method,
+                    _ => Key::Other,
+                })
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Any JSON value: the decoded length when it is a string.
+struct StringLen(Option<usize>);
+
+/// Any JSON value: whether it is the string `initialize`.
+struct IsInitialize(bool);
+
+impl<'de> de::Deserialize<'de> for StringLen {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<StringLen, D::Error> {
+        let found = deserializer.deserialize_any(AnyValue(|text: &str| text.len()))?;
+        Ok(StringLen(found))
+    }
+}
+
+impl<'de> de::Deserialize<'de> for IsInitialize {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<IsInitialize, D::Error> {
+        let found = deserializer.deserialize_any(AnyValue(|text: &str| text == "initialize"))?;
+        Ok(IsInitialize(found == Some(true)))
+    }
+}
+
+/// Reads any JSON value (nested ones are skipped), applying `F` to a string.
+struct AnyValue<F>(F);
+
+impl<'de, F: FnOnce(&str) -> T, T> Visitor<'de> for AnyValue<F> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Option<T>, E> {
+        Ok(Some((self.0)(text)))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Option<T>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Peek, peek};
+
+    #[test]
+    fn reads_the_id_and_the_method_of_one_object() {
+        let call = br#"{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"name":"x","arguments":{"id":"zzzzzz"}}}"#;
+        assert_eq!(
+            peek(call),
+            Some(Peek {
+                string_id_len: Some(3),
+                initialize: false
+            })
+        );
+        let init = br#"{"id":7,"method":"init\u0069alize","params":{}}"#;
+        assert_eq!(
+            peek(init),
+            Some(Peek {
+                string_id_len: None,
+                initialize: true
+            })
+        );
+        let escaped = br#"{"id":"\u00e9\n","id":"\u00e9\n\t"}"#;
+        assert_eq!(peek(escaped).and_then(|p| p.string_id_len), Some(4));
+    }
+
+    #[test]
+    fn anything_but_one_json_object_is_left_to_the_full_parse() {
+        for body in [
+            &b"not json"[..],
+            b"[{\"id\":1}]",
+            b"{\"id\":1} {}",
+            b"{\"id\":1,}",
+            b"{\"a\":[1,}",
+            b"7",
+        ] {
+            assert_eq!(peek(body), None, "{}", String::from_utf8_lossy(body));
+        }
+    }
+}
