@@ -291,20 +291,12 @@ fn procedure(c: &mut Criterion) {
 }
 
 fn toolset(c: &mut Criterion) {
-    use agent_surface::toolset::{Toolset, Topology};
     let mut group = c.benchmark_group("build direct tools");
     for count in [40usize, 300] {
         let registry = Registry::builder().build();
         let _handles = mounted(&registry, count);
         group.bench_with_input(BenchmarkId::from_parameter(count), &count, |b, _| {
-            b.iter(|| {
-                let toolset = Toolset::builder(&registry)
-                    .topology(Topology::Embedded)
-                    .build()
-                    .unwrap();
-                black_box(toolset.tools());
-                toolset.dispose();
-            });
+            b.iter(|| fixture::direct_tools(&registry));
         });
     }
     group.finish();

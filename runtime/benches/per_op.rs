@@ -40,7 +40,6 @@ use std::time::Duration;
 use agent_surface::canonical::fnv1a64;
 use agent_surface::policy::{authenticated, rate_limit};
 use agent_surface::prelude::*;
-use agent_surface::toolset::{Toolset, Topology};
 use serde_json::json;
 
 use fixture::{Widget, mounted, poke, read_state, rows};
@@ -222,14 +221,7 @@ impl Fixture {
             "direct-tools-40" | "direct-tools-300" => {
                 let registry = Registry::builder().build();
                 let _mounted = mounted(&registry, if case == "direct-tools-40" { 40 } else { 300 });
-                for _ in 0..n {
-                    let toolset = Toolset::builder(&registry)
-                        .topology(Topology::Embedded)
-                        .build()
-                        .unwrap();
-                    black_box(toolset.tools());
-                    toolset.dispose();
-                }
+                (0..n).for_each(|_| fixture::direct_tools(&registry));
             }
             "canonical-32k" => (0..n).for_each(|_| {
                 black_box(fnv1a64(black_box(&self.rows)));

@@ -41,7 +41,8 @@ impl ClientHandler for Pushes {
     }
 }
 
-async fn connect(server: &McpServer, modern: bool) -> (RunningService<RoleClient, Pushes>, Pushes) {
+/// Serves `server` on one end of an in-process stream; the other end.
+fn serve_on_duplex(server: &McpServer) -> tokio::io::DuplexStream {
     let (client_io, server_io) = tokio::io::duplex(256 * 1024);
     let server = server.clone();
     tokio::spawn(async move {
@@ -49,6 +50,11 @@ async fn connect(server: &McpServer, modern: bool) -> (RunningService<RoleClient
             let _ = running.waiting().await;
         }
     });
+    client_io
+}
+
+async fn connect(server: &McpServer, modern: bool) -> (RunningService<RoleClient, Pushes>, Pushes) {
+    let client_io = serve_on_duplex(server);
     let pushes = Pushes::new();
     let lifecycle = if modern {
         ClientLifecycleMode::Discover {
@@ -327,13 +333,7 @@ async fn connect_named(
     server: &McpServer,
     name: &'static str,
 ) -> (RunningService<RoleClient, Named>, Pushes) {
-    let (client_io, server_io) = tokio::io::duplex(256 * 1024);
-    let server = server.clone();
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
+    let client_io = serve_on_duplex(server);
     let pushes = Pushes::new();
     let client = Named(name, pushes.clone())
         .serve_with_lifecycle(client_io, ClientLifecycleMode::Initialize)

@@ -115,21 +115,10 @@ impl Sink for Fnv1a64 {
 /// as it exceeds `max` (the walk stops there: a huge value costs no more
 /// than `max` bytes of counting).
 pub fn canonical_len_within(value: &Value, max: usize) -> Option<usize> {
-    struct Budget {
-        written: usize,
-        max: usize,
+    match measure(value, usize::MAX, max) {
+        Measure::Len(len) => Some(len),
+        Measure::TooDeep | Measure::TooLarge => None,
     }
-    impl Sink for Budget {
-        fn write(&mut self, bytes: &[u8]) {
-            self.written = self.written.saturating_add(bytes.len());
-        }
-        fn full(&self) -> bool {
-            self.written > self.max
-        }
-    }
-    let mut budget = Budget { written: 0, max };
-    write_canonical(value, &mut budget);
-    (budget.written <= max).then_some(budget.written)
 }
 
 /// Compares two strings by their UTF-16 code units, as JavaScript sorts keys.
