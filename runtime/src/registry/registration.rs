@@ -87,6 +87,10 @@ pub(crate) struct Registration {
     published: Mutex<Published>,
     /// Evaluations started, so a slower, older one never overwrites a newer one.
     evaluations: AtomicU64,
+    /// Whether what it shows can change without a surface version bump
+    /// (a `when` of a capability or a reference, a reference's live note):
+    /// fixed at mount, asked by every snapshot.
+    live_source: bool,
 }
 
 /// The `when`-derived availability last published: one mark per capability,
@@ -126,7 +130,10 @@ impl Registration {
         chains: Chains,
         references: Box<[Arc<Reference>]>,
     ) -> Registration {
+        let live_source = contract.capabilities().iter().any(|c| c.has_when())
+            || references.iter().any(|r| r.has_when() || r.has_describe());
         Registration {
+            live_source,
             id,
             contract,
             instance,
@@ -144,6 +151,13 @@ impl Registration {
             published: Mutex::new(Published::default()),
             evaluations: AtomicU64::new(0),
         }
+    }
+
+    /// Whether what a snapshot shows of it may change without a surface
+    /// version bump: a `when` predicate (of a capability or a reference) or
+    /// a reference's live note. Fixed at mount: one read.
+    pub(crate) fn is_live_source(&self) -> bool {
+        self.live_source
     }
 
     /// Whether anything about this registration's availability derives from

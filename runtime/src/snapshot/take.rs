@@ -31,9 +31,7 @@ impl Registry {
             ) {
                 continue;
             }
-            live = live
-                || registration.has_state_derived_availability()
-                || registration.references.iter().any(|r| r.has_describe());
+            live = live || registration.is_live_source();
             if let Some(view) = self.view(registration, options, &mut host) {
                 components.push(view);
             }

@@ -326,6 +326,17 @@ impl ErasedRef {
                     locked: field.locked,
                 })
                 .collect(),
+            live_kinds: std::sync::atomic::AtomicU8::new(
+                if self.when.is_some() {
+                    reference::LIVE_WHEN
+                } else {
+                    0
+                } | if self.describe.is_some() {
+                    reference::LIVE_DESCRIBE
+                } else {
+                    0
+                },
+            ),
             live: RwLock::new(Some(Arc::new(Live {
                 fields: self.fields.into_boxed_slice(),
                 when: self.when,

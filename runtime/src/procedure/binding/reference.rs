@@ -84,6 +84,11 @@ pub(super) struct Live {
     pub(super) describe: Option<TextFn>,
 }
 
+/// `Reference::live_kinds`: the reference has a `when` predicate.
+pub(super) const LIVE_WHEN: u8 = 1;
+/// `Reference::live_kinds`: the reference has a live note (`describe`).
+pub(super) const LIVE_DESCRIBE: u8 = 2;
+
 /// A reference as one registration keeps it.
 pub(crate) struct Reference {
     pub(crate) procedure: &'static CheckedProcedure,
@@ -92,6 +97,10 @@ pub(crate) struct Reference {
     pub(crate) capability: CheckedCapability,
     pub(super) fields: Box<[FieldInfo]>,
     pub(super) live: RwLock<Option<Arc<Live>>>,
+    /// What `live` holds, readable without its lock (snapshots ask of
+    /// every registration): bit 0 a `when`, bit 1 a `describe`; zero once
+    /// released.
+    pub(super) live_kinds: std::sync::atomic::AtomicU8,
     pub(crate) chain: Chain,
     pub(super) queue: OnceLock<Arc<ActionQueue>>,
     /// Whether the installed manifest lists (and agrees with) the procedure.
@@ -133,6 +142,8 @@ impl Reference {
 
     /// Takes the closures out (unmount); the caller drops them unlocked.
     pub(crate) fn release(&self) -> Option<Box<dyn std::any::Any + Send + Sync>> {
+        self.live_kinds
+            .store(0, std::sync::atomic::Ordering::Release);
         let live = self
             .live
             .write()
@@ -155,12 +166,12 @@ impl Reference {
 
     /// Whether the reference has a live note (`describe`, while mounted).
     pub(crate) fn has_describe(&self) -> bool {
-        self.live().is_some_and(|live| live.describe.is_some())
+        self.live_kinds.load(std::sync::atomic::Ordering::Acquire) & LIVE_DESCRIBE != 0
     }
 
     /// Whether it has a `when` predicate (availability from live state).
     pub(crate) fn has_when(&self) -> bool {
-        self.live().is_some_and(|live| live.when.is_some())
+        self.live_kinds.load(std::sync::atomic::Ordering::Acquire) & LIVE_WHEN != 0
     }
 
     /// `when()` now; a panic counts as unavailable (`when-error`).
