@@ -35,12 +35,12 @@ fn fill_base62(out: &mut [u8], mut value: u64) {
     }
 }
 
-fn push_base62(out: &mut String, mut value: u64, digits: usize) {
-    for _ in 0..digits {
-        let index = usize::try_from(value % 62).unwrap_or(0);
-        out.push(char::from(BASE62.get(index).copied().unwrap_or(b'0')));
-        value /= 62;
-    }
+/// Appends `digits` (at most 11, a u64's worth) base62 digits of `value`.
+fn push_base62(out: &mut String, value: u64, digits: usize) {
+    let mut buffer = [b'0'; 11];
+    let written = buffer.get_mut(..digits.min(11)).unwrap_or_default();
+    fill_base62(written, value);
+    out.extend(written.iter().map(|&digit| char::from(digit)));
 }
 
 /// What precedes the counter in a minted invocation id: `inv_`, the
@@ -133,12 +133,7 @@ impl Keys {
     fn new() -> Keys {
         let [prefix_bits, tag_secret] = random::<2>();
         let mut prefix = [b'0'; PREFIX_CHARS];
-        let mut value = prefix_bits;
-        for byte in &mut prefix {
-            let index = usize::try_from(value % 62).unwrap_or(0);
-            *byte = BASE62.get(index).copied().unwrap_or(b'0');
-            value /= 62;
-        }
+        fill_base62(&mut prefix, prefix_bits);
         let mut invocation_head = [b'_'; INVOCATION_HEAD];
         for (slot, &byte) in invocation_head
             .iter_mut()

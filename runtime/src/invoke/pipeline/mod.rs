@@ -17,7 +17,6 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::canonical::{Sink, write_canonical};
 use crate::context::{Consumer, HostContext, ReadContext};
 use crate::contract::{CheckedCapability, CheckedSchema};
 use crate::error::ErrorPayload;
@@ -142,21 +141,6 @@ async fn deadline(started: Instant, timeout: Duration) {
 /// future stays small to move.
 async fn first_poll<F: Future + Unpin>(work: &mut F) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *work).poll(cx))).await
-}
-
-/// Counts canonical bytes without producing them.
-struct Counter(usize);
-
-impl Sink for Counter {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0 += bytes.len();
-    }
-}
-
-fn byte_len(value: &Value) -> usize {
-    let mut counter = Counter(0);
-    write_canonical(value, &mut counter);
-    counter.0
 }
 
 /// Turns integral floats (`3.0`) into integers so typed deserialization

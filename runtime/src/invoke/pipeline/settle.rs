@@ -12,7 +12,7 @@ use crate::error::{ErrorPayload, FailureReason};
 use crate::invoke::InvocationResult;
 use agent_surface_rules::Audit;
 
-use super::{InFlight, Subject, Trace, byte_len};
+use super::{InFlight, Subject, Trace};
 
 impl InFlight<'_> {
     /// Phase 10 (first half): validate and size-check the output.
@@ -169,16 +169,14 @@ impl InFlight<'_> {
             };
             // A redaction hook may return anything: a value too deep to walk
             // safely is dropped without recursion and kept as a marker.
-            let max_depth = config.limits.max_input_depth;
-            if !crate::util::nesting::depth_within(&value, max_depth) {
-                crate::util::nesting::dispose(value);
-                return serde_json::json!({"truncated": true, "reason": "too-deep"});
-            }
-            let size = byte_len(&value);
-            if size > cap {
-                serde_json::json!({"truncated": true, "bytes": size})
-            } else {
-                value
+            // One walk: its depth, then its exact size.
+            match measure(&value, config.limits.max_input_depth, usize::MAX) {
+                Measure::Len(size) if size <= cap => value,
+                Measure::Len(size) => serde_json::json!({"truncated": true, "bytes": size}),
+                Measure::TooDeep | Measure::TooLarge => {
+                    crate::util::nesting::dispose(value);
+                    serde_json::json!({"truncated": true, "reason": "too-deep"})
+                }
             }
         };
         let mut payload = Map::new();
