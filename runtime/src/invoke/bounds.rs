@@ -136,6 +136,25 @@ mod tests {
     }
 
     #[test]
+    fn an_input_too_large_and_too_deep_is_refused_for_its_depth() {
+        let limits = Limits::default();
+        // The walk passes the size bound (a long string first) before it
+        // reaches the depth bound (later in the same array): depth is
+        // still what is reported, as when the two were separate walks.
+        let big = "x".repeat(limits.max_input_bytes + 1);
+        let value = Value::Array(vec![Value::String(big), nested(limits.max_input_depth + 5)]);
+        let issue = check_input(&value, &limits).unwrap_err();
+        assert_eq!(issue, too_deep("", limits.max_input_depth));
+        dispose(value);
+        let large = Value::String("x".repeat(limits.max_input_bytes + 1));
+        assert_eq!(
+            check_input(&large, &limits).unwrap_err(),
+            too_large("", limits.max_input_bytes)
+        );
+        assert_eq!(check_input(&nested(3), &limits), Ok(()));
+    }
+
+    #[test]
     fn depth_counts_arrays_and_objects() {
         assert!(depth_within(&json!(1), 0));
         assert!(!depth_within(&json!([]), 0));
