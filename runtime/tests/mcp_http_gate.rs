@@ -229,6 +229,10 @@ async fn malformed_bodies_are_bad_requests() {
         r#"{"jsonrpc":"2.0"}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":7}"#,
         "42",
+        // Duplicate keys: a JSON value keeps the last, the transport
+        // refuses the message; either order is the same typed refusal.
+        r#"{"jsonrpc":"2.0","id":"first","method":"tools/list","id":"second"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}"#,
     ] {
         let reply = raw(body).await;
         assert_eq!(

@@ -181,10 +181,12 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
             .await;
         // The content type was checked above, so a 415 is the transport's
         // refusal of the body as a message: answered as the gate would.
-        if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
-            && let Err(refusal) = message_of(&bytes, gate.max_id_bytes)
-        {
-            return refusal;
+        // (A body our parse accepts but the transport's refuses, such as
+        // duplicate keys, is still not one message: the same 400.)
+        if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+            return message_of(&bytes, gate.max_id_bytes)
+                .err()
+                .unwrap_or_else(not_one_message);
         }
         return response;
     }
@@ -251,6 +253,18 @@ fn message_of(bytes: &[u8], max_id_bytes: usize) -> Result<ClientJsonRpcMessage,
             None,
         )
     })
+}
+
+/// `400`: the body is not one JSON-RPC message (no id is echoed: which of
+/// its ids would be is ambiguous).
+fn not_one_message() -> Response {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        None,
+        -32600,
+        "Invalid Request: not one JSON-RPC message",
+        None,
+    )
 }
 
 /// `400` with an `INVALID_INPUT` payload: the id is over `max_id_bytes`.
