@@ -253,6 +253,47 @@ async fn as_adapter_001_tool_call_ids_registration_ids_versions_and_unique_names
 }
 
 #[tokio::test]
+async fn as_adapter_001_a_call_without_a_tool_call_id_is_remembered_by_nobody() {
+    let registry = registry();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let toolset = direct(&registry);
+    // Nobody can retry or join a call that came without an id: the
+    // pipeline keeps nothing of it, however many there are.
+    for n in 0..5 {
+        let result = toolset
+            .execute(
+                "view_test__probe__poke",
+                json!({"ids": [n.to_string()]}),
+                None,
+            )
+            .await;
+        assert!(result.is_ok(), "{result:?}");
+        assert!(!result.invocation_id().is_empty());
+    }
+    assert_eq!(probe.runs(), 5);
+    assert_eq!(registry.dedupe_len(), 0);
+    // With an id, the call is kept for its retries.
+    let once = toolset
+        .execute(
+            "view_test__probe__poke",
+            json!({"ids": ["x"]}),
+            Some("call_9"),
+        )
+        .await;
+    assert_eq!(registry.dedupe_len(), 1);
+    let again = toolset
+        .execute(
+            "view_test__probe__poke",
+            json!({"ids": ["x"]}),
+            Some("call_9"),
+        )
+        .await;
+    assert_eq!(once, again);
+    assert_eq!(probe.runs(), 6);
+}
+
+#[tokio::test]
 async fn as_adapter_002_results_are_relayed_losslessly() {
     let registry = registry();
     let _mounted = registry.mount(Probe::new()).unwrap();

@@ -208,7 +208,10 @@ impl ServerHandler for McpSession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context).await
+        // The call's future is kilobytes (the pipeline's phases, the
+        // confirmation paths); rmcp moves its request task several times as
+        // it spawns it: boxed, the task stays as small as a bare server's.
+        Box::pin(self.call(request, context)).await
     }
 
     async fn on_custom_request(

@@ -74,9 +74,11 @@ impl McpSession {
             acting = adopted;
         }
         if let Some(state) = request.request_state.as_deref() {
-            let result = self
-                .answer_round(&acting, state, &request, &name, &arguments, cancel)
-                .await?;
+            // The rare paths' futures are large: on the heap, so that every
+            // call's task stays small.
+            let result =
+                Box::pin(self.answer_round(&acting, state, &request, &name, &arguments, cancel))
+                    .await?;
             return Ok(to_call_result(&result).into());
         }
 
@@ -91,7 +93,7 @@ impl McpSession {
         if toolset.tool(call.name()).is_none() {
             // Not in this consumer's tools: a stale name still gets the
             // pipeline's precise error; anything else is not a tool at all.
-            let Some(result) = call.run_stale(&toolset, cancel).await else {
+            let Some(result) = Box::pin(call.run_stale(&toolset, cancel)).await else {
                 return Err(ErrorData::invalid_params(
                     format!("unknown tool `{}`", call.name()),
                     None,
@@ -119,9 +121,8 @@ impl McpSession {
         if is_modern(&context) {
             return Ok(self.ask_in_round(&acting, call, &confirmation_id, &result));
         }
-        let outcome = self
-            .ask_while_held(&acting, &call, &confirmation_id, &context, cancel)
-            .await;
+        let outcome =
+            Box::pin(self.ask_while_held(&acting, &call, &confirmation_id, &context, cancel)).await;
         Ok(to_call_result(&outcome).into())
     }
 

@@ -87,22 +87,24 @@ impl Shared {
         kinds: Kinds,
         cancellation: Option<CancellationToken>,
     ) -> InvocationResult {
-        let external = cancellation.clone();
         let options = InvokeOptions {
             scope: self.options.scope.clone(),
             cancellation,
             kinds,
             ..InvokeOptions::consumer(self.options.consumer.clone())
         };
+        if self.confirmations != ConfirmationMode::Wait || request.confirmation_id.is_some() {
+            // Nobody waits for the person here: one run, under the agent's
+            // own id or none (a call without one is nobody's to retry or
+            // join, so the pipeline remembers nothing of it).
+            return self.registry.invoke(request, options).await;
+        }
         let mut request = request;
         if request.invocation_id.is_none() {
             // The retry after a confirmation must reuse the attempt's id.
             request.invocation_id = Some(self.registry.mint_invocation_id());
         }
         let first = self.registry.invoke(request.clone(), options.clone()).await;
-        if self.confirmations != ConfirmationMode::Wait || request.confirmation_id.is_some() {
-            return first;
-        }
         let Some(confirmation_id) = first
             .error()
             .filter(|error| error.code() == ErrorCode::ConfirmationRequired)
@@ -112,6 +114,21 @@ impl Shared {
         else {
             return first;
         };
+        // The wait is a large future: on the heap, only for the calls that
+        // wait, so every call's future stays small.
+        Box::pin(self.wait_then_retry(request, options, first, confirmation_id)).await
+    }
+
+    /// Wait mode, after the first attempt asked for `confirmation_id`: the
+    /// wait for the person, then the retry with the evidence.
+    async fn wait_then_retry(
+        &self,
+        request: Invocation,
+        options: InvokeOptions,
+        first: InvocationResult,
+        confirmation_id: String,
+    ) -> InvocationResult {
+        let external = options.cancellation.clone();
         // If this future is dropped while the person reads (its task
         // aborted), the guard withdraws the request (unless another call
         // waits on it) and settles the call CANCELLED through the pipeline,
