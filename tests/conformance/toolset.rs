@@ -291,6 +291,15 @@ async fn as_adapter_001_a_call_without_a_tool_call_id_is_remembered_by_nobody() 
         .await;
     assert_eq!(once, again);
     assert_eq!(probe.runs(), 6);
+
+    // Nor in an embedded loop, whose calls may wait for the person: a call
+    // that asks for no confirmation is remembered by nobody either.
+    let (registry, probe, _mounted, toolset) = embedded();
+    let name = name_of(&toolset, "view:test.probe.poke");
+    let result = toolset.execute(&name, json!({"ids": ["e"]}), None).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(probe.runs(), 1);
+    assert_eq!(registry.dedupe_len(), 0);
 }
 
 #[tokio::test]
