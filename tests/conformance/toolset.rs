@@ -274,21 +274,16 @@ async fn as_adapter_001_a_call_without_a_tool_call_id_is_remembered_by_nobody() 
     assert_eq!(probe.runs(), 5);
     assert_eq!(registry.dedupe_len(), 0);
     // With an id, the call is kept for its retries.
-    let once = toolset
-        .execute(
+    let with_id = || {
+        toolset.execute(
             "view_test__probe__poke",
             json!({"ids": ["x"]}),
             Some("call_9"),
         )
-        .await;
+    };
+    let once = with_id().await;
     assert_eq!(registry.dedupe_len(), 1);
-    let again = toolset
-        .execute(
-            "view_test__probe__poke",
-            json!({"ids": ["x"]}),
-            Some("call_9"),
-        )
-        .await;
+    let again = with_id().await;
     assert_eq!(once, again);
     assert_eq!(probe.runs(), 6);
 
