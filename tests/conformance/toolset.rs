@@ -287,14 +287,52 @@ async fn as_adapter_001_a_call_without_a_tool_call_id_is_remembered_by_nobody() 
     assert_eq!(once, again);
     assert_eq!(probe.runs(), 6);
 
-    // Nor in an embedded loop, whose calls may wait for the person: a call
-    // that asks for no confirmation is remembered by nobody either.
+    // An embedded loop's call may wait for the person, and its retry
+    // reuses the attempt's id as its key: that id is minted before the
+    // first attempt, and kept.
     let (registry, probe, _mounted, toolset) = embedded();
     let name = name_of(&toolset, "view:test.probe.poke");
     let result = toolset.execute(&name, json!({"ids": ["e"]}), None).await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(probe.runs(), 1);
-    assert_eq!(registry.dedupe_len(), 0);
+    assert_eq!(registry.dedupe_len(), 1);
+}
+
+/// An agent that claims, under its own tool-call id, the id an embedded
+/// loop will mint for its next call makes that call conflict before the
+/// person is asked: nothing waits for an approval that could not run.
+#[tokio::test(start_paused = true)]
+async fn as_adapter_001_a_claimed_minted_id_conflicts_before_the_person_is_asked() {
+    let (registry, _probe, _mounted, toolset) = embedded();
+    let poke = name_of(&toolset, "view:test.probe.poke");
+    // Minted ids count up: the next one follows this one.
+    let seen = registry.mint_invocation_id();
+    let next = next_minted(&seen);
+    let claimed = toolset
+        .execute(&poke, json!({"ids": ["claim"]}), Some(next.as_str()))
+        .await;
+    assert!(claimed.is_ok(), "{claimed:?}");
+    // Had it asked the person, it would still be waiting.
+    let guarded = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        spawn_guarded(&toolset, "a", None),
+    )
+    .await
+    .expect("settled without waiting for the person")
+    .unwrap();
+    assert_eq!(
+        guarded.error().map(|error| error.code()),
+        Some(ErrorCode::InvocationConflict),
+        "{guarded:?}"
+    );
+    assert!(registry.confirmations().pending().is_empty());
+}
+
+/// The id minted after `seen` (`inv_<prefix>_<counter>`, the counter in
+/// decimal).
+fn next_minted(seen: &str) -> String {
+    let (prefix, counter) = seen.rsplit_once('_').unwrap();
+    format!("{prefix}_{}", counter.parse::<u64>().unwrap() + 1)
 }
 
 #[tokio::test]

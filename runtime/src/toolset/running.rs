@@ -99,6 +99,14 @@ impl Shared {
             // join, so the pipeline remembers nothing of it).
             return self.registry.invoke(request, options).await;
         }
+        let mut request = request;
+        if request.invocation_id.is_none() {
+            // Minted before the first attempt, not taken from its result:
+            // the retry after the person answers reuses it as its key, and
+            // an id the agent claimed beforehand must conflict now, before
+            // the person is asked, never after they approved.
+            request.invocation_id = Some(self.registry.mint_invocation_id());
+        }
         let first = self.registry.invoke(request.clone(), options.clone()).await;
         let Some(confirmation_id) = first
             .error()
@@ -109,12 +117,6 @@ impl Shared {
         else {
             return first;
         };
-        let mut request = request;
-        if request.invocation_id.is_none() {
-            // The retry after the person answers, and a cancellation, are
-            // the attempt's own: under the id the pipeline gave it.
-            request.invocation_id = Some(first.invocation_id().to_owned());
-        }
         // The wait is a large future: on the heap, only for the calls that
         // wait, so every call's future stays small.
         Box::pin(self.wait_then_retry(request, options, first, confirmation_id)).await
