@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::canonical::{Fnv1a64, Sink, write_canonical, write_string};
+use crate::canonical::{Fnv1a64, Sink, measure_into, write_string};
 use crate::context::Consumer;
 use crate::error::ErrorPayload;
 
@@ -107,46 +107,62 @@ impl Invocation {
     /// `{capabilityId, registrationId, instanceId, surfaceVersion, input,
     /// confirmationId}` as issued (absent fields omitted).
     pub fn fingerprint(&self) -> u64 {
+        self.fingerprint_measuring(usize::MAX, usize::MAX).0
+    }
+
+    /// The fingerprint and, in the same walk, the input's depth and
+    /// canonical size against the request bounds (`None`: no input). When
+    /// the input crosses a bound the walk stops there and the fingerprint
+    /// is meaningless (the request is refused).
+    pub(crate) fn fingerprint_measuring(
+        &self,
+        max_depth: usize,
+        max_bytes: usize,
+    ) -> (u64, Option<crate::canonical::Measure>) {
         enum Part<'a> {
             Text(&'a str),
             Json(&'a Value),
         }
-        // Keys in canonical (sorted) order, streamed without building a Value.
-        let fields = [
-            ("capabilityId", Some(Part::Text(&self.capability_id))),
+        // Keys in canonical (sorted) order, streamed without building a
+        // Value; each key written with its quotes and colon (none needs
+        // escaping).
+        let fields: [(&[u8], Option<Part<'_>>); 6] = [
+            (b"\"capabilityId\":", Some(Part::Text(&self.capability_id))),
             (
-                "confirmationId",
+                b"\"confirmationId\":",
                 self.confirmation_id.as_deref().map(Part::Text),
             ),
-            ("input", self.input.as_ref().map(Part::Json)),
-            ("instanceId", self.instance_id.as_deref().map(Part::Text)),
+            (b"\"input\":", self.input.as_ref().map(Part::Json)),
             (
-                "registrationId",
+                b"\"instanceId\":",
+                self.instance_id.as_deref().map(Part::Text),
+            ),
+            (
+                b"\"registrationId\":",
                 self.registration_id.as_deref().map(Part::Text),
             ),
             (
-                "surfaceVersion",
+                b"\"surfaceVersion\":",
                 self.surface_version.as_deref().map(Part::Text),
             ),
         ];
         let mut hasher = Fnv1a64::new();
-        hasher.write(b"{");
-        let mut first = true;
+        let mut measured = None;
+        let mut open: &[u8] = b"{";
         for (key, field) in fields {
             let Some(field) = field else { continue };
-            if !first {
-                hasher.write(b",");
-            }
-            first = false;
-            write_string(key, &mut hasher);
-            hasher.write(b":");
+            hasher.write(open);
+            open = b",";
+            hasher.write(key);
             match field {
                 Part::Text(text) => write_string(text, &mut hasher),
-                Part::Json(value) => write_canonical(value, &mut hasher),
+                Part::Json(value) => {
+                    measured = Some(measure_into(value, &mut hasher, max_depth, max_bytes));
+                }
             }
         }
         hasher.write(b"}");
-        hasher.finish()
+        (hasher.finish(), measured)
     }
 }
 

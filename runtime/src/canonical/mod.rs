@@ -28,7 +28,7 @@
 
 mod write;
 
-pub(crate) use write::{Measure, measure};
+pub(crate) use write::{Measure, measure, measure_into};
 pub use write::{write_canonical, write_string};
 
 use std::cmp::Ordering;

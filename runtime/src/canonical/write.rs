@@ -35,19 +35,37 @@ pub(crate) enum Measure {
 /// it is at most `max_bytes`. Stops at the first bound crossed; a value
 /// that crosses both may answer either.
 pub(crate) fn measure(value: &Value, max_depth: usize, max_bytes: usize) -> Measure {
-    struct Budget {
+    struct Nowhere;
+    impl Sink for Nowhere {
+        fn write(&mut self, _: &[u8]) {}
+    }
+    measure_into(value, &mut Nowhere, max_depth, max_bytes)
+}
+
+/// [`measure`], also writing the canonical form into `sink` as it walks
+/// (all of it when the answer is [`Measure::Len`]; a prefix otherwise).
+pub(crate) fn measure_into<S: Sink + ?Sized>(
+    value: &Value,
+    sink: &mut S,
+    max_depth: usize,
+    max_bytes: usize,
+) -> Measure {
+    struct Budget<'s, S: ?Sized> {
+        sink: &'s mut S,
         written: usize,
         max: usize,
     }
-    impl Sink for Budget {
+    impl<S: Sink + ?Sized> Sink for Budget<'_, S> {
         fn write(&mut self, bytes: &[u8]) {
             self.written = self.written.saturating_add(bytes.len());
+            self.sink.write(bytes);
         }
         fn full(&self) -> bool {
             self.written > self.max
         }
     }
     let mut budget = Budget {
+        sink,
         written: 0,
         max: max_bytes,
     };

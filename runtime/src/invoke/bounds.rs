@@ -34,7 +34,20 @@ use crate::registry::{Limits, Registry};
 use crate::schema::Issue;
 
 /// Checks every bound of `request`; the error is the agent-facing refusal.
+#[cfg(test)]
 pub(crate) fn check_request(request: &Invocation, limits: &Limits) -> Result<(), ErrorPayload> {
+    check_request_fingerprinting(request, limits, false).map(|_| ())
+}
+
+/// Checks every bound of `request` (the error is the agent-facing
+/// refusal); with `fingerprint`, also the request's fingerprint,
+/// computed in the same walk of the input as its bounds (only once every
+/// identifier is within its bound, so nothing oversized is hashed).
+pub(crate) fn check_request_fingerprinting(
+    request: &Invocation,
+    limits: &Limits,
+    fingerprint: bool,
+) -> Result<Option<u64>, ErrorPayload> {
     let ids = [
         ("/invocationId", request.invocation_id.as_deref()),
         ("/capabilityId", Some(request.capability_id.as_str())),
@@ -48,13 +61,23 @@ pub(crate) fn check_request(request: &Invocation, limits: &Limits) -> Result<(),
         .filter(|(_, id)| id.is_some_and(|id| id.len() > limits.max_id_bytes))
         .map(|(pointer, _)| id_too_long(pointer, limits.max_id_bytes))
         .collect();
-    if let Some(input) = &request.input
+    let mut hash = None;
+    if fingerprint && issues.is_empty() {
+        let (fingerprint, measured) =
+            request.fingerprint_measuring(limits.max_input_depth, limits.max_input_bytes);
+        hash = Some(fingerprint);
+        if let (Some(input), Some(measured)) = (&request.input, measured)
+            && let Err(issue) = verdict(measured, input, limits)
+        {
+            issues.push(issue);
+        }
+    } else if let Some(input) = &request.input
         && let Err(issue) = check_input(input, limits)
     {
         issues.push(issue);
     }
     if issues.is_empty() {
-        Ok(())
+        Ok(hash)
     } else {
         Err(ErrorPayload::invalid_input(&issues))
     }
@@ -68,9 +91,18 @@ pub fn id_too_long(pointer: &str, max: usize) -> Issue {
 /// Checks an input's depth, then its size; the issue is at `""` (the whole
 /// input).
 pub(crate) fn check_input(input: &Value, limits: &Limits) -> Result<(), Issue> {
-    // One walk for both bounds; depth is reported first, so a value the
-    // walk left early for its size has its depth checked to the end.
-    match measure(input, limits.max_input_depth, limits.max_input_bytes) {
+    // One walk for both bounds.
+    verdict(
+        measure(input, limits.max_input_depth, limits.max_input_bytes),
+        input,
+        limits,
+    )
+}
+
+/// The issue for an input `measured` so; depth is reported first, so a
+/// value the walk left early for its size has its depth checked to the end.
+fn verdict(measured: Measure, input: &Value, limits: &Limits) -> Result<(), Issue> {
+    match measured {
         Measure::Len(_) => Ok(()),
         Measure::TooLarge if depth_within(input, limits.max_input_depth) => {
             Err(too_large("", limits.max_input_bytes))
@@ -95,7 +127,7 @@ pub fn too_deep(pointer: &str, max: usize) -> Issue {
     )
 }
 
-/// The settled result of a request [`check_request`] refused: nothing of it
+/// The settled result of a request [`check_request_fingerprinting`] refused: nothing of it
 /// ran or is remembered, and no oversized value is echoed.
 pub(crate) fn refuse(
     registry: &Registry,
@@ -221,5 +253,37 @@ mod tests {
         let fits = Invocation::new("view:a.b.c")
             .input(json!({"s": "x".repeat(limits.max_input_bytes - 8)}));
         assert!(check_request(&fits, &limits).is_ok());
+    }
+
+    #[test]
+    fn the_fingerprinting_walk_bounds_the_input_alike_and_hashes_the_same() {
+        let limits = Limits::default();
+        let fits = Invocation::new("view:a.b.c")
+            .instance("i")
+            .confirmation("cf")
+            .input(json!({"ids": ["d1", "d\"2"], "n": 1.5, "z": {"é": null}}));
+        assert_eq!(
+            check_request_fingerprinting(&fits, &limits, true).unwrap(),
+            Some(fits.fingerprint())
+        );
+        assert_eq!(
+            check_request_fingerprinting(&fits, &limits, false).unwrap(),
+            None
+        );
+        let deep = Invocation::new("view:a.b.c").input(nested(limits.max_input_depth + 1));
+        let big =
+            Invocation::new("view:a.b.c").input(json!({"s": "x".repeat(limits.max_input_bytes)}));
+        for request in [deep, big] {
+            assert_eq!(
+                check_request_fingerprinting(&request, &limits, true).unwrap_err(),
+                check_request(&request, &limits).unwrap_err()
+            );
+            if let Some(input) = request.input {
+                dispose(input);
+            }
+        }
+        // An oversized identifier is refused before anything is hashed.
+        let long = Invocation::new("x".repeat(limits.max_id_bytes + 1)).input(json!(1));
+        assert!(check_request_fingerprinting(&long, &limits, true).is_err());
     }
 }

@@ -139,9 +139,17 @@ impl Registry {
         mut request: Invocation,
         options: InvokeOptions,
     ) -> Result<Started<'_>, InvocationResult> {
-        if let Err(refused) = bounds::check_request(&request, &self.inner.config.limits) {
-            return Err(bounds::refuse(self, request, refused));
-        }
+        // A call with an invocation id is fingerprinted in the same walk
+        // of its input as its bounds are checked.
+        let supplied = request.invocation_id.is_some();
+        let fingerprint = match bounds::check_request_fingerprinting(
+            &request,
+            &self.inner.config.limits,
+            supplied,
+        ) {
+            Ok(fingerprint) => fingerprint,
+            Err(refused) => return Err(bounds::refuse(self, request, refused)),
+        };
         let inner = &self.inner;
         // The call's one reading of the time at its start.
         let started = tokio::time::Instant::now();
@@ -149,7 +157,6 @@ impl Registry {
             Some(consumer) => consumer.clone(),
             None => inner.anonymous.clone(),
         };
-        let supplied = request.invocation_id.is_some();
         let invocation_id: Arc<str> = match request.invocation_id.take() {
             Some(id) => Arc::from(id),
             None => inner.ids.invocation_id_arc(),
@@ -179,9 +186,8 @@ impl Registry {
         // fresh one: nobody can retry or join it, so there is nothing to
         // remember.
         let consumer_key = Arc::clone(consumer.key());
-        let leadership = if supplied {
+        let leadership = if let Some(fingerprint) = fingerprint {
             let key: dedupe::Key = (Arc::clone(&consumer_key), Arc::clone(&invocation_id));
-            let fingerprint = request.fingerprint();
             let now = inner.ms_at(started);
             let begin = inner
                 .dedupe

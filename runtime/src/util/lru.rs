@@ -26,6 +26,17 @@ pub struct Lru<K, V> {
     ttl_ms: u64,
 }
 
+/// What [`Lru::lookup`] found.
+#[derive(Debug)]
+pub enum Lookup<'a, V> {
+    /// No entry.
+    Missing,
+    /// An expired entry, now removed.
+    Expired(V),
+    /// A live entry, now the most recently used.
+    Live(&'a mut V),
+}
+
 #[derive(Debug)]
 struct Entry<V> {
     value: V,
@@ -90,6 +101,33 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         Some(&mut entry.value)
     }
 
+    /// The value, marking it recently used; an expired entry is removed
+    /// and returned (one hash lookup when there is none).
+    pub fn lookup<Q>(&mut self, key: &Q, now_ms: u64) -> Lookup<'_, V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let Some((owned, entry)) = self.entries.get_key_value(key) else {
+            return Lookup::Missing;
+        };
+        if self.expired(entry, now_ms) {
+            return match self.remove(key) {
+                Some(value) => Lookup::Expired(value),
+                None => Lookup::Missing,
+            };
+        }
+        let owned = owned.clone();
+        let tick = self.touch(owned);
+        match self.entries.get_mut(key) {
+            Some(entry) => {
+                entry.tick = tick;
+                Lookup::Live(&mut entry.value)
+            }
+            None => Lookup::Missing,
+        }
+    }
+
     /// The value without touching its recency (expired entries are `None`).
     pub fn peek<Q>(&self, key: &Q, now_ms: u64) -> Option<&V>
     where
@@ -106,13 +144,24 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     /// entry and returns it (the map never holds more than its capacity, so
     /// one insert evicts at most one).
     pub fn insert(&mut self, key: K, value: V, now_ms: u64) -> Option<(K, V)> {
+        self.insert_replacing(key, value, now_ms).1
+    }
+
+    /// [`insert`](Self::insert), also returning the value `key` held
+    /// before, if any.
+    pub fn insert_replacing(
+        &mut self,
+        key: K,
+        value: V,
+        now_ms: u64,
+    ) -> (Option<V>, Option<(K, V)>) {
         let tick = self.tick + 1;
-        match self.entries.entry(key.clone()) {
+        let replaced = match self.entries.entry(key.clone()) {
             std::collections::hash_map::Entry::Occupied(mut occupied) => {
                 let entry = occupied.get_mut();
-                entry.value = value;
                 entry.tick = tick;
                 entry.written_ms = now_ms;
+                Some(std::mem::replace(&mut entry.value, value))
             }
             std::collections::hash_map::Entry::Vacant(vacant) => {
                 vacant.insert(Entry {
@@ -120,15 +169,17 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
                     tick,
                     written_ms: now_ms,
                 });
+                None
             }
-        }
+        };
         // Counted before the touch so compaction sees the new entry.
         self.touch(key);
-        if self.entries.len() > self.capacity {
+        let evicted = if self.entries.len() > self.capacity {
             self.pop_oldest()
         } else {
             None
-        }
+        };
+        (replaced, evicted)
     }
 
     /// Removes `key`, returning its value.
@@ -175,14 +226,14 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
 
     /// Removes and returns the least recently used entry.
     pub fn pop_oldest(&mut self) -> Option<(K, V)> {
+        // One lookup for a live slot or one whose entry is gone; a stale
+        // slot of a live entry (touched since) puts the entry back.
         while let Some((tick, key)) = self.order.pop_front() {
-            if self
-                .entries
-                .get(&key)
-                .is_some_and(|entry| entry.tick == tick)
-            {
-                let entry = self.entries.remove(&key)?;
-                return Some((key, entry.value));
+            if let Some((owned, entry)) = self.entries.remove_entry(&key) {
+                if entry.tick == tick {
+                    return Some((owned, entry.value));
+                }
+                self.entries.insert(owned, entry);
             }
         }
         None

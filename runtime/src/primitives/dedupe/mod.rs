@@ -28,7 +28,7 @@ use rustc_hash::FxHashMap;
 use tokio::sync::watch;
 
 use crate::invocation::InvocationResult;
-use crate::util::lru::Lru;
+use crate::util::lru::{Lookup, Lru};
 
 /// The structured dedupe key: `(consumer key, invocation id)`.
 pub(crate) type Key = (Arc<str>, Arc<str>);
@@ -53,10 +53,46 @@ struct Settled {
     bytes: usize,
 }
 
-/// One consumer's settled records.
+/// One consumer's part of the window: its calls in flight and its settled
+/// records, reached with one lookup of the consumer. Dropped as soon as it
+/// holds nothing, so idle consumers cost nothing.
 struct Ledger {
+    /// Calls in flight, by invocation id.
+    running: FxHashMap<Arc<str>, InFlight>,
+    /// Orphaned calls of this consumer still running (they count against
+    /// its in-flight bound until they settle).
+    orphans: usize,
     records: Lru<Arc<str>, Settled>,
+    /// Bytes of `records`.
     bytes: usize,
+}
+
+impl Ledger {
+    fn new(budget: WindowLimits) -> Ledger {
+        Ledger {
+            running: FxHashMap::default(),
+            orphans: 0,
+            // Never evicts by itself: the shared budget decides.
+            records: Lru::new(budget.count.saturating_add(1), budget.ttl_ms),
+            bytes: 0,
+        }
+    }
+
+    /// Takes the in-flight record of `id` if it is this attempt's: one
+    /// lookup on the common path; another attempt's record (the id was
+    /// reused after its consumer was forgotten) goes back.
+    fn take(&mut self, id: &Arc<str>, generation: u64) -> Option<InFlight> {
+        let (id, record) = self.running.remove_entry(&**id)?;
+        if record.generation != generation {
+            self.running.insert(id, record);
+            return None;
+        }
+        Some(record)
+    }
+
+    fn is_idle(&self) -> bool {
+        self.running.is_empty() && self.orphans == 0 && self.records.is_empty()
+    }
 }
 
 /// What phase 1 decided.
@@ -88,14 +124,15 @@ pub(crate) struct WindowLimits {
 
 /// The dedupe window of one registry.
 pub(crate) struct Dedupe {
-    in_flight: FxHashMap<Key, InFlight>,
+    /// Every consumer with a call in flight or a settled record.
+    consumers: FxHashMap<Arc<str>, Ledger>,
     /// In-flight records of forgotten consumers, by generation: their
     /// results reach their joiners but are never kept (the identity's ids
     /// mean nothing any more). They still count against the consumer's
     /// in-flight bound until they settle.
     orphaned: FxHashMap<u64, Orphan>,
-    in_flight_per_consumer: FxHashMap<Arc<str>, usize>,
-    settled: FxHashMap<Arc<str>, Ledger>,
+    /// Calls in flight, all consumers together (orphans apart).
+    running: usize,
     settled_count: usize,
     settled_bytes: usize,
     generation: u64,
@@ -109,10 +146,9 @@ const RECORD_OVERHEAD: usize = 160;
 impl Dedupe {
     pub(crate) fn new(budget: WindowLimits) -> Dedupe {
         Dedupe {
-            in_flight: FxHashMap::default(),
+            consumers: FxHashMap::default(),
             orphaned: FxHashMap::default(),
-            in_flight_per_consumer: FxHashMap::default(),
-            settled: FxHashMap::default(),
+            running: 0,
             settled_count: 0,
             settled_bytes: 0,
             generation: 0,
@@ -121,56 +157,45 @@ impl Dedupe {
     }
 
     pub(crate) fn begin(&mut self, key: &Key, fingerprint: u64, now_ms: u64) -> Begin {
-        if let Some(record) = self.in_flight.get_mut(key) {
+        let budget = self.budget;
+        let ledger = self
+            .consumers
+            .entry(Arc::clone(&key.0))
+            .or_insert_with(|| Ledger::new(budget));
+        if let Some(record) = ledger.running.get_mut(&*key.1) {
             if record.fingerprint != fingerprint {
                 return Begin::Conflict;
             }
             let sender = record.done.get_or_insert_with(|| watch::channel(None).0);
             return Begin::Join(sender.subscribe());
         }
-        if let Some(found) = self.settled_lookup(key, fingerprint, now_ms) {
-            return found;
+        match ledger.records.lookup(&*key.1, now_ms) {
+            Lookup::Live(record) if record.fingerprint != fingerprint => return Begin::Conflict,
+            Lookup::Live(record) => return Begin::Cached(record.result.clone()),
+            Lookup::Expired(expired) => {
+                ledger.bytes = ledger.bytes.saturating_sub(expired.bytes);
+                self.settled_count = self.settled_count.saturating_sub(1);
+                self.settled_bytes = self.settled_bytes.saturating_sub(expired.bytes);
+            }
+            Lookup::Missing => {}
         }
-        let running = self
-            .in_flight_per_consumer
-            .get(&key.0)
-            .copied()
-            .unwrap_or(0);
-        if running >= self.budget.in_flight_per_consumer {
+        if ledger.running.len().saturating_add(ledger.orphans) >= budget.in_flight_per_consumer {
+            if ledger.is_idle() {
+                self.consumers.remove(&*key.0);
+            }
             return Begin::Busy;
         }
         self.generation += 1;
-        self.in_flight.insert(
-            key.clone(),
+        ledger.running.insert(
+            Arc::clone(&key.1),
             InFlight {
                 fingerprint,
                 generation: self.generation,
                 done: None,
             },
         );
-        *self
-            .in_flight_per_consumer
-            .entry(Arc::clone(&key.0))
-            .or_insert(0) += 1;
+        self.running += 1;
         Begin::Leader(self.generation)
-    }
-
-    /// A settled record for `key`: cached, conflicting, or none (an expired
-    /// one is forgotten here).
-    fn settled_lookup(&mut self, key: &Key, fingerprint: u64, now_ms: u64) -> Option<Begin> {
-        let ledger = self.settled.get_mut(&key.0)?;
-        let found = match ledger.records.peek(&*key.1, now_ms) {
-            Some(record) if record.fingerprint != fingerprint => Some(Begin::Conflict),
-            Some(record) => Some(Begin::Cached(record.result.clone())),
-            None => None,
-        };
-        if found.is_some() {
-            // Touch: recently used records are evicted last.
-            let _ = ledger.records.get(&*key.1, now_ms);
-        } else if let Some(expired) = ledger.records.remove(&*key.1) {
-            self.forget(&key.0, expired.bytes);
-        }
-        found
     }
 
     /// Records the leader's result (kept when terminal, forgotten
@@ -183,7 +208,12 @@ impl Dedupe {
         output_bytes: Option<usize>,
         now_ms: u64,
     ) {
-        let Some(record) = self.take_in_flight(key, generation) else {
+        let budget = self.budget;
+        let Some((ledger, record)) = self.consumers.get_mut(&*key.0).and_then(|ledger| {
+            ledger
+                .take(&key.1, generation)
+                .map(|record| (ledger, record))
+        }) else {
             if let Some(orphan) = self.take_orphan(generation)
                 && let Some(done) = orphan.done
             {
@@ -191,45 +221,17 @@ impl Dedupe {
             }
             return;
         };
+        self.running = self.running.saturating_sub(1);
         if let Some(done) = record.done {
             done.send_replace(Some(result.clone()));
         }
-        if result
-            .error()
-            .is_some_and(|error| !error.code().cacheable())
-        {
+        let Some(bytes) = cost(key, result, output_bytes, budget) else {
+            if ledger.is_idle() {
+                self.consumers.remove(&*key.0);
+            }
             return;
-        }
-        // A successful result costs its output, which phase 10 already
-        // measured; anything else (an error payload, small) is counted here.
-        let payload = match (result.is_ok(), output_bytes) {
-            (true, Some(bytes)) => bytes,
-            (true, None) if result.output().is_none() => 0,
-            _ => serialized_len(result),
         };
-        let bytes = RECORD_OVERHEAD + key.1.len() + result.capability_id().len() + payload;
-        if bytes > self.budget.bytes {
-            // Larger than the whole window: kept by nobody.
-            return;
-        }
-        if let Some(old) = self
-            .settled
-            .get_mut(&key.0)
-            .and_then(|ledger| ledger.records.remove(&*key.1))
-        {
-            self.forget(&key.0, old.bytes);
-        }
-        let capacity = self.budget.count;
-        let ttl_ms = self.budget.ttl_ms;
-        let ledger = self
-            .settled
-            .entry(Arc::clone(&key.0))
-            .or_insert_with(|| Ledger {
-                // Never evicts by itself: the shared budget decides.
-                records: Lru::new(capacity.saturating_add(1), ttl_ms),
-                bytes: 0,
-            });
-        let evicted = ledger.records.insert(
+        let (replaced, evicted) = ledger.records.insert_replacing(
             Arc::clone(&key.1),
             Settled {
                 fingerprint: record.fingerprint,
@@ -238,18 +240,28 @@ impl Dedupe {
             },
             now_ms,
         );
-        ledger.bytes += bytes;
-        self.settled_count += 1;
-        self.settled_bytes += bytes;
-        if let Some((_, evicted)) = evicted {
-            self.forget(&key.0, evicted.bytes);
+        let mut gone_bytes = 0;
+        let mut gone_count = 0;
+        for old in replaced.into_iter().chain(evicted.map(|(_, old)| old)) {
+            gone_bytes += old.bytes;
+            gone_count += 1;
         }
+        ledger.bytes = (ledger.bytes + bytes).saturating_sub(gone_bytes);
+        self.settled_bytes = (self.settled_bytes + bytes).saturating_sub(gone_bytes);
+        self.settled_count = (self.settled_count + 1).saturating_sub(gone_count);
         self.enforce_budget();
     }
 
     /// The leader went away without a result: forget the attempt.
     pub(crate) fn abandon(&mut self, key: &Key, generation: u64) {
-        if self.take_in_flight(key, generation).is_none() {
+        let taken = self
+            .consumers
+            .get_mut(&*key.0)
+            .and_then(|ledger| ledger.take(&key.1, generation));
+        if taken.is_some() {
+            self.running = self.running.saturating_sub(1);
+            self.drop_if_idle(&key.0);
+        } else {
             let _ = self.take_orphan(generation);
         }
     }
@@ -257,38 +269,17 @@ impl Dedupe {
     /// Ends an orphaned attempt (its consumer was forgotten while it ran).
     fn take_orphan(&mut self, generation: u64) -> Option<Orphan> {
         let orphan = self.orphaned.remove(&generation)?;
-        self.release_slot(&orphan.consumer);
+        if let Some(ledger) = self.consumers.get_mut(&*orphan.consumer) {
+            ledger.orphans = ledger.orphans.saturating_sub(1);
+        }
+        self.drop_if_idle(&orphan.consumer);
         Some(orphan)
     }
 
-    /// One fewer call of `consumer` in flight.
-    fn release_slot(&mut self, consumer: &str) {
-        if let Some(running) = self.in_flight_per_consumer.get_mut(consumer) {
-            *running = running.saturating_sub(1);
-            if *running == 0 {
-                self.in_flight_per_consumer.remove(consumer);
-            }
-        }
-    }
-
-    fn take_in_flight(&mut self, key: &Key, generation: u64) -> Option<InFlight> {
-        if self.in_flight.get(key)?.generation != generation {
-            return None;
-        }
-        let record = self.in_flight.remove(key)?;
-        self.release_slot(&key.0);
-        Some(record)
-    }
-
-    /// Accounts for a settled record of `consumer` that was removed.
-    fn forget(&mut self, consumer: &str, bytes: usize) {
-        self.settled_count = self.settled_count.saturating_sub(1);
-        self.settled_bytes = self.settled_bytes.saturating_sub(bytes);
-        if let Some(ledger) = self.settled.get_mut(consumer) {
-            ledger.bytes = ledger.bytes.saturating_sub(bytes);
-            if ledger.records.is_empty() {
-                self.settled.remove(consumer);
-            }
+    /// Drops `consumer`'s ledger once it holds nothing.
+    fn drop_if_idle(&mut self, consumer: &str) {
+        if self.consumers.get(consumer).is_some_and(Ledger::is_idle) {
+            self.consumers.remove(consumer);
         }
     }
 
@@ -303,39 +294,71 @@ impl Dedupe {
             if !by_count && self.settled_bytes <= self.budget.bytes {
                 return;
             }
-            let Some(heaviest) = self
-                .settled
-                .iter()
+            let heaviest = self
+                .consumers
+                .iter_mut()
+                .filter(|(_, ledger)| !ledger.records.is_empty())
                 .max_by_key(|(_, ledger)| {
                     if by_count {
                         (ledger.records.len(), ledger.bytes)
                     } else {
                         (ledger.bytes, ledger.records.len())
                     }
-                })
-                .map(|(consumer, _)| Arc::clone(consumer))
-            else {
+                });
+            let Some((consumer, ledger)) = heaviest else {
                 self.settled_count = 0;
                 self.settled_bytes = 0;
                 return;
             };
-            let evicted = self
-                .settled
-                .get_mut(&heaviest)
-                .and_then(|ledger| ledger.records.pop_oldest());
-            match evicted {
-                Some((_, record)) => self.forget(&heaviest, record.bytes),
-                None => {
-                    self.settled.remove(&heaviest);
-                }
+            if let Some((_, record)) = ledger.records.pop_oldest() {
+                ledger.bytes = ledger.bytes.saturating_sub(record.bytes);
+                self.settled_count = self.settled_count.saturating_sub(1);
+                self.settled_bytes = self.settled_bytes.saturating_sub(record.bytes);
+            } else {
+                // Never expected (a non-empty map has an oldest entry); the
+                // loop still ends: this consumer's records are let go.
+                self.settled_count = self.settled_count.saturating_sub(ledger.records.len());
+                self.settled_bytes = self.settled_bytes.saturating_sub(ledger.bytes);
+                ledger.records = ledger.records.empty_like();
+                ledger.bytes = 0;
+            }
+            if ledger.is_idle() {
+                let consumer = Arc::clone(consumer);
+                self.consumers.remove(&consumer);
             }
         }
     }
 
     /// Records currently remembered: in flight and settled.
     pub(crate) fn len(&self) -> usize {
-        self.in_flight.len() + self.orphaned.len() + self.settled_count
+        self.running + self.orphaned.len() + self.settled_count
     }
+}
+
+/// What keeping `result` under `key` costs the byte budget; `None` when it
+/// is not kept (not cacheable, or larger than the whole window).
+fn cost(
+    key: &Key,
+    result: &InvocationResult,
+    output_bytes: Option<usize>,
+    budget: WindowLimits,
+) -> Option<usize> {
+    if result
+        .error()
+        .is_some_and(|error| !error.code().cacheable())
+    {
+        return None;
+    }
+    // A successful result costs its output, which phase 10 already
+    // measured; anything else (an error payload, small) is counted here.
+    let payload = match (result.is_ok(), output_bytes) {
+        (true, Some(bytes)) => bytes,
+        (true, None) if result.output().is_none() => 0,
+        _ => serialized_len(result),
+    };
+    let bytes = RECORD_OVERHEAD + key.1.len() + result.capability_id().len() + payload;
+    // Larger than the whole window: kept by nobody.
+    (bytes <= budget.bytes).then_some(bytes)
 }
 
 /// The serialized size of a result, counted without building the text.
@@ -458,6 +481,44 @@ mod tests {
                 "v{n}"
             );
         }
+    }
+
+    #[test]
+    fn consumers_holding_nothing_leave_nothing_behind() {
+        let mut dedupe = Dedupe::new(budget(2));
+        // Calls that settle uncacheable, abandoned calls, and refusals.
+        for n in 0..100 {
+            let k = key(&format!("c{n}"), "1");
+            let Begin::Leader(generation) = dedupe.begin(&k, 7, 0) else {
+                panic!("expected a new attempt");
+            };
+            if n % 2 == 0 {
+                let busy = InvocationResult::new(
+                    Arc::clone(&k.1),
+                    Arc::from("view:t.c.a"),
+                    Err(ErrorPayload::conflict()),
+                    1,
+                    false,
+                );
+                dedupe.finish(&k, generation, &busy, None, 0);
+            } else {
+                dedupe.abandon(&k, generation);
+            }
+        }
+        assert!(dedupe.consumers.is_empty());
+        let mut closed = Dedupe::new(WindowLimits {
+            in_flight_per_consumer: 0,
+            ..budget(2)
+        });
+        assert!(matches!(closed.begin(&key("a", "1"), 7, 0), Begin::Busy));
+        assert!(closed.consumers.is_empty());
+        // Settled records of many consumers: the count budget evicts whole
+        // consumers' ledgers once their last record goes.
+        for n in 0..100 {
+            settle(&mut dedupe, &key(&format!("c{n}"), "1"), 0);
+        }
+        assert_eq!(dedupe.len(), 2);
+        assert_eq!(dedupe.consumers.len(), 2);
     }
 
     #[test]

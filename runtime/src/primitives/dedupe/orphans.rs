@@ -8,35 +8,34 @@
 
 use std::sync::Arc;
 
-use super::{Dedupe, Key, Orphan};
+use super::{Dedupe, Ledger, Orphan};
 
 impl Dedupe {
     /// Drops every settled record of `consumer_key` and orphans its
     /// records in flight.
     pub(crate) fn forget_consumer(&mut self, consumer_key: &str) {
-        if let Some(ledger) = self.settled.remove(consumer_key) {
-            self.settled_count = self.settled_count.saturating_sub(ledger.records.len());
-            self.settled_bytes = self.settled_bytes.saturating_sub(ledger.bytes);
-        }
-        if !self.in_flight_per_consumer.contains_key(consumer_key) {
+        let Some((consumer, mut ledger)) = self.consumers.remove_entry(consumer_key) else {
             return;
+        };
+        self.settled_count = self.settled_count.saturating_sub(ledger.records.len());
+        self.settled_bytes = self.settled_bytes.saturating_sub(ledger.bytes);
+        let running = std::mem::take(&mut ledger.running);
+        self.running = self.running.saturating_sub(running.len());
+        let orphans = ledger.orphans + running.len();
+        for (_, record) in running {
+            self.orphaned.insert(
+                record.generation,
+                Orphan {
+                    consumer: Arc::clone(&consumer),
+                    done: record.done,
+                },
+            );
         }
-        let keys: Vec<Key> = self
-            .in_flight
-            .keys()
-            .filter(|(consumer, _)| **consumer == *consumer_key)
-            .cloned()
-            .collect();
-        for key in keys {
-            if let Some(record) = self.in_flight.remove(&key) {
-                self.orphaned.insert(
-                    record.generation,
-                    Orphan {
-                        consumer: Arc::clone(&key.0),
-                        done: record.done,
-                    },
-                );
-            }
+        if orphans > 0 {
+            // Still bounded by them until they settle.
+            let mut kept = Ledger::new(self.budget);
+            kept.orphans = orphans;
+            self.consumers.insert(consumer, kept);
         }
     }
 }
