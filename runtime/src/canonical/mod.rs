@@ -343,4 +343,22 @@ mod tests {
         );
         assert_eq!(Sha256Digest::of(&json!("abc")).to_string(), digest);
     }
+
+    #[test]
+    fn measuring_into_a_sink_passes_on_nothing_past_the_bound() {
+        let mut seen: Vec<u8> = Vec::new();
+        let big = serde_json::json!({"s": "x".repeat(1_000_000)});
+        assert_eq!(
+            write::measure_into(&big, &mut seen, 64, 1_000),
+            Measure::TooLarge
+        );
+        assert_eq!(seen.len(), 1_000);
+        let small = serde_json::json!({"a": [1, "b", null]});
+        let mut all: Vec<u8> = Vec::new();
+        assert_eq!(
+            write::measure_into(&small, &mut all, 64, 1_000),
+            Measure::Len(all.len())
+        );
+        assert_eq!(all, canonical_json(&small).into_bytes());
+    }
 }

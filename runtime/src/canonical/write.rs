@@ -43,7 +43,8 @@ pub(crate) fn measure(value: &Value, max_depth: usize, max_bytes: usize) -> Meas
 }
 
 /// [`measure`], also writing the canonical form into `sink` as it walks
-/// (all of it when the answer is [`Measure::Len`]; a prefix otherwise).
+/// (all of it when the answer is [`Measure::Len`]; otherwise a prefix of at
+/// most `max_bytes` bytes).
 pub(crate) fn measure_into<S: Sink + ?Sized>(
     value: &Value,
     sink: &mut S,
@@ -57,8 +58,12 @@ pub(crate) fn measure_into<S: Sink + ?Sized>(
     }
     impl<S: Sink + ?Sized> Sink for Budget<'_, S> {
         fn write(&mut self, bytes: &[u8]) {
+            // Only what fits reaches the sink: one long string crossing the
+            // bound is never passed on whole.
+            let room = self.max.saturating_sub(self.written);
             self.written = self.written.saturating_add(bytes.len());
-            self.sink.write(bytes);
+            self.sink
+                .write(bytes.get(..room.min(bytes.len())).unwrap_or_default());
         }
         fn full(&self) -> bool {
             self.written > self.max

@@ -286,8 +286,9 @@ impl Dedupe {
     /// Over budget: the consumer holding the most of what overflowed (records
     /// when the count did, bytes when the bytes did) gives up its oldest
     /// record, until the window fits. A consumer within its fair share of
-    /// both is never the one chosen. Consumers holding records are at most
-    /// `count`.
+    /// both is never the one chosen. The scan is over the consumers with a
+    /// ledger: at most `count` hold records, the others have calls in
+    /// flight (bounded by admission).
     fn enforce_budget(&mut self) {
         loop {
             let by_count = self.settled_count > self.budget.count;
