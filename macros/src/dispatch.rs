@@ -143,7 +143,8 @@ pub(crate) fn precondition_method(
 }
 
 /// One arm of `fn __invoke`: call the handler with its parameters in the
-/// order the user wrote them, inside a boxed `Send` future.
+/// order the user wrote them; an async handler inside a boxed `Send`
+/// future, a synchronous one at once.
 pub(crate) fn invoke_arm(pattern: &TokenStream, capability: &Capability<'_>) -> TokenStream {
     let method = capability.ident();
     let args = capability.params.iter().map(|param| match param {
@@ -162,17 +163,23 @@ pub(crate) fn invoke_arm(pattern: &TokenStream, capability: &Capability<'_>) -> 
             quote_spanned!(ty.span()=> <#elided as ::agent_surface::context::HandlerContext<'_>>::lend(&#ctx))
         }
     });
-    let call = if capability.method.sig.asyncness.is_some() {
-        quote!(Self::#method(&*self, #(#args),*).await)
-    } else {
-        quote!(Self::#method(&*self, #(#args),*))
-    };
+    let call = quote!(Self::#method(&*self, #(#args),*));
     let marker = marker(capability);
     let span = capability.method.sig.span();
-    let future = quote_spanned! {span=>
-        ::agent_surface::macro_support::handler(async move {
-            ::agent_surface::macro_support::into_outcome::<#marker>(#call)
-        })
+    // An async handler runs when the pipeline polls its boxed future; a
+    // synchronous one runs here, and its outcome needs no future at all.
+    let future = if capability.method.sig.asyncness.is_some() {
+        quote_spanned! {span=>
+            ::agent_surface::macro_support::handler(async move {
+                ::agent_surface::macro_support::into_outcome::<#marker>(#call.await)
+            })
+        }
+    } else {
+        quote_spanned! {span=>
+            ::agent_surface::macro_support::ready(
+                ::agent_surface::macro_support::into_outcome::<#marker>(#call)
+            )
+        }
     };
     let cfg = cfg_attrs(capability);
     match capability.input() {

@@ -152,19 +152,24 @@ pub fn handler<F>(future: F) -> HandlerFuture
 where
     F: Future<Output = HandlerOutcome> + Send + 'static,
 {
-    Box::pin(future)
+    HandlerFuture::boxed(future)
+}
+
+/// The outcome of a synchronous handler that already ran.
+pub fn ready(outcome: HandlerOutcome) -> HandlerFuture {
+    HandlerFuture::ready(outcome)
 }
 
 /// The outcome for an index no capability has (unreachable from the registry).
 pub fn unknown_capability(capability: usize) -> HandlerFuture {
-    Box::pin(std::future::ready(Err(ActionError::failed(format!(
+    HandlerFuture::ready(Err(ActionError::failed(format!(
         "internal: no capability at index {capability}"
-    )))))
+    ))))
 }
 
 /// An immediately failed handler future.
 pub fn failed(error: ActionError) -> HandlerFuture {
-    Box::pin(std::future::ready(Err(error)))
+    HandlerFuture::ready(Err(error))
 }
 
 /// The raw input schema of procedure input `P`.

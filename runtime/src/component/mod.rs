@@ -3,11 +3,10 @@
 //! over components, or make your own type a handler's error or return value.
 
 pub(crate) mod availability;
+mod handler_future;
 mod helper_types;
 mod output;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -23,8 +22,7 @@ use crate::schema::AgentOutput;
 /// error it returned.
 pub type HandlerOutcome = Result<Option<Value>, ActionError>;
 
-/// The boxed future of a running handler.
-pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerOutcome> + Send + 'static>>;
+pub use handler_future::HandlerFuture;
 
 /// A type whose `impl` block carries `#[agent_component]`.
 ///

@@ -3,7 +3,9 @@
 //! wins, and a late settlement is audited, never applied.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -16,7 +18,7 @@ use crate::contract::{CheckedCapability, TypedInput};
 use crate::error::{ErrorPayload, FailureReason};
 use crate::procedure::{ProcedureCall, ProcedureError, Reference};
 use crate::registry::Registration;
-use crate::util::contain::Contained;
+use crate::util::contain::{Contained, Panicked};
 use agent_surface_rules::{Audit, Effect, Kind};
 
 use super::{AssertUnwindFuture, Cancelled, InFlight, Interrupt, Trace, deadline, summarize};
@@ -124,12 +126,13 @@ impl InFlight<'_> {
         // and the audit record.
         let started = Instant::now();
         self.audit_started(trace, started);
-        // The handler future owns a component reference and may be its last
-        // owner: its drop is contained like every component destructor.
-        let mut handler = Contained::new(
-            "handler future",
-            AssertUnwindFuture(Arc::clone(&component).__invoke(index, typed, ctx)),
-        );
+        // A synchronous handler runs inside the dispatch (contained like a
+        // poll); an async one when the race polls it. The handler future
+        // owns a component reference and may be its last owner: its drop is
+        // contained like every component destructor.
+        let invoked =
+            crate::util::contain::catch(|| Arc::clone(&component).__invoke(index, typed, ctx));
+        let mut handler = Contained::new("handler future", Invoked::from(invoked));
         drop(component);
         // Navigation settles on its own outcome, never on unmount.
         let watched = (!navigation).then_some(unmounted);
@@ -329,13 +332,13 @@ impl InFlight<'_> {
     /// The invocation already settled; give the cancelled handler a grace
     /// period to finish and record a late settlement if it does. It is
     /// dropped afterwards: no handler outlives its grace.
-    pub(super) fn watch_late_settlement<F, T, E>(
+    pub(super) fn watch_late_settlement<W, T, E>(
         &self,
-        handler: Contained<AssertUnwindFuture<F>>,
+        handler: Contained<W>,
         grace: Duration,
         capability: &CheckedCapability,
     ) where
-        F: Future<Output = Result<T, E>> + Unpin + Send + 'static,
+        W: Future<Output = Result<Result<T, E>, Panicked>> + Unpin + Send + 'static,
     {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
@@ -360,5 +363,43 @@ impl InFlight<'_> {
                 );
             }
         });
+    }
+}
+
+/// A handler call: its future, or the panic its dispatch raised (a
+/// synchronous handler runs there), settled on the first poll like a
+/// panicking poll.
+enum Invoked {
+    Running(crate::component::HandlerFuture),
+    Panicked(Option<Panicked>),
+}
+
+impl From<Result<crate::component::HandlerFuture, Panicked>> for Invoked {
+    fn from(invoked: Result<crate::component::HandlerFuture, Panicked>) -> Invoked {
+        match invoked {
+            Ok(future) => Invoked::Running(future),
+            Err(panic) => Invoked::Panicked(Some(panic)),
+        }
+    }
+}
+
+impl Future for Invoked {
+    type Output = Result<crate::component::HandlerOutcome, Panicked>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut *self {
+            Invoked::Running(future) => {
+                match crate::util::contain::catch(|| Pin::new(&mut *future).poll(cx)) {
+                    Ok(Poll::Pending) => Poll::Pending,
+                    Ok(Poll::Ready(outcome)) => Poll::Ready(Ok(outcome)),
+                    Err(panic) => Poll::Ready(Err(panic)),
+                }
+            }
+            Invoked::Panicked(panic) => {
+                Poll::Ready(Err(panic.take().unwrap_or_else(|| Panicked {
+                    message: "a settled handler was polled again".to_owned(),
+                })))
+            }
+        }
     }
 }
