@@ -143,6 +143,13 @@ impl Inner {
         self.now_ms()
     }
 
+    /// Whether [`ms_at`](Self::ms_at) runs no host code (the default clock:
+    /// arithmetic on a reading already taken), so it may be taken under a
+    /// lock.
+    pub(crate) fn ms_at_runs_no_host_code(&self) -> bool {
+        matches!(self.clock, ClockSlot::Default { .. })
+    }
+
     /// The installed procedure executor.
     pub(crate) fn executor(&self) -> Option<Arc<dyn ProcedureExecutor>> {
         self.executor

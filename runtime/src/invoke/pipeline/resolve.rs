@@ -93,9 +93,11 @@ impl InFlight<'_> {
         let inner = &self.registry.inner;
         let instance = self.request.instance_id.as_deref();
         let registration_id = self.request.registration_id.as_deref();
-        // The clock is host code: read before the lock, never under it
-        // (the default clock's reading at the call's start costs no read).
-        let now = inner.ms_at(self.started);
+        // A host's clock is host code: read before the lock, never under
+        // it. The default clock's reading at the call's start is arithmetic,
+        // done under the lock only when a tombstone is looked up.
+        let host_now = (!inner.ms_at_runs_no_host_code()).then(|| inner.ms_at(self.started));
+        let now = || host_now.unwrap_or_else(|| inner.ms_at(self.started));
         let state = inner.state();
         let instances = state.by_type.get(component_type);
         let candidates: SmallVec<[Arc<Registration>; 4]> = match (instances, instance) {
@@ -112,12 +114,12 @@ impl InFlight<'_> {
         let tombstone = match registration_id {
             _ if state.tombstones.is_empty() => None,
             Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
-            Some(id) => state.tombstones.peek(id, now).cloned(),
+            Some(id) => state.tombstones.peek(id, now()).cloned(),
             None => state
                 .unmounted_types
                 .as_ref()
-                .and_then(|types| types.peek(component_type, now))
-                .and_then(|id| state.tombstones.peek(&**id, now))
+                .and_then(|types| types.peek(component_type, now()))
+                .and_then(|id| state.tombstones.peek(&**id, now()))
                 .cloned(),
         };
         (candidates, tombstone)
@@ -251,9 +253,11 @@ impl InFlight<'_> {
     fn domain_candidates(&self) -> Candidates {
         let inner = &self.registry.inner;
         let registration_id = self.request.registration_id.as_deref();
-        // The clock is host code: read before the lock, never under it
-        // (the default clock's reading at the call's start costs no read).
-        let now = inner.ms_at(self.started);
+        // A host's clock is host code: read before the lock, never under
+        // it. The default clock's reading at the call's start is arithmetic,
+        // done under the lock only when a tombstone is looked up.
+        let host_now = (!inner.ms_at_runs_no_host_code()).then(|| inner.ms_at(self.started));
+        let now = || host_now.unwrap_or_else(|| inner.ms_at(self.started));
         let state = inner.state();
         let holders: SmallVec<[Arc<Registration>; 4]> = state
             .by_procedure
@@ -262,7 +266,7 @@ impl InFlight<'_> {
             .unwrap_or_default();
         let tombstone = match registration_id {
             Some(id) if !holders.iter().any(|r| &*r.id == id) => {
-                state.tombstones.peek(id, now).cloned()
+                state.tombstones.peek(id, now()).cloned()
             }
             _ => None,
         };
