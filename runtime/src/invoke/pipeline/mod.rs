@@ -41,9 +41,8 @@ pub(super) struct InFlight<'r> {
     pub(super) consumer: Consumer,
     pub(super) consumer_key: Arc<str>,
     pub(super) invocation_id: Arc<str>,
-    /// The capability id results and audit records carry: the contract's
-    /// own once resolved, else a copy of the requested (see
-    /// [`capability_id`](Self::capability_id)).
+    /// A copy of the requested capability id, made only when a call
+    /// settles before resolution (see [`capability_id`](Self::capability_id)).
     pub(super) capability_id: std::sync::OnceLock<Arc<str>>,
     /// The capability id parsed at entry (`None`: outside the grammar, so
     /// it names nothing).
@@ -213,10 +212,15 @@ impl InFlight<'_> {
         &self.request.capability_id
     }
 
-    /// The capability id as results and audit records carry it.
+    /// The capability id as results and audit records carry it: the
+    /// contract's own once resolved, else a copy of the requested.
     pub(super) fn capability_id(&self) -> &Arc<str> {
-        self.capability_id
-            .get_or_init(|| Arc::from(self.request.capability_id.as_str()))
+        match self.resolved.get() {
+            Some((_, subject)) => subject.capability().id().as_arc(),
+            None => self
+                .capability_id
+                .get_or_init(|| Arc::from(self.request.capability_id.as_str())),
+        }
     }
 
     /// Awaits `work` (a policy onion: host code that may take its time)
@@ -290,10 +294,8 @@ impl InFlight<'_> {
         }
         let host = self.registry.inner.host_for(&self.consumer_key);
         let target = self.resolve(&host)?;
-        // The contract's own id (equal to the requested): no copy.
-        let _ = self
-            .capability_id
-            .set(Arc::clone(target.subject.capability().id().as_arc()));
+        // From here on, the capability id is the contract's own (equal to
+        // the requested): no copy.
         let _ = self
             .resolved
             .set((Arc::clone(&target.registration), target.subject.clone()));
