@@ -36,15 +36,22 @@ fn meta(registry: &Registry) -> Toolset {
 }
 
 /// An embedded (wait-mode) toolset over a mounted probe.
-fn embedded() -> (Registry, Arc<Probe>, Mounted, Toolset) {
+/// A registry with one probe mounted, and the toolset `build` makes over it.
+fn with_probe(build: fn(&Registry) -> Toolset) -> (Registry, Arc<Probe>, Mounted, Toolset) {
     let registry = registry();
     let probe = Probe::new();
     let mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = Toolset::builder(&registry)
-        .topology(Topology::Embedded)
-        .build()
-        .unwrap();
+    let toolset = build(&registry);
     (registry, probe, mounted, toolset)
+}
+
+fn embedded() -> (Registry, Arc<Probe>, Mounted, Toolset) {
+    with_probe(|registry| {
+        Toolset::builder(registry)
+            .topology(Topology::Embedded)
+            .build()
+            .unwrap()
+    })
 }
 
 /// Calls `guarded` in the background (it waits for the user).
@@ -160,10 +167,7 @@ async fn as_topo_003_dispose_settles_in_flight_confirmation_waits() {
 
 #[tokio::test]
 async fn as_adapter_001_tool_call_ids_registration_ids_versions_and_unique_names() {
-    let registry = registry();
-    let probe = Probe::new();
-    let first = registry.mount(probe.clone()).unwrap();
-    let toolset = direct(&registry);
+    let (registry, probe, first, toolset) = with_probe(direct);
     let tools = toolset.tools();
     let names: Vec<&str> = tools.iter().map(Tool::name).collect();
     assert!(names.contains(&"view_test__probe__poke"), "{names:?}");
@@ -254,10 +258,7 @@ async fn as_adapter_001_tool_call_ids_registration_ids_versions_and_unique_names
 
 #[tokio::test]
 async fn as_adapter_001_a_call_without_a_tool_call_id_is_remembered_by_nobody() {
-    let registry = registry();
-    let probe = Probe::new();
-    let _mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = direct(&registry);
+    let (registry, probe, _mounted, toolset) = with_probe(direct);
     // Nobody can retry or join a call that came without an id: the
     // pipeline keeps nothing of it, however many there are.
     for n in 0..5 {
@@ -409,10 +410,7 @@ async fn provider_renderers_produce_the_api_shapes() {
 
 #[tokio::test]
 async fn as_cache_001_descriptions_carry_no_live_state() {
-    let registry = registry();
-    let probe = Probe::new();
-    let _mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = direct(&registry);
+    let (_registry, probe, _mounted, toolset) = with_probe(direct);
     let gated = toolset.tool_for("view:test.probe.gated", None).unwrap();
     assert_eq!(
         gated.description(),
@@ -485,10 +483,7 @@ async fn as_cache_003_state_note_carries_the_binding_describe_text() {
 
 #[tokio::test]
 async fn subscribers_hear_every_change_including_state_only_ones() {
-    let registry = registry();
-    let probe = Probe::new();
-    let mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = direct(&registry);
+    let (registry, probe, mounted, toolset) = with_probe(direct);
     let heard = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let _subscription = toolset.subscribe({
@@ -550,10 +545,7 @@ async fn as_meta_005_the_meta_tool_block_does_not_grow_with_the_catalog() {
 
 #[tokio::test]
 async fn as_meta_007_each_verb_checks_its_own_envelope_first() {
-    let registry = registry();
-    let probe = Probe::new();
-    let _mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = meta(&registry);
+    let (registry, probe, _mounted, toolset) = with_probe(meta);
     let audit_before = registry.audit_log().len();
     let issues = |result: &InvocationResult| -> Vec<String> {
         let error = result.error().unwrap();
@@ -681,10 +673,7 @@ async fn as_adapter_004_meta_mode_resolves_exactly_as_direct_mode() {
 
 #[tokio::test]
 async fn as_meta_004_surface_act_keeps_confirmation_and_staleness_semantics() {
-    let registry = registry();
-    let probe = Probe::new();
-    let mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = meta(&registry);
+    let (registry, probe, mounted, toolset) = with_probe(meta);
     let guarded = json!({"capabilityId": "view:test.probe.guarded", "input": {"ids": ["a"]}});
     let asked = toolset.execute(ACT, guarded.clone(), Some("m-1")).await;
     let id = asked
@@ -732,10 +721,7 @@ async fn as_meta_004_surface_act_keeps_confirmation_and_staleness_semantics() {
 
 #[tokio::test]
 async fn as_meta_008_json_encoded_inputs_are_repaired_only_into_objects() {
-    let registry = registry();
-    let probe = Probe::new();
-    let _mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = meta(&registry);
+    let (_registry, probe, _mounted, toolset) = with_probe(meta);
     let repaired = toolset
         .execute(
             ACT,
@@ -876,10 +862,7 @@ async fn as_meta_003_budget_truncation_is_marked_in_what_the_model_reads() {
 
 #[tokio::test]
 async fn two_phase_direct_tools_retry_by_calling_again_after_approval() {
-    let registry = registry();
-    let probe = Probe::new();
-    let _mounted = registry.mount(probe.clone()).unwrap();
-    let toolset = direct(&registry);
+    let (registry, probe, _mounted, toolset) = with_probe(direct);
     let name = name_of(&toolset, "view:test.probe.guarded");
     let input = json!({"ids": ["a"]});
     let asked = toolset.execute(&name, input.clone(), Some("c1")).await;

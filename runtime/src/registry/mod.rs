@@ -143,11 +143,13 @@ impl Inner {
         self.now_ms()
     }
 
-    /// Whether [`ms_at`](Self::ms_at) runs no host code (the default clock:
-    /// arithmetic on a reading already taken), so it may be taken under a
-    /// lock.
-    pub(crate) fn ms_at_runs_no_host_code(&self) -> bool {
-        matches!(self.clock, ClockSlot::Default { .. })
+    /// [`ms_at`](Self::ms_at) for use under a lock, only if asked: a host's
+    /// clock is host code, so it is read now, before the caller locks; the
+    /// default clock's reading is arithmetic on `at`, done when (and if) the
+    /// returned reading is called.
+    pub(crate) fn ms_at_for_lock(&self, at: tokio::time::Instant) -> impl Fn() -> u64 + '_ {
+        let host = (!matches!(self.clock, ClockSlot::Default { .. })).then(|| self.ms_at(at));
+        move || host.unwrap_or_else(|| self.ms_at(at))
     }
 
     /// The installed procedure executor.

@@ -366,18 +366,18 @@ impl InFlight<'_> {
     }
 }
 
-/// A handler call: its future, or the panic its dispatch raised (a
-/// synchronous handler runs there), settled on the first poll like a
-/// panicking poll.
+/// A handler call: its future (polled contained), or the panic its
+/// dispatch raised (a synchronous handler runs there), settled on the first
+/// poll like a panicking poll.
 enum Invoked {
-    Running(crate::component::HandlerFuture),
+    Running(AssertUnwindFuture<crate::component::HandlerFuture>),
     Panicked(Option<Panicked>),
 }
 
 impl From<Result<crate::component::HandlerFuture, Panicked>> for Invoked {
     fn from(invoked: Result<crate::component::HandlerFuture, Panicked>) -> Invoked {
         match invoked {
-            Ok(future) => Invoked::Running(future),
+            Ok(future) => Invoked::Running(AssertUnwindFuture(future)),
             Err(panic) => Invoked::Panicked(Some(panic)),
         }
     }
@@ -388,13 +388,7 @@ impl Future for Invoked {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut *self {
-            Invoked::Running(future) => {
-                match crate::util::contain::catch(|| Pin::new(&mut *future).poll(cx)) {
-                    Ok(Poll::Pending) => Poll::Pending,
-                    Ok(Poll::Ready(outcome)) => Poll::Ready(Ok(outcome)),
-                    Err(panic) => Poll::Ready(Err(panic)),
-                }
-            }
+            Invoked::Running(future) => Pin::new(future).poll(cx),
             Invoked::Panicked(panic) => {
                 Poll::Ready(Err(panic.take().unwrap_or_else(|| Panicked {
                     message: "a settled handler was polled again".to_owned(),

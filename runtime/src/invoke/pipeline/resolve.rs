@@ -93,11 +93,9 @@ impl InFlight<'_> {
         let inner = &self.registry.inner;
         let instance = self.request.instance_id.as_deref();
         let registration_id = self.request.registration_id.as_deref();
-        // A host's clock is host code: read before the lock, never under
-        // it. The default clock's reading at the call's start is arithmetic,
-        // done under the lock only when a tombstone is looked up.
-        let host_now = (!inner.ms_at_runs_no_host_code()).then(|| inner.ms_at(self.started));
-        let now = || host_now.unwrap_or_else(|| inner.ms_at(self.started));
+        // Before the lock: a host's clock is never read under it (the
+        // default clock's reading is taken only if a tombstone is looked up).
+        let now = inner.ms_at_for_lock(self.started);
         let state = inner.state();
         let instances = state.by_type.get(component_type);
         let candidates: SmallVec<[Arc<Registration>; 4]> = match (instances, instance) {
@@ -253,11 +251,9 @@ impl InFlight<'_> {
     fn domain_candidates(&self) -> Candidates {
         let inner = &self.registry.inner;
         let registration_id = self.request.registration_id.as_deref();
-        // A host's clock is host code: read before the lock, never under
-        // it. The default clock's reading at the call's start is arithmetic,
-        // done under the lock only when a tombstone is looked up.
-        let host_now = (!inner.ms_at_runs_no_host_code()).then(|| inner.ms_at(self.started));
-        let now = || host_now.unwrap_or_else(|| inner.ms_at(self.started));
+        // Before the lock: a host's clock is never read under it (the
+        // default clock's reading is taken only if a tombstone is looked up).
+        let now = inner.ms_at_for_lock(self.started);
         let state = inner.state();
         let holders: SmallVec<[Arc<Registration>; 4]> = state
             .by_procedure
