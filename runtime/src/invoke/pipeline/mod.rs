@@ -401,9 +401,11 @@ impl Drop for InFlight<'_> {
         if self.settled {
             return;
         }
-        let target = self.resolved.take().map(|(registration, subject)| Target {
-            registration,
-            subject,
+        // Borrowed, not taken: the settlement still reads the contract's
+        // capability id from it (no copy of the requested).
+        let target = self.resolved.get().map(|(registration, subject)| Target {
+            registration: Arc::clone(registration),
+            subject: subject.clone(),
             disabled: None,
         });
         let trace = Trace {
