@@ -170,9 +170,12 @@ pub(crate) fn invoke_arm(pattern: &TokenStream, capability: &Capability<'_>) -> 
     // synchronous one runs here, and its outcome needs no future at all.
     let future = if capability.method.sig.asyncness.is_some() {
         quote_spanned! {span=>
-            ::agent_surface::macro_support::handler(async move {
-                ::agent_surface::macro_support::into_outcome::<#marker>(#call.await)
-            })
+            ::agent_surface::macro_support::handler(
+                ::agent_surface::macro_support::cancellation_of(&_ctx),
+                async move {
+                    ::agent_surface::macro_support::into_outcome::<#marker>(#call.await)
+                },
+            )
         }
     } else {
         quote_spanned! {span=>

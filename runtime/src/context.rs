@@ -80,8 +80,15 @@ impl ConsumerKind {
 ///
 /// Identity scopes invocation-id deduplication (`kind:id`), rate limits,
 /// observation admission and confirmation evidence.
+///
+/// Cheap to clone: one shared allocation (a call carries its consumer into
+/// every context it builds).
 #[derive(Clone)]
-pub struct Consumer {
+pub struct Consumer(Arc<ConsumerData>);
+
+/// What a [`Consumer`] shares between its clones.
+#[derive(Clone)]
+struct ConsumerData {
     id: Arc<str>,
     kind: ConsumerKind,
     grants: Arc<[String]>,
@@ -94,7 +101,7 @@ pub struct Consumer {
 /// Identity is kind, id and grants; the label is presentation only.
 impl PartialEq for Consumer {
     fn eq(&self, other: &Consumer) -> bool {
-        self.key == other.key && self.grants == other.grants
+        self.0.key == other.0.key && self.0.grants == other.0.grants
     }
 }
 
@@ -102,8 +109,8 @@ impl Eq for Consumer {}
 
 impl std::hash::Hash for Consumer {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.key.hash(state);
-        self.grants.hash(state);
+        self.0.key.hash(state);
+        self.0.grants.hash(state);
     }
 }
 
@@ -118,9 +125,9 @@ struct ConsumerWire {
 impl Serialize for Consumer {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         ConsumerWire {
-            id: Arc::clone(&self.id),
-            kind: self.kind,
-            grants: self.grants.to_vec(),
+            id: Arc::clone(&self.0.id),
+            kind: self.0.kind,
+            grants: self.0.grants.to_vec(),
         }
         .serialize(serializer)
     }
@@ -138,13 +145,13 @@ impl Consumer {
     pub fn new(kind: ConsumerKind, id: impl Into<Arc<str>>) -> Consumer {
         let id = id.into();
         let key = Arc::from(format!("{}:{id}", kind.as_str()));
-        Consumer {
+        Consumer(Arc::new(ConsumerData {
             id,
             kind,
             grants: Arc::from(Vec::new()),
             key,
             label: None,
-        }
+        }))
     }
 
     /// Names the consumer as a person would ("Claude Desktop 1.4, session
@@ -152,18 +159,18 @@ impl Consumer {
     /// activity views, escaped; not part of its identity.
     #[must_use]
     pub fn with_label(mut self, label: impl Into<Arc<str>>) -> Consumer {
-        self.label = Some(label.into());
+        Arc::make_mut(&mut self.0).label = Some(label.into());
         self
     }
 
     /// How a person would name it, if the adapter said.
     pub fn label(&self) -> Option<&str> {
-        self.label.as_deref()
+        self.0.label.as_deref()
     }
 
     /// The label, shared (events carry it without copying).
     pub(crate) fn label_arc(&self) -> Option<&Arc<str>> {
-        self.label.as_ref()
+        self.0.label.as_ref()
     }
 
     /// The anonymous embedded consumer (`embedded:anonymous`).
@@ -174,28 +181,28 @@ impl Consumer {
     /// Adds free-form grant strings that host policies may interpret.
     #[must_use]
     pub fn with_grants(mut self, grants: impl IntoIterator<Item = impl Into<String>>) -> Consumer {
-        self.grants = grants.into_iter().map(Into::into).collect();
+        Arc::make_mut(&mut self.0).grants = grants.into_iter().map(Into::into).collect();
         self
     }
 
     /// The consumer id.
     pub fn id(&self) -> &str {
-        &self.id
+        &self.0.id
     }
 
     /// The consumer kind.
     pub fn kind(&self) -> ConsumerKind {
-        self.kind
+        self.0.kind
     }
 
     /// The grants.
     pub fn grants(&self) -> &[String] {
-        &self.grants
+        &self.0.grants
     }
 
     /// `kind:id`, the normalized identity used in dedupe keys and evidence.
     pub fn key(&self) -> &Arc<str> {
-        &self.key
+        &self.0.key
     }
 }
 
@@ -207,7 +214,7 @@ impl Default for Consumer {
 
 impl fmt::Debug for Consumer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Consumer({}:{})", self.kind.as_str(), self.id)
+        write!(f, "Consumer({}:{})", self.0.kind.as_str(), self.0.id)
     }
 }
 
@@ -231,9 +238,14 @@ impl fmt::Debug for Consumer {
 /// assert_eq!(host.extension::<User>(), Some(&User { name: "ada" }));
 /// ```
 #[derive(Clone, Default)]
-pub struct HostContext {
-    values: Arc<Map<String, Value>>,
-    extensions: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+pub struct HostContext(Option<Arc<HostData>>);
+
+/// What a non-empty [`HostContext`] shares between its clones (an empty one
+/// shares nothing: cloning it touches no counter).
+#[derive(Clone, Default)]
+struct HostData {
+    values: Map<String, Value>,
+    extensions: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
 }
 
 impl HostContext {
@@ -242,33 +254,45 @@ impl HostContext {
         HostContext::default()
     }
 
+    fn data_mut(&mut self) -> &mut HostData {
+        Arc::make_mut(self.0.get_or_insert_with(Arc::default))
+    }
+
     /// Adds a JSON value under `key`.
     #[must_use]
     pub fn with(mut self, key: impl Into<String>, value: Value) -> HostContext {
-        Arc::make_mut(&mut self.values).insert(key.into(), value);
+        self.data_mut().values.insert(key.into(), value);
         self
     }
 
     /// Adds a typed value (one per type).
     #[must_use]
     pub fn with_extension<T: Any + Send + Sync>(mut self, value: T) -> HostContext {
-        Arc::make_mut(&mut self.extensions).insert(TypeId::of::<T>(), Arc::new(value));
+        self.data_mut()
+            .extensions
+            .insert(TypeId::of::<T>(), Arc::new(value));
         self
     }
 
     /// The JSON value under `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.values.get(key)
+        self.0.as_ref().and_then(|data| data.values.get(key))
     }
 
     /// All JSON values.
     pub fn values(&self) -> &Map<String, Value> {
-        &self.values
+        static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+        match &self.0 {
+            Some(data) => &data.values,
+            None => &EMPTY,
+        }
     }
 
     /// The typed value of type `T`.
     pub fn extension<T: Any + Send + Sync>(&self) -> Option<&T> {
-        self.extensions
+        self.0
+            .as_ref()?
+            .extensions
             .get(&TypeId::of::<T>())
             .and_then(|value| value.downcast_ref::<T>())
     }
@@ -276,18 +300,21 @@ impl HostContext {
 
 impl From<Map<String, Value>> for HostContext {
     fn from(values: Map<String, Value>) -> Self {
-        HostContext {
-            values: Arc::new(values),
-            extensions: Arc::default(),
-        }
+        HostContext(Some(Arc::new(HostData {
+            values,
+            extensions: HashMap::new(),
+        })))
     }
 }
 
 impl fmt::Debug for HostContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HostContext")
-            .field("values", &self.values)
-            .field("extensions", &self.extensions.len())
+            .field("values", self.values())
+            .field(
+                "extensions",
+                &self.0.as_ref().map_or(0, |data| data.extensions.len()),
+            )
             .finish()
     }
 }
@@ -352,20 +379,29 @@ pub struct ConfirmationEvidence {
 
 /// The context of an action handler. Dereferences to [`ReadContext`], so a
 /// handler may take either.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct ActionContext {
     read: ReadContext,
     invocation_id: Arc<str>,
-    /// `None` for observations: they are reads, settled (and dropped) by the
-    /// registry on timeout without a signal.
-    cancellation: Option<CancellationToken>,
+    /// The call's cancellation signal. The dispatch of an `async` handler
+    /// makes it and hands a clone back with the handler's future (the
+    /// registry fires it on timeout, cancellation or unmount); the context
+    /// of a synchronous handler or an observation — which nothing
+    /// interrupts while it runs — makes its own only if asked.
+    cancellation: std::sync::OnceLock<CancellationToken>,
     confirmation: Option<ConfirmationEvidence>,
 }
 
-/// A token that never fires, for contexts without one.
-fn never_cancelled() -> &'static CancellationToken {
-    static NEVER: std::sync::OnceLock<CancellationToken> = std::sync::OnceLock::new();
-    NEVER.get_or_init(CancellationToken::new)
+/// Clones share one cancellation signal (made now if it was not yet).
+impl Clone for ActionContext {
+    fn clone(&self) -> ActionContext {
+        ActionContext {
+            read: self.read.clone(),
+            invocation_id: Arc::clone(&self.invocation_id),
+            cancellation: std::sync::OnceLock::from(self.cancellation().clone()),
+            confirmation: self.confirmation.clone(),
+        }
+    }
 }
 
 impl ActionContext {
@@ -380,18 +416,25 @@ impl ActionContext {
         ActionContext {
             read,
             invocation_id,
-            cancellation: Some(cancellation),
+            cancellation: std::sync::OnceLock::from(cancellation),
             confirmation,
         }
     }
 
-    /// The context of an observation: no cancellation signal.
-    pub(crate) fn for_observation(read: ReadContext, invocation_id: Arc<str>) -> ActionContext {
+    /// A context whose cancellation signal is made when first asked for:
+    /// by the dispatch of an `async` handler (which hands it to the
+    /// registry with the handler's future), else only by a handler that
+    /// reads it.
+    pub(crate) fn lazy(
+        read: ReadContext,
+        invocation_id: Arc<str>,
+        confirmation: Option<ConfirmationEvidence>,
+    ) -> ActionContext {
         ActionContext {
             read,
             invocation_id,
-            cancellation: None,
-            confirmation: None,
+            cancellation: std::sync::OnceLock::new(),
+            confirmation,
         }
     }
 
@@ -404,9 +447,7 @@ impl ActionContext {
     /// long handler should check it or `select!` on
     /// [`cancelled`](CancellationToken::cancelled).
     pub fn cancellation(&self) -> &CancellationToken {
-        self.cancellation
-            .as_ref()
-            .unwrap_or_else(|| never_cancelled())
+        self.cancellation.get_or_init(CancellationToken::new)
     }
 
     /// Whether the call has been cancelled.

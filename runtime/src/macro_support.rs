@@ -10,6 +10,7 @@
 use std::future::Future;
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 pub use crate::catalog::CatalogEntry;
 pub use crate::component::{
@@ -146,13 +147,19 @@ pub fn into_outcome<C: Returns>(value: C::Output) -> HandlerOutcome {
     value.into_outcome()
 }
 
-/// Boxes a handler future; the `Send` bound is where a non-`Send` async
-/// handler is reported.
-pub fn handler<F>(future: F) -> HandlerFuture
+/// Boxes a handler future listening on `cancellation` (taken from its
+/// context with [`cancellation_of`] before the future moves the context);
+/// the `Send` bound is where a non-`Send` async handler is reported.
+pub fn handler<F>(cancellation: CancellationToken, future: F) -> HandlerFuture
 where
     F: Future<Output = HandlerOutcome> + Send + 'static,
 {
-    HandlerFuture::boxed(future)
+    HandlerFuture::cancellable(future, cancellation)
+}
+
+/// The cancellation signal of an `async` handler's context, for [`handler`].
+pub fn cancellation_of(ctx: &ActionContext) -> CancellationToken {
+    ctx.cancellation().clone()
 }
 
 /// The outcome of a synchronous handler that already ran.

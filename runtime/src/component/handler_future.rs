@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 
 use super::HandlerOutcome;
 use crate::error::ActionError;
+use tokio_util::sync::CancellationToken;
 
 /// The future of one handler call, settling with its [`HandlerOutcome`].
 ///
@@ -21,7 +22,10 @@ pub struct HandlerFuture(State);
 
 enum State {
     Ready(Option<HandlerOutcome>),
-    Boxed(Pin<Box<dyn Future<Output = HandlerOutcome> + Send + 'static>>),
+    Boxed(
+        Pin<Box<dyn Future<Output = HandlerOutcome> + Send + 'static>>,
+        Option<CancellationToken>,
+    ),
 }
 
 impl HandlerFuture {
@@ -30,12 +34,32 @@ impl HandlerFuture {
         HandlerFuture(State::Ready(Some(outcome)))
     }
 
-    /// A handler still to run: `future`, boxed.
+    /// A handler still to run: `future`, boxed. Nothing signals it when
+    /// the call is interrupted (see [`cancellable`](Self::cancellable)).
     pub fn boxed<F>(future: F) -> HandlerFuture
     where
         F: Future<Output = HandlerOutcome> + Send + 'static,
     {
-        HandlerFuture(State::Boxed(Box::pin(future)))
+        HandlerFuture(State::Boxed(Box::pin(future), None))
+    }
+
+    /// A handler still to run, listening on `cancellation` (its context's
+    /// [`cancellation`](crate::context::ActionContext::cancellation)): the
+    /// registry fires it when the call times out, is cancelled or its
+    /// component is unmounted.
+    pub fn cancellable<F>(future: F, cancellation: CancellationToken) -> HandlerFuture
+    where
+        F: Future<Output = HandlerOutcome> + Send + 'static,
+    {
+        HandlerFuture(State::Boxed(Box::pin(future), Some(cancellation)))
+    }
+
+    /// The signal of a [`cancellable`](Self::cancellable) handler.
+    pub(crate) fn cancellation(&self) -> Option<&CancellationToken> {
+        match &self.0 {
+            State::Boxed(_, cancellation) => cancellation.as_ref(),
+            State::Ready(_) => None,
+        }
     }
 }
 
@@ -49,7 +73,7 @@ impl Future for HandlerFuture {
                     "internal: a settled handler future was polled again",
                 ))
             })),
-            State::Boxed(future) => future.as_mut().poll(cx),
+            State::Boxed(future, _) => future.as_mut().poll(cx),
         }
     }
 }
@@ -59,7 +83,7 @@ impl fmt::Debug for HandlerFuture {
         f.write_str(match self.0 {
             State::Ready(Some(_)) => "HandlerFuture::Ready",
             State::Ready(None) => "HandlerFuture::Taken",
-            State::Boxed(_) => "HandlerFuture::Boxed",
+            State::Boxed(..) => "HandlerFuture::Boxed",
         })
     }
 }

@@ -137,7 +137,7 @@ impl Registry {
     fn begin(
         &self,
         mut request: Invocation,
-        options: InvokeOptions,
+        mut options: InvokeOptions,
     ) -> Result<Started<'_>, InvocationResult> {
         // A call with an invocation id is fingerprinted in the same walk
         // of its input as its bounds are checked.
@@ -153,8 +153,9 @@ impl Registry {
         let inner = &self.inner;
         // The call's one reading of the time at its start.
         let started = tokio::time::Instant::now();
-        let consumer = match &options.consumer {
-            Some(consumer) => consumer.clone(),
+        // The call owns its consumer from here (the options keep none).
+        let consumer = match options.consumer.take() {
+            Some(consumer) => consumer,
             None => inner.anonymous.clone(),
         };
         let invocation_id: Arc<str> = match request.invocation_id.take() {
@@ -228,7 +229,7 @@ impl Registry {
         let call = pipeline::InFlight {
             registry: self,
             request,
-            input: std::sync::Mutex::new(input),
+            input,
             options,
             consumer,
             consumer_key,
@@ -239,7 +240,7 @@ impl Registry {
             version_moved: std::sync::atomic::AtomicBool::new(false),
             started,
             version_at_start: inner.version(),
-            resolved: std::sync::OnceLock::new(),
+            resolved: None,
             settled: false,
             forget_epoch,
         };

@@ -9,7 +9,6 @@ use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use serde::Serialize;
-use tokio_util::sync::CancellationToken;
 
 use super::Limits;
 use super::registration::Chain;
@@ -409,7 +408,7 @@ impl RegistryBuilder {
             })),
             confirmations: ConfirmationStore::new(limits.max_pending_confirmations),
             admission: LazyLock::new(|| Arc::new(Admission::default())),
-            disposed: LazyLock::new(CancellationToken::new),
+            disposed: crate::util::disposal::Disposal::default(),
             version_tx: std::sync::OnceLock::new(),
             version: std::sync::atomic::AtomicU64::new(0),
             empty_host: &shared_defaults().host,

@@ -63,7 +63,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
 pub(crate) use registration::{Availability, Chain, Registration, vote};
 
@@ -101,7 +100,7 @@ pub(crate) struct Inner {
     pub(crate) confirmations: ConfirmationStore,
     pub(crate) admission: LazyLock<Arc<Admission>>,
     /// Fired by `dispose()`.
-    pub(crate) disposed: LazyLock<CancellationToken>,
+    pub(crate) disposed: crate::util::disposal::Disposal,
     /// Created by the first `watch_version`.
     pub(crate) version_tx: std::sync::OnceLock<watch::Sender<u64>>,
     /// The version, readable without the state lock (written under it).
@@ -434,10 +433,9 @@ impl Registry {
     /// `CANCELLED`, expires pending confirmations and drops listeners.
     pub fn dispose(&self) {
         let inner = &self.inner;
-        if inner.disposed.is_cancelled() {
+        if !inner.disposed.cancel() {
             return;
         }
-        inner.disposed.cancel();
         inner.admission.close();
         let live: Vec<Arc<Registration>> = inner.state().live.values().cloned().collect();
         for registration in live {

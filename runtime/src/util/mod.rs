@@ -3,6 +3,7 @@
 pub(crate) mod contain;
 pub(crate) mod decimal;
 pub(crate) mod display_text;
+pub(crate) mod disposal;
 pub(crate) mod id_mint;
 pub(crate) mod listeners;
 pub(crate) mod lru;

@@ -93,14 +93,10 @@ impl InFlight<'_> {
     pub(super) fn effective_input(
         &self,
         subject: &Subject,
+        input: Option<Value>,
     ) -> Result<(Value, Option<TypedInput>), ErrorPayload> {
         let _phase = tracing::trace_span!("phase", n = 5, name = "effective input").entered();
-        let input = self
-            .input
-            .lock()
-            .map(|mut input| input.take())
-            .unwrap_or_default()
-            .unwrap_or(Value::Null);
+        let input = input.unwrap_or(Value::Null);
         let capability = match subject {
             Subject::Domain(reference) => return Ok((reference.effective_input(input)?, None)),
             Subject::View { capability, .. } => *capability,

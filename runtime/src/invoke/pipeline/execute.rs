@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::audit::{AuditEvent, AuditKind};
+use crate::component::Component;
 use crate::confirmation::Binding;
 use crate::context::{ActionContext, ConfirmationEvidence, HostContext, ReadContext};
 use crate::contract::{CheckedCapability, TypedInput};
@@ -74,6 +75,7 @@ impl InFlight<'_> {
     pub(super) async fn execute(
         &self,
         registration: &Arc<Registration>,
+        component: Contained<Arc<dyn Component>>,
         index: usize,
         capability: &CheckedCapability,
         typed: Option<TypedInput>,
@@ -84,16 +86,15 @@ impl InFlight<'_> {
         let inner = &self.registry.inner;
         let limits = &inner.config.limits;
         let external = Cancelled(self.options.cancellation.as_ref());
-        // Taken before the liveness check: an unmount after it fires the token.
+        // Taken before the liveness check: an unmount after it fires the
+        // token. The handlers are phase 3's (an unmount since then took
+        // them out of the registration and cleared `active`).
         let unmounted = registration.unmounted();
-        let Some(component) = registration
-            .component()
-            .filter(|_| registration.is_active())
-        else {
+        if !registration.is_active() {
             return Err(ErrorPayload::unmounted(
                 crate::error::UnmountedPhase::MidFlight,
             ));
-        };
+        }
         if external.fired() {
             return Err(ErrorPayload::cancelled());
         }
@@ -110,18 +111,11 @@ impl InFlight<'_> {
         let evidence: Option<ConfirmationEvidence> = evidence
             .map(crate::confirmation::Reservation::consume)
             .transpose()?;
-        // Observations are reads: settled by the registry, never signalled.
-        let token =
-            (capability.kind() != Kind::Observation).then(tokio_util::sync::CancellationToken::new);
-        let ctx = match &token {
-            Some(token) => ActionContext::new(
-                read,
-                Arc::clone(&self.invocation_id),
-                token.clone(),
-                evidence,
-            ),
-            None => ActionContext::for_observation(read, Arc::clone(&self.invocation_id)),
-        };
+        // The cancellation signal is made by the dispatch of an `async`
+        // handler and handed back with its future; a synchronous handler
+        // (or an observation) cannot be interrupted while it runs, so its
+        // context makes one only if the handler asks.
+        let ctx = ActionContext::lazy(read, Arc::clone(&self.invocation_id), evidence);
         // The handler starts now: one reading for its timing, its timeout
         // and the audit record.
         let started = Instant::now();
@@ -144,8 +138,8 @@ impl InFlight<'_> {
             Ok(Ok(Err(error))) => {
                 trace.operator = Some(error.operator_message());
                 if navigation
-                    && token
-                        .as_ref()
+                    && handler
+                        .cancellation()
                         .is_some_and(tokio_util::sync::CancellationToken::is_cancelled)
                 {
                     Err(ErrorPayload::cancelled())
@@ -160,7 +154,7 @@ impl InFlight<'_> {
                 Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
             }
             Err(interrupt) => {
-                if let Some(token) = &token {
+                if let Some(token) = handler.cancellation() {
                     token.cancel();
                 }
                 self.watch_late_settlement(handler, timeout, capability);
@@ -379,6 +373,17 @@ impl From<Result<crate::component::HandlerFuture, Panicked>> for Invoked {
         match invoked {
             Ok(future) => Invoked::Running(AssertUnwindFuture(future)),
             Err(panic) => Invoked::Panicked(Some(panic)),
+        }
+    }
+}
+
+impl Invoked {
+    /// The signal the registry fires when the call is interrupted (an
+    /// `async` handler's; a settled one needs none).
+    fn cancellation(&self) -> Option<&tokio_util::sync::CancellationToken> {
+        match self {
+            Invoked::Running(future) => future.0.cancellation(),
+            Invoked::Panicked(_) => None,
         }
     }
 }

@@ -35,8 +35,8 @@ mod settle;
 pub(super) struct InFlight<'r> {
     pub(super) registry: &'r Registry,
     pub(super) request: Invocation,
-    /// The agent's input, taken out of the request (consumed by phase 5).
-    pub(super) input: std::sync::Mutex<Option<Value>>,
+    /// The agent's input, taken out of the request (handed to phase 5).
+    pub(super) input: Option<Value>,
     pub(super) options: InvokeOptions,
     pub(super) consumer: Consumer,
     pub(super) consumer_key: Arc<str>,
@@ -59,7 +59,7 @@ pub(super) struct InFlight<'r> {
     /// The surface version when it entered.
     pub(super) version_at_start: u64,
     /// What resolution found, kept for a settlement by drop.
-    pub(super) resolved: std::sync::OnceLock<(Arc<Registration>, Subject)>,
+    pub(super) resolved: Option<(Arc<Registration>, Subject)>,
     /// Whether phase 10 ran (a call dropped before it settles `CANCELLED`).
     pub(super) settled: bool,
     /// The confirmation store's forget epoch when the call began.
@@ -215,7 +215,7 @@ impl InFlight<'_> {
     /// The capability id as results and audit records carry it: the
     /// contract's own once resolved, else a copy of the requested.
     pub(super) fn capability_id(&self) -> &Arc<str> {
-        match self.resolved.get() {
+        match &self.resolved {
             Some((_, subject)) => subject.capability().id().as_arc(),
             None => self
                 .capability_id
@@ -278,16 +278,23 @@ impl InFlight<'_> {
             }]
         });
         let mut trace = Trace::default();
+        let input = self.input.take();
         let outcome = if span.is_disabled() {
-            self.phases(&mut trace).await
+            self.phases(input, &mut trace).await
         } else {
-            self.phases(&mut trace).instrument(span.clone()).await
+            self.phases(input, &mut trace)
+                .instrument(span.clone())
+                .await
         };
         let _settling = span.enter();
         self.settle(outcome, trace)
     }
 
-    async fn phases(&self, trace: &mut Trace) -> Result<Option<Arc<Value>>, ErrorPayload> {
+    async fn phases(
+        &mut self,
+        input: Option<Value>,
+        trace: &mut Trace,
+    ) -> Result<Option<Arc<Value>>, ErrorPayload> {
         // Cancelled before it began: settled at once, whatever it names.
         if Cancelled(self.options.cancellation.as_ref()).fired() {
             return Err(ErrorPayload::cancelled());
@@ -296,9 +303,7 @@ impl InFlight<'_> {
         let target = self.resolve(&host)?;
         // From here on, the capability id is the contract's own (equal to
         // the requested): no copy.
-        let _ = self
-            .resolved
-            .set((Arc::clone(&target.registration), target.subject.clone()));
+        self.resolved = Some((Arc::clone(&target.registration), target.subject.clone()));
         let observation = target.subject.capability().kind() == Kind::Observation;
         let outside = match self.options.kinds {
             crate::invocation::Kinds::All => None,
@@ -323,7 +328,7 @@ impl InFlight<'_> {
         let disabled = trace.target.as_ref().and_then(|t| t.disabled.clone());
         self.authorize(&registration, &subject, &host, disabled)
             .await?;
-        let (effective, typed) = self.effective_input(&subject)?;
+        let (effective, typed) = self.effective_input(&subject, input)?;
         let evidence = self
             .invoke_policies(&registration, &subject, &host, &effective, trace)
             .await?;
@@ -343,6 +348,7 @@ impl InFlight<'_> {
                 let output = self
                     .execute(
                         &registration,
+                        component,
                         index,
                         capability,
                         typed,
@@ -403,11 +409,14 @@ impl Drop for InFlight<'_> {
         }
         // Borrowed, not taken: the settlement still reads the contract's
         // capability id from it (no copy of the requested).
-        let target = self.resolved.get().map(|(registration, subject)| Target {
-            registration: Arc::clone(registration),
-            subject: subject.clone(),
-            disabled: None,
-        });
+        let target = self
+            .resolved
+            .as_ref()
+            .map(|(registration, subject)| Target {
+                registration: Arc::clone(registration),
+                subject: subject.clone(),
+                disabled: None,
+            });
         let trace = Trace {
             target,
             operator: Some("the caller dropped the call before it settled".to_owned()),
