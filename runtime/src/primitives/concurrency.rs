@@ -152,36 +152,38 @@ impl std::fmt::Debug for Admission {
 
 /// An admitted observation; dropping it frees the slots and admits the next
 /// waiter (FIFO across consumers, skipping consumers at their cap).
-pub(crate) struct Admitted {
-    admission: Arc<Admission>,
-    consumer: Arc<str>,
+/// It borrows the admission and the consumer key from the call (no
+/// counter to bump).
+pub(crate) struct Admitted<'a> {
+    admission: &'a Admission,
+    consumer: &'a Arc<str>,
     limits: AdmissionLimits,
 }
 
-impl Drop for Admitted {
+impl Drop for Admitted<'_> {
     fn drop(&mut self) {
         self.admission.release(&self.consumer, self.limits);
     }
 }
 
 /// The outcome of asking for admission.
-pub(crate) enum Ticket {
-    Admitted(Admitted),
-    Queued(QueuedTicket),
+pub(crate) enum Ticket<'a> {
+    Admitted(Admitted<'a>),
+    Queued(QueuedTicket<'a>),
 }
 
 /// A queued observation; dropping it before the grant leaves the queue.
-pub(crate) struct QueuedTicket {
-    admission: Arc<Admission>,
-    consumer: Arc<str>,
+pub(crate) struct QueuedTicket<'a> {
+    admission: &'a Admission,
+    consumer: &'a Arc<str>,
     limits: AdmissionLimits,
     id: u64,
     grant: Option<oneshot::Receiver<()>>,
 }
 
-impl QueuedTicket {
+impl<'a> QueuedTicket<'a> {
     /// Waits for the grant, FIFO.
-    pub(crate) async fn admitted(mut self) -> Result<Admitted, QueueRefusal> {
+    pub(crate) async fn admitted(mut self) -> Result<Admitted<'a>, QueueRefusal> {
         let granted = match self.grant.as_mut() {
             Some(grant) => grant.await.is_ok(),
             None => false,
@@ -191,14 +193,14 @@ impl QueuedTicket {
         }
         self.grant = None;
         Ok(Admitted {
-            admission: Arc::clone(&self.admission),
-            consumer: Arc::clone(&self.consumer),
+            admission: self.admission,
+            consumer: self.consumer,
             limits: self.limits,
         })
     }
 }
 
-impl Drop for QueuedTicket {
+impl Drop for QueuedTicket<'_> {
     fn drop(&mut self) {
         let Some(mut grant) = self.grant.take() else {
             return; // converted into an admission
@@ -208,28 +210,36 @@ impl Drop for QueuedTicket {
         grant.close();
         let granted = grant.try_recv().is_ok();
         self.admission
-            .abandon(&self.consumer, self.id, granted, self.limits);
+            .abandon(self.consumer, self.id, granted, self.limits);
     }
 }
 
 impl Admission {
-    pub(crate) fn enter(
-        self: &Arc<Self>,
-        consumer: &Arc<str>,
+    pub(crate) fn enter<'a>(
+        &'a self,
+        consumer: &'a Arc<str>,
         limits: AdmissionLimits,
-    ) -> Result<Ticket, QueueRefusal> {
+    ) -> Result<Ticket<'a>, QueueRefusal> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.closed {
             return Err(QueueRefusal::Closed);
         }
         let global_free = state.running < limits.total;
-        let slots = state.consumers.entry(Arc::clone(consumer)).or_default();
+        // A known consumer (kept while idle) costs no key copy.
+        if !state.consumers.contains_key(consumer) {
+            state
+                .consumers
+                .insert(Arc::clone(consumer), ConsumerSlots::default());
+        }
+        let Some(slots) = state.consumers.get_mut(consumer) else {
+            return Err(QueueRefusal::Closed);
+        };
         if slots.running < limits.per_consumer && slots.queued == 0 && global_free {
             slots.running += 1;
             state.running += 1;
             return Ok(Ticket::Admitted(Admitted {
-                admission: Arc::clone(self),
-                consumer: Arc::clone(consumer),
+                admission: self,
+                consumer,
                 limits,
             }));
         }
@@ -247,8 +257,8 @@ impl Admission {
             grant: sender,
         });
         Ok(Ticket::Queued(QueuedTicket {
-            admission: Arc::clone(self),
-            consumer: Arc::clone(consumer),
+            admission: self,
+            consumer,
             limits,
             id,
             grant: Some(receiver),

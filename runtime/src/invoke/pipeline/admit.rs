@@ -268,7 +268,7 @@ impl InFlight<'_> {
         &self,
         registration: &Registration,
         subject: &Subject,
-    ) -> Result<(Slot, Duration), ErrorPayload> {
+    ) -> Result<(Slot<'_>, Duration), ErrorPayload> {
         let capability = subject.capability();
         let inner = &self.registry.inner;
         let limits = &inner.config.limits;

@@ -119,7 +119,7 @@ impl InFlight<'_> {
         // The handler starts now: one reading for its timing, its timeout
         // and the audit record.
         let started = Instant::now();
-        self.audit_started(trace, started);
+        self.audit_started(started);
         // A synchronous handler runs inside the dispatch (contained like a
         // poll); an async one when the race polls it. The handler future
         // owns a component reference and may be its last owner: its drop is
@@ -217,7 +217,7 @@ impl InFlight<'_> {
         // The backend is called now: one reading for its timing, its
         // timeout and the audit record.
         let started = Instant::now();
-        self.audit_started(trace, started);
+        self.audit_started(started);
         let execution = crate::util::contain::catch(|| executor.execute(call));
         let Ok(future) = execution else {
             trace.operator = Some("the procedure executor panicked".to_owned());
@@ -251,23 +251,20 @@ impl InFlight<'_> {
     /// Phase 9 begins: the `invocation-started` audit record (identity only,
     /// at the capability's audit level), once, before the handler or the
     /// executor runs.
-    pub(super) fn audit_started(&self, trace: &Trace, at: Instant) {
-        let Some(target) = &trace.target else {
+    pub(super) fn audit_started(&self, at: Instant) {
+        let Some((registration, subject)) = &self.resolved else {
             return;
         };
-        if target.subject.capability().audit() == Audit::None {
+        if subject.capability().audit() == Audit::None {
             return;
         }
         let inner = &self.registry.inner;
         let mut event = AuditEvent::new(AuditKind::InvocationStarted, inner.ms_at(at));
         event.capability_id = Some(Arc::clone(self.capability_id()));
-        event.registration_id = Some(Arc::clone(&target.registration.id));
+        event.registration_id = Some(Arc::clone(&registration.id));
         event.invocation_id = Some(Arc::clone(&self.invocation_id));
         event.consumer_id = Some(Arc::clone(&self.consumer_key));
-        let sinks = target
-            .subject
-            .chain(&target.registration)
-            .map(|chain| &*chain.audit_sinks);
+        let sinks = subject.chain(registration).map(|chain| &*chain.audit_sinks);
         inner.record_with(event, sinks);
     }
 

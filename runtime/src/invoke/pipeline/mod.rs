@@ -113,7 +113,6 @@ struct Target {
 /// What the pipeline knows when it settles.
 #[derive(Default)]
 struct Trace {
-    target: Option<Target>,
     effective_input: Option<Value>,
     queue_wait: Option<Duration>,
     execution: Option<Duration>,
@@ -181,9 +180,9 @@ impl Cancelled<'_> {
 /// What holds a concurrency slot for the duration of the execution; its
 /// drop frees the slot.
 #[allow(dead_code)] // held for its `Drop`
-enum Slot {
+enum Slot<'a> {
     Action(tokio::sync::OwnedSemaphorePermit),
-    Observation(crate::primitives::concurrency::Admitted),
+    Observation(crate::primitives::concurrency::Admitted<'a>),
 }
 
 enum Interrupt {
@@ -300,12 +299,22 @@ impl InFlight<'_> {
             return Err(ErrorPayload::cancelled());
         }
         let host = self.registry.inner.host_for(&self.consumer_key);
-        let target = self.resolve(&host)?;
+        let Target {
+            registration,
+            subject,
+            disabled,
+        } = self.resolve(&host)?;
         // From here on, the capability id is the contract's own (equal to
-        // the requested): no copy.
-        self.resolved = Some((Arc::clone(&target.registration), target.subject.clone()));
-        let observation = target.subject.capability().kind() == Kind::Observation;
-        let outside = match self.options.kinds {
+        // the requested): no copy. The call keeps what it resolved (its
+        // settlement reads it, even by drop); the phases borrow it.
+        self.resolved = Some((registration, subject));
+        let this = &*self;
+        let Some((registration, subject)) = &this.resolved else {
+            return Err(ErrorPayload::not_found());
+        };
+        let capability = subject.capability();
+        let observation = capability.kind() == Kind::Observation;
+        let outside = match this.options.kinds {
             crate::invocation::Kinds::All => None,
             crate::invocation::Kinds::Observations => {
                 (!observation).then_some(crate::invocation::IS_NOT_AN_OBSERVATION)
@@ -320,34 +329,29 @@ impl InFlight<'_> {
                 message,
             )]));
         }
-        let registration = Arc::clone(&target.registration);
-        let subject = target.subject.clone();
-        trace.target = Some(target);
-        let capability = subject.capability();
-        let component = self.availability(&registration, &subject)?;
-        let disabled = trace.target.as_ref().and_then(|t| t.disabled.clone());
-        self.authorize(&registration, &subject, &host, disabled)
+        let component = this.availability(registration, subject)?;
+        this.authorize(registration, subject, &host, disabled)
             .await?;
-        let (effective, typed) = self.effective_input(&subject, input)?;
-        let evidence = self
-            .invoke_policies(&registration, &subject, &host, &effective, trace)
+        let (effective, typed) = this.effective_input(subject, input)?;
+        let evidence = this
+            .invoke_policies(registration, subject, &host, &effective, trace)
             .await?;
-        let output = match &subject {
+        let output = match subject {
             Subject::View { index, .. } => {
                 let index = *index;
                 trace.effective_input = Some(effective);
                 let read = ReadContext::new(
                     capability.id().clone(),
                     Arc::clone(&registration.id),
-                    self.consumer.clone(),
+                    this.consumer.clone(),
                     host,
                 );
-                self.precondition(component.as_ref(), index, capability, typed.as_ref(), &read)?;
-                let (slot, waited) = self.concurrency(&registration, &subject).await?;
+                this.precondition(component.as_ref(), index, capability, typed.as_ref(), &read)?;
+                let (slot, waited) = this.concurrency(registration, subject).await?;
                 trace.queue_wait = Some(waited);
-                let output = self
+                let output = this
                     .execute(
-                        &registration,
+                        registration,
                         component,
                         index,
                         capability,
@@ -362,16 +366,16 @@ impl InFlight<'_> {
             }
             Subject::Domain(reference) => {
                 trace.effective_input = Some(effective.clone());
-                let (slot, waited) = self.concurrency(&registration, &subject).await?;
+                let (slot, waited) = this.concurrency(registration, subject).await?;
                 trace.queue_wait = Some(waited);
-                let output = self
-                    .forward(&registration, reference, effective, host, evidence, trace)
+                let output = this
+                    .forward(registration, reference, effective, host, evidence, trace)
                     .await;
                 drop(slot);
                 output
             }
         };
-        self.check_output(&subject, output?, trace)
+        this.check_output(subject, output?, trace)
     }
 
     fn policy_context<'a>(
@@ -407,18 +411,8 @@ impl Drop for InFlight<'_> {
         if self.settled {
             return;
         }
-        // Borrowed, not taken: the settlement still reads the contract's
-        // capability id from it (no copy of the requested).
-        let target = self
-            .resolved
-            .as_ref()
-            .map(|(registration, subject)| Target {
-                registration: Arc::clone(registration),
-                subject: subject.clone(),
-                disabled: None,
-            });
+        // The settlement reads what resolution found from the call itself.
         let trace = Trace {
-            target,
             operator: Some("the caller dropped the call before it settled".to_owned()),
             ..Trace::default()
         };

@@ -61,13 +61,13 @@ impl InFlight<'_> {
         };
         let (candidates, tombstone) = self.view_candidates(component_type);
         let mut visible: Visible = candidates
-            .iter()
+            .into_iter()
             .filter_map(|registration| self.view_target(registration))
             .filter_map(|target| self.discovered(target, host))
             .collect();
         // A tombstone counts only if this consumer could see what it offered.
         let tombstone = tombstone.filter(|tomb| {
-            self.view_target(&tomb.registration)
+            self.view_target(Arc::clone(&tomb.registration))
                 .is_some_and(|target| self.visible(&target, host))
         });
         let chosen = match self.request.registration_id.as_deref() {
@@ -295,17 +295,15 @@ impl InFlight<'_> {
     }
 
     /// The view target of `registration` for this call's capability id.
-    fn view_target(&self, registration: &Arc<Registration>) -> Option<Target> {
+    fn view_target(&self, registration: Arc<Registration>) -> Option<Target> {
         let capabilities = registration.contract.capabilities();
         let index = capabilities
             .iter()
             .position(|c| c.id().as_str() == self.requested_id())?;
+        let capability = registration.capability(index)?;
         Some(Target {
-            registration: Arc::clone(registration),
-            subject: Subject::View {
-                index,
-                capability: registration.capability(index)?,
-            },
+            registration,
+            subject: Subject::View { index, capability },
             disabled: None,
         })
     }

@@ -102,17 +102,17 @@ impl InFlight<'_> {
         let duration_ms = crate::util::millis::millis(ended - started);
         let code = result.error().map(ErrorPayload::code);
         let status = if result.is_ok() { "ok" } else { "error" };
-        let level = trace
-            .target
+        let level = self
+            .resolved
             .as_ref()
-            .map_or(Audit::Metadata, |t| t.subject.capability().audit());
+            .map_or(Audit::Metadata, |(_, subject)| subject.capability().audit());
         if level != Audit::None {
             let mut event = AuditEvent::new(AuditKind::InvocationSettled, settled_ms);
             event.capability_id = Some(Arc::clone(self.capability_id()));
-            event.registration_id = trace
-                .target
+            event.registration_id = self
+                .resolved
                 .as_ref()
-                .map(|t| Arc::clone(&t.registration.id));
+                .map(|(registration, _)| Arc::clone(&registration.id));
             event.invocation_id = Some(Arc::clone(&self.invocation_id));
             event.consumer_id = Some(Arc::clone(&self.consumer_key));
             event.status = Some(status);
@@ -129,10 +129,10 @@ impl InFlight<'_> {
                 event.payload =
                     Some(self.audit_payload(trace.effective_input.as_ref(), result.output()));
             }
-            let sinks = trace
-                .target
+            let sinks = self
+                .resolved
                 .as_ref()
-                .and_then(|target| target.subject.chain(&target.registration))
+                .and_then(|(registration, subject)| subject.chain(registration))
                 .map(|chain| &*chain.audit_sinks);
             inner.record_with(event, sinks);
         }
