@@ -186,9 +186,8 @@ impl Registry {
         // Phase 1: dedupe + conflict. A call that came without an id got a
         // fresh one: nobody can retry or join it, so there is nothing to
         // remember.
-        let consumer_key = Arc::clone(consumer.key());
         let leadership = if let Some(fingerprint) = fingerprint {
-            let key: dedupe::Key = (Arc::clone(&consumer_key), Arc::clone(&invocation_id));
+            let key: dedupe::Key = (Arc::clone(consumer.key()), Arc::clone(&invocation_id));
             let now = inner.ms_at(started);
             let begin = inner
                 .dedupe
@@ -232,7 +231,6 @@ impl Registry {
             input,
             options,
             consumer,
-            consumer_key,
             invocation_id,
             capability_id: std::sync::OnceLock::new(),
             parsed,

@@ -208,7 +208,7 @@ impl InFlight<'_> {
             surface_id: &inner.surface_id,
             registration_id: &registration.id,
             capability_id: self.capability_id(),
-            consumer_key: &self.consumer_key,
+            consumer_key: self.consumer.key(),
             effective_input: effective,
             effect: capability.effect(),
         };
@@ -288,7 +288,7 @@ impl InFlight<'_> {
                 total: limits.max_concurrent_observations_total,
                 queued_per_consumer: limits.max_queued_observations_per_consumer,
             };
-            return match inner.admission.enter(&self.consumer_key, admission_limits) {
+            return match inner.admission.enter(self.consumer.key(), admission_limits) {
                 Ok(Ticket::Admitted(admitted)) => Ok((Slot::Observation(admitted), Duration::ZERO)),
                 Ok(Ticket::Queued(ticket)) => {
                     // Waiting is the rare path: its futures live on the heap.

@@ -263,7 +263,7 @@ impl InFlight<'_> {
         event.capability_id = Some(Arc::clone(self.capability_id()));
         event.registration_id = Some(Arc::clone(&registration.id));
         event.invocation_id = Some(Arc::clone(&self.invocation_id));
-        event.consumer_id = Some(Arc::clone(&self.consumer_key));
+        event.consumer_id = Some(Arc::clone(self.consumer.key()));
         let sinks = subject.chain(registration).map(|chain| &*chain.audit_sinks);
         inner.record_with(event, sinks);
     }
@@ -287,7 +287,7 @@ impl InFlight<'_> {
                     surface_id: &inner.surface_id,
                     registration_id: &registration.id,
                     capability_id: self.capability_id(),
-                    consumer_key: &self.consumer_key,
+                    consumer_key: self.consumer.key(),
                     effective_input: effective,
                     effect: reference.capability.effect(),
                 };

@@ -39,7 +39,6 @@ pub(super) struct InFlight<'r> {
     pub(super) input: Option<Value>,
     pub(super) options: InvokeOptions,
     pub(super) consumer: Consumer,
-    pub(super) consumer_key: Arc<str>,
     pub(super) invocation_id: Arc<str>,
     /// A copy of the requested capability id, made only when a call
     /// settles before resolution (see [`capability_id`](Self::capability_id)).
@@ -267,13 +266,13 @@ impl InFlight<'_> {
             "agent_surface.invoke",
             capability = %self.requested_id(),
             invocation = %self.invocation_id,
-            consumer = %self.consumer_key,
+            consumer = %self.consumer.key(),
         );
         self.registry.inner.dispatcher.emit_with(|| {
             [crate::events::SurfaceEvent::InvocationStarted {
                 invocation_id: Arc::clone(&self.invocation_id),
                 capability_id: Arc::clone(self.capability_id()),
-                consumer_id: Arc::clone(&self.consumer_key),
+                consumer_id: Arc::clone(self.consumer.key()),
             }]
         });
         let mut trace = Trace::default();
@@ -298,7 +297,7 @@ impl InFlight<'_> {
         if Cancelled(self.options.cancellation.as_ref()).fired() {
             return Err(ErrorPayload::cancelled());
         }
-        let host = self.registry.inner.host_for(&self.consumer_key);
+        let host = self.registry.inner.host_for(self.consumer.key());
         let Target {
             registration,
             subject,

@@ -353,7 +353,7 @@ impl InFlight<'_> {
                     confirmation_id,
                     &target.registration.id,
                     self.capability_id(),
-                    &self.consumer_key,
+                    self.consumer.key(),
                 )
             {
                 self.version_moved

@@ -114,7 +114,7 @@ impl InFlight<'_> {
                 .as_ref()
                 .map(|(registration, _)| Arc::clone(&registration.id));
             event.invocation_id = Some(Arc::clone(&self.invocation_id));
-            event.consumer_id = Some(Arc::clone(&self.consumer_key));
+            event.consumer_id = Some(Arc::clone(self.consumer.key()));
             event.status = Some(status);
             event.code = code;
             event.duration_ms = Some(duration_ms);
@@ -140,7 +140,7 @@ impl InFlight<'_> {
             [crate::events::SurfaceEvent::InvocationSettled {
                 invocation_id: Arc::clone(&self.invocation_id),
                 capability_id: Arc::clone(self.capability_id()),
-                consumer_id: Arc::clone(&self.consumer_key),
+                consumer_id: Arc::clone(self.consumer.key()),
                 consumer_label: self.consumer.label_arc().cloned(),
                 status,
                 code,
