@@ -43,6 +43,7 @@ mod reentrancy;
 mod regressions;
 mod reliability;
 mod schema;
+mod signals;
 mod staleness;
 mod supplied_schema;
 mod toolset;

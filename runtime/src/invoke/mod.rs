@@ -153,10 +153,11 @@ impl Registry {
         let inner = &self.inner;
         // The call's one reading of the time at its start.
         let started = tokio::time::Instant::now();
-        // The call owns its consumer from here (the options keep none).
+        // The call owns its consumer from here (the options keep none); the
+        // anonymous one is borrowed.
         let consumer = match options.consumer.take() {
-            Some(consumer) => consumer,
-            None => inner.anonymous.clone(),
+            Some(consumer) => std::borrow::Cow::Owned(consumer),
+            None => std::borrow::Cow::Borrowed(inner.anonymous),
         };
         let invocation_id: Arc<str> = match request.invocation_id.take() {
             Some(id) => Arc::from(id),

@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::sync::{Semaphore, oneshot};
 
 use crate::contract::Concurrency;
 
@@ -45,7 +45,7 @@ impl QueueKey {
 /// A FIFO queue in front of `slots` concurrent executions.
 #[derive(Debug)]
 pub(crate) struct ActionQueue {
-    slots: Arc<Semaphore>,
+    slots: Semaphore,
     waiting: AtomicUsize,
     depth: usize,
 }
@@ -60,7 +60,7 @@ pub(crate) enum QueueRefusal {
 impl ActionQueue {
     pub(crate) fn new(slots: usize, depth: usize) -> ActionQueue {
         ActionQueue {
-            slots: Arc::new(Semaphore::new(slots.max(1))),
+            slots: Semaphore::new(slots.max(1)),
             waiting: AtomicUsize::new(0),
             depth,
         }
@@ -69,9 +69,12 @@ impl ActionQueue {
     /// Takes a slot at once, or joins the FIFO queue if it has room. The
     /// returned future resolves when the slot is granted; dropping it leaves
     /// the queue.
-    pub(crate) fn enter(&self) -> Result<QueueEntry<'_>, QueueRefusal> {
-        if let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() {
-            return Ok(QueueEntry::Ready(permit));
+    pub(crate) fn enter(self: Arc<Self>) -> Result<QueueEntry, QueueRefusal> {
+        // A granted permit is held by the returned slot instead (it gives
+        // it back on drop).
+        let granted = self.slots.try_acquire().map(|permit| permit.forget());
+        if granted.is_ok() {
+            return Ok(QueueEntry::Ready(ActionPermit { queue: self }));
         }
         let before = self.waiting.fetch_add(1, Ordering::AcqRel);
         if before >= self.depth {
@@ -82,28 +85,47 @@ impl ActionQueue {
     }
 }
 
-/// A granted slot or a place in the queue.
-pub(crate) enum QueueEntry<'q> {
-    Ready(OwnedSemaphorePermit),
-    Queued(Waiting<'q>),
+/// A granted slot of an action queue: it holds its queue (no other counter
+/// to bump) and gives the slot back when dropped.
+#[derive(Debug)]
+pub(crate) struct ActionPermit {
+    queue: Arc<ActionQueue>,
 }
 
-/// A place in an action queue; leaving (drop) frees it.
-pub(crate) struct Waiting<'q> {
-    queue: &'q ActionQueue,
-}
-
-impl Waiting<'_> {
-    /// Waits for the slot, FIFO.
-    pub(crate) async fn slot(&self) -> Result<OwnedSemaphorePermit, QueueRefusal> {
-        Arc::clone(&self.queue.slots)
-            .acquire_owned()
-            .await
-            .map_err(|_| QueueRefusal::Closed)
+impl Drop for ActionPermit {
+    fn drop(&mut self) {
+        self.queue.slots.add_permits(1);
     }
 }
 
-impl Drop for Waiting<'_> {
+/// A granted slot or a place in the queue.
+pub(crate) enum QueueEntry {
+    Ready(ActionPermit),
+    Queued(Waiting),
+}
+
+/// A place in an action queue; leaving (drop) frees it.
+pub(crate) struct Waiting {
+    queue: Arc<ActionQueue>,
+}
+
+impl Waiting {
+    /// Waits for the slot, FIFO.
+    pub(crate) async fn slot(&self) -> Result<ActionPermit, QueueRefusal> {
+        let permit = self
+            .queue
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| QueueRefusal::Closed)?;
+        permit.forget();
+        Ok(ActionPermit {
+            queue: Arc::clone(&self.queue),
+        })
+    }
+}
+
+impl Drop for Waiting {
     fn drop(&mut self) {
         self.queue.waiting.fetch_sub(1, Ordering::AcqRel);
     }

@@ -174,7 +174,7 @@ impl IdMint {
         self.keys.get_or_init(Keys::new)
     }
 
-    fn tag(&self, random: &str) -> u64 {
+    fn tag(&self, random: &[u8]) -> u64 {
         let keys = self.keys();
         keys.tag_key.hash_one((keys.tag_secret, random))
     }
@@ -205,9 +205,7 @@ impl IdMint {
             *slot = byte;
         }
         fill_base62(random_part, bits);
-        // Base62 digits are ASCII.
-        let random = std::str::from_utf8(random_part).unwrap_or_default();
-        fill_base62(tag_part, self.tag(random));
+        fill_base62(tag_part, self.tag(random_part));
         make(std::str::from_utf8(&buffer).unwrap_or("reg_"))
     }
 
@@ -225,7 +223,7 @@ impl IdMint {
         }
         let (random, tag) = rest.split_at(REGISTRATION_RANDOM_CHARS);
         let mut expected = String::with_capacity(TAG_CHARS);
-        push_base62(&mut expected, self.tag(random), TAG_CHARS);
+        push_base62(&mut expected, self.tag(random.as_bytes()), TAG_CHARS);
         expected == tag
     }
 

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::component::Component;
 use crate::confirmation::Binding;
-use crate::context::{ActionContext, ConfirmationEvidence, HostContext, ReadContext};
+use crate::context::{ActionContext, ConfirmationEvidence, Consumer, HostContext, ReadContext};
 use crate::contract::{CheckedCapability, TypedInput};
 use crate::error::{ErrorPayload, FailureReason};
 use crate::procedure::{ProcedureCall, ProcedureError, Reference};
@@ -208,7 +208,7 @@ impl InFlight<'_> {
             procedure_id: Arc::clone(self.capability_id()),
             input,
             invocation_id: Arc::clone(&self.invocation_id),
-            consumer: self.consumer.clone(),
+            consumer: Consumer::clone(&self.consumer),
             host,
             evidence,
             cancellation: token.clone(),

@@ -38,7 +38,8 @@ pub(super) struct InFlight<'r> {
     /// The agent's input, taken out of the request (handed to phase 5).
     pub(super) input: Option<Value>,
     pub(super) options: InvokeOptions,
-    pub(super) consumer: Consumer,
+    /// Who calls: the caller's own, or the registry's anonymous consumer.
+    pub(super) consumer: std::borrow::Cow<'static, Consumer>,
     pub(super) invocation_id: Arc<str>,
     /// A copy of the requested capability id, made only when a call
     /// settles before resolution (see [`capability_id`](Self::capability_id)).
@@ -180,7 +181,7 @@ impl Cancelled<'_> {
 /// drop frees the slot.
 #[allow(dead_code)] // held for its `Drop`
 enum Slot<'a> {
-    Action(tokio::sync::OwnedSemaphorePermit),
+    Action(crate::primitives::concurrency::ActionPermit),
     Observation(crate::primitives::concurrency::Admitted<'a>),
 }
 
@@ -342,7 +343,7 @@ impl InFlight<'_> {
                 let read = ReadContext::new(
                     capability.id().clone(),
                     Arc::clone(&registration.id),
-                    this.consumer.clone(),
+                    Consumer::clone(&this.consumer),
                     host,
                 );
                 this.precondition(component.as_ref(), index, capability, typed.as_ref(), &read)?;

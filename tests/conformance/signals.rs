@@ -1,0 +1,128 @@
+//! A handler's cancellation signal: an `async` handler's fires when its call
+//! times out, is cancelled or its component is unmounted; a synchronous
+//! handler's (which nothing interrupts while it runs) is its own, never
+//! fired by the registry and never shared with another call.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agent_surface::prelude::*;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::fixtures::{call, code, consumer, registry, settle_tasks};
+
+/// Records what its handlers saw of their signal.
+struct Listener {
+    /// An async handler saw its signal fire.
+    signalled: AtomicBool,
+    /// An async handler started waiting.
+    waiting: Notify,
+    /// Synchronous runs that found their signal already fired.
+    fired_on_entry: AtomicUsize,
+    /// Tokens the synchronous handler handed out.
+    tokens: std::sync::Mutex<Vec<CancellationToken>>,
+}
+
+/// Handlers that watch their cancellation signal.
+#[agent_component(type = "test.listener")]
+impl Listener {
+    /// Waits until its call is interrupted.
+    #[action(effect = "local-state", timeout = "1s")]
+    async fn wait(&self, ctx: &ActionContext) -> Result<(), ActionError> {
+        self.waiting.notify_one();
+        ctx.cancellation().cancelled().await;
+        self.signalled.store(true, Ordering::SeqCst);
+        Err(ActionError::cancelled())
+    }
+
+    /// Reads its signal, checks a clone shares it, then fires it.
+    #[action(effect = "local-state")]
+    fn fire_own(&self, ctx: &ActionContext) {
+        if ctx.is_cancelled() {
+            self.fired_on_entry.fetch_add(1, Ordering::SeqCst);
+        }
+        let copy = ctx.clone();
+        copy.cancellation().cancel();
+        assert!(ctx.is_cancelled(), "a clone shares the signal");
+        self.tokens.lock().unwrap().push(ctx.cancellation().clone());
+    }
+}
+
+fn listener() -> Arc<Listener> {
+    Arc::new(Listener {
+        signalled: AtomicBool::new(false),
+        waiting: Notify::new(),
+        fired_on_entry: AtomicUsize::new(0),
+        tokens: std::sync::Mutex::new(Vec::new()),
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_conc_011_a_timed_out_async_handler_is_signalled() {
+    let registry = registry();
+    let listener = listener();
+    let _mounted = registry.mount(listener.clone()).unwrap();
+    let result = call(&registry, Invocation::new("view:test.listener.wait")).await;
+    assert_eq!(code(&result), Some(ErrorCode::Timeout));
+    settle_tasks().await;
+    assert!(listener.signalled.load(Ordering::SeqCst));
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_conc_012_an_externally_cancelled_async_handler_is_signalled() {
+    let registry = registry();
+    let listener = listener();
+    let _mounted = registry.mount(listener.clone()).unwrap();
+    let cancel = CancellationToken::new();
+    let options = InvokeOptions::consumer(consumer("tester")).cancellation(cancel.clone());
+    let running = registry.invoke(Invocation::new("view:test.listener.wait"), options);
+    let (result, ()) = tokio::join!(running, async {
+        listener.waiting.notified().await;
+        cancel.cancel();
+    });
+    assert_eq!(code(&result), Some(ErrorCode::Cancelled));
+    settle_tasks().await;
+    assert!(listener.signalled.load(Ordering::SeqCst));
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_conc_010_an_async_handler_unmounted_mid_flight_is_signalled() {
+    let registry = registry();
+    let listener = listener();
+    let mounted = registry.mount(listener.clone()).unwrap();
+    let running = call(&registry, Invocation::new("view:test.listener.wait"));
+    let (result, ()) = tokio::join!(running, async {
+        listener.waiting.notified().await;
+        drop(mounted);
+    });
+    assert_eq!(code(&result), Some(ErrorCode::ComponentUnmounted));
+    settle_tasks().await;
+    assert!(listener.signalled.load(Ordering::SeqCst));
+}
+
+#[tokio::test]
+async fn as_conc_011_a_synchronous_handler_owns_a_signal_no_other_call_shares() {
+    let registry = registry();
+    let listener = listener();
+    let _mounted = registry.mount(listener.clone()).unwrap();
+    for _ in 0..3 {
+        let result = call(&registry, Invocation::new("view:test.listener.fireOwn")).await;
+        assert!(result.is_ok(), "{result:?}");
+    }
+    // Each run found its signal unfired although every earlier run fired
+    // its own: no signal is shared between calls.
+    assert_eq!(listener.fired_on_entry.load(Ordering::SeqCst), 0);
+    let tokens = listener.tokens.lock().unwrap();
+    assert_eq!(tokens.len(), 3);
+    assert!(tokens.iter().all(CancellationToken::is_cancelled));
+    // The registry is unaffected: an async handler still waits for its own.
+    drop(tokens);
+    let timed = tokio::time::timeout(
+        Duration::from_millis(50),
+        call(&registry, Invocation::new("view:test.listener.wait")),
+    )
+    .await;
+    assert!(timed.is_err(), "the async handler was not signalled early");
+}
