@@ -263,11 +263,13 @@ impl CapabilityId {
     /// is copied: the parts are read from `text` again.
     pub(crate) fn split_requested(text: &str) -> Option<Requested> {
         let (plane, name_dot) = if let Some(rest) = text.strip_prefix("view:") {
-            let (component_type, name) = rest.rsplit_once('.')?;
-            if component_type.is_empty() || name.is_empty() {
+            // The last dot, found by a plain scan (ids are short: no
+            // vectorised search to set up).
+            let dot = rest.bytes().rposition(|byte| byte == b'.')?;
+            if dot == 0 || dot + 1 == rest.len() {
                 return None;
             }
-            (Plane::View, text.len() - name.len() - 1)
+            (Plane::View, "view:".len() + dot)
         } else {
             let rest = text.strip_prefix("domain:")?;
             if rest.is_empty() {

@@ -246,15 +246,13 @@ impl Admission {
         if state.closed {
             return Err(QueueRefusal::Closed);
         }
+        let state = &mut *state;
         let global_free = state.running < limits.total;
-        // A known consumer (kept while idle) costs no key copy.
-        if !state.consumers.contains_key(consumer) {
-            state
-                .consumers
-                .insert(Arc::clone(consumer), ConsumerSlots::default());
-        }
-        let Some(slots) = state.consumers.get_mut(consumer) else {
-            return Err(QueueRefusal::Closed);
+        // A known consumer (kept while idle) costs one lookup and no key
+        // copy.
+        let slots = match state.consumers.get_mut(consumer) {
+            Some(slots) => slots,
+            None => state.consumers.entry(Arc::clone(consumer)).or_default(),
         };
         if slots.running < limits.per_consumer && slots.queued == 0 && global_free {
             slots.running += 1;
@@ -266,7 +264,7 @@ impl Admission {
             }));
         }
         if slots.queued >= limits.queued_per_consumer {
-            Self::forget_idle(&mut state, consumer);
+            Self::forget_idle(state, consumer);
             return Err(QueueRefusal::Full);
         }
         slots.queued += 1;
