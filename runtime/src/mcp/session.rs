@@ -260,6 +260,16 @@ impl ServerHandler for McpSession {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // Boxed like `call_tool`: every request task rmcp spawns is sized for
+        // its largest handler, and a listen stream is the rare request.
+        Box::pin(self.listen_for_changes(context)).await
+    }
+}
+
+impl McpSession {
+    /// A `subscriptions/listen` stream: `tools/list_changed` whenever this
+    /// consumer's tools move, until the client cancels it.
+    async fn listen_for_changes(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let since = self.take_listen_mark();
         if context.accepted().tools_list_changed != Some(true) {
             context.cancelled().await;

@@ -159,6 +159,7 @@ impl ToolsetBuilder {
                 notified: Mutex::new(None),
                 asked: Mutex::new(Vec::new()),
                 disposed: CancellationToken::new(),
+                disposed_flag: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
