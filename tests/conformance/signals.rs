@@ -114,11 +114,12 @@ async fn as_conc_011_a_synchronous_handler_owns_a_signal_no_other_call_shares() 
     // Each run found its signal unfired although every earlier run fired
     // its own: no signal is shared between calls.
     assert_eq!(listener.fired_on_entry.load(Ordering::SeqCst), 0);
-    let tokens = listener.tokens.lock().unwrap();
-    assert_eq!(tokens.len(), 3);
-    assert!(tokens.iter().all(CancellationToken::is_cancelled));
+    {
+        let tokens = listener.tokens.lock().unwrap();
+        assert_eq!(tokens.len(), 3);
+        assert!(tokens.iter().all(CancellationToken::is_cancelled));
+    }
     // The registry is unaffected: an async handler still waits for its own.
-    drop(tokens);
     let timed = tokio::time::timeout(
         Duration::from_millis(50),
         call(&registry, Invocation::new("view:test.listener.wait")),

@@ -184,7 +184,7 @@ pub(crate) struct Admitted<'a> {
 
 impl Drop for Admitted<'_> {
     fn drop(&mut self) {
-        self.admission.release(&self.consumer, self.limits);
+        self.admission.release(self.consumer, self.limits);
     }
 }
 
