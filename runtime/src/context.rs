@@ -383,11 +383,13 @@ pub struct ConfirmationEvidence {
 pub struct ActionContext {
     read: ReadContext,
     invocation_id: Arc<str>,
-    /// The call's cancellation signal. The dispatch of an `async` handler
-    /// makes it and hands a clone back with the handler's future (the
-    /// registry fires it on timeout, cancellation or unmount); the context
-    /// of a synchronous handler or an observation — which nothing
-    /// interrupts while it runs — makes its own only if asked.
+    /// The call's cancellation signal, made when first asked for. The
+    /// dispatch of an `async` handler asks and hands a clone back with its
+    /// future: the registry fires it when an action times out, is cancelled
+    /// or its component is unmounted. A navigation's is made by the
+    /// registry (its handler may fire it to abort). Nothing interrupts a
+    /// synchronous handler while it runs, and observations are settled
+    /// without a signal: theirs never fires unless the handler fires it.
     cancellation: std::sync::OnceLock<CancellationToken>,
     confirmation: Option<ConfirmationEvidence>,
 }
@@ -443,9 +445,11 @@ impl ActionContext {
         &self.invocation_id
     }
 
-    /// Fires on timeout, external cancellation or unmount. Cooperative: a
-    /// long handler should check it or `select!` on
-    /// [`cancelled`](CancellationToken::cancelled).
+    /// Fires when an `async` action times out, is cancelled or its
+    /// component is unmounted (an observation is settled without a signal;
+    /// a synchronous handler cannot be interrupted). Cooperative: a long
+    /// handler should check it or `select!` on
+    /// [`cancelled`](CancellationToken::cancelled). Each call has its own.
     pub fn cancellation(&self) -> &CancellationToken {
         self.cancellation.get_or_init(CancellationToken::new)
     }

@@ -215,3 +215,28 @@ async fn as_evt_001_started_follows_the_audit_level() {
     assert!(events[0].payload.is_none(), "payloads belong to settlement");
     assert!(events[1].payload.is_some());
 }
+
+#[tokio::test]
+async fn as_evt_001_a_call_its_verb_does_not_admit_settles_audited_as_unresolved() {
+    // A read-only verb naming an action is refused before the call counts
+    // as resolved: its settlement is recorded at metadata level, without
+    // the registration, whatever the action's own audit level.
+    let registry = registry();
+    let _mounted = registry.mount(Arc::new(Quiet)).unwrap();
+    let options = InvokeOptions::consumer(crate::fixtures::consumer("tester"))
+        .kinds(agent_surface::invoke::Kinds::Observations);
+    let refused = registry
+        .invoke(
+            Invocation::new("view:test.quiet.hush").invocation_id("hush-2"),
+            options,
+        )
+        .await;
+    assert_eq!(code(&refused), Some(ErrorCode::InvalidInput));
+    let events = trail(&registry, "hush-2");
+    assert_eq!(kinds(&events), [AuditKind::InvocationSettled]);
+    assert_eq!(events[0].registration_id, None);
+    assert_eq!(
+        events[0].capability_id.as_deref(),
+        Some("view:test.quiet.hush")
+    );
+}

@@ -11,7 +11,7 @@ use agent_surface::prelude::*;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::fixtures::{call, code, consumer, registry, settle_tasks};
+use crate::fixtures::{Counted, call, code, consumer, registry, settle_tasks};
 
 /// Records what its handlers saw of their signal.
 struct Listener {
@@ -35,6 +35,24 @@ impl Listener {
         ctx.cancellation().cancelled().await;
         self.signalled.store(true, Ordering::SeqCst);
         Err(ActionError::cancelled())
+    }
+
+    /// Aborts a navigation: fires its own signal, then fails.
+    #[action(effect = "navigation")]
+    fn abort_navigation(&self, ctx: &ActionContext) -> Result<(), ActionError> {
+        ctx.cancellation().cancel();
+        Err(ActionError::failed("the router refused"))
+    }
+
+    /// A slow read that notes whether it was ever signalled.
+    #[observation(timeout = "1s")]
+    async fn slow_read(&self, ctx: &ActionContext) -> Result<Counted, ActionError> {
+        self.waiting.notify_one();
+        tokio::select! {
+            () = ctx.cancellation().cancelled() => self.signalled.store(true, Ordering::SeqCst),
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+        Ok(Counted { runs: 0 })
     }
 
     /// Reads its signal, checks a clone shares it, then fires it.
@@ -126,4 +144,30 @@ async fn as_conc_011_a_synchronous_handler_owns_a_signal_no_other_call_shares() 
     )
     .await;
     assert!(timed.is_err(), "the async handler was not signalled early");
+}
+
+#[tokio::test]
+async fn as_nav_002_a_synchronous_navigation_that_fires_its_signal_settles_cancelled() {
+    let registry = registry();
+    let _mounted = registry.mount(listener()).unwrap();
+    let result = call(
+        &registry,
+        Invocation::new("view:test.listener.abortNavigation"),
+    )
+    .await;
+    assert_eq!(code(&result), Some(ErrorCode::Cancelled));
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_obs_003_a_timed_out_observation_is_settled_without_a_signal() {
+    let registry = registry();
+    let listener = listener();
+    let _mounted = registry.mount(listener.clone()).unwrap();
+    let result = call(&registry, Invocation::new("view:test.listener.slowRead")).await;
+    assert_eq!(code(&result), Some(ErrorCode::Timeout));
+    settle_tasks().await;
+    assert!(
+        !listener.signalled.load(Ordering::SeqCst),
+        "reads are settled by the registry, never signalled"
+    );
 }

@@ -111,11 +111,24 @@ impl InFlight<'_> {
         let evidence: Option<ConfirmationEvidence> = evidence
             .map(crate::confirmation::Reservation::consume)
             .transpose()?;
-        // The cancellation signal is made by the dispatch of an `async`
-        // handler and handed back with its future; a synchronous handler
-        // (or an observation) cannot be interrupted while it runs, so its
-        // context makes one only if the handler asks.
-        let ctx = ActionContext::lazy(read, Arc::clone(&self.invocation_id), evidence);
+        // An action's cancellation signal is made by the dispatch of an
+        // `async` handler and handed back with its future; a synchronous
+        // handler cannot be interrupted while it runs, so its context makes
+        // one only if the handler asks. A navigation's is made here: its
+        // handler may abort by firing it before it fails (settled
+        // `CANCELLED`). Observations are reads: settled by the registry,
+        // never signalled.
+        let signal = navigation.then(tokio_util::sync::CancellationToken::new);
+        let ctx = match &signal {
+            Some(signal) => ActionContext::new(
+                read,
+                Arc::clone(&self.invocation_id),
+                signal.clone(),
+                evidence,
+            ),
+            None => ActionContext::lazy(read, Arc::clone(&self.invocation_id), evidence),
+        };
+        let observation = capability.kind() == Kind::Observation;
         // The handler starts now: one reading for its timing, its timeout
         // and the audit record.
         let started = Instant::now();
@@ -137,10 +150,9 @@ impl InFlight<'_> {
             Ok(Ok(Ok(output))) => Ok(output),
             Ok(Ok(Err(error))) => {
                 trace.operator = Some(error.operator_message());
-                if navigation
-                    && handler
-                        .cancellation()
-                        .is_some_and(tokio_util::sync::CancellationToken::is_cancelled)
+                if signal
+                    .as_ref()
+                    .is_some_and(tokio_util::sync::CancellationToken::is_cancelled)
                 {
                     Err(ErrorPayload::cancelled())
                 } else {
@@ -154,7 +166,7 @@ impl InFlight<'_> {
                 Err(ErrorPayload::execution_failed(FailureReason::HandlerError))
             }
             Err(interrupt) => {
-                if let Some(token) = handler.cancellation() {
+                if let Some(token) = handler.cancellation().filter(|_| !observation) {
                     token.cancel();
                 }
                 self.watch_late_settlement(handler, timeout, capability);

@@ -304,17 +304,11 @@ impl InFlight<'_> {
             subject,
             disabled,
         } = self.resolve(&host)?;
-        // From here on, the capability id is the contract's own (equal to
-        // the requested): no copy. The call keeps what it resolved (its
-        // settlement reads it, even by drop); the phases borrow it.
-        self.resolved = Some((registration, subject));
-        let this = &*self;
-        let Some((registration, subject)) = &this.resolved else {
-            return Err(ErrorPayload::not_found());
-        };
-        let capability = subject.capability();
-        let observation = capability.kind() == Kind::Observation;
-        let outside = match this.options.kinds {
+        // A target of a kind the caller's verb does not admit is refused
+        // before the call counts as resolved (its settlement is audited
+        // like an unresolved call's).
+        let observation = subject.capability().kind() == Kind::Observation;
+        let outside = match self.options.kinds {
             crate::invocation::Kinds::All => None,
             crate::invocation::Kinds::Observations => {
                 (!observation).then_some(crate::invocation::IS_NOT_AN_OBSERVATION)
@@ -329,6 +323,15 @@ impl InFlight<'_> {
                 message,
             )]));
         }
+        // From here on, the capability id is the contract's own (equal to
+        // the requested): no copy. The call keeps what it resolved (its
+        // settlement reads it, even by drop); the phases borrow it.
+        self.resolved = Some((registration, subject));
+        let this = &*self;
+        let Some((registration, subject)) = &this.resolved else {
+            return Err(ErrorPayload::not_found());
+        };
+        let capability = subject.capability();
         let component = this.availability(registration, subject)?;
         this.authorize(registration, subject, &host, disabled)
             .await?;
