@@ -199,6 +199,27 @@ fn as_life_003_registration_guard_rejects_with_a_dead_handle() {
     assert_eq!(accepted.status(), RegistrationStatus::Active);
 }
 
+#[test]
+fn as_life_001_a_mount_racing_disposal_is_refused_not_left_live() {
+    // The guard runs after the mount's first disposal check and before its
+    // insertion: disposing there is the race, made deterministic.
+    let slot: Arc<std::sync::OnceLock<Registry>> = Arc::default();
+    let seen = Arc::clone(&slot);
+    let registry = Registry::builder()
+        .on_register(move |_| {
+            if let Some(registry) = seen.get() {
+                registry.dispose();
+            }
+            GuardDecision::Accept
+        })
+        .build();
+    let _ = slot.set(registry.clone());
+    let mounted = registry.mount(Probe::new());
+    assert!(matches!(mounted, Err(MountError::Disposed)), "{mounted:?}");
+    assert!(registry.is_disposed());
+    assert_eq!(registry.version(), 0, "nothing was registered");
+}
+
 #[tokio::test]
 async fn as_life_005_remount_gets_a_new_registration_and_the_old_one_is_stale() {
     let registry = registry();

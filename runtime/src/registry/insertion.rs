@@ -34,6 +34,8 @@ pub(super) enum Refusal {
     },
     /// The duplicate policy is `Reject` and the type and instance are live.
     Duplicate,
+    /// The registry was disposed since the mount began.
+    Disposed,
 }
 
 /// What an insertion leaves to finish without the state lock.
@@ -59,6 +61,12 @@ impl Registry {
     ) -> Insertion {
         let inner = &self.inner;
         let mut state = inner.state();
+        // Under the state lock: `dispose` sets its flag before it takes this
+        // lock to unregister what is live, so a mount that raced it either
+        // was live then or sees the flag here.
+        if inner.disposed.is_cancelled() {
+            return Insertion::Refused(registration.release(), Refusal::Disposed);
+        }
         let collision = match (
             self.suffix_collision(&state, registration.contract),
             inner.config.suffixes,

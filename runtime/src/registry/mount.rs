@@ -363,6 +363,7 @@ impl Registry {
                         view: view.to_string(),
                         domain: domain.to_string(),
                     }),
+                    Refusal::Disposed => Err(MountError::Disposed),
                     Refusal::Duplicate => {
                         Ok(self.rejected(registration_id, component_type, instance, "duplicate"))
                     }
