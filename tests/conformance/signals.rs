@@ -77,47 +77,71 @@ fn listener() -> Arc<Listener> {
     })
 }
 
-#[tokio::test(start_paused = true)]
-async fn as_conc_011_a_timed_out_async_handler_is_signalled() {
+/// What interrupts a running `async` handler.
+enum Interruption {
+    Timeout,
+    Cancel,
+    Unmount,
+    Dispose,
+}
+
+/// Runs the waiting handler until `interruption` ends its call: the code it
+/// settled with, and whether the handler saw its signal fire.
+async fn interrupted(interruption: Interruption) -> (Option<ErrorCode>, bool) {
     let registry = registry();
     let listener = listener();
-    let _mounted = registry.mount(listener.clone()).unwrap();
-    let result = call(&registry, Invocation::new("view:test.listener.wait")).await;
-    assert_eq!(code(&result), Some(ErrorCode::Timeout));
+    let mounted = registry.mount(listener.clone()).unwrap();
+    let cancel = CancellationToken::new();
+    let options = InvokeOptions::consumer(consumer("tester")).cancellation(cancel.clone());
+    let running = registry.invoke(Invocation::new("view:test.listener.wait"), options);
+    // The block owns the mount: it is dropped only to unmount, else kept
+    // until the call settled.
+    let (result, _kept) = tokio::join!(running, async {
+        listener.waiting.notified().await;
+        match interruption {
+            // The handler's own timeout (1 s) passes with paused time.
+            Interruption::Timeout => Some(mounted),
+            Interruption::Cancel => {
+                cancel.cancel();
+                Some(mounted)
+            }
+            Interruption::Unmount => None,
+            Interruption::Dispose => {
+                registry.dispose();
+                Some(mounted)
+            }
+        }
+    });
     settle_tasks().await;
-    assert!(listener.signalled.load(Ordering::SeqCst));
+    (code(&result), listener.signalled.load(Ordering::SeqCst))
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_conc_011_a_timed_out_async_handler_is_signalled() {
+    let (code, signalled) = interrupted(Interruption::Timeout).await;
+    assert_eq!(code, Some(ErrorCode::Timeout));
+    assert!(signalled);
 }
 
 #[tokio::test(start_paused = true)]
 async fn as_conc_012_an_externally_cancelled_async_handler_is_signalled() {
-    let registry = registry();
-    let listener = listener();
-    let _mounted = registry.mount(listener.clone()).unwrap();
-    let cancel = CancellationToken::new();
-    let options = InvokeOptions::consumer(consumer("tester")).cancellation(cancel.clone());
-    let running = registry.invoke(Invocation::new("view:test.listener.wait"), options);
-    let (result, ()) = tokio::join!(running, async {
-        listener.waiting.notified().await;
-        cancel.cancel();
-    });
-    assert_eq!(code(&result), Some(ErrorCode::Cancelled));
-    settle_tasks().await;
-    assert!(listener.signalled.load(Ordering::SeqCst));
+    let (code, signalled) = interrupted(Interruption::Cancel).await;
+    assert_eq!(code, Some(ErrorCode::Cancelled));
+    assert!(signalled);
 }
 
 #[tokio::test(start_paused = true)]
 async fn as_conc_010_an_async_handler_unmounted_mid_flight_is_signalled() {
-    let registry = registry();
-    let listener = listener();
-    let mounted = registry.mount(listener.clone()).unwrap();
-    let running = call(&registry, Invocation::new("view:test.listener.wait"));
-    let (result, ()) = tokio::join!(running, async {
-        listener.waiting.notified().await;
-        drop(mounted);
-    });
-    assert_eq!(code(&result), Some(ErrorCode::ComponentUnmounted));
-    settle_tasks().await;
-    assert!(listener.signalled.load(Ordering::SeqCst));
+    let (code, signalled) = interrupted(Interruption::Unmount).await;
+    assert_eq!(code, Some(ErrorCode::ComponentUnmounted));
+    assert!(signalled);
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_conc_010_an_async_handler_of_a_disposed_registry_is_signalled() {
+    let (code, signalled) = interrupted(Interruption::Dispose).await;
+    assert_eq!(code, Some(ErrorCode::Cancelled));
+    assert!(signalled);
 }
 
 #[tokio::test]

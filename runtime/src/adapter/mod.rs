@@ -17,6 +17,7 @@
 //! - [`Lru`]: a memory bounded in count with a time to live, for per-session
 //!   and per-consumer state an agent can grow.
 //! - [`Listeners`]: callbacks registered and called contained.
+//! - [`Disposal`]: a one-way disposed signal read with one load.
 //! - [`millis`], [`key_pointer`], [`Issues`]: the wire's units, JSON
 //!   pointers and bounded issue lists.
 //! - [`approval_prompt`], [`answer_on_connection`]: the person's side of a
@@ -54,6 +55,7 @@ pub mod text {
 
 pub use crate::invoke::{IS_AN_OBSERVATION, IS_NOT_AN_OBSERVATION};
 pub use crate::schema::{Issues, key_pointer};
+pub use crate::util::disposal::Disposal;
 pub use crate::util::listeners::Listeners;
 pub use crate::util::lru::Lru;
 pub use crate::util::millis::millis;

@@ -98,7 +98,7 @@ pub(crate) struct Inner {
     pub(crate) memory_audit: MemoryAuditSink,
     pub(crate) dedupe: Mutex<Dedupe>,
     pub(crate) confirmations: ConfirmationStore,
-    pub(crate) admission: LazyLock<Arc<Admission>>,
+    pub(crate) admission: LazyLock<Admission>,
     /// Fired by `dispose()`.
     pub(crate) disposed: crate::util::disposal::Disposal,
     /// Created by the first `watch_version`.

@@ -4,8 +4,6 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use tokio_util::sync::CancellationToken;
-
 use super::{Shared, Toolset};
 use crate::adapter::Listeners;
 use crate::context::Consumer;
@@ -158,8 +156,7 @@ impl ToolsetBuilder {
                 watch: Mutex::new(None),
                 notified: Mutex::new(None),
                 asked: Mutex::new(Vec::new()),
-                disposed: CancellationToken::new(),
-                disposed_flag: std::sync::atomic::AtomicBool::new(false),
+                disposed: crate::adapter::Disposal::default(),
             }),
         })
     }

@@ -67,7 +67,7 @@ impl Shared {
     }
 
     pub(super) fn notify_if_changed(&self) {
-        if self.is_disposed() || self.mode == Mode::Meta {
+        if self.disposed.is_cancelled() || self.mode == Mode::Meta {
             return;
         }
         let catalog = self.rebuild();

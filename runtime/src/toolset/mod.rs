@@ -160,11 +160,9 @@ struct Shared {
     notified: Mutex<Option<u64>>,
     /// Two-phase direct mode: confirmations asked for, by retry key.
     asked: Mutex<Vec<(u64, String)>>,
-    /// Fires on disposal (what waits on it).
-    disposed: CancellationToken,
-    /// Set on disposal before the token fires: what every call reads (one
-    /// load; the token's own check takes its lock).
-    disposed_flag: std::sync::atomic::AtomicBool,
+    /// Set by `dispose`: read with one load on every call, awaited by
+    /// waits for the person.
+    disposed: crate::adapter::Disposal,
 }
 
 /// The toolset of one agent loop. Cheap to clone.
@@ -341,9 +339,6 @@ impl Toolset {
     /// Releases the toolset: in-flight confirmation waits settle
     /// `CANCELLED`, subscriptions end, later calls settle `CANCELLED`.
     pub fn dispose(&self) {
-        self.shared
-            .disposed_flag
-            .store(true, std::sync::atomic::Ordering::Release);
         self.shared.disposed.cancel();
         self.shared.listeners.clear();
         let watch = self
@@ -365,7 +360,7 @@ impl Toolset {
 
     /// Whether [`dispose`](Self::dispose) was called.
     pub fn is_disposed(&self) -> bool {
-        self.shared.is_disposed()
+        self.shared.disposed.is_cancelled()
     }
 
     /// Runs the tool `name` with the model's `input`. The tool-call id
@@ -421,7 +416,7 @@ impl Toolset {
             cancellation,
         } = options;
         let shared = &self.shared;
-        if shared.is_disposed() {
+        if shared.disposed.is_cancelled() {
             return shared.immediate(name, tool_call_id, ErrorPayload::cancelled());
         }
         if let Err(error) = shared.check_depth(&input) {

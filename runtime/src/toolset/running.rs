@@ -17,12 +17,6 @@ use crate::registry::Registry;
 use crate::schema::Issue;
 
 impl Shared {
-    /// Whether the toolset was disposed.
-    pub(super) fn is_disposed(&self) -> bool {
-        self.disposed_flag
-            .load(std::sync::atomic::Ordering::Acquire)
-    }
-
     /// Refuses arguments nested deeper than the pipeline accepts before
     /// the toolset walks them (a retry key, a copy of the request); the
     /// pipeline checks every other bound itself. In meta mode the bound

@@ -8,30 +8,43 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
 use tokio_util::sync::WaitForCancellationFuture;
 
-/// Set once, never cleared. [`is_cancelled`](Self::is_cancelled) is one
-/// load (a token's own check takes its lock); the token behind
-/// [`cancelled`](Self::cancelled) is fired by [`cancel`](Self::cancel)
-/// after the flag is set, so a waiter never misses it.
+/// A one-way "disposed" signal: set once, never cleared.
+///
+/// [`is_cancelled`](Self::is_cancelled) is one load (a cancellation
+/// token's own check takes its lock), for checks on every call; the token
+/// behind [`cancelled`](Self::cancelled) is made only when something waits
+/// and is fired by [`cancel`](Self::cancel) after the flag is set, so a
+/// waiter never misses it.
+///
+/// ```
+/// use agent_surface::adapter::Disposal;
+///
+/// let disposal = Disposal::default();
+/// assert!(!disposal.is_cancelled());
+/// assert!(disposal.cancel(), "the first call tears down");
+/// assert!(!disposal.cancel(), "later ones do nothing");
+/// assert!(disposal.is_cancelled());
+/// ```
 #[derive(Debug, Default)]
-pub(crate) struct Disposal {
+pub struct Disposal {
     flag: AtomicBool,
     token: LazyLock<CancellationToken>,
 }
 
 impl Disposal {
     /// Whether [`cancel`](Self::cancel) was called.
-    pub(crate) fn is_cancelled(&self) -> bool {
+    pub fn is_cancelled(&self) -> bool {
         self.flag.load(Ordering::Acquire)
     }
 
     /// Completes once [`cancel`](Self::cancel) was called.
-    pub(crate) fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
         self.token.cancelled()
     }
 
     /// Sets the flag and fires the token; `true` only for the first call
     /// (exactly one caller tears down).
-    pub(crate) fn cancel(&self) -> bool {
+    pub fn cancel(&self) -> bool {
         if self.flag.swap(true, Ordering::AcqRel) {
             return false;
         }
