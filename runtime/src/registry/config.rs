@@ -407,7 +407,7 @@ impl RegistryBuilder {
                 in_flight_per_consumer: limits.max_in_flight_per_consumer.max(1),
             })),
             confirmations: ConfirmationStore::new(limits.max_pending_confirmations),
-            admission: LazyLock::new(Admission::default),
+            admission: LazyLock::new(|| Arc::new(Admission::default())),
             disposed: crate::util::disposal::Disposal::default(),
             version_tx: std::sync::OnceLock::new(),
             version: std::sync::atomic::AtomicU64::new(0),

@@ -98,7 +98,9 @@ pub(crate) struct Inner {
     pub(crate) memory_audit: MemoryAuditSink,
     pub(crate) dedupe: Mutex<Dedupe>,
     pub(crate) confirmations: ConfirmationStore,
-    pub(crate) admission: LazyLock<Admission>,
+    /// Boxed (an `Arc` made on first use): inline, its queues and map
+    /// would grow every registry's creation and drop by a third.
+    pub(crate) admission: LazyLock<Arc<Admission>>,
     /// Fired by `dispose()`.
     pub(crate) disposed: crate::util::disposal::Disposal,
     /// Created by the first `watch_version`.
