@@ -199,7 +199,10 @@ impl std::fmt::Debug for PendingSubscription {
 
 impl Drop for PendingSubscription {
     fn drop(&mut self) {
-        self.services.confirmation_store().listeners.remove(self.id);
+        self.services
+            .confirmation_store()
+            .listeners()
+            .remove(self.id);
     }
 }
 
@@ -365,7 +368,7 @@ impl Confirmations {
         &self,
         listener: impl Fn(&[PendingConfirmation]) + Send + Sync + 'static,
     ) -> PendingSubscription {
-        let id = self.store().listeners.add(listener);
+        let id = self.store().listeners().add(listener);
         PendingSubscription {
             services: Arc::clone(&self.services),
             id,

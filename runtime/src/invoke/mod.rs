@@ -50,9 +50,7 @@ impl Leadership<'_> {
         // lock, and never earlier than the attempt began.
         let now = settled_ms.max(self.began_ms);
         inner
-            .dedupe
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .dedupe()
             .finish(&self.key, self.generation, result, output_bytes, now);
         self.finished = true;
     }
@@ -63,9 +61,7 @@ impl Drop for Leadership<'_> {
         if !self.finished {
             self.registry
                 .inner
-                .dedupe
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .dedupe()
                 .abandon(&self.key, self.generation);
         }
     }
@@ -190,11 +186,7 @@ impl Registry {
         let leadership = if let Some(fingerprint) = fingerprint {
             let key: dedupe::Key = (Arc::clone(consumer.key()), Arc::clone(&invocation_id));
             let now = inner.ms_at(started);
-            let begin = inner
-                .dedupe
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .begin(&key, fingerprint, now);
+            let begin = inner.dedupe().begin(&key, fingerprint, now);
             let generation = match begin {
                 Begin::Conflict => return Err(immediate(ErrorPayload::conflict())),
                 Begin::Busy => {
@@ -248,10 +240,11 @@ impl Registry {
 
     /// Dedupe entries currently remembered (bounded by `dedupe_cache_size`).
     pub fn dedupe_len(&self) -> usize {
-        self.inner
-            .dedupe
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+        self.inner.dedupe.get().map_or(0, |dedupe| {
+            dedupe
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .len()
+        })
     }
 }

@@ -21,7 +21,6 @@ use crate::events::Dispatcher;
 use crate::ids::CapabilityId;
 use crate::policy::PolicyRef;
 use crate::primitives::concurrency::Admission;
-use crate::primitives::dedupe::Dedupe;
 use crate::procedure::ProcedureError;
 use crate::util::id_mint::IdMint;
 use crate::util::lru::Lru;
@@ -400,12 +399,7 @@ impl RegistryBuilder {
             audit,
             memory_on,
             memory_audit: MemoryAuditSink::new(limits.audit_buffer),
-            dedupe: Mutex::new(Dedupe::new(crate::primitives::dedupe::WindowLimits {
-                count: limits.dedupe_cache_size,
-                bytes: limits.dedupe_cache_bytes,
-                ttl_ms: millis(limits.dedupe_cache_ttl),
-                in_flight_per_consumer: limits.max_in_flight_per_consumer.max(1),
-            })),
+            dedupe: std::sync::OnceLock::new(),
             confirmations: ConfirmationStore::new(limits.max_pending_confirmations),
             admission: LazyLock::new(|| Arc::new(Admission::default())),
             disposed: crate::util::disposal::Disposal::default(),

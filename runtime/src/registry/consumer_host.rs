@@ -6,7 +6,7 @@
 //! reads the registry's provider. Bindings are bounded
 //! ([`MAX_BOUND_CONSUMERS`]); the adapter binds again on each request.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rustc_hash::FxHashMap;
 
@@ -23,31 +23,31 @@ pub const MAX_BOUND_CONSUMERS: usize = 4096;
 /// The bound host contexts, by consumer key.
 #[derive(Default)]
 pub(crate) struct BoundHosts {
-    /// Each binding and when it was last renewed (a counter).
-    by_key: std::sync::Mutex<(Bindings, u64)>,
-    /// Whether any consumer was ever bound: a registry no adapter binds
-    /// (the common case) reads its provider without taking the lock.
-    used: std::sync::atomic::AtomicBool,
+    /// Each binding and when it was last renewed (a counter); made by the
+    /// first binding, so a registry no adapter binds (the common case)
+    /// reads its provider without taking a lock and is created without it.
+    by_key: std::sync::OnceLock<Box<Mutex<(Bindings, u64)>>>,
 }
 
 /// Each consumer key's context and the moment it was last bound.
 type Bindings = FxHashMap<Arc<str>, (HostContext, u64)>;
 
 impl BoundHosts {
+    fn lock(&self) -> Option<MutexGuard<'_, (Bindings, u64)>> {
+        let by_key = self.by_key.get()?;
+        Some(by_key.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     fn get(&self, key: &str) -> Option<HostContext> {
-        if !self.used.load(std::sync::atomic::Ordering::Acquire) {
-            return None;
-        }
-        self.by_key
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .0
-            .get(key)
-            .map(|(host, _)| host.clone())
+        self.lock()?.0.get(key).map(|(host, _)| host.clone())
     }
 
     fn bind(&self, key: &Arc<str>, host: HostContext) {
-        let mut guard = self.by_key.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self
+            .by_key
+            .get_or_init(Box::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let (by_key, clock) = &mut *guard;
         *clock += 1;
         if !by_key.contains_key(key)
@@ -60,15 +60,12 @@ impl BoundHosts {
             by_key.remove(&oldest);
         }
         by_key.insert(Arc::clone(key), (host, *clock));
-        self.used.store(true, std::sync::atomic::Ordering::Release);
     }
 
     pub(crate) fn unbind(&self, key: &str) {
-        self.by_key
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .0
-            .remove(key);
+        if let Some(mut by_key) = self.lock() {
+            by_key.0.remove(key);
+        }
     }
 }
 
@@ -166,7 +163,7 @@ mod tests {
         assert!(!bound(1), "the stalest binding was dropped");
         assert!(bound(MAX_BOUND_CONSUMERS));
         assert_eq!(
-            registry.inner.bound_hosts.by_key.lock().unwrap().0.len(),
+            registry.inner.bound_hosts.lock().unwrap().0.len(),
             MAX_BOUND_CONSUMERS
         );
     }

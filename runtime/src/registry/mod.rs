@@ -96,7 +96,9 @@ pub(crate) struct Inner {
     /// installed its own sink).
     pub(crate) memory_on: bool,
     pub(crate) memory_audit: MemoryAuditSink,
-    pub(crate) dedupe: Mutex<Dedupe>,
+    /// Made by the first call that brings an invocation id (see
+    /// [`Inner::dedupe`]): a registry whose calls never do stays small.
+    pub(crate) dedupe: std::sync::OnceLock<Box<Mutex<Dedupe>>>,
     pub(crate) confirmations: ConfirmationStore,
     /// Boxed (an `Arc` made on first use): inline, its queues and map
     /// would grow every registry's creation and drop by a third.
@@ -123,6 +125,24 @@ pub(crate) struct Inner {
 impl Inner {
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The dedupe window, made on first use with the registry's limits.
+    pub(crate) fn dedupe(&self) -> MutexGuard<'_, Dedupe> {
+        self.dedupe
+            .get_or_init(|| {
+                let limits = &self.config.limits;
+                Box::new(Mutex::new(Dedupe::new(
+                    crate::primitives::dedupe::WindowLimits {
+                        count: limits.dedupe_cache_size,
+                        bytes: limits.dedupe_cache_bytes,
+                        ttl_ms: crate::util::millis::millis(limits.dedupe_cache_ttl),
+                        in_flight_per_consumer: limits.max_in_flight_per_consumer.max(1),
+                    },
+                )))
+            })
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The clock's reading: contained and monotonic (see

@@ -105,11 +105,19 @@ pub(crate) trait StoreOwner: ConfirmationServices {
 
 /// The confirmation store of one registry.
 pub(crate) struct ConfirmationStore {
-    store: Mutex<Store>,
-    pub(super) listeners: Listeners<[PendingConfirmation]>,
+    /// Made by the first request, lookup or listener: most registries
+    /// never ask a person anything, and their creation stays small.
+    parts: std::sync::OnceLock<Box<Parts>>,
     max_pending: usize,
     /// Forgettings so far (see `forget.rs`).
     forgets: std::sync::atomic::AtomicU64,
+}
+
+/// The store's records and listeners, made on first use.
+#[derive(Default)]
+struct Parts {
+    store: Mutex<Store>,
+    listeners: Listeners<[PendingConfirmation]>,
 }
 
 /// What a new request shows the person besides what it binds to.
@@ -171,15 +179,32 @@ fn invalid(reason: ConfirmationInvalidReason) -> ErrorPayload {
 impl ConfirmationStore {
     pub(crate) fn new(max_pending: usize) -> ConfirmationStore {
         ConfirmationStore {
-            store: Mutex::new(Store::default()),
-            listeners: Listeners::default(),
+            parts: std::sync::OnceLock::new(),
             max_pending,
             forgets: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
+    fn parts(&self) -> &Parts {
+        self.parts.get_or_init(Box::default)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(PoisonError::into_inner)
+        self.parts()
+            .store
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the records and listeners were made (a store never used
+    /// holds nothing).
+    pub(super) fn made(&self) -> bool {
+        self.parts.get().is_some()
+    }
+
+    /// The listeners of the pending list.
+    pub(super) fn listeners(&self) -> &Listeners<[PendingConfirmation]> {
+        &self.parts().listeners
     }
 
     fn end<S: ConfirmationServices + ?Sized>(
@@ -513,10 +538,13 @@ impl ConfirmationStore {
     }
 
     fn notify(&self) {
-        if self.listeners.is_empty() {
+        let Some(parts) = self.parts.get() else {
+            return;
+        };
+        if parts.listeners.is_empty() {
             return;
         }
         let pending = self.pending();
-        self.listeners.call(&pending, "confirmation");
+        parts.listeners.call(&pending, "confirmation");
     }
 }
