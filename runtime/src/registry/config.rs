@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::Limits;
 use super::registration::Chain;
 
-use crate::audit::{AuditSink, ConsoleAuditSink, MemoryAuditSink};
+use crate::audit::{AuditSink, ConsoleAuditSink};
 use crate::clock::Clock;
 use crate::confirmation::ConfirmationStore;
 use crate::context::{Environment, HostContext};
@@ -23,7 +23,6 @@ use crate::policy::PolicyRef;
 use crate::primitives::concurrency::Admission;
 use crate::procedure::ProcedureError;
 use crate::util::id_mint::IdMint;
-use crate::util::lru::Lru;
 
 pub(crate) use crate::util::millis::millis;
 
@@ -378,7 +377,9 @@ impl RegistryBuilder {
                 presenter: self.presenter,
             })
         };
-        let limits = config.limits;
+        let limits = &config.limits;
+        let tombstone_bounds = (limits.tombstone_size, millis(limits.tombstone_ttl));
+        let max_pending_confirmations = limits.max_pending_confirmations;
         let inner = Inner {
             surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
             config,
@@ -389,8 +390,8 @@ impl RegistryBuilder {
                 live: FxHashMap::default(),
                 by_type: FxHashMap::default(),
                 ordered: None,
-                tombstones: Lru::new(limits.tombstone_size, millis(limits.tombstone_ttl)),
-                unmounted_types: None,
+                recent: None,
+                tombstone_bounds,
                 known_procedures: Vec::new(),
                 by_procedure: FxHashMap::default(),
             }),
@@ -398,9 +399,9 @@ impl RegistryBuilder {
             dispatcher: LazyLock::new(|| Arc::new(Dispatcher::default())),
             audit,
             memory_on,
-            memory_audit: MemoryAuditSink::new(limits.audit_buffer),
+            memory_audit: std::sync::OnceLock::new(),
             dedupe: std::sync::OnceLock::new(),
-            confirmations: ConfirmationStore::new(limits.max_pending_confirmations),
+            confirmations: ConfirmationStore::new(max_pending_confirmations),
             admission: LazyLock::new(|| Arc::new(Admission::default())),
             disposed: crate::util::disposal::Disposal::default(),
             version_tx: std::sync::OnceLock::new(),

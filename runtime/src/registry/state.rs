@@ -30,6 +30,14 @@ impl Tombstone {
     }
 }
 
+/// The tombstones of recent unmounts and how to find them by type.
+pub(crate) struct Recent {
+    pub(crate) tombstones: Lru<Arc<str>, Tombstone>,
+    /// Component types of recent unmounts (→ registration id), for calls
+    /// without a registration id (as many and as long as tombstones).
+    pub(crate) unmounted_types: Lru<Arc<str>, Arc<str>>,
+}
+
 /// Snapshot order: priority descending, then type, then instance.
 fn snapshot_order(a: &Registration, b: &Registration) -> std::cmp::Ordering {
     b.contract
@@ -47,17 +55,35 @@ pub(crate) struct State {
     pub(crate) by_type: FxHashMap<Arc<str>, FxHashMap<InstanceId, Arc<Registration>>>,
     /// Live registrations in snapshot order, rebuilt lazily after mutations.
     pub(super) ordered: Option<Arc<Vec<Arc<Registration>>>>,
-    pub(crate) tombstones: Lru<Arc<str>, Tombstone>,
-    /// Component types of recent unmounts (→ registration id), for calls
-    /// without a registration id (as many and as long as tombstones; made
-    /// by the first unmount, so a new registry stays small).
-    pub(crate) unmounted_types: Option<Box<Lru<Arc<str>, Arc<str>>>>,
+    /// What recent unmounts left, made by the first unmount: a registry
+    /// that never unmounts (most are dropped whole) is created and dropped
+    /// without it.
+    pub(crate) recent: Option<Box<Recent>>,
+    /// The bounds of [`Recent`]: its capacity and time to live (ms).
+    pub(crate) tombstone_bounds: (usize, u64),
     pub(crate) known_procedures: Vec<Arc<str>>,
     /// Live registrations exposing each procedure, in mount order.
     pub(crate) by_procedure: FxHashMap<Arc<str>, Vec<Arc<Registration>>>,
 }
 
 impl State {
+    /// The tombstone of registration `id`, if it was unmounted lately.
+    pub(crate) fn tombstone(&self, id: &str, now_ms: impl FnOnce() -> u64) -> Option<&Tombstone> {
+        self.recent.as_ref()?.tombstones.peek(id, now_ms())
+    }
+
+    /// The tombstone of the latest unmounted instance of `component_type`.
+    pub(crate) fn tombstone_of_type(
+        &self,
+        component_type: &str,
+        now_ms: impl FnOnce() -> u64,
+    ) -> Option<&Tombstone> {
+        let recent = self.recent.as_ref()?;
+        let now = now_ms();
+        let id = recent.unmounted_types.peek(component_type, now)?;
+        recent.tombstones.peek(&**id, now)
+    }
+
     /// Live registrations sorted by (priority desc, type, instance).
     pub(crate) fn ordered(&mut self) -> Arc<Vec<Arc<Registration>>> {
         if let Some(ordered) = &self.ordered {
@@ -139,16 +165,19 @@ impl State {
                 }
             }
         }
-        let tombstones = &self.tombstones;
-        let _evicted = self
-            .unmounted_types
-            .get_or_insert_with(|| Box::new(tombstones.empty_like()))
-            .insert(
-                Arc::clone(registration.contract.component_type().as_arc()),
-                Arc::clone(&registration.id),
-                now_ms,
-            );
-        let evicted = self.tombstones.insert(
+        let (capacity, ttl_ms) = self.tombstone_bounds;
+        let recent = self.recent.get_or_insert_with(|| {
+            Box::new(Recent {
+                tombstones: Lru::new(capacity, ttl_ms),
+                unmounted_types: Lru::new(capacity, ttl_ms),
+            })
+        });
+        let _evicted = recent.unmounted_types.insert(
+            Arc::clone(registration.contract.component_type().as_arc()),
+            Arc::clone(&registration.id),
+            now_ms,
+        );
+        let evicted = recent.tombstones.insert(
             Arc::clone(&registration.id),
             Tombstone {
                 registration: Arc::clone(registration),

@@ -110,15 +110,16 @@ impl InFlight<'_> {
             }
         };
         let tombstone = match registration_id {
-            _ if state.tombstones.is_empty() => None,
-            Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
-            Some(id) => state.tombstones.peek(id, now()).cloned(),
-            None => state
-                .unmounted_types
+            _ if state
+                .recent
                 .as_ref()
-                .and_then(|types| types.peek(component_type, now()))
-                .and_then(|id| state.tombstones.peek(&**id, now()))
-                .cloned(),
+                .is_none_or(|recent| recent.tombstones.is_empty()) =>
+            {
+                None
+            }
+            Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
+            Some(id) => state.tombstone(id, now).cloned(),
+            None => state.tombstone_of_type(component_type, now).cloned(),
         };
         (candidates, tombstone)
     }
@@ -261,9 +262,7 @@ impl InFlight<'_> {
             .map(|holders| holders.iter().cloned().collect())
             .unwrap_or_default();
         let tombstone = match registration_id {
-            Some(id) if !holders.iter().any(|r| &*r.id == id) => {
-                state.tombstones.peek(id, now()).cloned()
-            }
+            Some(id) if !holders.iter().any(|r| &*r.id == id) => state.tombstone(id, now).cloned(),
             _ => None,
         };
         (holders, tombstone)
