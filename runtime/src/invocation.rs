@@ -148,11 +148,11 @@ impl Invocation {
         ];
         let mut hasher = Fnv1a64::new();
         let mut measured = None;
-        let mut open: &[u8] = b"{";
+        let mut open = b'{';
         for (key, field) in fields {
             let Some(field) = field else { continue };
-            hasher.write(open);
-            open = b",";
+            hasher.write_byte(open);
+            open = b',';
             hasher.write(key);
             match field {
                 Part::Text(text) => write_string(text, &mut hasher),
@@ -161,7 +161,7 @@ impl Invocation {
                 }
             }
         }
-        hasher.write(b"}");
+        hasher.write_byte(b'}');
         (hasher.finish(), measured)
     }
 }

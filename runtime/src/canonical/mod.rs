@@ -42,6 +42,13 @@ pub trait Sink {
     /// Appends bytes.
     fn write(&mut self, bytes: &[u8]);
 
+    /// Appends one byte (the punctuation of the JSON text: quotes, brackets,
+    /// commas, colons). The same as `write(&[byte])`, which it calls by
+    /// default; a sink may take it faster.
+    fn write_byte(&mut self, byte: u8) {
+        self.write(&[byte]);
+    }
+
     /// Whether the sink wants no more bytes: the writer then stops early,
     /// leaving the output incomplete. Never, by default.
     fn full(&self) -> bool {
@@ -52,6 +59,10 @@ pub trait Sink {
 impl Sink for Vec<u8> {
     fn write(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);
+    }
+
+    fn write_byte(&mut self, byte: u8) {
+        self.push(byte);
     }
 }
 
@@ -93,10 +104,21 @@ impl Default for Fnv1a64 {
     }
 }
 
+impl Fnv1a64 {
+    /// One step of FNV-1a: the byte in, then the multiplication.
+    const fn step(hash: u64, byte: u8) -> u64 {
+        (hash ^ byte as u64).wrapping_mul(Self::PRIME)
+    }
+}
+
 impl Sink for Fnv1a64 {
+    fn write_byte(&mut self, byte: u8) {
+        self.0 = Self::step(self.0, byte);
+    }
+
     fn write(&mut self, bytes: &[u8]) {
         // Byte by byte, as FNV-1a is defined; four bytes per loop turn.
-        let step = |hash: u64, byte: u8| (hash ^ u64::from(byte)).wrapping_mul(Self::PRIME);
+        let step = Self::step;
         let mut hash = self.0;
         let mut chunks = bytes.chunks_exact(4);
         for chunk in &mut chunks {

@@ -57,6 +57,12 @@ pub(crate) fn measure_into<S: Sink + ?Sized>(
         max: usize,
     }
     impl<S: Sink + ?Sized> Sink for Budget<'_, S> {
+        fn write_byte(&mut self, byte: u8) {
+            if self.written < self.max {
+                self.sink.write_byte(byte);
+            }
+            self.written = self.written.saturating_add(1);
+        }
         fn write(&mut self, bytes: &[u8]) {
             // Only what fits reaches the sink: one long string crossing the
             // bound is never passed on whole.
@@ -103,14 +109,14 @@ fn walk<S: Sink + ?Sized>(value: &Value, sink: &mut S, max_depth: usize) -> bool
                     if stack.len() >= max_depth {
                         return false;
                     }
-                    sink.write(b"[");
+                    sink.write_byte(b'[');
                     stack.push(Frame::Array(items.iter(), true));
                 }
                 Value::Object(map) => {
                     if stack.len() >= max_depth {
                         return false;
                     }
-                    sink.write(b"{");
+                    sink.write_byte(b'{');
                     stack.push(Frame::Object(Entries::of(map), true));
                 }
             }
@@ -125,26 +131,26 @@ fn walk<S: Sink + ?Sized>(value: &Value, sink: &mut S, max_depth: usize) -> bool
             Frame::Array(items, first) => match items.next() {
                 Some(item) => {
                     if !std::mem::replace(first, false) {
-                        sink.write(b",");
+                        sink.write_byte(b',');
                     }
                     next = Some(item);
                 }
                 None => {
-                    sink.write(b"]");
+                    sink.write_byte(b']');
                     stack.pop();
                 }
             },
             Frame::Object(entries, first) => match entries.next() {
                 Some((key, item)) => {
                     if !std::mem::replace(first, false) {
-                        sink.write(b",");
+                        sink.write_byte(b',');
                     }
                     write_string(key, sink);
-                    sink.write(b":");
+                    sink.write_byte(b':');
                     next = Some(item);
                 }
                 None => {
-                    sink.write(b"}");
+                    sink.write_byte(b'}');
                     stack.pop();
                 }
             },
@@ -206,12 +212,12 @@ impl<'a> Iterator for Entries<'a> {
 
 /// Writes a JSON string literal exactly as `JSON.stringify` would.
 pub fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
-    sink.write(b"\"");
+    sink.write_byte(b'"');
     let bytes = text.as_bytes();
     // Most strings need no escaping: one scan, one write.
     if !needs_escape(bytes) {
         sink.write(bytes);
-        sink.write(b"\"");
+        sink.write_byte(b'"');
         return;
     }
     let mut start = 0;
@@ -237,7 +243,7 @@ pub fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
         start = index + 1;
     }
     sink.write(bytes.get(start..).unwrap_or_default());
-    sink.write(b"\"");
+    sink.write_byte(b'"');
 }
 
 /// Whether any byte is a control character, `"` or `\\`: eight bytes at a
