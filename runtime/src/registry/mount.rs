@@ -123,9 +123,19 @@ pub struct MountBuilder<'r> {
     registry: &'r Registry,
     contract: Result<&'static CheckedContract, DefinitionError>,
     component: Arc<dyn Component>,
-    instance: Option<String>,
+    instance: Option<Instance>,
     enabled: Option<bool>,
     references: Vec<ErasedRef>,
+}
+
+/// A mount's instance id as it was given.
+#[derive(Debug)]
+enum Instance {
+    /// Checked by `mount` (its error names the component type).
+    Unchecked(String),
+    /// Already a valid id ([`Registry::mount_instance`] checks first, so a
+    /// valid id is not copied twice).
+    Checked(InstanceId),
 }
 
 impl fmt::Debug for MountBuilder<'_> {
@@ -142,7 +152,7 @@ impl MountBuilder<'_> {
     /// The instance id (default: the contract's). Derive it from data (an
     /// entity id, a semantic slot), never from render or mount order.
     pub fn instance(mut self, instance: impl Into<String>) -> Self {
-        self.instance = Some(instance.into());
+        self.instance = Some(Instance::Unchecked(instance.into()));
         self
     }
 
@@ -163,9 +173,10 @@ impl MountBuilder<'_> {
     /// refusals (duplicates, the registration guard) return a rejected handle.
     pub fn mount(self) -> Result<Mounted, MountError> {
         let contract = self.contract?;
-        let instance = match &self.instance {
+        let instance = match self.instance {
             None => contract.default_instance().clone(),
-            Some(instance) => InstanceId::new(instance).map_err(|err| {
+            Some(Instance::Checked(instance)) => instance,
+            Some(Instance::Unchecked(instance)) => InstanceId::new(&instance).map_err(|err| {
                 DefinitionError::new(
                     crate::error::DefinitionErrorKind::InvalidId,
                     contract.component_type().as_str(),
@@ -192,7 +203,12 @@ impl Registry {
         component: Arc<T>,
         instance: &str,
     ) -> Result<Mounted, MountError> {
-        self.mounting(component).instance(instance).mount()
+        let mut mounting = self.mounting(component);
+        mounting.instance = Some(match InstanceId::new(instance) {
+            Ok(instance) => Instance::Checked(instance),
+            Err(_) => Instance::Unchecked(instance.to_owned()),
+        });
+        mounting.mount()
     }
 
     /// Starts a mount with options: an instance id, the initial master
