@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::Limits;
 use super::registration::Chain;
 
-use crate::audit::{AuditSink, ConsoleAuditSink};
+use crate::audit::{AuditSink, ConsoleAuditSink, MemoryAuditSink};
 use crate::clock::Clock;
 use crate::confirmation::ConfirmationStore;
 use crate::context::{Environment, HostContext};
@@ -380,6 +380,7 @@ impl RegistryBuilder {
         let limits = &config.limits;
         let tombstone_bounds = (limits.tombstone_size, millis(limits.tombstone_ttl));
         let max_pending_confirmations = limits.max_pending_confirmations;
+        let audit_buffer = limits.audit_buffer;
         let inner = Inner {
             surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
             config,
@@ -399,7 +400,7 @@ impl RegistryBuilder {
             dispatcher: LazyLock::new(|| Arc::new(Dispatcher::default())),
             audit,
             memory_on,
-            memory_audit: std::sync::OnceLock::new(),
+            memory_audit: MemoryAuditSink::new(audit_buffer),
             dedupe: std::sync::OnceLock::new(),
             confirmations: ConfirmationStore::new(max_pending_confirmations),
             admission: LazyLock::new(|| Arc::new(Admission::default())),

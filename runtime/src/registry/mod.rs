@@ -95,8 +95,9 @@ pub(crate) struct Inner {
     /// Whether the default in-memory sink records (not when the host
     /// installed its own sink).
     pub(crate) memory_on: bool,
-    /// Made by the first event recorded (see [`Inner::memory_audit`]).
-    pub(crate) memory_audit: std::sync::OnceLock<Box<MemoryAuditSink>>,
+    /// Inline, not made on first use: every registry that mounts records
+    /// an event, so a lazy buffer would only add an allocation.
+    pub(crate) memory_audit: MemoryAuditSink,
     /// Made by the first call that brings an invocation id (see
     /// [`Inner::dedupe`]): a registry whose calls never do stays small.
     pub(crate) dedupe: std::sync::OnceLock<Box<Mutex<Dedupe>>>,
@@ -126,13 +127,6 @@ pub(crate) struct Inner {
 impl Inner {
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The in-memory audit sink, made on first use with the registry's
-    /// bound.
-    pub(crate) fn memory_audit(&self) -> &MemoryAuditSink {
-        self.memory_audit
-            .get_or_init(|| Box::new(MemoryAuditSink::new(self.config.limits.audit_buffer)))
     }
 
     /// The dedupe window, made on first use with the registry's limits.
@@ -232,7 +226,7 @@ impl Inner {
 
     pub(crate) fn record(&self, event: &AuditEvent) {
         if self.memory_on {
-            audit::record(self.memory_audit(), event);
+            audit::record(&self.memory_audit, event);
         }
         if let Some(sink) = &self.audit {
             audit::record(sink.as_ref(), event);
@@ -264,7 +258,7 @@ impl Inner {
             audit::record(sink.as_ref(), &event);
         }
         if self.memory_on {
-            drop(self.memory_audit().push(event));
+            drop(self.memory_audit.push(event));
         }
     }
 
@@ -451,11 +445,7 @@ impl Registry {
     /// The default in-memory audit sink's events (empty when a custom sink
     /// replaced it).
     pub fn audit_log(&self) -> Vec<AuditEvent> {
-        self.inner
-            .memory_audit
-            .get()
-            .map(|memory| memory.events())
-            .unwrap_or_default()
+        self.inner.memory_audit.events()
     }
 
     /// Whether [`dispose`](Self::dispose) was called.
