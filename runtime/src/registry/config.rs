@@ -338,11 +338,6 @@ impl RegistryBuilder {
             Some(clock) => ClockSlot::Custom(crate::clock::Monotonic::new(clock)),
             None => ClockSlot::default_clock(),
         };
-        let base_chain = if self.policies.is_empty() {
-            Arc::clone(shared_defaults().empty_chain())
-        } else {
-            Arc::new(Chain::compose(&self.policies, &[], Vec::new()))
-        };
         // A registry built with every default shares one configuration
         // (most registries: one per request, one per test).
         let all_default = self.environment == Environment::default()
@@ -361,7 +356,13 @@ impl RegistryBuilder {
         let config = if all_default {
             Arc::clone(&shared_defaults().config)
         } else {
+            let base_chain = if self.policies.is_empty() {
+                Arc::clone(&shared_defaults().config.base_chain)
+            } else {
+                Arc::new(Chain::compose(&self.policies, &[], Vec::new()))
+            };
             Arc::new(Config {
+                base_chain,
                 environment: self.environment,
                 host: self.host,
                 policies: self.policies,
@@ -381,39 +382,37 @@ impl RegistryBuilder {
         let tombstone_bounds = (limits.tombstone_size, millis(limits.tombstone_ttl));
         let max_pending_confirmations = limits.max_pending_confirmations;
         let audit_buffer = limits.audit_buffer;
-        let inner = Inner {
-            surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
-            config,
-            clock,
-            ids: IdMint::new(),
-            state: Mutex::new(State {
-                version: 0,
-                live: FxHashMap::default(),
-                by_type: FxHashMap::default(),
-                ordered: None,
-                recent: None,
-                tombstone_bounds,
-                known_procedures: Vec::new(),
-                by_procedure: FxHashMap::default(),
-            }),
-            executor: std::sync::RwLock::new(None),
-            dispatcher: LazyLock::new(|| Arc::new(Dispatcher::default())),
-            audit,
-            memory_on,
-            memory_audit: MemoryAuditSink::new(audit_buffer),
-            dedupe: std::sync::OnceLock::new(),
-            confirmations: ConfirmationStore::new(max_pending_confirmations),
-            admission: LazyLock::new(|| Arc::new(Admission::default())),
-            disposed: crate::util::disposal::Disposal::default(),
-            version_tx: std::sync::OnceLock::new(),
-            version: std::sync::atomic::AtomicU64::new(0),
-            empty_host: &shared_defaults().host,
-            anonymous: &shared_defaults().anonymous,
-            base_chain,
-            bound_hosts: super::consumer_host::BoundHosts::default(),
-        };
         Registry {
-            inner: Arc::new(inner),
+            inner: Arc::new(Inner {
+                surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
+                config,
+                clock,
+                ids: IdMint::new(),
+                state: Mutex::new(State {
+                    version: 0,
+                    live: FxHashMap::default(),
+                    by_type: FxHashMap::default(),
+                    ordered: None,
+                    recent: None,
+                    tombstone_bounds,
+                    known_procedures: Vec::new(),
+                    by_procedure: FxHashMap::default(),
+                }),
+                executor: std::sync::RwLock::new(None),
+                dispatcher: LazyLock::new(|| Arc::new(Dispatcher::default())),
+                audit,
+                memory_on,
+                memory_audit: MemoryAuditSink::new(audit_buffer),
+                dedupe: std::sync::OnceLock::new(),
+                confirmations: ConfirmationStore::new(max_pending_confirmations),
+                admission: LazyLock::new(|| Arc::new(Admission::default())),
+                disposed: crate::util::disposal::Disposal::default(),
+                version_tx: std::sync::OnceLock::new(),
+                version: std::sync::atomic::AtomicU64::new(0),
+                empty_host: &shared_defaults().host,
+                anonymous: &shared_defaults().anonymous,
+                bound_hosts: super::consumer_host::BoundHosts::default(),
+            }),
         }
     }
 }
@@ -432,6 +431,9 @@ pub(crate) struct Config {
     pub(crate) expected_manifest: Option<Box<str>>,
     pub(crate) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
     pub(crate) presenter: Option<crate::confirmation::Presenter>,
+    /// The registry's own policy chain, shared by registrations that add
+    /// none (and by every registry without policies).
+    pub(crate) base_chain: Arc<Chain>,
 }
 
 /// Immutable values every registry starts with, built once per process.
@@ -440,14 +442,6 @@ struct SharedDefaults {
     config: Arc<Config>,
     host: HostContext,
     anonymous: crate::context::Consumer,
-    empty_chain: std::sync::OnceLock<Arc<Chain>>,
-}
-
-impl SharedDefaults {
-    fn empty_chain(&self) -> &Arc<Chain> {
-        self.empty_chain
-            .get_or_init(|| Arc::new(Chain::compose(&[], &[], Vec::new())))
-    }
 }
 
 fn shared_defaults() -> &'static SharedDefaults {
@@ -467,9 +461,9 @@ fn shared_defaults() -> &'static SharedDefaults {
             expected_manifest: None,
             approval_channels: Vec::new(),
             presenter: None,
+            base_chain: Arc::new(Chain::compose(&[], &[], Vec::new())),
         }),
         host: HostContext::default(),
         anonymous: crate::context::Consumer::anonymous(),
-        empty_chain: std::sync::OnceLock::new(),
     })
 }

@@ -115,8 +115,6 @@ pub(crate) struct Inner {
     pub(crate) empty_host: &'static HostContext,
     /// The consumer of calls that name none.
     pub(crate) anonymous: &'static crate::context::Consumer,
-    /// The registry's own policy chain, shared by registrations that add none.
-    pub(crate) base_chain: Arc<Chain>,
     /// The installed procedure executor.
     pub(crate) executor: std::sync::RwLock<Option<Arc<dyn ProcedureExecutor>>>,
     /// Host contexts bound to consumers by the adapters that authenticated

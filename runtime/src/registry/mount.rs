@@ -436,7 +436,7 @@ impl Registry {
         let inner = &self.inner;
         if !contract.has_own_policies() {
             // Only the registry's chain: shared, nothing to build per mount.
-            return Chains::Shared(Arc::clone(&inner.base_chain));
+            return Chains::Shared(Arc::clone(&inner.config.base_chain));
         }
         let component_policies = contract.policies();
         Chains::Each(
