@@ -241,3 +241,27 @@ async fn confirmation_text_escapes_bidi_zero_width_and_control_characters() {
     assert!(summary.starts_with("Poke x\\u{202A}x"), "{summary}");
     assert!(summary.ends_with("x\\u{000A}x\\u{001B}"), "{summary}");
 }
+
+#[tokio::test]
+async fn as_life_001_an_unmount_racing_a_confirmation_request_leaves_no_request_behind() {
+    // The presenter is host code run before the request is filed: here it
+    // unmounts the component, as a route change could at that moment. The
+    // unmount's withdrawal finds nothing yet; the request must not be filed
+    // for a registration that is gone.
+    let handle: Arc<std::sync::Mutex<Option<agent_surface::Mounted>>> = Arc::default();
+    let slot = Arc::clone(&handle);
+    let registry = Registry::builder()
+        .environment(Environment::Test)
+        .confirmation_presenter(move |_| {
+            drop(slot.lock().unwrap().take());
+            None
+        })
+        .build();
+    let probe = Probe::new();
+    *handle.lock().unwrap() = Some(registry.mount(probe.clone()).unwrap());
+
+    let result = call(&registry, guarded(&["a"])).await;
+    assert_eq!(code(&result), Some(ErrorCode::ComponentUnmounted));
+    assert!(registry.confirmations().pending().is_empty());
+    assert_eq!(probe.runs(), 0);
+}

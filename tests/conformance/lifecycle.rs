@@ -584,3 +584,17 @@ fn as_contract_001_only_checked_macro_contracts_can_be_mounted() {
     assert!(err.to_string().contains("UNSUPPORTED_SCHEMA"), "{err}");
     assert_eq!(registry.version(), 0);
 }
+
+#[test]
+fn a_mount_builder_shows_its_instance_as_given() {
+    let registry = crate::fixtures::registry();
+    assert_eq!(
+        format!(
+            "{:?}",
+            registry
+                .mounting(crate::fixtures::Probe::new())
+                .instance("x")
+        ),
+        r#"MountBuilder { instance: Some("x"), enabled: None, references: 0, .. }"#
+    );
+}

@@ -129,13 +129,22 @@ pub struct MountBuilder<'r> {
 }
 
 /// A mount's instance id as it was given.
-#[derive(Debug)]
 enum Instance {
     /// Checked by `mount` (its error names the component type).
     Unchecked(String),
     /// Already a valid id ([`Registry::mount_instance`] checks first, so a
     /// valid id is not copied twice).
     Checked(InstanceId),
+}
+
+/// The id as it was given, whether checked yet or not.
+impl fmt::Debug for Instance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Instance::Unchecked(text) => fmt::Debug::fmt(text, f),
+            Instance::Checked(id) => fmt::Debug::fmt(id.as_str(), f),
+        }
+    }
 }
 
 impl fmt::Debug for MountBuilder<'_> {

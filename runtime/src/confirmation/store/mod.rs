@@ -292,11 +292,18 @@ impl ConfirmationStore {
     /// (or identical pending) request, or `RATE_LIMITED` when the registry
     /// or this consumer has too many open. The summary is escaped and cut
     /// to 300 characters here, whoever wrote it.
+    ///
+    /// `live` says whether what the request binds to is still mounted; it
+    /// is asked under the store's lock, which an unmount's withdrawal takes
+    /// after it marks the registration gone: an unmount racing the request
+    /// either withdraws it or is seen here (`COMPONENT_UNMOUNTED`), so no
+    /// request outlives its registration.
     pub(crate) fn request<S: StoreOwner>(
         &self,
         services: &Arc<S>,
         binding: &Binding<'_>,
         ask: Ask,
+        live: impl Fn() -> bool,
     ) -> ErrorPayload {
         let Ask {
             summary,
@@ -316,6 +323,9 @@ impl ConfirmationStore {
         // ended): nobody is left to present an approval, so nobody is asked.
         if Self::forgotten_since(&store, binding.consumer_key, since_epoch) {
             return ErrorPayload::cancelled();
+        }
+        if !live() {
+            return ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight);
         }
         if let Some(record) = store
             .open

@@ -526,6 +526,11 @@ impl InFlight<'_> {
                 requester,
                 since_epoch: self.forget_epoch,
             },
+            || {
+                self.resolved
+                    .as_ref()
+                    .is_some_and(|(registration, _)| registration.is_active())
+            },
         )
     }
 }
