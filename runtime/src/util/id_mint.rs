@@ -1,14 +1,14 @@
 //! Id minting: `srf_…`, `reg_…`, `cnf_…`, `inv_…`.
 //!
 //! Every random part comes from the operating system's CSPRNG, drawn 256
-//! bytes at a time into a process-wide pool so minting an id costs a copy,
+//! bytes at a time into a per-thread pool so minting an id costs a copy,
 //! not a system call. Nothing is derived from a seed and a counter: seeing
 //! any number of ids tells nothing about the next one (a confirmation id of
 //! another consumer cannot be guessed).
 
 use std::hash::{BuildHasher, RandomState};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
 
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -55,12 +55,17 @@ struct Pool {
     next: usize,
 }
 
-/// One pool for the process: registries are created often (tests, per
-/// request) and each would otherwise pay a system call.
-static POOL: Mutex<Pool> = Mutex::new(Pool {
-    bytes: [0; POOL_BYTES],
-    next: POOL_BYTES,
-});
+thread_local! {
+    /// One pool per thread: minting takes no lock (registrations minted on
+    /// many threads at once do not queue for one), and a refill is one
+    /// system call per 32 draws of that thread.
+    static POOL: std::cell::RefCell<Pool> = const {
+        std::cell::RefCell::new(Pool {
+            bytes: [0; POOL_BYTES],
+            next: POOL_BYTES,
+        })
+    };
+}
 
 impl Pool {
     fn refill(&mut self) {
@@ -102,10 +107,19 @@ impl Pool {
     }
 }
 
-/// `N` random words from the process pool under one lock.
+/// `N` random words from this thread's pool (from a pool of their own
+/// while the thread is being torn down and its pool is gone).
 fn random<const N: usize>() -> [u64; N] {
-    let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
-    std::array::from_fn(|_| pool.u64())
+    let draw = |pool: &mut Pool| std::array::from_fn(|_| pool.u64());
+    POOL.try_with(|pool| pool.try_borrow_mut().ok().map(|mut pool| draw(&mut pool)))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| {
+            draw(&mut Pool {
+                bytes: [0; POOL_BYTES],
+                next: POOL_BYTES,
+            })
+        })
 }
 
 /// Mints the ids of one registry. Its keys are drawn on first use, so
