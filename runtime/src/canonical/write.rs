@@ -16,7 +16,7 @@ use super::{Sink, utf16_cmp};
 /// heap), so any nesting depth is safe on any thread stack; it stops early
 /// once the sink reports [`Sink::full`].
 pub fn write_canonical<S: Sink + ?Sized>(value: &Value, sink: &mut S) {
-    let _complete = walk(value, sink, usize::MAX);
+    let _complete = walk::<_, true>(value, sink, usize::MAX);
 }
 
 /// What [`measure`] found.
@@ -39,13 +39,25 @@ pub(crate) fn measure(value: &Value, max_depth: usize, max_bytes: usize) -> Meas
     impl Sink for Nowhere {
         fn write(&mut self, _: &[u8]) {}
     }
-    measure_into(value, &mut Nowhere, max_depth, max_bytes)
+    // Nothing is written, so key order does not matter: the walk skips it.
+    measure_walk::<_, false>(value, &mut Nowhere, max_depth, max_bytes)
 }
 
 /// [`measure`], also writing the canonical form into `sink` as it walks
 /// (all of it when the answer is [`Measure::Len`]; otherwise a prefix of at
 /// most `max_bytes` bytes).
 pub(crate) fn measure_into<S: Sink + ?Sized>(
+    value: &Value,
+    sink: &mut S,
+    max_depth: usize,
+    max_bytes: usize,
+) -> Measure {
+    measure_walk::<S, true>(value, sink, max_depth, max_bytes)
+}
+
+/// [`measure_into`], with object keys in canonical order when `ORDERED`
+/// (a length is the same in any order).
+fn measure_walk<S: Sink + ?Sized, const ORDERED: bool>(
     value: &Value,
     sink: &mut S,
     max_depth: usize,
@@ -80,7 +92,7 @@ pub(crate) fn measure_into<S: Sink + ?Sized>(
         written: 0,
         max: max_bytes,
     };
-    if !walk(value, &mut budget, max_depth) {
+    if !walk::<_, ORDERED>(value, &mut budget, max_depth) {
         Measure::TooDeep
     } else if budget.written > max_bytes {
         Measure::TooLarge
@@ -93,8 +105,13 @@ pub(crate) fn measure_into<S: Sink + ?Sized>(
 const INLINE_FRAMES: usize = 8;
 
 /// The iterative walk; `false` when a value nests deeper than `max_depth`
-/// (nothing is written past it).
-fn walk<S: Sink + ?Sized>(value: &Value, sink: &mut S, max_depth: usize) -> bool {
+/// (nothing is written past it). Object keys come in canonical order when
+/// `ORDERED`, in the map's own order otherwise.
+fn walk<S: Sink + ?Sized, const ORDERED: bool>(
+    value: &Value,
+    sink: &mut S,
+    max_depth: usize,
+) -> bool {
     let mut stack: SmallVec<[Frame<'_>; INLINE_FRAMES]> = SmallVec::new();
     let mut next = Some(value);
     loop {
@@ -117,7 +134,12 @@ fn walk<S: Sink + ?Sized>(value: &Value, sink: &mut S, max_depth: usize) -> bool
                         return false;
                     }
                     sink.write_byte(b'{');
-                    stack.push(Frame::Object(Entries::of(map), true));
+                    let entries = if ORDERED {
+                        Entries::of(map)
+                    } else {
+                        Entries::InOrder(map.iter())
+                    };
+                    stack.push(Frame::Object(entries, true));
                 }
             }
         }
