@@ -233,6 +233,7 @@ impl<'a> Iterator for Entries<'a> {
 }
 
 /// Writes a JSON string literal exactly as `JSON.stringify` would.
+#[inline]
 pub fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
     sink.write_byte(b'"');
     let bytes = text.as_bytes();
@@ -271,6 +272,7 @@ pub fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
 /// Whether any byte is a control character, `"` or `\\`: eight bytes at a
 /// time (the classic "has a byte less than n" and "has a zero byte" word
 /// tests, exact as booleans), the tail one by one.
+#[inline(always)]
 fn needs_escape(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
