@@ -1348,3 +1348,55 @@ async fn unmount_drops_the_references_closures() {
     assert_eq!(Arc::strong_count(&screen), 1);
     drop(snapshot);
 }
+
+/// Mounts `screen` with a reference whose `when` unmounts it (a route
+/// change landing during the availability check) and then answers
+/// `available`.
+fn mounted_unmounting_in_when(
+    registry: &Registry,
+    screen: &Arc<Screen>,
+    available: bool,
+) -> Arc<Mutex<Option<agent_surface::Mounted>>> {
+    let handle: Arc<Mutex<Option<agent_surface::Mounted>>> = Arc::default();
+    let slot = Arc::clone(&handle);
+    let bound = Arc::clone(screen);
+    let mounted = registry
+        .mounting(Arc::clone(screen))
+        .procedure(
+            ProcedureRef::<DisableDevices>::new()
+                .bind(DisableDevices::fields().device_ids, move || {
+                    bound.selected()
+                })
+                .when(move || {
+                    drop(slot.lock().unwrap().take());
+                    available
+                }),
+        )
+        .mount()
+        .unwrap();
+    *handle.lock().unwrap() = Some(mounted);
+    handle
+}
+
+#[tokio::test]
+async fn as_life_001_a_procedure_call_whose_mount_goes_during_its_checks_settles_unmounted() {
+    for available in [true, false] {
+        let backend = FakeBackend::agreeing();
+        let registry = registry_with(&backend);
+        let screen = Arc::new(Screen::default());
+        screen.select(&["d1"]);
+        let _handle = mounted_unmounting_in_when(&registry, &screen, available);
+        let result = call(
+            &registry,
+            Invocation::new("domain:test.devices.disable").input(json!({})),
+        )
+        .await;
+        assert_eq!(
+            code(&result),
+            Some(ErrorCode::ComponentUnmounted),
+            "when → {available}: {result:?}"
+        );
+        assert!(backend.calls.lock().unwrap().is_empty());
+        assert!(registry.confirmations().pending().is_empty());
+    }
+}

@@ -10,10 +10,23 @@ use crate::error::ErrorPayload;
 impl ConfirmationStore {
     /// The `CONFIRMATION_REQUIRED` answer of an identical request already
     /// pending (an agent asking again while the person reads), so the
-    /// caller skips presenting it anew.
-    pub(crate) fn already_pending(&self, binding: &Binding<'_>) -> Option<ErrorPayload> {
+    /// caller skips presenting it anew. `live` is asked under the store's
+    /// lock as [`request`](Self::request) asks it: a registration an unmount
+    /// has marked gone answers `COMPONENT_UNMOUNTED`, never a request its
+    /// withdrawal is about to end.
+    pub(crate) fn already_pending(
+        &self,
+        binding: &Binding<'_>,
+        live: impl Fn() -> bool,
+    ) -> Option<ErrorPayload> {
         let (canonical, digest) = binding.canonical();
-        self.lock()
+        let store = self.lock();
+        if !live() {
+            return Some(ErrorPayload::unmounted(
+                crate::error::UnmountedPhase::MidFlight,
+            ));
+        }
+        store
             .open
             .values()
             .find(|r| r.stage == Stage::Pending && r.digest == digest && r.binding == canonical)

@@ -50,6 +50,13 @@ impl InFlight<'_> {
         // Resolution showed the capability to this consumer: unavailable
         // is now something it may learn.
         if let Availability::Unavailable(reason) = availability {
+            // An unmount that raced the check (a released reference reads
+            // as unavailable) is told as what it is.
+            if !registration.is_active() {
+                return Err(ErrorPayload::unmounted(
+                    crate::error::UnmountedPhase::MidFlight,
+                ));
+            }
             return Err(ErrorPayload::not_available(&reason));
         }
         Ok(component)

@@ -488,7 +488,12 @@ impl InFlight<'_> {
         let inner = &self.registry.inner;
         // Asked again while the person reads: the same request, not
         // presented (host code) anew.
-        if let Some(pending) = inner.confirmations.already_pending(binding) {
+        let live = || {
+            self.resolved
+                .as_ref()
+                .is_some_and(|(registration, _)| registration.is_active())
+        };
+        if let Some(pending) = inner.confirmations.already_pending(binding, live) {
             return pending;
         }
         let requester = self.consumer.label().map(|label| {
@@ -526,11 +531,7 @@ impl InFlight<'_> {
                 requester,
                 since_epoch: self.forget_epoch,
             },
-            || {
-                self.resolved
-                    .as_ref()
-                    .is_some_and(|(registration, _)| registration.is_active())
-            },
+            live,
         )
     }
 }

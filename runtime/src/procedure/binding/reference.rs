@@ -255,12 +255,11 @@ impl Reference {
         let Value::Object(mut merged) = agent_value else {
             return Err(ErrorPayload::invalid_input(&[]));
         };
-        let live = self.live().ok_or_else(|| {
-            binding_failed(BindingFailure {
-                field: "",
-                cause: "the component was unmounted".to_owned(),
-            })
-        })?;
+        // Released by an unmount racing this call: the component is gone,
+        // as a view action of it would be told.
+        let live = self
+            .live()
+            .ok_or_else(|| ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight))?;
         for field in live.fields.iter() {
             if !field.locked && merged.contains_key(field.name) {
                 continue;
