@@ -266,57 +266,27 @@ async fn as_life_001_an_unmount_racing_a_confirmation_request_leaves_no_request_
     assert_eq!(probe.runs(), 0);
 }
 
-/// Holds each call at `on_invoke` (after resolution) once armed, until
-/// the gate opens.
-struct HoldWhenArmed {
-    armed: Arc<std::sync::atomic::AtomicBool>,
-    held: Arc<tokio::sync::Notify>,
-    gate: tokio::sync::watch::Receiver<bool>,
-}
-
-impl agent_surface::policy::Policy for HoldWhenArmed {
-    fn name(&self) -> &str {
-        "hold-when-armed"
-    }
-
-    fn on_invoke<'a>(
-        &'a self,
-        _ctx: &'a agent_surface::policy::InvokeContext<'a>,
-        next: agent_surface::policy::Next<'a, agent_surface::policy::InvokeContext<'a>>,
-    ) -> agent_surface::policy::BoxFuture<'a, agent_surface::policy::PolicyResult> {
-        let hold = self.armed.load(std::sync::atomic::Ordering::SeqCst);
-        Box::pin(async move {
-            if hold {
-                self.held.notify_one();
-                let mut gate = self.gate.clone();
-                let _open = gate.wait_for(|open| *open).await;
-            }
-            next.run().await
-        })
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn as_life_001_asking_again_while_an_unmount_is_under_way_settles_unmounted() {
     // An unmount marks its registration gone, tells its listeners, then
     // withdraws its requests. A call that resolved before the unmount and
     // asks again, in between, for an identical pending request is told
     // the component is gone, not handed the request about to be withdrawn.
-    let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let held = Arc::new(tokio::sync::Notify::new());
-    let (open, gate) = tokio::sync::watch::channel(false);
+    // The gate starts open: the first call files the request; closed
+    // after it, it holds the next call past resolution.
+    let entered = Arc::new(tokio::sync::Notify::new());
+    let (open, gate) = tokio::sync::watch::channel(true);
     let registry = Registry::builder()
         .environment(Environment::Test)
-        .policy(HoldWhenArmed {
-            armed: Arc::clone(&armed),
-            held: Arc::clone(&held),
+        .policy(crate::fixtures::Held {
+            entered: Arc::clone(&entered),
             gate,
         })
         .build();
     let mounted = registry.mount(Probe::new()).unwrap();
     let first = confirmation_id(&call(&registry, guarded(&["same"])).await);
-
-    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    entered.notified().await; // the first call's
+    open.send_replace(false);
     let (settled_tx, settled_rx) = std::sync::mpsc::channel();
     let again = tokio::spawn({
         let registry = registry.clone();
@@ -326,7 +296,7 @@ async fn as_life_001_asking_again_while_an_unmount_is_under_way_settles_unmounte
             result
         }
     });
-    held.notified().await;
+    entered.notified().await;
     // Runs after the registration is marked gone, before its withdrawal:
     // lets the held call finish meanwhile.
     let settled_rx = std::sync::Mutex::new(settled_rx);

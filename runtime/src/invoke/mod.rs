@@ -240,11 +240,6 @@ impl Registry {
 
     /// Dedupe entries currently remembered (bounded by `dedupe_cache_size`).
     pub fn dedupe_len(&self) -> usize {
-        self.inner.dedupe.get().map_or(0, |dedupe| {
-            dedupe
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .len()
-        })
+        self.inner.dedupe_if_made().map_or(0, |dedupe| dedupe.len())
     }
 }

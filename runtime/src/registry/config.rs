@@ -24,7 +24,6 @@ use crate::primitives::concurrency::Admission;
 use crate::procedure::ProcedureError;
 use crate::util::id_mint::IdMint;
 
-pub(crate) use crate::util::millis::millis;
 
 /// What to do when a component is mounted under a `(type, instance)` that
 /// is already live.
@@ -379,7 +378,6 @@ impl RegistryBuilder {
             })
         };
         let limits = &config.limits;
-        let tombstone_bounds = (limits.tombstone_size, millis(limits.tombstone_ttl));
         let max_pending_confirmations = limits.max_pending_confirmations;
         let audit_buffer = limits.audit_buffer;
         Registry {
@@ -394,7 +392,6 @@ impl RegistryBuilder {
                     by_type: FxHashMap::default(),
                     ordered: None,
                     recent: None,
-                    tombstone_bounds,
                     known_procedures: Vec::new(),
                     by_procedure: FxHashMap::default(),
                 }),

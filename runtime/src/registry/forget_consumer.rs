@@ -14,11 +14,8 @@ impl Registry {
     /// the same identity later can replay, conflict with or approve them.
     pub fn forget_consumer(&self, consumer: &Consumer) {
         let key = consumer.key();
-        if let Some(dedupe) = self.inner.dedupe.get() {
-            dedupe
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .forget_consumer(key);
+        if let Some(mut dedupe) = self.inner.dedupe_if_made() {
+            dedupe.forget_consumer(key);
         }
         self.inner
             .confirmations

@@ -127,6 +127,22 @@ impl Inner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// How many tombstones unmounts leave, and for how long (ms).
+    pub(crate) fn tombstone_bounds(&self) -> (usize, u64) {
+        let limits = &self.config.limits;
+        (
+            limits.tombstone_size,
+            crate::util::millis::millis(limits.tombstone_ttl),
+        )
+    }
+
+    /// The dedupe window if a call ever made it (nothing to read or forget
+    /// otherwise).
+    pub(crate) fn dedupe_if_made(&self) -> Option<MutexGuard<'_, Dedupe>> {
+        let dedupe = self.dedupe.get()?;
+        Some(dedupe.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     /// The dedupe window, made on first use with the registry's limits.
     pub(crate) fn dedupe(&self) -> MutexGuard<'_, Dedupe> {
         self.dedupe

@@ -59,14 +59,19 @@ pub(crate) struct State {
     /// that never unmounts (most are dropped whole) is created and dropped
     /// without it.
     pub(crate) recent: Option<Box<Recent>>,
-    /// The bounds of [`Recent`]: its capacity and time to live (ms).
-    pub(crate) tombstone_bounds: (usize, u64),
     pub(crate) known_procedures: Vec<Arc<str>>,
     /// Live registrations exposing each procedure, in mount order.
     pub(crate) by_procedure: FxHashMap<Arc<str>, Vec<Arc<Registration>>>,
 }
 
 impl State {
+    /// Whether any unmount left a tombstone that is still remembered.
+    pub(crate) fn has_tombstones(&self) -> bool {
+        self.recent
+            .as_ref()
+            .is_some_and(|recent| !recent.tombstones.is_empty())
+    }
+
     /// The tombstone of registration `id`, if it was unmounted lately.
     pub(crate) fn tombstone(&self, id: &str, now_ms: impl FnOnce() -> u64) -> Option<&Tombstone> {
         self.recent.as_ref()?.tombstones.peek(id, now_ms())
@@ -134,15 +139,17 @@ impl State {
         }
     }
 
-    /// Removes a live registration and remembers it as a tombstone. Returns
-    /// the tombstones that made room: the caller drops them once the state
-    /// lock is released (they hold policy chains, whose destructors are
-    /// host code).
+    /// Removes a live registration and remembers it as a tombstone, within
+    /// `bounds` (the registry's tombstone capacity and time to live, ms).
+    /// Returns the tombstones that made room: the caller drops them once
+    /// the state lock is released (they hold policy chains, whose
+    /// destructors are host code).
     #[must_use = "drop the evicted tombstones after releasing the state lock"]
     pub(super) fn remove(
         &mut self,
         registration: &Arc<Registration>,
         now_ms: u64,
+        bounds: (usize, u64),
     ) -> Option<(Arc<str>, Tombstone)> {
         self.live.remove(&registration.id);
         let component_type = registration.contract.component_type().as_str();
@@ -165,7 +172,7 @@ impl State {
                 }
             }
         }
-        let (capacity, ttl_ms) = self.tombstone_bounds;
+        let (capacity, ttl_ms) = bounds;
         let recent = self.recent.get_or_insert_with(|| {
             Box::new(Recent {
                 tombstones: Lru::new(capacity, ttl_ms),

@@ -110,13 +110,7 @@ impl InFlight<'_> {
             }
         };
         let tombstone = match registration_id {
-            _ if state
-                .recent
-                .as_ref()
-                .is_none_or(|recent| recent.tombstones.is_empty()) =>
-            {
-                None
-            }
+            _ if !state.has_tombstones() => None,
             Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
             Some(id) => state.tombstone(id, now).cloned(),
             None => state.tombstone_of_type(component_type, now).cloned(),
