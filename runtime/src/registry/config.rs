@@ -24,7 +24,6 @@ use crate::primitives::concurrency::Admission;
 use crate::procedure::ProcedureError;
 use crate::util::id_mint::IdMint;
 
-
 /// What to do when a component is mounted under a `(type, instance)` that
 /// is already live.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
