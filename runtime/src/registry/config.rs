@@ -377,6 +377,10 @@ impl RegistryBuilder {
             })
         };
         let limits = &config.limits;
+        let tombstone_bounds = (
+            limits.tombstone_size,
+            crate::util::millis::millis(limits.tombstone_ttl),
+        );
         let max_pending_confirmations = limits.max_pending_confirmations;
         let audit_buffer = limits.audit_buffer;
         Registry {
@@ -391,6 +395,7 @@ impl RegistryBuilder {
                     by_type: FxHashMap::default(),
                     ordered: None,
                     recent: None,
+                    tombstone_bounds,
                     known_procedures: Vec::new(),
                     by_procedure: FxHashMap::default(),
                 }),

@@ -91,7 +91,7 @@ impl Registry {
                     return Insertion::Refused(registration.release(), Refusal::Duplicate);
                 }
                 DuplicatePolicy::Replace => {
-                    evicted = state.remove(&existing, now, inner.tombstone_bounds());
+                    evicted = state.remove(&existing, now);
                     let released = existing.release();
                     events.push(SurfaceEvent::ComponentUnregistered {
                         registration_id: Arc::clone(&existing.id),

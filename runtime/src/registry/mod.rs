@@ -127,15 +127,6 @@ impl Inner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// How many tombstones unmounts leave, and for how long (ms).
-    pub(crate) fn tombstone_bounds(&self) -> (usize, u64) {
-        let limits = &self.config.limits;
-        (
-            limits.tombstone_size,
-            crate::util::millis::millis(limits.tombstone_ttl),
-        )
-    }
-
     /// The dedupe window if a call ever made it (nothing to read or forget
     /// otherwise).
     pub(crate) fn dedupe_if_made(&self) -> Option<MutexGuard<'_, Dedupe>> {

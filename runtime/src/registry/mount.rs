@@ -520,7 +520,7 @@ impl Registry {
         if !registration.is_active() {
             return;
         }
-        let evicted = state.remove(registration, now, inner.tombstone_bounds());
+        let evicted = state.remove(registration, now);
         let released = registration.release();
         let events = if inner.dispatcher.active() {
             vec![SurfaceEvent::ComponentUnregistered {
