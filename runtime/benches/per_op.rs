@@ -16,6 +16,12 @@
 //!
 //! Instructions per operation = the `Ir` total / N. `per_op --trace CASE`
 //! prints where each allocation of one operation comes from.
+//!
+//! `per_op --time CASE N ROUNDS` times ROUNDS batches of N operations (the
+//! allocator not counting) and prints the fastest batch and the median, in
+//! nanoseconds per operation. On a shared machine the fastest of many short
+//! batches is the figure least disturbed by other load: run two builds'
+//! binaries alternately and compare their fastest batches.
 
 // The counting allocator below is the only unsafe code: it forwards each
 // call to `System` unchanged. It lives in this benchmark, never in the crate.
@@ -48,6 +54,8 @@ use fixture::{Widget, mounted, poke, read_state, rows};
 struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Cleared by `--time`: allocations then cost only the system's.
+static COUNTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 /// Set by `--trace CASE`: each allocation of one operation prints where
 /// it came from (the crate's frames of its backtrace).
 static TRACING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -83,21 +91,27 @@ static BYTES: AtomicU64 = AtomicU64::new(0);
 // SAFETY: forwards every call to `System` unchanged; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        trace_allocation(layout.size());
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            trace_allocation(layout.size());
+            BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        }
         // SAFETY: the caller's contract is `System`'s.
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        }
         // SAFETY: as above.
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+        }
         // SAFETY: as above.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -313,6 +327,30 @@ fn main() {
             .unwrap_or(1000);
         fixture.run(case, warm_up(case));
         measured(&mut fixture, case, n);
+        return;
+    }
+    if let Some(at) = args.iter().position(|a| a == "--time") {
+        let number = |offset: usize, default: u64| {
+            args.get(at + offset)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(default)
+        };
+        let case = args.get(at + 1).map_or("observation", String::as_str);
+        let (n, rounds) = (number(2, 1000).max(1), number(3, 50).max(1));
+        COUNTING.store(false, Ordering::Relaxed);
+        fixture.run(case, warm_up(case));
+        let mut batches: Vec<f64> = (0..rounds)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                measured(&mut fixture, case, n);
+                #[allow(clippy::cast_precision_loss)]
+                let per_op = start.elapsed().as_secs_f64() * 1e9 / n as f64;
+                per_op
+            })
+            .collect();
+        batches.sort_by(f64::total_cmp);
+        let median = batches[batches.len() / 2];
+        println!("{case} fastest {:.1} ns median {median:.1} ns", batches[0]);
         return;
     }
     let filter = args.iter().skip(1).find(|a| !a.starts_with("--"));

@@ -35,6 +35,7 @@ mod ids;
 mod invalidate;
 mod lifecycle;
 mod nesting;
+mod outputs;
 mod pipeline;
 mod policies;
 mod procedures;

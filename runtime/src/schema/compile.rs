@@ -11,13 +11,13 @@ use serde_json::Value;
 use super::format::Format;
 use super::{SchemaError, push_pointer};
 
-const NULL: u8 = 1;
-const BOOLEAN: u8 = 2;
-const INTEGER: u8 = 4;
-const NUMBER: u8 = 8;
-const STRING: u8 = 16;
-const ARRAY: u8 = 32;
-const OBJECT: u8 = 64;
+pub(super) const NULL: u8 = 1;
+pub(super) const BOOLEAN: u8 = 2;
+pub(super) const INTEGER: u8 = 4;
+pub(super) const NUMBER: u8 = 8;
+pub(super) const STRING: u8 = 16;
+pub(super) const ARRAY: u8 = 32;
+pub(super) const OBJECT: u8 = 64;
 
 const TYPE_NAMES: [(u8, &str); 7] = [
     (OBJECT, "object"),
@@ -66,6 +66,16 @@ pub struct CompiledSchema {
     /// Whether any node declares a `default` (when none does, filling
     /// defaults has nothing to do and skips the walk).
     pub(super) has_defaults: bool,
+    /// The most any valid value can take, when the schema bounds it.
+    pub(super) extent: Option<super::extent::Extent>,
+}
+
+impl CompiledSchema {
+    /// The longest canonical JSON and deepest nesting any valid value can
+    /// have; `None` when the schema leaves either unbounded.
+    pub(crate) fn extent(&self) -> Option<super::extent::Extent> {
+        self.extent
+    }
 }
 
 /// Compiles a schema that passed [`check_subset`](super::check_subset).
@@ -99,10 +109,12 @@ pub fn compile(schema: &Value) -> Result<CompiledSchema, SchemaError> {
     let root = compiler.compile(schema, "")?;
     compiler.reject_cycles()?;
     let has_defaults = compiler.nodes.iter().any(|node| node.default.is_some());
+    let extent = super::extent::extent(&compiler.nodes, root);
     Ok(CompiledSchema {
         nodes: compiler.nodes,
         root,
         has_defaults,
+        extent,
     })
 }
 

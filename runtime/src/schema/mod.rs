@@ -47,6 +47,7 @@
 pub(crate) mod bounded;
 mod compile;
 mod ecosystem;
+pub(crate) mod extent;
 mod external;
 mod format;
 mod normalize;

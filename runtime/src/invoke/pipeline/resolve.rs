@@ -60,11 +60,17 @@ impl InFlight<'_> {
             return Err(ErrorPayload::not_found());
         };
         let (candidates, tombstone) = self.view_candidates(component_type);
-        let mut visible: Visible = candidates
-            .into_iter()
-            .filter_map(|registration| self.view_target(registration))
-            .filter_map(|target| self.discovered(target, host))
-            .collect();
+        // A plain loop: the usual one candidate is pushed inline, with no
+        // size hint to reserve for.
+        let mut visible = Visible::new();
+        for registration in candidates {
+            if let Some(target) = self
+                .view_target(registration)
+                .and_then(|target| self.discovered(target, host))
+            {
+                visible.push(target);
+            }
+        }
         // A tombstone counts only if this consumer could see what it offered.
         let tombstone = tombstone.filter(|tomb| {
             self.view_target(Arc::clone(&tomb.registration))

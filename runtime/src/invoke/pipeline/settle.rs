@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use crate::audit::{AuditEvent, AuditKind};
 use crate::canonical::{Measure, measure};
+use crate::contract::CheckedSchema;
 use crate::error::{ErrorPayload, FailureReason};
 use crate::invoke::InvocationResult;
 use agent_surface_rules::Audit;
@@ -31,6 +32,21 @@ impl InFlight<'_> {
         // same walk sizes it (stopping past the output limit).
         let limits = &self.registry.inner.config.limits;
         let max_depth = limits.max_input_depth;
+        let schema = subject.output_schema();
+        // A schema that bounds every valid value within the limits needs no
+        // walk first when nobody needs the output's size (only a dedupe
+        // record does): validation alone decides, and its recursion follows
+        // the schema's bounded depth.
+        if self.leadership.is_none()
+            && let Some(schema) = schema
+            && schema
+                .validator()
+                .extent()
+                .is_some_and(|extent| extent.within(max_depth, limits.max_output_bytes))
+        {
+            self.validate_output(subject, schema, &output, trace)?;
+            return Ok(Some(Arc::new(output)));
+        }
         let measured = match measure(&output, max_depth, limits.max_output_bytes) {
             Measure::TooLarge if !crate::invoke::bounds::depth_within(&output, max_depth) => {
                 Measure::TooDeep
@@ -44,22 +60,8 @@ impl InFlight<'_> {
             crate::invoke::bounds::dispose(output);
             return Err(ErrorPayload::execution_failed(FailureReason::OutputInvalid));
         }
-        let capability = subject.capability();
-        if let Some(schema) = subject.output_schema() {
-            let issues = schema.validator().validate(&output);
-            if !issues.is_empty() {
-                let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
-                trace.operator = Some(format!(
-                    "output does not match its schema: {}",
-                    listed.join("; ")
-                ));
-                if self.registry.inner.config.environment
-                    == crate::context::Environment::Development
-                {
-                    tracing::error!(capability = %capability.id(), issues = %listed.join("; "), "handler output does not match its schema");
-                }
-                return Err(ErrorPayload::execution_failed(FailureReason::OutputInvalid));
-            }
+        if let Some(schema) = schema {
+            self.validate_output(subject, schema, &output, trace)?;
         }
         let Measure::Len(size) = measured else {
             trace.operator = Some(format!(
@@ -72,6 +74,29 @@ impl InFlight<'_> {
         };
         trace.output_bytes = Some(size);
         Ok(Some(Arc::new(output)))
+    }
+
+    /// Phase 10: the output against its schema.
+    fn validate_output(
+        &self,
+        subject: &Subject,
+        schema: &CheckedSchema,
+        output: &Value,
+        trace: &mut Trace,
+    ) -> Result<(), ErrorPayload> {
+        let issues = schema.validator().validate(output);
+        if issues.is_empty() {
+            return Ok(());
+        }
+        let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
+        trace.operator = Some(format!(
+            "output does not match its schema: {}",
+            listed.join("; ")
+        ));
+        if self.registry.inner.config.environment == crate::context::Environment::Development {
+            tracing::error!(capability = %subject.capability().id(), issues = %listed.join("; "), "handler output does not match its schema");
+        }
+        Err(ErrorPayload::execution_failed(FailureReason::OutputInvalid))
     }
 
     /// Phase 10: the result, the audit record and the settled event.

@@ -1,0 +1,98 @@
+//! Handler outputs against their schemas: an output type whose schema
+//! bounds every valid value is checked by validation alone (no walk to size
+//! it first) unless the call is remembered by the dedupe window; both
+//! routes must settle exactly as the full check does.
+
+use std::sync::Arc;
+
+use agent_surface::prelude::*;
+use agent_surface::registry::{Limits, Registry};
+use serde_json::json;
+
+use crate::fixtures::{call, code};
+
+/// A bounded output: a closed object with one short string.
+#[agent_schema]
+#[derive(Clone, Debug)]
+pub(crate) struct Label {
+    /// At most three characters.
+    #[schemars(length(max = 3))]
+    pub(crate) name: String,
+}
+
+/// A component returning labels that keep or break their schema.
+pub(crate) struct Labels;
+
+/// Labels.
+#[agent_component(type = "test.labels")]
+impl Labels {
+    /// A label within its schema.
+    #[observation]
+    fn fits(&self) -> Label {
+        Label {
+            name: "abc".to_owned(),
+        }
+    }
+
+    /// A label longer than its schema allows.
+    #[observation]
+    fn too_long(&self) -> Label {
+        Label {
+            name: "abcdef".to_owned(),
+        }
+    }
+
+    /// The same broken label from an action (called with a tool-call id,
+    /// so its result is remembered and its size measured).
+    #[action(effect = "local-state")]
+    fn stamp(&self) -> Label {
+        Label {
+            name: "abcdef".to_owned(),
+        }
+    }
+}
+
+fn reason(result: &InvocationResult) -> Option<serde_json::Value> {
+    result
+        .error()
+        .and_then(|error| error.detail("reason"))
+        .cloned()
+}
+
+#[tokio::test]
+async fn as_ser_001_an_output_breaking_a_bounded_schema_settles_output_invalid_on_every_route() {
+    let registry = Registry::builder().build();
+    let _mounted = registry.mount(Arc::new(Labels)).unwrap();
+    let fits = call(&registry, Invocation::new("view:test.labels.fits")).await;
+    assert_eq!(fits.output(), Some(&json!({"name": "abc"})));
+    let too_long = call(&registry, Invocation::new("view:test.labels.tooLong")).await;
+    assert_eq!(code(&too_long), Some(ErrorCode::ExecutionFailed));
+    assert_eq!(reason(&too_long), Some(json!("output-invalid")));
+    let stamped = call(
+        &registry,
+        Invocation::new("view:test.labels.stamp").invocation_id("toolu_1"),
+    )
+    .await;
+    assert_eq!(code(&stamped), Some(ErrorCode::ExecutionFailed));
+    assert_eq!(reason(&stamped), Some(json!("output-invalid")));
+    let unnamed = call(&registry, Invocation::new("view:test.labels.stamp")).await;
+    assert_eq!(reason(&unnamed), Some(json!("output-invalid")));
+}
+
+#[tokio::test]
+async fn as_ser_001_a_bounded_schema_beyond_the_output_limit_is_still_sized() {
+    // `{"name":"abc"}` is 14 bytes; the schema allows up to 27.
+    let registry = Registry::builder()
+        .limits(Limits::default().max_output_bytes(13))
+        .build();
+    let _mounted = registry.mount(Arc::new(Labels)).unwrap();
+    let fits = call(&registry, Invocation::new("view:test.labels.fits")).await;
+    assert_eq!(code(&fits), Some(ErrorCode::ExecutionFailed));
+    assert_eq!(reason(&fits), Some(json!("output-too-large")));
+    let registry = Registry::builder()
+        .limits(Limits::default().max_output_bytes(14))
+        .build();
+    let _mounted = registry.mount(Arc::new(Labels)).unwrap();
+    let fits = call(&registry, Invocation::new("view:test.labels.fits")).await;
+    assert_eq!(fits.output(), Some(&json!({"name": "abc"})));
+}
