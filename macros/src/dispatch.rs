@@ -185,14 +185,29 @@ pub(crate) fn invoke_arm(pattern: &TokenStream, capability: &Capability<'_>) -> 
         }
     };
     let cfg = cfg_attrs(capability);
+    // The context is made only for a handler that takes one, or an async
+    // one (its future listens on the context's cancellation signal).
+    let takes_context = capability.method.sig.asyncness.is_some()
+        || capability
+            .params
+            .iter()
+            .any(|param| matches!(param, Param::Context(_)));
+    let context = takes_context.then(|| {
+        quote! {
+            let _ctx = ::agent_surface::macro_support::ContextSource::into_context(_ctx);
+        }
+    });
     match capability.input() {
         Some(_) => quote! {
             #cfg
-            #pattern => match ::agent_surface::macro_support::take_input::<#marker>(_input) {
-                ::core::result::Result::Ok(input) => #future,
-                ::core::result::Result::Err(error) => ::agent_surface::macro_support::failed(error),
-            },
+            #pattern => {
+                #context
+                match ::agent_surface::macro_support::take_input::<#marker>(_input) {
+                    ::core::result::Result::Ok(input) => #future,
+                    ::core::result::Result::Err(error) => ::agent_surface::macro_support::failed(error),
+                }
+            }
         },
-        None => quote!(#cfg #pattern => #future,),
+        None => quote!(#cfg #pattern => { #context #future }),
     }
 }

@@ -504,8 +504,22 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
                 fn __invoke(
                     self: ::agent_surface::macro_support::Arc<Self>,
                     capability: usize,
+                    input: ::core::option::Option<::agent_surface::macro_support::TypedInput>,
+                    ctx: ::agent_surface::macro_support::ActionContext,
+                ) -> ::agent_surface::macro_support::HandlerFuture {
+                    <Self as ::agent_surface::Component>::__invoke_with(
+                        self,
+                        capability,
+                        input,
+                        ::core::convert::From::from(ctx),
+                    )
+                }
+
+                fn __invoke_with(
+                    self: ::agent_surface::macro_support::Arc<Self>,
+                    capability: usize,
                     _input: ::core::option::Option<::agent_surface::macro_support::TypedInput>,
-                    _ctx: ::agent_surface::macro_support::ActionContext,
+                    _ctx: ::agent_surface::macro_support::ContextSource<'_>,
                 ) -> ::agent_surface::macro_support::HandlerFuture {
                     match capability {
                         #(#arms)*

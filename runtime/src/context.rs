@@ -16,6 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ids::CapabilityId;
 
+mod source;
+
+pub use source::ContextSource;
+pub(crate) use source::Parts as ContextParts;
+
 /// The environment a registry runs in.
 ///
 /// `Development` makes defects loud (console audit sink on stderr, collision

@@ -16,7 +16,7 @@ pub use crate::catalog::CatalogEntry;
 pub use crate::component::{
     Component, HandlerError, HandlerFuture, HandlerOutcome, HandlerReturn, ObservationReturn,
 };
-pub use crate::context::{ActionContext, ReadContext};
+pub use crate::context::{ActionContext, ContextSource, ReadContext};
 pub use crate::contract::{
     CapabilityContract, ComponentContract, Concurrency, DeclaredReference, GatedCapability, Source,
     TypedInput,

@@ -77,6 +77,20 @@ pub trait Component: Send + Sync + 'static {
         input: Option<TypedInput>,
         ctx: ActionContext,
     ) -> HandlerFuture;
+
+    /// What the registry calls: `__invoke` with the context made only if
+    /// the handler takes one. `#[agent_component]` implements both (its
+    /// `__invoke` calling this with a context already made); a component
+    /// implemented by hand gets this, which makes the context every time.
+    #[doc(hidden)]
+    fn __invoke_with(
+        self: Arc<Self>,
+        capability: usize,
+        input: Option<TypedInput>,
+        ctx: crate::context::ContextSource<'_>,
+    ) -> HandlerFuture {
+        self.__invoke(capability, input, ctx.into_context())
+    }
 }
 
 /// The error types a handler may return in its `Result`: [`ActionError`],

@@ -14,7 +14,9 @@ use tokio::time::Instant;
 use crate::audit::{AuditEvent, AuditKind};
 use crate::component::Component;
 use crate::confirmation::Binding;
-use crate::context::{ActionContext, ConfirmationEvidence, Consumer, HostContext, ReadContext};
+use crate::context::{
+    ActionContext, ConfirmationEvidence, Consumer, ContextParts, ContextSource, HostContext,
+};
 use crate::contract::{CheckedCapability, TypedInput};
 use crate::error::{ErrorPayload, FailureReason};
 use crate::procedure::{ProcedureCall, ProcedureError, Reference};
@@ -22,7 +24,9 @@ use crate::registry::Registration;
 use crate::util::contain::{Contained, Panicked};
 use agent_surface_rules::{Audit, Effect, Kind};
 
-use super::{AssertUnwindFuture, Cancelled, InFlight, Interrupt, Trace, deadline, summarize};
+use super::{
+    AssertUnwindFuture, Cancelled, Handed, InFlight, Interrupt, Trace, deadline, summarize,
+};
 
 impl InFlight<'_> {
     /// The one race of phase 9, for view handlers and procedure forwarding
@@ -79,7 +83,7 @@ impl InFlight<'_> {
         index: usize,
         capability: &CheckedCapability,
         typed: Option<TypedInput>,
-        read: ReadContext,
+        read: Handed,
         evidence: Option<crate::confirmation::Reservation>,
         trace: &mut Trace,
     ) -> Result<Option<Value>, ErrorPayload> {
@@ -119,14 +123,28 @@ impl InFlight<'_> {
         // `CANCELLED`). Observations are reads: settled by the registry,
         // never signalled.
         let signal = navigation.then(tokio_util::sync::CancellationToken::new);
-        let ctx = match &signal {
-            Some(signal) => ActionContext::new(
-                read,
-                Arc::clone(&self.invocation_id),
-                signal.clone(),
+        // The context is made now only if a precondition already made its
+        // read part; otherwise the dispatch makes it if the handler takes
+        // one (most take none: nothing of the call is copied for them).
+        let ctx = match read {
+            Handed::Read(read) => ContextSource::from(match &signal {
+                Some(signal) => ActionContext::new(
+                    read,
+                    Arc::clone(&self.invocation_id),
+                    signal.clone(),
+                    evidence,
+                ),
+                None => ActionContext::lazy(read, Arc::clone(&self.invocation_id), evidence),
+            }),
+            Handed::Host(host) => ContextSource::parts(ContextParts {
+                capability_id: capability.id(),
+                registration_id: &registration.id,
+                consumer: &self.consumer,
+                host,
+                invocation_id: &self.invocation_id,
+                signal: signal.clone(),
                 evidence,
-            ),
-            None => ActionContext::lazy(read, Arc::clone(&self.invocation_id), evidence),
+            }),
         };
         let observation = capability.kind() == Kind::Observation;
         // The handler starts now: one reading for its timing, its timeout
@@ -138,7 +156,7 @@ impl InFlight<'_> {
         // owns a component reference and may be its last owner: its drop is
         // contained like every component destructor.
         let invoked =
-            crate::util::contain::catch(|| Arc::clone(&component).__invoke(index, typed, ctx));
+            crate::util::contain::catch(|| Arc::clone(&component).__invoke_with(index, typed, ctx));
         let mut handler = Contained::new("handler future", Invoked::from(invoked));
         drop(component);
         // Navigation settles on its own outcome, never on unmount.

@@ -101,6 +101,13 @@ impl Subject {
     }
 }
 
+/// What phase 9 gets to make the handler's context from: the read part a
+/// precondition already made, or the host context alone.
+enum Handed {
+    Read(ReadContext),
+    Host(crate::context::HostContext),
+}
+
 /// The resolved registration and what the call addresses on it.
 struct Target {
     registration: Arc<Registration>,
@@ -343,13 +350,26 @@ impl InFlight<'_> {
             Subject::View { index, .. } => {
                 let index = *index;
                 trace.effective_input = Some(effective);
-                let read = ReadContext::new(
-                    capability.id().clone(),
-                    Arc::clone(&registration.id),
-                    Consumer::clone(&this.consumer),
-                    host,
-                );
-                this.precondition(component.as_ref(), index, capability, typed.as_ref(), &read)?;
+                // The handler's context is made here only for a precondition;
+                // otherwise only if the handler takes one (see `execute`).
+                let read = if capability.has_precondition() && typed.is_some() {
+                    let read = ReadContext::new(
+                        capability.id().clone(),
+                        Arc::clone(&registration.id),
+                        Consumer::clone(&this.consumer),
+                        host,
+                    );
+                    this.precondition(
+                        component.as_ref(),
+                        index,
+                        capability,
+                        typed.as_ref(),
+                        &read,
+                    )?;
+                    Handed::Read(read)
+                } else {
+                    Handed::Host(host)
+                };
                 let (slot, waited) = this.concurrency(registration, subject).await?;
                 trace.queue_wait = Some(waited);
                 let output = this
