@@ -149,11 +149,33 @@ impl McpSession {
     /// attempts only within a session (a principal's sessions each number
     /// their own).
     pub(super) fn invocation_id(&self, acting: &Acting, id: &RequestId) -> Option<String> {
-        match (acting.caller, self.life.session.get()) {
-            (Caller::Session, _) => Some(format!("mcp-{id}")),
-            (Caller::Principal, Some(session)) => Some(format!("mcp-{session}-{id}")),
-            _ => None,
+        let session = match (acting.caller, self.life.session.get()) {
+            (Caller::Session, _) => None,
+            (Caller::Principal, Some(session)) => Some(session.as_str()),
+            _ => return None,
+        };
+        // Written into one allocation of the right size (this runs for
+        // every call).
+        let mut out = String::with_capacity(
+            5 + session.map_or(0, |session| session.len() + 1)
+                + match id {
+                    RequestId::Number(_) => 20,
+                    RequestId::String(text) => text.len(),
+                },
+        );
+        out.push_str("mcp-");
+        if let Some(session) = session {
+            out.push_str(session);
+            out.push('-');
         }
+        match id {
+            RequestId::Number(number) => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "{number}");
+            }
+            RequestId::String(text) => out.push_str(text),
+        }
+        Some(out)
     }
 
     /// Acts as `recorded`, the consumer a server-issued token (a

@@ -15,7 +15,8 @@ enum Children<'a> {
 /// none, `[]` one, `[{}]` two). Iterative: the explicit stack never holds
 /// more than `max` entries, and the walk stops at the first value too deep.
 pub fn depth_within(value: &Value, max: usize) -> bool {
-    let mut stack: Vec<Children<'_>> = Vec::new();
+    // Inline for the usual shallow value: checking one allocates nothing.
+    let mut stack: smallvec::SmallVec<[Children<'_>; 8]> = smallvec::SmallVec::new();
     let mut next = Some(value);
     loop {
         if let Some(value) = next.take() {
