@@ -96,3 +96,54 @@ async fn as_ser_001_a_bounded_schema_beyond_the_output_limit_is_still_sized() {
     let fits = call(&registry, Invocation::new("view:test.labels.fits")).await;
     assert_eq!(fits.output(), Some(&json!({"name": "abc"})));
 }
+
+/// A component implemented by hand, with the labels' contract, whose
+/// handlers return a value nested a million arrays deep (a handler built
+/// by `#[agent_component]` cannot: its output is refused past 128 levels
+/// when it is serialized; a procedure's executor or a hand-written
+/// component can).
+struct Deep;
+
+fn nested(levels: usize) -> serde_json::Value {
+    let mut value = serde_json::Value::Null;
+    for _ in 0..levels {
+        value = serde_json::Value::Array(vec![value]);
+    }
+    value
+}
+
+impl Component for Deep {
+    fn contract() -> &'static agent_surface::macro_support::ComponentContract {
+        <Labels as Component>::contract()
+    }
+
+    fn __contract(&self) -> &'static agent_surface::macro_support::ComponentContract {
+        <Labels as Component>::contract()
+    }
+
+    fn __invoke(
+        self: Arc<Self>,
+        _capability: usize,
+        _input: Option<agent_surface::macro_support::TypedInput>,
+        _ctx: ActionContext,
+    ) -> agent_surface::macro_support::HandlerFuture {
+        agent_surface::macro_support::ready(Ok(Some(nested(1_000_000))))
+    }
+}
+
+#[tokio::test]
+async fn as_ser_001_an_output_of_any_depth_breaking_a_bounded_schema_is_refused_without_recursion()
+{
+    let registry = Registry::builder().build();
+    let _mounted = registry.mount(Arc::new(Deep)).unwrap();
+    // Without an id the output is checked by validation alone; with one,
+    // sized first. Both settle, and neither drops the value recursively.
+    for request in [
+        Invocation::new("view:test.labels.fits"),
+        Invocation::new("view:test.labels.fits").invocation_id("toolu_deep"),
+    ] {
+        let result = call(&registry, request).await;
+        assert_eq!(code(&result), Some(ErrorCode::ExecutionFailed));
+        assert_eq!(reason(&result), Some(json!("output-invalid")));
+    }
+}

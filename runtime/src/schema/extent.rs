@@ -63,6 +63,7 @@ pub(super) fn extent(nodes: &[Node], root: usize) -> Option<Extent> {
     let mut walk = Walk {
         nodes,
         on_path: vec![false; nodes.len()],
+        known: vec![None; nodes.len()],
     };
     walk.node(root)
 }
@@ -72,11 +73,20 @@ struct Walk<'a> {
     /// The nodes being worked out: reaching one again is a recursive
     /// schema, which bounds nothing by itself.
     on_path: Vec<bool>,
+    /// Each node's extent once worked out: a definition referenced from
+    /// many places is walked once (without it, a chain of definitions each
+    /// referencing the next twice took time doubling with every link).
+    /// Sound whatever path worked it out: a recursion cut on that path
+    /// counted as unbounded, which only loosens a bound.
+    known: Vec<Option<Option<Extent>>>,
 }
 
 impl Walk<'_> {
     fn node(&mut self, index: usize) -> Option<Extent> {
         let node = self.nodes.get(index)?;
+        if let Some(known) = self.known.get(index).copied().flatten() {
+            return known;
+        }
         let slot = self.on_path.get_mut(index)?;
         if *slot {
             return None;
@@ -85,6 +95,9 @@ impl Walk<'_> {
         let extent = self.constrained(node);
         if let Some(slot) = self.on_path.get_mut(index) {
             *slot = false;
+        }
+        if let Some(known) = self.known.get_mut(index) {
+            *known = Some(extent);
         }
         extent
     }
@@ -292,6 +305,55 @@ mod tests {
         assert_eq!(
             of(json!({"anyOf": [{"const": "abc"}, {"type": "string"}]})),
             None
+        );
+    }
+
+    #[test]
+    fn a_definition_referenced_from_many_places_is_worked_out_once() {
+        // Each definition's two properties both reference the next: 2^40
+        // paths to the last one, 41 nodes to work out.
+        let mut defs = serde_json::Map::new();
+        for level in 0..40 {
+            let next = if level == 39 {
+                json!({"type": "boolean"})
+            } else {
+                json!({"$ref": format!("#/$defs/d{}", level + 1)})
+            };
+            defs.insert(
+                format!("d{level}"),
+                json!({
+                    "type": "object",
+                    "properties": {"a": next.clone(), "b": next},
+                    "additionalProperties": false
+                }),
+            );
+        }
+        let schema = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+        let extent = of(schema).map(|extent| extent.depth);
+        assert_eq!(extent, Some(40));
+        let mut defs = serde_json::Map::new();
+        for level in 0..3 {
+            let next = if level == 2 {
+                json!({"type": "boolean"})
+            } else {
+                json!({"$ref": format!("#/$defs/d{}", level + 1)})
+            };
+            defs.insert(
+                format!("d{level}"),
+                json!({
+                    "type": "object",
+                    "properties": {"a": next.clone(), "b": next},
+                    "additionalProperties": false
+                }),
+            );
+        }
+        // `{"a":X,"b":X}` is 11 + 2·X bytes, from X = 5 (`false`): 21, 53, 117.
+        assert_eq!(
+            of(json!({"$defs": defs, "$ref": "#/$defs/d0"})),
+            Some(Extent {
+                bytes: 117,
+                depth: 3
+            })
         );
     }
 

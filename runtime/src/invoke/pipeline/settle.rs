@@ -44,8 +44,16 @@ impl InFlight<'_> {
                 .extent()
                 .is_some_and(|extent| extent.within(max_depth, limits.max_output_bytes))
         {
-            self.validate_output(subject, schema, &output, trace)?;
-            return Ok(Some(Arc::new(output)));
+            return match self.validate_output(subject, schema, &output, trace) {
+                Ok(()) => Ok(Some(Arc::new(output))),
+                Err(error) => {
+                    // Invalid, so of any depth (a procedure's executor or a
+                    // component implemented by hand can return anything):
+                    // dropped without recursion.
+                    crate::invoke::bounds::dispose(output);
+                    Err(error)
+                }
+            };
         }
         let measured = match measure(&output, max_depth, limits.max_output_bytes) {
             Measure::TooLarge if !crate::invoke::bounds::depth_within(&output, max_depth) => {
