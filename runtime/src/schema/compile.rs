@@ -66,16 +66,9 @@ pub struct CompiledSchema {
     /// Whether any node declares a `default` (when none does, filling
     /// defaults has nothing to do and skips the walk).
     pub(super) has_defaults: bool,
-    /// The most any valid value can take, when the schema bounds it.
-    pub(super) extent: Option<super::extent::Extent>,
-}
-
-impl CompiledSchema {
-    /// The longest canonical JSON and deepest nesting any valid value can
-    /// have; `None` when the schema leaves either unbounded.
-    pub(crate) fn extent(&self) -> Option<super::extent::Extent> {
-        self.extent
-    }
+    /// The most any valid value can take (canonical bytes, nesting), when
+    /// the schema bounds it: worked out on first use (see `extent.rs`).
+    pub(super) extent: std::sync::OnceLock<Option<(usize, usize)>>,
 }
 
 /// Compiles a schema that passed [`check_subset`](super::check_subset).
@@ -109,12 +102,11 @@ pub fn compile(schema: &Value) -> Result<CompiledSchema, SchemaError> {
     let root = compiler.compile(schema, "")?;
     compiler.reject_cycles()?;
     let has_defaults = compiler.nodes.iter().any(|node| node.default.is_some());
-    let extent = super::extent::extent(&compiler.nodes, root);
     Ok(CompiledSchema {
         nodes: compiler.nodes,
         root,
         has_defaults,
-        extent,
+        extent: std::sync::OnceLock::new(),
     })
 }
 

@@ -3,13 +3,13 @@
 //! can have, when the schema bounds both (every string a `maxLength`, every
 //! array its `items` and a `maxItems`, every object closed, no recursion).
 //!
-//! Worked out once, when the schema is compiled. A handler's output whose
+//! Worked out once, the first time it is asked for. A handler's output whose
 //! schema's extent is within the registry's limits needs no walk of its own
 //! before validation: if it validates, it fits.
 
 use serde_json::Value;
 
-use super::compile::{ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, Node, OBJECT, STRING};
+use super::compile::{ARRAY, BOOLEAN, CompiledSchema, INTEGER, NULL, NUMBER, Node, OBJECT, STRING};
 
 /// The canonical form of any JSON number is at most this long: integers
 /// are written from a `u64`, an `i64` or an integral `f64` below `1e21`
@@ -57,9 +57,21 @@ impl Extent {
     }
 }
 
+impl CompiledSchema {
+    /// The longest canonical JSON and deepest nesting any valid value can
+    /// have; `None` when the schema leaves either unbounded. Worked out on
+    /// first use (only output schemas are asked).
+    pub(crate) fn extent(&self) -> Option<Extent> {
+        let (bytes, depth) = (*self.extent.get_or_init(|| {
+            extent(&self.nodes, self.root).map(|extent| (extent.bytes, extent.depth))
+        }))?;
+        Some(Extent { bytes, depth })
+    }
+}
+
 /// The extent of `root` among `nodes`, or `None` when some valid value
 /// has no bound (or one beyond `usize`).
-pub(super) fn extent(nodes: &[Node], root: usize) -> Option<Extent> {
+fn extent(nodes: &[Node], root: usize) -> Option<Extent> {
     let mut walk = Walk {
         nodes,
         on_path: vec![false; nodes.len()],
