@@ -146,7 +146,7 @@ async fn duration_max_means_no_timeout_and_never_overflows() {
 }
 
 /// Builds a value nested `depth` arrays deep, without recursion.
-fn nested(depth: usize) -> serde_json::Value {
+pub(crate) fn nested(depth: usize) -> serde_json::Value {
     let mut value = serde_json::Value::Null;
     for _ in 0..depth {
         value = serde_json::Value::Array(vec![value]);

@@ -9,6 +9,7 @@ use agent_surface::prelude::*;
 use agent_surface::registry::{Limits, Registry};
 use serde_json::json;
 
+use crate::containment::nested;
 use crate::fixtures::{call, code};
 
 /// A bounded output: a closed object with one short string.
@@ -103,14 +104,6 @@ async fn as_ser_001_a_bounded_schema_beyond_the_output_limit_is_still_sized() {
 /// when it is serialized; a procedure's executor or a hand-written
 /// component can).
 struct Deep;
-
-fn nested(levels: usize) -> serde_json::Value {
-    let mut value = serde_json::Value::Null;
-    for _ in 0..levels {
-        value = serde_json::Value::Array(vec![value]);
-    }
-    value
-}
 
 impl Component for Deep {
     fn contract() -> &'static agent_surface::macro_support::ComponentContract {

@@ -193,6 +193,11 @@ mod tests {
         assert!(depth_within(&json!([{}]), 2));
         assert!(!depth_within(&json!([{"a": [1]}]), 2));
         assert!(depth_within(&json!([[1], {"a": [1]}]), 3));
+        let depth_up_to = crate::util::nesting::depth_up_to;
+        assert_eq!(depth_up_to(&json!(1), 5), 0);
+        assert_eq!(depth_up_to(&json!([[1], {"a": [1]}]), 5), 3);
+        assert_eq!(depth_up_to(&json!([[1], {"a": [1]}]), 2), 3);
+        assert_eq!(depth_up_to(&nested(64), usize::MAX), 64);
         assert!(depth_within(&nested(64), 64));
         let deep = nested(65);
         assert!(!depth_within(&deep, 64));

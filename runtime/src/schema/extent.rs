@@ -222,26 +222,8 @@ fn literal(value: &Value) -> Option<Extent> {
     let bytes = crate::canonical::canonical_len_within(value, usize::MAX)?;
     Some(Extent {
         bytes,
-        depth: nesting(value),
+        depth: crate::util::nesting::depth_up_to(value, usize::MAX),
     })
-}
-
-/// Arrays and objects nested inside one another in `value`, walked
-/// iteratively (a schema's literal is the author's, but never recursed).
-fn nesting(value: &Value) -> usize {
-    let mut deepest = 0;
-    let mut stack = vec![(value, 0usize)];
-    while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        let depth = depth + 1;
-        deepest = deepest.max(depth);
-        stack.extend(children.map(|child| (child, depth)));
-    }
-    deepest
 }
 
 #[cfg(test)]
@@ -320,48 +302,35 @@ mod tests {
         );
     }
 
+    /// `levels` definitions, each a closed object whose two properties
+    /// both reference the next; the last one's are booleans.
+    fn chain(levels: usize) -> Value {
+        let mut defs = serde_json::Map::new();
+        for level in 0..levels {
+            let next = if level + 1 == levels {
+                json!({"type": "boolean"})
+            } else {
+                json!({"$ref": format!("#/$defs/d{}", level + 1)})
+            };
+            defs.insert(
+                format!("d{level}"),
+                json!({
+                    "type": "object",
+                    "properties": {"a": next.clone(), "b": next},
+                    "additionalProperties": false
+                }),
+            );
+        }
+        json!({"$defs": defs, "$ref": "#/$defs/d0"})
+    }
+
     #[test]
     fn a_definition_referenced_from_many_places_is_worked_out_once() {
-        // Each definition's two properties both reference the next: 2^40
-        // paths to the last one, 41 nodes to work out.
-        let mut defs = serde_json::Map::new();
-        for level in 0..40 {
-            let next = if level == 39 {
-                json!({"type": "boolean"})
-            } else {
-                json!({"$ref": format!("#/$defs/d{}", level + 1)})
-            };
-            defs.insert(
-                format!("d{level}"),
-                json!({
-                    "type": "object",
-                    "properties": {"a": next.clone(), "b": next},
-                    "additionalProperties": false
-                }),
-            );
-        }
-        let schema = json!({"$defs": defs, "$ref": "#/$defs/d0"});
-        let extent = of(schema).map(|extent| extent.depth);
-        assert_eq!(extent, Some(40));
-        let mut defs = serde_json::Map::new();
-        for level in 0..3 {
-            let next = if level == 2 {
-                json!({"type": "boolean"})
-            } else {
-                json!({"$ref": format!("#/$defs/d{}", level + 1)})
-            };
-            defs.insert(
-                format!("d{level}"),
-                json!({
-                    "type": "object",
-                    "properties": {"a": next.clone(), "b": next},
-                    "additionalProperties": false
-                }),
-            );
-        }
+        // 2^40 paths to the last definition, 41 nodes to work out.
+        assert_eq!(of(chain(40)).map(|extent| extent.depth), Some(40));
         // `{"a":X,"b":X}` is 11 + 2·X bytes, from X = 5 (`false`): 21, 53, 117.
         assert_eq!(
-            of(json!({"$defs": defs, "$ref": "#/$defs/d0"})),
+            of(chain(3)),
             Some(Extent {
                 bytes: 117,
                 depth: 3

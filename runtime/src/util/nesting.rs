@@ -15,8 +15,16 @@ enum Children<'a> {
 /// none, `[]` one, `[{}]` two). Iterative: the explicit stack never holds
 /// more than `max` entries, and the walk stops at the first value too deep.
 pub fn depth_within(value: &Value, max: usize) -> bool {
-    // Inline for the usual shallow value: checking one allocates nothing.
+    depth_up_to(value, max) <= max
+}
+
+/// How many arrays and objects `value` nests, counted up to `limit`: a
+/// value nesting deeper answers `limit + 1`, found at the first value too
+/// deep (the explicit stack never holds more than `limit` entries).
+pub(crate) fn depth_up_to(value: &Value, limit: usize) -> usize {
+    // Inline for the usual shallow value: walking one allocates nothing.
     let mut stack: smallvec::SmallVec<[Children<'_>; 8]> = smallvec::SmallVec::new();
+    let mut deepest = 0;
     let mut next = Some(value);
     loop {
         if let Some(value) = next.take() {
@@ -26,14 +34,15 @@ pub fn depth_within(value: &Value, max: usize) -> bool {
                 _ => None,
             };
             if let Some(children) = children {
-                if stack.len() >= max {
-                    return false;
+                if stack.len() >= limit {
+                    return limit.saturating_add(1);
                 }
                 stack.push(children);
+                deepest = deepest.max(stack.len());
             }
         }
         let Some(top) = stack.last_mut() else {
-            return true;
+            return deepest;
         };
         let child = match top {
             Children::Array(items) => items.next(),
