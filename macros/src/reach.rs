@@ -125,8 +125,9 @@ pub(crate) fn contract_calls(component: &Component<'_>) -> (TokenStream, TokenSt
             let name = &capability.name.value;
             let method = capability.method;
             let text = quote!(#method).to_string();
-            let hash = crate::helpers::fnv64(&text);
-            let digest = format!("{hash:016x}");
+            // What review compares for a method outside the build: SHA-256,
+            // so no other text can be swapped in under the same digest.
+            let digest = crate::helpers::sha256_hex(&text);
             Some(quote! {
                 ::agent_surface::macro_support::GatedCapability::new(
                     ::agent_surface::macro_support::Kind::#kind, #name, #effect, #condition, #predicate, #digest,

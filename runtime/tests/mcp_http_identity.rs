@@ -154,7 +154,7 @@ async fn as_ident_004_stateless_callers_are_distinct_consumers_whatever_they_cla
 /// `x-user` header's value.
 async fn serve_principals() -> support::Served {
     serve(|b| {
-        b.identify(|parts| {
+        b.elicitation(true).identify(|parts| {
             parts
                 .headers
                 .get("x-user")
@@ -313,7 +313,7 @@ async fn answer(served: &support::Served, id: u64, state: &str, headers: &[(&str
 async fn as_confirm_004_an_input_request_is_answerable_only_by_the_caller_it_was_sent_to() {
     // Anonymous stateless callers: the state is a fresh secret, never the
     // confirmation id another caller could learn (from the page, the audit).
-    let served = serve(|b| b).await;
+    let served = serve(|b| b.elicitation(true)).await;
     let confirmations = served.app.registry().confirmations();
     let asked = ask_with_elicitation(&served, 1, &[]).await;
     let state = asked["result"]["requestState"].as_str().unwrap().to_owned();

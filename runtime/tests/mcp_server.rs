@@ -10,7 +10,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_surface::mcp::McpServer;
+use agent_surface::mcp::{McpServer, McpServerBuilder};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, ProtocolVersion, SubscriptionFilter,
@@ -91,8 +91,18 @@ async fn connect(modern: bool, approve: Option<bool>) -> Connected {
 }
 
 async fn connect_with(modern: bool, probe: Probe) -> Connected {
+    connect_tuned(modern, probe, |b| b.elicitation(true)).await
+}
+
+/// [`connect_with`] with the builder adjusted by `tune` (the host's
+/// choices: these tests opt into elicitation unless they say otherwise).
+async fn connect_tuned(
+    modern: bool,
+    probe: Probe,
+    tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder,
+) -> Connected {
     let app = App::start(User::admin()).await;
-    let server = McpServer::builder(app.registry()).name("devices").build();
+    let server = tune(McpServer::builder(app.registry()).name("devices")).build();
     let (client_io, server_io) = tokio::io::duplex(256 * 1024);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_io).await {
@@ -280,6 +290,41 @@ async fn results_carry_the_exact_payload_and_unknown_tools_are_protocol_errors()
         .unwrap_err();
     assert!(unknown.to_string().contains("no_such_tool"), "{unknown}");
     connected.app.stop().await;
+}
+
+#[tokio::test]
+async fn as_confirm_004_a_client_declaring_elicitation_cannot_approve_unless_the_host_opted_in() {
+    // The client declares elicitation and would approve anything it is
+    // asked; the host did not say its client asks a person. The server
+    // never asks it: the call is two-phase, and only the application's
+    // answer (here host code) lets the retry run.
+    for modern in [false, true] {
+        let connected = connect_tuned(modern, Probe::new(Some(true)), |b| b).await;
+        let client = &connected.client;
+        call(
+            client,
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+        )
+        .await;
+        let asked = call(client, "domain_devices__disable", json!({})).await;
+        let error = payload(&asked);
+        assert_eq!(error["code"], "CONFIRMATION_REQUIRED", "{asked:?}");
+        assert!(connected.probe.asked.lock().unwrap().is_empty());
+        let again = call(client, "domain_devices__disable", json!({})).await;
+        assert_eq!(payload(&again)["code"], "CONFIRMATION_REQUIRED");
+        assert_eq!(
+            connected.app.backend().get("d2").unwrap().status,
+            Status::Offline
+        );
+        let id = error["details"]["confirmationId"].as_str().unwrap();
+        let confirmations = connected.app.registry().confirmations();
+        let shown = confirmations.find(id).unwrap().shown();
+        confirmations.approve(&shown).unwrap();
+        let done = call(client, "domain_devices__disable", json!({})).await;
+        assert_eq!(payload(&done), json!({"disabled": 1}), "{done:?}");
+        connected.app.stop().await;
+    }
 }
 
 #[tokio::test]

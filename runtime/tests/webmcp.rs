@@ -188,23 +188,7 @@ async fn as_adapter_003_webmcp_a_confirmation_waits_for_the_person_and_the_agent
     assert!(!disable.is_finished());
     assert!(app.backend().get("d2").unwrap().status != support::Status::Disabled);
     // The person approves: the held call completes with the action's result.
-    confirmations
-        .approve(
-            &confirmations
-                .find(&pending.confirmation_id)
-                .unwrap()
-                .shown(),
-        )
-        .unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(5), disable)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(result["result"]["isError"], false, "{result}");
-    assert_eq!(
-        app.backend().get("d2").unwrap().status,
-        support::Status::Disabled
-    );
+    approve_and_see_d2_disabled(&app, &pending, disable).await;
     app.stop().await;
 }
 
@@ -326,6 +310,33 @@ async fn run_owned(agent: PageAgent, message: Value) -> Value {
     agent.receive(&message).expect("a call").await
 }
 
+/// The person approves `pending`: the held disable call completes with
+/// the action's result, and d2 is disabled.
+async fn approve_and_see_d2_disabled(
+    app: &App,
+    pending: &agent_surface::confirmation::PendingConfirmation,
+    disable: tokio::task::JoinHandle<Value>,
+) {
+    let confirmations = app.registry().confirmations();
+    confirmations
+        .approve(
+            &confirmations
+                .find(&pending.confirmation_id)
+                .unwrap()
+                .shown(),
+        )
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(5), disable)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    assert_eq!(
+        app.backend().get("d2").unwrap().status,
+        support::Status::Disabled
+    );
+}
+
 async fn wait_for_pending(app: &App) -> agent_surface::confirmation::PendingConfirmation {
     let confirmations = app.registry().confirmations();
     for _ in 0..500 {
@@ -359,5 +370,45 @@ async fn as_adapter_003_webmcp_a_change_is_not_lost_when_the_wait_for_it_is_inte
         .expect("the change is still reported")
         .unwrap();
     assert!(!names(&agent.tools_message()).iter().any(|t| t == SELECT));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn as_adapter_003_webmcp_a_stale_name_waits_for_the_person_as_its_tool_does() {
+    // `…_at_<instance>` names the disable procedure as a current name does
+    // on a surface where its instance is unambiguous: not in the agent's
+    // tools, so run as a stale name — and it must wait for the person,
+    // never leave a request in the dialog that nobody waits for.
+    let app = App::start(User::admin()).await;
+    let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
+    run(&agent, call(0, SELECT, json!({"ids": ["d2"]}))).await;
+    let snapshot = app
+        .registry()
+        .snapshot(&agent_surface::snapshot::SnapshotOptions::default());
+    let instance = snapshot.procedures()[0].instance_id().to_owned();
+    let name = format!("{DISABLE}_at_{instance}");
+    assert!(!names(&agent.tools_message()).contains(&name));
+    let disable = tokio::spawn(run_owned(agent.clone(), call(1, &name, json!({}))));
+    let pending = wait_for_pending(&app).await;
+    assert!(!disable.is_finished(), "the call waits for the person");
+    approve_and_see_d2_disabled(&app, &pending, disable).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn as_adapter_003_webmcp_a_call_dropped_before_it_ran_gives_its_place_back() {
+    let app = App::start(User::admin()).await;
+    let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
+    for number in 0..MAX_CALLS_IN_FLIGHT as u64 * 2 {
+        // The host drops the call (its connection went, a select lost)
+        // before its first poll.
+        drop(
+            agent
+                .receive(&call(number, SELECT, json!({"ids": ["d1"]})))
+                .unwrap(),
+        );
+    }
+    let after = run(&agent, call(1_000, SELECT, json!({"ids": ["d1"]}))).await;
+    assert_eq!(after["result"]["isError"], false, "{after}");
     app.stop().await;
 }

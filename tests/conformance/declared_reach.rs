@@ -190,3 +190,77 @@ fn as_contract_003_a_declared_policy_that_panics_fails_the_mount_without_escapin
         message(&err)
     );
 }
+
+/// Only a user holding `devices:write` in `host["user"]["permissions"]`.
+fn strict_write() -> agent_surface::policy::HasPermission {
+    policy::has_permission_with("devices:write", |host, permission| {
+        host.get("user")
+            .and_then(|user| user.get("permissions"))
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|held| held.iter().any(|p| p == permission))
+    })
+}
+
+/// A table whose declared reference carries a policy with its own check.
+#[derive(Default)]
+pub(crate) struct StrictTable;
+
+/// A table guarded by a strict declared check.
+#[agent_component(type = "test.strict-table")]
+#[reference(DisableDevices, locked = [device_ids], when, policies = [strict_write()])]
+impl StrictTable {
+    /// Whether the table is shown.
+    #[observation]
+    fn shown(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn as_contract_003_a_mount_never_replaces_a_declared_policy_with_a_look_alike() {
+    let backend = FakeBackend::agreeing();
+    // Procedures a viewer (read permission only) is shown, with the mount
+    // adding nothing, or a look-alike of the declared policy (the same
+    // identity: `hasPermission(devices:write)`, check supplied) whose
+    // check lets everyone through.
+    let seen_by_viewer = |look_alike: bool| {
+        let registry = registry_for_user(json!(["devices:read"]), &backend);
+        let screen = Arc::new(Screen::default());
+        screen.select(&["d1"]);
+        let mut reference = disable_ref(&screen);
+        if look_alike {
+            reference = reference.policy(policy::has_permission_with("devices:write", |_, _| true));
+        }
+        let mounted = registry
+            .mounting(Arc::new(StrictTable))
+            .procedure(reference)
+            .mount()
+            .unwrap();
+        let seen = registry
+            .snapshot(&SnapshotOptions::default())
+            .procedures()
+            .len();
+        drop(mounted);
+        seen
+    };
+    assert_eq!(seen_by_viewer(false), 0, "the declared policy hides it");
+    assert_eq!(seen_by_viewer(true), 0, "a look-alike only adds");
+    // A writer still sees it, with or without the look-alike.
+    let registry = registry_for_user(json!(["devices:write"]), &backend);
+    let screen = Arc::new(Screen::default());
+    screen.select(&["d1"]);
+    let _mounted = registry
+        .mounting(Arc::new(StrictTable))
+        .procedure(
+            disable_ref(&screen).policy(policy::has_permission_with("devices:write", |_, _| true)),
+        )
+        .mount()
+        .unwrap();
+    assert_eq!(
+        registry
+            .snapshot(&SnapshotOptions::default())
+            .procedures()
+            .len(),
+        1
+    );
+}

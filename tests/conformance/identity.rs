@@ -223,3 +223,116 @@ async fn as_ident_001_a_panicking_redaction_hook_cannot_abandon_the_record() {
     let payload = serde_json::to_string(&settled.payload).unwrap();
     assert!(!payload.contains("secret"), "{payload}");
 }
+
+/// Calls `invocation` as consumer `c` with `options` applied.
+async fn call_with(
+    registry: &Registry,
+    invocation: Invocation,
+    options: impl FnOnce(InvokeOptions) -> InvokeOptions,
+) -> InvocationResult {
+    registry
+        .invoke(invocation, options(InvokeOptions::consumer(consumer("c"))))
+        .await
+}
+
+#[tokio::test]
+async fn as_adapter_005_a_dedupe_replay_never_crosses_the_scope_floor() {
+    let registry = Registry::builder().build();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let poke = || Invocation::new("view:test.probe.poke").input(json!({"ids": ["d1"]}));
+    let missing = || Invocation::new("view:test.absent.poke").input(json!({"ids": ["d1"]}));
+    // Through the full reach: one poke, and a call to nothing.
+    let wide = call_with(&registry, poke().invocation_id("X"), |o| o).await;
+    assert!(wide.is_ok(), "{wide:?}");
+    let nothing = call_with(&registry, missing().invocation_id("N"), |o| o).await;
+    assert_eq!(code(&nothing), Some(ErrorCode::CapabilityNotFound));
+    let narrow = |o: InvokeOptions| o.scope(["devices"]);
+    // A fresh id through the floor: not found.
+    let fresh = call_with(&registry, poke().invocation_id("Y"), narrow).await;
+    assert_eq!(code(&fresh), Some(ErrorCode::CapabilityNotFound));
+    // The wide call's id through the floor: a conflict, never its result —
+    // the same answer as replaying the id of the call to nothing.
+    let replay = call_with(&registry, poke().invocation_id("X"), narrow).await;
+    let replay_nothing = call_with(&registry, missing().invocation_id("N"), narrow).await;
+    assert_eq!(code(&replay), Some(ErrorCode::InvocationConflict));
+    assert_eq!(code(&replay_nothing), code(&replay));
+    assert_eq!(
+        serde_json::to_value(replay.error()).unwrap(),
+        serde_json::to_value(replay_nothing.error()).unwrap()
+    );
+    assert_eq!(probe.runs.load(Ordering::SeqCst), 1);
+    // The wide reach still gets its cached result, and nothing ran again.
+    let again = call_with(&registry, poke().invocation_id("X"), |o| o).await;
+    assert_eq!(again.output(), wide.output());
+    assert_eq!(probe.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn as_adapter_005_a_narrow_toolset_cannot_replay_a_wide_toolsets_call() {
+    use agent_surface::toolset::{ACT, Mode, Toolset, Topology};
+    let registry = Registry::builder().build();
+    let probe = Probe::new();
+    let mounted = registry.mount(probe.clone()).unwrap();
+    let toolset = |scope: &[&str]| {
+        Toolset::builder(&registry)
+            .consumer(consumer("c"))
+            .mode(Mode::Meta)
+            .topology(Topology::Remote)
+            .scope(scope.iter().map(|s| (*s).to_owned()))
+            .build()
+            .unwrap()
+    };
+    let (wide, narrow) = (toolset(&[]), toolset(&["devices"]));
+    let act = json!({"capabilityId": "view:test.probe.poke", "input": {"ids": ["d1"]}});
+    let first = wide.execute(ACT, act.clone(), Some("call_1")).await;
+    assert!(first.is_ok(), "{first:?}");
+    let mut replay = act;
+    replay["invocationId"] = json!("call_1");
+    replay["registrationId"] = json!(mounted.registration_id());
+    let replayed = narrow.execute(ACT, replay, Some("call_2")).await;
+    assert!(!replayed.is_ok(), "the floor was crossed: {replayed:?}");
+    assert_eq!(
+        replayed.error().map(ErrorPayload::code),
+        Some(ErrorCode::InvocationConflict)
+    );
+    assert_eq!(probe.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn as_ident_003_the_same_id_and_request_under_another_reach_conflicts() {
+    use agent_surface::invoke::Kinds;
+    let registry = Registry::builder().build();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let poke = || Invocation::new("view:test.probe.poke").input(json!({"ids": ["d1"]}));
+    // The verb: an action's result never comes back through the read verb.
+    let acted = call_with(&registry, poke().invocation_id("K"), |o| {
+        o.kinds(Kinds::Operations)
+    })
+    .await;
+    assert!(acted.is_ok(), "{acted:?}");
+    let read = call_with(&registry, poke().invocation_id("K"), |o| {
+        o.kinds(Kinds::Observations)
+    })
+    .await;
+    assert_eq!(code(&read), Some(ErrorCode::InvocationConflict));
+    // The same reach is a retry: the cached result.
+    let retried = call_with(&registry, poke().invocation_id("K"), |o| {
+        o.kinds(Kinds::Operations)
+    })
+    .await;
+    assert_eq!(retried.output(), acted.output());
+    // Grants: the same consumer key with fewer grants does not take the
+    // result of a call made with more.
+    let granted = registry
+        .invoke(
+            poke().invocation_id("G"),
+            InvokeOptions::consumer(consumer("c").with_grants(["admin"])),
+        )
+        .await;
+    assert!(granted.is_ok(), "{granted:?}");
+    let ungranted = call_with(&registry, poke().invocation_id("G"), |o| o).await;
+    assert_eq!(code(&ungranted), Some(ErrorCode::InvocationConflict));
+    assert_eq!(probe.runs.load(Ordering::SeqCst), 2);
+}

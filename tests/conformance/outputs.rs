@@ -99,13 +99,15 @@ async fn as_ser_001_a_bounded_schema_beyond_the_output_limit_is_still_sized() {
 }
 
 /// A component implemented by hand, with the labels' contract, whose
-/// handlers return a value nested a million arrays deep (a handler built
-/// by `#[agent_component]` cannot: its output is refused past 128 levels
-/// when it is serialized; a procedure's executor or a hand-written
-/// component can).
-struct Deep;
+/// handlers all return what `output` makes: a value nested a million arrays
+/// deep (a handler built by `#[agent_component]` cannot: its output is
+/// refused past 128 levels when it is serialized; a procedure's executor
+/// or a hand-written component can), or no output at all.
+struct ByHand {
+    output: fn() -> Option<serde_json::Value>,
+}
 
-impl Component for Deep {
+impl Component for ByHand {
     fn contract() -> &'static agent_surface::macro_support::ComponentContract {
         <Labels as Component>::contract()
     }
@@ -120,7 +122,7 @@ impl Component for Deep {
         _input: Option<agent_surface::macro_support::TypedInput>,
         _ctx: ActionContext,
     ) -> agent_surface::macro_support::HandlerFuture {
-        agent_surface::macro_support::ready(Ok(Some(nested(1_000_000))))
+        agent_surface::macro_support::ready(Ok((self.output)()))
     }
 }
 
@@ -128,12 +130,139 @@ impl Component for Deep {
 async fn as_ser_001_an_output_of_any_depth_breaking_a_bounded_schema_is_refused_without_recursion()
 {
     let registry = Registry::builder().build();
-    let _mounted = registry.mount(Arc::new(Deep)).unwrap();
+    let _mounted = registry
+        .mount(Arc::new(ByHand {
+            output: || Some(nested(1_000_000)),
+        }))
+        .unwrap();
     // Without an id the output is checked by validation alone; with one,
     // sized first. Both settle, and neither drops the value recursively.
     for request in [
         Invocation::new("view:test.labels.fits"),
         Invocation::new("view:test.labels.fits").invocation_id("toolu_deep"),
+    ] {
+        let result = call(&registry, request).await;
+        assert_eq!(code(&result), Some(ErrorCode::ExecutionFailed));
+        assert_eq!(reason(&result), Some(json!("output-invalid")));
+    }
+}
+
+/// A count: the output of the procedure below.
+#[agent_schema]
+#[derive(Clone, Debug)]
+pub(crate) struct Tally {
+    /// How many.
+    pub(crate) n: u32,
+}
+
+/// Count things.
+#[agent_procedure(id = "domain:test.things.count", effect = "server-query", output = Tally)]
+#[derive(Clone, Debug)]
+pub(crate) struct CountThings {
+    /// Which things.
+    #[agent_schema(unbounded)]
+    pub(crate) filter: Option<String>,
+}
+
+/// Touch things (no output).
+#[agent_procedure(id = "domain:test.things.touch", effect = "server-query")]
+#[derive(Clone, Debug)]
+pub(crate) struct TouchThings {
+    /// Which things.
+    #[agent_schema(unbounded)]
+    pub(crate) filter: Option<String>,
+}
+
+/// An executor answering every call with one value.
+struct Answering {
+    manifest: agent_surface::procedure::ProcedureManifest,
+    reply: serde_json::Value,
+}
+
+impl agent_surface::procedure::ProcedureExecutor for Answering {
+    fn manifest(&self) -> &agent_surface::procedure::ProcedureManifest {
+        &self.manifest
+    }
+
+    fn execute(
+        &self,
+        _call: agent_surface::procedure::ProcedureCall,
+    ) -> agent_surface::procedure::ExecuteFuture {
+        let reply = self.reply.clone();
+        Box::pin(async move { Ok(reply) })
+    }
+}
+
+/// A page referencing both procedures.
+struct Things;
+
+/// Things.
+#[agent_component(type = "test.things")]
+#[reference(CountThings)]
+#[reference(TouchThings)]
+impl Things {
+    /// Always.
+    #[observation]
+    fn here(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn as_ser_001_no_output_is_null_to_an_output_schema() {
+    use agent_surface::procedure::{ManifestEntry, ProcedureExecutor};
+    // A procedure's executor answering `null`: refused by an output schema
+    // that refuses null, accepted where there is none.
+    for (reply, count, touch) in [
+        (
+            serde_json::Value::Null,
+            Some(ErrorCode::ExecutionFailed),
+            None,
+        ),
+        (json!({"n": 3}), None, None),
+    ] {
+        let registry = Registry::builder().build();
+        let executor = Arc::new(Answering {
+            manifest: [
+                ManifestEntry::declared(CountThings::contract().checked().unwrap()),
+                ManifestEntry::declared(TouchThings::contract().checked().unwrap()),
+            ]
+            .into_iter()
+            .collect(),
+            reply: reply.clone(),
+        });
+        registry.set_procedure_executor(Some(executor as Arc<dyn ProcedureExecutor>));
+        let _mounted = registry
+            .mounting(Arc::new(Things))
+            .procedure(ProcedureRef::<CountThings>::new())
+            .procedure(ProcedureRef::<TouchThings>::new())
+            .mount()
+            .unwrap();
+        for id in [None, Some("toolu_null")] {
+            let mut counted = Invocation::new("domain:test.things.count").input(json!({}));
+            let mut touched = Invocation::new("domain:test.things.touch").input(json!({}));
+            if let Some(id) = id {
+                counted = counted.invocation_id(id);
+                touched = touched.invocation_id(format!("{id}_touch"));
+            }
+            let counted = call(&registry, counted).await;
+            assert_eq!(code(&counted), count, "{reply} → {counted:?}");
+            if count.is_some() {
+                assert_eq!(reason(&counted), Some(json!("output-invalid")));
+            }
+            let touched = call(&registry, touched).await;
+            assert_eq!(code(&touched), touch, "{reply} → {touched:?}");
+        }
+    }
+    // A component implemented by hand returning nothing where its contract
+    // promises a label.
+    let registry = Registry::builder().build();
+    let _mounted = registry
+        .mount(Arc::new(ByHand { output: || None }))
+        .unwrap();
+    for request in [
+        Invocation::new("view:test.labels.fits"),
+        Invocation::new("view:test.labels.fits").invocation_id("toolu_silent"),
     ] {
         let result = call(&registry, request).await;
         assert_eq!(code(&result), Some(ErrorCode::ExecutionFailed));

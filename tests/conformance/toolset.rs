@@ -971,3 +971,116 @@ async fn as_meta_007_a_verb_of_the_wrong_kind_gets_the_toolsets_hint_and_the_cor
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn as_adapter_005_a_stale_name_run_by_an_adapter_keeps_the_toolsets_reach() {
+    use agent_surface::toolset::ToolCall;
+    use tokio_util::sync::CancellationToken;
+    let registry = registry();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let toolset = |mode: Mode, scope: &[&str]| {
+        Toolset::builder(&registry)
+            .consumer(consumer("stale"))
+            .mode(mode)
+            .topology(Topology::Remote)
+            .scope(scope.iter().map(|s| (*s).to_owned()))
+            .build()
+            .unwrap()
+    };
+    let poke = ToolCall::new("view_test__probe__poke", json!({"ids": ["d1"]}));
+    // Outside the floor: not found, as through `execute`; nothing runs.
+    let floored = toolset(Mode::Direct, &["devices"]);
+    let through_execute = floored
+        .execute("view_test__probe__poke", json!({"ids": ["d1"]}), None)
+        .await;
+    let stale = poke
+        .run_stale(&floored, None, CancellationToken::new())
+        .await
+        .unwrap();
+    for result in [&through_execute, &stale] {
+        assert_eq!(
+            result.error().map(ErrorPayload::code),
+            Some(ErrorCode::CapabilityNotFound),
+            "{result:?}"
+        );
+    }
+    // A meta toolset's tools are its verbs: no wire name ever was one.
+    assert!(
+        poke.run_stale(&toolset(Mode::Meta, &[]), None, CancellationToken::new())
+            .await
+            .is_none()
+    );
+    // Disposed: nothing runs.
+    let disposed = toolset(Mode::Direct, &[]);
+    disposed.dispose();
+    let cancelled = poke
+        .run_stale(&disposed, None, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        cancelled.error().map(ErrorPayload::code),
+        Some(ErrorCode::Cancelled)
+    );
+    assert_eq!(probe.runs.load(Ordering::SeqCst), 0);
+    // Within the reach it runs, once.
+    let open = toolset(Mode::Direct, &[]);
+    let ran = poke
+        .run_stale(&open, None, CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(ran.is_ok(), "{ran:?}");
+    assert_eq!(probe.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn as_confirm_006_a_stale_name_keeps_its_confirmation_round_trip() {
+    use agent_surface::toolset::ToolCall;
+    use tokio_util::sync::CancellationToken;
+    let backend = FakeBackend::agreeing();
+    let registry = registry_with(&backend);
+    let screen = Arc::new(Screen::default());
+    let _screen = mount_screen(&registry, &screen);
+    screen.select(&["d1"]);
+    let instance = registry.snapshot(&SnapshotOptions::default()).procedures()[0]
+        .instance_id()
+        .to_owned();
+    // Qualified by its instance: a name the agent may know, not the tool's.
+    let name = format!("domain_test__devices__disable_at_{instance}");
+    let remote = |who: &str| {
+        Toolset::builder(&registry)
+            .consumer(consumer(who))
+            .mode(Mode::Direct)
+            .topology(Topology::Remote)
+            .build()
+            .unwrap()
+    };
+    let toolset = remote("stale-2p");
+    assert!(toolset.tool(&name).is_none());
+    let call = ToolCall::new(name.clone(), json!({}));
+    let run = |toolset: &Toolset, evidence: Option<String>| {
+        let call = call.clone();
+        let toolset = toolset.clone();
+        async move {
+            call.run_stale(&toolset, evidence.as_deref(), CancellationToken::new())
+                .await
+                .unwrap()
+        }
+    };
+    let id = crate::fixtures::confirmation_id(&run(&toolset, None).await);
+    let confirmations = registry.confirmations();
+    confirmations.approve_id(&id).unwrap();
+    // Two-phase: the same name and arguments again carry the evidence.
+    let done = run(&toolset, None).await;
+    assert!(done.is_ok(), "{done:?}");
+    assert_eq!(backend.inputs().len(), 1);
+    // A caller with no memory of it (a fresh toolset of another consumer,
+    // as a stateless caller is) presents its own evidence explicitly.
+    let other = remote("stale-explicit");
+    let id = crate::fixtures::confirmation_id(&run(&other, None).await);
+    confirmations.approve_id(&id).unwrap();
+    let fresh = remote("stale-explicit");
+    let done = run(&fresh, Some(id)).await;
+    assert!(done.is_ok(), "{done:?}");
+    assert_eq!(backend.inputs().len(), 2);
+}

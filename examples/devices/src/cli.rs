@@ -49,6 +49,10 @@ pub(crate) struct Options {
     pub(crate) resource: Option<String>,
     /// The authorization server advertised in the metadata, for `--auth`.
     pub(crate) authorization_server: Option<String>,
+    /// `--elicitation`: `--mcp http` callers' MCP elicitation approves
+    /// (the host's declaration that every client reaching it asks its
+    /// person; off by default: any local process could connect).
+    pub(crate) elicitation: bool,
 }
 
 /// Where `--mcp http` listens when no address is given.
@@ -141,6 +145,17 @@ fn command() -> Command {
                      (default for `--auth jwt`: the issuer)",
                 ),
         )
+        .arg(
+            Arg::new("elicitation")
+                .long("elicitation")
+                .action(clap::ArgAction::SetTrue)
+                .help(
+                    "With `--mcp http`: let each client's MCP elicitation approve its own \
+                     confirmations. Only for clients with a person at them: any process that \
+                     reaches the endpoint could otherwise approve for you (without it, no \
+                     confirmation can be approved over HTTP)",
+                ),
+        )
         .group(
             ArgGroup::new("mode")
                 .args(["listen", "script", "catalog", "snapshot", "explain", "mcp"])
@@ -215,7 +230,16 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
             })
         }
     };
+    let elicitation = matches.get_flag("elicitation");
+    if elicitation && !matches!(show, Show::McpHttp(_)) {
+        return Err(command.error(
+            ErrorKind::ArgumentConflict,
+            "`--elicitation` applies to `--mcp http` only (`--mcp stdio` asks through its \
+             client always; the web console asks in its own dialog)",
+        ));
+    }
     Ok(Options {
+        elicitation,
         user,
         show,
         auth,
@@ -267,6 +291,23 @@ mod tests {
             panic!("http expected");
         };
         assert_eq!(address.to_string(), DEFAULT_HTTP);
+    }
+
+    #[test]
+    fn elicitation_is_an_explicit_choice_for_mcp_http_only() {
+        assert!(!parse_line("--mcp http").unwrap().elicitation);
+        assert!(
+            parse_line("--mcp http 127.0.0.1:0 --elicitation")
+                .unwrap()
+                .elicitation
+        );
+        for line in [
+            "--mcp stdio --elicitation",
+            "--elicitation",
+            "--script --elicitation",
+        ] {
+            assert!(parse_line(line).is_err(), "{line}");
+        }
     }
 
     #[test]

@@ -16,8 +16,12 @@
 //! - `--catalog` — print every authored contract as JSON;
 //! - `--snapshot` — print the current snapshot for the user as JSON;
 //! - `--explain` — print the developer explain view for the user;
-//! - `--mcp stdio` — serve the surface to an MCP client over stdin/stdout;
-//! - `--mcp http [addr]` — serve it over streamable HTTP (default
+//! - `--mcp stdio` — serve the surface to an MCP client over stdin/stdout
+//!   (without the console, confirmations are asked through the client's
+//!   MCP elicitation: the person answers in the client's dialog);
+//! - `--mcp http [addr] [--elicitation]` — serve it over streamable HTTP
+//!   (confirmations are asked through each client's MCP elicitation only
+//!   with `--elicitation`, for clients with a person at them; default
 //!   `127.0.0.1:8765`, path `/mcp`) until interrupted; unauthenticated on
 //!   loopback, acting as `--user` (it says so at start-up), unless
 //! - `--auth tokens FILE` or `--auth jwt ISSUER KEY` — require bearer
@@ -156,7 +160,10 @@ async fn main() -> ExitCode {
     };
     match show {
         Show::McpStdio => {
-            let server = mcp_server(&app);
+            // Without the console the person is at the MCP client: its
+            // elicitation dialog is where they approve (opted in: the
+            // client must show it to them and never answer for them).
+            let server = mcp_builder(&app).elicitation(true).build();
             if let Err(err) = server.serve_stdio().await {
                 eprintln!("error: {err}");
             }
@@ -172,7 +179,10 @@ async fn main() -> ExitCode {
                 }
             };
             let address = listener.local_addr().unwrap_or(address);
-            let builder = mcp_builder(&app);
+            // Only when the host says so (`--elicitation`): any process
+            // that reaches the endpoint could otherwise approve its own
+            // requests.
+            let builder = mcp_builder(&app).elicitation(options.elicitation);
             let (builder, notice) = match &options.auth {
                 None => (
                     builder,
@@ -194,6 +204,12 @@ async fn main() -> ExitCode {
                 },
             };
             eprintln!("{notice}");
+            if !options.elicitation {
+                eprintln!(
+                    "confirmations: no client can approve them (pass --elicitation to let \
+                     clients with a person at them ask through MCP elicitation)"
+                );
+            }
             let server = builder.build();
             match server.serve_on(listener, axum::Router::new()) {
                 Ok(http) => {

@@ -64,7 +64,7 @@ class Server:
 
     def __enter__(self):
         self.process = subprocess.Popen(
-            [BINARY, "--mcp", "http", "127.0.0.1:0", "--auth", *self.auth],
+            [BINARY, "--mcp", "http", "127.0.0.1:0", "--elicitation", "--auth", *self.auth],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -63,7 +63,7 @@ class Server:
     def __enter__(self):
         if self.transport == "http":
             self.process = subprocess.Popen(
-                [BINARY, "--mcp", "http", "127.0.0.1:0"],
+                [BINARY, "--mcp", "http", "127.0.0.1:0", "--elicitation"],
                 stdout=subprocess.PIPE,
                 text=True,
             )

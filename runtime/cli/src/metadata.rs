@@ -136,68 +136,161 @@ pub(crate) struct ScanRoot {
     pub(crate) dir: PathBuf,
     /// The crate roots (`src_path` of each linked target).
     pub(crate) entry_points: Vec<PathBuf>,
+    /// The platform conditions under which it is linked at all (a
+    /// `[target.'cfg(…)'.dependencies]` entry on the way to it); empty when
+    /// it is linked on every platform. What it declares is then outside
+    /// the build on other platforms.
+    pub(crate) condition: Vec<String>,
 }
 
 /// A linked library of a dependency.
 struct Linked {
     crate_name: String,
     label: String,
+    /// Platform conditions on the way to it (empty: every platform).
+    condition: Vec<String>,
+    /// For a registry crate linked only on some platforms: whether it
+    /// links the framework (so it can declare reach). `false` otherwise.
+    declares: bool,
     /// Its package directory and crate root, when its source is local
     /// (a path dependency or a workspace member).
     local: Option<(PathBuf, PathBuf)>,
 }
 
+/// The platform condition of one dependency edge: `None` when it is a
+/// normal dependency on every platform, `Some(condition)` when only under
+/// `[target.'…'.dependencies]`, and no entry when it is not a normal
+/// dependency at all (dev, build).
+fn edge_condition(dep: &Value) -> Option<Option<String>> {
+    let kinds = array_of(dep, "dep_kinds");
+    if kinds.is_empty() {
+        return Some(None);
+    }
+    let normal: Vec<&Value> = kinds
+        .iter()
+        .filter(|kind| kind.get("kind").is_none_or(Value::is_null))
+        .collect();
+    if normal.is_empty() {
+        return None;
+    }
+    let mut targets: Vec<String> = Vec::new();
+    for kind in normal {
+        match kind.get("target").and_then(Value::as_str) {
+            None => return Some(None),
+            Some(target) => targets.push(target.to_owned()),
+        }
+    }
+    targets.sort();
+    targets.dedup();
+    Some(Some(if targets.len() == 1 {
+        targets.concat()
+    } else {
+        format!("any({})", targets.join(", "))
+    }))
+}
+
+/// Whether package `id` can declare reach: it links the framework
+/// (`agent-surface…`) through normal dependencies, directly or through a
+/// crate that re-exports it.
+fn can_declare(metadata: &Value, id: &str) -> bool {
+    let nodes = metadata
+        .get("resolve")
+        .map_or(&[][..], |r| array_of(r, "nodes"));
+    let packages = array_of(metadata, "packages");
+    let framework = |pkg: &str| {
+        packages
+            .iter()
+            .find(|p| str_of(p, "id") == pkg)
+            .is_some_and(|p| str_of(p, "name").starts_with("agent-surface"))
+    };
+    let mut seen: Vec<&str> = vec![id];
+    let mut queue: Vec<&str> = vec![id];
+    while let Some(current) = queue.pop() {
+        let Some(node) = nodes.iter().find(|node| str_of(node, "id") == current) else {
+            continue;
+        };
+        for dep in array_of(node, "deps") {
+            if edge_condition(dep).is_none() {
+                continue;
+            }
+            let pkg = str_of(dep, "pkg");
+            if framework(pkg) {
+                return true;
+            }
+            if !seen.contains(&pkg) {
+                seen.push(pkg);
+                queue.push(pkg);
+            }
+        }
+    }
+    false
+}
+
 /// The library crate names of every package `package_id` links through
 /// normal dependencies, transitively (itself excluded), each with the
-/// package that builds it (`name version`).
+/// package that builds it (`name version`) and the platform conditions on
+/// the way to it (a crate linked on every platform by any way has none).
 fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<Linked> {
     let nodes = metadata
         .get("resolve")
         .map_or(&[][..], |r| array_of(r, "nodes"));
     let packages = array_of(metadata, "packages");
-    let mut seen: Vec<&str> = vec![package_id];
-    let mut queue: Vec<&str> = vec![package_id];
-    let mut out = Vec::new();
-    while let Some(id) = queue.pop() {
+    // Each package reached, with the conditions of the best way found to
+    // it so far: an unconditional way replaces a conditional one (and the
+    // package is walked again), so each is walked at most twice.
+    let mut reached: Vec<(&str, Vec<String>)> = vec![(package_id, Vec::new())];
+    let mut queue: Vec<(&str, Vec<String>)> = vec![(package_id, Vec::new())];
+    while let Some((id, conditions)) = queue.pop() {
         let Some(node) = nodes.iter().find(|node| str_of(node, "id") == id) else {
             continue;
         };
         for dep in array_of(node, "deps") {
-            let kinds = array_of(dep, "dep_kinds");
-            let normal = kinds.is_empty()
-                || kinds
-                    .iter()
-                    .any(|kind| kind.get("kind").is_none_or(Value::is_null));
-            let pkg = str_of(dep, "pkg");
-            if !normal || seen.contains(&pkg) {
-                continue;
-            }
-            seen.push(pkg);
-            queue.push(pkg);
-            let Some(package) = packages.iter().find(|p| str_of(p, "id") == pkg) else {
+            let Some(edge) = edge_condition(dep) else {
                 continue;
             };
-            for target in array_of(package, "targets") {
-                let linked = array_of(target, "kind")
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .any(|kind| matches!(kind, "lib" | "rlib" | "dylib"));
-                if linked {
-                    let local = str_of(package, "source").is_empty().then(|| {
-                        let manifest = Path::new(str_of(package, "manifest_path"));
-                        let dir = manifest.parent().map(Path::to_path_buf).unwrap_or_default();
-                        (dir, PathBuf::from(str_of(target, "src_path")))
-                    });
-                    out.push(Linked {
-                        crate_name: str_of(target, "name").replace('-', "_"),
-                        label: format!(
-                            "{} {}",
-                            str_of(package, "name"),
-                            str_of(package, "version")
-                        ),
-                        local,
-                    });
-                }
+            let mut way = conditions.clone();
+            if let Some(edge) = edge
+                && !way.contains(&edge)
+            {
+                way.push(edge);
+            }
+            let pkg = str_of(dep, "pkg");
+            match reached.iter_mut().find(|(id, _)| *id == pkg) {
+                Some((_, best)) if !best.is_empty() && way.is_empty() => best.clear(),
+                Some(_) => continue,
+                None => reached.push((pkg, way.clone())),
+            }
+            queue.push((pkg, way));
+        }
+    }
+    let mut out = Vec::new();
+    for (pkg, condition) in reached.into_iter().skip(1) {
+        let Some(package) = packages.iter().find(|p| str_of(p, "id") == pkg) else {
+            continue;
+        };
+        // Asked only where it decides anything: an unread (registry)
+        // crate linked only on some platforms.
+        let declares = !condition.is_empty()
+            && !str_of(package, "source").is_empty()
+            && can_declare(metadata, pkg);
+        for target in array_of(package, "targets") {
+            let linked = array_of(target, "kind")
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|kind| matches!(kind, "lib" | "rlib" | "dylib"));
+            if linked {
+                let local = str_of(package, "source").is_empty().then(|| {
+                    let manifest = Path::new(str_of(package, "manifest_path"));
+                    let dir = manifest.parent().map(Path::to_path_buf).unwrap_or_default();
+                    (dir, PathBuf::from(str_of(target, "src_path")))
+                });
+                out.push(Linked {
+                    crate_name: str_of(target, "name").replace('-', "_"),
+                    label: format!("{} {}", str_of(package, "name"), str_of(package, "version")),
+                    condition: condition.clone(),
+                    declares,
+                    local,
+                });
             }
         }
     }
@@ -284,18 +377,33 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
         label: None,
         dir: manifest.parent().map(Path::to_path_buf).unwrap_or_default(),
         entry_points: own_roots,
+        condition: Vec::new(),
     }];
     for linked in linked_dependency_crates(&metadata, package_id) {
         let (crate_name, dependency) = (linked.crate_name, linked.label);
         // The framework's own crates are what the gate runs on, not what
         // it reviews.
         let framework = dependency.starts_with("agent-surface");
-        if let (Some((dir, root)), false) = (linked.local, framework) {
-            scan_roots.push(ScanRoot {
+        match (linked.local, framework) {
+            (_, true) => {}
+            // Read from source, under its platform conditions if any.
+            (Some((dir, root)), false) => scan_roots.push(ScanRoot {
                 label: Some(dependency.clone()),
                 dir,
                 entry_points: vec![root],
-            });
+                condition: linked.condition,
+            }),
+            // Not read (a registry crate): if it can declare reach and is
+            // linked only on some platforms, that is what review sees.
+            (None, false) if linked.declares && !linked.condition.is_empty() => {
+                scan_roots.push(ScanRoot {
+                    label: Some(dependency.clone()),
+                    dir: PathBuf::new(),
+                    entry_points: Vec::new(),
+                    condition: linked.condition,
+                });
+            }
+            (None, false) => {}
         }
         if own_crates.contains(&crate_name) {
             return Err(Fatal(format!(
@@ -326,4 +434,93 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
         runtime: runtime_dependency(&metadata, package_id),
         scan_roots,
     })
+}
+
+#[cfg(test)]
+mod platform_tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use serde_json::json;
+
+    /// A package `id` with a library target, local (no source) or not.
+    fn package(id: &str, local: bool, deps: &[&str]) -> Value {
+        json!({
+            "id": id, "name": id, "version": "1.0.0",
+            "source": if local { Value::Null } else { json!("registry+https://example") },
+            "manifest_path": format!("/src/{id}/Cargo.toml"),
+            "dependencies": deps.iter().map(|d| json!({"name": d})).collect::<Vec<_>>(),
+            "targets": [{"name": id, "kind": ["lib"], "src_path": format!("/src/{id}/src/lib.rs")}],
+        })
+    }
+
+    fn edge(pkg: &str, target: Option<&str>) -> Value {
+        json!({"pkg": pkg, "dep_kinds": [{"kind": null, "target": target}]})
+    }
+
+    #[test]
+    fn a_dependency_linked_only_on_some_platforms_carries_its_condition() {
+        let metadata = json!({
+            "packages": [
+                package("app", true, &["agent-surface", "hidden", "shared", "tool"]),
+                package("hidden", true, &["agent-surface"]),
+                package("shared", true, &[]),
+                package("tool", false, &["kit"]),
+                package("kit", false, &["agent-surface"]),
+                package("sys", false, &[]),
+                package("agent-surface", false, &[]),
+            ],
+            "resolve": {"nodes": [
+                {"id": "app", "deps": [
+                    edge("hidden", Some("cfg(windows)")),
+                    edge("tool", Some("cfg(target_os = \"macos\")")),
+                    edge("shared", Some("cfg(windows)")),
+                    {"pkg": "sys", "dep_kinds": [{"kind": "dev", "target": null}]},
+                ]},
+                // `tool` reaches the framework through `kit`, which
+                // re-exports it.
+                {"id": "kit", "deps": [edge("agent-surface", None)]},
+                // `shared` is reached directly and through `hidden`, both
+                // only on Windows: it stays conditional.
+                {"id": "hidden", "deps": [edge("shared", None), edge("agent-surface", None)]},
+                {"id": "tool", "deps": [edge("sys", None), edge("kit", None)]},
+            ]},
+        });
+        let linked = linked_dependency_crates(&metadata, "app");
+        let find = |name: &str| linked.iter().find(|l| l.crate_name == name).unwrap();
+        assert_eq!(find("hidden").condition, ["cfg(windows)"]);
+        // A path crate is read, never judged by its dependencies.
+        assert!(!find("hidden").declares);
+        assert_eq!(find("tool").condition, ["cfg(target_os = \"macos\")"]);
+        assert!(
+            find("tool").declares,
+            "through a crate re-exporting the framework"
+        );
+        assert_eq!(find("shared").condition, ["cfg(windows)"]);
+        // Linked through `tool`, under its condition; never as a dev
+        // dependency of the app.
+        assert_eq!(find("sys").condition, ["cfg(target_os = \"macos\")"]);
+        assert!(!find("sys").declares);
+    }
+
+    #[test]
+    fn an_unconditional_way_wins_over_a_conditional_one() {
+        let metadata = json!({
+            "packages": [
+                package("app", true, &[]),
+                package("a", true, &[]),
+                package("b", true, &[]),
+            ],
+            "resolve": {"nodes": [
+                {"id": "app", "deps": [edge("a", Some("cfg(windows)")), edge("b", None)]},
+                {"id": "a", "deps": [edge("b", None)]},
+                {"id": "b", "deps": [edge("a", None)]},
+            ]},
+        });
+        let linked = linked_dependency_crates(&metadata, "app");
+        for name in ["a", "b"] {
+            let found = linked.iter().find(|l| l.crate_name == name).unwrap();
+            assert!(found.condition.is_empty(), "{name}: {:?}", found.condition);
+        }
+        assert_eq!(linked.len(), 2);
+    }
 }

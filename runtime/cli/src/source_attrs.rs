@@ -27,11 +27,17 @@ pub(crate) fn last_segment(path: &syn::Path) -> String {
         .unwrap_or_default()
 }
 
-/// A 64-bit FNV-1a digest of an item's text.
+/// The SHA-256 of an item's text, in lowercase hex.
 pub(crate) fn digest(tokens: &impl ToTokens) -> String {
+    use sha2::Digest as _;
     let text = tokens.to_token_stream().to_string();
-    let hash = agent_surface::canonical::Fnv1a64::hash(text.as_bytes());
-    format!("{hash:016x}")
+    // SHA-256: the digest stands for the text in the reviewed artifact, so
+    // two texts with one digest (a benign one committed, another swapped
+    // in) must be out of reach — a 64-bit hash is not.
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// `cfg_attr(p, metas…)` split into its predicate and metas.

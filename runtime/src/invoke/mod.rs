@@ -9,6 +9,7 @@
 
 pub(crate) mod bounds;
 mod pipeline;
+mod reach;
 
 pub use crate::invocation::{
     IS_AN_OBSERVATION, IS_NOT_AN_OBSERVATION, Invocation, InvocationResult, InvokeOptions, Kinds,
@@ -184,6 +185,14 @@ impl Registry {
         // fresh one: nobody can retry or join it, so there is nothing to
         // remember.
         let leadership = if let Some(fingerprint) = fingerprint {
+            // The same id and request under another reach is a conflict,
+            // never a way past a scope floor, a verb or missing grants.
+            let fingerprint = reach::dedupe_fingerprint(
+                fingerprint,
+                &options.scope,
+                options.kinds,
+                consumer.grants(),
+            );
             let key: dedupe::Key = (Arc::clone(consumer.key()), Arc::clone(&invocation_id));
             let now = inner.ms_at(started);
             let begin = inner.dedupe().begin(&key, fingerprint, now);

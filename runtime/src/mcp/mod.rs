@@ -27,9 +27,11 @@
 //! - **Confirmations**: two-phase by default — the model calls again with
 //!   the same arguments once the user approved, or passes
 //!   `_meta["agentSurface/confirmationId"]` (a stateless HTTP caller, whose
-//!   every request is a new consumer, passes the id). When elicitation is
-//!   on ([`McpServerBuilder::elicitation`]: by default only on a registry
-//!   without an in-app approval channel) and the client declares support,
+//!   every request is a new consumer, passes the id); the person answers
+//!   in the application (an in-app channel, or host code through
+//!   `Registry::confirmations`). When the host opted into elicitation
+//!   ([`McpServerBuilder::elicitation`]: off unless it says so) and the
+//!   client declares support,
 //!   the server asks the human through MCP elicitation (a server request on
 //!   handshake-era sessions, an input-required round on 2026-07-28, whose
 //!   state is a fresh secret bound to its caller), showing the summary and
@@ -200,10 +202,15 @@ impl McpServerBuilder {
     /// caller without an identity is never asked (it gets the two-phase
     /// answer).
     ///
-    /// Default: on, unless the registry declares an in-app approval channel
-    /// ([`RegistryBuilder::approval_channel`](crate::registry::RegistryBuilder::approval_channel)),
-    /// where the person approves in the app. Off: confirmations are
-    /// two-phase (the agent calls again once the person approved).
+    /// Default: off — an agent's own connection answers nothing unless the
+    /// host says its client is one that asks its person. Off, confirmations
+    /// are two-phase: the agent calls again once the person approved in the
+    /// application (an in-app channel the registry declares,
+    /// [`RegistryBuilder::approval_channel`](crate::registry::RegistryBuilder::approval_channel),
+    /// or host code answering through
+    /// [`Registry::confirmations`](crate::registry::Registry::confirmations)).
+    /// A registry with an in-app channel usually keeps it off: the person
+    /// approves where they see the application.
     pub fn elicitation(mut self, enabled: bool) -> Self {
         self.elicitation = Some(enabled);
         self
@@ -296,9 +303,14 @@ impl McpServerBuilder {
             limits.max_pending_confirmations_per_consumer.max(1),
             crate::adapter::millis(limits.confirmation_ttl),
         );
-        let elicitation = self
-            .elicitation
-            .unwrap_or_else(|| !self.registry.confirmations().has_in_app_channel());
+        // Opt-in only: a client that answers its own elicitation (an
+        // autonomous agent) must never approve by default.
+        let elicitation = self.elicitation.unwrap_or(false);
+        if !elicitation && !self.registry.confirmations().has_in_app_channel() {
+            tracing::info!(
+                "MCP elicitation is off and the registry declares no in-app approval channel:                  confirmations are answered only by host code through Registry::confirmations                  (McpServerBuilder::elicitation(true) opts in a client that asks its person)"
+            );
+        }
         let views = ConsumerViews::new(&self.registry, ConsumerKind::Mcp, Topology::Remote);
         let shared = Arc::new(Shared {
             registry: self.registry,

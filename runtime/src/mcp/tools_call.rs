@@ -90,20 +90,22 @@ impl McpSession {
             .begin(acting.view.clone(), acting.caller == Caller::Anonymous);
         let toolset = acting.view.toolset().clone();
         let call = ToolCall::new(name, arguments).invocation_id(invocation_id);
-        if toolset.tool(call.name()).is_none() {
-            // Not in this consumer's tools: a stale name still gets the
-            // pipeline's precise error; anything else is not a tool at all.
-            let Some(result) = Box::pin(call.run_stale(&toolset, cancel)).await else {
+        let result = if toolset.tool(call.name()).is_none() {
+            // Not in this consumer's tools: a stale name runs as its tool
+            // would (its evidence, then the confirmation below); anything
+            // else is not a tool at all.
+            let stale = call.run_stale(&toolset, explicit.as_deref(), cancel.clone());
+            let Some(result) = Box::pin(stale).await else {
                 return Err(ErrorData::invalid_params(
                     format!("unknown tool `{}`", call.name()),
                     None,
                 ));
             };
-            return Ok(to_call_result(&result).into());
-        }
-        let result = call
-            .run(&toolset, explicit.as_deref(), cancel.clone())
-            .await;
+            result
+        } else {
+            call.run(&toolset, explicit.as_deref(), cancel.clone())
+                .await
+        };
         let Some(confirmation_id) = confirmation_of(&result) else {
             return Ok(to_call_result(&result).into());
         };

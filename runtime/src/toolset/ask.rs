@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{ExecuteOptions, Toolset};
 use crate::confirmation::{Withdrawal, settle_now};
-use crate::error::ErrorPayload;
-use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
+use crate::error::{ErrorCode, ErrorPayload};
+use crate::invoke::{Invocation, InvocationResult};
 
 /// One tool call an adapter may run again: the tool's wire name, the
 /// arguments the agent sent, and the invocation id it carries.
@@ -66,42 +66,81 @@ impl ToolCall {
     /// Runs a call whose name is not in `toolset`'s tools: a stale name (a
     /// capability that went away, or moved) is decoded to the capability
     /// it named and run through the pipeline, which reports precisely why
-    /// it cannot run now. `None`: the name never was a tool name.
+    /// it cannot run now. `None`: the name never was a tool name of
+    /// `toolset` (in meta mode, whose tools are its three verbs, no wire
+    /// name ever was).
+    ///
+    /// The call runs exactly as one of the toolset's tools would: with its
+    /// reach — its consumer and scope floor (a capability outside the
+    /// floor is not found), nothing once the toolset is disposed
+    /// (`CANCELLED`) — and its confirmations: in wait mode the person is
+    /// waited for (a request is never left open with nobody waiting), in
+    /// two-phase mode the agent's retry with the same name and arguments
+    /// carries the confirmation it was asked for.
+    ///
+    /// `confirmation_id` is the evidence the agent presented, if any (a
+    /// stateless caller, which has no remembered confirmation, passes it).
     pub async fn run_stale(
         &self,
         toolset: &Toolset,
+        confirmation_id: Option<&str>,
         cancel: CancellationToken,
     ) -> Option<InvocationResult> {
+        let shared = &toolset.shared;
+        if shared.mode == super::Mode::Meta {
+            return None;
+        }
         let (id, instance) = crate::wire::decode_full_name(&self.name)?;
+        // Disposed, or nested too deep to copy: refused as any call is.
+        if let Some(refused) =
+            shared.refused_early(&self.name, self.invocation_id.as_deref(), &self.arguments)
+        {
+            return Some(refused);
+        }
+        let key = super::retry_key(&self.name, &self.arguments);
         let mut invocation = Invocation::new(id.as_str()).input(self.arguments.clone());
         invocation.instance_id = instance.map(|instance| instance.as_str().to_owned());
         invocation.invocation_id = self.invocation_id.clone();
-        let options = InvokeOptions {
-            cancellation: Some(cancel),
-            ..InvokeOptions::consumer(toolset.consumer().clone())
-        };
-        Some(toolset.registry().invoke(invocation, options).await)
+        Some(
+            shared
+                .run_direct(key, invocation, confirmation_id, Some(cancel))
+                .await,
+        )
     }
 
     /// Runs it once through `toolset`, with `confirmation_id` as evidence
-    /// if given, cancelled with `cancel`.
+    /// if given, cancelled with `cancel`. A name no longer among the
+    /// toolset's tools (it went stale while the call waited for the person)
+    /// runs as [`run_stale`](Self::run_stale) does.
     pub async fn run(
         &self,
         toolset: &Toolset,
         confirmation_id: Option<&str>,
         cancel: CancellationToken,
     ) -> InvocationResult {
-        toolset
+        let result = toolset
             .execute_with_options(
                 &self.name,
                 self.arguments.clone(),
                 ExecuteOptions {
                     tool_call_id: self.invocation_id.as_deref(),
                     confirmation_id,
-                    cancellation: Some(cancel),
+                    cancellation: Some(cancel.clone()),
                 },
             )
-            .await
+            .await;
+        // Looked for only when the toolset found no such tool: the common
+        // call pays no second catalog lookup.
+        let missing = result
+            .error()
+            .is_some_and(|error| error.code() == ErrorCode::CapabilityNotFound)
+            && toolset.shared.catalog().find(&self.name).is_none();
+        if missing
+            && let Some(stale) = Box::pin(self.run_stale(toolset, confirmation_id, cancel)).await
+        {
+            return stale;
+        }
+        result
     }
 }
 

@@ -79,7 +79,7 @@ use crate::adapter::bounds;
 use crate::context::Consumer;
 use crate::error::ErrorPayload;
 use crate::events::Subscription;
-use crate::invoke::{Invocation, InvocationResult, Kinds};
+use crate::invoke::{Invocation, InvocationResult};
 use crate::registry::Registry;
 use crate::snapshot::{Budget, SnapshotOptions};
 
@@ -416,12 +416,9 @@ impl Toolset {
             cancellation,
         } = options;
         let shared = &self.shared;
-        if shared.disposed.is_cancelled() {
-            return shared.immediate(name, tool_call_id, ErrorPayload::cancelled());
-        }
-        if let Err(error) = shared.check_depth(&input) {
+        if let Some(refused) = shared.refused_early(name, tool_call_id, &input) {
             bounds::dispose(input);
-            return shared.immediate(name, tool_call_id, error);
+            return refused;
         }
         match shared.mode {
             Mode::Direct => {
@@ -436,12 +433,9 @@ impl Toolset {
                     .surface_version(target.surface_version.to_string())
                     .input(input);
                 request.invocation_id = tool_call_id.map(str::to_owned);
-                request.confirmation_id = confirmation_id
-                    .map(str::to_owned)
-                    .or_else(|| shared.remembered(key));
-                let result = shared.run(request, Kinds::All, cancellation).await;
-                shared.remember(key, &result);
-                result
+                shared
+                    .run_direct(key, request, confirmation_id, cancellation)
+                    .await
             }
             Mode::Meta => match name {
                 DISCOVER => self.discover(input, tool_call_id),

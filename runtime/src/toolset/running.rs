@@ -69,6 +69,42 @@ impl Shared {
         self.settled(name, tool_call_id, Err(error))
     }
 
+    /// What every call through this toolset meets before anything else: a
+    /// disposed toolset settles it `CANCELLED`, and input nested deeper
+    /// than the pipeline accepts is refused before it is walked or copied.
+    pub(super) fn refused_early(
+        &self,
+        name: &str,
+        tool_call_id: Option<&str>,
+        input: &Value,
+    ) -> Option<InvocationResult> {
+        if self.disposed.is_cancelled() {
+            return Some(self.immediate(name, tool_call_id, ErrorPayload::cancelled()));
+        }
+        self.check_depth(input)
+            .err()
+            .map(|error| self.immediate(name, tool_call_id, error))
+    }
+
+    /// A direct-mode call of the tool whose name and arguments give
+    /// `key` (see `retry_key`): the confirmation the agent was asked for
+    /// under the same name and arguments goes with it (two-phase), or the
+    /// person is waited for (wait mode), exactly as for every tool.
+    pub(super) async fn run_direct(
+        &self,
+        key: u64,
+        mut request: Invocation,
+        confirmation_id: Option<&str>,
+        cancellation: Option<CancellationToken>,
+    ) -> InvocationResult {
+        request.confirmation_id = confirmation_id
+            .map(str::to_owned)
+            .or_else(|| self.remembered(key));
+        let result = self.run(request, Kinds::All, cancellation).await;
+        self.remember(key, &result);
+        result
+    }
+
     /// One call through the pipeline; in wait mode a confirmation request
     /// waits for the user and the call is retried with the evidence.
     pub(super) async fn run(

@@ -35,6 +35,23 @@ fn fill_base62(out: &mut [u8], mut value: u64) {
     }
 }
 
+/// The value of base62 digits written by [`fill_base62`] (least
+/// significant first); `None` if a byte is not a base62 digit or the value
+/// overflows.
+fn read_base62(digits: &[u8]) -> Option<u64> {
+    digits.iter().rev().try_fold(0u64, |value, &digit| {
+        let index = BASE62.iter().position(|&candidate| candidate == digit)?;
+        value
+            .checked_mul(62)?
+            .checked_add(u64::try_from(index).ok()?)
+    })
+}
+
+/// 62 to the power of the random part's length: the random part encodes a
+/// draw reduced below it, so reading the part back gives the value the
+/// check was computed over.
+const REGISTRATION_RANDOM_SPAN: u64 = 62u64.pow(REGISTRATION_RANDOM_CHARS as u32);
+
 /// Appends `digits` (at most 11, a u64's worth) base62 digits of `value`.
 fn push_base62(out: &mut String, value: u64, digits: usize) {
     let mut buffer = [b'0'; 11];
@@ -188,7 +205,11 @@ impl IdMint {
         self.keys.get_or_init(Keys::new)
     }
 
-    fn tag(&self, random: &[u8]) -> u64 {
+    /// The keyed check over a registration id's random value: SipHash
+    /// under this registry's random keys, over two words (the random value
+    /// read back as a number, not its text: two compressions instead of
+    /// four).
+    fn tag(&self, random: u64) -> u64 {
         let keys = self.keys();
         keys.tag_key.hash_one((keys.tag_secret, random))
     }
@@ -208,6 +229,8 @@ impl IdMint {
 
     fn with_registration_id<T>(&self, make: impl FnOnce(&str) -> T) -> T {
         let [bits] = random::<1>();
+        // Below 62^10 (about 2^59.5): exactly what ten digits hold.
+        let value = bits % REGISTRATION_RANDOM_SPAN;
         let keys = self.keys();
         let mut buffer = [b'0'; REGISTRATION_ID_LEN];
         let (head, rest) = buffer.split_at_mut(4 + PREFIX_CHARS);
@@ -218,8 +241,8 @@ impl IdMint {
         {
             *slot = byte;
         }
-        fill_base62(random_part, bits);
-        fill_base62(tag_part, self.tag(random_part));
+        fill_base62(random_part, value);
+        fill_base62(tag_part, self.tag(value));
         make(std::str::from_utf8(&buffer).unwrap_or("reg_"))
     }
 
@@ -235,9 +258,13 @@ impl IdMint {
         if rest.len() != REGISTRATION_RANDOM_CHARS + TAG_CHARS || !rest.is_ascii() {
             return false;
         }
-        let (random, tag) = rest.split_at(REGISTRATION_RANDOM_CHARS);
-        let mut expected = String::with_capacity(TAG_CHARS);
-        push_base62(&mut expected, self.tag(random.as_bytes()), TAG_CHARS);
+        let (random, tag) = rest.as_bytes().split_at(REGISTRATION_RANDOM_CHARS);
+        // Ten digits hold less than 62^10 < 2^64: no overflow.
+        let Some(value) = read_base62(random) else {
+            return false;
+        };
+        let mut expected = [b'0'; TAG_CHARS];
+        fill_base62(&mut expected, self.tag(value));
         expected == tag
     }
 
@@ -348,6 +375,36 @@ mod tests {
         assert!(!mint.minted_here(&swapped));
         assert!(!mint.minted_here(&format!("{real}0")));
         assert!(!mint.minted_here("reg_ééééééééééééé"));
+        // The prefix, ten characters outside base62, four more.
+        let prefix = &real[..4 + PREFIX_CHARS];
+        assert!(!mint.minted_here(&format!("{prefix}----------0000")));
+        assert!(!mint.minted_here(&format!(
+            "{prefix}{}",
+            &real[4 + PREFIX_CHARS..real.len() - 1]
+        )));
+    }
+
+    #[test]
+    fn base62_reads_back_what_it_wrote() {
+        for value in [
+            0,
+            1,
+            61,
+            62,
+            3_843,
+            REGISTRATION_RANDOM_SPAN - 1,
+            123_456_789_012_345,
+        ] {
+            let mut digits = [b'0'; REGISTRATION_RANDOM_CHARS];
+            fill_base62(&mut digits, value);
+            assert_eq!(read_base62(&digits), Some(value));
+        }
+        assert_eq!(read_base62(b"zzzzzzzzzzzz"), None, "beyond a u64");
+        assert_eq!(read_base62(b"0a!"), None);
+        let mint = IdMint::new();
+        for _ in 0..1_000 {
+            assert!(mint.minted_here(&mint.registration_id()));
+        }
     }
 
     #[test]

@@ -254,12 +254,14 @@ impl PageAgent {
             }
             room
         };
+        // Forgotten when the call ends, or when its future is dropped —
+        // even before its first poll: the guard exists before the future.
+        let slot = admitted.then(|| Slot {
+            shared: Arc::clone(&shared),
+            call,
+        });
         async move {
-            // Forgotten when the call ends, or when its future is dropped.
-            let _slot = admitted.then(|| Slot {
-                shared: Arc::clone(&shared),
-                call,
-            });
+            let _slot = slot;
             let max_id = shared.registry.limits().max_id_bytes;
             let name = bounds::truncated(&name, max_id).to_owned();
             if !admitted {
@@ -280,7 +282,7 @@ impl PageAgent {
                 if toolset.tool(&name).is_some() {
                     call.run(toolset, None, cancel).await
                 } else {
-                    match call.run_stale(toolset, cancel).await {
+                    match call.run_stale(toolset, None, cancel).await {
                         Some(result) => result,
                         None => refused(&shared.registry, &name, None, ErrorPayload::not_found()),
                     }

@@ -23,7 +23,14 @@ impl InFlight<'_> {
         output: Option<Value>,
         trace: &mut Trace,
     ) -> Result<Option<Arc<Value>>, ErrorPayload> {
+        let schema = subject.output_schema();
         let Some(output) = output else {
+            // No output (an executor's `null`, or a component implemented
+            // by hand returning none) is `null` to an output schema: a
+            // schema that refuses it is not bypassed by returning nothing.
+            if let Some(schema) = schema {
+                self.validate_output(subject, schema, &Value::Null, trace)?;
+            }
             return Ok(None);
         };
         // Checked iteratively before anything walks the output recursively
@@ -32,7 +39,6 @@ impl InFlight<'_> {
         // same walk sizes it (stopping past the output limit).
         let limits = &self.registry.inner.config.limits;
         let max_depth = limits.max_input_depth;
-        let schema = subject.output_schema();
         // A schema that bounds every valid value within the limits needs no
         // walk first when nobody needs the output's size (only a dedupe
         // record does): validation alone decides, and its recursion follows

@@ -10,8 +10,13 @@ use crate::policy::identity;
 
 impl ErasedRef {
     /// Checks this reference against `contract`'s declaration of it and
-    /// installs the declared policies it does not already carry (by
-    /// identity), outermost.
+    /// installs every declared policy, outermost. A mount only adds: a
+    /// policy it carries never stands in for a declared one, however alike
+    /// (an identity names a supplied closure only as supplied, so a
+    /// look-alike with a permissive check would otherwise replace the
+    /// reviewed one). Both then run: a chain only narrows, and a carried
+    /// duplicate of a declared policy keeps its own state (a second rate
+    /// limit of the same terms counts the same calls).
     pub(crate) fn conform(&mut self, contract: &CheckedContract) -> Result<(), DefinitionError> {
         let procedure = self.contract.id();
         let component = contract.component_type().as_str();
@@ -63,11 +68,6 @@ impl ErasedRef {
                 ),
             ));
         }
-        let carried: Vec<_> = self
-            .policies
-            .iter()
-            .map(|policy| identity(policy.as_ref()))
-            .collect();
         // A declared policy expression that panicked fails the mount (the
         // catalog and the hashes carry its fail-closed stand-in).
         let declared_policies = declared.policies();
@@ -85,10 +85,7 @@ impl ErasedRef {
                 ),
             ));
         }
-        let mut installed: Vec<_> = declared_policies
-            .into_iter()
-            .filter(|policy| !carried.contains(&identity(policy.as_ref())))
-            .collect();
+        let mut installed = declared_policies;
         installed.append(&mut self.policies);
         self.policies = installed;
         Ok(())

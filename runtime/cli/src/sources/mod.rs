@@ -1,0 +1,334 @@
+//! What the build cannot show, read from source: declarations under
+//! `#[cfg]` or `#[cfg_attr]` (a component, a procedure, a reference, a
+//! schema field or variant — or anything around them: a module, function,
+//! trait, block, statement, expression, a generator macro wherever it is
+//! invoked, a macro's arguments, an `include!`), and code that runs outside
+//! what the gate checks (unmangled or exported symbols, link sections such
+//! as constructors, `global_asm!`, and macros that emit them). The package
+//! and its local dependencies (path dependencies, workspace members) are
+//! read from their crate roots as cargo describes them. The macro records
+//! capabilities under `#[cfg]` inside a component it expands; a `#[cfg]` on
+//! the item itself, or around it, removes it before any macro runs, so only
+//! the source shows it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+use crate::metadata::ScanRoot;
+
+mod tokens;
+mod visitor;
+
+use visitor::{MacroBody, Visitor};
+
+use crate::source_attrs::{AGENT_ATTRIBUTES, cfgs, digest, joined};
+
+/// A declaration under `#[cfg]`, found in the source.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct GatedDeclaration {
+    /// The declaration key (`component <type>`, `procedure <id>`, …), with
+    /// ` (crate <dependency>)` for a dependency's.
+    pub(crate) key: String,
+    /// Every condition on the way to it, joined with `all(…)` when several.
+    pub(crate) condition: String,
+    /// The file, relative to its package.
+    pub(crate) file: String,
+    /// A digest of the item's text: a change to a declaration outside the
+    /// build changes it.
+    pub(crate) digest: String,
+}
+
+/// What the source shows.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    /// Declarations under `#[cfg]`.
+    pub(crate) gated: Vec<GatedDeclaration>,
+    /// Code at link level, one line per occurrence (`file: what name`).
+    pub(crate) link_level: Vec<String>,
+}
+
+/// `use path::agent_component as alias;` anywhere in `file`: (alias, name)
+/// into `out`; every other `use … as alias` (a generator macro may be
+/// renamed) into `renames`.
+fn aliases_in(file: &syn::File, out: &mut Vec<(String, String)>, shared: &mut Shared) {
+    struct Uses<'a>(&'a mut Vec<(String, String)>, &'a mut Shared);
+    impl<'ast> Visit<'ast> for Uses<'_> {
+        fn visit_use_rename(&mut self, rename: &'ast syn::UseRename) {
+            let target = rename.ident.to_string();
+            let pair = (rename.rename.to_string(), target);
+            if AGENT_ATTRIBUTES.contains(&pair.1.as_str()) {
+                self.0.push(pair);
+            } else if self.1.renames.len() < MAX_RENAMES {
+                self.1.renames.push(pair);
+            } else {
+                self.1.renames_dropped = true;
+            }
+        }
+    }
+    Uses(out, shared).visit_file(file);
+}
+
+/// At most this many `use … as …` renames are followed per scan.
+const MAX_RENAMES: usize = 10_000;
+
+/// Every name that invokes a generator: the generators, the
+/// `macro_rules!` whose bodies invoke one (wrappers), and the names
+/// `use … as …` gives any of them — closed under both, however long the
+/// chains.
+fn generator_names(shared: &Shared) -> std::collections::HashSet<String> {
+    let mut names: std::collections::HashSet<String> = shared.generators.iter().cloned().collect();
+    loop {
+        let before = names.len();
+        for body in &shared.bodies {
+            if !names.contains(&body.defined) && body.invokes.iter().any(|n| names.contains(n)) {
+                names.insert(body.defined.clone());
+            }
+        }
+        for (alias, target) in &shared.renames {
+            if names.contains(target) && !names.contains(alias) {
+                names.insert(alias.clone());
+            }
+        }
+        if names.len() == before {
+            return names;
+        }
+    }
+}
+
+/// At most this much source is read per scan (bytes).
+const MAX_SOURCE_BYTES: u64 = 64 << 20;
+/// At most this many files are read per scan.
+const MAX_FILES: usize = 10_000;
+
+/// What one scan collects across crate trees: generators defined in one
+/// crate may be invoked in another.
+#[derive(Default)]
+struct Shared {
+    invocations: Vec<(String, String, String, String, Option<String>)>,
+    generators: Vec<String>,
+    /// `use … as …` of anything but agent attributes: (alias, name).
+    renames: Vec<(String, String)>,
+    /// Whether renames beyond [`MAX_RENAMES`] were left unread.
+    renames_dropped: bool,
+    /// `macro_rules!` naming no agent attribute, with what they invoke.
+    bodies: Vec<MacroBody>,
+    /// Files reached that do not parse (as items, or as a block's body).
+    unparsed: Vec<String>,
+    bytes: u64,
+    files: usize,
+}
+
+/// The file at `path` (`shown` as the scan reports it), parsed; a file
+/// that does not parse is recorded as not read.
+fn read(path: &Path, shown: &str, shared: &mut Shared) -> Option<syn::File> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || shared.bytes + meta.len() > MAX_SOURCE_BYTES || shared.files >= MAX_FILES
+    {
+        return None;
+    }
+    shared.bytes += meta.len();
+    shared.files += 1;
+    let text = std::fs::read_to_string(path).ok()?;
+    // An `include!` in expression or statement position includes an
+    // expression or statements: read as a function's body.
+    match syn::parse_file(&text)
+        .or_else(|_| syn::parse_file(&format!("fn __included() {{\n{text}\n}}")))
+    {
+        Ok(file) => Some(file),
+        Err(_) => {
+            shared.unparsed.push(shown.to_owned());
+            None
+        }
+    }
+}
+
+/// Where a file's `mod name;` resolve: beside it for a crate root or a
+/// `mod.rs`, else in the directory of its name.
+fn child_dir_of(path: &Path, roots: &[PathBuf]) -> (PathBuf, PathBuf) {
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let root_like = stem == "mod" || roots.iter().any(|root| root == path);
+    let child = if root_like {
+        dir.clone()
+    } else {
+        dir.join(stem)
+    };
+    (dir, child)
+}
+
+/// Scans one crate tree from its roots. Each file is read once, under the
+/// conditions of the first way to it (a file reachable several ways, or
+/// including itself, is not read again).
+fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
+    let base = std::fs::canonicalize(&root.dir).unwrap_or_else(|_| root.dir.clone());
+    let roots: Vec<PathBuf> = root
+        .entry_points
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    // A crate linked only on some platforms: everything in it is under
+    // that condition.
+    let mut queue: Vec<(PathBuf, Vec<String>)> = roots
+        .iter()
+        .map(|path| (path.clone(), root.condition.clone()))
+        .collect();
+    if root.entry_points.is_empty() && !root.condition.is_empty() {
+        // Not read (a registry crate that can declare reach): the crate
+        // itself is what the build does not show.
+        let label = root.label.clone().unwrap_or_default();
+        scan.gated.push(GatedDeclaration {
+            key: format!("declarations of a crate linked only on some platforms (crate {label})"),
+            condition: joined(&root.condition),
+            file: "Cargo.toml".to_owned(),
+            digest: digest(&label),
+        });
+    }
+    let mut parsed: Vec<(PathBuf, Vec<String>, syn::File)> = Vec::new();
+    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut aliases = Vec::new();
+    let relative = |path: &Path| {
+        path.strip_prefix(&base)
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_else(|_| path.to_string_lossy().into_owned())
+    };
+    // First, every file the tree reaches (aliases apply to all of them).
+    while let Some((path, cfg)) = queue.pop() {
+        let Ok(path) = std::fs::canonicalize(&path) else {
+            continue;
+        };
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        let Some(file) = read(&path, &relative(&path), shared) else {
+            continue;
+        };
+        aliases_in(&file, &mut aliases, shared);
+        let (file_dir, child_dir) = child_dir_of(&path, &roots);
+        let mut cfg = cfg;
+        cfg.extend(
+            cfgs(&file.attrs)
+                .into_iter()
+                .filter(|c| !cfg.contains(c))
+                .collect::<Vec<_>>(),
+        );
+        let mut found = Vec::new();
+        Visitor {
+            label: root.label.as_deref(),
+            file: relative(&path),
+            child_dir,
+            dir: file_dir.clone(),
+            file_dir,
+            cfg: cfg.clone(),
+            files: &mut found,
+            aliases: &[],
+            invocations: &mut Vec::new(),
+            generators: &mut Vec::new(),
+            bodies: &mut Vec::new(),
+            scan: &mut Scan::default(),
+        }
+        .visit_file(&file);
+        queue.extend(found);
+        parsed.push((path, cfg, file));
+    }
+    let mut invocations = Vec::new();
+    for (path, cfg, file) in &parsed {
+        let (file_dir, child_dir) = child_dir_of(path, &roots);
+        Visitor {
+            label: root.label.as_deref(),
+            file: relative(path),
+            child_dir,
+            dir: file_dir.clone(),
+            file_dir,
+            cfg: cfg.clone(),
+            files: &mut Vec::new(),
+            aliases: &aliases,
+            invocations: &mut invocations,
+            generators: &mut shared.generators,
+            bodies: &mut shared.bodies,
+            scan,
+        }
+        .visit_file(file);
+    }
+    shared.invocations.extend(
+        invocations
+            .into_iter()
+            .map(|(name, condition, file, digest)| {
+                (name, condition, file, digest, root.label.clone())
+            }),
+    );
+}
+
+/// Scans the package and its local dependencies.
+pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
+    let mut scan = Scan::default();
+    let mut shared = Shared::default();
+    for root in roots {
+        scan_root(root, &mut scan, &mut shared);
+    }
+    // A generator invoked under `#[cfg]` (wherever it is defined): what it
+    // declares is unknown until it is built.
+    let generators = generator_names(&shared);
+    // A wrapper of a generator with a condition in its own body.
+    for body in &shared.bodies {
+        if body.conditional && generators.contains(&body.defined) {
+            let key = match &body.label {
+                Some(label) => format!(
+                    "declarations generated by {}! (crate {label})",
+                    body.defined
+                ),
+                None => format!("declarations generated by {}!", body.defined),
+            };
+            scan.gated.push(GatedDeclaration {
+                key,
+                condition: "#[cfg] inside the macro's body".to_owned(),
+                file: body.file.clone(),
+                digest: body.digest.clone(),
+            });
+        }
+    }
+    if shared.renames_dropped {
+        scan.link_level.push(format!(
+            "more than {MAX_RENAMES} `use … as …` renames: those beyond were not followed, so a \
+             generator invoked through one of them is not recognized"
+        ));
+    }
+    for path in &shared.unparsed {
+        scan.link_level.push(format!(
+            "{path}: does not parse (as items or as a block's body): not read"
+        ));
+    }
+    for (name, condition, file, digest, label) in shared.invocations {
+        if generators.contains(&name) && !condition.is_empty() && condition != "test" {
+            let key = match &label {
+                Some(label) => format!("declarations generated by {name}! (crate {label})"),
+                None => format!("declarations generated by {name}!"),
+            };
+            scan.gated.push(GatedDeclaration {
+                key,
+                condition,
+                file,
+                digest,
+            });
+        }
+    }
+    if shared.bytes >= MAX_SOURCE_BYTES || shared.files >= MAX_FILES {
+        scan.link_level.push(format!(
+            "the scan stopped after {} files and {} bytes of source: what lies beyond was not read",
+            shared.files, shared.bytes
+        ));
+    }
+    scan.gated.sort();
+    scan.gated.dedup();
+    scan.gated.truncate(10_000);
+    scan.link_level.sort();
+    scan.link_level.dedup();
+    scan
+}
+
+#[cfg(test)]
+mod tests;

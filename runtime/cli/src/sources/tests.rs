@@ -1,0 +1,296 @@
+//! The source scan against small crates written for each case.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+use super::{Scan, scan};
+use crate::metadata::ScanRoot;
+
+/// Scans a crate made of `lib` (and `extra` files beside it), linked
+/// under `condition`.
+fn scan_text(name: &str, lib: &str, extra: &[(&str, &str)], condition: &[&str]) -> Scan {
+    let dir = std::env::temp_dir().join(format!("as-scan-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
+    for (file, text) in extra {
+        std::fs::write(dir.join("src").join(file), text).unwrap();
+    }
+    let scan = scan(&[ScanRoot {
+        label: None,
+        dir: dir.clone(),
+        entry_points: vec![dir.join("src/lib.rs")],
+        condition: condition.iter().map(|c| (*c).to_owned()).collect(),
+    }]);
+    let _ = std::fs::remove_dir_all(&dir);
+    scan
+}
+
+const COMPONENT: &str = r#"
+    /// Hidden panel.
+    #[agent_component(type = "hidden.panel")]
+    impl Panel {
+        /// Wipes everything.
+        #[action(effect = "local-state")]
+        fn wipe(&self) {}
+    }
+    struct Panel;
+"#;
+
+const RELEASE: &str = "not(debug_assertions)";
+/// How the scan prints that condition (token spacing).
+const RELEASE_SHOWN: &str = "not (debug_assertions)";
+
+fn keys(scan: &Scan) -> Vec<(&str, &str)> {
+    scan.gated
+        .iter()
+        .map(|g| (g.key.as_str(), g.condition.as_str()))
+        .collect()
+}
+
+/// `lib` (named `name` in failures) shows the component under the
+/// release condition, once.
+fn assert_the_component_is_gated(name: &str, lib: &str) {
+    let scan = scan_text(name, lib, &[], &[]);
+    assert_eq!(
+        keys(&scan),
+        [("component hidden.panel", RELEASE_SHOWN)],
+        "{name}: {lib}"
+    );
+}
+
+#[test]
+fn a_component_under_cfg_in_a_module_is_seen() {
+    let lib = format!("#[cfg({RELEASE})]\nmod m {{ {COMPONENT} }}");
+    let scan = scan_text("module", &lib, &[], &[]);
+    assert_eq!(keys(&scan), [("component hidden.panel", RELEASE_SHOWN)]);
+}
+
+#[test]
+fn a_component_in_any_block_under_cfg_is_seen() {
+    for (name, lib) in [
+        (
+            "trait",
+            format!("#[cfg({RELEASE})]\npub trait Hidden {{ fn install() {{ {COMPONENT} }} }}"),
+        ),
+        (
+            "trait-method",
+            format!("pub trait Hidden {{ #[cfg({RELEASE})] fn install() {{ {COMPONENT} }} }}"),
+        ),
+        (
+            "impl-method",
+            format!("struct S; impl S {{ #[cfg({RELEASE})] fn f() {{ {COMPONENT} }} }}"),
+        ),
+        (
+            "enum",
+            format!("#[cfg({RELEASE})]\npub enum E {{ A = {{ {COMPONENT} 0 }} }}"),
+        ),
+        (
+            "array-length",
+            format!("#[cfg({RELEASE})]\npub struct A([u8; {{ {COMPONENT} 1 }}]);"),
+        ),
+        (
+            "type-alias",
+            format!("#[cfg({RELEASE})]\npub type T = [u8; {{ {COMPONENT} 1 }}];"),
+        ),
+        (
+            "block-statement",
+            format!("fn f() {{ #[cfg({RELEASE})] {{ {COMPONENT} }} }}"),
+        ),
+        (
+            "let-statement",
+            format!("fn f() {{ #[cfg({RELEASE})] let _x = {{ {COMPONENT} 1 }}; }}"),
+        ),
+    ] {
+        assert_the_component_is_gated(name, &lib);
+    }
+}
+
+#[test]
+fn a_cfg_anywhere_around_a_component_is_its_condition() {
+    for (name, lib) in [
+        (
+            "match-arm",
+            format!("fn f(x: u8) {{ match x {{ #[cfg({RELEASE})] _ => {{ {COMPONENT} }} }} }}"),
+        ),
+        (
+            "variant",
+            format!("pub enum E {{ #[cfg({RELEASE})] A = {{ {COMPONENT} 0 }} }}"),
+        ),
+        (
+            "field",
+            format!("pub struct S {{ #[cfg({RELEASE})] a: [u8; {{ {COMPONENT} 1 }}] }}"),
+        ),
+        (
+            "field-value",
+            format!(
+                "struct S {{ a: u8 }}\nfn f() -> S {{ S {{ #[cfg({RELEASE})] a: {{ {COMPONENT} 1 }} }} }}"
+            ),
+        ),
+        (
+            "fn-arg",
+            format!("fn f(#[cfg({RELEASE})] _a: [u8; {{ {COMPONENT} 1 }}]) {{}}"),
+        ),
+        (
+            "generic",
+            format!("fn f<#[cfg({RELEASE})] const N: usize = {{ {COMPONENT} 1 }}>() {{}}"),
+        ),
+    ] {
+        assert_the_component_is_gated(name, &lib);
+    }
+}
+
+#[test]
+fn declarations_in_a_macros_arguments_under_a_condition_are_seen() {
+    let passing = "macro_rules! id { ($($t:tt)*) => { $($t)* } }\n";
+    for (name, lib, key, condition) in [
+        (
+            "cfg-if",
+            format!("cfg_if::cfg_if! {{ if #[cfg({RELEASE})] {{ {COMPONENT} }} }}"),
+            "declarations in the arguments of cfg_if!",
+            "#[cfg] inside the macro's arguments",
+        ),
+        (
+            "pass-through",
+            format!("{passing}#[cfg({RELEASE})]\nid! {{ {COMPONENT} }}"),
+            "declarations in the arguments of id!",
+            RELEASE_SHOWN,
+        ),
+        (
+            "vec",
+            format!("#[cfg({RELEASE})]\nfn f() {{ let _ = vec![{{ {COMPONENT} 1 }}]; }}"),
+            "declarations in the arguments of vec!",
+            RELEASE_SHOWN,
+        ),
+    ] {
+        let scan = scan_text(name, &lib, &[], &[]);
+        assert_eq!(keys(&scan), [(key, condition)], "{name}");
+    }
+    // Unconditional, with no condition inside: in the build, nothing to list.
+    let scan = scan_text(
+        "plain-vec",
+        &format!("fn f() {{ let _ = vec![{{ {COMPONENT} 1 }}]; }}"),
+        &[],
+        &[],
+    );
+    assert!(scan.gated.is_empty(), "{:?}", scan.gated);
+}
+
+#[test]
+fn a_wrapper_of_a_generator_and_long_rename_chains_are_followed() {
+    let generator = format!("macro_rules! panel {{ () => {{ {COMPONENT} }} }}\n");
+    let wrapper = format!(
+        "{generator}macro_rules! wrap {{ () => {{ panel!{{}} }} }}\n#[cfg({RELEASE})]\nwrap!{{}}"
+    );
+    let scan = scan_text("wrapper", &wrapper, &[], &[]);
+    assert_eq!(
+        keys(&scan),
+        [("declarations generated by wrap!", RELEASE_SHOWN)]
+    );
+    // Seventy renames in a chain, and decoys renamed to the same name.
+    let mut chain = generator.clone();
+    let mut last = "panel".to_owned();
+    for n in 0..70 {
+        chain.push_str(&format!("pub(crate) use {last} as r{n};\n"));
+        last = format!("r{n}");
+    }
+    for n in 0..100 {
+        chain.push_str(&format!("pub(crate) use junk{n} as {last};\n"));
+    }
+    chain.push_str(&format!("#[cfg({RELEASE})]\n{last}!{{}}"));
+    let scan = scan_text("chain", &chain, &[], &[]);
+    assert_eq!(
+        keys(&scan),
+        [("declarations generated by r69!", RELEASE_SHOWN)]
+    );
+}
+
+#[test]
+fn an_included_expression_is_read_and_a_file_that_does_not_parse_is_said() {
+    let lib = format!("#[cfg({RELEASE})]\nfn f() -> u8 {{ include!(\"expr.rs\") }}");
+    let expression = format!("{{ {COMPONENT} 1 }}");
+    let scan = scan_text("include-expr", &lib, &[("expr.rs", &expression)], &[]);
+    assert_eq!(keys(&scan), [("component hidden.panel", RELEASE_SHOWN)]);
+    let lib = "mod broken;";
+    let scan = scan_text("unparsed", lib, &[("broken.rs", "fn (")], &[]);
+    assert!(
+        scan.link_level
+            .iter()
+            .any(|line| line.contains("broken.rs") && line.contains("not read")),
+        "{:?}",
+        scan.link_level
+    );
+}
+
+#[test]
+fn a_generator_invoked_anywhere_under_cfg_is_seen() {
+    let generator = format!("macro_rules! panel {{ () => {{ {COMPONENT} }} }}\n");
+    for (name, call) in [
+        ("item", format!("#[cfg({RELEASE})]\npanel!{{}}")),
+        (
+            "const-block",
+            format!("#[cfg({RELEASE})]\nconst _: () = {{ panel!{{}} }};"),
+        ),
+        (
+            "statement",
+            format!("#[cfg({RELEASE})]\nfn f() {{ panel!(); }}"),
+        ),
+        (
+            "expression",
+            format!("#[cfg({RELEASE})]\nfn f() -> u8 {{ let _ = panel!(); 0 }}"),
+        ),
+        (
+            "renamed",
+            format!("pub(crate) use panel as quiet;\n#[cfg({RELEASE})]\nquiet!{{}}"),
+        ),
+        (
+            "renamed-twice",
+            format!(
+                "pub(crate) use panel as quiet;\npub(crate) use quiet as hush;\n\
+                 #[cfg({RELEASE})]\nfn f() {{ hush!(); }}"
+            ),
+        ),
+    ] {
+        let scan = scan_text(name, &format!("{generator}{call}"), &[], &[]);
+        assert_eq!(
+            keys(&scan),
+            [("declarations generated by panel!", RELEASE_SHOWN)].map(|(k, c)| {
+                let k = match name {
+                    "renamed" => "declarations generated by quiet!",
+                    "renamed-twice" => "declarations generated by hush!",
+                    _ => k,
+                };
+                (k, c)
+            }),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn an_include_in_a_statement_under_cfg_is_read() {
+    let lib = format!("#[cfg({RELEASE})]\nfn f() {{ include!(\"hidden.rs\"); }}");
+    let scan = scan_text("include", &lib, &[("hidden.rs", COMPONENT)], &[]);
+    assert_eq!(keys(&scan), [("component hidden.panel", RELEASE_SHOWN)]);
+}
+
+#[test]
+fn a_crate_linked_only_on_some_platforms_declares_under_that_condition() {
+    let read = scan_text("platform", COMPONENT, &[], &["cfg(windows)"]);
+    assert_eq!(keys(&read), [("component hidden.panel", "cfg(windows)")]);
+    // A registry crate is not read: the crate itself is listed.
+    let unread = scan(&[ScanRoot {
+        label: Some("hidden 1.0.0".to_owned()),
+        dir: PathBuf::new(),
+        entry_points: Vec::new(),
+        condition: vec!["cfg(windows)".to_owned()],
+    }]);
+    assert_eq!(
+        keys(&unread),
+        [(
+            "declarations of a crate linked only on some platforms (crate hidden 1.0.0)",
+            "cfg(windows)"
+        )]
+    );
+}
