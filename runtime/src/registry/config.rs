@@ -352,14 +352,14 @@ impl RegistryBuilder {
             && self.approval_channels.is_empty()
             && self.presenter.is_none();
         let config = if all_default {
-            Arc::clone(&shared_defaults().config)
+            ConfigRef::Defaults(&shared_defaults().config)
         } else {
             let base_chain = if self.policies.is_empty() {
                 Arc::clone(&shared_defaults().config.base_chain)
             } else {
                 Arc::new(Chain::compose(&self.policies, &[], Vec::new()))
             };
-            Arc::new(Config {
+            ConfigRef::Own(Arc::new(Config {
                 base_chain,
                 environment: self.environment,
                 host: self.host,
@@ -374,7 +374,7 @@ impl RegistryBuilder {
                 expected_manifest: self.expected_manifest,
                 approval_channels: self.approval_channels,
                 presenter: self.presenter,
-            })
+            }))
         };
         let limits = &config.limits;
         let tombstone_bounds = (
@@ -383,8 +383,10 @@ impl RegistryBuilder {
         );
         let max_pending_confirmations = limits.max_pending_confirmations;
         let audit_buffer = limits.audit_buffer;
+        // Built in its allocation (`new_cyclic` allocates first): `Arc::new`
+        // would build the 600-byte state on the stack and copy it over.
         Registry {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|_| Inner {
                 surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
                 config,
                 clock,
@@ -437,10 +439,31 @@ pub(crate) struct Config {
     pub(crate) base_chain: Arc<Chain>,
 }
 
+/// A registry's configuration: the process-wide defaults, borrowed (no
+/// reference count to touch when a registry is built or dropped), or its
+/// own.
+pub(crate) enum ConfigRef {
+    /// Every registry built with the defaults.
+    Defaults(&'static Config),
+    /// A registry built with any setting of its own.
+    Own(Arc<Config>),
+}
+
+impl std::ops::Deref for ConfigRef {
+    type Target = Config;
+
+    fn deref(&self) -> &Config {
+        match self {
+            ConfigRef::Defaults(config) => config,
+            ConfigRef::Own(config) => config,
+        }
+    }
+}
+
 /// Immutable values every registry starts with, built once per process.
 struct SharedDefaults {
     /// The configuration of a registry built with every default.
-    config: Arc<Config>,
+    config: Config,
     host: HostContext,
     anonymous: crate::context::Consumer,
 }
@@ -448,7 +471,7 @@ struct SharedDefaults {
 fn shared_defaults() -> &'static SharedDefaults {
     static DEFAULTS: std::sync::OnceLock<SharedDefaults> = std::sync::OnceLock::new();
     DEFAULTS.get_or_init(|| SharedDefaults {
-        config: Arc::new(Config {
+        config: Config {
             environment: Environment::default(),
             host: None,
             policies: Vec::new(),
@@ -463,7 +486,7 @@ fn shared_defaults() -> &'static SharedDefaults {
             approval_channels: Vec::new(),
             presenter: None,
             base_chain: Arc::new(Chain::compose(&[], &[], Vec::new())),
-        }),
+        },
         host: HostContext::default(),
         anonymous: crate::context::Consumer::anonymous(),
     })

@@ -49,7 +49,6 @@ mod procedures;
 mod registration;
 mod state;
 
-pub(crate) use config::Config;
 pub use config::{
     DuplicatePolicy, GuardDecision, RegistrationCandidate, RegistryBuilder, RouteInfo, SuffixPolicy,
 };
@@ -85,7 +84,7 @@ pub(crate) struct Inner {
     /// `srf_…`, minted on first use.
     pub(crate) surface_id: LazyLock<Arc<str>>,
     /// Shared by every registry built with the defaults.
-    pub(crate) config: Arc<Config>,
+    pub(crate) config: config::ConfigRef,
     pub(crate) clock: ClockSlot,
     pub(crate) ids: IdMint,
     pub(crate) state: Mutex<State>,

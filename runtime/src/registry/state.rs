@@ -36,7 +36,15 @@ pub(crate) struct Recent {
     /// Component types of recent unmounts (→ registration id), for calls
     /// without a registration id (as many and as long as tombstones).
     pub(crate) unmounted_types: Lru<Arc<str>, Arc<str>>,
+    /// The table of the last component type whose instances all went,
+    /// kept for the next type mounted (a route's components come back):
+    /// one table at most, so what it keeps is bounded by the largest
+    /// number of instances of one type ever live together.
+    spare: Option<Instances>,
 }
+
+/// Live registrations of one component type, by instance.
+type Instances = FxHashMap<InstanceId, Arc<Registration>>;
 
 /// Snapshot order: priority descending, then type, then instance.
 fn snapshot_order(a: &Registration, b: &Registration) -> std::cmp::Ordering {
@@ -52,7 +60,7 @@ pub(crate) struct State {
     pub(crate) live: FxHashMap<Arc<str>, Arc<Registration>>,
     /// Live registrations per component type, by instance (unordered: a
     /// reader that needs an order sorts by instance).
-    pub(crate) by_type: FxHashMap<Arc<str>, FxHashMap<InstanceId, Arc<Registration>>>,
+    pub(crate) by_type: FxHashMap<Arc<str>, Instances>,
     /// Live registrations in snapshot order, rebuilt lazily after mutations.
     pub(super) ordered: Option<Arc<Vec<Arc<Registration>>>>,
     /// What recent unmounts left, made by the first unmount: a registry
@@ -110,9 +118,10 @@ impl State {
     pub(super) fn insert(&mut self, registration: &Arc<Registration>) {
         self.live
             .insert(Arc::clone(&registration.id), Arc::clone(registration));
+        let spare = self.recent.as_mut().and_then(|recent| recent.spare.take());
         self.by_type
             .entry(Arc::clone(registration.contract.component_type().as_arc()))
-            .or_default()
+            .or_insert_with(|| spare.unwrap_or_default())
             .insert(registration.instance.clone(), Arc::clone(registration));
         for reference in registration.references.iter() {
             if reference.is_exposed() {
@@ -156,6 +165,14 @@ impl State {
         now_ms: u64,
     ) -> Option<(Arc<str>, Tombstone)> {
         self.live.remove(&registration.id);
+        let (capacity, ttl_ms) = self.tombstone_bounds;
+        let recent = self.recent.get_or_insert_with(|| {
+            Box::new(Recent {
+                tombstones: Lru::new(capacity, ttl_ms),
+                unmounted_types: Lru::new(capacity, ttl_ms),
+                spare: None,
+            })
+        });
         let component_type = registration.contract.component_type().as_str();
         if let Some(instances) = self.by_type.get_mut(component_type) {
             if instances
@@ -164,8 +181,17 @@ impl State {
             {
                 instances.remove(&registration.instance);
             }
-            if instances.is_empty() {
-                self.by_type.remove(component_type);
+            if instances.is_empty()
+                && let Some(mut emptied) = self.by_type.remove(component_type)
+                && recent
+                    .spare
+                    .as_ref()
+                    .is_none_or(|spare| spare.capacity() < emptied.capacity())
+            {
+                // Every slot marked free again (removals leave markers that
+                // would make the next inserts rehash).
+                emptied.clear();
+                recent.spare = Some(emptied);
             }
         }
         for reference in registration.references.iter() {
@@ -176,13 +202,6 @@ impl State {
                 }
             }
         }
-        let (capacity, ttl_ms) = self.tombstone_bounds;
-        let recent = self.recent.get_or_insert_with(|| {
-            Box::new(Recent {
-                tombstones: Lru::new(capacity, ttl_ms),
-                unmounted_types: Lru::new(capacity, ttl_ms),
-            })
-        });
         let _evicted = recent.unmounted_types.insert(
             Arc::clone(registration.contract.component_type().as_arc()),
             Arc::clone(&registration.id),
