@@ -118,10 +118,15 @@ impl State {
     pub(super) fn insert(&mut self, registration: &Arc<Registration>) {
         self.live
             .insert(Arc::clone(&registration.id), Arc::clone(registration));
-        let spare = self.recent.as_mut().and_then(|recent| recent.spare.take());
+        let recent = &mut self.recent;
         self.by_type
             .entry(Arc::clone(registration.contract.component_type().as_arc()))
-            .or_insert_with(|| spare.unwrap_or_default())
+            .or_insert_with(|| {
+                recent
+                    .as_mut()
+                    .and_then(|recent| recent.spare.take())
+                    .unwrap_or_default()
+            })
             .insert(registration.instance.clone(), Arc::clone(registration));
         for reference in registration.references.iter() {
             if reference.is_exposed() {
