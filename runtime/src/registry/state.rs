@@ -193,9 +193,10 @@ impl State {
                     .as_ref()
                     .is_none_or(|spare| spare.capacity() < emptied.capacity())
             {
-                // Every slot marked free again (removals leave markers that
-                // would make the next inserts rehash).
-                emptied.clear();
+                // Every slot marked free again: removals leave markers that
+                // would make the next inserts rehash, and `clear` skips a
+                // table already empty; a drain resets them all.
+                drop(emptied.drain());
                 recent.spare = Some(emptied);
             }
         }
