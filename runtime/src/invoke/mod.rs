@@ -21,50 +21,46 @@ use crate::error::ErrorPayload;
 use crate::primitives::dedupe::{self, Begin};
 use crate::registry::Registry;
 
-/// The leader of a deduplicated call. Finished by phase 10 *before* any
-/// host hook (audit sinks, redaction, listeners) runs, so nothing a host
-/// supplies can abandon the record; gives the record back if the leader's
-/// future is dropped early, so joiners do not wait forever and a retry
-/// becomes a new attempt.
-pub(crate) struct Leadership<'r> {
-    registry: &'r Registry,
-    key: dedupe::Key,
+/// The leader of a deduplicated call: its attempt in the dedupe window,
+/// filed under the call's own key (its consumer's key and invocation id,
+/// borrowed from the call when needed, never copied). The call finishes it
+/// in phase 10 *before* any host hook (audit sinks, redaction, listeners)
+/// runs, so nothing a host supplies can abandon the record; a call dropped
+/// or unwound before it finished gives the record back (see the call's
+/// `Drop`), so joiners do not wait forever and a retry becomes a new
+/// attempt.
+#[must_use = "a leadership is finished or abandoned, never dropped"]
+pub(crate) struct Leadership {
     generation: u64,
     /// When the attempt began.
     began_ms: u64,
-    finished: bool,
 }
 
-impl Leadership<'_> {
+impl Leadership {
     /// `output_bytes`: the output's size when phase 10 measured it (so the
     /// dedupe budget need not serialize the result again).
     /// `settled_ms`: the clock's reading at the settlement.
     pub(crate) fn finish(
-        mut self,
+        self,
+        registry: &Registry,
+        key: dedupe::KeyRef<'_>,
         result: &InvocationResult,
         output_bytes: Option<usize>,
         settled_ms: u64,
     ) {
-        let inner = &self.registry.inner;
         // The window counts from the settlement (a call longer than the
         // window is still remembered for its full window); read before the
         // lock, and never earlier than the attempt began.
         let now = settled_ms.max(self.began_ms);
-        inner
+        registry
+            .inner
             .dedupe()
-            .finish(&self.key, self.generation, result, output_bytes, now);
-        self.finished = true;
+            .finish(key, self.generation, result, output_bytes, now);
     }
-}
 
-impl Drop for Leadership<'_> {
-    fn drop(&mut self) {
-        if !self.finished {
-            self.registry
-                .inner
-                .dedupe()
-                .abandon(&self.key, self.generation);
-        }
+    /// Gives the record back: the attempt ended without a result.
+    pub(crate) fn abandon(self, registry: &Registry, key: dedupe::KeyRef<'_>) {
+        registry.inner.dedupe().abandon(key, self.generation);
     }
 }
 
@@ -193,9 +189,12 @@ impl Registry {
                 options.kinds,
                 consumer.grants(),
             );
-            let key: dedupe::Key = (Arc::clone(consumer.key()), Arc::clone(&invocation_id));
             let now = inner.ms_at(started);
-            let begin = inner.dedupe().begin(&key, fingerprint, now);
+            let begin = inner.dedupe().begin(
+                dedupe::KeyRef(consumer.key(), &invocation_id),
+                fingerprint,
+                now,
+            );
             let generation = match begin {
                 Begin::Conflict => return Err(immediate(ErrorPayload::conflict())),
                 Begin::Busy => {
@@ -217,11 +216,8 @@ impl Registry {
                 Begin::Leader(generation) => generation,
             };
             Some(Leadership {
-                registry: self,
-                key,
                 generation,
                 began_ms: now,
-                finished: false,
             })
         } else {
             None

@@ -48,7 +48,7 @@ pub(super) struct InFlight<'r> {
     /// it names nothing).
     pub(super) parsed: Option<crate::ids::Requested>,
     /// The dedupe record this call leads (calls with an invocation id).
-    pub(super) leadership: Option<super::Leadership<'r>>,
+    pub(super) leadership: Option<super::Leadership>,
     /// The surface moved since the caller's version hint, on a destructive
     /// or external call that presents confirmation evidence: phase 6
     /// decides (approved evidence for this exact request stands; anything
@@ -431,15 +431,25 @@ impl Drop for InFlight<'_> {
     /// any other — kept for its invocation id (a retry with the same id gets
     /// it, never a second run), handed to joiners, audited and announced.
     fn drop(&mut self) {
-        if self.settled {
-            return;
+        if !self.settled {
+            // The settlement reads what resolution found from the call
+            // itself. Contained: a panic here must still give the dedupe
+            // record back below.
+            let trace = Trace {
+                operator: Some("the caller dropped the call before it settled".to_owned()),
+                ..Trace::default()
+            };
+            let _ =
+                crate::util::contain::catch(|| self.settle(Err(ErrorPayload::cancelled()), trace));
         }
-        // The settlement reads what resolution found from the call itself.
-        let trace = Trace {
-            operator: Some("the caller dropped the call before it settled".to_owned()),
-            ..Trace::default()
-        };
-        let _ = self.settle(Err(ErrorPayload::cancelled()), trace);
+        // A record no settlement finished (one that unwound before it
+        // could) is given back, so joiners do not wait forever.
+        if let Some(leadership) = self.leadership.take() {
+            leadership.abandon(
+                self.registry,
+                crate::primitives::dedupe::KeyRef(self.consumer.key(), &self.invocation_id),
+            );
+        }
     }
 }
 

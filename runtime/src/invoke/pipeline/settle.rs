@@ -136,7 +136,13 @@ impl InFlight<'_> {
         let settled_ms = inner.ms_at(ended);
         // The dedupe record first: no host hook below can abandon it.
         if let Some(leadership) = self.leadership.take() {
-            leadership.finish(&result, trace.output_bytes, settled_ms);
+            leadership.finish(
+                self.registry,
+                crate::primitives::dedupe::KeyRef(self.consumer.key(), &self.invocation_id),
+                &result,
+                trace.output_bytes,
+                settled_ms,
+            );
         }
         let duration_ms = crate::util::millis::millis(ended - started);
         let code = result.error().map(ErrorPayload::code);

@@ -33,6 +33,17 @@ use crate::util::lru::{Lookup, Lru};
 /// The structured dedupe key: `(consumer key, invocation id)`.
 pub(crate) type Key = (Arc<str>, Arc<str>);
 
+/// A call's dedupe key borrowed from the call (its two shared strings are
+/// copied only into the records that keep them).
+#[derive(Clone, Copy)]
+pub(crate) struct KeyRef<'a>(pub(crate) &'a Arc<str>, pub(crate) &'a Arc<str>);
+
+impl<'a> From<&'a Key> for KeyRef<'a> {
+    fn from(key: &'a Key) -> KeyRef<'a> {
+        KeyRef(&key.0, &key.1)
+    }
+}
+
 struct InFlight {
     fingerprint: u64,
     generation: u64,
@@ -78,16 +89,17 @@ impl Ledger {
         }
     }
 
-    /// Takes the in-flight record of `id` if it is this attempt's: one
-    /// lookup on the common path; another attempt's record (the id was
-    /// reused after its consumer was forgotten) goes back.
-    fn take(&mut self, id: &Arc<str>, generation: u64) -> Option<InFlight> {
+    /// Takes the in-flight record of `id` if it is this attempt's, with
+    /// the key it was filed under (a settled record reuses it): one lookup
+    /// on the common path; another attempt's record (the id was reused
+    /// after its consumer was forgotten) goes back.
+    fn take(&mut self, id: &Arc<str>, generation: u64) -> Option<(Arc<str>, InFlight)> {
         let (id, record) = self.running.remove_entry(&**id)?;
         if record.generation != generation {
             self.running.insert(id, record);
             return None;
         }
-        Some(record)
+        Some((id, record))
     }
 
     fn is_idle(&self) -> bool {
@@ -156,20 +168,30 @@ impl Dedupe {
         }
     }
 
-    pub(crate) fn begin(&mut self, key: &Key, fingerprint: u64, now_ms: u64) -> Begin {
+    pub(crate) fn begin<'k>(
+        &mut self,
+        key: impl Into<KeyRef<'k>>,
+        fingerprint: u64,
+        now_ms: u64,
+    ) -> Begin {
+        let key = key.into();
         let budget = self.budget;
-        let ledger = self
-            .consumers
-            .entry(Arc::clone(&key.0))
-            .or_insert_with(|| Ledger::new(budget));
-        if let Some(record) = ledger.running.get_mut(&*key.1) {
+        // The consumer's key is copied only for a new ledger.
+        let ledger = match self.consumers.get_mut(&**key.0) {
+            Some(ledger) => ledger,
+            None => self
+                .consumers
+                .entry(Arc::clone(key.0))
+                .or_insert_with(|| Ledger::new(budget)),
+        };
+        if let Some(record) = ledger.running.get_mut(&**key.1) {
             if record.fingerprint != fingerprint {
                 return Begin::Conflict;
             }
             let sender = record.done.get_or_insert_with(|| watch::channel(None).0);
             return Begin::Join(sender.subscribe());
         }
-        match ledger.records.lookup(&*key.1, now_ms) {
+        match ledger.records.lookup(&**key.1, now_ms) {
             Lookup::Live(record) if record.fingerprint != fingerprint => return Begin::Conflict,
             Lookup::Live(record) => return Begin::Cached(record.result.clone()),
             Lookup::Expired(expired) => {
@@ -181,13 +203,13 @@ impl Dedupe {
         }
         if ledger.running.len().saturating_add(ledger.orphans) >= budget.in_flight_per_consumer {
             if ledger.is_idle() {
-                self.consumers.remove(&*key.0);
+                self.consumers.remove(&**key.0);
             }
             return Begin::Busy;
         }
         self.generation += 1;
         ledger.running.insert(
-            Arc::clone(&key.1),
+            Arc::clone(key.1),
             InFlight {
                 fingerprint,
                 generation: self.generation,
@@ -200,20 +222,21 @@ impl Dedupe {
 
     /// Records the leader's result (kept when terminal, forgotten
     /// otherwise) and hands it to joiners.
-    pub(crate) fn finish(
+    pub(crate) fn finish<'k>(
         &mut self,
-        key: &Key,
+        key: impl Into<KeyRef<'k>>,
         generation: u64,
         result: &InvocationResult,
         output_bytes: Option<usize>,
         now_ms: u64,
     ) {
+        let key = key.into();
         let budget = self.budget;
-        let Some((ledger, record)) = self.consumers.get_mut(&*key.0).and_then(|ledger| {
-            ledger
-                .take(&key.1, generation)
-                .map(|record| (ledger, record))
-        }) else {
+        let Some((ledger, (id, record))) = self
+            .consumers
+            .get_mut(&**key.0)
+            .and_then(|ledger| ledger.take(key.1, generation).map(|taken| (ledger, taken)))
+        else {
             if let Some(orphan) = self.take_orphan(generation)
                 && let Some(done) = orphan.done
             {
@@ -227,12 +250,12 @@ impl Dedupe {
         }
         let Some(bytes) = cost(key, result, output_bytes, budget) else {
             if ledger.is_idle() {
-                self.consumers.remove(&*key.0);
+                self.consumers.remove(&**key.0);
             }
             return;
         };
         let (replaced, evicted) = ledger.records.insert_replacing(
-            Arc::clone(&key.1),
+            id,
             Settled {
                 fingerprint: record.fingerprint,
                 result: result.clone(),
@@ -253,14 +276,15 @@ impl Dedupe {
     }
 
     /// The leader went away without a result: forget the attempt.
-    pub(crate) fn abandon(&mut self, key: &Key, generation: u64) {
+    pub(crate) fn abandon<'k>(&mut self, key: impl Into<KeyRef<'k>>, generation: u64) {
+        let key = key.into();
         let taken = self
             .consumers
-            .get_mut(&*key.0)
-            .and_then(|ledger| ledger.take(&key.1, generation));
+            .get_mut(&**key.0)
+            .and_then(|ledger| ledger.take(key.1, generation));
         if taken.is_some() {
             self.running = self.running.saturating_sub(1);
-            self.drop_if_idle(&key.0);
+            self.drop_if_idle(key.0);
         } else {
             let _ = self.take_orphan(generation);
         }
@@ -339,7 +363,7 @@ impl Dedupe {
 /// What keeping `result` under `key` costs the byte budget; `None` when it
 /// is not kept (not cacheable, or larger than the whole window).
 fn cost(
-    key: &Key,
+    key: KeyRef<'_>,
     result: &InvocationResult,
     output_bytes: Option<usize>,
     budget: WindowLimits,
