@@ -118,16 +118,23 @@ impl State {
     pub(super) fn insert(&mut self, registration: &Arc<Registration>) {
         self.live
             .insert(Arc::clone(&registration.id), Arc::clone(registration));
-        let recent = &mut self.recent;
-        self.by_type
-            .entry(Arc::clone(registration.contract.component_type().as_arc()))
-            .or_insert_with(|| {
-                recent
-                    .as_mut()
-                    .and_then(|recent| recent.spare.take())
-                    .unwrap_or_default()
-            })
-            .insert(registration.instance.clone(), Arc::clone(registration));
+        let component_type = registration.contract.component_type();
+        // The type's name is copied only for a type with no table yet.
+        let instances = match self.by_type.get_mut(component_type.as_str()) {
+            Some(instances) => instances,
+            None => {
+                let recent = &mut self.recent;
+                self.by_type
+                    .entry(Arc::clone(component_type.as_arc()))
+                    .or_insert_with(|| {
+                        recent
+                            .as_mut()
+                            .and_then(|recent| recent.spare.take())
+                            .unwrap_or_default()
+                    })
+            }
+        };
+        instances.insert(registration.instance.clone(), Arc::clone(registration));
         for reference in registration.references.iter() {
             if reference.is_exposed() {
                 let holders = self
