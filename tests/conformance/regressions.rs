@@ -1,5 +1,5 @@
 //! Regressions of the lazily built registry, the LRU memories, the
-//! unordered instance index, the audit sinks, availability overrides and
+//! unordered instance index and the table it keeps for the next type, the audit sinks, availability overrides and
 //! capability ids parsed at the pipeline's entry, each through the public
 //! API only.
 
@@ -378,4 +378,81 @@ async fn availability_events_tell_the_availability_that_results() {
     let gated = call(&registry, Invocation::new("view:test.probe.gated")).await;
     assert_eq!(code(&gated), Some(ErrorCode::CapabilityNotAvailable));
     assert_eq!(*events.lock().unwrap(), [false, false]);
+}
+
+/// When every instance of a type goes, its table is kept for the next type
+/// mounted; whichever type takes it, each call still reaches its own
+/// instance, and a call of the type that went settles unmounted.
+#[tokio::test]
+async fn as_life_001_a_type_whose_instances_all_went_leaves_every_type_resolvable() {
+    let registry = registry();
+    for round in 0..4 {
+        // Alternate which type mounts first into the table left behind.
+        let mut navs = Vec::new();
+        if round % 2 == 1 {
+            navs = (0..3)
+                .map(|i| {
+                    registry
+                        .mount_instance(crate::fixtures::Nav::new(), &format!("n{i}"))
+                        .unwrap()
+                })
+                .collect();
+        }
+        let probes: Vec<Mounted> = (0..40)
+            .map(|i| {
+                registry
+                    .mount_instance(Probe::new(), &format!("p{i}"))
+                    .unwrap()
+            })
+            .collect();
+        if round % 2 == 0 {
+            navs = (0..3)
+                .map(|i| {
+                    registry
+                        .mount_instance(crate::fixtures::Nav::new(), &format!("n{i}"))
+                        .unwrap()
+                })
+                .collect();
+        }
+        for (i, probe) in probes.iter().enumerate().step_by(7) {
+            let result = call(
+                &registry,
+                Invocation::new("view:test.probe.read")
+                    .instance(format!("p{i}"))
+                    .registration(probe.registration_id()),
+            )
+            .await;
+            assert!(result.is_ok(), "round {round}, p{i}: {result:?}");
+        }
+        let snapshot = registry.snapshot(&SnapshotOptions::default());
+        assert_eq!(snapshot.components().len(), 43, "round {round}");
+        let gone = probes[5].registration_id().to_owned();
+        drop(probes);
+        let result = call(
+            &registry,
+            Invocation::new("view:test.probe.read")
+                .instance("p5")
+                .registration(&gone),
+        )
+        .await;
+        assert_eq!(
+            code(&result),
+            Some(ErrorCode::ComponentUnmounted),
+            "round {round}"
+        );
+        assert_eq!(
+            registry
+                .snapshot(&SnapshotOptions::default())
+                .components()
+                .len(),
+            3
+        );
+        drop(navs);
+        assert!(
+            registry
+                .snapshot(&SnapshotOptions::default())
+                .components()
+                .is_empty()
+        );
+    }
 }
