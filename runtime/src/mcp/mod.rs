@@ -308,7 +308,9 @@ impl McpServerBuilder {
         let elicitation = self.elicitation.unwrap_or(false);
         if !elicitation && !self.registry.confirmations().has_in_app_channel() {
             tracing::info!(
-                "MCP elicitation is off and the registry declares no in-app approval channel:                  confirmations are answered only by host code through Registry::confirmations                  (McpServerBuilder::elicitation(true) opts in a client that asks its person)"
+                "MCP elicitation is off and the registry declares no in-app approval channel: \
+                 confirmations are answered only by host code through Registry::confirmations \
+                 (McpServerBuilder::elicitation(true) opts in a client that asks its person)"
             );
         }
         let views = ConsumerViews::new(&self.registry, ConsumerKind::Mcp, Topology::Remote);

@@ -30,7 +30,9 @@ use tokio::sync::watch;
 use crate::invocation::InvocationResult;
 use crate::util::lru::{Lookup, Lru};
 
-/// The structured dedupe key: `(consumer key, invocation id)`.
+/// The structured dedupe key: `(consumer key, invocation id)`, owned (the
+/// tests' spelling; a call lends its own as a [`KeyRef`]).
+#[cfg(test)]
 pub(crate) type Key = (Arc<str>, Arc<str>);
 
 /// A call's dedupe key borrowed from the call (its two shared strings are
@@ -38,6 +40,7 @@ pub(crate) type Key = (Arc<str>, Arc<str>);
 #[derive(Clone, Copy)]
 pub(crate) struct KeyRef<'a>(pub(crate) &'a Arc<str>, pub(crate) &'a Arc<str>);
 
+#[cfg(test)]
 impl<'a> From<&'a Key> for KeyRef<'a> {
     fn from(key: &'a Key) -> KeyRef<'a> {
         KeyRef(&key.0, &key.1)
