@@ -387,17 +387,17 @@ async fn availability_events_tell_the_availability_that_results() {
 async fn as_life_001_a_type_whose_instances_all_went_leaves_every_type_resolvable() {
     let registry = registry();
     for round in 0..4 {
-        // Alternate which type mounts first into the table left behind.
-        let mut navs = Vec::new();
-        if round % 2 == 1 {
-            navs = (0..3)
+        let mount_navs = || -> Vec<Mounted> {
+            (0..3)
                 .map(|i| {
                     registry
                         .mount_instance(crate::fixtures::Nav::new(), &format!("n{i}"))
                         .unwrap()
                 })
-                .collect();
-        }
+                .collect()
+        };
+        // Alternate which type mounts first into the table left behind.
+        let navs_first = (round % 2 == 1).then(mount_navs);
         let probes: Vec<Mounted> = (0..40)
             .map(|i| {
                 registry
@@ -405,15 +405,7 @@ async fn as_life_001_a_type_whose_instances_all_went_leaves_every_type_resolvabl
                     .unwrap()
             })
             .collect();
-        if round % 2 == 0 {
-            navs = (0..3)
-                .map(|i| {
-                    registry
-                        .mount_instance(crate::fixtures::Nav::new(), &format!("n{i}"))
-                        .unwrap()
-                })
-                .collect();
-        }
+        let navs = navs_first.unwrap_or_else(mount_navs);
         for (i, probe) in probes.iter().enumerate().step_by(7) {
             let result = call(
                 &registry,
