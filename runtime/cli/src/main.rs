@@ -34,6 +34,7 @@ mod source_attrs;
 mod sources;
 mod style;
 mod surface;
+mod ways;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::Fatal;
 use crate::args::Options;
+use crate::ways::Ways;
 
 /// The package whose surface is read, as cargo metadata describes it.
 #[derive(Clone, Debug)]
@@ -228,17 +229,18 @@ fn can_declare(metadata: &Value, id: &str) -> bool {
 
 /// The library crate names of every package `package_id` links through
 /// normal dependencies, transitively (itself excluded), each with the
-/// package that builds it (`name version`) and the platform conditions on
-/// the way to it (a crate linked on every platform by any way has none).
+/// package that builds it (`name version`) and the platform conditions of
+/// every way to it: none when some way links it on every platform, else
+/// `any(…)` of the ways when they differ.
 fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<Linked> {
     let nodes = metadata
         .get("resolve")
         .map_or(&[][..], |r| array_of(r, "nodes"));
     let packages = array_of(metadata, "packages");
-    // Each package reached, with the conditions of the best way found to
-    // it so far: an unconditional way replaces a conditional one (and the
-    // package is walked again), so each is walked at most twice.
-    let mut reached: Vec<(&str, Vec<String>)> = vec![(package_id, Vec::new())];
+    // Each package reached, with the ways found to it so far. A package is
+    // walked again for each way that adds a platform (at most
+    // `MAX_WAYS + 1` ways each, so the walk is bounded).
+    let mut reached: Vec<(&str, Ways)> = vec![(package_id, Ways(vec![Vec::new()]))];
     let mut queue: Vec<(&str, Vec<String>)> = vec![(package_id, Vec::new())];
     while let Some((id, conditions)) = queue.pop() {
         let Some(node) = nodes.iter().find(|node| str_of(node, "id") == id) else {
@@ -255,16 +257,24 @@ fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<Linked> {
                 way.push(edge);
             }
             let pkg = str_of(dep, "pkg");
-            match reached.iter_mut().find(|(id, _)| *id == pkg) {
-                Some((_, best)) if !best.is_empty() && way.is_empty() => best.clear(),
-                Some(_) => continue,
-                None => reached.push((pkg, way.clone())),
+            let index = match reached.iter().position(|(id, _)| *id == pkg) {
+                Some(index) => index,
+                None => {
+                    reached.push((pkg, Ways::default()));
+                    reached.len() - 1
+                }
+            };
+            let Some((_, ways)) = reached.get_mut(index) else {
+                continue;
+            };
+            if let Some(way) = ways.add(way) {
+                queue.push((pkg, way));
             }
-            queue.push((pkg, way));
         }
     }
     let mut out = Vec::new();
-    for (pkg, condition) in reached.into_iter().skip(1) {
+    for (pkg, ways) in reached.into_iter().skip(1) {
+        let condition = ways.condition();
         let Some(package) = packages.iter().find(|p| str_of(p, "id") == pkg) else {
             continue;
         };
@@ -437,90 +447,4 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
 }
 
 #[cfg(test)]
-mod platform_tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
-    use super::*;
-    use serde_json::json;
-
-    /// A package `id` with a library target, local (no source) or not.
-    fn package(id: &str, local: bool, deps: &[&str]) -> Value {
-        json!({
-            "id": id, "name": id, "version": "1.0.0",
-            "source": if local { Value::Null } else { json!("registry+https://example") },
-            "manifest_path": format!("/src/{id}/Cargo.toml"),
-            "dependencies": deps.iter().map(|d| json!({"name": d})).collect::<Vec<_>>(),
-            "targets": [{"name": id, "kind": ["lib"], "src_path": format!("/src/{id}/src/lib.rs")}],
-        })
-    }
-
-    fn edge(pkg: &str, target: Option<&str>) -> Value {
-        json!({"pkg": pkg, "dep_kinds": [{"kind": null, "target": target}]})
-    }
-
-    #[test]
-    fn a_dependency_linked_only_on_some_platforms_carries_its_condition() {
-        let metadata = json!({
-            "packages": [
-                package("app", true, &["agent-surface", "hidden", "shared", "tool"]),
-                package("hidden", true, &["agent-surface"]),
-                package("shared", true, &[]),
-                package("tool", false, &["kit"]),
-                package("kit", false, &["agent-surface"]),
-                package("sys", false, &[]),
-                package("agent-surface", false, &[]),
-            ],
-            "resolve": {"nodes": [
-                {"id": "app", "deps": [
-                    edge("hidden", Some("cfg(windows)")),
-                    edge("tool", Some("cfg(target_os = \"macos\")")),
-                    edge("shared", Some("cfg(windows)")),
-                    {"pkg": "sys", "dep_kinds": [{"kind": "dev", "target": null}]},
-                ]},
-                // `tool` reaches the framework through `kit`, which
-                // re-exports it.
-                {"id": "kit", "deps": [edge("agent-surface", None)]},
-                // `shared` is reached directly and through `hidden`, both
-                // only on Windows: it stays conditional.
-                {"id": "hidden", "deps": [edge("shared", None), edge("agent-surface", None)]},
-                {"id": "tool", "deps": [edge("sys", None), edge("kit", None)]},
-            ]},
-        });
-        let linked = linked_dependency_crates(&metadata, "app");
-        let find = |name: &str| linked.iter().find(|l| l.crate_name == name).unwrap();
-        assert_eq!(find("hidden").condition, ["cfg(windows)"]);
-        // A path crate is read, never judged by its dependencies.
-        assert!(!find("hidden").declares);
-        assert_eq!(find("tool").condition, ["cfg(target_os = \"macos\")"]);
-        assert!(
-            find("tool").declares,
-            "through a crate re-exporting the framework"
-        );
-        assert_eq!(find("shared").condition, ["cfg(windows)"]);
-        // Linked through `tool`, under its condition; never as a dev
-        // dependency of the app.
-        assert_eq!(find("sys").condition, ["cfg(target_os = \"macos\")"]);
-        assert!(!find("sys").declares);
-    }
-
-    #[test]
-    fn an_unconditional_way_wins_over_a_conditional_one() {
-        let metadata = json!({
-            "packages": [
-                package("app", true, &[]),
-                package("a", true, &[]),
-                package("b", true, &[]),
-            ],
-            "resolve": {"nodes": [
-                {"id": "app", "deps": [edge("a", Some("cfg(windows)")), edge("b", None)]},
-                {"id": "a", "deps": [edge("b", None)]},
-                {"id": "b", "deps": [edge("a", None)]},
-            ]},
-        });
-        let linked = linked_dependency_crates(&metadata, "app");
-        for name in ["a", "b"] {
-            let found = linked.iter().find(|l| l.crate_name == name).unwrap();
-            assert!(found.condition.is_empty(), "{name}: {:?}", found.condition);
-        }
-        assert_eq!(linked.len(), 2);
-    }
-}
+mod platform_tests;

@@ -11,12 +11,13 @@
 //! the item itself, or around it, removes it before any macro runs, so only
 //! the source shows it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
 use crate::metadata::ScanRoot;
+use crate::ways::Ways;
 
 mod tokens;
 mod visitor;
@@ -161,9 +162,10 @@ fn child_dir_of(path: &Path, roots: &[PathBuf]) -> (PathBuf, PathBuf) {
     (dir, child)
 }
 
-/// Scans one crate tree from its roots. Each file is read once, under the
-/// conditions of the first way to it (a file reachable several ways, or
-/// including itself, is not read again).
+/// Scans one crate tree from its roots. Each file is read once and
+/// visited under every platform way to it (a file reached under two
+/// conditions declares under both; one reached on every platform under
+/// none), at most [`MAX_WAYS`](crate::ways::MAX_WAYS) ways apart.
 fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
     let base = std::fs::canonicalize(&root.dir).unwrap_or_else(|_| root.dir.clone());
     let roots: Vec<PathBuf> = root
@@ -188,27 +190,42 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
             digest: digest(&label),
         });
     }
-    let mut parsed: Vec<(PathBuf, Vec<String>, syn::File)> = Vec::new();
-    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+    // Each file read, with the ways to it found so far.
+    let mut parsed: Vec<(PathBuf, syn::File, Ways)> = Vec::new();
+    let mut index: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    let mut unread: BTreeSet<PathBuf> = BTreeSet::new();
     let mut aliases = Vec::new();
     let relative = |path: &Path| {
         path.strip_prefix(&base)
             .map(|p| p.to_string_lossy().replace('\\', "/"))
             .unwrap_or_else(|_| path.to_string_lossy().into_owned())
     };
-    // First, every file the tree reaches (aliases apply to all of them).
+    // First, every file the tree reaches, under every way to it (aliases
+    // apply to all of them). A file is walked again for each way that adds
+    // a platform, so its children get that way too.
     while let Some((path, cfg)) = queue.pop() {
         let Ok(path) = std::fs::canonicalize(&path) else {
             continue;
         };
-        if !seen.insert(path.clone()) {
+        if unread.contains(&path) {
             continue;
         }
-        let Some(file) = read(&path, &relative(&path), shared) else {
+        let slot = match index.get(&path) {
+            Some(&slot) => slot,
+            None => {
+                let Some(file) = read(&path, &relative(&path), shared) else {
+                    unread.insert(path);
+                    continue;
+                };
+                aliases_in(&file, &mut aliases, shared);
+                parsed.push((path.clone(), file, Ways::default()));
+                index.insert(path.clone(), parsed.len() - 1);
+                parsed.len() - 1
+            }
+        };
+        let Some((_, file, ways)) = parsed.get_mut(slot) else {
             continue;
         };
-        aliases_in(&file, &mut aliases, shared);
-        let (file_dir, child_dir) = child_dir_of(&path, &roots);
         let mut cfg = cfg;
         cfg.extend(
             cfgs(&file.attrs)
@@ -216,6 +233,10 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
                 .filter(|c| !cfg.contains(c))
                 .collect::<Vec<_>>(),
         );
+        let Some(cfg) = ways.add(cfg) else {
+            continue;
+        };
+        let (file_dir, child_dir) = child_dir_of(&path, &roots);
         let mut found = Vec::new();
         Visitor {
             label: root.label.as_deref(),
@@ -223,7 +244,7 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
             child_dir,
             dir: file_dir.clone(),
             file_dir,
-            cfg: cfg.clone(),
+            cfg,
             files: &mut found,
             aliases: &[],
             invocations: &mut Vec::new(),
@@ -231,28 +252,29 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
             bodies: &mut Vec::new(),
             scan: &mut Scan::default(),
         }
-        .visit_file(&file);
+        .visit_file(file);
         queue.extend(found);
-        parsed.push((path, cfg, file));
     }
     let mut invocations = Vec::new();
-    for (path, cfg, file) in &parsed {
-        let (file_dir, child_dir) = child_dir_of(path, &roots);
-        Visitor {
-            label: root.label.as_deref(),
-            file: relative(path),
-            child_dir,
-            dir: file_dir.clone(),
-            file_dir,
-            cfg: cfg.clone(),
-            files: &mut Vec::new(),
-            aliases: &aliases,
-            invocations: &mut invocations,
-            generators: &mut shared.generators,
-            bodies: &mut shared.bodies,
-            scan,
+    for (path, file, ways) in &parsed {
+        for cfg in &ways.0 {
+            let (file_dir, child_dir) = child_dir_of(path, &roots);
+            Visitor {
+                label: root.label.as_deref(),
+                file: relative(path),
+                child_dir,
+                dir: file_dir.clone(),
+                file_dir,
+                cfg: cfg.clone(),
+                files: &mut Vec::new(),
+                aliases: &aliases,
+                invocations: &mut invocations,
+                generators: &mut shared.generators,
+                bodies: &mut shared.bodies,
+                scan,
+            }
+            .visit_file(file);
         }
-        .visit_file(file);
     }
     shared.invocations.extend(
         invocations

@@ -294,3 +294,21 @@ fn a_crate_linked_only_on_some_platforms_declares_under_that_condition() {
         )]
     );
 }
+
+#[test]
+fn a_file_reached_under_two_conditions_declares_under_both() {
+    let lib = "#[cfg(windows)]\n#[path = \"panel.rs\"]\nmod on_windows;\n\
+               #[cfg(target_os = \"macos\")]\n#[path = \"panel.rs\"]\nmod on_macos;\n";
+    let scan = scan_text("two-ways", lib, &[("panel.rs", COMPONENT)], &[]);
+    assert_eq!(
+        keys(&scan),
+        [
+            ("component hidden.panel", "target_os = \"macos\""),
+            ("component hidden.panel", "windows"),
+        ]
+    );
+    // One way on every platform covers the others: nothing is gated.
+    let lib = format!("{lib}#[path = \"panel.rs\"]\nmod everywhere;\n");
+    let scan = scan_text("every-way", &lib, &[("panel.rs", COMPONENT)], &[]);
+    assert_eq!(keys(&scan), []);
+}
