@@ -50,6 +50,9 @@ use crate::style::Style;
 pub(crate) struct Fatal(pub(crate) String);
 
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).as_deref() == Some(sources::isolated::CHILD_ARG.as_ref()) {
+        return sources::isolated::child_main();
+    }
     let options = match args::parse(std::env::args_os().collect()) {
         Ok(options) => options,
         Err(err) => {
@@ -154,7 +157,7 @@ fn unseen(artifact: &Value) -> Vec<String> {
 fn run(options: &Options) -> Result<u8, Fatal> {
     let package = metadata::locate(options)?;
     let (path, name) = artifact_location(options, &package.dir);
-    let scan = sources::scan(&package.scan_roots);
+    let scan = sources::isolated::scan(&package.scan_roots);
     for line in &scan.link_level {
         eprintln!(
             "agent-surface: not seen by this build: {line}: code at link level runs outside \

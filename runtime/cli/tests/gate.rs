@@ -882,3 +882,43 @@ fn second_round_attacks_are_widening_and_a_self_include_is_cheap() {
     let artifact = std::fs::metadata(dir.join("agent-surface.contract.json")).unwrap();
     assert!(artifact.len() < 1 << 20, "{}", artifact.len());
 }
+
+#[test]
+fn a_file_nested_deeper_than_the_parser_can_go_is_said_and_the_rest_is_read() {
+    let dir = fixtures().join("deep");
+    let lib = format!(
+        "{GATED}\n#[cfg(any())]\nmod deep;\n\
+         #[cfg(target_os = \"macos\")]\nmod mac {{\n    use agent_surface::prelude::*;\n    \
+         /// A macOS panel.\n    #[agent_component(type = \"fixture.mac\")]\n    impl Panel {{\n        \
+         /// Ping.\n        #[action(effect = \"local-state\")]\n        fn ping(&self) {{}}\n    }}\n    \
+         /// The panel.\n    pub struct Panel;\n}}\n"
+    );
+    fixture(&dir, "deep", &lib, "");
+    // Deeper than any stack the parser could be given: it stops the scan's
+    // own process, which the gate survives, then scans without the file.
+    let depth = 2_000_000;
+    write(
+        &dir,
+        "src/deep.rs",
+        &format!(
+            "fn f() -> u8 {{ {}1{} }}\n",
+            "(".repeat(depth),
+            ")".repeat(depth)
+        ),
+    );
+    let output = run(&dir, &["snapshot"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        stderr.contains("src/deep.rs: nests deeper than the source scan can parse: not read"),
+        "{stderr}"
+    );
+    let artifact = std::fs::read_to_string(dir.join("agent-surface.contract.json")).unwrap();
+    // The file is in the artifact as not read, and the rest of the source
+    // was scanned (the macOS component, outside this build).
+    assert!(
+        artifact.contains("nests deeper than the source scan can parse"),
+        "{artifact}"
+    );
+    assert!(artifact.contains("fixture.mac"), "{artifact}");
+}

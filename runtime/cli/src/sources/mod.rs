@@ -19,6 +19,7 @@ use syn::visit::Visit;
 use crate::metadata::ScanRoot;
 use crate::ways::Ways;
 
+pub(crate) mod isolated;
 mod tokens;
 mod visitor;
 
@@ -117,6 +118,11 @@ struct Shared {
     bodies: Vec<MacroBody>,
     /// Files reached that do not parse (as items, or as a block's body).
     unparsed: Vec<String>,
+    /// Files that stopped an earlier scan (they nest deeper than the
+    /// parser's stack): not read again.
+    set_aside: Vec<PathBuf>,
+    /// Those of them this scan reached.
+    too_deep: Vec<String>,
     bytes: u64,
     files: usize,
 }
@@ -124,6 +130,10 @@ struct Shared {
 /// The file at `path` (`shown` as the scan reports it), parsed; a file
 /// that does not parse is recorded as not read.
 fn read(path: &Path, shown: &str, shared: &mut Shared) -> Option<syn::File> {
+    if shared.set_aside.iter().any(|aside| aside == path) {
+        shared.too_deep.push(shown.to_owned());
+        return None;
+    }
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() || shared.bytes + meta.len() > MAX_SOURCE_BYTES || shared.files >= MAX_FILES
     {
@@ -132,6 +142,7 @@ fn read(path: &Path, shown: &str, shared: &mut Shared) -> Option<syn::File> {
     shared.bytes += meta.len();
     shared.files += 1;
     let text = std::fs::read_to_string(path).ok()?;
+    isolated::at(path);
     // An `include!` in expression or statement position includes an
     // expression or statements: read as a function's body.
     match syn::parse_file(&text)
@@ -237,6 +248,7 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
             continue;
         };
         let (file_dir, child_dir) = child_dir_of(&path, &roots);
+        isolated::at(&path);
         let mut found = Vec::new();
         Visitor {
             label: root.label.as_deref(),
@@ -258,6 +270,7 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
     let mut invocations = Vec::new();
     for (path, file, ways) in &parsed {
         for cfg in &ways.0 {
+            isolated::at(path);
             let (file_dir, child_dir) = child_dir_of(path, &roots);
             Visitor {
                 label: root.label.as_deref(),
@@ -276,6 +289,11 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
             .visit_file(file);
         }
     }
+    // Dropping a syntax tree recurses as deep as parsing it did.
+    for (path, file, _) in parsed {
+        isolated::at(&path);
+        drop(file);
+    }
     shared.invocations.extend(
         invocations
             .into_iter()
@@ -286,9 +304,19 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
 }
 
 /// Scans the package and its local dependencies.
+#[cfg(test)]
 pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
+    scan_setting_aside(roots, &[])
+}
+
+/// Scans the package and its local dependencies, without reading the
+/// files `set_aside` (each said as not read).
+pub(crate) fn scan_setting_aside(roots: &[ScanRoot], set_aside: &[PathBuf]) -> Scan {
     let mut scan = Scan::default();
-    let mut shared = Shared::default();
+    let mut shared = Shared {
+        set_aside: set_aside.to_vec(),
+        ..Shared::default()
+    };
     for root in roots {
         scan_root(root, &mut scan, &mut shared);
     }
@@ -317,6 +345,11 @@ pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
         scan.link_level.push(format!(
             "more than {MAX_RENAMES} `use … as …` renames: those beyond were not followed, so a \
              generator invoked through one of them is not recognized"
+        ));
+    }
+    for path in &shared.too_deep {
+        scan.link_level.push(format!(
+            "{path}: nests deeper than the source scan can parse: not read"
         ));
     }
     for path in &shared.unparsed {

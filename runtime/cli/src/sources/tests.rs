@@ -312,3 +312,29 @@ fn a_file_reached_under_two_conditions_declares_under_both() {
     let scan = scan_text("every-way", &lib, &[("panel.rs", COMPONENT)], &[]);
     assert_eq!(keys(&scan), []);
 }
+
+#[test]
+fn a_file_set_aside_is_said_as_not_read_and_the_rest_is_scanned() {
+    let dir = std::env::temp_dir().join(format!("as-scan-aside-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let lib = format!("#[cfg({RELEASE})]\nmod deep;\n#[cfg({RELEASE})]\nmod m {{ {COMPONENT} }}");
+    std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
+    std::fs::write(dir.join("src/deep.rs"), COMPONENT).unwrap();
+    let deep = std::fs::canonicalize(dir.join("src/deep.rs")).unwrap();
+    let scan = super::scan_setting_aside(
+        &[ScanRoot {
+            label: None,
+            dir: dir.clone(),
+            entry_points: vec![dir.join("src/lib.rs")],
+            condition: Vec::new(),
+        }],
+        &[deep],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(keys(&scan), [("component hidden.panel", RELEASE_SHOWN)]);
+    assert_eq!(
+        scan.link_level,
+        ["src/deep.rs: nests deeper than the source scan can parse: not read"]
+    );
+}
