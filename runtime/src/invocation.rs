@@ -253,14 +253,77 @@ impl InvokeOptions {
     }
 }
 
+/// A result's capability id (the contract's own string, with no shared
+/// count to touch however many calls to one capability settle at once, or
+/// a shared copy) and whether the surface changed while the call ran, kept
+/// in the id's tag so a result (and the dedupe record holding one) stays
+/// as small as with a shared id alone.
+#[derive(Clone)]
+enum Called {
+    Contract(&'static str),
+    ContractChanged(&'static str),
+    Shared(Arc<str>),
+    SharedChanged(Arc<str>),
+}
+
+impl Called {
+    fn contract(id: &'static str, changed: bool) -> Called {
+        if changed {
+            Called::ContractChanged(id)
+        } else {
+            Called::Contract(id)
+        }
+    }
+
+    fn shared(id: Arc<str>, changed: bool) -> Called {
+        if changed {
+            Called::SharedChanged(id)
+        } else {
+            Called::Shared(id)
+        }
+    }
+
+    fn id(&self) -> &str {
+        match self {
+            Called::Contract(id) | Called::ContractChanged(id) => id,
+            Called::Shared(id) | Called::SharedChanged(id) => id,
+        }
+    }
+
+    fn changed(&self) -> bool {
+        matches!(self, Called::ContractChanged(_) | Called::SharedChanged(_))
+    }
+}
+
 /// The settled outcome of a call.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone)]
 pub struct InvocationResult {
     invocation_id: Arc<str>,
-    capability_id: Arc<str>,
+    called: Called,
     outcome: Result<Option<Arc<Value>>, ErrorPayload>,
     surface_version: u64,
-    surface_changed: bool,
+}
+
+impl PartialEq for InvocationResult {
+    fn eq(&self, other: &InvocationResult) -> bool {
+        self.invocation_id == other.invocation_id
+            && self.called.id() == other.called.id()
+            && self.outcome == other.outcome
+            && self.surface_version == other.surface_version
+            && self.called.changed() == other.called.changed()
+    }
+}
+
+impl std::fmt::Debug for InvocationResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InvocationResult")
+            .field("invocation_id", &self.invocation_id)
+            .field("capability_id", &self.called.id())
+            .field("outcome", &self.outcome)
+            .field("surface_version", &self.surface_version)
+            .field("surface_changed", &self.called.changed())
+            .finish()
+    }
 }
 
 impl InvocationResult {
@@ -277,10 +340,26 @@ impl InvocationResult {
     ) -> InvocationResult {
         InvocationResult {
             invocation_id,
-            capability_id,
+            called: Called::shared(capability_id, surface_changed),
             outcome,
             surface_version,
-            surface_changed,
+        }
+    }
+
+    /// [`new`](Self::new) for a call resolved to a contract's capability:
+    /// the result borrows the contract's own id.
+    pub(crate) fn of_contract(
+        invocation_id: Arc<str>,
+        capability_id: &'static str,
+        outcome: Result<Option<Arc<Value>>, ErrorPayload>,
+        surface_version: u64,
+        surface_changed: bool,
+    ) -> InvocationResult {
+        InvocationResult {
+            invocation_id,
+            called: Called::contract(capability_id, surface_changed),
+            outcome,
+            surface_version,
         }
     }
 
@@ -309,7 +388,7 @@ impl InvocationResult {
 
     /// The capability called.
     pub fn capability_id(&self) -> &str {
-        &self.capability_id
+        self.called.id()
     }
 
     /// The surface version at settlement.
@@ -319,7 +398,7 @@ impl InvocationResult {
 
     /// Whether the surface changed while the call ran (re-discover).
     pub fn surface_changed(&self) -> bool {
-        self.surface_changed
+        self.called.changed()
     }
 
     /// The output or the error, consuming the result.
@@ -336,7 +415,7 @@ impl Serialize for InvocationResult {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("status", if self.is_ok() { "ok" } else { "error" })?;
         map.serialize_entry("invocationId", &*self.invocation_id)?;
-        map.serialize_entry("capabilityId", &*self.capability_id)?;
+        map.serialize_entry("capabilityId", self.called.id())?;
         match &self.outcome {
             Ok(Some(output)) => map.serialize_entry("output", &**output)?,
             Ok(None) => {}
@@ -346,7 +425,7 @@ impl Serialize for InvocationResult {
             "surfaceVersion",
             &crate::util::decimal::DecimalString(self.surface_version),
         )?;
-        if self.surface_changed {
+        if self.called.changed() {
             map.serialize_entry("surfaceChanged", &true)?;
         }
         map.end()

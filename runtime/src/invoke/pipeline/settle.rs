@@ -123,13 +123,25 @@ impl InFlight<'_> {
         let (started, version_at_start) = (self.started, self.version_at_start);
         let inner = &self.registry.inner;
         let version = inner.version();
-        let result = InvocationResult::new(
-            Arc::clone(&self.invocation_id),
-            Arc::clone(self.capability_id()),
-            outcome,
-            version,
-            version != version_at_start,
-        );
+        let changed = version != version_at_start;
+        let invocation_id = Arc::clone(&self.invocation_id);
+        let result = match &self.resolved {
+            // A contract's capability: the result borrows its id.
+            Some((_, Subject::View { capability, .. })) => InvocationResult::of_contract(
+                invocation_id,
+                capability.id().as_str(),
+                outcome,
+                version,
+                changed,
+            ),
+            _ => InvocationResult::new(
+                invocation_id,
+                Arc::clone(self.capability_id()),
+                outcome,
+                version,
+                changed,
+            ),
+        };
         let ended = trace.finished.unwrap_or_else(Instant::now);
         // One reading of the time for the settlement: the dedupe window and
         // the audit record.
