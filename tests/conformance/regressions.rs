@@ -448,3 +448,46 @@ async fn as_life_001_a_type_whose_instances_all_went_leaves_every_type_resolvabl
         );
     }
 }
+
+/// A joiner waits for its twin no longer than its own time limit: a leader
+/// whose future its host polled once and then holds without polling (its
+/// own timeout lives in that future, so it never fires) cannot hold the
+/// joiner forever. The twin ran once and runs on for its leader.
+#[tokio::test(start_paused = true)]
+async fn as_ident_001_a_joiner_of_a_twin_never_driven_to_its_end_times_out() {
+    use std::future::Future as _;
+    use std::task::Poll;
+
+    use crate::fixtures::{Worker, work};
+
+    let registry = registry();
+    let worker = Worker::new();
+    let _mounted = registry.mount(worker.clone()).unwrap();
+    let options = || InvokeOptions::consumer(consumer("tester")).timeout(Duration::from_secs(5));
+    let mut leader = Box::pin(registry.invoke(work("stalled-1"), options()));
+    // Polled once: the handler starts and waits; then held, never polled.
+    std::future::poll_fn(|cx| {
+        assert!(leader.as_mut().poll(cx).is_pending());
+        Poll::Ready(())
+    })
+    .await;
+    assert_eq!(worker.started(), 1);
+    let began = tokio::time::Instant::now();
+    let joined = registry.invoke(work("stalled-1"), options()).await;
+    assert_eq!(code(&joined), Some(ErrorCode::Timeout), "{joined:?}");
+    let error = joined.error().unwrap();
+    assert_eq!(error.details().unwrap()["timeoutMs"], json!(5_000));
+    // Its own limit and a short grace, never longer.
+    let waited = began.elapsed();
+    assert!(
+        waited >= Duration::from_secs(5) && waited <= Duration::from_secs(7),
+        "{waited:?}"
+    );
+    assert_eq!(worker.started(), 1, "joined, never run twice");
+    // Dropped at last, the leader settles and gives its record back.
+    drop(leader);
+    worker.gate.send_replace(true);
+    let retried = registry.invoke(work("stalled-1"), options()).await;
+    assert_eq!(code(&retried), Some(ErrorCode::Cancelled), "{retried:?}");
+    assert_eq!(worker.started(), 1);
+}

@@ -8,6 +8,7 @@
 //! carries a code, a retry hint and structured details.
 
 pub(crate) mod bounds;
+mod join;
 mod pipeline;
 mod reach;
 
@@ -73,37 +74,6 @@ enum Started<'r> {
     /// A twin with the same invocation id is running: its result, waited
     /// for on the heap (the rare path).
     Wait(std::pin::Pin<Box<dyn std::future::Future<Output = InvocationResult> + Send + 'r>>),
-}
-
-/// A call waiting for the running twin it joined.
-struct Join<'r> {
-    registry: &'r Registry,
-    done: tokio::sync::watch::Receiver<Option<InvocationResult>>,
-    cancellation: Option<tokio_util::sync::CancellationToken>,
-    /// The result when the wait ends without the twin's.
-    fallback: InvocationResult,
-}
-
-impl Join<'_> {
-    /// The twin's result; the joiner's own cancellation (or disposal) ends
-    /// its wait, and the attempt it joined runs on for its leader.
-    async fn wait(mut self) -> InvocationResult {
-        let cancelled = async {
-            match &self.cancellation {
-                Some(token) => token.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            joined = self.done.wait_for(Option::is_some) => match joined {
-                Ok(result) => result.clone().unwrap_or(self.fallback),
-                Err(_) => self.fallback,
-            },
-            () = cancelled => self.fallback,
-            () = self.registry.inner.disposed.cancelled() => self.fallback,
-        }
-    }
 }
 
 impl Registry {
@@ -205,11 +175,15 @@ impl Registry {
                 }
                 Begin::Cached(result) => return Err(result),
                 Begin::Join(done) => {
-                    let join = Join {
+                    let (limit, idempotent) =
+                        join::limit(self, &request.capability_id, parsed, &options);
+                    let join = join::Join {
                         registry: self,
                         done,
                         cancellation: options.cancellation,
-                        fallback: immediate(ErrorPayload::cancelled()),
+                        deadline: join::deadline(started, limit),
+                        cancelled: immediate(ErrorPayload::cancelled()),
+                        timed_out: immediate(join::timed_out(limit, idempotent)),
                     };
                     return Ok(Started::Wait(Box::pin(join.wait())));
                 }
