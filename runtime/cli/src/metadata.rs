@@ -238,10 +238,11 @@ fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<Linked> {
         .map_or(&[][..], |r| array_of(r, "nodes"));
     let packages = array_of(metadata, "packages");
     // Each package reached, with the ways found to it so far. A package is
-    // walked again for each way that adds a platform (at most
-    // `MAX_WAYS + 1` ways each, so the walk is bounded).
-    let mut reached: Vec<(&str, Ways)> = vec![(package_id, Ways(vec![Vec::new()]))];
-    let mut queue: Vec<(&str, Vec<String>)> = vec![(package_id, Vec::new())];
+    // walked again for each way that adds a platform, shortest ways first
+    // (at most `MAX_WAYS + 1` ways each, so the walk is bounded).
+    let mut reached: Vec<(&str, Ways)> = vec![(package_id, Ways::everywhere())];
+    let mut queue = crate::ways::Queue::new();
+    queue.push(package_id, Vec::new());
     while let Some((id, conditions)) = queue.pop() {
         let Some(node) = nodes.iter().find(|node| str_of(node, "id") == id) else {
             continue;
@@ -268,7 +269,7 @@ fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<Linked> {
                 continue;
             };
             if let Some(way) = ways.add(way) {
-                queue.push((pkg, way));
+                queue.push(pkg, way);
             }
         }
     }

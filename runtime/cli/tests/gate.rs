@@ -906,11 +906,35 @@ fn a_file_nested_deeper_than_the_parser_can_go_is_said_and_the_rest_is_read() {
             ")".repeat(depth)
         ),
     );
+    // A second one whose name holds a newline: the scan's process tells
+    // where it stopped in a form any name survives.
+    #[cfg(unix)]
+    {
+        edit(
+            &dir,
+            "#[cfg(any())]\nmod deep;",
+            "#[cfg(any())]\nmod deep;\n#[cfg(any())]\n#[path = \"dee\\np.rs\"]\nmod deeper;",
+        );
+        write(
+            &dir,
+            "src/dee\np.rs",
+            &format!(
+                "fn g() -> u8 {{ {}1{} }}\n",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            ),
+        );
+    }
     let output = run(&dir, &["snapshot"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     assert!(
         stderr.contains("src/deep.rs: nests deeper than the source scan can parse: not read"),
+        "{stderr}"
+    );
+    #[cfg(unix)]
+    assert!(
+        stderr.contains("src/dee\np.rs: nests deeper than the source scan can parse: not read"),
         "{stderr}"
     );
     let artifact = std::fs::read_to_string(dir.join("agent-surface.contract.json")).unwrap();

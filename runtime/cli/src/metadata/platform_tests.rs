@@ -158,3 +158,35 @@ fn an_unconditional_way_wins_over_a_conditional_one() {
     }
     assert_eq!(linked.len(), 2);
 }
+
+#[test]
+fn a_way_on_every_platform_covers_eight_conditional_ones_whatever_the_order() {
+    // app -> i0..i7 (each under its own cfg) -> shared; app -> wrap -> shared
+    // on every platform.
+    for wrap_first in [true, false] {
+        let mut packages = vec![
+            package("app", true, &[]),
+            package("shared", true, &[]),
+            package("wrap", true, &[]),
+        ];
+        let mut app_deps = Vec::new();
+        if wrap_first {
+            app_deps.push(edge("wrap", None));
+        }
+        let mut nodes = vec![json!({"id": "wrap", "deps": [edge("shared", None)]})];
+        for i in 0..8 {
+            let id = format!("i{i}");
+            packages.push(package(&id, true, &[]));
+            app_deps.push(edge(&id, Some(&format!("cfg(c{i})"))));
+            nodes.push(json!({"id": id, "deps": [edge("shared", None)]}));
+        }
+        if !wrap_first {
+            app_deps.push(edge("wrap", None));
+        }
+        nodes.push(json!({"id": "app", "deps": app_deps}));
+        let metadata = json!({"packages": packages, "resolve": {"nodes": nodes}});
+        let linked = linked_dependency_crates(&metadata, "app");
+        let shared = linked.iter().find(|l| l.crate_name == "shared").unwrap();
+        assert!(shared.condition.is_empty(), "{:?}", shared.condition);
+    }
+}

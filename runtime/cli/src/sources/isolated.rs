@@ -35,42 +35,53 @@ static TELLING: AtomicBool = AtomicBool::new(false);
 pub(super) fn at(path: &Path) {
     if TELLING.load(Ordering::Relaxed) {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "{AT}{}", path.display());
+        let _ = writeln!(err, "{AT}{}", encode(path));
         let _ = err.flush();
     }
 }
 
 /// Scans `roots` in a process of its own, setting aside each file that
 /// stops it. Falls back to this process (on a large stack) when the
-/// binary cannot run itself or a path is not UTF-8.
+/// binary cannot run itself or its run answers with something that is not
+/// a scan.
 pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
     let Ok(exe) = std::env::current_exe() else {
         return on_large_stack(roots.to_vec(), Vec::new());
     };
     let mut set_aside: Vec<PathBuf> = Vec::new();
     loop {
-        let Some(request) = request(roots, &set_aside) else {
-            return on_large_stack(roots.to_vec(), set_aside);
-        };
-        match run_child(&exe, &request) {
-            Ok(scan) => return scan,
-            Err(Some(path)) if set_aside.len() < MAX_SET_ASIDE && !set_aside.contains(&path) => {
+        match run_child(&exe, &request(roots, &set_aside)) {
+            Ran::Done(scan) => return scan,
+            Ran::Stopped(Some(path))
+                if set_aside.len() < MAX_SET_ASIDE && !set_aside.contains(&path) =>
+            {
                 set_aside.push(path);
             }
-            Err(stopped_at) => {
-                let place =
-                    stopped_at.map_or_else(String::new, |path| format!(" at {}", path.display()));
+            Ran::Stopped(_) => {
+                // Said without a path: what review sees must not depend on
+                // where the checkout lives.
                 return Scan {
                     gated: Vec::new(),
                     link_level: vec![format!(
-                        "the source scan stopped{place}, after {} files set aside: the \
-                         source was not read",
+                        "the source scan stopped, {} files set aside: the source was not read",
                         set_aside.len()
                     )],
                 };
             }
+            Ran::Unusable => return on_large_stack(roots.to_vec(), set_aside),
         }
     }
+}
+
+/// How a run of the scan's process ended.
+enum Ran {
+    /// It scanned.
+    Done(Scan),
+    /// It stopped (a signal, a stack overflow), at the file it last told.
+    Stopped(Option<PathBuf>),
+    /// It could not be started, or answered with something that is not a
+    /// scan: the scan runs in this process instead.
+    Unusable,
 }
 
 /// The scan's process: reads its request on stdin, scans on a large
@@ -116,21 +127,87 @@ fn on_large_stack(roots: Vec<ScanRoot>, set_aside: Vec<PathBuf>) -> Scan {
     }
 }
 
-/// The request for the scan's process; `None` when a path is not UTF-8.
-fn request(roots: &[ScanRoot], set_aside: &[PathBuf]) -> Option<String> {
-    let path = |p: &Path| p.to_str().map(str::to_owned);
-    let mut each = Vec::new();
-    for root in roots {
-        let entry_points: Option<Vec<String>> = root.entry_points.iter().map(|p| path(p)).collect();
-        each.push(json!({
-            "label": root.label,
-            "dir": path(&root.dir)?,
-            "entryPoints": entry_points?,
-            "condition": root.condition,
-        }));
+/// The request for the scan's process (paths as [`encode`]d).
+fn request(roots: &[ScanRoot], set_aside: &[PathBuf]) -> String {
+    let each: Vec<Value> = roots
+        .iter()
+        .map(|root| {
+            json!({
+                "label": root.label,
+                "dir": encode(&root.dir),
+                "entryPoints": root.entry_points.iter().map(|p| encode(p)).collect::<Vec<_>>(),
+                "condition": root.condition,
+            })
+        })
+        .collect();
+    let set_aside: Vec<String> = set_aside.iter().map(|p| encode(p)).collect();
+    json!({"roots": each, "setAside": set_aside}).to_string()
+}
+
+/// A path as hex digits of its bytes as the platform holds them (UTF-16
+/// units on Windows): any name survives the way there and back, a newline
+/// or a byte that is not UTF-8 included.
+fn encode(path: &Path) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt as _;
+        path.as_os_str()
+            .as_bytes()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
     }
-    let set_aside: Option<Vec<String>> = set_aside.iter().map(|p| path(p)).collect();
-    Some(json!({"roots": each, "setAside": set_aside?}).to_string())
+    #[cfg(windows)]
+    {
+        use std::os::windows::ffi::OsStrExt as _;
+        path.as_os_str()
+            .encode_wide()
+            .map(|unit| format!("{unit:04x}"))
+            .collect()
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        path.to_string_lossy()
+            .bytes()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+}
+
+/// The path [`encode`] wrote; `None` for anything else.
+fn decode(text: &str) -> Option<PathBuf> {
+    #[cfg(windows)]
+    const DIGITS: usize = 4;
+    #[cfg(not(windows))]
+    const DIGITS: usize = 2;
+    if !text.is_ascii() || !text.len().is_multiple_of(DIGITS) {
+        return None;
+    }
+    let units = (0..text.len() / DIGITS).map(|i| {
+        text.get(i * DIGITS..(i + 1) * DIGITS)
+            .and_then(|digits| u16::from_str_radix(digits, 16).ok())
+    });
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt as _;
+        let bytes: Option<Vec<u8>> = units
+            .map(|unit| unit.and_then(|unit| u8::try_from(unit).ok()))
+            .collect();
+        Some(PathBuf::from(std::ffi::OsString::from_vec(bytes?)))
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::ffi::OsStringExt as _;
+        let wide: Option<Vec<u16>> = units.collect();
+        Some(PathBuf::from(std::ffi::OsString::from_wide(&wide?)))
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        let bytes: Option<Vec<u8>> = units
+            .map(|unit| unit.and_then(|unit| u8::try_from(unit).ok()))
+            .collect();
+        String::from_utf8(bytes?).ok().map(PathBuf::from)
+    }
 }
 
 fn parse_request(request: &Value) -> Option<(Vec<ScanRoot>, Vec<PathBuf>)> {
@@ -145,73 +222,129 @@ fn parse_request(request: &Value) -> Option<(Vec<ScanRoot>, Vec<PathBuf>)> {
     for root in request.get("roots")?.as_array()? {
         roots.push(ScanRoot {
             label: root.get("label").and_then(Value::as_str).map(str::to_owned),
-            dir: PathBuf::from(root.get("dir")?.as_str()?),
+            dir: decode(root.get("dir")?.as_str()?)?,
             entry_points: strings(root.get("entryPoints"))?
-                .into_iter()
-                .map(PathBuf::from)
-                .collect(),
+                .iter()
+                .map(|p| decode(p))
+                .collect::<Option<Vec<_>>>()?,
             condition: strings(root.get("condition"))?,
         });
     }
     let set_aside = strings(request.get("setAside"))?
-        .into_iter()
-        .map(PathBuf::from)
-        .collect();
+        .iter()
+        .map(|p| decode(p))
+        .collect::<Option<Vec<_>>>()?;
     Some((roots, set_aside))
 }
 
-/// Runs the scan's process: the scan, or where it stopped (`None`: it
-/// stopped before any file).
-fn run_child(exe: &Path, request: &str) -> Result<Scan, Option<PathBuf>> {
-    let mut child = Command::new(exe)
+/// Runs the scan's process once.
+fn run_child(exe: &Path, request: &str) -> Ran {
+    let Ok(mut child) = Command::new(exe)
         .arg(CHILD_ARG)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|_| None)?;
+    else {
+        return Ran::Unusable;
+    };
     if let Some(mut stdin) = child.stdin.take() {
         // A process that stops early closes its end: its status says so.
         let _ = stdin.write_all(request.as_bytes());
     }
-    let output = child.wait_with_output().map_err(|_| None)?;
-    let last_at = || {
-        String::from_utf8_lossy(&output.stderr)
+    let Ok(output) = child.wait_with_output() else {
+        return Ran::Unusable;
+    };
+    if !output.status.success() {
+        let last_at = String::from_utf8_lossy(&output.stderr)
             .lines()
             .rev()
             .find_map(|line| line.strip_prefix(AT))
-            .map(PathBuf::from)
-    };
-    if !output.status.success() {
-        return Err(last_at());
+            .and_then(decode);
+        return Ran::Stopped(last_at);
     }
-    let parsed: Value = serde_json::from_slice(&output.stdout).map_err(|_| last_at())?;
-    let gated = parsed
-        .get("gated")
-        .and_then(Value::as_array)
-        .map(|all| {
-            all.iter()
-                .filter_map(|g| {
-                    let field = |i: usize| g.get(i).and_then(Value::as_str).map(str::to_owned);
-                    Some(GatedDeclaration {
-                        key: field(0)?,
-                        condition: field(1)?,
-                        file: field(2)?,
-                        digest: field(3)?,
-                    })
-                })
-                .collect()
+    match serde_json::from_slice::<Value>(&output.stdout)
+        .ok()
+        .as_ref()
+        .and_then(parse_scan)
+    {
+        Some(scan) => Ran::Done(scan),
+        None => Ran::Unusable,
+    }
+}
+
+/// The scan the scan's process printed; `None` unless it is exactly one.
+fn parse_scan(printed: &Value) -> Option<Scan> {
+    let gated = printed
+        .get("gated")?
+        .as_array()?
+        .iter()
+        .map(|g| {
+            let field = |i: usize| g.get(i).and_then(Value::as_str).map(str::to_owned);
+            Some(GatedDeclaration {
+                key: field(0)?,
+                condition: field(1)?,
+                file: field(2)?,
+                digest: field(3)?,
+            })
         })
-        .unwrap_or_default();
-    let link_level = parsed
-        .get("linkLevel")
-        .and_then(Value::as_array)
-        .map(|all| {
-            all.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(Scan { gated, link_level })
+        .collect::<Option<Vec<_>>>()?;
+    let link_level = printed
+        .get("linkLevel")?
+        .as_array()?
+        .iter()
+        .map(|line| line.as_str().map(str::to_owned))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Scan { gated, link_level })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn any_path_survives_the_way_to_the_scan_and_back() {
+        let mut names = vec![
+            PathBuf::from("/src/deep\n.rs"),
+            PathBuf::from("/src/deep.rs\r"),
+        ];
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStringExt as _;
+            names.push(PathBuf::from(std::ffi::OsString::from_vec(
+                b"/src/d\xff.rs".to_vec(),
+            )));
+        }
+        for name in names {
+            let line = format!("{AT}{}", encode(&name));
+            assert_eq!(line.lines().count(), 1);
+            let told = line.lines().rev().find_map(|l| l.strip_prefix(AT)).unwrap();
+            assert_eq!(decode(told), Some(name));
+        }
+        assert_eq!(decode("zz"), None);
+        assert_eq!(decode("abc"), None);
+        let roots = [ScanRoot {
+            label: Some("dep 1.0.0".to_owned()),
+            dir: PathBuf::from("/src/a\nb"),
+            entry_points: vec![PathBuf::from("/src/a\nb/lib.rs")],
+            condition: vec!["cfg(windows)".to_owned()],
+        }];
+        let (back, aside) = parse_request(
+            &serde_json::from_str(&request(&roots, &[PathBuf::from("/x\ny")])).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(back[0].dir, roots[0].dir);
+        assert_eq!(back[0].entry_points, roots[0].entry_points);
+        assert_eq!(back[0].label, roots[0].label);
+        assert_eq!(aside, [PathBuf::from("/x\ny")]);
+    }
+
+    #[test]
+    fn only_a_whole_scan_is_taken_from_the_scan_process() {
+        assert!(parse_scan(&json!({"gated": [], "linkLevel": []})).is_some());
+        assert!(parse_scan(&json!({"linkLevel": []})).is_none());
+        assert!(parse_scan(&json!({"gated": [["k", "c", "f"]], "linkLevel": []})).is_none());
+        assert!(parse_scan(&json!({"gated": [], "linkLevel": [1]})).is_none());
+    }
 }

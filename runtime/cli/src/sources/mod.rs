@@ -103,6 +103,8 @@ fn generator_names(shared: &Shared) -> std::collections::HashSet<String> {
 const MAX_SOURCE_BYTES: u64 = 64 << 20;
 /// At most this many files are read per scan.
 const MAX_FILES: usize = 10_000;
+/// At most this many declarations outside the build are listed one by one.
+const MAX_GATED: usize = 10_000;
 
 /// What one scan collects across crate trees: generators defined in one
 /// crate may be invoked in another.
@@ -186,10 +188,10 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
         .collect();
     // A crate linked only on some platforms: everything in it is under
     // that condition.
-    let mut queue: Vec<(PathBuf, Vec<String>)> = roots
-        .iter()
-        .map(|path| (path.clone(), root.condition.clone()))
-        .collect();
+    let mut queue = crate::ways::Queue::new();
+    for path in &roots {
+        queue.push(path.clone(), root.condition.clone());
+    }
     if root.entry_points.is_empty() && !root.condition.is_empty() {
         // Not read (a registry crate that can declare reach): the crate
         // itself is what the build does not show.
@@ -211,6 +213,12 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
             .map(|p| p.to_string_lossy().replace('\\', "/"))
             .unwrap_or_else(|_| path.to_string_lossy().into_owned())
     };
+    // How a file is named in what the scan says of it: with its crate, for
+    // a dependency's.
+    let said = |path: &Path| match &root.label {
+        Some(label) => format!("{} (crate {label})", relative(path)),
+        None => relative(path),
+    };
     // First, every file the tree reaches, under every way to it (aliases
     // apply to all of them). A file is walked again for each way that adds
     // a platform, so its children get that way too.
@@ -224,7 +232,7 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
         let slot = match index.get(&path) {
             Some(&slot) => slot,
             None => {
-                let Some(file) = read(&path, &relative(&path), shared) else {
+                let Some(file) = read(&path, &said(&path), shared) else {
                     unread.insert(path);
                     continue;
                 };
@@ -244,6 +252,10 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
                 .filter(|c| !cfg.contains(c))
                 .collect::<Vec<_>>(),
         );
+        // Test builds only: nothing reached this way ships.
+        if crate::source_attrs::test_only(&cfg) {
+            continue;
+        }
         let Some(cfg) = ways.add(cfg) else {
             continue;
         };
@@ -265,11 +277,21 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
             scan: &mut Scan::default(),
         }
         .visit_file(file);
-        queue.extend(found);
+        for (child, way) in found {
+            queue.push(child, way);
+        }
     }
     let mut invocations = Vec::new();
     for (path, file, ways) in &parsed {
-        for cfg in &ways.0 {
+        // Ways beyond those told apart still change what review sees.
+        if let Some(beyond) = ways.beyond_told() {
+            scan.link_level.push(format!(
+                "{}: reached under more platform conditions than the gate tells apart: \
+                 told as {beyond}",
+                said(path)
+            ));
+        }
+        for cfg in ways.each() {
             isolated::at(path);
             let (file_dir, child_dir) = child_dir_of(path, &roots);
             Visitor {
@@ -278,7 +300,7 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
                 child_dir,
                 dir: file_dir.clone(),
                 file_dir,
-                cfg: cfg.clone(),
+                cfg,
                 files: &mut Vec::new(),
                 aliases: &aliases,
                 invocations: &mut invocations,
@@ -379,7 +401,28 @@ pub(crate) fn scan_setting_aside(roots: &[ScanRoot], set_aside: &[PathBuf]) -> S
     }
     scan.gated.sort();
     scan.gated.dedup();
-    scan.gated.truncate(10_000);
+    if scan.gated.len() > MAX_GATED {
+        // Those beyond are still said, and a change among them still shows.
+        use sha2::Digest as _;
+        let beyond = scan.gated.split_off(MAX_GATED);
+        let mut hasher = sha2::Sha256::new();
+        for gated in &beyond {
+            for part in [&gated.key, &gated.condition, &gated.file, &gated.digest] {
+                hasher.update(part.as_bytes());
+                hasher.update([0]);
+            }
+        }
+        let digest: String = hasher
+            .finalize()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        scan.link_level.push(format!(
+            "{} more declarations outside the build than the gate lists (digest {digest}): \
+             review the source by hand",
+            beyond.len()
+        ));
+    }
     scan.link_level.sort();
     scan.link_level.dedup();
     scan

@@ -338,3 +338,140 @@ fn a_file_set_aside_is_said_as_not_read_and_the_rest_is_scanned() {
         ["src/deep.rs: nests deeper than the source scan can parse: not read"]
     );
 }
+
+/// `lib` with `first` and then eight more ways to `panel.rs`.
+fn eight_ways(first: &str, condition: &str) -> String {
+    let mut lib = first.to_owned();
+    for i in 0..8 {
+        lib.push_str(&format!(
+            "#[cfg({condition})]\n#[cfg(c{i})]\n#[path = \"panel.rs\"]\nmod on_{i};\n"
+        ));
+    }
+    lib
+}
+
+#[test]
+fn a_way_on_every_platform_covers_any_number_of_conditional_ones() {
+    for (name, lib) in [
+        ("every-last", eight_ways("mod panel;\n", "unix")),
+        (
+            "every-first",
+            format!("{}mod panel;\n", eight_ways("", "unix")),
+        ),
+    ] {
+        let scan = scan_text(name, &lib, &[("panel.rs", COMPONENT)], &[]);
+        assert_eq!(keys(&scan), [], "{name}");
+        assert_eq!(scan.link_level, Vec::<String>::new(), "{name}");
+    }
+}
+
+#[test]
+fn ways_of_test_builds_never_crowd_out_a_shipping_platform() {
+    let lib = eight_ways(
+        "#[cfg(target_os = \"macos\")]\n#[path = \"panel.rs\"]\nmod mac;\n",
+        "test",
+    );
+    let scan = scan_text("test-ways", &lib, &[("panel.rs", COMPONENT)], &[]);
+    assert_eq!(
+        keys(&scan),
+        [("component hidden.panel", "target_os = \"macos\"")]
+    );
+}
+
+#[test]
+fn a_way_beyond_those_told_apart_still_changes_what_review_sees() {
+    let before = eight_ways(
+        "#[cfg(windows)]\n#[path = \"panel.rs\"]\nmod win;\n",
+        "unix",
+    );
+    let after =
+        format!("#[cfg(target_os = \"macos\")]\n#[path = \"panel.rs\"]\nmod mac;\n{before}");
+    let a = scan_text("beyond-a", &before, &[("panel.rs", COMPONENT)], &[]);
+    let b = scan_text("beyond-b", &after, &[("panel.rs", COMPONENT)], &[]);
+    assert_ne!(a.gated, b.gated);
+    assert_ne!(a.link_level, b.link_level);
+    assert!(
+        b.link_level
+            .iter()
+            .any(|line| line.contains("more platform conditions than the gate tells apart")),
+        "{:?}",
+        b.link_level
+    );
+}
+
+#[test]
+fn a_chain_of_ever_narrower_ways_is_walked_once() {
+    // `f.rs` is included at every depth of 1,500 nested modules, each under
+    // one more condition: the shortest way covers the rest.
+    let depth = 1_500;
+    let mut lib = String::new();
+    for i in 0..depth {
+        lib.push_str(&format!("#[cfg(c{i})] mod m {{ include!(\"f.rs\");\n"));
+    }
+    lib.push_str(&"}\n".repeat(depth));
+    let f = format!("#[cfg(y)]\nmod hidden {{ {COMPONENT} }}\n");
+    // As deep as the scan's own stack allows, not a test thread's.
+    let scan = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || scan_text("narrowing-chain", &lib, &[("f.rs", &f)], &[]))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(keys(&scan), [("component hidden.panel", "all(c0, y)")]);
+}
+
+#[test]
+fn declarations_beyond_those_listed_are_said_with_a_digest() {
+    let mut methods = String::new();
+    for i in 0..10_000 {
+        methods.push_str(&format!(
+            "#[cfg_attr(x, action(effect = \"local-state\"))] fn m{i}(&self) {{}}\n"
+        ));
+    }
+    let lib = format!(
+        "#[agent_component(type = \"a\")]\nimpl A {{\n{methods}}}\npub struct A;\n\
+         #[cfg(target_os = \"macos\")]\nmod mac {{ {} }}\n",
+        COMPONENT.replace("hidden.panel", "zz.hidden")
+    );
+    let scan = scan_text("flood", &lib, &[], &[]);
+    assert_eq!(scan.gated.len(), 10_000);
+    assert!(
+        scan.link_level
+            .iter()
+            .any(|line| line.starts_with("1 more declarations outside the build")),
+        "{:?}",
+        scan.link_level
+    );
+}
+
+#[test]
+fn a_file_set_aside_in_a_dependency_is_said_with_its_crate() {
+    let base = std::env::temp_dir().join(format!("as-scan-dep-aside-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (app, dep) = (base.join("app"), base.join("dep"));
+    for dir in [&app, &dep] {
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/lib.rs"), "#[cfg(any())]\nmod deep;\n").unwrap();
+        std::fs::write(dir.join("src/deep.rs"), "fn f() {}").unwrap();
+    }
+    let aside = [
+        std::fs::canonicalize(app.join("src/deep.rs")).unwrap(),
+        std::fs::canonicalize(dep.join("src/deep.rs")).unwrap(),
+    ];
+    let root = |dir: &PathBuf, label: Option<&str>| ScanRoot {
+        label: label.map(str::to_owned),
+        dir: dir.clone(),
+        entry_points: vec![dir.join("src/lib.rs")],
+        condition: Vec::new(),
+    };
+    let scan =
+        super::scan_setting_aside(&[root(&app, None), root(&dep, Some("dep 0.1.0"))], &aside);
+    let _ = std::fs::remove_dir_all(&base);
+    assert_eq!(
+        scan.link_level,
+        [
+            "src/deep.rs (crate dep 0.1.0): nests deeper than the source scan can parse: not read",
+            "src/deep.rs: nests deeper than the source scan can parse: not read",
+        ]
+    );
+}
