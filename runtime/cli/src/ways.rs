@@ -1,13 +1,14 @@
 //! Platform ways: the sets of platform conditions under which a crate or a
 //! file is reached, each way its own conjunction, kept apart so the gate
 //! tells every platform a declaration lives on, never only the first way
-//! it found. Ways are walked shortest first ([`Queue`]): a way only gains
-//! conditions along a path, so a way found later never covers one kept
-//! before it, and each crate or file is walked at most `MAX_WAYS + 1`
-//! times however its ways are arranged.
+//! it found. Ways are walked shortest first, then in the order of their
+//! conditions ([`Queue`]): a way only gains conditions along a path, so a
+//! way found later seldom covers one kept before it, and which ways are
+//! told apart does not depend on the order of the declarations. Each crate
+//! or file is walked at most `MAX_WAYS + 1` times whatever its ways.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeSet, BinaryHeap};
 
 /// At most this many platform ways to one crate or file are told apart; a
 /// way beyond them is told as [`OTHER_WAYS`]. What it reaches stays
@@ -25,10 +26,10 @@ struct Way {
 }
 
 impl Way {
-    fn new(shown: Vec<String>) -> Way {
-        let mut set = shown.clone();
-        set.sort();
-        set.dedup();
+    fn new(mut shown: Vec<String>) -> Way {
+        let mut seen = BTreeSet::new();
+        shown.retain(|condition| seen.insert(condition.clone()));
+        let set = seen.into_iter().collect();
         Way { shown, set }
     }
 
@@ -48,10 +49,12 @@ impl Way {
 #[derive(Default)]
 pub(crate) struct Ways {
     kept: Vec<Way>,
-    /// Ways beyond [`MAX_WAYS`]: how many, and a digest of them, so a
-    /// change among them still changes what review sees.
-    beyond: u64,
-    beyond_digest: u64,
+    /// Ways taken to walk on (each a walk of the crate or file).
+    taken: usize,
+    /// The distinct ways beyond [`MAX_WAYS`], by digest: how many and
+    /// which are told, so a change among them still changes what review
+    /// sees.
+    beyond: BTreeSet<[u8; 32]>,
 }
 
 impl Ways {
@@ -64,22 +67,22 @@ impl Ways {
     }
 
     /// Adds `way` unless a kept way already covers it (its conditions are
-    /// a subset); drops the kept ways it covers. Beyond [`MAX_WAYS`] it is
-    /// counted and told as [`OTHER_WAYS`]. Returns the way to walk on
-    /// with, `None` when it adds no platform.
+    /// a subset); drops the kept ways it covers. Once [`MAX_WAYS`] were
+    /// taken, it is recorded and told as [`OTHER_WAYS`]. Returns the way to
+    /// walk on with, `None` when it adds no platform.
     pub(crate) fn add(&mut self, way: Vec<String>) -> Option<Vec<String>> {
         let way = Way::new(way);
         if self.kept.iter().any(|kept| kept.covers(&way)) {
             return None;
         }
-        self.kept.retain(|kept| !way.covers(kept));
-        if self.kept.len() < MAX_WAYS {
+        if way.set.is_empty() || self.taken < MAX_WAYS {
+            self.kept.retain(|kept| !way.covers(kept));
+            self.taken += 1;
             let shown = way.shown.clone();
             self.kept.push(way);
             return Some(shown);
         }
-        self.beyond = self.beyond.saturating_add(1);
-        self.beyond_digest = self.beyond_digest.wrapping_add(digest(&way.set));
+        self.beyond.insert(digest(&way.set));
         let marker = Way::new(vec![OTHER_WAYS.to_owned()]);
         if self.kept.iter().any(|kept| kept.covers(&marker)) {
             return None;
@@ -104,13 +107,24 @@ impl Ways {
     /// How the ways beyond [`MAX_WAYS`] are told (`None`: there are none,
     /// or a way on every platform covers them).
     pub(crate) fn beyond_told(&self) -> Option<String> {
+        use sha2::Digest as _;
         let everywhere = self.kept.iter().any(|way| way.set.is_empty());
-        (self.beyond > 0 && !everywhere).then(|| {
-            format!(
-                "{OTHER_WAYS} ({} more, digest {:016x})",
-                self.beyond, self.beyond_digest
-            )
-        })
+        if self.beyond.is_empty() || everywhere {
+            return None;
+        }
+        let mut hasher = sha2::Sha256::new();
+        for way in &self.beyond {
+            hasher.update(way);
+        }
+        let digest: String = hasher
+            .finalize()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        Some(format!(
+            "{OTHER_WAYS} ({} more, digest {digest})",
+            self.beyond.len()
+        ))
     }
 
     /// The condition as one conjunction: empty when some way is
@@ -133,28 +147,29 @@ impl Ways {
     }
 }
 
-/// A way's digest: the same in every run and with every toolchain, or an
-/// unchanged source would show as changed.
-fn digest(set: &[String]) -> u64 {
+/// A way's digest (SHA-256 of its conditions as a set): the same in every
+/// run and with every toolchain, or an unchanged source would show as
+/// changed.
+fn digest(set: &[String]) -> [u8; 32] {
     use sha2::Digest as _;
     let mut hasher = sha2::Sha256::new();
     for condition in set {
         hasher.update(condition.as_bytes());
         hasher.update([0]);
     }
-    let sum = hasher.finalize();
-    let mut first = [0u8; 8];
-    for (to, from) in first.iter_mut().zip(sum.iter()) {
-        *to = *from;
-    }
-    u64::from_le_bytes(first)
+    hasher.finalize().into()
 }
 
-/// What is still to walk, shortest way first (then in the order found).
+/// What is still to walk: the way with the fewest distinct conditions
+/// first, then by its conditions in order, then in the order found.
 pub(crate) struct Queue<T> {
-    heap: BinaryHeap<(Reverse<usize>, Reverse<u64>, Entry<T>)>,
+    heap: BinaryHeap<Queued<T>>,
     next: u64,
 }
+
+/// A queued walk, ordered by (fewest conditions, its conditions, order
+/// found), smallest first.
+type Queued<T> = (Reverse<usize>, Reverse<Vec<String>>, Reverse<u64>, Entry<T>);
 
 /// A queued item; never compared (the sequence number decides ties).
 struct Entry<T>(T, Vec<String>);
@@ -189,12 +204,19 @@ impl<T> Queue<T> {
 
     pub(crate) fn push(&mut self, item: T, way: Vec<String>) {
         self.next += 1;
-        self.heap
-            .push((Reverse(way.len()), Reverse(self.next), Entry(item, way)));
+        let Way { shown, set } = Way::new(way);
+        self.heap.push((
+            Reverse(set.len()),
+            Reverse(set),
+            Reverse(self.next),
+            Entry(item, shown),
+        ));
     }
 
     pub(crate) fn pop(&mut self) -> Option<(T, Vec<String>)> {
-        self.heap.pop().map(|(_, _, Entry(item, way))| (item, way))
+        self.heap
+            .pop()
+            .map(|(_, _, _, Entry(item, way))| (item, way))
     }
 }
 
@@ -207,24 +229,38 @@ mod tests {
     }
 
     #[test]
-    fn a_wider_way_replaces_narrower_ones_even_past_the_limit() {
+    fn walks_are_bounded_however_the_ways_come_and_everywhere_covers_all() {
         let mut ways = Ways::default();
-        for i in 0..MAX_WAYS + 3 {
-            assert!(ways.add(way(&["unix", &format!("c{i}")])).is_some() || i > MAX_WAYS);
+        // Ever wider ways, each covering the one before: each would walk
+        // the file again, up to the limit.
+        let mut walks = 0;
+        for i in (0..100).rev() {
+            let mut conditions: Vec<String> = (0..i).map(|c| format!("c{c}")).collect();
+            conditions.push("unix".to_owned());
+            if ways.add(conditions).is_some() {
+                walks += 1;
+            }
         }
+        assert!(walks <= MAX_WAYS + 1, "{walks} walks");
         assert!(ways.each().iter().any(|w| w[0].starts_with(OTHER_WAYS)));
-        // `unix` covers every way told apart; those beyond it stand for are
-        // no longer known, so they stay told (wider than the truth, never
-        // narrower).
-        assert_eq!(ways.add(way(&["unix"])), Some(way(&["unix"])));
-        let each = ways.each();
-        assert_eq!(each.len(), 2, "{each:?}");
-        assert!(each.contains(&way(&["unix"])));
-        // A way on every platform covers everything.
+        // A way on every platform is always taken, and covers everything.
         assert_eq!(ways.add(Vec::new()), Some(Vec::new()));
         assert_eq!(ways.each(), [Vec::<String>::new()]);
         assert!(ways.condition().is_empty());
         assert_eq!(ways.beyond_told(), None);
+    }
+
+    #[test]
+    fn a_way_seen_twice_beyond_the_limit_counts_once() {
+        let mut once = Ways::default();
+        let mut twice = Ways::default();
+        for i in 0..=MAX_WAYS {
+            once.add(way(&[&format!("c{i}")]));
+            twice.add(way(&[&format!("c{i}")]));
+        }
+        twice.add(way(&[&format!("c{MAX_WAYS}")]));
+        assert_eq!(once.condition(), twice.condition());
+        assert!(once.condition()[0].contains("(1 more, digest "));
     }
 
     #[test]

@@ -58,19 +58,77 @@ pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
                 set_aside.push(path);
             }
             Ran::Stopped(_) => {
-                // Said without a path: what review sees must not depend on
-                // where the checkout lives.
+                // Said without a path (what review sees must not depend on
+                // where the checkout lives), with a digest of the source, so
+                // any change to it while the scan cannot read it shows.
                 return Scan {
                     gated: Vec::new(),
                     link_level: vec![format!(
-                        "the source scan stopped, {} files set aside: the source was not read",
-                        set_aside.len()
+                        "the source scan stopped, {} files set aside: the source was not read \
+                         (digest of its .rs files {})",
+                        set_aside.len(),
+                        source_digest(roots)
                     )],
                 };
             }
             Ran::Unusable => return on_large_stack(roots.to_vec(), set_aside),
         }
     }
+}
+
+/// SHA-256 over every `.rs` file under the roots' directories (by path
+/// relative to its root, then its bytes; `target` and hidden directories
+/// left out), bounded like the scan itself.
+fn source_digest(roots: &[ScanRoot]) -> String {
+    use sha2::Digest as _;
+    const MAX_FILES: usize = 10_000;
+    const MAX_BYTES: u64 = 64 << 20;
+    let mut hasher = sha2::Sha256::new();
+    let (mut files, mut bytes) = (0usize, 0u64);
+    for (index, root) in roots.iter().enumerate() {
+        let mut found: Vec<(String, PathBuf)> = Vec::new();
+        let mut dirs = vec![root.dir.clone()];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let path = entry.path();
+                if kind.is_dir() && name != "target" && !name.starts_with('.') {
+                    dirs.push(path);
+                } else if kind.is_file() && name.ends_with(".rs") && found.len() < MAX_FILES {
+                    let shown = path
+                        .strip_prefix(&root.dir)
+                        .map(|p| p.to_string_lossy().replace('\\', "/"))
+                        .unwrap_or(name);
+                    found.push((shown, path));
+                }
+            }
+        }
+        found.sort();
+        hasher.update(index.to_le_bytes());
+        for (shown, path) in found {
+            if files >= MAX_FILES || bytes >= MAX_BYTES {
+                break;
+            }
+            let text = std::fs::read(&path).unwrap_or_default();
+            files += 1;
+            bytes += text.len() as u64;
+            hasher.update(shown.as_bytes());
+            hasher.update([0]);
+            hasher.update((text.len() as u64).to_le_bytes());
+            hasher.update(&text);
+        }
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// How a run of the scan's process ended.

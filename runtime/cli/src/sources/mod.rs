@@ -119,21 +119,56 @@ struct Shared {
     /// `macro_rules!` naming no agent attribute, with what they invoke.
     bodies: Vec<MacroBody>,
     /// Files reached that do not parse (as items, or as a block's body).
-    unparsed: Vec<String>,
+    unparsed: Vec<(String, String)>,
     /// Files that stopped an earlier scan (they nest deeper than the
     /// parser's stack): not read again.
     set_aside: Vec<PathBuf>,
     /// Those of them this scan reached.
-    too_deep: Vec<String>,
+    too_deep: Vec<(String, String)>,
     bytes: u64,
     files: usize,
+}
+
+/// SHA-256 of `bytes`, in hex: what stands for a file the scan could not
+/// read, so a change to it still changes what review sees.
+pub(crate) fn bytes_digest(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// `path` relative to `base` (both canonical), with `..` for a path
+/// outside it: what the scan shows never holds where the checkout lives.
+fn relative_to(base: &Path, path: &Path) -> String {
+    use std::path::Component;
+    let mut base_parts = base.components().peekable();
+    let mut path_parts = path.components().peekable();
+    while let (Some(a), Some(b)) = (base_parts.peek(), path_parts.peek()) {
+        if a != b {
+            break;
+        }
+        base_parts.next();
+        path_parts.next();
+    }
+    let ups = base_parts
+        .filter(|part| matches!(part, Component::Normal(_)))
+        .count();
+    let mut parts: Vec<String> = vec!["..".to_owned(); ups];
+    parts.extend(path_parts.map(|part| part.as_os_str().to_string_lossy().into_owned()));
+    parts.join("/")
 }
 
 /// The file at `path` (`shown` as the scan reports it), parsed; a file
 /// that does not parse is recorded as not read.
 fn read(path: &Path, shown: &str, shared: &mut Shared) -> Option<syn::File> {
     if shared.set_aside.iter().any(|aside| aside == path) {
-        shared.too_deep.push(shown.to_owned());
+        // Not parsed, but its text is digested: a change to it shows.
+        let text = std::fs::read(path).unwrap_or_default();
+        shared
+            .too_deep
+            .push((shown.to_owned(), bytes_digest(&text)));
         return None;
     }
     let meta = std::fs::metadata(path).ok()?;
@@ -152,7 +187,9 @@ fn read(path: &Path, shown: &str, shared: &mut Shared) -> Option<syn::File> {
     {
         Ok(file) => Some(file),
         Err(_) => {
-            shared.unparsed.push(shown.to_owned());
+            shared
+                .unparsed
+                .push((shown.to_owned(), bytes_digest(text.as_bytes())));
             None
         }
     }
@@ -208,11 +245,7 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
     let mut index: BTreeMap<PathBuf, usize> = BTreeMap::new();
     let mut unread: BTreeSet<PathBuf> = BTreeSet::new();
     let mut aliases = Vec::new();
-    let relative = |path: &Path| {
-        path.strip_prefix(&base)
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .unwrap_or_else(|_| path.to_string_lossy().into_owned())
-    };
+    let relative = |path: &Path| relative_to(&base, path);
     // How a file is named in what the scan says of it: with its crate, for
     // a dependency's.
     let said = |path: &Path| match &root.label {
@@ -369,14 +402,14 @@ pub(crate) fn scan_setting_aside(roots: &[ScanRoot], set_aside: &[PathBuf]) -> S
              generator invoked through one of them is not recognized"
         ));
     }
-    for path in &shared.too_deep {
+    for (path, digest) in &shared.too_deep {
         scan.link_level.push(format!(
-            "{path}: nests deeper than the source scan can parse: not read"
+            "{path}: nests deeper than the source scan can parse: not read (digest {digest})"
         ));
     }
-    for path in &shared.unparsed {
+    for (path, digest) in &shared.unparsed {
         scan.link_level.push(format!(
-            "{path}: does not parse (as items or as a block's body): not read"
+            "{path}: does not parse (as items or as a block's body): not read (digest {digest})"
         ));
     }
     for (name, condition, file, digest, label) in shared.invocations {

@@ -335,7 +335,10 @@ fn a_file_set_aside_is_said_as_not_read_and_the_rest_is_scanned() {
     assert_eq!(keys(&scan), [("component hidden.panel", RELEASE_SHOWN)]);
     assert_eq!(
         scan.link_level,
-        ["src/deep.rs: nests deeper than the source scan can parse: not read"]
+        [format!(
+            "src/deep.rs: nests deeper than the source scan can parse: not read (digest {})",
+            super::bytes_digest(COMPONENT.as_bytes())
+        )]
     );
 }
 
@@ -467,11 +470,56 @@ fn a_file_set_aside_in_a_dependency_is_said_with_its_crate() {
     let scan =
         super::scan_setting_aside(&[root(&app, None), root(&dep, Some("dep 0.1.0"))], &aside);
     let _ = std::fs::remove_dir_all(&base);
+    let digest = super::bytes_digest(b"fn f() {}");
     assert_eq!(
         scan.link_level,
         [
-            "src/deep.rs (crate dep 0.1.0): nests deeper than the source scan can parse: not read",
-            "src/deep.rs: nests deeper than the source scan can parse: not read",
+            format!(
+                "src/deep.rs (crate dep 0.1.0): nests deeper than the source scan can parse: \
+                 not read (digest {digest})"
+            ),
+            format!(
+                "src/deep.rs: nests deeper than the source scan can parse: not read (digest {digest})"
+            ),
         ]
     );
+}
+
+#[test]
+fn which_ways_are_told_apart_does_not_depend_on_the_declarations_order() {
+    let ways: Vec<String> = (0..10)
+        .map(|i| format!("#[cfg(c{i})]\n#[path = \"panel.rs\"]\nmod on_{i};\n"))
+        .collect();
+    let forward = ways.concat();
+    let backward: String = ways.iter().rev().cloned().collect();
+    let a = scan_text("order-forward", &forward, &[("panel.rs", COMPONENT)], &[]);
+    let b = scan_text("order-backward", &backward, &[("panel.rs", COMPONENT)], &[]);
+    assert_eq!(a.gated, b.gated);
+    assert_eq!(a.link_level, b.link_level);
+    assert!(
+        a.link_level
+            .iter()
+            .any(|line| line.contains("(2 more, digest "))
+    );
+}
+
+#[test]
+fn a_file_outside_the_crate_is_shown_relative_to_it() {
+    let outside = std::env::temp_dir().join(format!("as-scan-outside-{}.rs", std::process::id()));
+    std::fs::write(&outside, COMPONENT).unwrap();
+    let name = outside.file_name().unwrap().to_string_lossy().into_owned();
+    let lib = format!("#[cfg(windows)]\n#[path = \"../../{name}\"]\nmod shared;\n");
+    let scan = scan_text("outside", &lib, &[], &[]);
+    let _ = std::fs::remove_file(&outside);
+    assert_eq!(scan.gated.len(), 1, "{:?}", scan.gated);
+    assert_eq!(scan.gated[0].file, format!("../{name}"));
+}
+
+#[test]
+fn a_change_to_a_file_the_scan_cannot_read_still_shows() {
+    let lib = "#[cfg(unix)]\nmod x;\n";
+    let before = scan_text("unread-a", lib, &[("x.rs", "fn (")], &[]);
+    let after = scan_text("unread-b", lib, &[("x.rs", "fn ( hidden")], &[]);
+    assert_eq!(before.link_level.len(), 1);
+    assert_ne!(before.link_level, after.link_level);
 }
