@@ -201,6 +201,32 @@ pub(crate) fn joined(conditions: &[String]) -> String {
     }
 }
 
+/// At most this many conditions are told on one way to a declaration;
+/// deeper ones are told as [`MORE_CONDITIONS`] (a declaration then reads as
+/// built on more platforms than it is, never fewer), so the scan stays
+/// linear however deep `#[cfg]`s nest.
+pub(crate) const MAX_CONDITIONS: usize = 32;
+
+/// What stands for the conditions beyond [`MAX_CONDITIONS`].
+pub(crate) const MORE_CONDITIONS: &str = "more conditions than the gate tells apart";
+
+/// Adds `more` to `conditions`, each once, up to [`MAX_CONDITIONS`].
+pub(crate) fn add_conditions(conditions: &mut Vec<String>, more: impl IntoIterator<Item = String>) {
+    for condition in more {
+        if conditions.contains(&condition) {
+            continue;
+        }
+        if conditions.len() + 1 < MAX_CONDITIONS {
+            conditions.push(condition);
+        } else {
+            if !conditions.iter().any(|c| c == MORE_CONDITIONS) {
+                conditions.push(MORE_CONDITIONS.to_owned());
+            }
+            return;
+        }
+    }
+}
+
 /// Conditions that only test builds have: nothing under them ships.
 pub(crate) fn test_only(conditions: &[String]) -> bool {
     conditions.iter().any(|condition| condition == "test")

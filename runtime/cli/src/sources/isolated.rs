@@ -76,59 +76,15 @@ pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
     }
 }
 
-/// SHA-256 over every `.rs` file under the roots' directories (by path
-/// relative to its root, then its bytes; `target` and hidden directories
-/// left out), bounded like the scan itself.
+/// SHA-256 over the `.rs` files under every root's directory (see
+/// [`of_tree`](super::digest::of_tree)).
 fn source_digest(roots: &[ScanRoot]) -> String {
-    use sha2::Digest as _;
-    const MAX_FILES: usize = 10_000;
-    const MAX_BYTES: u64 = 64 << 20;
-    let mut hasher = sha2::Sha256::new();
-    let (mut files, mut bytes) = (0usize, 0u64);
-    for (index, root) in roots.iter().enumerate() {
-        let mut found: Vec<(String, PathBuf)> = Vec::new();
-        let mut dirs = vec![root.dir.clone()];
-        while let Some(dir) = dirs.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let Ok(kind) = entry.file_type() else {
-                    continue;
-                };
-                let path = entry.path();
-                if kind.is_dir() && name != "target" && !name.starts_with('.') {
-                    dirs.push(path);
-                } else if kind.is_file() && name.ends_with(".rs") && found.len() < MAX_FILES {
-                    let shown = path
-                        .strip_prefix(&root.dir)
-                        .map(|p| p.to_string_lossy().replace('\\', "/"))
-                        .unwrap_or(name);
-                    found.push((shown, path));
-                }
-            }
-        }
-        found.sort();
-        hasher.update(index.to_le_bytes());
-        for (shown, path) in found {
-            if files >= MAX_FILES || bytes >= MAX_BYTES {
-                break;
-            }
-            let text = std::fs::read(&path).unwrap_or_default();
-            files += 1;
-            bytes += text.len() as u64;
-            hasher.update(shown.as_bytes());
-            hasher.update([0]);
-            hasher.update((text.len() as u64).to_le_bytes());
-            hasher.update(&text);
-        }
-    }
-    hasher
-        .finalize()
+    let mut budget = super::digest::MAX_DIGESTED_BYTES;
+    let trees: Vec<String> = roots
         .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+        .map(|root| super::digest::of_tree(&root.dir, &mut budget))
+        .collect();
+    super::digest::of_bytes(trees.join("\n").as_bytes())
 }
 
 /// How a run of the scan's process ended.

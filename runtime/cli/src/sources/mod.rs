@@ -19,6 +19,7 @@ use syn::visit::Visit;
 use crate::metadata::ScanRoot;
 use crate::ways::Ways;
 
+pub(crate) mod digest;
 pub(crate) mod isolated;
 mod tokens;
 mod visitor;
@@ -100,7 +101,7 @@ fn generator_names(shared: &Shared) -> std::collections::HashSet<String> {
 }
 
 /// At most this much source is read per scan (bytes).
-const MAX_SOURCE_BYTES: u64 = 64 << 20;
+const MAX_SOURCE_BYTES: u64 = if cfg!(test) { 4 << 20 } else { 64 << 20 };
 /// At most this many files are read per scan.
 const MAX_FILES: usize = 10_000;
 /// At most this many declarations outside the build are listed one by one.
@@ -125,6 +126,13 @@ struct Shared {
     set_aside: Vec<PathBuf>,
     /// Those of them this scan reached.
     too_deep: Vec<(String, String)>,
+    /// Files reached beyond the scan's budget, with their digests.
+    over_budget: Vec<(String, Option<String>)>,
+    /// What is left of the budget for digesting files not read.
+    digest_budget: u64,
+    /// Whether a file of the current tree was not read (it may name
+    /// others): the whole tree is then digested.
+    tree_unread: bool,
     bytes: u64,
     files: usize,
 }
@@ -132,11 +140,7 @@ struct Shared {
 /// SHA-256 of `bytes`, in hex: what stands for a file the scan could not
 /// read, so a change to it still changes what review sees.
 pub(crate) fn bytes_digest(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    digest::of_bytes(bytes)
 }
 
 /// `path` relative to `base` (both canonical), with `..` for a path
@@ -169,11 +173,18 @@ fn read(path: &Path, shown: &str, shared: &mut Shared) -> Option<syn::File> {
         shared
             .too_deep
             .push((shown.to_owned(), bytes_digest(&text)));
+        shared.tree_unread = true;
         return None;
     }
     let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || shared.bytes + meta.len() > MAX_SOURCE_BYTES || shared.files >= MAX_FILES
-    {
+    if !meta.is_file() {
+        return None;
+    }
+    if shared.bytes + meta.len() > MAX_SOURCE_BYTES || shared.files >= MAX_FILES {
+        // Said, never skipped in silence.
+        let digest = digest::of_file(path, &mut shared.digest_budget);
+        shared.over_budget.push((shown.to_owned(), digest));
+        shared.tree_unread = true;
         return None;
     }
     shared.bytes += meta.len();
@@ -190,6 +201,7 @@ fn read(path: &Path, shown: &str, shared: &mut Shared) -> Option<syn::File> {
             shared
                 .unparsed
                 .push((shown.to_owned(), bytes_digest(text.as_bytes())));
+            shared.tree_unread = true;
             None
         }
     }
@@ -279,12 +291,7 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
             continue;
         };
         let mut cfg = cfg;
-        cfg.extend(
-            cfgs(&file.attrs)
-                .into_iter()
-                .filter(|c| !cfg.contains(c))
-                .collect::<Vec<_>>(),
-        );
+        crate::source_attrs::add_conditions(&mut cfg, cfgs(&file.attrs));
         // Test builds only: nothing reached this way ships.
         if crate::source_attrs::test_only(&cfg) {
             continue;
@@ -370,10 +377,25 @@ pub(crate) fn scan_setting_aside(roots: &[ScanRoot], set_aside: &[PathBuf]) -> S
     let mut scan = Scan::default();
     let mut shared = Shared {
         set_aside: set_aside.to_vec(),
+        digest_budget: digest::MAX_DIGESTED_BYTES,
         ..Shared::default()
     };
     for root in roots {
+        shared.tree_unread = false;
         scan_root(root, &mut scan, &mut shared);
+        if shared.tree_unread {
+            // A file not read may name others (its modules, its includes):
+            // the whole tree stands for them.
+            let tree = digest::of_tree(&root.dir, &mut shared.digest_budget);
+            let crate_name = root
+                .label
+                .as_deref()
+                .map_or_else(String::new, |label| format!(" (crate {label})"));
+            scan.link_level.push(format!(
+                "files not read{crate_name} may name others: the .rs files under the crate \
+                 have digest {tree}"
+            ));
+        }
     }
     // A generator invoked under `#[cfg]` (wherever it is defined): what it
     // declares is unknown until it is built.
@@ -405,6 +427,30 @@ pub(crate) fn scan_setting_aside(roots: &[ScanRoot], set_aside: &[PathBuf]) -> S
     for (path, digest) in &shared.too_deep {
         scan.link_level.push(format!(
             "{path}: nests deeper than the source scan can parse: not read (digest {digest})"
+        ));
+    }
+    const MAX_TOLD: usize = 1_000;
+    for (path, digest) in shared.over_budget.iter().take(MAX_TOLD) {
+        let digest = digest
+            .as_deref()
+            .unwrap_or("not digested: over the digest budget");
+        scan.link_level.push(format!(
+            "{path}: beyond the scan's budget ({MAX_FILES} files, {} MiB): not read \
+             (digest {digest})",
+            MAX_SOURCE_BYTES >> 20
+        ));
+    }
+    if shared.over_budget.len() > MAX_TOLD {
+        let rest: Vec<String> = shared
+            .over_budget
+            .iter()
+            .skip(MAX_TOLD)
+            .map(|(path, digest)| format!("{path}\0{}", digest.as_deref().unwrap_or("")))
+            .collect();
+        scan.link_level.push(format!(
+            "{} more files beyond the scan's budget, not read (digest {})",
+            rest.len(),
+            bytes_digest(rest.join("\n").as_bytes())
         ));
     }
     for (path, digest) in &shared.unparsed {

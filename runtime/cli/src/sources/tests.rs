@@ -42,6 +42,15 @@ const RELEASE: &str = "not(debug_assertions)";
 /// How the scan prints that condition (token spacing).
 const RELEASE_SHOWN: &str = "not (debug_assertions)";
 
+/// What the scan says of files it did not read (one line each).
+fn files_said(scan: &Scan) -> Vec<String> {
+    scan.link_level
+        .iter()
+        .filter(|line| line.starts_with("src/"))
+        .cloned()
+        .collect()
+}
+
 fn keys(scan: &Scan) -> Vec<(&str, &str)> {
     scan.gated
         .iter()
@@ -334,7 +343,7 @@ fn a_file_set_aside_is_said_as_not_read_and_the_rest_is_scanned() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(keys(&scan), [("component hidden.panel", RELEASE_SHOWN)]);
     assert_eq!(
-        scan.link_level,
+        files_said(&scan),
         [format!(
             "src/deep.rs: nests deeper than the source scan can parse: not read (digest {})",
             super::bytes_digest(COMPONENT.as_bytes())
@@ -472,7 +481,16 @@ fn a_file_set_aside_in_a_dependency_is_said_with_its_crate() {
     let _ = std::fs::remove_dir_all(&base);
     let digest = super::bytes_digest(b"fn f() {}");
     assert_eq!(
-        scan.link_level,
+        scan.link_level
+            .iter()
+            .filter(|line| line.starts_with("files not read"))
+            .count(),
+        2,
+        "one digest of each crate's tree: {:?}",
+        scan.link_level
+    );
+    assert_eq!(
+        files_said(&scan),
         [
             format!(
                 "src/deep.rs (crate dep 0.1.0): nests deeper than the source scan can parse: \
@@ -520,6 +538,69 @@ fn a_change_to_a_file_the_scan_cannot_read_still_shows() {
     let lib = "#[cfg(unix)]\nmod x;\n";
     let before = scan_text("unread-a", lib, &[("x.rs", "fn (")], &[]);
     let after = scan_text("unread-b", lib, &[("x.rs", "fn ( hidden")], &[]);
-    assert_eq!(before.link_level.len(), 1);
-    assert_ne!(before.link_level, after.link_level);
+    assert_eq!(files_said(&before).len(), 1);
+    assert_ne!(files_said(&before), files_said(&after));
+    // A file only the unread one names: the crate's tree stands for it.
+    let child = |text: &str| {
+        scan_text(
+            &format!("unread-child-{}", text.len()),
+            lib,
+            &[("x.rs", "fn ( mod child;"), ("child.rs", text)],
+            &[],
+        )
+    };
+    let (empty, hidden) = (child(""), child(COMPONENT));
+    assert_eq!(files_said(&empty), files_said(&hidden));
+    assert_ne!(empty.link_level, hidden.link_level);
+}
+
+#[test]
+fn a_file_beyond_the_scans_budget_is_said_never_skipped() {
+    let big = format!("{COMPONENT}\n// {}\n", "x".repeat(5 << 20));
+    let scan = scan_text(
+        "over-budget",
+        "#[cfg(windows)]\nmod big;\n",
+        &[("big.rs", &big)],
+        &[],
+    );
+    assert_eq!(keys(&scan), []);
+    let said = files_said(&scan);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("src/big.rs: beyond the scan's budget"),
+        "{said:?}"
+    );
+    assert!(
+        said[0].contains(&super::bytes_digest(big.as_bytes())),
+        "{said:?}"
+    );
+}
+
+#[test]
+fn conditions_nested_past_the_limit_are_told_as_more_and_stay_linear() {
+    let depth = 1_000;
+    let mut lib = String::new();
+    for i in 0..depth {
+        lib.push_str(&format!("#[cfg(c{i})] mod m{i} {{\n"));
+    }
+    lib.push_str(COMPONENT);
+    lib.push_str(&"}\n".repeat(depth));
+    let scan = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || scan_text("deep-conditions", &lib, &[], &[]))
+        .unwrap()
+        .join()
+        .unwrap();
+    let told = keys(&scan);
+    assert_eq!(told.len(), 1, "{told:?}");
+    let condition = told[0].1;
+    assert!(condition.starts_with("all(c0, c1, "), "{condition}");
+    assert!(
+        condition.ends_with("more conditions than the gate tells apart)"),
+        "{condition}"
+    );
+    assert_eq!(
+        condition.matches(", ").count() + 1,
+        crate::source_attrs::MAX_CONDITIONS
+    );
 }

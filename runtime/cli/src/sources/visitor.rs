@@ -64,7 +64,7 @@ impl Visitor<'_> {
 
     fn declared(&mut self, key: String, extra: &[String], item: &impl ToTokens) {
         let mut all = self.cfg.clone();
-        all.extend_from_slice(extra);
+        crate::source_attrs::add_conditions(&mut all, extra.iter().cloned());
         if all.is_empty() || test_only(&all) {
             return;
         }
@@ -87,12 +87,8 @@ impl Visitor<'_> {
 
     /// Runs `visit` with the item's `#[cfg]` pushed (each condition once).
     fn within(&mut self, attrs: &[Attribute], visit: impl FnOnce(&mut Self)) {
-        let pushed: Vec<String> = cfgs(attrs)
-            .into_iter()
-            .filter(|c| !self.cfg.contains(c))
-            .collect();
         let depth = self.cfg.len();
-        self.cfg.extend(pushed);
+        crate::source_attrs::add_conditions(&mut self.cfg, cfgs(attrs));
         visit(self);
         self.cfg.truncate(depth);
     }
@@ -142,8 +138,7 @@ impl Visitor<'_> {
                 let cfg = self.cfg.clone();
                 self.files.push((self.file_dir.join(lit.value()), cfg));
             } else {
-                let mut condition = self.cfg.clone();
-                condition.push("a path computed at build time, not read".to_owned());
+                let condition = vec!["a path computed at build time, not read".to_owned()];
                 self.declared("file included by include!".to_owned(), &condition, whole);
             }
         } else {
@@ -228,7 +223,7 @@ impl Visitor<'_> {
         candidates.push((self.child_dir.join(&name).join("mod.rs"), Vec::new()));
         for (path, extra) in candidates {
             let mut cfg = self.cfg.clone();
-            cfg.extend(extra);
+            crate::source_attrs::add_conditions(&mut cfg, extra);
             self.files.push((path, cfg));
         }
     }
