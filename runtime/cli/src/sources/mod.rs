@@ -509,3 +509,5 @@ pub(crate) fn scan_setting_aside(roots: &[ScanRoot], set_aside: &[PathBuf]) -> S
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod unread_tests;
