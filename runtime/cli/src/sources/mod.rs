@@ -168,11 +168,11 @@ fn relative_to(base: &Path, path: &Path) -> String {
 /// that does not parse is recorded as not read.
 fn read(path: &Path, shown: &str, shared: &mut Shared) -> Option<syn::File> {
     if shared.set_aside.iter().any(|aside| aside == path) {
-        // Not parsed, but its text is digested: a change to it shows.
-        let text = std::fs::read(path).unwrap_or_default();
-        shared
-            .too_deep
-            .push((shown.to_owned(), bytes_digest(&text)));
+        // Not parsed, but its text is digested (streamed, within the
+        // digest budget): a change to it shows.
+        let digest = digest::of_file(path, &mut shared.digest_budget)
+            .unwrap_or_else(|| "not digested: over the digest budget".to_owned());
+        shared.too_deep.push((shown.to_owned(), digest));
         shared.tree_unread = true;
         return None;
     }
