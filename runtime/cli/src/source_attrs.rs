@@ -62,9 +62,20 @@ fn split(meta: &syn::Meta) -> Option<(String, Vec<syn::Meta>)> {
 
 fn flatten(meta: &syn::Meta, predicates: &[String], out: &mut Vec<(String, syn::Meta)>) {
     match split(meta) {
+        // Past the limit, deeper predicates are told as one (no copy per
+        // level: linear however deep `cfg_attr`s nest).
+        Some((_, metas)) if predicates.len() >= MAX_CONDITIONS => {
+            for inner in &metas {
+                flatten(inner, predicates, out);
+            }
+        }
         Some((predicate, metas)) => {
             let mut all = predicates.to_vec();
-            all.push(predicate);
+            if all.len() + 1 >= MAX_CONDITIONS {
+                all.push(MORE_CONDITIONS.to_owned());
+            } else {
+                all.push(predicate);
+            }
             for inner in &metas {
                 flatten(inner, &all, out);
             }
@@ -210,19 +221,38 @@ pub(crate) const MAX_CONDITIONS: usize = 32;
 /// What stands for the conditions beyond [`MAX_CONDITIONS`].
 pub(crate) const MORE_CONDITIONS: &str = "more conditions than the gate tells apart";
 
-/// Adds `more` to `conditions`, each once, up to [`MAX_CONDITIONS`].
+/// Adds `more` to `conditions`, each once, up to [`MAX_CONDITIONS`]; those
+/// beyond are folded into a last [`MORE_CONDITIONS`] entry with a digest of
+/// them, so a change among them still changes what review sees. Only the
+/// last entry is ever rewritten.
 pub(crate) fn add_conditions(conditions: &mut Vec<String>, more: impl IntoIterator<Item = String>) {
+    use sha2::Digest as _;
     for condition in more {
         if conditions.contains(&condition) {
             continue;
         }
-        if conditions.len() + 1 < MAX_CONDITIONS {
+        let folded = conditions
+            .last()
+            .filter(|last| last.starts_with(MORE_CONDITIONS))
+            .cloned();
+        if folded.is_none() && conditions.len() + 1 < MAX_CONDITIONS {
             conditions.push(condition);
-        } else {
-            if !conditions.iter().any(|c| c == MORE_CONDITIONS) {
-                conditions.push(MORE_CONDITIONS.to_owned());
-            }
-            return;
+            continue;
+        }
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(folded.as_deref().unwrap_or_default().as_bytes());
+        hasher.update([0]);
+        hasher.update(condition.as_bytes());
+        let digest: String = hasher
+            .finalize()
+            .iter()
+            .take(16)
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        let marker = format!("{MORE_CONDITIONS} (digest {digest})");
+        match (folded, conditions.last_mut()) {
+            (Some(_), Some(last)) => *last = marker,
+            _ => conditions.push(marker),
         }
     }
 }

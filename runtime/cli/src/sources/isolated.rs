@@ -65,7 +65,7 @@ pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
                     gated: Vec::new(),
                     link_level: vec![format!(
                         "the source scan stopped, {} files set aside: the source was not read \
-                         (digest of its .rs files {})",
+                         (digest of its files {})",
                         set_aside.len(),
                         source_digest(roots)
                     )],
@@ -76,7 +76,7 @@ pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
     }
 }
 
-/// SHA-256 over the `.rs` files under every root's directory (see
+/// SHA-256 over the files under every root's directory (see
 /// [`of_tree`](super::digest::of_tree)).
 fn source_digest(roots: &[ScanRoot]) -> String {
     let mut budget = super::digest::MAX_DIGESTED_BYTES;

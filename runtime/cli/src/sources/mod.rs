@@ -126,6 +126,9 @@ struct Shared {
     set_aside: Vec<PathBuf>,
     /// Those of them this scan reached.
     too_deep: Vec<(String, String)>,
+    /// Files reached that cannot be read at all (a pipe, a device, no
+    /// permission).
+    unreadable: Vec<String>,
     /// Files reached beyond the scan's budget, with their digests.
     over_budget: Vec<(String, Option<String>)>,
     /// What is left of the budget for digesting files not read.
@@ -176,8 +179,22 @@ fn read(path: &Path, shown: &str, shared: &mut Shared) -> Option<syn::File> {
         shared.tree_unread = true;
         return None;
     }
-    let meta = std::fs::metadata(path).ok()?;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        // A candidate that is not there (`name.rs` or `name/mod.rs`).
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(_) => {
+            shared.unreadable.push(shown.to_owned());
+            shared.tree_unread = true;
+            return None;
+        }
+    };
     if !meta.is_file() {
+        if !meta.is_dir() {
+            // A pipe, a device: never read, but said.
+            shared.unreadable.push(shown.to_owned());
+            shared.tree_unread = true;
+        }
         return None;
     }
     if shared.bytes + meta.len() > MAX_SOURCE_BYTES || shared.files >= MAX_FILES {
@@ -189,7 +206,21 @@ fn read(path: &Path, shown: &str, shared: &mut Shared) -> Option<syn::File> {
     }
     shared.bytes += meta.len();
     shared.files += 1;
-    let text = std::fs::read_to_string(path).ok()?;
+    // At most the length it reports (a file of `/proc` reports none and
+    // would stream without end).
+    let mut text = String::new();
+    let read = std::fs::File::open(path).and_then(|file| {
+        use std::io::Read as _;
+        file.take(meta.len()).read_to_string(&mut text)
+    });
+    if read.is_err() {
+        // Not UTF-8, or not readable: said with its digest.
+        let digest = digest::of_file(path, &mut shared.digest_budget)
+            .unwrap_or_else(|| "not digested".to_owned());
+        shared.unparsed.push((shown.to_owned(), digest));
+        shared.tree_unread = true;
+        return None;
+    }
     isolated::at(path);
     // An `include!` in expression or statement position includes an
     // expression or statements: read as a function's body.
@@ -392,7 +423,7 @@ pub(crate) fn scan_setting_aside(roots: &[ScanRoot], set_aside: &[PathBuf]) -> S
                 .as_deref()
                 .map_or_else(String::new, |label| format!(" (crate {label})"));
             scan.link_level.push(format!(
-                "files not read{crate_name} may name others: the .rs files under the crate \
+                "files not read{crate_name} may name others: the files under the crate \
                  have digest {tree}"
             ));
         }
@@ -428,6 +459,10 @@ pub(crate) fn scan_setting_aside(roots: &[ScanRoot], set_aside: &[PathBuf]) -> S
         scan.link_level.push(format!(
             "{path}: nests deeper than the source scan can parse: not read (digest {digest})"
         ));
+    }
+    for path in &shared.unreadable {
+        scan.link_level
+            .push(format!("{path}: cannot be read as a source file: not read"));
     }
     const MAX_TOLD: usize = 1_000;
     for (path, digest) in shared.over_budget.iter().take(MAX_TOLD) {

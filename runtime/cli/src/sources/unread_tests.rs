@@ -138,3 +138,58 @@ fn a_file_outside_the_crate_is_shown_relative_to_it() {
     assert_eq!(scan.gated.len(), 1, "{:?}", scan.gated);
     assert_eq!(scan.gated[0].file, format!("../{name}"));
 }
+
+#[test]
+fn a_module_file_that_cannot_be_read_is_said_never_skipped() {
+    let lib = "#[cfg(windows)]\nmod f;\n";
+    let not_utf8 = {
+        let dir = std::env::temp_dir().join(format!("as-scan-not-utf8-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
+        let mut text = vec![0xff_u8];
+        text.extend_from_slice(COMPONENT.as_bytes());
+        std::fs::write(dir.join("src/f.rs"), text).unwrap();
+        let scan = super::scan_setting_aside(
+            &[ScanRoot {
+                label: None,
+                dir: dir.clone(),
+                entry_points: vec![dir.join("src/lib.rs")],
+                condition: Vec::new(),
+            }],
+            &[],
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        scan
+    };
+    let said = files_said(&not_utf8);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].starts_with("src/f.rs: does not parse"), "{said:?}");
+}
+
+#[test]
+fn conditions_folded_past_the_limit_still_show_a_change() {
+    let told = |platform: &str| {
+        let mut lib = String::new();
+        for i in 0..31 {
+            lib.push_str(&format!("#[cfg(feature = \"f{i}\")] mod m{i} {{\n"));
+        }
+        lib.push_str(&format!(
+            "#[cfg(target_os = \"{platform}\")] mod inner {{ {COMPONENT} }}\n"
+        ));
+        lib.push_str(&"}\n".repeat(31));
+        let scan = scan_text(&format!("folded-{platform}"), &lib, &[], &[]);
+        keys(&scan)
+            .into_iter()
+            .map(|(key, condition)| (key.to_owned(), condition.to_owned()))
+            .collect::<Vec<_>>()
+    };
+    let (windows, macos) = (told("windows"), told("macos"));
+    assert_eq!(windows.len(), 1);
+    assert!(
+        windows[0]
+            .1
+            .contains("more conditions than the gate tells apart (digest ")
+    );
+    assert_ne!(windows, macos);
+}

@@ -88,9 +88,15 @@ impl Visitor<'_> {
     /// Runs `visit` with the item's `#[cfg]` pushed (each condition once).
     fn within(&mut self, attrs: &[Attribute], visit: impl FnOnce(&mut Self)) {
         let depth = self.cfg.len();
+        // Past the limit only the last entry (the folded conditions) is
+        // rewritten: it is put back on the way out.
+        let last = self.cfg.last().cloned();
         crate::source_attrs::add_conditions(&mut self.cfg, cfgs(attrs));
         visit(self);
         self.cfg.truncate(depth);
+        if let (Some(last), Some(slot)) = (last, self.cfg.last_mut()) {
+            *slot = last;
+        }
     }
 
     /// `mod name;` written inside macro tokens (a `macro_rules!` body or an
