@@ -330,8 +330,10 @@ async fn journey(page: Client, mut agent: Session, app: App, places: Places) {
         .for_element(Locator::Css("#selection"))
         .await
         .expect("closing the tab in front moves the first back");
+    // The same tools leave with the second tab and come back with the
+    // first: the server may see no change at all, so none is awaited.
     agent
-        .list_changes("the first tab's components mount again", |t| {
+        .list_holds("the first tab's components mount again", |t| {
             has(t, "view_devices__table__selectRows")
         })
         .await;

@@ -167,6 +167,23 @@ impl Session {
             .unwrap()
     }
 
+    /// Waits for the list to satisfy `expected`, pushed or not: a change
+    /// that undoes itself before the server compares (the same tools
+    /// unmounted by one tab and mounted again by another) sends no
+    /// `list_changed`, and needs none.
+    pub async fn list_holds(&mut self, what: &str, expected: impl Fn(&[String]) -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let tools = self.tools().await;
+            if expected(&tools) {
+                self.changed.borrow_and_update();
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what}: the tools are {tools:?}");
+            let _ = tokio::time::timeout(Duration::from_millis(500), self.changed.changed()).await;
+        }
+    }
+
     /// Waits for a `list_changed` push after the last one seen, then for
     /// the list to satisfy `expected` (a burst may take more than one push).
     pub async fn list_changes(&mut self, what: &str, expected: impl Fn(&[String]) -> bool) {
