@@ -34,10 +34,12 @@ pub(crate) fn digest(tokens: &impl ToTokens) -> String {
     // SHA-256: the digest stands for the text in the reviewed artifact, so
     // two texts with one digest (a benign one committed, another swapped
     // in) must be out of reach — a 64-bit hash is not.
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex(&sha2::Sha256::digest(text.as_bytes()))
+}
+
+/// `bytes` as lowercase hex digits (how every digest is written).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// `cfg_attr(p, metas…)` split into its predicate and metas.
@@ -243,12 +245,7 @@ pub(crate) fn add_conditions(conditions: &mut Vec<String>, more: impl IntoIterat
         hasher.update(folded.as_deref().unwrap_or_default().as_bytes());
         hasher.update([0]);
         hasher.update(condition.as_bytes());
-        let digest: String = hasher
-            .finalize()
-            .iter()
-            .take(16)
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
+        let digest = hex(hasher.finalize().get(..16).unwrap_or_default());
         let marker = format!("{MORE_CONDITIONS} (digest {digest})");
         match (folded, conditions.last_mut()) {
             (Some(_), Some(last)) => *last = marker,

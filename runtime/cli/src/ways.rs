@@ -116,11 +116,7 @@ impl Ways {
         for way in &self.beyond {
             hasher.update(way);
         }
-        let digest: String = hasher
-            .finalize()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
+        let digest = crate::source_attrs::hex(&hasher.finalize());
         Some(format!(
             "{OTHER_WAYS} ({} more, digest {digest})",
             self.beyond.len()

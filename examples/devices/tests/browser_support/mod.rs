@@ -191,16 +191,7 @@ impl Session {
             .await
             .unwrap_or_else(|_| panic!("no tools/list_changed: {what}"))
             .unwrap();
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let tools = self.tools().await;
-            if expected(&tools) {
-                self.changed.borrow_and_update();
-                return;
-            }
-            assert!(Instant::now() < deadline, "{what}: the tools are {tools:?}");
-            let _ = tokio::time::timeout(Duration::from_millis(500), self.changed.changed()).await;
-        }
+        self.list_holds(what, expected).await;
     }
 }
 

@@ -9,15 +9,13 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest as _;
 
+use crate::source_attrs::hex;
+
 /// At most this many bytes are digested per scan, beyond the source read.
 pub(crate) const MAX_DIGESTED_BYTES: u64 = 1 << 30;
 
 /// At most this many files of one tree are digested (the first by path).
 const MAX_TREE_FILES: usize = 100_000;
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
 
 /// SHA-256 of `bytes`, in hex.
 pub(crate) fn of_bytes(bytes: &[u8]) -> String {

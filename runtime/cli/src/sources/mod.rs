@@ -526,11 +526,7 @@ pub(crate) fn scan_setting_aside(roots: &[ScanRoot], set_aside: &[PathBuf]) -> S
                 hasher.update([0]);
             }
         }
-        let digest: String = hasher
-            .finalize()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
+        let digest = crate::source_attrs::hex(&hasher.finalize());
         scan.link_level.push(format!(
             "{} more declarations outside the build than the gate lists (digest {digest}): \
              review the source by hand",
