@@ -38,6 +38,7 @@ mod nesting;
 mod outputs;
 mod pipeline;
 mod policies;
+mod presence;
 mod procedures;
 mod rate_limits;
 mod reentrancy;

@@ -108,6 +108,7 @@ fn gone(request: &PendingConfirmation) -> Resolution {
         channel_kind: None,
         approver: None,
         reason: Some("gone"),
+        person_verified: None,
         at: String::new(),
     }
 }

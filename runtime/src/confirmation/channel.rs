@@ -153,6 +153,11 @@ pub struct Resolution {
     pub approver: Option<Arc<str>>,
     /// Why it was withdrawn, for a withdrawal.
     pub reason: Option<&'static str>,
+    /// For an approval proven to come from the person (a passkey, an
+    /// out-of-band code): how, and with which credential. `None` for an
+    /// approval on the channel's word alone, and for every other outcome.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub person_verified: Option<super::PersonVerified>,
     /// When (RFC 3339).
     pub at: String,
 }

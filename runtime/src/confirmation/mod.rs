@@ -23,6 +23,7 @@
 //! whose registration goes away is withdrawn, never left to void silently.
 
 mod channel;
+mod presence;
 mod presentation;
 mod reservation;
 mod services;
@@ -40,6 +41,11 @@ use agent_surface_rules::Effect;
 
 pub use channel::{
     ApprovalChannel, Approver, ChannelError, ChannelKind, HOST_CHANNEL, Resolution, ShownRequest,
+};
+pub(crate) use presence::PresenceRequirement;
+pub use presence::{
+    PersonVerified, PresenceChallenge, PresenceMethod, PresenceRefusal, PresenceRule,
+    PresenceVerifier, VerifiedPresence,
 };
 pub(crate) use presentation::Presenter;
 pub use presentation::{Presentation, PresentationRequest};
@@ -92,6 +98,10 @@ pub struct PendingConfirmation {
     /// When it expires, in epoch milliseconds of the registry's clock (for
     /// a countdown: compare with [`Registry::now_ms`](crate::Registry::now_ms)).
     pub expires_at_ms: u64,
+    /// Whether an approval needs proof that the person gave it (the
+    /// registry's [`PresenceRule`] covers it): approve it with
+    /// [`Confirmations::approve_with_presence`], never a plain click.
+    pub presence_required: bool,
 }
 
 impl PendingConfirmation {
@@ -101,6 +111,15 @@ impl PendingConfirmation {
         ShownRequest {
             confirmation_id: Arc::clone(&self.confirmation_id),
             digest: Arc::clone(&self.digest),
+        }
+    }
+
+    /// What a proof of presence for this request must be bound to.
+    pub fn presence_challenge(&self) -> PresenceChallenge {
+        PresenceChallenge {
+            confirmation_id: Arc::clone(&self.confirmation_id),
+            digest: Arc::clone(&self.digest),
+            expires_at_ms: self.expires_at_ms,
         }
     }
 
@@ -152,8 +171,15 @@ pub enum ResolveError {
     /// was shown differs): nothing was resolved.
     NotShown,
     /// This channel may not answer this request: an agent's own connection
-    /// answering another consumer's request.
+    /// answering another consumer's request, or one offering a proof of
+    /// presence (only an in-app channel carries the person's proof).
     NotPermitted,
+    /// The request needs proof that the person approved it
+    /// ([`PendingConfirmation::presence_required`]): a plain approval is
+    /// refused. Approve with [`Confirmations::approve_with_presence`].
+    PresenceRequired,
+    /// The proof of presence was not accepted: nothing was resolved.
+    PresenceRefused(PresenceRefusal),
 }
 
 impl std::fmt::Display for ResolveError {
@@ -163,6 +189,13 @@ impl std::fmt::Display for ResolveError {
             ResolveError::NotPending => "the confirmation is no longer pending",
             ResolveError::NotShown => "the answer names a request other than the one pending",
             ResolveError::NotPermitted => "this approval channel may not answer this request",
+            ResolveError::PresenceRequired => {
+                "this request needs proof that the person approved it (a passkey or an \
+                 out-of-band code), not a plain approval"
+            }
+            ResolveError::PresenceRefused(refusal) => {
+                return write!(f, "the proof of presence was refused: {refusal}");
+            }
         })
     }
 }
@@ -239,6 +272,42 @@ impl Confirmations {
     ) -> Result<Resolution, ResolveError> {
         self.store()
             .resolve(&*self.services, shown, approved, approver)
+    }
+
+    /// Approves `shown` through `approver`'s in-app channel with `proof`
+    /// that the person gave the approval (a WebAuthn assertion, an
+    /// out-of-band code, as the registry's [`PresenceVerifier`] reads it).
+    /// The verifier runs outside every lock, contained; its answer must
+    /// name this request and a verified person, or the approval is refused
+    /// ([`ResolveError::PresenceRefused`]) and nothing is resolved. The
+    /// resolution records how presence was proven
+    /// ([`Resolution::person_verified`]), as does the audit trail. Works
+    /// for any request, whether or not it requires proof; refused
+    /// ([`ResolveError::PresenceRefused`] with
+    /// [`PresenceRefusal::Unavailable`]) when the registry has no verifier.
+    pub fn approve_with_presence(
+        &self,
+        shown: &ShownRequest,
+        approver: &Approver,
+        proof: &Value,
+    ) -> Result<Resolution, ResolveError> {
+        self.store()
+            .approve_with_presence(&*self.services, shown, approver, proof)
+    }
+
+    /// What a proof of presence for `shown` must be bound to, while it is
+    /// pending and `shown` names it as it is.
+    pub fn presence_challenge(
+        &self,
+        shown: &ShownRequest,
+    ) -> Result<PresenceChallenge, ResolveError> {
+        let pending = self
+            .find(&shown.confirmation_id)
+            .ok_or(ResolveError::NotPending)?;
+        if pending.digest != shown.digest {
+            return Err(ResolveError::NotShown);
+        }
+        Ok(pending.presence_challenge())
     }
 
     /// Approves `shown` through the [`HOST_CHANNEL`] (host code answering

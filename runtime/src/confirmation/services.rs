@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::ApprovalChannel;
+use super::{ApprovalChannel, PresenceRequirement};
 use crate::audit::AuditEvent;
 use crate::events::SurfaceEvent;
 
@@ -40,4 +40,6 @@ pub(crate) trait ConfirmationServices: Send + Sync + 'static {
     fn disposed(&self) -> bool;
     /// The approval channels the registry declares.
     fn approval_channels(&self) -> &[ApprovalChannel];
+    /// Which requests need proof of presence, and who checks it.
+    fn presence(&self) -> Option<&PresenceRequirement>;
 }

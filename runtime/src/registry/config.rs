@@ -125,6 +125,7 @@ pub struct RegistryBuilder {
     pub(super) procedure_errors: Option<ErrorHook>,
     pub(super) expected_manifest: Option<Box<str>>,
     pub(super) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
+    pub(super) presence: Option<crate::confirmation::PresenceRequirement>,
     pub(super) presenter: Option<crate::confirmation::Presenter>,
 }
 
@@ -322,6 +323,54 @@ impl RegistryBuilder {
         self
     }
 
+    /// Requires proof that the person approved — not a script in their
+    /// page, an extension or a browser agent — for every request `rule`
+    /// covers ([`PresenceRule::destructive_or_irreversible`](crate::confirmation::PresenceRule::destructive_or_irreversible)
+    /// is the usual one): such a request is approved only through
+    /// [`Confirmations::approve_with_presence`](crate::confirmation::Confirmations::approve_with_presence)
+    /// with a proof `verifier` accepts for exactly that request (a passkey
+    /// assertion with user verification, an out-of-band code), and every
+    /// other approval of it is refused
+    /// ([`ResolveError::PresenceRequired`](crate::confirmation::ResolveError::PresenceRequired)).
+    /// Pending requests say whether they need it
+    /// ([`PendingConfirmation::presence_required`](crate::confirmation::PendingConfirmation::presence_required)).
+    ///
+    /// ```
+    /// use agent_surface::confirmation::{
+    ///     PresenceChallenge, PresenceRefusal, PresenceRule, PresenceVerifier, VerifiedPresence,
+    /// };
+    /// use agent_surface::Registry;
+    ///
+    /// struct NoAuthenticator;
+    /// impl PresenceVerifier for NoAuthenticator {
+    ///     fn verify(
+    ///         &self,
+    ///         _: &PresenceChallenge,
+    ///         _: &str,
+    ///         _: &serde_json::Value,
+    ///     ) -> Result<VerifiedPresence, PresenceRefusal> {
+    ///         Err(PresenceRefusal::NotRegistered)
+    ///     }
+    /// }
+    ///
+    /// let registry = Registry::builder()
+    ///     .approval_channel("console")
+    ///     .require_presence(PresenceRule::destructive_or_irreversible(), NoAuthenticator)
+    ///     .build();
+    /// # let _ = registry;
+    /// ```
+    pub fn require_presence(
+        mut self,
+        rule: crate::confirmation::PresenceRule,
+        verifier: impl crate::confirmation::PresenceVerifier,
+    ) -> Self {
+        self.presence = Some(crate::confirmation::PresenceRequirement {
+            rule,
+            verifier: Arc::new(verifier),
+        });
+        self
+    }
+
     /// Builds the registry.
     pub fn build(self) -> Registry {
         // Creating a registry allocates its shared state and nothing else
@@ -350,7 +399,8 @@ impl RegistryBuilder {
             && self.procedure_errors.is_none()
             && self.expected_manifest.is_none()
             && self.approval_channels.is_empty()
-            && self.presenter.is_none();
+            && self.presenter.is_none()
+            && self.presence.is_none();
         let config = if all_default {
             ConfigRef::Defaults(&shared_defaults().config)
         } else {
@@ -374,6 +424,7 @@ impl RegistryBuilder {
                 expected_manifest: self.expected_manifest,
                 approval_channels: self.approval_channels,
                 presenter: self.presenter,
+                presence: self.presence,
             }))
         };
         let limits = &config.limits;
@@ -434,6 +485,7 @@ pub(crate) struct Config {
     pub(crate) expected_manifest: Option<Box<str>>,
     pub(crate) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
     pub(crate) presenter: Option<crate::confirmation::Presenter>,
+    pub(crate) presence: Option<crate::confirmation::PresenceRequirement>,
     /// The registry's own policy chain, shared by registrations that add
     /// none (and by every registry without policies).
     pub(crate) base_chain: Arc<Chain>,
@@ -485,6 +537,7 @@ fn shared_defaults() -> &'static SharedDefaults {
             expected_manifest: None,
             approval_channels: Vec::new(),
             presenter: None,
+            presence: None,
             base_chain: Arc::new(Chain::compose(&[], &[], Vec::new())),
         },
         host: HostContext::default(),

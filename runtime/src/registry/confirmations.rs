@@ -7,7 +7,7 @@ use super::{Inner, Registry};
 use crate::audit::AuditEvent;
 use crate::confirmation::{
     ApprovalChannel, ConfirmationLimits, ConfirmationServices, ConfirmationStore, Confirmations,
-    StoreOwner,
+    PresenceRequirement, StoreOwner,
 };
 use crate::events::SurfaceEvent;
 
@@ -50,6 +50,10 @@ impl ConfirmationServices for Inner {
 
     fn approval_channels(&self) -> &[ApprovalChannel] {
         &self.config.approval_channels
+    }
+
+    fn presence(&self) -> Option<&PresenceRequirement> {
+        self.config.presence.as_ref()
     }
 }
 

@@ -376,6 +376,7 @@ impl Registry {
             expected_manifest: None,
             approval_channels: Vec::new(),
             presenter: None,
+            presence: None,
         }
     }
 

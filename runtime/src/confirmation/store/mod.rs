@@ -259,6 +259,20 @@ impl ConfirmationStore {
                 ("channelKind", resolution.channel_kind.map(|k| k.as_str())),
                 ("approver", resolution.approver.as_deref()),
                 ("reason", resolution.reason),
+                (
+                    "personVerified",
+                    resolution
+                        .person_verified
+                        .as_ref()
+                        .map(|p| p.method.as_str()),
+                ),
+                (
+                    "credentialId",
+                    resolution
+                        .person_verified
+                        .as_ref()
+                        .map(|p| &*p.credential_id),
+                ),
             ];
             for (key, value) in fields {
                 if let Some(value) = value {
@@ -284,6 +298,7 @@ impl ConfirmationStore {
             channel_kind: None,
             approver: None,
             reason,
+            person_verified: None,
             at: rfc3339(now_ms),
         }
     }
@@ -372,6 +387,9 @@ impl ConfirmationStore {
             requested_at: rfc3339(now),
             expires_at: rfc3339(expires_at_ms),
             expires_at_ms,
+            presence_required: services
+                .presence()
+                .is_some_and(|p| p.rule.applies(binding.capability_id, binding.effect)),
         };
         let payload = required_payload(&view);
         let (resolved, _) = watch::channel(None);
