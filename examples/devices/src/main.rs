@@ -63,7 +63,14 @@ fn mcp_builder(app: &App) -> McpServerBuilder {
 
 /// Serves the web console (and MCP at `/mcp`) until interrupted.
 async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
-    let registry = devices::web::registry_with(&user, devices::pinned);
+    let presence = match devices::web::Presence::new() {
+        Ok(presence) => presence,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let registry = devices::web::registry_with(&user, &presence, devices::pinned);
     let app = match App::connect(registry, user).await {
         Ok(app) => app,
         Err(err) => {
@@ -72,7 +79,7 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
         }
     };
     let server = mcp_server(&app);
-    let console = match devices::web::serve(app.clone(), &server, address).await {
+    let console = match devices::web::serve(app.clone(), &presence, &server, address).await {
         Ok(console) => console,
         Err(err) => {
             eprintln!("error: cannot listen on {address}: {err}");
@@ -85,7 +92,7 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
     println!("devices console: {}", console.url());
     println!("MCP (streamable HTTP): {}", console.mcp_url());
     let mut logins = console.login_urls();
-    let base = format!("http://{}/login?token=", console.local_addr());
+    let base = format!("{}/login?token=", console.origin());
     println!(
         "sign in (one-time link): {base}{}",
         *logins.borrow_and_update()
@@ -98,9 +105,28 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
             let _ = std::io::stdout().flush();
         }
     };
+    // A request that needs proof of presence gets a one-time code here,
+    // where the person reads it and the page cannot.
+    let mut codes = console.approval_codes();
+    let codes = async {
+        loop {
+            match codes.recv().await {
+                Ok(code) => {
+                    println!(
+                        "approval code for \"{}\": {} (type it in the console's dialog, or use your passkey)",
+                        code.title, code.code
+                    );
+                    let _ = std::io::stdout().flush();
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = announce => {}
+        () = codes => {}
     }
     console.shutdown().await;
     app.stop().await;

@@ -150,15 +150,46 @@ impl PendingConfirmations {
         self.resolve(shown, false, approver)
     }
 
+    /// Approves `shown` with `proof` that the person gave the approval (a
+    /// passkey assertion from [`get_assertion`](crate::passkey::get_assertion)
+    /// as `{"method": "webauthn", "credential": …}`, an out-of-band code as
+    /// `{"method": "out-of-band", "code": …}`): the registry's verifier
+    /// checks it for exactly this request. Required for a request whose
+    /// [`presence_required`](PendingConfirmation::presence_required) is set,
+    /// which a plain [`approve`](Self::approve) cannot answer. A refused
+    /// proof leaves the request live, to try again.
+    pub fn approve_with_presence(
+        &self,
+        shown: &ShownRequest,
+        approver: &Approver,
+        proof: &serde_json::Value,
+    ) -> Result<Resolution, AnswerError> {
+        self.answer(shown, |confirmations| {
+            confirmations.approve_with_presence(shown, approver, proof)
+        })
+    }
+
     /// Answers `shown`. Refused while the presented request is younger
     /// than [`ANSWER_DELAY_MS`]. On success the dialog moves on to the next
     /// request (which then waits its own delay); on failure the presented
-    /// request is shown as ended (nothing else is resolved).
+    /// request is shown as ended (nothing else is resolved), unless it is
+    /// still pending (a plain approval of a request that needs proof of
+    /// presence, a refused proof): then it stays live.
     pub fn resolve(
         &self,
         shown: &ShownRequest,
         approved: bool,
         approver: &Approver,
+    ) -> Result<Resolution, AnswerError> {
+        self.answer(shown, |confirmations| {
+            confirmations.resolve(shown, approved, approver)
+        })
+    }
+
+    fn answer(
+        &self,
+        shown: &ShownRequest,
+        give: impl FnOnce(&Confirmations) -> Result<Resolution, ResolveError>,
     ) -> Result<Resolution, AnswerError> {
         let controller = self.controller.peek().clone();
         let Some(confirmations) = controller else {
@@ -173,9 +204,7 @@ impl PendingConfirmations {
         if too_soon {
             return Err(AnswerError::TooSoon);
         }
-        let answered = confirmations
-            .resolve(shown, approved, approver)
-            .map_err(AnswerError::Refused);
+        let answered = give(&confirmations).map_err(AnswerError::Refused);
         let mut presented = self.presented;
         match &answered {
             Ok(_) => {
@@ -186,6 +215,7 @@ impl PendingConfirmations {
                     since_ms: now,
                 }));
             }
+            Err(_) if confirmations.find(&shown.confirmation_id).is_some() => {}
             Err(_) => {
                 let current = presented.peek().clone();
                 if let Some(current) = current

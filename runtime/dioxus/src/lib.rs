@@ -16,6 +16,9 @@
 //! - [`use_pending_confirmations`] is the list of requests waiting for the
 //!   person, with approve and deny, so the application renders the host's
 //!   confirmation dialog.
+//! - [`passkey`] runs the browser's WebAuthn ceremonies in the person's
+//!   page, for approvals that need proof of presence
+//!   ([`PendingConfirmations::approve_with_presence`]).
 //! - [`use_agent_activity`] is what agents did — every call, request for
 //!   approval and answer, with who and through which channel — newest
 //!   first and bounded, for an activity panel.
@@ -46,6 +49,7 @@
 mod activity;
 mod component;
 mod confirmations;
+pub mod passkey;
 mod provider;
 mod revision;
 mod webmcp;

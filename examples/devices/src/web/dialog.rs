@@ -19,7 +19,8 @@ use agent_surface::context::ConsumerKind;
 use agent_surface_dioxus::{ANSWER_DELAY_MS, use_pending_confirmations};
 use dioxus::prelude::*;
 
-use super::Shared;
+use super::prove::ProveAndApprove;
+use super::{SessionEnd, Shared};
 use super::clock::use_now_ms;
 
 /// What the person is told about a request that ended on screen.
@@ -71,6 +72,7 @@ pub(crate) fn minutes_seconds(ms: u64) -> String {
 #[component]
 pub(crate) fn ConfirmDialog() -> Element {
     let shared = use_context::<Shared>();
+    let session = use_context::<SessionEnd>();
     let pending = use_pending_confirmations();
     let now = use_now_ms();
     let Some(presented) = pending.presented() else {
@@ -136,6 +138,9 @@ pub(crate) fn ConfirmDialog() -> Element {
     let approver = shared.approver.clone();
     let deny_approver = approver.clone();
     let effect_class = format!("effect {}", request.effect.as_str());
+    let needs_proof = request.presence_required;
+    let proving = request.clone();
+    let deny_session = session.clone();
     rsx! {
         Frame { state: "live", described_by: "confirm-effect-text", confirmation: "{request.confirmation_id}",
                 p { class: "eyebrow", "An agent asks for your approval" }
@@ -186,28 +191,37 @@ pub(crate) fn ConfirmDialog() -> Element {
                 if waiting > 1 {
                     p { class: "more", "{waiting - 1} more request(s) waiting after this one" }
                 }
+                if needs_proof {
+                    ProveAndApprove { request: proving, armed }
+                }
                 div { class: "actions",
                     button {
                         id: "deny",
                         "data-escape": "true",
                         "aria-disabled": if armed { "false" } else { "true" },
                         onclick: move |_| {
-                            if let Some(approver) = &deny_approver {
+                            if let Some(approver) = &deny_approver
+                                && deny_session.live()
+                            {
                                 let _ = pending.deny(&deny_shown, approver);
                             }
                         },
                         "Deny"
                     }
-                    button {
-                        id: "approve",
-                        class: "danger",
-                        disabled: approver.is_none() || !armed,
-                        onclick: move |_| {
-                            if let Some(approver) = &approver {
-                                let _ = pending.approve(&shown, approver);
-                            }
-                        },
-                        "{presentation.action}"
+                    if !needs_proof {
+                        button {
+                            id: "approve",
+                            class: "danger",
+                            disabled: approver.is_none() || !armed,
+                            onclick: move |_| {
+                                if let Some(approver) = &approver
+                                    && session.live()
+                                {
+                                    let _ = pending.approve(&shown, approver);
+                                }
+                            },
+                            "{presentation.action}"
+                        }
                     }
                 }
         }

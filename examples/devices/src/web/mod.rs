@@ -28,6 +28,8 @@ mod agent_panel;
 mod clock;
 mod dialog;
 mod login;
+mod presence;
+mod prove;
 mod routes;
 mod views;
 mod watch;
@@ -41,6 +43,7 @@ use agent_surface::mcp::{HttpServer, McpServer};
 use agent_surface::registry::{DuplicatePolicy, Registry, RegistryBuilder};
 
 use login::Login;
+pub use presence::Presence;
 
 use crate::app::{App, registry_for};
 use crate::components::Route;
@@ -50,25 +53,41 @@ use crate::server::User;
 pub const CONSOLE_CHANNEL: &str = "console";
 
 /// The registry of a web console for `user`: the console's configuration
-/// with the newest tab's mounts replacing an older tab's, and the dialog as
-/// its in-app approval channel ([`CONSOLE_CHANNEL`]).
-pub fn registry(user: &User) -> Registry {
-    registry_with(user, |builder| builder)
+/// with the newest tab's mounts replacing an older tab's, the dialog as its
+/// in-app approval channel ([`CONSOLE_CHANNEL`]), and proof of presence
+/// (`presence`: a passkey or the terminal's one-time code) required for
+/// every destructive or irreversible request.
+pub fn registry(user: &User, presence: &Presence) -> Registry {
+    registry_with(user, presence, |builder| builder)
 }
 
 /// [`registry`], its builder further adjusted by `configure` (the binary
 /// pins it with [`crate::pinned`]).
 pub fn registry_with(
     user: &User,
+    presence: &Presence,
     configure: impl FnOnce(RegistryBuilder) -> RegistryBuilder,
 ) -> Registry {
     registry_for(user, |builder| {
         configure(
             builder
                 .duplicate_instances(DuplicatePolicy::Replace)
-                .approval_channel(CONSOLE_CHANNEL),
+                .approval_channel(CONSOLE_CHANNEL)
+                .require_presence(Presence::rule(), presence.clone()),
         )
     })
+}
+
+/// A one-time code for a request that needs proof of presence: print it
+/// where the person, not the page, can read it (the terminal).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalCode {
+    /// The request, as the dialog titles it.
+    pub title: String,
+    /// Its confirmation id.
+    pub confirmation_id: String,
+    /// The code (`1234 5678`).
+    pub code: String,
 }
 
 /// Which tab drives the console, and which are open.
@@ -123,11 +142,25 @@ pub(crate) struct Shared {
     /// The person answering in the dialog (`None`: the registry declares
     /// no console channel, and the dialog cannot answer).
     pub(crate) approver: Option<Approver>,
+    /// The passkeys and codes that prove the person approves.
+    pub(crate) presence: Presence,
 }
 
 /// This tab's number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TabId(pub(crate) u64);
+
+/// What ends this tab's signed-in session (sign-out, eviction by newer
+/// sign-ins): an answer is refused once it fired.
+#[derive(Clone, Debug)]
+pub(crate) struct SessionEnd(pub(crate) tokio_util::sync::CancellationToken);
+
+impl SessionEnd {
+    /// Whether the session is still signed in.
+    pub(crate) fn live(&self) -> bool {
+        !self.0.is_cancelled()
+    }
+}
 
 /// The route a tab opens on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,6 +171,8 @@ pub(crate) struct OpenedOn(pub(crate) Option<Route>);
 pub struct WebConsole {
     http: HttpServer,
     login: Arc<Login>,
+    codes: tokio::sync::broadcast::Sender<ApprovalCode>,
+    _announcing: agent_surface::confirmation::PendingSubscription,
 }
 
 impl WebConsole {
@@ -146,17 +181,30 @@ impl WebConsole {
         self.http.local_addr()
     }
 
-    /// The page's URL (`http://127.0.0.1:PORT/devices`): it asks for the
-    /// sign-in link unless the browser is signed in.
-    pub fn url(&self) -> String {
-        format!("http://{}/devices", self.local_addr())
+    /// The console's origin for a person: `http://localhost:PORT`.
+    /// Passkeys need a domain, and browsers refuse `127.0.0.1` as one; the
+    /// console listens on loopback, so `localhost` reaches it.
+    pub fn origin(&self) -> String {
+        format!("http://localhost:{}", self.local_addr().port())
     }
 
-    /// The current one-time sign-in URL (`http://127.0.0.1:PORT/login?token=…`):
+    /// The page's URL (`http://localhost:PORT/devices`): it asks for the
+    /// sign-in link unless the browser is signed in.
+    pub fn url(&self) -> String {
+        format!("{}/devices", self.origin())
+    }
+
+    /// The current one-time sign-in URL (`http://localhost:PORT/login?token=…`):
     /// opening it signs a browser in; then a new one is issued.
     pub fn login_url(&self) -> String {
         let token = self.login.tokens().borrow().clone();
-        format!("http://{}/login?token={token}", self.local_addr())
+        format!("{}/login?token={token}", self.origin())
+    }
+
+    /// The one-time codes of requests that need proof of presence, as they
+    /// arrive: print each where only the person reads it.
+    pub fn approval_codes(&self) -> tokio::sync::broadcast::Receiver<ApprovalCode> {
+        self.codes.subscribe()
     }
 
     /// Every sign-in URL from now on: the current one first, then a new one
@@ -165,9 +213,9 @@ impl WebConsole {
         self.login.tokens()
     }
 
-    /// The MCP endpoint's URL (`http://127.0.0.1:PORT/mcp`).
+    /// The MCP endpoint's URL (`http://localhost:PORT/mcp`).
     pub fn mcp_url(&self) -> String {
-        format!("http://{}/mcp", self.local_addr())
+        format!("{}/mcp", self.origin())
     }
 
     /// Stops serving and waits for the server task.
@@ -185,11 +233,17 @@ impl WebConsole {
 /// console's own origin can read, and that origin (see `login`).
 pub async fn serve(
     app: App,
+    presence: &Presence,
     mcp: &McpServer,
     address: SocketAddr,
 ) -> Result<WebConsole, std::io::Error> {
     let listener = tokio::net::TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
+    presence
+        .serve_on(bound.port())
+        .map_err(std::io::Error::other)?;
+    let (codes, _) = tokio::sync::broadcast::channel(64);
+    let announcing = announce_codes(&app, presence, codes.clone());
     let login = Arc::new(Login::new(bound.port()).ok_or_else(|| {
         std::io::Error::other("no system randomness for the console's sign-in secret")
     })?);
@@ -204,10 +258,49 @@ pub async fn serve(
         mcp_url: format!("http://{bound}/mcp"),
         mcp: mcp.clone(),
         approver,
+        presence: presence.clone(),
     };
     let routes = routes::router(shared, Arc::clone(&login))?;
     let http = mcp
         .serve_on(listener, routes)
         .map_err(std::io::Error::other)?;
-    Ok(WebConsole { http, login })
+    Ok(WebConsole {
+        http,
+        login,
+        codes,
+        _announcing: announcing,
+    })
+}
+
+/// Issues a code for each new request that needs proof of presence, and
+/// hands it to whoever prints the terminal.
+fn announce_codes(
+    app: &App,
+    presence: &Presence,
+    codes: tokio::sync::broadcast::Sender<ApprovalCode>,
+) -> agent_surface::confirmation::PendingSubscription {
+    let presence = presence.clone();
+    let announced = std::sync::Mutex::new(Vec::<Arc<str>>::new());
+    app.registry().confirmations().subscribe(move |pending| {
+        let mut announced = announced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for request in pending.iter().filter(|p| p.presence_required) {
+            if announced.contains(&request.confirmation_id) {
+                continue;
+            }
+            let code = presence.code_for(&request.presence_challenge());
+            let _ = codes.send(ApprovalCode {
+                title: request.presentation.title.clone(),
+                confirmation_id: request.confirmation_id.to_string(),
+                code,
+            });
+        }
+        // Only what is pending is remembered (at most the pending limit).
+        *announced = pending
+            .iter()
+            .filter(|p| p.presence_required)
+            .map(|p| Arc::clone(&p.confirmation_id))
+            .collect();
+    })
 }

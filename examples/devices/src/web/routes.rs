@@ -14,11 +14,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 use dioxus::dioxus_core::VirtualDom;
-use dioxus_liveview::{LiveViewPool, axum_socket, interpreter_glue};
+use dioxus_liveview::{axum_socket, interpreter_glue};
+use tokio_util::task::LocalPoolHandle;
 use serde::Deserialize;
 
 use super::login::{Login, SOCKET_KEY};
-use super::{OpenedOn, Shared, TabId, views};
+use super::{OpenedOn, SessionEnd, Shared, TabId, views};
 use crate::components::Route;
 
 const SIGN_IN_FIRST: &str = "Open the sign-in link the console printed in its terminal. \
@@ -152,7 +153,16 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
     let missing = || std::io::Error::other("the LiveView glue has no websocket address line");
     let devices_glue: Arc<str> = Arc::from(glue("/devices").ok_or_else(missing)?);
     let settings_glue: Arc<str> = Arc::from(glue("/settings").ok_or_else(missing)?);
-    let pool = Arc::new(LiveViewPool::new());
+    // LiveView's pool installs the converter of the page's events (its only
+    // public way to); the pages run on the pool below instead.
+    drop(dioxus_liveview::LiveViewPool::new());
+    // Each tab's page runs pinned to one of these threads (its `VirtualDom`
+    // is not `Send`), inside a task that also watches its session's end.
+    let pool = LocalPoolHandle::new(
+        std::thread::available_parallelism()
+            .map(usize::from)
+            .unwrap_or(1),
+    );
     let page_route = |glue: Arc<str>, login: Arc<Login>| {
         get(move |headers: HeaderMap| async move {
             if login.page_allowed(&headers) {
@@ -207,7 +217,7 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
                             _ => None,
                         };
                         let shared = shared.clone();
-                        let pool = Arc::clone(&pool);
+                        let pool = pool.clone();
                         // Page messages stay small: the in-page agent's
                         // arguments over twice the input limit never leave
                         // the page (the WebMCP glue sends the call alone).
@@ -223,19 +233,25 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
                             .on_upgrade(move |socket| async move {
                                 let tabs = Arc::clone(&shared.tabs);
                                 let id = tabs.open();
-                                let tab = pool.launch_virtualdom(axum_socket(socket), move || {
-                                    VirtualDom::new(views::root)
+                                // The page task itself stops when the session
+                                // ends (signed out, evicted by newer sign-ins):
+                                // its `VirtualDom` and socket are dropped inside
+                                // the task, so nothing the socket sends after
+                                // reaches a handler. Dropping a handle to the
+                                // task would leave it running.
+                                let page = pool.spawn_pinned(move || async move {
+                                    let dom = VirtualDom::new(views::root)
                                         .with_root_context(shared.app.registry().clone())
                                         .with_root_context(shared)
                                         .with_root_context(TabId(id))
                                         .with_root_context(OpenedOn(route))
+                                        .with_root_context(SessionEnd(ended.clone()));
+                                    tokio::select! {
+                                        _ = dioxus_liveview::run(dom, axum_socket(socket)) => {}
+                                        () = ended.cancelled() => {}
+                                    }
                                 });
-                                // A session that ends (signed out by a newer one)
-                                // closes its tabs at once.
-                                tokio::select! {
-                                    _ = tab => {}
-                                    () = ended.cancelled() => {}
-                                }
+                                let _ = page.await;
                                 tabs.close(id);
                             })
                             .into_response()

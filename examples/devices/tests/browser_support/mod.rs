@@ -322,10 +322,18 @@ where
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let user = User::admin();
-    let app = App::connect(web::registry(&user), user).await.unwrap();
+    let presence = web::Presence::new().unwrap();
+    let app = App::connect(web::registry(&user, &presence), user)
+        .await
+        .unwrap();
     let server = McpServer::builder(app.registry()).name("devices").build();
     let address: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let console = web::serve(app.clone(), &server, address).await.unwrap();
+    let console = web::serve(app.clone(), &presence, &server, address)
+        .await
+        .unwrap();
+    // What the person reads in the terminal: the codes of this console.
+    *TERMINAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+        Some((presence, app.clone()));
     let port = console.local_addr().port();
     let (evil_port, evil) = serve_evil(port).await;
     let places = Places {
@@ -374,14 +382,66 @@ pub async fn sign_in(page: &Client, places: &Places) {
         .expect("the console draws its table");
 }
 
+/// The running console's proofs and app, for the code its terminal shows.
+static TERMINAL: std::sync::Mutex<Option<(web::Presence, App)>> = std::sync::Mutex::new(None);
+
+/// The one-time code the console's terminal shows for the request the
+/// dialog presents, as the person reads it there.
+pub async fn terminal_code(page: &Client) -> String {
+    let dialog = page
+        .find(Locator::Css("#confirm-dialog"))
+        .await
+        .expect("a dialog");
+    let id = dialog
+        .attr("data-confirmation")
+        .await
+        .unwrap()
+        .expect("the dialog names its request");
+    let terminal = TERMINAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let (presence, app) = terminal.expect("a console is running");
+    let request = app
+        .registry()
+        .confirmations()
+        .find(&id)
+        .expect("the request is pending");
+    presence.code_for(&request.presence_challenge())
+}
+
 /// Answers the dialog as a person does: once its buttons take answers
-/// (a new request ignores clicks for a moment), clicks `button`.
+/// (a new request ignores clicks for a moment), clicks `button`. A request
+/// that needs proof of presence is approved as a person without a passkey
+/// does: the code from the terminal typed into the dialog.
 pub async fn answer(page: &Client, button: &str) {
     until("the dialog takes answers", || async {
-        page.find(Locator::Css("#confirm-dialog #approve:not([disabled])"))
-            .await
-            .is_ok()
+        page.find(Locator::Css(
+            "#confirm-dialog #approve:not([disabled]), #confirm-dialog #presence",
+        ))
+        .await
+        .is_ok()
     })
     .await;
+    let proving = page
+        .find(Locator::Css("#confirm-dialog #presence"))
+        .await
+        .is_ok();
+    if button == "#approve" && proving {
+        let code = terminal_code(page).await;
+        let field = page
+            .find(Locator::Css("#presence-code"))
+            .await
+            .expect("the code field");
+        field.send_keys(&code).await.unwrap();
+        until("the code button takes answers", || async {
+            page.find(Locator::Css("#approve-code:not([disabled])"))
+                .await
+                .is_ok()
+        })
+        .await;
+        click(page, "#approve-code").await;
+        return;
+    }
     click(page, button).await;
 }

@@ -53,13 +53,19 @@ impl Served {
 /// `tune`.
 pub async fn serve_console(tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder) -> Served {
     let user = User::admin();
-    let app = App::attach(devices::web::registry(&user), user)
+    let presence = devices::web::Presence::new().unwrap();
+    let app = App::attach(devices::web::registry(&user, &presence), user)
         .await
         .unwrap();
     let server = tune(McpServer::builder(app.registry()).name("devices")).build();
-    let console = devices::web::serve(app.clone(), &server, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let console = devices::web::serve(
+        app.clone(),
+        &presence,
+        &server,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
     let url = console.mcp_url();
     Served {
         app,

@@ -1,0 +1,223 @@
+//! The dialog's proof step: a request that needs proof of presence is
+//! approved with the person's passkey, or with the one-time code the
+//! console printed in its terminal — never with a click alone. The dialog
+//! says which proof it asks for; a person without a passkey is offered to
+//! set one up, and the code always works.
+
+use agent_surface::confirmation::{PendingConfirmation, ResolveError};
+use agent_surface_dioxus::passkey::{CeremonyError, create_passkey, get_assertion};
+use agent_surface_dioxus::{AnswerError, PendingConfirmations};
+use dioxus::prelude::*;
+use serde_json::json;
+
+use super::presence::refused_text;
+use super::{SessionEnd, Shared};
+
+/// What the person is told when an answer did nothing.
+fn answer_text(error: &AnswerError) -> String {
+    match error {
+        AnswerError::TooSoon => "The request was only just shown: try again.".to_owned(),
+        AnswerError::Refused(ResolveError::PresenceRefused(refusal)) => {
+            refused_text(*refusal).to_owned()
+        }
+        AnswerError::Refused(ResolveError::PresenceRequired) => {
+            "This request needs your passkey or the code from the terminal.".to_owned()
+        }
+        AnswerError::Refused(_) => "The request is no longer waiting. Nothing was done.".to_owned(),
+        _ => "Nothing was done.".to_owned(),
+    }
+}
+
+/// What the person is told when the browser's passkey prompt gave nothing.
+fn ceremony_text(error: &CeremonyError) -> String {
+    match error {
+        CeremonyError::Unsupported => "This browser cannot use passkeys on this page. Use the \
+                                       code from the terminal."
+            .to_owned(),
+        CeremonyError::NotAllowed => {
+            "The passkey prompt was cancelled or timed out. Nothing was done.".to_owned()
+        }
+        CeremonyError::Failed(why) => format!("The browser refused the passkey: {why}"),
+        _ => "The page went away.".to_owned(),
+    }
+}
+
+/// Registers a passkey for the signed-in person; the message to show.
+pub(crate) async fn set_up_passkey(shared: &Shared) -> Result<(), String> {
+    let Some(passkeys) = shared.presence.passkeys() else {
+        return Err("Passkeys are not available on this console.".to_owned());
+    };
+    let person = shared.app.user().id.clone();
+    let options = passkeys
+        .start_registration(&person, &person)
+        .map_err(|e| e.to_string())?;
+    let credential = create_passkey(options)
+        .await
+        .map_err(|e| ceremony_text(&e))?;
+    passkeys
+        .finish_registration(&person, &credential)
+        .map(|_| ())
+        .map_err(|e| format!("The passkey was not set up: {e}"))
+}
+
+/// The proof step of a live request that needs it.
+#[component]
+pub(crate) fn ProveAndApprove(request: PendingConfirmation, armed: bool) -> Element {
+    let shared = use_context::<Shared>();
+    let session = use_context::<SessionEnd>();
+    let pending: PendingConfirmations = agent_surface_dioxus::use_pending_confirmations();
+    let mut message = use_signal(|| None::<String>);
+    let mut code = use_signal(String::new);
+    let mut busy = use_signal(|| false);
+    let mut keys = use_signal(|| 0usize);
+    let person = shared.app.user().id.clone();
+    let registered = {
+        let _ = keys();
+        shared
+            .presence
+            .passkeys()
+            .map_or(0, |p| p.registered(&person))
+    };
+    let action = request.presentation.action.clone();
+    let shown = request.shown();
+    let challenge = request.presence_challenge();
+
+    let with_passkey = {
+        let shared = shared.clone();
+        let session = session.clone();
+        let shown = shown.clone();
+        move |_| {
+            let shared = shared.clone();
+            let session = session.clone();
+            let shown = shown.clone();
+            let challenge = challenge.clone();
+            spawn(async move {
+                let (Some(approver), Some(passkeys)) =
+                    (shared.approver.clone(), shared.presence.passkeys())
+                else {
+                    return;
+                };
+                busy.set(true);
+                message.set(None);
+                let person = shared.app.user().id.clone();
+                let options = match passkeys.start_approval(&person, &challenge) {
+                    Ok(options) => options,
+                    Err(refusal) => {
+                        busy.set(false);
+                        message.set(Some(refused_text(refusal).to_owned()));
+                        return;
+                    }
+                };
+                let assertion = get_assertion(options).await;
+                busy.set(false);
+                let credential = match assertion {
+                    Ok(credential) => credential,
+                    Err(error) => {
+                        message.set(Some(ceremony_text(&error)));
+                        return;
+                    }
+                };
+                if !session.live() {
+                    return;
+                }
+                let proof = json!({"method": "webauthn", "credential": credential});
+                if let Err(error) = pending.approve_with_presence(&shown, &approver, &proof) {
+                    message.set(Some(answer_text(&error)));
+                }
+            });
+        }
+    };
+    let with_code = {
+        let shared = shared.clone();
+        let session = session.clone();
+        let shown = shown.clone();
+        move |event: FormEvent| {
+            event.prevent_default();
+            let Some(approver) = shared.approver.clone() else {
+                return;
+            };
+            if !session.live() {
+                return;
+            }
+            let proof = json!({"method": "out-of-band", "code": code.peek().clone()});
+            match pending.approve_with_presence(&shown, &approver, &proof) {
+                Ok(_) => code.set(String::new()),
+                Err(error) => message.set(Some(answer_text(&error))),
+            }
+        }
+    };
+    let set_up = {
+        let shared = shared.clone();
+        move |_| {
+            let shared = shared.clone();
+            spawn(async move {
+                busy.set(true);
+                message.set(None);
+                let done = set_up_passkey(&shared).await;
+                busy.set(false);
+                match done {
+                    Ok(()) => {
+                        keys += 1;
+                        message.set(Some(
+                            "Your passkey is set up: approve with it now.".to_owned(),
+                        ));
+                    }
+                    Err(why) => message.set(Some(why)),
+                }
+            });
+        }
+    };
+    let waiting = busy() || !armed;
+    rsx! {
+        div { id: "presence", class: "presence",
+            p { id: "presence-why",
+                strong { "This needs proof that it is you. " }
+                "A click could come from a script or an agent in this page, so approving asks for your passkey or for the code printed in the terminal that started the console."
+            }
+            if registered > 0 {
+                button {
+                    id: "approve-passkey",
+                    class: "danger",
+                    r#type: "button",
+                    disabled: waiting,
+                    onclick: with_passkey,
+                    "{action} with your passkey"
+                }
+            } else {
+                p { id: "presence-no-passkey", class: "muted",
+                    "You have no passkey on this console yet (Touch ID, Windows Hello, a phone or a security key)."
+                }
+                button {
+                    id: "setup-passkey",
+                    r#type: "button",
+                    disabled: busy(),
+                    onclick: set_up,
+                    "Set up a passkey"
+                }
+            }
+            form { id: "presence-code-form", onsubmit: with_code,
+                label { r#for: "presence-code", "Or type the code from the terminal" }
+                input {
+                    id: "presence-code",
+                    r#type: "text",
+                    inputmode: "numeric",
+                    autocomplete: "off",
+                    maxlength: "12",
+                    placeholder: "1234 5678",
+                    value: "{code}",
+                    oninput: move |event| code.set(event.value()),
+                }
+                button {
+                    id: "approve-code",
+                    class: "danger",
+                    r#type: "submit",
+                    disabled: waiting || code().trim().is_empty(),
+                    "{action} with code"
+                }
+            }
+            if let Some(text) = message() {
+                p { id: "presence-message", role: "status", "{text}" }
+            }
+        }
+    }
+}
