@@ -82,7 +82,7 @@ struct Browser {
 async fn sign_in(served: &Served) -> Browser {
     let address = served.address();
     let url = console(served).login_url();
-    let path = url.split_once(&address.to_string()).unwrap().1.to_owned();
+    let path = url.get(url.find("/login").unwrap()..).unwrap().to_owned();
     let mut stream = TcpStream::connect(address).await.unwrap();
     stream
         .write_all(get(&path, &address.to_string(), &[]).as_bytes())
@@ -271,7 +271,10 @@ async fn pages_and_the_websocket_need_the_persons_session() {
     // The one-time link signs one browser in, once.
     let first = console(&served).login_url();
     let browser = sign_in(&served).await;
-    let path = first.split_once(&here).unwrap().1.to_owned();
+    let path = first
+        .get(first.find("/login").unwrap()..)
+        .unwrap()
+        .to_owned();
     let again = raw(address, &get(&path, &here, &[])).await;
     assert!(status(&again).starts_with("HTTP/1.1 403"), "{again}");
     assert_ne!(console(&served).login_url(), first, "the next link is new");
@@ -359,12 +362,28 @@ async fn as_confirm_004_the_mcp_client_beside_the_console_can_ask_but_never_appr
         "nothing reached the backend"
     );
 
-    // The person answers through the console's channel; the agent's retry runs.
+    // The person answers through the console's channel, with the code the
+    // terminal shows (a click alone is refused); the agent's retry runs.
     let person = confirmations
         .approver(devices::web::CONSOLE_CHANNEL, "admin")
         .unwrap();
-    let shown = confirmations.find(&id).unwrap().shown();
-    confirmations.resolve(&shown, true, &person).unwrap();
+    let pending = confirmations.find(&id).unwrap();
+    assert_eq!(
+        confirmations.resolve(&pending.shown(), true, &person),
+        Err(agent_surface::confirmation::ResolveError::PresenceRequired)
+    );
+    let code = served
+        .presence
+        .as_ref()
+        .unwrap()
+        .code_for(&pending.presence_challenge());
+    confirmations
+        .approve_with_presence(
+            &pending.shown(),
+            &person,
+            &json!({"method": "out-of-band", "code": code}),
+        )
+        .unwrap();
     let done = served
         .modern(
             json!(5),
@@ -382,32 +401,37 @@ async fn as_confirm_004_the_mcp_client_beside_the_console_can_ask_but_never_appr
 }
 
 #[tokio::test]
-async fn a_host_may_declare_the_clients_elicitation_human_facing_beside_the_console() {
+async fn as_confirm_004_a_client_declared_human_facing_is_not_asked_what_only_the_person_may_approve()
+ {
+    // The host opted in to the client's elicitation, but disabling devices
+    // needs proof of presence: the client is not asked, and its answer
+    // would approve nothing.
     let served = serve_console(|b| b.elicitation(true)).await;
     let asked = agent_asks(&served).await;
-    assert!(
-        asked["result"]["inputRequests"].is_object(),
-        "asked through the client: {asked}"
+    assert!(asked["result"]["inputRequests"].is_null(), "{asked}");
+    let error = payload(&asked);
+    assert_eq!(error["code"], "CONFIRMATION_REQUIRED", "{asked}");
+    let id = error["details"]["confirmationId"].as_str().unwrap();
+    let connection = served.app.registry().confirmations();
+    let consumer = agent_surface::context::Consumer::new(
+        agent_surface::context::ConsumerKind::Mcp,
+        "anything",
     );
-    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
-    let reply = served
-        .modern(
-            json!(3),
-            "tools/call",
-            json!({"name": "domain_devices__disable", "arguments": {},
-                   "requestState": state,
-                   "inputResponses": {"agentSurface/confirm": {"action": "accept", "content": {"approve": true}}}}),
-            &[],
-        )
-        .await;
-    let done = reply.response(&json!(3)).cloned().unwrap();
-    assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
-    let approved = served
-        .app
-        .registry()
-        .audit_log()
-        .into_iter()
-        .find(|e| e.kind == agent_surface::audit::AuditKind::ConfirmationApproved)
-        .unwrap();
-    assert_eq!(approved.detail.unwrap()["channel"], "mcp-elicitation");
+    assert!(!agent_surface::adapter::answer_on_connection(
+        served.app.registry(),
+        "mcp-elicitation",
+        &consumer,
+        "client",
+        id,
+        true,
+    ));
+    assert_eq!(
+        connection.pending().len(),
+        1,
+        "still the person's to answer"
+    );
+    assert!(
+        served.app.server().received().is_empty(),
+        "nothing reached the backend"
+    );
 }

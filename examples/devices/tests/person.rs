@@ -15,7 +15,9 @@
 
 mod browser_support;
 
-use browser_support::{Session, answer, click, has, in_browser, payload, sign_in, text, until};
+use browser_support::{
+    Session, answer, click, has, in_browser, payload, sign_in, terminal_code, text, until,
+};
 use devices::Status;
 use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
@@ -86,7 +88,7 @@ async fn agent_asks(page: &Client, agent: &Session, ids: &[&str]) -> Value {
 async fn answer_ready(page: &Client) {
     until("the dialog is live and takes answers", || async {
         page.find(Locator::Css(
-            "#confirm-dialog[data-state=live] #approve:not([disabled])",
+            "#confirm-dialog[data-state=live] #deny[aria-disabled=false]",
         ))
         .await
         .is_ok()
@@ -147,18 +149,28 @@ async fn the_dialog_names_the_devices_the_action_who_asks_and_the_time_left() {
             "Disable 3 devices: Air sensor Navigli, Camera Duomo and Thermostat Brera"
         );
         assert!(!title.contains("d2"), "names, not ids: {title}");
+        // Disabling needs proof that it is the person: no plain approve
+        // button, the action named on the proof's buttons, and a way to
+        // set up a passkey for a person who has none.
+        assert!(page.find(Locator::Css("#approve")).await.is_err());
+        assert!(
+            text(&page, "#presence-why")
+                .await
+                .is_some_and(|t| t.contains("proof that it is you")),
+        );
         assert_eq!(
-            text(&page, "#approve").await.as_deref(),
-            Some("Disable 3 devices")
+            text(&page, "#approve-code").await.as_deref(),
+            Some("Disable 3 devices with code")
         );
         let class = page
-            .find(Locator::Css("#approve"))
+            .find(Locator::Css("#approve-code"))
             .await
             .unwrap()
             .attr("class")
             .await
             .unwrap();
         assert_eq!(class.as_deref(), Some("danger"));
+        assert!(page.find(Locator::Css("#setup-passkey")).await.is_ok());
         let asker = text(&page, "#confirm-asker").await.unwrap();
         assert!(asker.contains("rmcp") && asker.contains("session"), "{asker}");
         let countdown = text(&page, "#confirm-countdown").await.unwrap();
@@ -235,15 +247,29 @@ async fn keyboard_alone_denies_and_approves_with_focus_kept_in_the_dialog() {
             "{denied:?}"
         );
 
-        // Tab to the red button and press Enter: approved.
+        // Tab to the code field, type the terminal's code, press Enter:
+        // approved.
         agent_asks(&page, &agent, &["d3"]).await;
         until("focus on Deny", || async { focused(&page).await == "deny" }).await;
         let mut guard = 0;
-        while focused(&page).await != "approve" {
+        while focused(&page).await != "presence-code" {
             press(&page, TAB).await;
             guard += 1;
-            assert!(guard < 10, "Tab never reached the approve button");
+            assert!(guard < 10, "Tab never reached the code field");
         }
+        let code = terminal_code(&page).await;
+        page.active_element()
+            .await
+            .unwrap()
+            .send_keys(&code)
+            .await
+            .unwrap();
+        until("the code is taken", || async {
+            page.find(Locator::Css("#approve-code:not([disabled])"))
+                .await
+                .is_ok()
+        })
+        .await;
         press(&page, ENTER).await;
         until("the dialog closes", || async {
             page.find(Locator::Css("#confirm-dialog")).await.is_err()

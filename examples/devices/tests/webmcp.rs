@@ -221,23 +221,58 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
     );
     until("the dialog takes answers", || async {
         page.find(fantoccini::Locator::Css(
-            "#confirm-dialog #approve:not([disabled])",
+            "#confirm-dialog #deny[aria-disabled=false]",
         ))
         .await
         .is_ok()
     })
     .await;
-    // It tries to answer its own request the only way a page script can:
-    // a scripted click on the approve button. Nothing happens.
-    page.execute("document.getElementById('approve').click();", vec![])
-        .await
-        .unwrap();
+    // Disabling needs proof that it is the person: there is no plain
+    // approve button to click.
+    assert!(
+        page.find(fantoccini::Locator::Css("#approve"))
+            .await
+            .is_err()
+    );
+    // It tries to answer its own request the ways a page script can: it
+    // fills the code field with a guess and clicks the code button (both
+    // reach the server as the person's events would), and asks the
+    // browser for a passkey assertion itself. Nothing is approved.
     page.execute(
-        "document.getElementById('approve').dispatchEvent(new MouseEvent('click', {bubbles: true}));",
+        "var f = document.getElementById('presence-code'); f.value = '1234 5678'; \
+         f.dispatchEvent(new Event('input', {bubbles: true}));",
         vec![],
     )
     .await
     .unwrap();
+    until("the guess is taken", || async {
+        page.find(fantoccini::Locator::Css("#approve-code:not([disabled])"))
+            .await
+            .is_ok()
+    })
+    .await;
+    page.execute("document.getElementById('approve-code').click();", vec![])
+        .await
+        .unwrap();
+    until("the guess is refused", || async {
+        text(&page, "#presence-message")
+            .await
+            .is_some_and(|t| t.contains("did not prove it is you"))
+    })
+    .await;
+    let asserted = page
+        .execute_async(
+            "var done = arguments[arguments.length - 1]; \
+             var stop = new AbortController(); \
+             setTimeout(function () { stop.abort(); }, 1500); \
+             navigator.credentials.get({signal: stop.signal, publicKey: {challenge: new Uint8Array(32), \
+               userVerification: 'required', timeout: 1000}}) \
+               .then(function () { done('answered'); }, function (e) { done(e.name); });",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_ne!(asserted, json!("answered"), "no passkey answers a script");
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     assert_eq!(
         outcome(&page, "disable").await,

@@ -117,7 +117,16 @@ impl McpSession {
             && context
                 .client_capabilities()
                 .is_some_and(|capabilities| capabilities.elicitation.is_some());
-        if !supports_elicitation || explicit.is_some() {
+        // A request that needs proof of presence is the person's alone: a
+        // client's answer could not approve it, so the client is not asked.
+        let the_persons = || {
+            self.shared
+                .registry
+                .confirmations()
+                .find(&confirmation_id)
+                .is_some_and(|pending| pending.presence_required)
+        };
+        if !supports_elicitation || explicit.is_some() || the_persons() {
             return Ok(to_call_result(&result).into());
         }
         if is_modern(&context) {

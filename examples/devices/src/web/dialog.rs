@@ -19,9 +19,9 @@ use agent_surface::context::ConsumerKind;
 use agent_surface_dioxus::{ANSWER_DELAY_MS, use_pending_confirmations};
 use dioxus::prelude::*;
 
+use super::clock::use_now_ms;
 use super::prove::ProveAndApprove;
 use super::{SessionEnd, Shared};
-use super::clock::use_now_ms;
 
 /// What the person is told about a request that ended on screen.
 fn ended_text(ended: &Resolution) -> String {
@@ -192,7 +192,7 @@ pub(crate) fn ConfirmDialog() -> Element {
                     p { class: "more", "{waiting - 1} more request(s) waiting after this one" }
                 }
                 if needs_proof {
-                    ProveAndApprove { request: proving, armed }
+                    ProveAndApprove { request: proving, armed, pending }
                 }
                 div { class: "actions",
                     button {

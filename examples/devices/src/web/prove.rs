@@ -60,12 +60,17 @@ pub(crate) async fn set_up_passkey(shared: &Shared) -> Result<(), String> {
         .map_err(|e| format!("The passkey was not set up: {e}"))
 }
 
-/// The proof step of a live request that needs it.
+/// The proof step of a live request that needs it, answering through the
+/// dialog's own `pending` (so the dialog moves on, rather than showing the
+/// request as answered elsewhere).
 #[component]
-pub(crate) fn ProveAndApprove(request: PendingConfirmation, armed: bool) -> Element {
+pub(crate) fn ProveAndApprove(
+    request: PendingConfirmation,
+    armed: bool,
+    pending: PendingConfirmations,
+) -> Element {
     let shared = use_context::<Shared>();
     let session = use_context::<SessionEnd>();
-    let pending: PendingConfirmations = agent_surface_dioxus::use_pending_confirmations();
     let mut message = use_signal(|| None::<String>);
     let mut code = use_signal(String::new);
     let mut busy = use_signal(|| false);
@@ -131,8 +136,7 @@ pub(crate) fn ProveAndApprove(request: PendingConfirmation, armed: bool) -> Elem
         let shared = shared.clone();
         let session = session.clone();
         let shown = shown.clone();
-        move |event: FormEvent| {
-            event.prevent_default();
+        move || {
             let Some(approver) = shared.approver.clone() else {
                 return;
             };
@@ -146,6 +150,8 @@ pub(crate) fn ProveAndApprove(request: PendingConfirmation, armed: bool) -> Elem
             }
         }
     };
+    let mut submit_key = with_code.clone();
+    let mut submit_click = with_code;
     let set_up = {
         let shared = shared.clone();
         move |_| {
@@ -195,7 +201,7 @@ pub(crate) fn ProveAndApprove(request: PendingConfirmation, armed: bool) -> Elem
                     "Set up a passkey"
                 }
             }
-            form { id: "presence-code-form", onsubmit: with_code,
+            div { id: "presence-code-form", class: "code",
                 label { r#for: "presence-code", "Or type the code from the terminal" }
                 input {
                     id: "presence-code",
@@ -206,12 +212,18 @@ pub(crate) fn ProveAndApprove(request: PendingConfirmation, armed: bool) -> Elem
                     placeholder: "1234 5678",
                     value: "{code}",
                     oninput: move |event| code.set(event.value()),
+                    onkeydown: move |event: KeyboardEvent| {
+                        if event.key() == Key::Enter {
+                            submit_key();
+                        }
+                    },
                 }
                 button {
                     id: "approve-code",
                     class: "danger",
-                    r#type: "submit",
+                    r#type: "button",
                     disabled: waiting || code().trim().is_empty(),
+                    onclick: move |_| submit_click(),
                     "{action} with code"
                 }
             }

@@ -15,8 +15,8 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 use dioxus::dioxus_core::VirtualDom;
 use dioxus_liveview::{axum_socket, interpreter_glue};
-use tokio_util::task::LocalPoolHandle;
 use serde::Deserialize;
+use tokio_util::task::LocalPoolHandle;
 
 use super::login::{Login, SOCKET_KEY};
 use super::{OpenedOn, SessionEnd, Shared, TabId, views};

@@ -332,8 +332,9 @@ where
         .await
         .unwrap();
     // What the person reads in the terminal: the codes of this console.
-    *TERMINAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-        Some((presence, app.clone()));
+    *TERMINAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((presence, app.clone()));
     let port = console.local_addr().port();
     let (evil_port, evil) = serve_evil(port).await;
     let places = Places {
@@ -416,11 +417,9 @@ pub async fn terminal_code(page: &Client) -> String {
 /// does: the code from the terminal typed into the dialog.
 pub async fn answer(page: &Client, button: &str) {
     until("the dialog takes answers", || async {
-        page.find(Locator::Css(
-            "#confirm-dialog #approve:not([disabled]), #confirm-dialog #presence",
-        ))
-        .await
-        .is_ok()
+        page.find(Locator::Css("#confirm-dialog #deny[aria-disabled=false]"))
+            .await
+            .is_ok()
     })
     .await;
     let proving = page
@@ -429,6 +428,13 @@ pub async fn answer(page: &Client, button: &str) {
         .is_ok();
     if button == "#approve" && proving {
         let code = terminal_code(page).await;
+        page.execute(
+            "var f = document.getElementById('presence-code'); f.value = ''; \
+             f.dispatchEvent(new Event('input', {bubbles: true}));",
+            vec![],
+        )
+        .await
+        .unwrap();
         let field = page
             .find(Locator::Css("#presence-code"))
             .await

@@ -26,6 +26,8 @@ pub struct Served {
     pub server: McpServer,
     pub http: Option<HttpServer>,
     pub console: Option<WebConsole>,
+    /// The console's passkeys and terminal codes (a console only).
+    pub presence: Option<devices::web::Presence>,
     pub raw: RawMcp,
 }
 
@@ -72,6 +74,7 @@ pub async fn serve_console(tune: impl FnOnce(McpServerBuilder) -> McpServerBuild
         server,
         http: None,
         console: Some(console),
+        presence: Some(presence),
         raw: RawMcp::new(url),
     }
 }
@@ -93,6 +96,7 @@ pub async fn serve_as(
         server,
         http: Some(http),
         console: None,
+        presence: None,
         raw: RawMcp::new(url),
     }
 }
