@@ -16,13 +16,12 @@
 mod browser_support;
 
 use browser_support::{
-    Session, answer, click, has, in_browser, payload, sign_in, terminal_code, text, until,
+    DISABLE, agent_asks, answer, answer_ready, click, has, in_browser, payload, sign_in,
+    terminal_code, text, until,
 };
 use devices::Status;
 use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
-
-const DISABLE: &str = "domain_devices__disable";
 
 /// The id of the element that has focus ("" when it has none).
 async fn focused(page: &Client) -> String {
@@ -62,39 +61,6 @@ async fn press(page: &Client, key: &str) {
 const TAB: &str = "\u{e004}";
 const ENTER: &str = "\u{e007}";
 const ESCAPE: &str = "\u{e00c}";
-
-/// The agent selects `ids` and asks to disable them: the dialog opens.
-async fn agent_asks(page: &Client, agent: &Session, ids: &[&str]) -> Value {
-    let selected = agent
-        .call("view_devices__table__selectRows", json!({"ids": ids}))
-        .await;
-    assert_ne!(selected.is_error, Some(true), "{selected:?}");
-    let mut asked = agent.call(DISABLE, json!({})).await;
-    if payload(&asked)["retry"] == "after-refresh" {
-        // The selection moved the surface: look again, as an agent should.
-        agent.tools().await;
-        asked = agent.call(DISABLE, json!({})).await;
-    }
-    assert_eq!(
-        payload(&asked)["code"],
-        "CONFIRMATION_REQUIRED",
-        "{asked:?}"
-    );
-    answer_ready(page).await;
-    payload(&asked)
-}
-
-/// Waits until a live dialog takes answers.
-async fn answer_ready(page: &Client) {
-    until("the dialog is live and takes answers", || async {
-        page.find(Locator::Css(
-            "#confirm-dialog[data-state=live] #deny[aria-disabled=false]",
-        ))
-        .await
-        .is_ok()
-    })
-    .await;
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scripted_agent_disables_three_devices_from_a_fresh_console_and_from_settings() {

@@ -255,7 +255,7 @@ pub async fn serve(
     let shared = Shared {
         app,
         tabs: Arc::new(Tabs::default()),
-        mcp_url: format!("http://{bound}/mcp"),
+        mcp_url: format!("http://localhost:{}/mcp", bound.port()),
         mcp: mcp.clone(),
         approver,
         presence: presence.clone(),

@@ -451,3 +451,39 @@ pub async fn answer(page: &Client, button: &str) {
     }
     click(page, button).await;
 }
+
+/// The disable tool's name.
+pub const DISABLE: &str = "domain_devices__disable";
+
+/// The agent selects `ids` and asks to disable them: the dialog opens.
+pub async fn agent_asks(page: &Client, agent: &Session, ids: &[&str]) -> Value {
+    let selected = agent
+        .call("view_devices__table__selectRows", json!({"ids": ids}))
+        .await;
+    assert_ne!(selected.is_error, Some(true), "{selected:?}");
+    let mut asked = agent.call(DISABLE, json!({})).await;
+    if payload(&asked)["retry"] == "after-refresh" {
+        // The selection moved the surface: look again, as an agent should.
+        agent.tools().await;
+        asked = agent.call(DISABLE, json!({})).await;
+    }
+    assert_eq!(
+        payload(&asked)["code"],
+        "CONFIRMATION_REQUIRED",
+        "{asked:?}"
+    );
+    answer_ready(page).await;
+    payload(&asked)
+}
+
+/// Waits until a live dialog takes answers.
+pub async fn answer_ready(page: &Client) {
+    until("the dialog is live and takes answers", || async {
+        page.find(Locator::Css(
+            "#confirm-dialog[data-state=live] #deny[aria-disabled=false]",
+        ))
+        .await
+        .is_ok()
+    })
+    .await;
+}
