@@ -106,6 +106,16 @@ async fn as_confirm_001_the_person_registers_a_passkey_and_approves_with_it_and_
     in_browser(|page, agent, app, places| async move {
         sign_in(&page, &places).await;
         let authenticator = add_authenticator(&page, true).await;
+        // Signed in without a passkey: the console offers one, saying why.
+        assert!(
+            text(&page, "#passkey-offer")
+                .await
+                .is_some_and(|t| t.contains("not a script or an agent")),
+        );
+        if let Some(path) = std::env::var_os("DEVICES_OFFER_SCREENSHOT") {
+            let png = page.screenshot().await.unwrap();
+            std::fs::write(path, png).unwrap();
+        }
 
         // The first request: the person has no passkey, and sets one up
         // from the dialog.
@@ -117,6 +127,12 @@ async fn as_confirm_001_the_person_registers_a_passkey_and_approves_with_it_and_
         );
         click(&page, "#setup-passkey").await;
         told(&page, "Your passkey is set up").await;
+        until("the offer leaves once a passkey is set up", || async {
+            page.find(fantoccini::Locator::Css("#passkey-offer"))
+                .await
+                .is_err()
+        })
+        .await;
         if let Some(path) = std::env::var_os("DEVICES_PASSKEY_SCREENSHOT") {
             let png = page.screenshot().await.unwrap();
             std::fs::write(path, png).unwrap();

@@ -28,6 +28,7 @@ mod agent_panel;
 mod clock;
 mod dialog;
 mod login;
+mod passkey_offer;
 mod presence;
 mod prove;
 mod routes;

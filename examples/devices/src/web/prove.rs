@@ -10,6 +10,7 @@ use agent_surface_dioxus::{AnswerError, PendingConfirmations};
 use dioxus::prelude::*;
 use serde_json::json;
 
+use super::passkey_offer::{PasskeysChanged, use_passkey_count};
 use super::presence::refused_text;
 use super::{SessionEnd, Shared};
 
@@ -74,15 +75,8 @@ pub(crate) fn ProveAndApprove(
     let mut message = use_signal(|| None::<String>);
     let mut code = use_signal(String::new);
     let mut busy = use_signal(|| false);
-    let mut keys = use_signal(|| 0usize);
-    let person = shared.app.user().id.clone();
-    let registered = {
-        let _ = keys();
-        shared
-            .presence
-            .passkeys()
-            .map_or(0, |p| p.registered(&person))
-    };
+    let mut keys = use_context::<PasskeysChanged>().0;
+    let registered = use_passkey_count();
     let action = request.presentation.action.clone();
     let shown = request.shown();
     let challenge = request.presence_challenge();

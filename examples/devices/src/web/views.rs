@@ -66,6 +66,7 @@ pub(crate) fn root() -> Element {
     let revision = use_surface_revision();
     use_context_provider(|| Revision(revision));
     use_context_provider(|| Tick(Signal::new(0)));
+    use_context_provider(|| super::passkey_offer::PasskeysChanged(Signal::new(0)));
     if active() != tab.0 {
         let tabs = Arc::clone(&shared.tabs);
         return rsx! {
@@ -131,6 +132,7 @@ fn ConsoleView() -> Element {
         }
         div { class: "layout",
             main {
+                super::passkey_offer::PasskeyOffer {}
                 match route {
                     Route::Devices => rsx! { DevicesPage {} },
                     Route::Settings => rsx! { SettingsPage {} },

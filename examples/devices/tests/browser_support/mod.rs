@@ -258,6 +258,8 @@ pub struct Places {
     /// A page of another site (`http://evil.example:P/`) that tries to
     /// drive the console.
     pub evil: String,
+    /// Every later one-time sign-in link, as the terminal prints them.
+    pub logins: watch::Receiver<String>,
 }
 
 /// Serves the foreign page: it opens the console's websocket and reports
@@ -342,6 +344,7 @@ where
         url: console.url(),
         port,
         evil: format!("http://evil.example:{evil_port}/"),
+        logins: console.login_urls(),
     };
 
     let changed = Arc::new(watch::channel(0).0);

@@ -1,0 +1,83 @@
+//! Sessions end for real: a browser whose session ended (evicted by newer
+//! sign-ins) keeps its tab open, but its page task stopped with the
+//! session, so nothing it sends reaches a handler — not the person's
+//! proof, not a click.
+//!
+//! Runs only where Chromium and chromedriver are installed (CI installs
+//! them), one browser test at a time.
+
+mod browser_support;
+
+use agent_surface::confirmation::ConfirmationOutcome;
+use browser_support::{DISABLE, agent_asks, in_browser, payload, sign_in, terminal_code};
+use devices::Status;
+use fantoccini::Locator;
+use serde_json::json;
+
+/// Browsers signed in at once (the console's `MAX_SESSIONS`).
+const MAX_SESSIONS: usize = 16;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicted_sessions_open_tab_approves_nothing() {
+    in_browser(|page, agent, app, mut places| async move {
+        sign_in(&page, &places).await;
+        agent_asks(&page, &agent, &["d2"]).await;
+        // The person reads the code before the session ends.
+        let code = terminal_code(&page).await;
+        let id = app.registry().confirmations().pending()[0]
+            .confirmation_id
+            .clone();
+
+        // Newer sign-ins (other browsers, the link used again and again)
+        // evict the oldest session: this tab's.
+        places.logins.borrow_and_update();
+        for _ in 0..MAX_SESSIONS {
+            let token = places.logins.borrow_and_update().clone();
+            let link = format!("http://localhost:{}/login?token={token}", places.port);
+            let answer = reqwest::get(&link).await.unwrap();
+            assert!(answer.status().is_success(), "{link}: {}", answer.status());
+            places.logins.changed().await.unwrap();
+        }
+
+        // The tab is still open; what it sends goes nowhere.
+        let typed = page
+            .execute(
+                "var f = document.getElementById('presence-code'); \
+                 var b = document.getElementById('approve-code'); \
+                 if (!f || !b) { return 'gone'; } \
+                 f.value = arguments[0]; f.dispatchEvent(new Event('input', {bubbles: true})); \
+                 setTimeout(function () { b.disabled = false; b.click(); }, 200); return 'sent';",
+                vec![json!(code)],
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        assert_ne!(
+            app.backend().get("d2").unwrap().status,
+            Status::Disabled,
+            "typed: {typed}"
+        );
+        // The page task stopped with the session: its components left the
+        // surface and their request was withdrawn, not approved.
+        let resolution = app.registry().confirmations().resolution(&id).unwrap();
+        assert_eq!(
+            resolution.outcome,
+            ConfirmationOutcome::Withdrawn,
+            "{resolution:?}"
+        );
+        assert!(resolution.person_verified.is_none());
+        // With no signed-in tab, the page's tools are gone for the agent.
+        let retried = agent.call(DISABLE, json!({})).await;
+        assert_eq!(
+            payload(&retried)["code"],
+            "CAPABILITY_NOT_FOUND",
+            "{retried:?}"
+        );
+        // A reload shows the sign-in page: the cookie is no longer a session.
+        page.refresh().await.unwrap();
+        assert!(page.find(Locator::Css("#row-d1")).await.is_err());
+        let body = page.source().await.unwrap();
+        assert!(body.contains("sign-in link"), "{body}");
+    })
+    .await;
+}
