@@ -46,10 +46,6 @@ use cli::Show;
 use devices::{App, User, scenario};
 
 /// The devices surface as an MCP server.
-fn mcp_server(app: &App) -> McpServer {
-    mcp_builder(app).build()
-}
-
 /// The devices surface's MCP server builder.
 fn mcp_builder(app: &App) -> McpServerBuilder {
     McpServer::builder(app.registry())
@@ -63,14 +59,14 @@ fn mcp_builder(app: &App) -> McpServerBuilder {
 
 /// Serves the web console (and MCP at `/mcp`) until interrupted.
 async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
-    let presence = match devices::web::Presence::new() {
-        Ok(presence) => presence,
+    let approvals = match devices::web::Approvals::new() {
+        Ok(approvals) => approvals,
         Err(err) => {
             eprintln!("error: {err}");
             return ExitCode::FAILURE;
         }
     };
-    let registry = devices::web::registry_with(&user, &presence, devices::pinned);
+    let registry = devices::web::registry_with(&user, &approvals, devices::pinned);
     let app = match App::connect(registry, user).await {
         Ok(app) => app,
         Err(err) => {
@@ -78,8 +74,12 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let server = mcp_server(&app);
-    let console = match devices::web::serve(app.clone(), &presence, &server, address).await {
+    // A remote agent's client is sent the console's approval page for each
+    // request (URL-mode elicitation, or the link in the details).
+    let server = mcp_builder(&app)
+        .approval_page(approvals.pages().hook())
+        .build();
+    let console = match devices::web::serve(app.clone(), &approvals, &server, address).await {
         Ok(console) => console,
         Err(err) => {
             eprintln!("error: cannot listen on {address}: {err}");

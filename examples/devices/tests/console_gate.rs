@@ -373,7 +373,7 @@ async fn as_confirm_004_the_mcp_client_beside_the_console_can_ask_but_never_appr
         Err(agent_surface::confirmation::ResolveError::PresenceRequired)
     );
     let code = served
-        .presence
+        .approvals
         .as_ref()
         .unwrap()
         .code_for(&pending.presence_challenge());

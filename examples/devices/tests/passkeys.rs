@@ -13,82 +13,13 @@ mod browser_support;
 use std::sync::Arc;
 
 use agent_surface::confirmation::{ConfirmationOutcome, PresenceMethod};
-use browser_support::{DISABLE, agent_asks, click, in_browser, payload, sign_in, text, until};
+use browser_support::{
+    DISABLE, add_authenticator, agent_asks, click, in_browser, payload, remove_authenticator,
+    sign_in, text, until, verifies,
+};
 use devices::Status;
 use fantoccini::Client;
-use fantoccini::wd::WebDriverCompatibleCommand;
-use serde_json::{Value, json};
-
-/// One command of WebDriver's WebAuthn extension.
-#[derive(Debug)]
-struct WebAuthn {
-    method: http::Method,
-    path: String,
-    body: Option<Value>,
-}
-
-impl WebDriverCompatibleCommand for WebAuthn {
-    fn endpoint(
-        &self,
-        base_url: &url::Url,
-        session_id: Option<&str>,
-    ) -> Result<url::Url, url::ParseError> {
-        base_url.join(&format!(
-            "session/{}/webauthn/{}",
-            session_id.unwrap_or_default(),
-            self.path
-        ))
-    }
-
-    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
-        (
-            self.method.clone(),
-            self.body.as_ref().map(ToString::to_string),
-        )
-    }
-}
-
-/// Adds a platform authenticator that verifies the person (`verified`);
-/// returns its id.
-async fn add_authenticator(page: &Client, verified: bool) -> String {
-    let answer = page
-        .issue_cmd(WebAuthn {
-            method: http::Method::POST,
-            path: "authenticator".into(),
-            body: Some(json!({
-                "protocol": "ctap2",
-                "transport": "internal",
-                "hasResidentKey": true,
-                "hasUserVerification": true,
-                "isUserConsenting": true,
-                "isUserVerified": verified,
-            })),
-        })
-        .await
-        .expect("the virtual authenticator");
-    answer.as_str().expect("an authenticator id").to_owned()
-}
-
-/// Whether authenticator `id` verifies the person from now on.
-async fn verifies(page: &Client, id: &str, verified: bool) {
-    page.issue_cmd(WebAuthn {
-        method: http::Method::POST,
-        path: format!("authenticator/{id}/uv"),
-        body: Some(json!({"isUserVerified": verified})),
-    })
-    .await
-    .expect("set user verification");
-}
-
-async fn remove_authenticator(page: &Client, id: &str) {
-    page.issue_cmd(WebAuthn {
-        method: http::Method::DELETE,
-        path: format!("authenticator/{id}"),
-        body: None,
-    })
-    .await
-    .expect("remove the authenticator");
-}
+use serde_json::json;
 
 /// Waits until the dialog tells the person something containing `what`.
 async fn told(page: &Client, what: &str) {

@@ -21,7 +21,7 @@ use browser_support::{
 };
 use devices::Status;
 use fantoccini::{Client, Locator};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The id of the element that has focus ("" when it has none).
 async fn focused(page: &Client) -> String {

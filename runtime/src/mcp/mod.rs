@@ -73,6 +73,7 @@
 //! ```
 #![doc = include_str!("../../docs/mcp.md")]
 
+mod approval_url;
 pub mod auth;
 mod caller;
 mod clients;
@@ -156,6 +157,7 @@ pub struct McpServerBuilder {
     version: String,
     instructions: Option<String>,
     elicitation: Option<bool>,
+    approval_page: Option<approval_url::ApprovalPage>,
     identify: Option<Identify>,
     auth: Option<auth::ResourceServer>,
     http: HttpOptions,
@@ -213,6 +215,33 @@ impl McpServerBuilder {
     /// approves where they see the application.
     pub fn elicitation(mut self, enabled: bool) -> Self {
         self.elicitation = Some(enabled);
+        self
+    }
+
+    /// The application's own approval page for a request, for a person far
+    /// from the application (a remote agent's person): `page` returns its
+    /// URL for a pending confirmation — single use, short-lived,
+    /// unguessable, bound to the request's digest, and granting nothing
+    /// without the person's own session and proof on that page. Runs
+    /// contained, outside every lock; `None` (or a URL over 2 KiB) gives no
+    /// link.
+    ///
+    /// With it, every `CONFIRMATION_REQUIRED` carries the link in
+    /// `details.approvalUrl` for any client to show its person, and a
+    /// client that declares `elicitation.url` (MCP 2025-11-25) is sent it as
+    /// a URL-mode elicitation: its call is held while the person answers on
+    /// the page, `notifications/elicitation/complete` follows, and the call
+    /// runs once. The client's own answer to the elicitation approves
+    /// nothing: it is not an approval channel, so no opt-in
+    /// ([`elicitation`](Self::elicitation)) is needed.
+    pub fn approval_page(
+        mut self,
+        page: impl Fn(&crate::confirmation::PendingConfirmation) -> Option<String>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.approval_page = Some(Arc::new(page));
         self
     }
 
@@ -320,6 +349,7 @@ impl McpServerBuilder {
             version: self.version,
             instructions: self.instructions,
             elicitation,
+            approval_page: self.approval_page,
             identify: self.identify,
             auth: self.auth,
             views,
@@ -345,6 +375,9 @@ struct PendingElicitation {
     anonymous: bool,
     tool: String,
     arguments: serde_json::Value,
+    /// A URL-mode round: the client's answer only says whether its person
+    /// opened the approval page.
+    url_mode: bool,
 }
 
 /// The approval channel of MCP elicitation: the requesting client's own
@@ -357,6 +390,7 @@ struct Shared {
     version: String,
     instructions: Option<String>,
     elicitation: bool,
+    approval_page: Option<approval_url::ApprovalPage>,
     identify: Option<Identify>,
     auth: Option<auth::ResourceServer>,
     views: ConsumerViews,
@@ -426,6 +460,7 @@ impl McpServer {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
             elicitation: None,
+            approval_page: None,
             identify: None,
             auth: None,
             http: HttpOptions::default(),

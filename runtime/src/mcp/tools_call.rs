@@ -25,6 +25,7 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::approval_url::linked;
 use super::caller::{Acting, Caller};
 use super::convert::{approval_schema, approves, confirmation_of, is_modern, to_call_result};
 use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession, PendingElicitation};
@@ -110,6 +111,29 @@ impl McpSession {
             return Ok(to_call_result(&result).into());
         };
         self.issue(&acting, &confirmation_id);
+        // The application's approval page, for a person far from it: in
+        // the details for any client, as a URL elicitation for one that
+        // takes them.
+        let link = self.approval_link(&confirmation_id);
+        if let Some(link) = link.clone()
+            && explicit.is_none()
+            && Self::takes_urls(&context)
+        {
+            if is_modern(&context) {
+                return Ok(self.ask_by_url_in_round(
+                    &acting,
+                    call,
+                    &confirmation_id,
+                    link,
+                    &result,
+                ));
+            }
+            let outcome =
+                Box::pin(self.ask_by_url(&acting, &call, &confirmation_id, link, &context, cancel))
+                    .await;
+            let link = self.approval_link(&confirmation_id);
+            return Ok(linked(&outcome, link.as_deref()).into());
+        }
         // Asking the client is an approval channel only where the host
         // declared it human-facing (off by default beside an in-app
         // approver).
@@ -127,7 +151,7 @@ impl McpSession {
                 .is_some_and(|pending| pending.presence_required)
         };
         if !supports_elicitation || explicit.is_some() || the_persons() {
-            return Ok(to_call_result(&result).into());
+            return Ok(linked(&result, link.as_deref()).into());
         }
         if is_modern(&context) {
             return Ok(self.ask_in_round(&acting, call, &confirmation_id, &result));
@@ -184,12 +208,26 @@ impl McpSession {
             .and_then(|a| a.get("action"))
             .and_then(|a| serde_json::from_value::<ElicitationAction>(a.clone()).ok())
             .unwrap_or(ElicitationAction::Cancel);
+        let opened = action == ElicitationAction::Accept;
         let approved = approves(action, answer.and_then(|a| a.get("content")));
         self.shared
             .elicitations
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(state);
+        if pending.url_mode {
+            // The answer only says whether the person opened the page.
+            let call = ToolCall::new(name, pending.arguments);
+            let outcome = Box::pin(self.answer_url_round(
+                &acting,
+                call,
+                &pending.confirmation_id,
+                opened,
+                cancel,
+            ))
+            .await;
+            return Ok(outcome);
+        }
         self.answer_elicitation(&acting, &pending.confirmation_id, approved);
         // Denied: the retry reports CONFIRMATION_INVALID {denied}; never
         // retried further.
@@ -232,6 +270,7 @@ impl McpSession {
                     anonymous: acting.caller == Caller::Anonymous,
                     tool: call.name().to_owned(),
                     arguments: call.arguments().clone(),
+                    url_mode: false,
                 },
                 now,
             );
@@ -330,7 +369,7 @@ fn evidence(
 
 /// A fresh input-request state: `rs_` and 128 random bits as hex (`None`
 /// without system randomness: the call then answers two-phase).
-fn secret_state() -> Option<String> {
+pub(super) fn secret_state() -> Option<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).ok()?;
     let mut state = String::with_capacity(3 + 32);

@@ -15,12 +15,12 @@
 //! focus returns to where it was when the dialog closes.
 
 use agent_surface::confirmation::{ConfirmationOutcome, Resolution};
-use agent_surface::context::ConsumerKind;
 use agent_surface_dioxus::{ANSWER_DELAY_MS, use_pending_confirmations};
 use dioxus::prelude::*;
 
 use super::clock::use_now_ms;
 use super::prove::ProveAndApprove;
+use super::request_view::RequestSummary;
 use super::{SessionEnd, Shared};
 
 /// What the person is told about a request that ended on screen.
@@ -63,10 +63,21 @@ fn ended_text(ended: &Resolution) -> String {
     }
 }
 
-/// `4:32` for 272 seconds.
-pub(crate) fn minutes_seconds(ms: u64) -> String {
-    let seconds = ms.div_ceil(1000);
-    format!("{}:{:02}", seconds / 60, seconds % 60)
+/// Whether the request `key` takes answers: from `answerable_at` (registry
+/// clock, ms) on. Until then its buttons show as waiting, and the
+/// component renders again when they wake.
+pub(crate) fn use_armed(answerable_at: u64, key: String) -> bool {
+    let now = use_now_ms();
+    let mut woken = use_signal(|| None::<String>);
+    let armed = now() >= answerable_at || woken.read().as_deref() == Some(key.as_str());
+    if !armed {
+        let wait = answerable_at.saturating_sub(now());
+        spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+            woken.set(Some(key));
+        });
+    }
+    armed
 }
 
 #[component]
@@ -74,29 +85,11 @@ pub(crate) fn ConfirmDialog() -> Element {
     let shared = use_context::<Shared>();
     let session = use_context::<SessionEnd>();
     let pending = use_pending_confirmations();
-    let now = use_now_ms();
     let Some(presented) = pending.presented() else {
         return rsx! {};
     };
     let request = presented.request;
-    let input = request.display_input();
     let presentation = request.presentation.clone();
-    let asker = request
-        .requester
-        .as_deref()
-        .unwrap_or(&request.consumer_key)
-        .to_owned();
-    // The in-page agent's name is the console's label, not one it chose:
-    // say what it is instead.
-    let in_page = request
-        .consumer_key
-        .split_once(':')
-        .is_some_and(|(kind, _)| kind == ConsumerKind::WebMcp.as_str());
-    let asker_note = if in_page {
-        " — the agent built into this browser, using this page's tools"
-    } else {
-        " — the name is the agent's own"
-    };
     if let Some(ended) = presented.ended {
         let text = ended_text(&ended);
         return rsx! {
@@ -119,75 +112,21 @@ pub(crate) fn ConfirmDialog() -> Element {
     // A new request takes no answer at first (a click on its way, or the
     // second half of a double-click, was meant for what was there before):
     // its buttons wake at `answerable_at_ms`.
-    let answerable_at = presented.since_ms + ANSWER_DELAY_MS;
-    let mut woken = use_signal(|| None::<String>);
-    let key = request.confirmation_id.to_string();
-    let armed = now() >= answerable_at || woken.read().as_deref() == Some(key.as_str());
-    if !armed {
-        let wait = answerable_at.saturating_sub(now());
-        let key = key.clone();
-        spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
-            woken.set(Some(key));
-        });
-    }
-    let left = request.expires_at_ms.saturating_sub(now());
-    let countdown = minutes_seconds(left);
+    let armed = use_armed(
+        presented.since_ms + ANSWER_DELAY_MS,
+        request.confirmation_id.to_string(),
+    );
     let shown = request.shown();
     let deny_shown = shown.clone();
     let approver = shared.approver.clone();
     let deny_approver = approver.clone();
-    let effect_class = format!("effect {}", request.effect.as_str());
     let needs_proof = request.presence_required;
     let proving = request.clone();
     let deny_session = session.clone();
     rsx! {
         Frame { state: "live", described_by: "confirm-effect-text", confirmation: "{request.confirmation_id}",
                 p { class: "eyebrow", "An agent asks for your approval" }
-                h2 { id: "confirm-title", "{presentation.title}" }
-                if !presentation.effect.is_empty() {
-                    p { id: "confirm-effect-text", class: "{effect_class}", "{presentation.effect}" }
-                }
-                if !presentation.items.is_empty() {
-                    ul { id: "confirm-items", class: "items", "aria-label": "What it applies to",
-                        for (index, item) in presentation.items.iter().enumerate() {
-                            li { key: "{index}", "{item}" }
-                        }
-                    }
-                }
-                if let Some(note) = &presentation.agent_note {
-                    p { id: "confirm-agent-note", class: "agent-note",
-                        span { class: "muted", "The agent says, in its own words: " }
-                        q { "{note}" }
-                    }
-                }
-                dl {
-                    dt { "Asked by" }
-                    dd {
-                        span { id: "confirm-asker", "{asker}" }
-                        span { id: "confirm-asker-note", class: "muted", "{asker_note}" }
-                    }
-                    dt { "Time left" }
-                    dd {
-                        span {
-                            id: "confirm-countdown",
-                            role: "timer",
-                            "aria-live": "off",
-                            "{countdown}"
-                        }
-                        " — then it expires and nothing is done"
-                    }
-                }
-                details { id: "confirm-details",
-                    summary { "Exact request the agent sent" }
-                    p { class: "muted",
-                        "Operation "
-                        code { "{request.capability_id}" }
-                        ", effect "
-                        span { id: "confirm-effect", "{request.effect.as_str()}" }
-                    }
-                    pre { id: "confirm-input", "{input}" }
-                }
+                RequestSummary { request: request.clone() }
                 if waiting > 1 {
                     p { class: "more", "{waiting - 1} more request(s) waiting after this one" }
                 }

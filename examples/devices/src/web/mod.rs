@@ -25,12 +25,16 @@
 
 mod activity;
 mod agent_panel;
+mod approval_page;
+mod approval_pages;
+mod approvals;
 mod clock;
 mod dialog;
 mod login;
 mod passkey_offer;
 mod presence;
 mod prove;
+mod request_view;
 mod routes;
 mod views;
 mod watch;
@@ -43,6 +47,8 @@ use agent_surface::confirmation::Approver;
 use agent_surface::mcp::{HttpServer, McpServer};
 use agent_surface::registry::{DuplicatePolicy, Registry, RegistryBuilder};
 
+pub use approval_pages::ApprovalPages;
+pub use approvals::Approvals;
 use login::Login;
 pub use presence::Presence;
 
@@ -58,15 +64,15 @@ pub const CONSOLE_CHANNEL: &str = "console";
 /// in-app approval channel ([`CONSOLE_CHANNEL`]), and proof of presence
 /// (`presence`: a passkey or the terminal's one-time code) required for
 /// every destructive or irreversible request.
-pub fn registry(user: &User, presence: &Presence) -> Registry {
-    registry_with(user, presence, |builder| builder)
+pub fn registry(user: &User, approvals: &Approvals) -> Registry {
+    registry_with(user, approvals, |builder| builder)
 }
 
 /// [`registry`], its builder further adjusted by `configure` (the binary
 /// pins it with [`crate::pinned`]).
 pub fn registry_with(
     user: &User,
-    presence: &Presence,
+    approvals: &Approvals,
     configure: impl FnOnce(RegistryBuilder) -> RegistryBuilder,
 ) -> Registry {
     registry_for(user, |builder| {
@@ -74,7 +80,7 @@ pub fn registry_with(
             builder
                 .duplicate_instances(DuplicatePolicy::Replace)
                 .approval_channel(CONSOLE_CHANNEL)
-                .require_presence(Presence::rule(), presence.clone()),
+                .require_presence(Presence::rule(), approvals.presence().clone()),
         )
     })
 }
@@ -145,6 +151,8 @@ pub(crate) struct Shared {
     pub(crate) approver: Option<Approver>,
     /// The passkeys and codes that prove the person approves.
     pub(crate) presence: Presence,
+    /// The approval pages of remote agents' requests.
+    pub(crate) pages: ApprovalPages,
 }
 
 /// This tab's number.
@@ -234,15 +242,19 @@ impl WebConsole {
 /// console's own origin can read, and that origin (see `login`).
 pub async fn serve(
     app: App,
-    presence: &Presence,
+    approvals: &Approvals,
     mcp: &McpServer,
     address: SocketAddr,
 ) -> Result<WebConsole, std::io::Error> {
     let listener = tokio::net::TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
+    let presence = approvals.presence();
     presence
         .serve_on(bound.port())
         .map_err(std::io::Error::other)?;
+    approvals
+        .pages()
+        .serve_at(format!("http://localhost:{}", bound.port()));
     let (codes, _) = tokio::sync::broadcast::channel(64);
     let announcing = announce_codes(&app, presence, codes.clone());
     let login = Arc::new(Login::new(bound.port()).ok_or_else(|| {
@@ -260,6 +272,7 @@ pub async fn serve(
         mcp: mcp.clone(),
         approver,
         presence: presence.clone(),
+        pages: approvals.pages().clone(),
     };
     let routes = routes::router(shared, Arc::clone(&login))?;
     let http = mcp

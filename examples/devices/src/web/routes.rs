@@ -18,9 +18,14 @@ use dioxus_liveview::{axum_socket, interpreter_glue};
 use serde::Deserialize;
 use tokio_util::task::LocalPoolHandle;
 
+use super::approval_page::{ApprovalToken, approval_root, well_formed};
 use super::login::{Login, SOCKET_KEY};
 use super::{OpenedOn, SessionEnd, Shared, TabId, views};
 use crate::components::Route;
+
+const SIGN_IN_TO_APPROVE: &str = "An agent asked you to approve something on the devices \
+    console. Sign in first with the link the console printed in its terminal, then open this \
+    approval link again in the same browser.";
 
 const SIGN_IN_FIRST: &str = "Open the sign-in link the console printed in its terminal. \
     This page only opens in a browser that signed in with it.";
@@ -39,6 +44,13 @@ struct SignIn {
 struct Opened {
     route: Option<String>,
     socket: Option<String>,
+    /// An approval page's token (`route=/approve`).
+    request: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ApprovalLink {
+    request: Option<String>,
 }
 
 /// The headers every console page carries.
@@ -148,6 +160,31 @@ fn same_origin(headers: &HeaderMap) -> bool {
     }
 }
 
+/// Runs one page over `socket` until it closes or its session ends: the
+/// `VirtualDom` `make` builds (given the shared state; the session's end
+/// is added) runs pinned to one of `pool`'s threads, in a task that also
+/// watches the session, so when the session ends (signed out, evicted by
+/// newer sign-ins) the `VirtualDom` and the socket are dropped inside that
+/// task and nothing the socket sends after reaches a handler. (Dropping a
+/// handle to a page task would leave it running.)
+async fn run_page(
+    pool: &LocalPoolHandle,
+    socket: axum::extract::ws::WebSocket,
+    session: SessionEnd,
+    make: impl FnOnce(Shared) -> VirtualDom + Send + 'static,
+    shared: Shared,
+) {
+    let page = pool.spawn_pinned(move || async move {
+        let ended = session.0.clone();
+        let dom = make(shared).with_root_context(session);
+        tokio::select! {
+            _ = dioxus_liveview::run(dom, axum_socket(socket)) => {}
+            () = ended.cancelled() => {}
+        }
+    });
+    let _ = page.await;
+}
+
 /// The console's routes for `shared`, with `login` guarding them.
 pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::io::Error> {
     let missing = || std::io::Error::other("the LiveView glue has no websocket address line");
@@ -174,6 +211,7 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
     };
     let sign_in = Arc::clone(&login);
     let ws_login = Arc::clone(&login);
+    let approve_login = Arc::clone(&login);
     Ok(
         Router::new()
             .route("/", get(|| async { Redirect::to("/devices") }))
@@ -193,6 +231,31 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
             .route("/devices", page_route(devices_glue, Arc::clone(&login)))
             .route("/settings", page_route(settings_glue, Arc::clone(&login)))
             .route(
+                "/approve",
+                get(
+                    move |headers: HeaderMap, Query(link): Query<ApprovalLink>| async move {
+                        // The link alone grants nothing: only a signed-in browser
+                        // opens the page, and only a well-formed token reaches it.
+                        if !approve_login.page_allowed(&headers) {
+                            return refused(StatusCode::UNAUTHORIZED, SIGN_IN_TO_APPROVE);
+                        }
+                        let token = link.request.unwrap_or_default();
+                        if !well_formed(&token) {
+                            return refused(
+                                StatusCode::NOT_FOUND,
+                                "This approval link is not valid.",
+                            );
+                        }
+                        match glue(&format!("/approve&request={token}")) {
+                            Some(glue) => page(&glue),
+                            None => {
+                                refused(StatusCode::INTERNAL_SERVER_ERROR, "The page cannot load.")
+                            }
+                        }
+                    },
+                ),
+            )
+            .route(
                 "/ws",
                 get(
                     move |headers: HeaderMap,
@@ -210,6 +273,15 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
                             .flatten();
                         let Some(ended) = ended else {
                             return refused(StatusCode::UNAUTHORIZED, SIGN_IN_FIRST);
+                        };
+                        let approval = match (opened.route.as_deref(), opened.request) {
+                            (Some("/approve"), Some(token)) if well_formed(&token) => {
+                                Some(ApprovalToken(token))
+                            }
+                            (Some("/approve"), _) => {
+                                return refused(StatusCode::NOT_FOUND, "Not an approval link.");
+                            }
+                            _ => None,
                         };
                         let route = match opened.route.as_deref() {
                             Some("/settings") => Some(Route::Settings),
@@ -231,27 +303,41 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
                         ws.max_message_size(max_message)
                             .max_frame_size(max_message)
                             .on_upgrade(move |socket| async move {
+                                let session = SessionEnd(ended);
+                                if let Some(token) = approval {
+                                    // An approval page: no tab of the console,
+                                    // nothing mounted; it ends with its session.
+                                    run_page(
+                                        &pool,
+                                        socket,
+                                        session,
+                                        move |dom| {
+                                            VirtualDom::new(approval_root)
+                                                .with_root_context(dom.app.registry().clone())
+                                                .with_root_context(dom)
+                                                .with_root_context(token)
+                                        },
+                                        shared,
+                                    )
+                                    .await;
+                                    return;
+                                }
                                 let tabs = Arc::clone(&shared.tabs);
                                 let id = tabs.open();
-                                // The page task itself stops when the session
-                                // ends (signed out, evicted by newer sign-ins):
-                                // its `VirtualDom` and socket are dropped inside
-                                // the task, so nothing the socket sends after
-                                // reaches a handler. Dropping a handle to the
-                                // task would leave it running.
-                                let page = pool.spawn_pinned(move || async move {
-                                    let dom = VirtualDom::new(views::root)
-                                        .with_root_context(shared.app.registry().clone())
-                                        .with_root_context(shared)
-                                        .with_root_context(TabId(id))
-                                        .with_root_context(OpenedOn(route))
-                                        .with_root_context(SessionEnd(ended.clone()));
-                                    tokio::select! {
-                                        _ = dioxus_liveview::run(dom, axum_socket(socket)) => {}
-                                        () = ended.cancelled() => {}
-                                    }
-                                });
-                                let _ = page.await;
+                                run_page(
+                                    &pool,
+                                    socket,
+                                    session,
+                                    move |dom| {
+                                        VirtualDom::new(views::root)
+                                            .with_root_context(dom.app.registry().clone())
+                                            .with_root_context(dom)
+                                            .with_root_context(TabId(id))
+                                            .with_root_context(OpenedOn(route))
+                                    },
+                                    shared,
+                                )
+                                .await;
                                 tabs.close(id);
                             })
                             .into_response()

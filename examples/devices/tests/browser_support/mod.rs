@@ -324,19 +324,22 @@ where
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let user = User::admin();
-    let presence = web::Presence::new().unwrap();
-    let app = App::connect(web::registry(&user, &presence), user)
+    let approvals = web::Approvals::new().unwrap();
+    let app = App::connect(web::registry(&user, &approvals), user)
         .await
         .unwrap();
-    let server = McpServer::builder(app.registry()).name("devices").build();
+    let server = McpServer::builder(app.registry())
+        .name("devices")
+        .approval_page(approvals.pages().hook())
+        .build();
     let address: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let console = web::serve(app.clone(), &presence, &server, address)
+    let console = web::serve(app.clone(), &approvals, &server, address)
         .await
         .unwrap();
     // What the person reads in the terminal: the codes of this console.
     *TERMINAL
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((presence, app.clone()));
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((approvals, app.clone()));
     let port = console.local_addr().port();
     let (evil_port, evil) = serve_evil(port).await;
     let places = Places {
@@ -387,7 +390,7 @@ pub async fn sign_in(page: &Client, places: &Places) {
 }
 
 /// The running console's proofs and app, for the code its terminal shows.
-static TERMINAL: std::sync::Mutex<Option<(web::Presence, App)>> = std::sync::Mutex::new(None);
+static TERMINAL: std::sync::Mutex<Option<(web::Approvals, App)>> = std::sync::Mutex::new(None);
 
 /// The one-time code the console's terminal shows for the request the
 /// dialog presents, as the person reads it there.
@@ -405,13 +408,13 @@ pub async fn terminal_code(page: &Client) -> String {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
-    let (presence, app) = terminal.expect("a console is running");
+    let (approvals, app) = terminal.expect("a console is running");
     let request = app
         .registry()
         .confirmations()
         .find(&id)
         .expect("the request is pending");
-    presence.code_for(&request.presence_challenge())
+    approvals.code_for(&request.presence_challenge())
 }
 
 /// Answers the dialog as a person does: once its buttons take answers
@@ -489,4 +492,100 @@ pub async fn answer_ready(page: &Client) {
         .is_ok()
     })
     .await;
+}
+
+/// One command of WebDriver's WebAuthn extension.
+#[derive(Debug)]
+struct WebAuthn {
+    method: http::Method,
+    path: String,
+    body: Option<Value>,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for WebAuthn {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/webauthn/{}",
+            session_id.unwrap_or_default(),
+            self.path
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        (
+            self.method.clone(),
+            self.body.as_ref().map(ToString::to_string),
+        )
+    }
+}
+
+/// Adds a platform authenticator that verifies the person (`verified`);
+/// returns its id.
+pub async fn add_authenticator(page: &Client, verified: bool) -> String {
+    let answer = page
+        .issue_cmd(WebAuthn {
+            method: http::Method::POST,
+            path: "authenticator".into(),
+            body: Some(json!({
+                "protocol": "ctap2",
+                "transport": "internal",
+                "hasResidentKey": true,
+                "hasUserVerification": true,
+                "isUserConsenting": true,
+                "isUserVerified": verified,
+            })),
+        })
+        .await
+        .expect("the virtual authenticator");
+    answer.as_str().expect("an authenticator id").to_owned()
+}
+
+/// Whether authenticator `id` verifies the person from now on.
+pub async fn verifies(page: &Client, id: &str, verified: bool) {
+    page.issue_cmd(WebAuthn {
+        method: http::Method::POST,
+        path: format!("authenticator/{id}/uv"),
+        body: Some(json!({"isUserVerified": verified})),
+    })
+    .await
+    .expect("set user verification");
+}
+
+pub async fn remove_authenticator(page: &Client, id: &str) {
+    page.issue_cmd(WebAuthn {
+        method: http::Method::DELETE,
+        path: format!("authenticator/{id}"),
+        body: None,
+    })
+    .await
+    .expect("remove the authenticator");
+}
+
+/// The credentials authenticator `id` holds (with their private keys), as
+/// WebDriver's WebAuthn extension gives them.
+pub async fn credentials(page: &Client, id: &str) -> Vec<Value> {
+    let answer = page
+        .issue_cmd(WebAuthn {
+            method: http::Method::GET,
+            path: format!("authenticator/{id}/credentials"),
+            body: None,
+        })
+        .await
+        .expect("the authenticator's credentials");
+    answer.as_array().cloned().unwrap_or_default()
+}
+
+/// Adds `credential` (from [`credentials`]) to authenticator `id`.
+pub async fn add_credential(page: &Client, id: &str, credential: Value) {
+    page.issue_cmd(WebAuthn {
+        method: http::Method::POST,
+        path: format!("authenticator/{id}/credential"),
+        body: Some(credential),
+    })
+    .await
+    .expect("add the credential");
 }

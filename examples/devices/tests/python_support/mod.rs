@@ -3,21 +3,14 @@
 //! (`AGENT_SURFACE_PYTHON`). Without it the test says it was skipped,
 //! unless `CI` is set, where a missing client is a failure.
 
-#![allow(unreachable_pub, clippy::expect_used, clippy::panic)] // test code
+#![allow(dead_code, unreachable_pub, clippy::expect_used, clippy::panic)] // test code
 
 use std::process::Command;
 
 /// Runs `tests/<script>` with the devices binary as its argument and
 /// asserts it succeeded and printed `passed`.
 pub fn run_python_client(script: &str, passed: &str) {
-    let Some(python) = std::env::var_os("AGENT_SURFACE_PYTHON") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must provide the Python MCP client: .ci/run installs it and sets AGENT_SURFACE_PYTHON"
-        );
-        eprintln!(
-            "skipped: set AGENT_SURFACE_PYTHON to a Python with `mcp` installed (as .ci/run does) to run the Python client"
-        );
+    let Some(python) = python() else {
         return;
     };
     let script = format!("{}/tests/{script}", env!("CARGO_MANIFEST_DIR"));
@@ -34,4 +27,20 @@ pub fn run_python_client(script: &str, passed: &str) {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(transcript.contains(passed));
+}
+
+/// The Python with the official SDK, or `None` (said) where it may be
+/// missing; a failure under `CI`.
+pub fn python() -> Option<std::ffi::OsString> {
+    let python = std::env::var_os("AGENT_SURFACE_PYTHON");
+    if python.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide the Python MCP client: .ci/run installs it and sets AGENT_SURFACE_PYTHON"
+        );
+        eprintln!(
+            "skipped: set AGENT_SURFACE_PYTHON to a Python with `mcp` installed (as .ci/run does) to run the Python client"
+        );
+    }
+    python
 }

@@ -26,8 +26,9 @@ pub struct Served {
     pub server: McpServer,
     pub http: Option<HttpServer>,
     pub console: Option<WebConsole>,
-    /// The console's passkeys and terminal codes (a console only).
-    pub presence: Option<devices::web::Presence>,
+    /// The console's passkeys, terminal codes and approval pages (a
+    /// console only).
+    pub approvals: Option<devices::web::Approvals>,
     pub raw: RawMcp,
 }
 
@@ -55,14 +56,19 @@ impl Served {
 /// `tune`.
 pub async fn serve_console(tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder) -> Served {
     let user = User::admin();
-    let presence = devices::web::Presence::new().unwrap();
-    let app = App::attach(devices::web::registry(&user, &presence), user)
+    let approvals = devices::web::Approvals::new().unwrap();
+    let app = App::attach(devices::web::registry(&user, &approvals), user)
         .await
         .unwrap();
-    let server = tune(McpServer::builder(app.registry()).name("devices")).build();
+    let server = tune(
+        McpServer::builder(app.registry())
+            .name("devices")
+            .approval_page(approvals.pages().hook()),
+    )
+    .build();
     let console = devices::web::serve(
         app.clone(),
-        &presence,
+        &approvals,
         &server,
         "127.0.0.1:0".parse().unwrap(),
     )
@@ -74,7 +80,7 @@ pub async fn serve_console(tune: impl FnOnce(McpServerBuilder) -> McpServerBuild
         server,
         http: None,
         console: Some(console),
-        presence: Some(presence),
+        approvals: Some(approvals),
         raw: RawMcp::new(url),
     }
 }
@@ -96,7 +102,7 @@ pub async fn serve_as(
         server,
         http: Some(http),
         console: None,
-        presence: None,
+        approvals: None,
         raw: RawMcp::new(url),
     }
 }
