@@ -435,3 +435,60 @@ async fn as_confirm_004_a_client_declared_human_facing_is_not_asked_what_only_th
         "nothing reached the backend"
     );
 }
+
+#[tokio::test]
+async fn as_confirm_004_a_client_without_url_mode_gets_the_approval_page_which_opens_only_for_the_person()
+ {
+    let served = serve_console(|b| b).await;
+    let address = served.address();
+    let here = address.to_string();
+    // A client without URL-mode elicitation finds the page in the details,
+    // to show its person.
+    let asked = agent_asks(&served).await;
+    let error = payload(&asked);
+    let link = error["details"]["approvalUrl"].as_str().unwrap().to_owned();
+    let prefix = format!("http://localhost:{}/approve?request=", address.port());
+    assert!(link.starts_with(&prefix), "{link}");
+    let token = link.strip_prefix(&prefix).unwrap();
+    assert_eq!(token.len(), 64, "256 random bits");
+    assert!(error["message"].as_str().unwrap().contains("approvalUrl"));
+    // The same request gets the same link; it names no confirmation id.
+    assert!(!link.contains("cnf_"));
+    let path = format!("/approve?request={token}");
+
+    // The link alone opens nothing: not signed in, it asks to sign in.
+    let page = |cookie: Option<String>| {
+        let link = link.clone();
+        async move {
+            let mut request = reqwest::Client::new().get(&link);
+            if let Some((name, value)) = cookie.as_deref().and_then(|c| c.split_once(": ")) {
+                request = request.header(name, value);
+            }
+            let answer = request.send().await.unwrap();
+            (answer.status().as_u16(), answer.text().await.unwrap())
+        }
+    };
+    let (code, body) = page(None).await;
+    assert_eq!(code, 401, "{body}");
+    assert!(body.contains("Sign in first"), "{body}");
+    // Signed in, it opens the page shell; a malformed token does not.
+    let browser = sign_in(&served).await;
+    let (code, body) = page(Some(browser.cookie.clone())).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("route=/approve&request="), "{body}");
+    let head = raw(address, &get(&path, &here, &[browser.cookie.clone()])).await;
+    assert!(status(&head).starts_with("HTTP/1.1 200"), "{head}");
+    for bad in ["x", "..%2Fdevices", &"A".repeat(64), "0123%22%2Balert(1)%2B%22"] {
+        let head = raw(
+            address,
+            &get(&format!("/approve?request={bad}"), &here, &[browser.cookie.clone()]),
+        )
+        .await;
+        assert!(status(&head).starts_with("HTTP/1.1 404"), "{bad}: {head}");
+    }
+    assert_eq!(
+        served.app.registry().confirmations().pending().len(),
+        1,
+        "opening pages answers nothing"
+    );
+}
