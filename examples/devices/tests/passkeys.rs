@@ -132,6 +132,20 @@ async fn as_confirm_001_the_person_registers_a_passkey_and_approves_with_it_and_
         .await;
         let withdrawn = agent.call(DISABLE, json!({})).await;
         assert_eq!(payload(&withdrawn)["details"]["reason"], "withdrawn");
+        // The person's record outlived the tab: the reloaded page shows the
+        // approval made before it, how it was proven, and the request the
+        // reload withdrew.
+        until("the record shows what happened before the reload", || async {
+            text(&page, "#activity").await.is_some_and(|t| {
+                t.contains("admin approved with a passkey (through console): Disable 1 device: Air sensor Navigli")
+                    && t.contains("Withdrawn, the page it applied to was left or closed; nothing was done: Disable 1 device: Camera Duomo")
+            })
+        })
+        .await;
+        if let Some(path) = std::env::var_os("DEVICES_RECORD_SCREENSHOT") {
+            let png = page.screenshot().await.unwrap();
+            std::fs::write(path, png).unwrap();
+        }
 
         // An authenticator without the registered credential: nothing.
         remove_authenticator(&page, &authenticator).await;

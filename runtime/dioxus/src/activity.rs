@@ -50,6 +50,9 @@ pub enum Activity {
         error: Option<ErrorCode>,
         /// When it ran an approved request: that request's title.
         approved: Option<String>,
+        /// Why it was refused, where the error says (`denied`, `consumed`,
+        /// `expired`, `mismatch`, `withdrawn`…).
+        reason: Option<Arc<str>>,
     },
     /// An agent asked the person to approve.
     Asked {
@@ -70,7 +73,43 @@ pub enum Activity {
         reason: Option<&'static str>,
         /// The request's title, when it was seen asked.
         title: Option<String>,
+        /// How the person proved an approval was theirs (`webauthn`,
+        /// `out-of-band`), if they did.
+        proof: Option<&'static str>,
     },
+}
+
+impl ActivityEntry {
+    /// The bytes of text it holds (names, ids, titles), for bounds.
+    pub(crate) fn text_bytes(&self) -> usize {
+        let what = match &self.what {
+            Activity::Call {
+                capability_id,
+                approved,
+                reason,
+                ..
+            } => {
+                capability_id.len()
+                    + approved.as_ref().map_or(0, String::len)
+                    + reason.as_ref().map_or(0, |r| r.len())
+            }
+            Activity::Asked {
+                confirmation_id,
+                title,
+            } => confirmation_id.len() + title.len(),
+            Activity::Answered {
+                confirmation_id,
+                channel,
+                title,
+                ..
+            } => {
+                confirmation_id.len()
+                    + channel.as_ref().map_or(0, |c| c.len())
+                    + title.as_ref().map_or(0, String::len)
+            }
+        };
+        64 + self.who.len() + what
+    }
 }
 
 /// The activity of the provided registry's agents, newest first.
@@ -89,6 +128,14 @@ impl std::fmt::Debug for AgentActivity {
 }
 
 impl AgentActivity {
+    /// An activity over these signals (the log's hook fills them).
+    pub(crate) fn from_signals(
+        entries: Signal<VecDeque<ActivityEntry>>,
+        dropped: Signal<u64>,
+    ) -> AgentActivity {
+        AgentActivity { entries, dropped }
+    }
+
     /// The entries, newest first.
     pub fn entries(&self) -> Vec<ActivityEntry> {
         self.entries.read().iter().cloned().collect()
@@ -117,7 +164,7 @@ struct Asked {
 /// What the list remembers between events: asked titles and approvals
 /// awaiting their call, bounded like the list.
 #[derive(Default)]
-struct Memory {
+pub(crate) struct Memory {
     /// Recent requests.
     asked: VecDeque<Asked>,
     /// Requests approved and not yet run.
@@ -133,13 +180,19 @@ impl Memory {
     }
 
     /// The entry an event makes, if it is one a person reads.
-    fn entry(&mut self, event: &SurfaceEvent, at_ms: u64, max: usize) -> Option<ActivityEntry> {
+    pub(crate) fn entry(
+        &mut self,
+        event: &SurfaceEvent,
+        at_ms: u64,
+        max: usize,
+    ) -> Option<ActivityEntry> {
         match event {
             SurfaceEvent::InvocationSettled {
                 capability_id,
                 consumer_id,
                 consumer_label,
                 code,
+                reason,
                 ..
             } => {
                 let approved = if code.is_none() {
@@ -159,6 +212,7 @@ impl Memory {
                         capability_id: Arc::clone(capability_id),
                         error: *code,
                         approved,
+                        reason: reason.as_ref().map(|r| Arc::from(cut(r))),
                     },
                 })
             }
@@ -196,6 +250,7 @@ impl Memory {
                 channel,
                 approver,
                 reason,
+                proof,
             } => {
                 let asked = self
                     .asked
@@ -216,6 +271,7 @@ impl Memory {
                         channel: channel.clone(),
                         reason: *reason,
                         title: asked.map(|asked| asked.title),
+                        proof: *proof,
                     },
                 })
             }

@@ -21,7 +21,9 @@
 //!   ([`PendingConfirmations::approve_with_presence`]).
 //! - [`use_agent_activity`] is what agents did — every call, request for
 //!   approval and answer, with who and through which channel — newest
-//!   first and bounded, for an activity panel.
+//!   first and bounded, for an activity panel; [`ActivityLog`] keeps it on
+//!   the server for the person, so a reload or a new tab shows what
+//!   happened before ([`use_activity_log`]).
 //! - [`use_webmcp`] serves the surface to the agent in the page's browser
 //!   through WebMCP (`document.modelContext`), calls running on the server
 //!   through the full pipeline and approvals left to the person.
@@ -47,6 +49,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod activity;
+mod activity_log;
 mod component;
 mod confirmations;
 pub mod passkey;
@@ -55,6 +58,7 @@ mod revision;
 mod webmcp;
 
 pub use activity::{Activity, ActivityEntry, AgentActivity, MAX_ACTIVITY, use_agent_activity};
+pub use activity_log::{ActivityLog, MAX_LOG_BYTES, use_activity_log};
 pub use component::{
     AgentHandle, AgentMountError, use_agent_component, use_agent_instance, use_agent_mount,
 };

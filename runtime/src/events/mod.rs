@@ -121,6 +121,10 @@ pub enum SurfaceEvent {
         /// The error code, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<ErrorCode>,
+        /// Why, for an error that says (its `details.reason`: `denied`,
+        /// `consumed`, `expired`, `mismatch`, `withdrawn`, `queue-full`…).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<Arc<str>>,
         /// Milliseconds from start to settlement.
         duration_ms: u64,
     },
@@ -153,6 +157,11 @@ pub enum SurfaceEvent {
         /// Why it was withdrawn (`replaced`, `unmounted`, `agent-left`,
         /// `input-changed`, `cancelled`, `displaced`), for a withdrawal.
         reason: Option<&'static str>,
+        /// How the person proved an approval was theirs (`webauthn`,
+        /// `out-of-band`); `None` for an approval on the channel's word and
+        /// for every other outcome.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        proof: Option<&'static str>,
     },
     /// Events were dropped here because listeners fell behind by more than
     /// the dispatcher's bound: what follows is still in mutation order,
@@ -205,12 +214,14 @@ impl SurfaceEvent {
                 capability_id,
                 consumer_id,
                 consumer_label,
+                reason,
                 ..
             } => {
                 invocation_id.len()
                     + capability_id.len()
                     + consumer_id.len()
                     + consumer_label.as_ref().map_or(0, |label| label.len())
+                    + reason.as_ref().map_or(0, |reason| reason.len())
             }
             SurfaceEvent::ConfirmationRequested {
                 confirmation_id,

@@ -175,7 +175,7 @@ impl McpSession {
     ) -> CallToolResponse {
         let confirmations = self.shared.registry.confirmations();
         let text = message(confirmations.find(confirmation_id).as_ref());
-        let Some(state) = super::tools_call::secret_state() else {
+        let Some(state) = super::convert::secret_state() else {
             return linked(first, Some(&link)).into();
         };
         let now = self.shared.registry.now_ms();

@@ -95,3 +95,17 @@ pub(super) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
         .protocol_version()
         .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }
+
+/// A fresh input-request state: `rs_` and 128 random bits as hex (`None`
+/// without system randomness: the call then answers two-phase).
+pub(super) fn secret_state() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    let mut state = String::with_capacity(3 + 32);
+    state.push_str("rs_");
+    for byte in bytes {
+        use std::fmt::Write as _;
+        let _ = write!(state, "{byte:02x}");
+    }
+    Some(state)
+}

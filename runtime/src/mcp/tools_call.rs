@@ -27,7 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::approval_url::linked;
 use super::caller::{Acting, Caller};
-use super::convert::{approval_schema, approves, confirmation_of, is_modern, to_call_result};
+use super::convert::{
+    approval_schema, approves, confirmation_of, is_modern, secret_state, to_call_result,
+};
 use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession, PendingElicitation};
 use crate::adapter::{answer_on_connection, approval_prompt, bounds, refused};
 use crate::context::{Consumer, ConsumerKind};
@@ -365,18 +367,4 @@ fn evidence(
         })
         .and_then(Value::as_str)
         .map(str::to_owned)
-}
-
-/// A fresh input-request state: `rs_` and 128 random bits as hex (`None`
-/// without system randomness: the call then answers two-phase).
-pub(super) fn secret_state() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    let mut state = String::with_capacity(3 + 32);
-    state.push_str("rs_");
-    for byte in bytes {
-        use std::fmt::Write as _;
-        let _ = write!(state, "{byte:02x}");
-    }
-    Some(state)
 }

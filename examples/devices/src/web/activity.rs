@@ -4,13 +4,13 @@
 //! withdrawals.
 
 use agent_surface::ErrorCode;
-use agent_surface_dioxus::{Activity, ActivityEntry, use_agent_activity};
+use agent_surface_dioxus::{Activity, ActivityEntry, use_activity_log};
 use dioxus::prelude::*;
 
 use super::clock::use_now_ms;
 
-/// Entries the page keeps.
-const SHOWN: usize = 40;
+/// Entries the console keeps for the person.
+pub(crate) const KEPT: usize = 200;
 
 /// What calling a capability means to a person.
 fn doing(capability_id: &str) -> &'static str {
@@ -30,13 +30,36 @@ fn doing(capability_id: &str) -> &'static str {
     }
 }
 
-/// Why a call did not go through, in a few words.
-fn why(code: ErrorCode) -> &'static str {
+/// Why a call did not go through, in a few words: the reason the error
+/// gave, where it gave one.
+fn why(code: ErrorCode, reason: Option<&str>) -> &'static str {
+    match (code, reason) {
+        (ErrorCode::ConfirmationInvalid, Some("denied")) => "was refused: you denied it",
+        (ErrorCode::ConfirmationInvalid, Some("consumed")) => {
+            "was refused: its approval was already used"
+        }
+        (ErrorCode::ConfirmationInvalid, Some("expired")) => "was refused: its approval expired",
+        (ErrorCode::ConfirmationInvalid, Some("mismatch")) => {
+            "was refused: its approval was for other input"
+        }
+        (ErrorCode::ConfirmationInvalid, Some("withdrawn")) => {
+            "was refused: its request was withdrawn"
+        }
+        (ErrorCode::ConfirmationInvalid, Some("cancelled")) => {
+            "was refused: it stopped waiting for your answer"
+        }
+        (ErrorCode::RateLimited, Some("queue-full")) => {
+            "was asked to wait: too many requests are waiting for you"
+        }
+        (code, _) => why_code(code),
+    }
+}
+
+/// Why a call did not go through, by its code alone.
+fn why_code(code: ErrorCode) -> &'static str {
     match code {
         ErrorCode::ConfirmationRequired => "waits for your approval",
-        ErrorCode::ConfirmationInvalid => {
-            "was refused: its approval was denied, used up, expired, or for other input"
-        }
+        ErrorCode::ConfirmationInvalid => "was refused: its approval no longer applies",
         ErrorCode::CapabilityNotAvailable => "was not available",
         ErrorCode::StaleCapability => "used an outdated view",
         ErrorCode::PreconditionFailed => "did not fit the current state",
@@ -55,6 +78,7 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
             capability_id,
             error: None,
             approved: Some(title),
+            ..
         } => {
             let _ = capability_id;
             (format!("{who} did, with your approval: {title}"), "done")
@@ -83,12 +107,13 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
         Activity::Call {
             capability_id,
             error: Some(code),
+            reason,
             ..
         } => (
             format!(
                 "{who} tried: {}, but it {}",
                 doing(capability_id),
-                why(*code)
+                why(*code, reason.as_deref())
             ),
             "refused",
         ),
@@ -98,6 +123,7 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
             channel,
             reason,
             title,
+            proof,
             ..
         } => {
             let what = title.clone().unwrap_or_else(|| "a request".to_owned());
@@ -105,8 +131,13 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
                 .as_deref()
                 .map(|c| format!(" (through {c})"))
                 .unwrap_or_default();
+            let proven = match *proof {
+                Some("webauthn") => " with a passkey",
+                Some("out-of-band") => " with the terminal's code",
+                _ => "",
+            };
             match *outcome {
-                "approved" => (format!("{who} approved{through}: {what}"), "answer"),
+                "approved" => (format!("{who} approved{proven}{through}: {what}"), "answer"),
                 "denied" => (format!("{who} denied{through}: {what}"), "answer"),
                 "expired" => (
                     format!("Expired without an answer, nothing was done: {what}"),
@@ -125,6 +156,12 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
                         ),
                         Some("displaced") => format!(
                             "Withdrawn to make room for another agent's request; nothing was done: {what}"
+                        ),
+                        Some("replaced") => format!(
+                            "Withdrawn, the console was reloaded or opened in another tab; nothing was done: {what}"
+                        ),
+                        Some("unmounted") => format!(
+                            "Withdrawn, the page it applied to was left or closed; nothing was done: {what}"
                         ),
                         _ => format!("Withdrawn, the page changed; nothing was done: {what}"),
                     },
@@ -162,7 +199,10 @@ fn ago(now_ms: u64, at_ms: u64) -> String {
 
 #[component]
 pub(crate) fn ActivityList() -> Element {
-    let activity = use_agent_activity(SHOWN);
+    // The person's record, kept by the server: a reload or a new tab shows
+    // what happened before it opened.
+    let shared = use_context::<super::Shared>();
+    let activity = use_activity_log(&shared.activity);
     let now = use_now_ms();
     let entries = activity.entries();
     let dropped = activity.dropped();

@@ -153,6 +153,8 @@ pub(crate) struct Shared {
     pub(crate) presence: Presence,
     /// The approval pages of remote agents' requests.
     pub(crate) pages: ApprovalPages,
+    /// The person's record of what agents did, beyond any tab.
+    pub(crate) activity: agent_surface_dioxus::ActivityLog,
 }
 
 /// This tab's number.
@@ -265,6 +267,7 @@ pub async fn serve(
         .confirmations()
         .approver(CONSOLE_CHANNEL, &app.user().id)
         .ok();
+    let activity = agent_surface_dioxus::ActivityLog::start(app.registry(), activity::KEPT);
     let shared = Shared {
         app,
         tabs: Arc::new(Tabs::default()),
@@ -273,6 +276,7 @@ pub async fn serve(
         approver,
         presence: presence.clone(),
         pages: approvals.pages().clone(),
+        activity,
     };
     let routes = routes::router(shared, Arc::clone(&login))?;
     let http = mcp

@@ -95,6 +95,7 @@ impl ConfirmationStore {
                 channel: None,
                 approver: None,
                 reason: None,
+                proof: None,
             });
         }
     }

@@ -106,6 +106,7 @@ impl ConfirmationStore {
                 channel: None,
                 approver: None,
                 reason: Some(reason),
+                proof: None,
             });
         }
     }

@@ -201,6 +201,11 @@ impl InFlight<'_> {
                 consumer_label: self.consumer.label_arc().cloned(),
                 status,
                 code,
+                reason: result
+                    .error()
+                    .and_then(|error| error.detail("reason"))
+                    .and_then(Value::as_str)
+                    .map(Arc::from),
                 duration_ms,
             }]
         });
