@@ -76,8 +76,60 @@ fn describe(result: &InvocationResult) -> String {
     }
 }
 
+/// What a call is for, told to the person watching.
+fn intent(capability_id: &str, input: &Value) -> String {
+    match capability_id {
+        "view:devices.filters.set" if input["status"] == "all" => {
+            "I show every device again, to check what changed.".to_owned()
+        }
+        "view:devices.filters.set" => "I show the offline devices in Milan.".to_owned(),
+        "view:devices.table.readState" => "I read the table.".to_owned(),
+        "view:devices.table.selectRows" => {
+            let count = input["ids"].as_array().map_or(0, Vec::len);
+            format!("I select the {count} devices I see.")
+        }
+        "domain:devices.disable" => "I ask to disable the selected devices.".to_owned(),
+        "view:app.navigation.goTo" => "The devices are on another page: I go there.".to_owned(),
+        _ => "I use another tool of the page.".to_owned(),
+    }
+}
+
+/// How a call ended, told to the person watching (`None`: nothing to add).
+fn result_story(result: &InvocationResult) -> Option<String> {
+    let error = result.error()?;
+    Some(match error.code() {
+        agent_surface::ErrorCode::ConfirmationRequired => return None,
+        agent_surface::ErrorCode::CapabilityNotAvailable => {
+            "That is not possible right now on this page.".to_owned()
+        }
+        agent_surface::ErrorCode::NotAuthorized => "You are not allowed to do that.".to_owned(),
+        _ => "That did not work.".to_owned(),
+    })
+}
+
 impl Agent<'_> {
+    /// Whether the transcript is a story for a person watching the page
+    /// (rather than the protocol steps a developer reads).
+    fn story(&self) -> bool {
+        self.approval == Approval::Person
+    }
+
+    /// A protocol line (the developer's transcript).
     fn say(&mut self, line: impl AsRef<str>) {
+        if !self.story() {
+            let _ = writeln!(self.out, "{}", line.as_ref());
+        }
+    }
+
+    /// A line of the story (the page's transcript).
+    fn tell(&mut self, line: impl AsRef<str>) {
+        if self.story() {
+            let _ = writeln!(self.out, "{}", line.as_ref());
+        }
+    }
+
+    /// A line both transcripts carry.
+    fn both(&mut self, line: impl AsRef<str>) {
         let _ = writeln!(self.out, "{}", line.as_ref());
     }
 
@@ -98,6 +150,7 @@ impl Agent<'_> {
         let tools = self.toolset.tools();
         let names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
         self.say(format!("{n}. discover: {} tools", names.len()));
+        self.tell("I look at what this page lets me do.");
         for tool in tools.iter() {
             let state = tool.state();
             let status = match (&state.unavailable_reason, &state.note) {
@@ -116,17 +169,24 @@ impl Agent<'_> {
             self.say(format!(
                 "{n}. {capability_id}: not in the catalog — the console does not offer it to this agent for this user"
             ));
+            self.tell("The console does not let me do that for you.");
             return None;
         };
         self.calls += 1;
         let call_id = format!("call_{}", self.calls);
         let n = self.next();
         self.say(format!("{n}. {name} {}", compact(&input)));
+        self.tell(intent(capability_id, &input));
         let result = self
             .toolset
             .execute(&name, input.clone(), Some(&call_id))
             .await;
         self.say(format!("   → {}", describe(&result)));
+        if let Some(line) = result_story(&result)
+            && result.error().map(agent_surface::ErrorPayload::retry) != Some(Retry::AfterRefresh)
+        {
+            self.tell(line);
+        }
         match result.error().map(agent_surface::ErrorPayload::retry) {
             Some(Retry::WithConfirmation) => {
                 Some(self.confirm_and_retry(&name, input, result).await)
@@ -141,6 +201,9 @@ impl Agent<'_> {
                 self.say(format!("{n}. {name} {}", compact(&input)));
                 let retried = self.toolset.execute(&name, input, Some(&call_id)).await;
                 self.say(format!("   → {}", describe(&retried)));
+                if let Some(line) = result_story(&retried) {
+                    self.tell(line);
+                }
                 Some(retried)
             }
             _ => Some(result),
@@ -190,17 +253,21 @@ impl Agent<'_> {
                     .is_ok()
             }),
             Approval::Person => {
-                self.say(format!(
-                    "   waiting for the user to answer {id} in the dialog"
-                ));
+                if let Some(pending) = &pending {
+                    let title = pending.presentation.title.clone();
+                    self.tell(format!(
+                        "This needs your approval: \u{201c}{title}\u{201d}. I wait for your answer in the dialog."
+                    ));
+                }
                 let outcome = self.app.registry().confirmations().wait_for(&id).await;
                 outcome == Some(agent_surface::confirmation::ConfirmationOutcome::Approved)
             }
         };
         if self.approval == Approval::Person && !approved {
-            self.say(format!("   the user did not approve {id}: the agent stops"));
+            self.tell("You did not approve it, so I stop: nothing was done.");
             return asked;
         }
+        self.tell("You approved it, so I go ahead.");
         self.say(format!(
             "{n}. the user {} {id}",
             if approved {
@@ -221,6 +288,9 @@ impl Agent<'_> {
             .execute_with(name, input, Some(&call_id), Some(&id))
             .await;
         self.say(format!("   → {}", describe(&result)));
+        if let Some(line) = result_story(&result) {
+            self.tell(line);
+        }
         self.last_confirmation = Some(id);
         result
     }
@@ -250,12 +320,19 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
         }
     };
     let user = app.user();
-    let _ = writeln!(
-        out,
-        "The user ({}: {}) asks: \"show me the offline devices in Milan, select the visible ones and disable them\"\n",
-        user.id,
-        user.permissions.join(", ")
-    );
+    let _ = if approval == Approval::Person {
+        writeln!(
+            out,
+            "You asked: \u{201c}show me the offline devices in Milan, select the visible ones and disable them\u{201d}\n"
+        )
+    } else {
+        writeln!(
+            out,
+            "The user ({}: {}) asks: \"show me the offline devices in Milan, select the visible ones and disable them\"\n",
+            user.id,
+            user.permissions.join(", ")
+        )
+    };
     let mut agent = Agent {
         app,
         approval,
@@ -290,6 +367,7 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
         .await;
         if appeared.is_err() {
             agent.say("   the devices page did not appear");
+            agent.tell("The devices page did not appear.");
         }
         agent.discover();
     }
@@ -311,7 +389,7 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
         .filter_map(|row| row["id"].as_str().map(str::to_owned))
         .collect();
     if visible.is_empty() {
-        agent.say("No offline devices in Milan: nothing to do.");
+        agent.both("No offline devices in Milan: nothing to do.");
         return outcome;
     }
     let selected = agent
@@ -323,6 +401,7 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
     let disabled = agent.call("domain:devices.disable", json!({})).await;
     let Some(disabled) = disabled else {
         agent.say("The agent reports: you are not allowed to disable devices.");
+        agent.tell("You are not allowed to disable devices, so I stop.");
         return outcome;
     };
     outcome.disabled = disabled
@@ -352,8 +431,9 @@ pub async fn run_with(app: &App, out: &mut dyn Write, approval: Approval) -> Out
         })
         .collect();
 
-    // A replay of the same evidence: refused.
-    let evidence = agent.last_confirmation.clone();
+    // A replay of the same evidence: refused (a protocol step shown to
+    // developers; the person's story ends with the result).
+    let evidence = agent.last_confirmation.clone().filter(|_| !agent.story());
     if let (Some(id), Some(name)) = (evidence, agent.tool_name("domain:devices.disable")) {
         agent.calls += 1;
         let call_id = format!("call_{}", agent.calls);

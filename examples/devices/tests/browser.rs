@@ -281,7 +281,7 @@ async fn journey(page: Client, mut agent: Session, app: App, places: Places) {
     until("the scripted agent is done", || async {
         text(&page, "#transcript")
             .await
-            .is_some_and(|t| t.contains("Done: 1 devices disabled."))
+            .is_some_and(|t| t.contains("Done: 1 device disabled."))
     })
     .await;
     assert_eq!(app.backend().get("d4").unwrap().status, Status::Disabled);

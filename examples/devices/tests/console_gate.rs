@@ -478,10 +478,19 @@ async fn as_confirm_004_a_client_without_url_mode_gets_the_approval_page_which_o
     assert!(body.contains("route=/approve&request="), "{body}");
     let head = raw(address, &get(&path, &here, &[browser.cookie.clone()])).await;
     assert!(status(&head).starts_with("HTTP/1.1 200"), "{head}");
-    for bad in ["x", "..%2Fdevices", &"A".repeat(64), "0123%22%2Balert(1)%2B%22"] {
+    for bad in [
+        "x",
+        "..%2Fdevices",
+        &"A".repeat(64),
+        "0123%22%2Balert(1)%2B%22",
+    ] {
         let head = raw(
             address,
-            &get(&format!("/approve?request={bad}"), &here, &[browser.cookie.clone()]),
+            &get(
+                &format!("/approve?request={bad}"),
+                &here,
+                &[browser.cookie.clone()],
+            ),
         )
         .await;
         assert!(status(&head).starts_with("HTTP/1.1 404"), "{bad}: {head}");

@@ -88,8 +88,19 @@ async fn the_scripted_agent_disables_three_devices_from_a_fresh_console_and_from
         })
         .await;
         let transcript = text(&page, "#transcript").await.unwrap();
+        // A story for the person watching: no protocol codes or wire names.
         assert!(!transcript.contains("does not offer it"), "{transcript}");
-        assert!(transcript.contains("go to /devices"), "{transcript}");
+        assert!(
+            transcript.contains("The devices are on another page: I go there."),
+            "{transcript}"
+        );
+        assert!(
+            transcript.contains("You approved it, so I go ahead."),
+            "{transcript}"
+        );
+        for raw in ["STALE", "CONFIRMATION", "__", "cnf_", "{"] {
+            assert!(!transcript.contains(raw), "{raw} in {transcript}");
+        }
         for id in ["d2", "d3", "d4"] {
             assert_eq!(app.backend().get(id).unwrap().status, Status::Disabled);
         }
@@ -138,7 +149,8 @@ async fn the_dialog_names_the_devices_the_action_who_asks_and_the_time_left() {
         assert_eq!(class.as_deref(), Some("danger"));
         assert!(page.find(Locator::Css("#setup-passkey")).await.is_ok());
         let asker = text(&page, "#confirm-asker").await.unwrap();
-        assert!(asker.contains("rmcp") && asker.contains("session"), "{asker}");
+        // As a person names it: the client's name, no version or session.
+        assert_eq!(asker, "rmcp");
         let countdown = text(&page, "#confirm-countdown").await.unwrap();
         assert!(
             countdown.split_once(':').is_some_and(|(m, s)| {
@@ -316,7 +328,7 @@ async fn the_activity_and_the_agents_panel_show_what_the_agent_does_and_may_do()
             "the activity shows the approval and its channel",
             || async {
                 text(&page, "#activity").await.is_some_and(|t| {
-                    t.contains("admin approved (through console): Disable 2 devices")
+                    t.contains("admin approved with the terminal's code (through console): Disable 2 devices")
                 })
             },
         )

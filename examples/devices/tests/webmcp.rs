@@ -169,6 +169,13 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
     })
     .await;
     assert!(toolchanges(&page).await > before, "no toolchange event");
+    // The Agents panel says what the in-page agent may use, in words.
+    until("the panel lists the in-page agent's tools", || async {
+        text(&page, "#in-page-tools")
+            .await
+            .is_some_and(|t| t.contains("table: select rows") && t.contains("disable devices"))
+    })
+    .await;
 
     // A valid call runs through the pipeline as the in-page agent.
     let state = execute(&page, "read", READ_TABLE, json!({})).await;

@@ -72,8 +72,8 @@ pub struct PendingConfirmation {
     pub registration_id: Arc<str>,
     /// Who asked (`kind:id`).
     pub consumer_key: Arc<str>,
-    /// Who asked, as a person would name them (the MCP client's name and
-    /// version, the embedded agent's name), escaped; `None` if unknown.
+    /// Who asked, as a person would name them (the MCP client's name, the
+    /// embedded agent's name), escaped; `None` if unknown.
     pub requester: Option<Arc<str>>,
     /// The request in the person's terms: title, the approving button's
     /// label, the effect in plain words (the host's presenter, or the

@@ -92,11 +92,7 @@ impl McpSession {
             let view = match self.life.held.get() {
                 Some(view) => Arc::clone(view),
                 None => {
-                    let label = Some(format!(
-                        "{} ({})",
-                        client().as_deref().unwrap_or(UNNAMED),
-                        session_label(session)
-                    ));
+                    let label = Some(client().unwrap_or_else(|| UNNAMED.to_owned()));
                     let view = self.shared.view(session, label.as_deref())?;
                     Arc::clone(self.life.held.get_or_init(|| view))
                 }
@@ -112,7 +108,7 @@ impl McpSession {
             .anonymous
             .get_or_init(|| {
                 let consumer = self.shared.anonymous_id();
-                let label = format!("{} (no session)", client().as_deref().unwrap_or(UNNAMED));
+                let label = client().unwrap_or_else(|| UNNAMED.to_owned());
                 let view = self.shared.views.detached(&consumer, true, Some(&label))?;
                 Some((consumer, view))
             })
@@ -244,7 +240,7 @@ const UNNAMED: &str = "An unnamed agent";
 /// server assigns (the session) always stays in view.
 const MAX_CLIENT_NAME_CHARS: usize = 40;
 
-/// The client's own name and version (`clientInfo`: its title, else its
+/// The client's own name as a person would say it (`clientInfo`: its title, else its
 /// name), cut to a bound; `None` when it gave neither. Self-reported: a
 /// client may call itself anything.
 fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
@@ -257,25 +253,10 @@ fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
     if name.is_empty() {
         return None;
     }
-    let version = info.client_info.version.trim();
-    let full = if version.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{name} {version}")
-    };
-    // Escaped before it is cut: no bidi, zero-width or control character
-    // of the client's reaches a person as is, wherever the label shows.
-    let full = crate::adapter::text::escape(&full);
+    // As a person names it: the client's title or name, without its
+    // version or any session plumbing. Escaped before it is cut: no bidi,
+    // zero-width or control character of the client's reaches a person as
+    // is, wherever the label shows.
+    let full = crate::adapter::text::escape(name);
     Some(crate::adapter::text::truncate(&full, MAX_CLIENT_NAME_CHARS).into_owned())
-}
-
-/// `MCP session 3` for `session-3-…`.
-fn session_label(session: &str) -> String {
-    match session
-        .strip_prefix("session-")
-        .and_then(|rest| rest.split('-').next())
-    {
-        Some(n) => format!("MCP session {n}"),
-        None => "an MCP session".to_owned(),
-    }
 }

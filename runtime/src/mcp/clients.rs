@@ -12,7 +12,7 @@ use crate::toolset::served;
 #[non_exhaustive]
 pub struct ConnectedClient {
     /// Its consumer identity; [`Consumer::label`] names it as a person
-    /// would (the client's name and version, its session).
+    /// would (the client's name, without version or session).
     pub consumer: Consumer,
     /// The wire names of the tools it may use right now (available ones).
     pub tools: Vec<String>,

@@ -194,7 +194,7 @@ impl McpServerBuilder {
     /// Whether the client's MCP elicitation is an approval channel: when
     /// the client supports it, the server asks through it and the client's
     /// answer resolves the confirmation (channel [`ELICITATION_CHANNEL`],
-    /// kind agent-connection, approver the client's name and version).
+    /// kind agent-connection, approver the client's name).
     ///
     /// **Trust assumption:** the client shows the request to its person and
     /// never answers for them — true of a desktop client with a person at

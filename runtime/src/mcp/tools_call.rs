@@ -326,7 +326,7 @@ impl McpSession {
     /// The client's answer to an elicitation it showed its person: resolved
     /// through the `mcp-elicitation` agent-connection channel, which
     /// answers only this caller's own requests, recorded with the client's
-    /// name and version. Refused (another consumer's request, no longer
+    /// name. Refused (another consumer's request, no longer
     /// pending): the retry reports why; nothing else is resolved.
     fn answer_elicitation(&self, acting: &Acting, confirmation_id: &str, approved: bool) {
         let client = acting

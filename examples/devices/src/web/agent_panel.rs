@@ -52,6 +52,35 @@ fn tool_words(name: &str) -> String {
     }
 }
 
+/// A capability id as a person reads it: `view:devices.table.selectRows`
+/// → `table: select rows`.
+fn capability_words(id: &str) -> String {
+    if id == "domain:devices.disable" {
+        return "disable devices".to_owned();
+    }
+    tool_words(&id.replace([':', '.'], "__"))
+}
+
+/// What the in-page agent may use right now: the page's available
+/// capabilities, as the in-page agent's own view has them.
+fn in_page_tools(shared: &Shared) -> Vec<String> {
+    let mut options = agent_surface::snapshot::SnapshotOptions::for_consumer(
+        agent_surface::context::Consumer::new(
+            agent_surface::context::ConsumerKind::WebMcp,
+            "panel",
+        ),
+    );
+    options.include_unavailable = false;
+    shared
+        .app
+        .registry()
+        .snapshot(&options)
+        .capabilities()
+        .filter(|(_, capability)| capability.available())
+        .map(|(_, capability)| capability_words(capability.id()))
+        .collect()
+}
+
 /// `in_page`: this browser has WebMCP and the page serves its tools to the
 /// agent built into it.
 #[component]
@@ -61,10 +90,11 @@ pub(crate) fn AgentPanel(in_page: bool) -> Element {
     let now = use_now_ms()();
     let mut transcript = use_signal(String::new);
     let mut running = use_signal(|| false);
-    let config = format!(
-        "{{\n  \"mcpServers\": {{\n    \"devices\": {{ \"url\": \"{}\" }}\n  }}\n}}",
-        shared.mcp_url
-    );
+    let in_page_list = if in_page {
+        in_page_tools(&shared).join(", ")
+    } else {
+        String::new()
+    };
     let clients = shared.mcp.clients();
     let waiting = pending.list();
     let app = shared.app.clone();
@@ -77,7 +107,10 @@ pub(crate) fn AgentPanel(in_page: bool) -> Element {
                     if in_page {
                         li { class: "agent-row", "data-agent": "in-page",
                             strong { "In-page agent" }
-                            " — the agent built into this browser, using this page's tools (WebMCP)"
+                            " — the agent built into this browser, using this page's tools"
+                            if !in_page_list.is_empty() {
+                                p { id: "in-page-tools", class: "tools muted", "{in_page_list}" }
+                            }
                         }
                     }
                     if running() {
@@ -138,13 +171,10 @@ pub(crate) fn AgentPanel(in_page: bool) -> Element {
             section { "aria-labelledby": "connect-title",
                 h3 { id: "connect-title", "Connect an agent" }
                 p {
-                    "MCP clients connect to "
+                    "An agent's program (an MCP client) connects to "
                     code { id: "mcp-url", "{shared.mcp_url}" }
-                    " (streamable HTTP). Their tool list follows this page: tick rows and "
-                    code { "domain_devices__disable" }
-                    " appears; open Settings and the devices tools go. A desktop client's configuration:"
+                    ". What it may use follows this page: tick devices and it may ask to disable them; open Settings and the device tools leave. Each request still waits for your approval here."
                 }
-                pre { class: "config", "{config}" }
             }
             button {
                 id: "run-agent",
@@ -157,7 +187,11 @@ pub(crate) fn AgentPanel(in_page: bool) -> Element {
                     spawn(async move {
                         let mut log = SignalLog(transcript);
                         let outcome = scenario::run_with(&app, &mut log, Approval::Person).await;
-                        let _ = writeln!(log, "\nDone: {} devices disabled.", outcome.disabled);
+                        let _ = match outcome.disabled {
+                            0 => writeln!(log, "\nDone: nothing was disabled."),
+                            1 => writeln!(log, "\nDone: 1 device disabled."),
+                            n => writeln!(log, "\nDone: {n} devices disabled."),
+                        };
                         running.set(false);
                     });
                 },

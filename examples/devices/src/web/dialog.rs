@@ -133,6 +133,11 @@ pub(crate) fn ConfirmDialog() -> Element {
                 if needs_proof {
                     ProveAndApprove { request: proving, armed, pending }
                 }
+                if !armed {
+                    p { id: "confirm-waking", class: "muted waking",
+                        "The buttons wake in a moment, so that a click meant for something else never answers this."
+                    }
+                }
                 div { class: "actions",
                     button {
                         id: "deny",

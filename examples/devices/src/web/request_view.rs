@@ -26,18 +26,30 @@ pub(crate) fn RequestSummary(request: PendingConfirmation) -> Element {
         .as_deref()
         .unwrap_or(&request.consumer_key)
         .to_owned();
-    // The in-page agent's name is the console's label, not one it chose:
-    // say what it is instead.
-    let in_page = request
+    // Who the asker is, said plainly: the console's own agents by what they
+    // are; an outside program's name is the one it gives itself.
+    let kind = request
         .consumer_key
         .split_once(':')
-        .is_some_and(|(kind, _)| kind == ConsumerKind::WebMcp.as_str());
-    let asker_note = if in_page {
+        .map(|(kind, _)| kind)
+        .unwrap_or_default();
+    let asker_note = if kind == ConsumerKind::WebMcp.as_str() {
         " — the agent built into this browser, using this page's tools"
+    } else if kind == ConsumerKind::Embedded.as_str() {
+        " — the console's own scripted agent"
     } else {
-        " — the name is the agent's own"
+        " — an agent's program, by the name it gives itself"
     };
-    let left = request.expires_at_ms.saturating_sub(now());
+    // Never more than the request's lifetime: the clock on screen may lag
+    // the request's own by a moment.
+    let lifetime = use_context::<agent_surface::Registry>()
+        .confirmations()
+        .ttl()
+        .as_millis();
+    let left = request
+        .expires_at_ms
+        .saturating_sub(now())
+        .min(u64::try_from(lifetime).unwrap_or(u64::MAX));
     let countdown = minutes_seconds(left);
     let effect_class = format!("effect {}", request.effect.as_str());
     rsx! {

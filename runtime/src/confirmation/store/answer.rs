@@ -185,7 +185,10 @@ impl ConfirmationStore {
             channel: Some(Arc::clone(&approver.channel)),
             approver: Some(Arc::clone(&approver.approver)),
             reason: None,
-            proof: resolution.person_verified.as_ref().map(|p| p.method.as_str()),
+            proof: resolution
+                .person_verified
+                .as_ref()
+                .map(|p| p.method.as_str()),
         });
         self.notify();
         Ok(resolution)
