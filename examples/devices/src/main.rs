@@ -112,10 +112,12 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
         loop {
             match codes.recv().await {
                 Ok(code) => {
-                    println!(
-                        "approval code for \"{}\": {} (type it in the console's dialog, or use your passkey)",
-                        code.title, code.code
-                    );
+                    // The terminal's own account of the request: a script
+                    // in the page can change what the page shows, not this.
+                    println!("code for \"{}\": {}", code.title, code.code);
+                    for item in &code.items {
+                        println!("    {item}");
+                    }
                     let _ = std::io::stdout().flush();
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use agent_surface::confirmation::{ConfirmationOutcome, PresenceMethod};
 use browser_support::{
     DISABLE, add_authenticator, agent_asks, click, in_browser, payload, remove_authenticator,
-    sign_in, text, until, verifies,
+    set_up_passkey, sign_in, text, until, verifies,
 };
 use devices::Status;
 use fantoccini::Client;
@@ -48,6 +48,38 @@ async fn as_confirm_001_the_person_registers_a_passkey_and_approves_with_it_and_
             std::fs::write(path, png).unwrap();
         }
 
+        // A script in the page tries to enroll a key of its own: it starts
+        // the setup and guesses the code it cannot read. Refused; no passkey.
+        page.execute("document.getElementById('offer-setup-passkey').click();", vec![])
+            .await
+            .unwrap();
+        until("the setup asks for the terminal's code", || async {
+            page.find(fantoccini::Locator::Css("#offer-setup-code"))
+                .await
+                .is_ok()
+        })
+        .await;
+        page.execute(
+            "var f = document.getElementById('offer-setup-code'); f.value = '1234 5678'; \
+             f.dispatchEvent(new Event('input', {bubbles: true})); \
+             setTimeout(function () { document.getElementById('offer-setup-continue').click(); }, 200);",
+            vec![],
+        )
+        .await
+        .unwrap();
+        until("the guess is refused", || async {
+            text(&page, "#offer-setup-message")
+                .await
+                .is_some_and(|t| t.contains("not the setup code"))
+        })
+        .await;
+        assert!(
+            page.find(fantoccini::Locator::Css("#passkey-offer"))
+                .await
+                .is_ok(),
+            "no passkey was registered"
+        );
+
         // The first request: the person has no passkey, and sets one up
         // from the dialog.
         agent_asks(&page, &agent, &["d2"]).await;
@@ -56,8 +88,9 @@ async fn as_confirm_001_the_person_registers_a_passkey_and_approves_with_it_and_
                 .await
                 .is_some_and(|t| t.contains("no passkey")),
         );
-        click(&page, "#setup-passkey").await;
-        told(&page, "Your passkey is set up").await;
+        // Registering is itself an approval: the setup asks for a code the
+        // terminal printed before the browser's prompt.
+        set_up_passkey(&page, "dialog").await;
         until("the offer leaves once a passkey is set up", || async {
             page.find(fantoccini::Locator::Css("#passkey-offer"))
                 .await

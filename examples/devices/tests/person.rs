@@ -147,7 +147,7 @@ async fn the_dialog_names_the_devices_the_action_who_asks_and_the_time_left() {
             .await
             .unwrap();
         assert_eq!(class.as_deref(), Some("danger"));
-        assert!(page.find(Locator::Css("#setup-passkey")).await.is_ok());
+        assert!(page.find(Locator::Css("#dialog-setup-passkey")).await.is_ok());
         let asker = text(&page, "#confirm-asker").await.unwrap();
         // As a person names it: the client's name, no version or session.
         assert_eq!(asker, "rmcp");

@@ -33,7 +33,7 @@ async fn approved_out_of_band(mode: &'static str) {
             .await
             .unwrap();
         let authenticator = browser_support::add_authenticator(&page, true).await;
-        click(&page, "#offer-setup-passkey").await;
+        browser_support::set_up_passkey(&page, "offer").await;
         until("the passkey is set up", || async {
             page.find(Locator::Css("#passkey-offer")).await.is_err()
         })

@@ -761,6 +761,7 @@ async fn the_activity_hook_lists_calls_requests_answers_and_expiries_bounded() {
             capability_id,
             error: None,
             approved: Some(title),
+            ..
         } => {
             assert_eq!(&**capability_id, "view:test.table.delete");
             assert!(!title.is_empty());

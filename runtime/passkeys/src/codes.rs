@@ -28,16 +28,70 @@ const TRIES: u8 = 3;
 /// Digits of a code (10⁸ values, three tries: one chance in 33 million).
 const DIGITS: u32 = 8;
 
+/// The id prefix of a passkey setup's challenge.
+const ENROLLMENT: &str = "enr_";
+
 struct Issued {
     confirmation_id: Arc<str>,
     digest: Arc<str>,
     tries_left: u8,
 }
 
+/// Requests whose code was used or ran out of tries, remembered so that
+/// issuing again never restores a code (at most this many; the oldest
+/// first out, long after its request expired).
+const MAX_SPENT: usize = 4 * MAX_ISSUED;
+
+#[derive(Default)]
+struct Table {
+    issued: VecDeque<Issued>,
+    spent: VecDeque<(Arc<str>, Arc<str>)>,
+}
+
+impl Table {
+    fn spend(&mut self, issued: Issued) {
+        if self.spent.len() >= MAX_SPENT {
+            self.spent.pop_front();
+        }
+        self.spent
+            .push_back((issued.confirmation_id, issued.digest));
+    }
+}
+
 struct Inner {
     secret: [u8; 32],
     channel: Arc<str>,
-    issued: Mutex<VecDeque<Issued>>,
+    table: Mutex<Table>,
+}
+
+/// A passkey setup that the person proved with a code delivered outside
+/// the page (see [`OneTimeCodes::issue_enrollment`]): the only way to start
+/// registering a passkey ([`Passkeys::start_registration`](crate::Passkeys::start_registration)),
+/// so a script in the page cannot enroll a key of its own. Used once.
+#[derive(Debug)]
+pub struct Enrolled {
+    person: Arc<str>,
+}
+
+impl Enrolled {
+    /// Whose setup it is.
+    pub fn person(&self) -> &str {
+        &self.person
+    }
+}
+
+/// The digest a setup code of `person` is bound to.
+fn enrollment_digest(person: &str) -> Arc<str> {
+    let mut hash = Sha256::new();
+    hash.update(b"agent-surface passkey setup v1\0");
+    hash.update(person.as_bytes());
+    let digest: [u8; 32] = hash.finalize().into();
+    Arc::from(
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>(),
+    )
 }
 
 /// Out-of-band one-time codes, bound to one request each. A handle: clones
@@ -63,41 +117,116 @@ impl OneTimeCodes {
             inner: Arc::new(Inner {
                 secret: crate::secret()?,
                 channel: Arc::from(channel),
-                issued: Mutex::new(VecDeque::new()),
+                table: Mutex::new(Table::default()),
             }),
         })
     }
 
     /// The code for the request `challenge` stands for, formatted for a
     /// person (`1234 5678`): deliver it out of band. Issuing again for the
-    /// same request gives the same code and does not restore its tries.
+    /// same request gives the same code and never restores its tries: a
+    /// code used or run out stays refused.
     pub fn issue(&self, challenge: &PresenceChallenge) -> String {
-        let mut issued = self.lock();
-        let known = issued.iter().any(|i| {
-            i.confirmation_id == challenge.confirmation_id && i.digest == challenge.digest
-        });
+        let mut table = self.lock();
+        let same = |id: &Arc<str>, digest: &Arc<str>| {
+            *id == challenge.confirmation_id && *digest == challenge.digest
+        };
+        let known = table
+            .issued
+            .iter()
+            .any(|i| same(&i.confirmation_id, &i.digest))
+            || table.spent.iter().any(|(id, digest)| same(id, digest));
         if !known {
-            if issued.len() >= MAX_ISSUED {
-                issued.pop_front();
+            if table.issued.len() >= MAX_ISSUED
+                && let Some(oldest) = table.issued.pop_front()
+            {
+                table.spend(oldest);
             }
-            issued.push_back(Issued {
+            table.issued.push_back(Issued {
                 confirmation_id: Arc::clone(&challenge.confirmation_id),
                 digest: Arc::clone(&challenge.digest),
                 tries_left: TRIES,
             });
         }
-        drop(issued);
+        drop(table);
         let code = self.code(challenge);
         let text = format!("{code:0width$}", width = DIGITS as usize);
         let (head, tail) = text.split_at(text.len() / 2);
         format!("{head} {tail}")
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Issued>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         self.inner
-            .issued
+            .table
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets the codes of requests `pending` no longer holds (answered,
+    /// expired, withdrawn elsewhere), so that requests still waiting keep
+    /// theirs however many others come and go. Setup codes are kept.
+    pub fn retain_pending(&self, pending: &[Arc<str>]) {
+        let mut table = self.lock();
+        let (keep, ended): (VecDeque<Issued>, VecDeque<Issued>) = std::mem::take(&mut table.issued)
+            .into_iter()
+            .partition(|i| {
+                i.confirmation_id.starts_with(ENROLLMENT) || pending.contains(&i.confirmation_id)
+            });
+        table.issued = keep;
+        for issued in ended {
+            table.spend(issued);
+        }
+    }
+
+    /// Starts `person`'s passkey setup: the code to deliver out of band
+    /// (printed in the terminal, sent to another device) and the challenge
+    /// it stands for, which expires at `expires_at_ms`; keep the challenge
+    /// with the page that asked, and confirm what the person types with
+    /// [`confirm_enrollment`](Self::confirm_enrollment). Registering a
+    /// passkey is itself an approval: without this step a script in the
+    /// page could enroll a key of its own and approve with it.
+    pub fn issue_enrollment(
+        &self,
+        person: &str,
+        expires_at_ms: u64,
+    ) -> Result<(PresenceChallenge, String), PasskeyError> {
+        let nonce = crate::secret()?;
+        let mut id = String::from(ENROLLMENT);
+        for byte in nonce.iter().take(16) {
+            id.push_str(&format!("{byte:02x}"));
+        }
+        let challenge = PresenceChallenge {
+            confirmation_id: Arc::from(id),
+            digest: enrollment_digest(person),
+            expires_at_ms,
+        };
+        let code = self.issue(&challenge);
+        Ok((challenge, code))
+    }
+
+    /// Confirms `person`'s setup with the code they typed (`now_ms`: the
+    /// time on the clock `expires_at_ms` was read from): an [`Enrolled`]
+    /// that starts one passkey registration. A code for another person, a
+    /// wrong, used or expired code is refused (three wrong tries end it).
+    pub fn confirm_enrollment(
+        &self,
+        challenge: &PresenceChallenge,
+        person: &str,
+        code: &str,
+        now_ms: u64,
+    ) -> Result<Enrolled, PresenceRefusal> {
+        if !challenge.confirmation_id.starts_with(ENROLLMENT)
+            || challenge.digest != enrollment_digest(person)
+        {
+            return Err(PresenceRefusal::OtherRequest);
+        }
+        if now_ms >= challenge.expires_at_ms {
+            return Err(PresenceRefusal::Expired);
+        }
+        self.verify(challenge, person, &serde_json::json!({ "code": code }))?;
+        Ok(Enrolled {
+            person: Arc::from(person),
+        })
     }
 
     fn code(&self, challenge: &PresenceChallenge) -> u64 {
@@ -146,20 +275,23 @@ impl PresenceVerifier for OneTimeCodes {
     ) -> Result<VerifiedPresence, PresenceRefusal> {
         let expected = self.code(challenge);
         let typed = typed(proof);
-        let mut issued = self.lock();
-        let Some(at) = issued
+        let mut table = self.lock();
+        let Some(at) = table
+            .issued
             .iter()
             .position(|i| i.confirmation_id == challenge.confirmation_id)
         else {
             // Never issued, used, or ended by newer codes: fail closed.
             return Err(PresenceRefusal::Invalid);
         };
-        let entry = issued.get_mut(at).ok_or(PresenceRefusal::Invalid)?;
+        let entry = table.issued.get_mut(at).ok_or(PresenceRefusal::Invalid)?;
         if entry.digest != challenge.digest {
             return Err(PresenceRefusal::OtherRequest);
         }
         if typed.is_some_and(|typed| same(typed, expected)) {
-            issued.remove(at);
+            if let Some(used) = table.issued.remove(at) {
+                table.spend(used);
+            }
             return Ok(VerifiedPresence {
                 method: PresenceMethod::OutOfBand,
                 credential_id: Arc::clone(&self.inner.channel),
@@ -169,8 +301,10 @@ impl PresenceVerifier for OneTimeCodes {
             });
         }
         entry.tries_left = entry.tries_left.saturating_sub(1);
-        if entry.tries_left == 0 {
-            issued.remove(at);
+        if entry.tries_left == 0
+            && let Some(spent) = table.issued.remove(at)
+        {
+            table.spend(spent);
         }
         Err(PresenceRefusal::Invalid)
     }
@@ -260,6 +394,86 @@ mod tests {
         assert_eq!(
             codes.verify(&first, "p", &proof(&code)),
             Err(PresenceRefusal::Invalid)
+        );
+        assert_eq!(codes.issue(&first), code);
+        assert_eq!(
+            codes.verify(&first, "p", &proof(&code)),
+            Err(PresenceRefusal::Invalid),
+            "issuing an evicted code again does not revive it"
+        );
+    }
+
+    #[test]
+    fn issuing_again_never_restores_a_used_or_exhausted_code() {
+        let codes = OneTimeCodes::new("terminal").unwrap();
+        let a = challenge("cnf_a", "d");
+        let code = codes.issue(&a);
+        let wrong = if code == "0000 0000" {
+            "1111 1111"
+        } else {
+            "0000 0000"
+        };
+        for _ in 0..3 {
+            assert!(codes.verify(&a, "p", &proof(wrong)).is_err());
+        }
+        assert_eq!(codes.issue(&a), code, "the same code");
+        assert!(codes.verify(&a, "p", &proof(&code)).is_err(), "still ended");
+        let b = challenge("cnf_b", "d");
+        let code = codes.issue(&b);
+        assert!(codes.verify(&b, "p", &proof(&code)).is_ok());
+        codes.issue(&b);
+        assert!(codes.verify(&b, "p", &proof(&code)).is_err(), "used once");
+    }
+
+    #[test]
+    fn codes_of_ended_requests_make_room_for_waiting_ones() {
+        let codes = OneTimeCodes::new("terminal").unwrap();
+        let waiting = challenge("cnf_waiting", "d");
+        let code = codes.issue(&waiting);
+        for n in 0..MAX_ISSUED {
+            let id = format!("cnf_{n}");
+            codes.issue(&challenge(&id, "d"));
+            // Each ends before the next (withdrawn, answered elsewhere).
+            codes.retain_pending(&[Arc::from("cnf_waiting")]);
+        }
+        assert!(codes.verify(&waiting, "p", &proof(&code)).is_ok());
+    }
+
+    #[test]
+    fn a_setup_code_enrolls_its_person_once() {
+        let codes = OneTimeCodes::new("terminal").unwrap();
+        let (challenge, code) = codes.issue_enrollment("ada", 1_000).unwrap();
+        assert_eq!(
+            codes.confirm_enrollment(&challenge, "bob", &code, 0).err(),
+            Some(PresenceRefusal::OtherRequest),
+            "another person's setup"
+        );
+        assert_eq!(
+            codes
+                .confirm_enrollment(&challenge, "ada", &code, 1_000)
+                .err(),
+            Some(PresenceRefusal::Expired)
+        );
+        let enrolled = codes
+            .confirm_enrollment(&challenge, "ada", &code, 0)
+            .unwrap();
+        assert_eq!(enrolled.person(), "ada");
+        assert!(
+            codes
+                .confirm_enrollment(&challenge, "ada", &code, 0)
+                .is_err(),
+            "once"
+        );
+        // A request's code is no setup code, nor the reverse.
+        let request = super::PresenceChallenge {
+            confirmation_id: Arc::from("cnf_x"),
+            digest: Arc::clone(&challenge.digest),
+            expires_at_ms: 1_000,
+        };
+        let code = codes.issue(&request);
+        assert_eq!(
+            codes.confirm_enrollment(&request, "ada", &code, 0).err(),
+            Some(PresenceRefusal::OtherRequest)
         );
     }
 

@@ -10,7 +10,9 @@
 //!
 //! - [`Passkeys`]: WebAuthn with user verification (a passkey, Touch ID,
 //!   Windows Hello, a security key with a PIN). The person registers a
-//!   passkey once; each approval is an assertion over a challenge issued
+//!   passkey once, after proving the setup with a code from outside the page
+//!   ([`OneTimeCodes::issue_enrollment`]: a page script could otherwise
+//!   enroll a key of its own); each approval is an assertion over a challenge issued
 //!   for exactly one request (its confirmation id, digest and expiry),
 //!   single use, for the person who registered the credential.
 //! - [`OneTimeCodes`]: an out-of-band fallback for a person without an
@@ -47,7 +49,7 @@ mod error;
 mod methods;
 mod passkeys;
 
-pub use codes::{MAX_ISSUED, OneTimeCodes};
+pub use codes::{Enrolled, MAX_ISSUED, OneTimeCodes};
 pub use error::PasskeyError;
 pub use methods::PresenceMethods;
 pub use passkeys::{MAX_CEREMONIES, MAX_PASSKEYS_PER_PERSON, MAX_PEOPLE, Passkeys};

@@ -23,7 +23,7 @@ use webauthn_rs::prelude::{
     RegisterPublicKeyCredential, Url, Uuid, Webauthn, WebauthnBuilder, WebauthnError,
 };
 
-use crate::PasskeyError;
+use crate::{Enrolled, PasskeyError};
 
 /// People with passkeys, at most; registering beyond that is refused
 /// (nobody's passkey is ever dropped to make room).
@@ -133,15 +133,19 @@ impl Passkeys {
         self.lock().people.get(person).map_or(0, |p| p.keys.len())
     }
 
-    /// Starts registering a passkey for `person` (shown to the
-    /// authenticator as `display_name`): the options to hand the browser's
+    /// Starts registering a passkey for the person `enrolled` names — who
+    /// proved the setup with a code from outside the page
+    /// ([`OneTimeCodes::issue_enrollment`](crate::OneTimeCodes::issue_enrollment)),
+    /// so no script in the page can enroll a key of its own — shown to the
+    /// authenticator as `display_name`: the options to hand the browser's
     /// `navigator.credentials.create` (as `publicKey`, binary fields in
     /// base64url). A newer start for the same person replaces this one.
     pub fn start_registration(
         &self,
-        person: &str,
+        enrolled: Enrolled,
         display_name: &str,
     ) -> Result<Value, PasskeyError> {
+        let person = enrolled.person();
         let (user_id, exclude) = {
             let state = self.lock();
             match state.people.get(person) {
@@ -371,7 +375,12 @@ mod tests {
     #[test]
     fn a_registration_starts_with_a_challenge_and_user_verification_required() {
         let passkeys = Passkeys::new("localhost", "http://localhost:8080", "x").unwrap();
-        let options = passkeys.start_registration("ada", "Ada").unwrap();
+        let codes = crate::OneTimeCodes::new("terminal").unwrap();
+        let (challenge, code) = codes.issue_enrollment("ada", 10).unwrap();
+        let enrolled = codes
+            .confirm_enrollment(&challenge, "ada", &code, 0)
+            .unwrap();
+        let options = passkeys.start_registration(enrolled, "Ada").unwrap();
         let public_key = &options["publicKey"];
         assert_eq!(public_key["rp"]["id"], "localhost");
         assert!(

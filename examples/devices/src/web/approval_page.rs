@@ -65,12 +65,13 @@ pub(crate) fn approval_root() -> Element {
     let pending = use_pending_confirmations();
     let linked = shared.pages.request_for(&token.0);
     // A request takes no answer in its first moment on screen, here as in
-    // the dialog (the hook keeps the same order on every render).
-    let since = pending
-        .presented()
-        .map_or(0, |p| p.since_ms)
-        .saturating_add(agent_surface_dioxus::ANSWER_DELAY_MS);
-    let armed = use_armed(since, token.0.clone());
+    // the dialog: timed from when this page first showed it.
+    let registry = use_context::<agent_surface::Registry>();
+    let opened_ms = use_hook(|| registry.now_ms());
+    let armed = use_armed(
+        opened_ms.saturating_add(agent_surface_dioxus::ANSWER_DELAY_MS),
+        token.0.clone(),
+    );
     let live = linked.as_ref().and_then(|(id, digest)| {
         pending
             .list()

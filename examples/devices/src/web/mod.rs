@@ -50,7 +50,7 @@ use agent_surface::registry::{DuplicatePolicy, Registry, RegistryBuilder};
 pub use approval_pages::ApprovalPages;
 pub use approvals::Approvals;
 use login::Login;
-pub use presence::Presence;
+pub use presence::{ApprovalCode, Presence};
 
 use crate::app::{App, registry_for};
 use crate::components::Route;
@@ -83,18 +83,6 @@ pub fn registry_with(
                 .require_presence(Presence::rule(), approvals.presence().clone()),
         )
     })
-}
-
-/// A one-time code for a request that needs proof of presence: print it
-/// where the person, not the page, can read it (the terminal).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ApprovalCode {
-    /// The request, as the dialog titles it.
-    pub title: String,
-    /// Its confirmation id.
-    pub confirmation_id: String,
-    /// The code (`1234 5678`).
-    pub code: String,
 }
 
 /// Which tab drives the console, and which are open.
@@ -182,7 +170,7 @@ pub(crate) struct OpenedOn(pub(crate) Option<Route>);
 pub struct WebConsole {
     http: HttpServer,
     login: Arc<Login>,
-    codes: tokio::sync::broadcast::Sender<ApprovalCode>,
+    presence: Presence,
     _announcing: agent_surface::confirmation::PendingSubscription,
 }
 
@@ -215,7 +203,7 @@ impl WebConsole {
     /// The one-time codes of requests that need proof of presence, as they
     /// arrive: print each where only the person reads it.
     pub fn approval_codes(&self) -> tokio::sync::broadcast::Receiver<ApprovalCode> {
-        self.codes.subscribe()
+        self.presence.terminal()
     }
 
     /// Every sign-in URL from now on: the current one first, then a new one
@@ -257,8 +245,7 @@ pub async fn serve(
     approvals
         .pages()
         .serve_at(format!("http://localhost:{}", bound.port()));
-    let (codes, _) = tokio::sync::broadcast::channel(64);
-    let announcing = announce_codes(&app, presence, codes.clone());
+    let announcing = announce_codes(&app, presence);
     let login = Arc::new(Login::new(bound.port()).ok_or_else(|| {
         std::io::Error::other("no system randomness for the console's sign-in secret")
     })?);
@@ -285,17 +272,17 @@ pub async fn serve(
     Ok(WebConsole {
         http,
         login,
-        codes,
+        presence: presence.clone(),
         _announcing: announcing,
     })
 }
 
-/// Issues a code for each new request that needs proof of presence, and
-/// hands it to whoever prints the terminal.
+/// Issues a code for each new request that needs proof of presence and
+/// shows it in the terminal, with what the request applies to; the codes of
+/// requests no longer pending are forgotten.
 fn announce_codes(
     app: &App,
     presence: &Presence,
-    codes: tokio::sync::broadcast::Sender<ApprovalCode>,
 ) -> agent_surface::confirmation::PendingSubscription {
     let presence = presence.clone();
     let announced = std::sync::Mutex::new(Vec::<Arc<str>>::new());
@@ -303,22 +290,25 @@ fn announce_codes(
         let mut announced = announced
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let waiting: Vec<Arc<str>> = pending
+            .iter()
+            .filter(|p| p.presence_required)
+            .map(|p| Arc::clone(&p.confirmation_id))
+            .collect();
+        presence.retain_pending(&waiting);
         for request in pending.iter().filter(|p| p.presence_required) {
             if announced.contains(&request.confirmation_id) {
                 continue;
             }
             let code = presence.code_for(&request.presence_challenge());
-            let _ = codes.send(ApprovalCode {
+            presence.announce(ApprovalCode {
                 title: request.presentation.title.clone(),
+                items: request.presentation.items.clone(),
                 confirmation_id: request.confirmation_id.to_string(),
                 code,
             });
         }
         // Only what is pending is remembered (at most the pending limit).
-        *announced = pending
-            .iter()
-            .filter(|p| p.presence_required)
-            .map(|p| Arc::clone(&p.confirmation_id))
-            .collect();
+        *announced = waiting;
     })
 }

@@ -1,12 +1,20 @@
-//! The offer to set up a passkey: shown at the top of the console while the
-//! signed-in person has none, saying plainly why (approvals that disable
-//! devices need proof that it is the person) and what works without one
-//! (the code the console prints in its terminal).
+//! Setting up a passkey: the offer at the top of the console while the
+//! signed-in person has none (saying plainly why: approvals that disable
+//! devices need proof that it is the person; and what works without one:
+//! the code the console prints in its terminal), and the setup itself,
+//! which the dialog offers too.
+//!
+//! Registering a passkey is itself an approval: a script in the page could
+//! otherwise enroll a key of its own and approve with it. So the setup asks
+//! for a code the console prints in its terminal first, and only then asks
+//! the browser for the passkey.
 
+use agent_surface::confirmation::PresenceChallenge;
+use agent_surface_dioxus::passkey::create_passkey;
 use dioxus::prelude::*;
 
 use super::Shared;
-use super::prove::set_up_passkey;
+use super::prove::ceremony_text;
 
 /// Bumped when a passkey is registered: whatever shows the person's
 /// passkeys reads it, and shows them anew.
@@ -25,30 +33,120 @@ pub(crate) fn use_passkey_count() -> usize {
         .map_or(0, |p| p.registered(person))
 }
 
+/// Registers the passkey of `person` whose setup code was `typed`.
+async fn register(shared: &Shared, setup: &PresenceChallenge, typed: &str) -> Result<(), String> {
+    let person = shared.app.user().id.clone();
+    let now = shared.app.registry().now_ms();
+    let options = shared
+        .presence
+        .registration_options(setup, &person, typed, now)?;
+    let credential = create_passkey(options)
+        .await
+        .map_err(|e| ceremony_text(&e))?;
+    let Some(passkeys) = shared.presence.passkeys() else {
+        return Err("Passkeys are not available on this console.".to_owned());
+    };
+    passkeys
+        .finish_registration(&person, &credential)
+        .map(|_| ())
+        .map_err(|e| format!("The passkey was not set up: {e}"))
+}
+
+/// The setup, in two steps: a code from the terminal, then the browser's
+/// passkey prompt. `place` names where it is shown (`offer`, `dialog`: its
+/// elements' ids start with it); `done` is what the person is told once it
+/// is set up.
 #[component]
-pub(crate) fn PasskeyOffer() -> Element {
+pub(crate) fn SetUpPasskey(place: &'static str, done: &'static str) -> Element {
     let shared = use_context::<Shared>();
     let mut changed = use_context::<PasskeysChanged>();
-    let count = use_passkey_count();
-    let mut hidden = use_signal(|| false);
+    let mut setup = use_signal(|| None::<PresenceChallenge>);
+    let mut typed = use_signal(String::new);
     let mut busy = use_signal(|| false);
     let mut message = use_signal(|| None::<String>);
-    if count > 0 || hidden() {
-        return rsx! {};
-    }
-    let set_up = move |_| {
+    let begin = {
         let shared = shared.clone();
+        move |_| {
+            let person = shared.app.user().id.clone();
+            let now = shared.app.registry().now_ms();
+            match shared.presence.begin_setup(&person, now) {
+                Ok(challenge) => {
+                    setup.set(Some(challenge));
+                    typed.set(String::new());
+                    message.set(None);
+                }
+                Err(e) => message.set(Some(format!("The setup cannot start: {e}"))),
+            }
+        }
+    };
+    let finish = move |_| {
+        let shared = shared.clone();
+        let Some(challenge) = setup.peek().clone() else {
+            return;
+        };
+        let code = typed.peek().clone();
         spawn(async move {
             busy.set(true);
             message.set(None);
-            let done = set_up_passkey(&shared).await;
+            let registered = register(&shared, &challenge, &code).await;
             busy.set(false);
-            match done {
-                Ok(()) => changed.0 += 1,
+            match registered {
+                Ok(()) => {
+                    setup.set(None);
+                    message.set(Some(done.to_owned()));
+                    changed.0 += 1;
+                }
                 Err(why) => message.set(Some(why)),
             }
         });
     };
+    rsx! {
+        if setup.read().is_none() {
+            button {
+                id: "{place}-setup-passkey",
+                class: "primary",
+                r#type: "button",
+                onclick: begin,
+                "Set up a passkey"
+            }
+        } else {
+            div { id: "{place}-setup-step", class: "code",
+                label { r#for: "{place}-setup-code",
+                    "To set it up, type the setup code the console just printed in its terminal"
+                }
+                input {
+                    id: "{place}-setup-code",
+                    r#type: "text",
+                    inputmode: "numeric",
+                    autocomplete: "off",
+                    maxlength: "12",
+                    placeholder: "1234 5678",
+                    value: "{typed}",
+                    oninput: move |event| typed.set(event.value()),
+                }
+                button {
+                    id: "{place}-setup-continue",
+                    class: "primary",
+                    r#type: "button",
+                    disabled: busy() || typed().trim().is_empty(),
+                    onclick: finish,
+                    "Continue"
+                }
+            }
+        }
+        if let Some(text) = message() {
+            p { id: "{place}-setup-message", role: "status", "{text}" }
+        }
+    }
+}
+
+#[component]
+pub(crate) fn PasskeyOffer() -> Element {
+    let count = use_passkey_count();
+    let mut hidden = use_signal(|| false);
+    if count > 0 || hidden() {
+        return rsx! {};
+    }
     rsx! {
         section { id: "passkey-offer", class: "offer", "aria-labelledby": "passkey-offer-title",
             h2 { id: "passkey-offer-title", "Set up a passkey for your approvals" }
@@ -59,17 +157,8 @@ pub(crate) fn PasskeyOffer() -> Element {
                 "Without a passkey, each request shows a one-time code in the terminal that started the console; you type it in the request."
             }
             div { class: "offer-actions",
-                button {
-                    id: "offer-setup-passkey",
-                    class: "primary",
-                    disabled: busy(),
-                    onclick: set_up,
-                    "Set up a passkey"
-                }
+                SetUpPasskey { place: "offer", done: "Your passkey is set up." }
                 button { id: "offer-later", onclick: move |_| hidden.set(true), "Not now" }
-            }
-            if let Some(text) = message() {
-                p { id: "offer-message", role: "status", "{text}" }
             }
         }
     }

@@ -21,18 +21,40 @@ use std::sync::{Arc, OnceLock};
 use agent_surface::confirmation::{
     PresenceChallenge, PresenceRefusal, PresenceRule, PresenceVerifier, VerifiedPresence,
 };
-use agent_surface_passkeys::{OneTimeCodes, PasskeyError, Passkeys};
+use agent_surface_passkeys::{OneTimeCodes, PasskeyError, Passkeys, PresenceMethods};
 use serde_json::Value;
 
 /// The relying party's name, shown by the browser's passkey prompt.
 const RP_NAME: &str = "Devices console";
 
+/// How long a passkey setup's code works.
+const SETUP_TTL_MS: u64 = 5 * 60 * 1000;
+
+/// A code for the terminal: print it where the person, not the page, can
+/// read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalCode {
+    /// What it is for: the request, as the dialog titles it, or the
+    /// passkey setup.
+    pub title: String,
+    /// What the request applies to, one line each (nothing for a setup):
+    /// the terminal's own account of the request, which no page script can
+    /// change.
+    pub items: Vec<String>,
+    /// Its confirmation id (a setup's own id for a setup).
+    pub confirmation_id: String,
+    /// The code (`1234 5678`).
+    pub code: String,
+}
+
 /// The console's proofs of presence: one per console, shared by its
-/// registry (which verifies) and its pages (which start ceremonies).
+/// registry (which verifies), its pages (which start ceremonies) and its
+/// terminal (which shows the codes).
 #[derive(Clone, Debug)]
 pub struct Presence {
     passkeys: Arc<OnceLock<Passkeys>>,
     codes: OneTimeCodes,
+    terminal: tokio::sync::broadcast::Sender<ApprovalCode>,
 }
 
 impl Presence {
@@ -41,7 +63,69 @@ impl Presence {
         Ok(Presence {
             passkeys: Arc::new(OnceLock::new()),
             codes: OneTimeCodes::new("terminal")?,
+            terminal: tokio::sync::broadcast::channel(64).0,
         })
+    }
+
+    /// The codes for the terminal, as they are issued.
+    pub fn terminal(&self) -> tokio::sync::broadcast::Receiver<ApprovalCode> {
+        self.terminal.subscribe()
+    }
+
+    /// Shows `code` in the terminal.
+    pub(crate) fn announce(&self, code: ApprovalCode) {
+        let _ = self.terminal.send(code);
+    }
+
+    /// Forgets the codes of requests no longer pending.
+    pub(crate) fn retain_pending(&self, pending: &[Arc<str>]) {
+        self.codes.retain_pending(pending);
+    }
+
+    /// Starts `person`'s passkey setup: its code goes to the terminal; the
+    /// page keeps the returned challenge and asks the person to type it.
+    pub(crate) fn begin_setup(
+        &self,
+        person: &str,
+        now_ms: u64,
+    ) -> Result<PresenceChallenge, PasskeyError> {
+        let (challenge, code) = self
+            .codes
+            .issue_enrollment(person, now_ms.saturating_add(SETUP_TTL_MS))?;
+        self.announce(ApprovalCode {
+            title: format!("Set up a passkey for {person}"),
+            items: Vec::new(),
+            confirmation_id: challenge.confirmation_id.to_string(),
+            code,
+        });
+        Ok(challenge)
+    }
+
+    /// With the setup code the person typed: the options of their passkey
+    /// registration, or what to tell them.
+    pub(crate) fn registration_options(
+        &self,
+        challenge: &PresenceChallenge,
+        person: &str,
+        typed: &str,
+        now_ms: u64,
+    ) -> Result<Value, String> {
+        let Some(passkeys) = self.passkeys() else {
+            return Err("Passkeys are not available on this console.".to_owned());
+        };
+        let enrolled = self
+            .codes
+            .confirm_enrollment(challenge, person, typed, now_ms)
+            .map_err(|refusal| match refusal {
+                PresenceRefusal::Expired => {
+                    "That setup code expired: start the setup again.".to_owned()
+                }
+                _ => "That is not the setup code the terminal shows (three wrong tries end it)."
+                    .to_owned(),
+            })?;
+        passkeys
+            .start_registration(enrolled, person)
+            .map_err(|e| format!("The passkey cannot be set up: {e}"))
     }
 
     /// What needs proof: every destructive or irreversible request.
@@ -76,14 +160,13 @@ impl PresenceVerifier for Presence {
         person: &str,
         proof: &Value,
     ) -> Result<VerifiedPresence, PresenceRefusal> {
-        match proof.get("method").and_then(Value::as_str) {
-            Some("webauthn") => match self.passkeys() {
-                Some(passkeys) => passkeys.verify(challenge, person, proof),
-                None => Err(PresenceRefusal::Unavailable),
-            },
-            Some("out-of-band") => self.codes.verify(challenge, person, proof),
-            _ => Err(PresenceRefusal::Invalid),
-        }
+        // The passkeys exist once the console serves: the methods of now.
+        let methods = PresenceMethods::new().codes(self.codes.clone());
+        let methods = match self.passkeys() {
+            Some(passkeys) => methods.passkeys(passkeys.clone()),
+            None => methods,
+        };
+        methods.verify(challenge, person, proof)
     }
 }
 

@@ -5,12 +5,12 @@
 //! set one up, and the code always works.
 
 use agent_surface::confirmation::{PendingConfirmation, ResolveError};
-use agent_surface_dioxus::passkey::{CeremonyError, create_passkey, get_assertion};
+use agent_surface_dioxus::passkey::{CeremonyError, get_assertion};
 use agent_surface_dioxus::{AnswerError, PendingConfirmations};
 use dioxus::prelude::*;
 use serde_json::json;
 
-use super::passkey_offer::{PasskeysChanged, use_passkey_count};
+use super::passkey_offer::{SetUpPasskey, use_passkey_count};
 use super::presence::refused_text;
 use super::{SessionEnd, Shared};
 
@@ -30,7 +30,7 @@ fn answer_text(error: &AnswerError) -> String {
 }
 
 /// What the person is told when the browser's passkey prompt gave nothing.
-fn ceremony_text(error: &CeremonyError) -> String {
+pub(crate) fn ceremony_text(error: &CeremonyError) -> String {
     match error {
         CeremonyError::Unsupported => "This browser cannot use passkeys on this page. Use the \
                                        code from the terminal."
@@ -41,24 +41,6 @@ fn ceremony_text(error: &CeremonyError) -> String {
         CeremonyError::Failed(why) => format!("The browser refused the passkey: {why}"),
         _ => "The page went away.".to_owned(),
     }
-}
-
-/// Registers a passkey for the signed-in person; the message to show.
-pub(crate) async fn set_up_passkey(shared: &Shared) -> Result<(), String> {
-    let Some(passkeys) = shared.presence.passkeys() else {
-        return Err("Passkeys are not available on this console.".to_owned());
-    };
-    let person = shared.app.user().id.clone();
-    let options = passkeys
-        .start_registration(&person, &person)
-        .map_err(|e| e.to_string())?;
-    let credential = create_passkey(options)
-        .await
-        .map_err(|e| ceremony_text(&e))?;
-    passkeys
-        .finish_registration(&person, &credential)
-        .map(|_| ())
-        .map_err(|e| format!("The passkey was not set up: {e}"))
 }
 
 /// The proof step of a live request that needs it, answering through the
@@ -75,7 +57,6 @@ pub(crate) fn ProveAndApprove(
     let mut message = use_signal(|| None::<String>);
     let mut code = use_signal(String::new);
     let mut busy = use_signal(|| false);
-    let mut keys = use_context::<PasskeysChanged>().0;
     let registered = use_passkey_count();
     let action = request.presentation.action.clone();
     let shown = request.shown();
@@ -146,27 +127,6 @@ pub(crate) fn ProveAndApprove(
     };
     let mut submit_key = with_code.clone();
     let mut submit_click = with_code;
-    let set_up = {
-        let shared = shared.clone();
-        move |_| {
-            let shared = shared.clone();
-            spawn(async move {
-                busy.set(true);
-                message.set(None);
-                let done = set_up_passkey(&shared).await;
-                busy.set(false);
-                match done {
-                    Ok(()) => {
-                        keys += 1;
-                        message.set(Some(
-                            "Your passkey is set up: approve with it now.".to_owned(),
-                        ));
-                    }
-                    Err(why) => message.set(Some(why)),
-                }
-            });
-        }
-    };
     let waiting = busy() || !armed;
     rsx! {
         div { id: "presence", class: "presence",
@@ -187,13 +147,7 @@ pub(crate) fn ProveAndApprove(
                 p { id: "presence-no-passkey", class: "muted",
                     "You have no passkey on this console yet (Touch ID, Windows Hello, a phone or a security key)."
                 }
-                button {
-                    id: "setup-passkey",
-                    r#type: "button",
-                    disabled: busy(),
-                    onclick: set_up,
-                    "Set up a passkey"
-                }
+                SetUpPasskey { place: "dialog", done: "Your passkey is set up: approve with it now." }
             }
             div { id: "presence-code-form", class: "code",
                 label { r#for: "presence-code", "Or type the code from the terminal" }

@@ -178,8 +178,11 @@ async fn run_page(
         let ended = session.0.clone();
         let dom = make(shared).with_root_context(session);
         tokio::select! {
-            _ = dioxus_liveview::run(dom, axum_socket(socket)) => {}
+            // The session's end first: a message already waiting never
+            // wins the race against it.
+            biased;
             () = ended.cancelled() => {}
+            _ = dioxus_liveview::run(dom, axum_socket(socket)) => {}
         }
     });
     let _ = page.await;

@@ -336,7 +336,16 @@ where
     let console = web::serve(app.clone(), &approvals, &server, address)
         .await
         .unwrap();
-    // What the person reads in the terminal: the codes of this console.
+    // What the person reads in the terminal: every code this console prints.
+    let mut printed = approvals.presence().terminal();
+    let printing = tokio::spawn(async move {
+        while let Ok(code) = printed.recv().await {
+            PRINTED
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(code);
+        }
+    });
     *TERMINAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((approvals, app.clone()));
@@ -370,6 +379,11 @@ where
     let _ = page.close().await;
     drop(driver);
     evil.abort();
+    printing.abort();
+    PRINTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clear();
     console.shutdown().await;
     app.stop().await;
     match outcome {
@@ -391,6 +405,47 @@ pub async fn sign_in(page: &Client, places: &Places) {
 
 /// The running console's proofs and app, for the code its terminal shows.
 static TERMINAL: std::sync::Mutex<Option<(web::Approvals, App)>> = std::sync::Mutex::new(None);
+
+/// The codes the running console printed in its terminal, oldest first.
+static PRINTED: std::sync::Mutex<Vec<web::ApprovalCode>> = std::sync::Mutex::new(Vec::new());
+
+/// Sets up a passkey as the person does, from the setup shown in `place`
+/// (`offer` or `dialog`): the setup code the terminal printed, typed in,
+/// then the browser's passkey prompt (a virtual authenticator answers).
+pub async fn set_up_passkey(page: &Client, place: &str) {
+    let setups = || {
+        PRINTED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|c| c.title.starts_with("Set up a passkey"))
+            .map(|c| c.code.clone())
+            .collect::<Vec<_>>()
+    };
+    let before = setups().len();
+    click(page, &format!("#{place}-setup-passkey")).await;
+    let mut code = None;
+    until("the terminal prints a new setup code", || {
+        let printed = setups();
+        let found = printed.get(before).cloned();
+        code = found.clone();
+        async move { found.is_some() }
+    })
+    .await;
+    let field = page
+        .find(Locator::Css(&format!("#{place}-setup-code")))
+        .await
+        .expect("the setup code field");
+    field.send_keys(&code.unwrap_or_default()).await.unwrap();
+    click(page, &format!("#{place}-setup-continue")).await;
+    // Set up, the setup step leaves (a refusal keeps it, saying why).
+    until("the passkey is set up", || async {
+        page.find(Locator::Css(&format!("#{place}-setup-step")))
+            .await
+            .is_err()
+    })
+    .await;
+}
 
 /// The one-time code the console's terminal shows for the request the
 /// dialog presents, as the person reads it there.
