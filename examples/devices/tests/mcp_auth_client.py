@@ -30,6 +30,7 @@ import time
 import httpx2
 import jwt
 import mcp.types as types
+from mcp_support import payload, say
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
@@ -52,8 +53,6 @@ def expect(condition, message):
         raise Failed(message)
 
 
-def say(line):
-    print(line, flush=True)
 
 
 class Server:

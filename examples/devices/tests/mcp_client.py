@@ -19,6 +19,7 @@ import sys
 import time
 
 import mcp.types as types
+from mcp_support import payload, say
 from mcp import Client, StdioServerParameters
 
 BINARY = sys.argv[1]
@@ -35,21 +36,8 @@ def expect(condition, message):
         raise Failed(message)
 
 
-def say(line):
-    print(line, flush=True)
 
 
-def payload(result):
-    """The tool result's JSON: structured content, else the text block."""
-    if result.structured_content is not None:
-        return result.structured_content
-    for block in result.content:
-        if getattr(block, "type", None) == "text":
-            try:
-                return json.loads(block.text)
-            except ValueError:
-                return block.text
-    return None
 
 
 class Server:

@@ -16,26 +16,15 @@ import json
 import sys
 
 import mcp.types as types
+from mcp_support import payload, say
 from mcp import Client
 
 URL = sys.argv[1]
 MODE = sys.argv[2] if len(sys.argv) > 2 else "legacy"
 
 
-def say(line):
-    print(line, flush=True)
 
 
-def payload(result):
-    if result.structured_content is not None:
-        return result.structured_content
-    for block in result.content:
-        if getattr(block, "type", None) == "text":
-            try:
-                return json.loads(block.text)
-            except ValueError:
-                return block.text
-    return None
 
 
 async def main():

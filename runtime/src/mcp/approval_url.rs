@@ -18,21 +18,20 @@
 //! page does, through the host's own approval channel (with the proof of
 //! presence the registry requires).
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolResponse, CallToolResult, CustomNotification, ElicitRequest, ElicitRequestParams,
-    ElicitationAction, InputRequest, InputRequiredResult, ServerNotification,
+    ElicitationAction, ServerNotification,
 };
 use rmcp::service::RequestContext;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::caller::{Acting, Caller};
+use super::McpSession;
+use super::caller::Acting;
 use super::convert::to_call_result;
-use super::{CONFIRM_KEY, McpSession, PendingElicitation};
 use crate::confirmation::PendingConfirmation;
 use crate::error::ErrorCode;
 use crate::invoke::InvocationResult;
@@ -178,31 +177,13 @@ impl McpSession {
         let Some(state) = super::convert::secret_state() else {
             return linked(first, Some(&link)).into();
         };
-        let now = self.shared.registry.now_ms();
-        self.shared
-            .elicitations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                state.clone(),
-                PendingElicitation {
-                    confirmation_id: confirmation_id.to_owned(),
-                    consumer: acting.consumer.clone(),
-                    anonymous: acting.caller == Caller::Anonymous,
-                    tool: call.name().to_owned(),
-                    arguments: call.arguments().clone(),
-                    url_mode: true,
-                },
-                now,
-            );
         let ask = ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
             meta: None,
             message: text,
             url: link,
             elicitation_id: String::new(),
         });
-        let requests = BTreeMap::from([(CONFIRM_KEY.to_owned(), InputRequest::Elicitation(ask))]);
-        InputRequiredResult::new(Some(requests), Some(state)).into()
+        self.ask_round(acting, &call, confirmation_id, state, ask, true)
     }
 
     /// The retry of a URL-mode round: held until the person answered on the

@@ -84,6 +84,7 @@ mod held;
 mod origin;
 mod peek;
 mod plain;
+mod round;
 mod session;
 mod tools_call;
 

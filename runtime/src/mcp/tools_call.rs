@@ -13,12 +13,10 @@
 //!   round ([`McpSession::ask_in_round`]) or by an elicitation request while
 //!   the call is held open ([`McpSession::ask_while_held`]).
 
-use std::collections::BTreeMap;
 use std::sync::PoisonError;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitationAction,
-    InputRequest, InputRequiredResult,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -30,7 +28,7 @@ use super::caller::{Acting, Caller};
 use super::convert::{
     approval_schema, approves, confirmation_of, is_modern, secret_state, to_call_result,
 };
-use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession, PendingElicitation};
+use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession};
 use crate::adapter::{answer_on_connection, approval_prompt, bounds, refused};
 use crate::context::{Consumer, ConsumerKind};
 use crate::error::ErrorPayload;
@@ -258,31 +256,12 @@ impl McpSession {
         let (Some(state), Some(schema)) = (secret_state(), approval_schema()) else {
             return to_call_result(first).into();
         };
-        // The clock is read before the lock.
-        let now = self.shared.registry.now_ms();
-        self.shared
-            .elicitations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                state.clone(),
-                PendingElicitation {
-                    confirmation_id: confirmation_id.to_owned(),
-                    consumer: acting.consumer.clone(),
-                    anonymous: acting.caller == Caller::Anonymous,
-                    tool: call.name().to_owned(),
-                    arguments: call.arguments().clone(),
-                    url_mode: false,
-                },
-                now,
-            );
         let ask = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
             meta: None,
             message,
             requested_schema: schema,
         });
-        let requests = BTreeMap::from([(CONFIRM_KEY.to_owned(), InputRequest::Elicitation(ask))]);
-        InputRequiredResult::new(Some(requests), Some(state)).into()
+        self.ask_round(acting, &call, confirmation_id, state, ask, false)
     }
 
     /// Asks the client's person with an elicitation request while the call

@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_surface::confirmation::PendingConfirmation;
 
+use super::login::{same, secret};
+
 /// Links kept at once.
 pub(crate) const MAX_LINKS: usize = 256;
 
@@ -38,22 +40,6 @@ impl std::fmt::Debug for ApprovalPages {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApprovalPages").finish_non_exhaustive()
     }
-}
-
-/// A fresh 256-bit token as hex.
-fn token() -> Option<String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Compares two tokens in time independent of where they differ.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }
 
 impl ApprovalPages {
@@ -86,7 +72,7 @@ impl ApprovalPages {
         let token = match known {
             Some(token) => token,
             None => {
-                let token = token()?;
+                let token = secret()?;
                 if links.len() >= MAX_LINKS {
                     links.pop_front();
                 }

@@ -34,14 +34,14 @@ pub(crate) const SOCKET_KEY: &str = "devices_console_socket";
 
 /// A fresh 256-bit secret as hex; `None` if the system has no randomness
 /// (the console then refuses to serve rather than use a guessable secret).
-fn secret() -> Option<String> {
+pub(super) fn secret() -> Option<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).ok()?;
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Compares two secrets in time independent of where they differ.
-fn same(a: &str, b: &str) -> bool {
+pub(super) fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
         && a.bytes()
             .zip(b.bytes())
