@@ -892,6 +892,37 @@ async fn as_confirm_001_bait_and_switch_binding_changed_after_approval_is_a_mism
     assert!(backend.inputs().is_empty(), "the backend was never called");
 }
 
+#[tokio::test]
+async fn as_confirm_001_a_request_whose_binding_moved_is_withdrawn_when_the_page_changes() {
+    let backend = FakeBackend::agreeing();
+    let registry = registry_with(&backend);
+    let screen = Arc::new(Screen::default());
+    screen.select(&["d1"]);
+    let mounted = mount_screen(&registry, &screen);
+    let id = confirmation_id(&call(&registry, disable()).await);
+    // A render with nothing moved withdraws nothing.
+    mounted.invalidate();
+    assert_eq!(registry.confirmations().pending().len(), 1);
+    // The selection moves: at the next render the request is withdrawn,
+    // before any retry of the agent's.
+    screen.select(&["d2"]);
+    mounted.invalidate();
+    assert!(registry.confirmations().pending().is_empty());
+    let resolution = registry.confirmations().resolution(&id).unwrap();
+    assert_eq!(
+        resolution.outcome,
+        agent_surface::confirmation::ConfirmationOutcome::Withdrawn
+    );
+    assert_eq!(resolution.reason, Some("input-changed"));
+    // The agent's retry is told so; nothing reached the backend.
+    let retried = call(&registry, disable().confirmation(&id)).await;
+    assert_eq!(
+        retried.error().and_then(|e| e.detail("reason")),
+        Some(&json!("withdrawn"))
+    );
+    assert!(backend.inputs().is_empty(), "the backend was never called");
+}
+
 // ---------------------------------------------------------------------------
 // AS-CACHE-004: stable description, live note
 

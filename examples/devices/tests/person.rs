@@ -187,6 +187,20 @@ async fn the_dialog_names_the_devices_the_action_who_asks_and_the_time_left() {
         assert_eq!(labelled[1], "true");
         assert_eq!(labelled[2].as_str(), Some(title.as_str()));
         assert_ne!(labelled[3], "rgba(0, 0, 0, 0)", "{labelled}");
+
+        // The agent moves the selection while its request is on screen: the
+        // request no longer applies and is withdrawn at once, not when the
+        // agent happens to retry.
+        let moved = agent
+            .call("view_devices__table__selectRows", json!({"ids": ["d5"]}))
+            .await;
+        assert_ne!(moved.is_error, Some(true), "{moved:?}");
+        until("the dialog says the request no longer applies", || async {
+            text(&page, "#confirm-ended")
+                .await
+                .is_some_and(|t| t.contains("no longer matches the page"))
+        })
+        .await;
     })
     .await;
 }

@@ -51,7 +51,7 @@ pub(crate) use presentation::Presenter;
 pub use presentation::{Presentation, PresentationRequest};
 pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
-pub(crate) use store::{Ask, Binding, ConfirmationStore, StoreOwner};
+pub(crate) use store::{Ask, Binding, ConfirmationStore, INPUT_CHANGED, StoreOwner};
 pub(crate) use summary::{MAX_SUMMARY_CHARS, summary};
 pub use wait::{WaitGuard, settle_now};
 

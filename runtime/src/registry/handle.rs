@@ -255,6 +255,7 @@ impl Mounted {
         let Some(component) = registration.component() else {
             return false;
         };
+        self.withdraw_unbound(registration);
         // Predicates are host code: evaluated with no registry lock held.
         let Some(changed) = registration.reevaluate(&**component) else {
             return false;
@@ -271,6 +272,35 @@ impl Mounted {
         drop(state);
         inner.dispatcher.drain();
         true
+    }
+
+    /// Withdraws the requests of `registration` waiting for the person
+    /// whose bound input no longer holds what the page shows (the
+    /// selection moved): the person is never left looking at a request that
+    /// no longer applies until the agent happens to retry. Bindings are
+    /// host code: evaluated with no registry lock held.
+    fn withdraw_unbound(&self, registration: &super::Registration) {
+        if registration.references.is_empty() {
+            return;
+        }
+        let inner = &self.registry.inner;
+        let waiting = inner.confirmations.waiting_of(&registration.id);
+        let stale: Vec<Arc<str>> = waiting
+            .into_iter()
+            .filter(|(_, capability_id, input)| {
+                registration
+                    .reference(capability_id)
+                    .is_some_and(|reference| !reference.still_bound(input))
+            })
+            .map(|(id, _, _)| id)
+            .collect();
+        if !stale.is_empty() {
+            inner.confirmations.withdraw_where(
+                &**inner,
+                crate::confirmation::INPUT_CHANGED,
+                |pending| stale.contains(&pending.confirmation_id),
+            );
+        }
     }
 
     /// Bumps the surface version without changing anything (the

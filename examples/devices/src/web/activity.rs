@@ -149,7 +149,7 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
                             format!("Withdrawn, the agent disconnected; nothing was done: {what}")
                         }
                         Some("input-changed") => format!(
-                            "Withdrawn, the request changed after it was shown; nothing was done: {what}"
+                            "Withdrawn, the page no longer matches it (the selection moved); nothing was done: {what}"
                         ),
                         Some("cancelled") => format!(
                             "Withdrawn, the agent stopped waiting; nothing was done: {what}"

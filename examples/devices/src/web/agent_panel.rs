@@ -62,7 +62,7 @@ fn capability_words(id: &str) -> String {
 }
 
 /// What the in-page agent may use right now: the page's available
-/// capabilities, as the in-page agent's own view has them.
+/// capabilities and procedures, as the in-page agent's own view has them.
 fn in_page_tools(shared: &Shared) -> Vec<String> {
     let mut options = agent_surface::snapshot::SnapshotOptions::for_consumer(
         agent_surface::context::Consumer::new(
@@ -71,14 +71,23 @@ fn in_page_tools(shared: &Shared) -> Vec<String> {
         ),
     );
     options.include_unavailable = false;
-    shared
-        .app
-        .registry()
-        .snapshot(&options)
+    let snapshot = shared.app.registry().snapshot(&options);
+    let views = snapshot
         .capabilities()
         .filter(|(_, capability)| capability.available())
-        .map(|(_, capability)| capability_words(capability.id()))
-        .collect()
+        .map(|(_, capability)| capability_words(capability.id()));
+    let procedures = snapshot
+        .procedures()
+        .iter()
+        .filter(|procedure| procedure.available())
+        .map(|procedure| {
+            let id = procedure.procedure_id();
+            match id.strip_prefix("domain:") {
+                Some(_) => capability_words(id),
+                None => capability_words(&format!("domain:{id}")),
+            }
+        });
+    views.chain(procedures).collect()
 }
 
 /// `in_page`: this browser has WebMCP and the page serves its tools to the
@@ -90,6 +99,9 @@ pub(crate) fn AgentPanel(in_page: bool) -> Element {
     let now = use_now_ms()();
     let mut transcript = use_signal(String::new);
     let mut running = use_signal(|| false);
+    // What the in-page agent may use follows the surface: read it again
+    // whenever the surface moves.
+    let _ = (use_context::<super::views::Revision>().0)();
     let in_page_list = if in_page {
         in_page_tools(&shared).join(", ")
     } else {

@@ -33,7 +33,7 @@ fn ended_text(ended: &Resolution) -> String {
             Some("unmounted") => "The agent's request was withdrawn: the page it applied to was \
                                   left or closed. Nothing was done."
                 .to_owned(),
-            Some("input-changed") => "The agent's request changed after it was shown (for \
+            Some("input-changed") => "What the agent asked no longer matches the page (for \
                                       example the selection moved), so it was withdrawn. \
                                       Nothing was done."
                 .to_owned(),

@@ -22,7 +22,7 @@ use crate::domain::disable_reference;
 
 /// Moves when the agent acted (surface changed, a call settled).
 #[derive(Clone, Copy)]
-struct Revision(ReadSignal<u64>);
+pub(crate) struct Revision(pub(crate) ReadSignal<u64>);
 
 /// Moves when the person acted in this tab.
 #[derive(Clone, Copy)]

@@ -433,7 +433,9 @@ pub async fn set_up_passkey(page: &Client, place: &str) {
     })
     .await;
     let field = page
-        .find(Locator::Css(&format!("#{place}-setup-code")))
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css(&format!("#{place}-setup-code")))
         .await
         .expect("the setup code field");
     field.send_keys(&code.unwrap_or_default()).await.unwrap();

@@ -2,6 +2,10 @@
 //! of a registration's capability for a consumer, a pending record, and
 //! how a record was resolved.
 
+use std::sync::Arc;
+
+use serde_json::Value;
+
 use super::{Binding, ConfirmationStore, Stage, required_payload};
 use crate::confirmation::services::ConfirmationServices;
 use crate::confirmation::{PendingConfirmation, Resolution};
@@ -31,6 +35,27 @@ impl ConfirmationStore {
             .values()
             .find(|r| r.stage == Stage::Pending && r.digest == digest && r.binding == canonical)
             .map(|record| required_payload(&record.view))
+    }
+
+    /// The requests of `registration_id` still waiting for the person: id,
+    /// capability and the input they bind. Nothing is made for a store
+    /// never used (asked after every render).
+    pub(crate) fn waiting_of(&self, registration_id: &str) -> Vec<(Arc<str>, Arc<str>, Value)> {
+        if !self.made() {
+            return Vec::new();
+        }
+        self.lock()
+            .open
+            .values()
+            .filter(|r| r.stage == Stage::Pending && *r.view.registration_id == *registration_id)
+            .map(|r| {
+                (
+                    Arc::clone(&r.view.confirmation_id),
+                    Arc::clone(&r.view.capability_id),
+                    r.view.input.clone(),
+                )
+            })
+            .collect()
     }
 
     /// The record `confirmation_id` while it is pending.

@@ -215,6 +215,20 @@ impl Reference {
         Arc::clone(self.queue.get_or_init(|| Arc::new(make())))
     }
 
+    /// Whether `input` (a pending request's effective input) still holds
+    /// what the locked bindings give now: evaluated contained, a binding
+    /// that fails or panics counts as changed, and so does a released
+    /// reference.
+    pub(crate) fn still_bound(&self, input: &Value) -> bool {
+        let Some(live) = self.live() else {
+            return false;
+        };
+        live.fields
+            .iter()
+            .filter(|field| field.locked)
+            .all(|field| evaluate(field).is_ok_and(|now| input.get(field.name) == Some(&now)))
+    }
+
     /// Phase 5 for a procedure: reject supplied locked fields, validate the
     /// agent's part against the agent-facing schema, evaluate the bindings,
     /// merge (agent input wins for overridable fields) and validate the
