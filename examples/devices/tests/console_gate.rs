@@ -476,7 +476,11 @@ async fn as_confirm_004_a_client_without_url_mode_gets_the_approval_page_which_o
     let (code, body) = page(Some(browser.cookie.clone())).await;
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("route=/approve&request="), "{body}");
-    let head = raw(address, &get(&path, &here, &[browser.cookie.clone()])).await;
+    let head = raw(
+        address,
+        &get(&path, &here, std::slice::from_ref(&browser.cookie)),
+    )
+    .await;
     assert!(status(&head).starts_with("HTTP/1.1 200"), "{head}");
     for bad in [
         "x",
@@ -489,7 +493,7 @@ async fn as_confirm_004_a_client_without_url_mode_gets_the_approval_page_which_o
             &get(
                 &format!("/approve?request={bad}"),
                 &here,
-                &[browser.cookie.clone()],
+                std::slice::from_ref(&browser.cookie),
             ),
         )
         .await;

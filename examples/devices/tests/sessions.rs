@@ -6,6 +6,13 @@
 //! Runs only where Chromium and chromedriver are installed (CI installs
 //! them), one browser test at a time.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
+
 mod browser_support;
 
 use agent_surface::confirmation::ConfirmationOutcome;

@@ -9,6 +9,13 @@
 //! Runs where Chromium, chromedriver and the Python SDK are installed (CI
 //! installs them), one browser test at a time.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // test code
+
 mod browser_support;
 mod python_support;
 

@@ -5,13 +5,14 @@
 //! request (its confirmation id and digest), lives as long as the request
 //! and grants nothing by itself: the page opens only in a browser signed in
 //! to the console, and answers only with the person's proof of presence.
-//! At most [`MAX_LINKS`] links are kept; past that the oldest stops working
-//! (its page says so), never another request's.
+//! At most [`MAX_LINKS`] links are kept; past that a link whose request
+//! ended goes first, else the oldest stops working (its page says so),
+//! never becoming another request's.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use agent_surface::confirmation::PendingConfirmation;
+use agent_surface::confirmation::{Confirmations, PendingConfirmation};
 
 use super::login::{same, secret};
 
@@ -27,6 +28,8 @@ struct Link {
 #[derive(Default)]
 struct Inner {
     origin: OnceLock<String>,
+    /// The console's requests, to tell which links' requests ended.
+    confirmations: OnceLock<Confirmations>,
     links: Mutex<VecDeque<Link>>,
 }
 
@@ -48,9 +51,11 @@ impl ApprovalPages {
         ApprovalPages::default()
     }
 
-    /// The console serves at `origin` (`http://localhost:PORT`).
-    pub(crate) fn serve_at(&self, origin: String) {
+    /// The console serves at `origin` (`http://localhost:PORT`), for the
+    /// requests of `confirmations`.
+    pub(crate) fn serve_at(&self, origin: String, confirmations: Confirmations) {
         let _ = self.inner.origin.set(origin);
+        let _ = self.inner.confirmations.set(confirmations);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Link>> {
@@ -74,7 +79,21 @@ impl ApprovalPages {
             None => {
                 let token = secret()?;
                 if links.len() >= MAX_LINKS {
-                    links.pop_front();
+                    // A link whose request ended goes first: however many
+                    // requests come and go, a waiting one keeps its link.
+                    let ended = self.inner.confirmations.get().and_then(|confirmations| {
+                        links
+                            .iter()
+                            .position(|l| confirmations.find(&l.confirmation_id).is_none())
+                    });
+                    match ended {
+                        Some(at) => {
+                            links.remove(at);
+                        }
+                        None => {
+                            links.pop_front();
+                        }
+                    }
                 }
                 links.push_back(Link {
                     token: token.clone(),

@@ -242,9 +242,10 @@ pub async fn serve(
     presence
         .serve_on(bound.port())
         .map_err(std::io::Error::other)?;
-    approvals
-        .pages()
-        .serve_at(format!("http://localhost:{}", bound.port()));
+    approvals.pages().serve_at(
+        format!("http://localhost:{}", bound.port()),
+        app.registry().confirmations(),
+    );
     let announcing = announce_codes(&app, presence);
     let login = Arc::new(Login::new(bound.port()).ok_or_else(|| {
         std::io::Error::other("no system randomness for the console's sign-in secret")
