@@ -88,3 +88,79 @@ async fn an_evicted_sessions_open_tab_approves_nothing() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_out_stops_the_sessions_other_open_tabs_and_they_approve_nothing() {
+    in_browser(|page, agent, app, places| async move {
+        sign_in(&page, &places).await;
+        let first = page.window().await.unwrap();
+        // A second tab of the same browser, in front: the agent asks there.
+        let second = page.new_window(true).await.unwrap();
+        page.switch_to_window(second.handle.clone()).await.unwrap();
+        page.goto(&places.url).await.unwrap();
+        page.wait()
+            .for_element(Locator::Css("#take-over, #row-d1"))
+            .await
+            .unwrap();
+        if page.find(Locator::Css("#take-over")).await.is_ok() {
+            page.find(Locator::Css("#take-over"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+        }
+        page.wait()
+            .for_element(Locator::Css("#row-d1"))
+            .await
+            .unwrap();
+        agent_asks(&page, &agent, &["d2"]).await;
+        let code = terminal_code(&page).await;
+        let id = app.registry().confirmations().pending()[0]
+            .confirmation_id
+            .clone();
+
+        // The person signs out in the first tab.
+        page.switch_to_window(first).await.unwrap();
+        page.find(Locator::Css("#sign-out"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        page.wait()
+            .for_element(Locator::Css("#signed-out"))
+            .await
+            .unwrap();
+
+        // The second tab is still open; its code goes nowhere.
+        page.switch_to_window(second.handle).await.unwrap();
+        let typed = page
+            .execute(
+                "var f = document.getElementById('presence-code'); \
+                 var b = document.getElementById('approve-code'); \
+                 if (!f || !b) { return 'gone'; } \
+                 f.value = arguments[0]; f.dispatchEvent(new Event('input', {bubbles: true})); \
+                 setTimeout(function () { b.disabled = false; b.click(); }, 200); return 'sent';",
+                vec![json!(code)],
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        assert_ne!(
+            app.backend().get("d2").unwrap().status,
+            Status::Disabled,
+            "typed: {typed}"
+        );
+        let resolution = app.registry().confirmations().resolution(&id).unwrap();
+        assert_eq!(
+            resolution.outcome,
+            ConfirmationOutcome::Withdrawn,
+            "{resolution:?}"
+        );
+        // Signed out, the browser opens no page.
+        page.refresh().await.unwrap();
+        assert!(page.find(Locator::Css("#row-d1")).await.is_err());
+    })
+    .await;
+}

@@ -153,6 +153,36 @@ impl Login {
         })
     }
 
+    /// Signs out the browser whose page cookie the request carries: its
+    /// session ends, and its open pages stop at once. Whether one did.
+    pub(crate) fn sign_out(&self, headers: &HeaderMap) -> bool {
+        let presented = self.cookies(headers);
+        let mut state = self.lock();
+        let mut ended = Vec::new();
+        state.sessions.retain(|session| {
+            let this = presented
+                .iter()
+                .fold(false, |found, value| found | same(&session.cookie, value));
+            if this {
+                ended.push(session.ended.clone());
+            }
+            !this
+        });
+        drop(state);
+        for token in &ended {
+            token.cancel();
+        }
+        !ended.is_empty()
+    }
+
+    /// The `Set-Cookie` value that forgets the page cookie.
+    pub(crate) fn clear_cookie(&self) -> String {
+        format!(
+            "{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+            self.cookie_name
+        )
+    }
+
     /// The session a websocket may join: the page cookie and the socket key
     /// of one signed-in browser; what ends it.
     pub(crate) fn socket_allowed(
@@ -238,6 +268,27 @@ mod tests {
             !login.page_allowed(&cookie_header(&login, &first)),
             "a token is not a session"
         );
+    }
+
+    #[test]
+    fn signing_out_ends_that_browsers_session_and_its_sockets_only() {
+        let login = Login::new(8080).unwrap();
+        let tokens = login.tokens();
+        let current = || tokens.borrow().clone();
+        let first = login.sign_in(&current()).unwrap();
+        let second = login.sign_in(&current()).unwrap();
+        let first_headers = cookie_header(&login, &first.cookie);
+        let second_headers = cookie_header(&login, &second.cookie);
+        let first_end = login.socket_allowed(&first_headers, &first.socket).unwrap();
+        let second_end = login
+            .socket_allowed(&second_headers, &second.socket)
+            .unwrap();
+        assert!(login.sign_out(&first_headers));
+        assert!(first_end.is_cancelled(), "its open websockets close");
+        assert!(!second_end.is_cancelled(), "another browser stays");
+        assert!(!login.page_allowed(&first_headers));
+        assert!(login.page_allowed(&second_headers));
+        assert!(!login.sign_out(&first_headers), "once");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! MCP server, behind the same gate and accept loop.
 //!
 //! Every page says it may not be framed (`frame-ancestors 'none'`,
-//! `X-Frame-Options: DENY`), is never cached, and sends no referrer.
+//! `X-Frame-Options: DENY`), is never cached, and sends its address to no
+//! other origin (`Referrer-Policy: same-origin`).
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use axum::Router;
 use axum::extract::{Query, WebSocketUpgrade};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use dioxus::dioxus_core::VirtualDom;
 use dioxus_liveview::{axum_socket, interpreter_glue};
 use serde::Deserialize;
@@ -60,7 +61,10 @@ fn guarded(mut response: Response) -> Response {
         (header::CONTENT_SECURITY_POLICY, "frame-ancestors 'none'"),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::CACHE_CONTROL, "no-store"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        // Its address (a sign-in or approval link holds a secret) goes to
+        // no other origin; the console's own forms still say their origin
+        // (under `no-referrer` a form's `Origin` is `null`).
+        (header::REFERRER_POLICY, "same-origin"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }
@@ -142,6 +146,26 @@ location.replace("/devices");
     response
 }
 
+/// What signing out answers: the cookie forgotten, the socket key removed
+/// from the origin's storage, and a page saying how to sign in again.
+fn signed_out(login: &Login) -> Response {
+    let body = format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Devices console</title>
+<style>{style}</style></head>
+<body><main class="signin"><h1>Devices console</h1>
+<p id="signed-out">You signed out. Pages of this browser stopped; agents' requests wait for another signed-in browser, or expire.</p>
+<p>To sign in again, open the newest sign-in link the console printed in its terminal.</p></main>
+<script>localStorage.removeItem("{SOCKET_KEY}");</script></body></html>"#,
+        style = include_str!("style.css"),
+    );
+    let mut response = guarded(Html(body).into_response());
+    if let Ok(value) = HeaderValue::from_str(&login.clear_cookie()) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
 /// Whether `Origin` is exactly the console's own (`http://` + `Host`): a
 /// page of any other origin — another loopback port included — is not.
 fn same_origin(headers: &HeaderMap) -> bool {
@@ -215,6 +239,7 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
     let sign_in = Arc::clone(&login);
     let ws_login = Arc::clone(&login);
     let approve_login = Arc::clone(&login);
+    let out_login = Arc::clone(&login);
     Ok(
         Router::new()
             .route("/", get(|| async { Redirect::to("/devices") }))
@@ -229,6 +254,18 @@ pub(super) fn router(shared: Shared, login: Arc<Login>) -> Result<Router, std::i
                          link the console printed in its terminal.",
                         ),
                     }
+                }),
+            )
+            .route(
+                "/logout",
+                // A form of the console's own page (same origin, the page
+                // cookie): the session ends and its open pages stop at once.
+                post(move |headers: HeaderMap| async move {
+                    if !same_origin(&headers) {
+                        return refused(StatusCode::FORBIDDEN, SIGN_IN_FIRST);
+                    }
+                    out_login.sign_out(&headers);
+                    signed_out(&out_login)
                 }),
             )
             .route("/devices", page_route(devices_glue, Arc::clone(&login)))

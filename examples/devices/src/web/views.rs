@@ -74,6 +74,9 @@ pub(crate) fn root() -> Element {
                 h1 { "Devices console" }
                 p { "The console is open in another tab; the agent sees that tab's components." }
                 button { id: "take-over", onclick: move |_| tabs.take_over(tab.0), "Use it here" }
+                form { class: "sign-out", method: "post", action: "/logout",
+                    button { id: "sign-out", r#type: "submit", "Sign out" }
+                }
             }
         };
     }
@@ -129,6 +132,11 @@ fn ConsoleView() -> Element {
                 }
             }
             span { class: "user", "Signed in as {user}" }
+            // A plain form: the browser posts it to the console itself,
+            // which ends this browser's session.
+            form { class: "sign-out", method: "post", action: "/logout",
+                button { id: "sign-out", r#type: "submit", "Sign out" }
+            }
         }
         div { class: "layout",
             main {
