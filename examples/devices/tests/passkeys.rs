@@ -22,7 +22,7 @@ use std::sync::Arc;
 use agent_surface::confirmation::{ConfirmationOutcome, PresenceMethod};
 use browser_support::{
     DISABLE, add_authenticator, agent_asks, click, in_browser, payload, remove_authenticator,
-    set_up_passkey, sign_in, text, until, verifies,
+    script_fills_and_clicks, set_up_passkey, sign_in, text, until, verifies,
 };
 use devices::Status;
 use fantoccini::Client;
@@ -66,14 +66,8 @@ async fn as_confirm_001_the_person_registers_a_passkey_and_approves_with_it_and_
                 .is_ok()
         })
         .await;
-        page.execute(
-            "var f = document.getElementById('offer-setup-code'); f.value = '1234 5678'; \
-             f.dispatchEvent(new Event('input', {bubbles: true})); \
-             setTimeout(function () { document.getElementById('offer-setup-continue').click(); }, 200);",
-            vec![],
-        )
-        .await
-        .unwrap();
+        script_fills_and_clicks(&page, "offer-setup-code", "1234 5678", "offer-setup-continue")
+            .await;
         until("the guess is refused", || async {
             text(&page, "#offer-setup-message")
                 .await

@@ -16,7 +16,9 @@
 mod browser_support;
 
 use agent_surface::confirmation::ConfirmationOutcome;
-use browser_support::{DISABLE, agent_asks, in_browser, payload, sign_in, terminal_code};
+use browser_support::{
+    DISABLE, agent_asks, in_browser, payload, script_fills_and_clicks, sign_in, terminal_code,
+};
 use devices::Status;
 use fantoccini::Locator;
 use serde_json::json;
@@ -47,17 +49,7 @@ async fn an_evicted_sessions_open_tab_approves_nothing() {
         }
 
         // The tab is still open; what it sends goes nowhere.
-        let typed = page
-            .execute(
-                "var f = document.getElementById('presence-code'); \
-                 var b = document.getElementById('approve-code'); \
-                 if (!f || !b) { return 'gone'; } \
-                 f.value = arguments[0]; f.dispatchEvent(new Event('input', {bubbles: true})); \
-                 setTimeout(function () { b.disabled = false; b.click(); }, 200); return 'sent';",
-                vec![json!(code)],
-            )
-            .await
-            .unwrap();
+        let typed = script_fills_and_clicks(&page, "presence-code", &code, "approve-code").await;
         tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         assert_ne!(
             app.backend().get("d2").unwrap().status,
@@ -135,17 +127,7 @@ async fn signing_out_stops_the_sessions_other_open_tabs_and_they_approve_nothing
 
         // The second tab is still open; its code goes nowhere.
         page.switch_to_window(second.handle).await.unwrap();
-        let typed = page
-            .execute(
-                "var f = document.getElementById('presence-code'); \
-                 var b = document.getElementById('approve-code'); \
-                 if (!f || !b) { return 'gone'; } \
-                 f.value = arguments[0]; f.dispatchEvent(new Event('input', {bubbles: true})); \
-                 setTimeout(function () { b.disabled = false; b.click(); }, 200); return 'sent';",
-                vec![json!(code)],
-            )
-            .await
-            .unwrap();
+        let typed = script_fills_and_clicks(&page, "presence-code", &code, "approve-code").await;
         tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         assert_ne!(
             app.backend().get("d2").unwrap().status,

@@ -23,7 +23,9 @@
 
 mod browser_support;
 
-use browser_support::{PATIENCE, Places, Session, answer, click, in_browser_with, text, until};
+use browser_support::{
+    PATIENCE, Places, Session, answer, click, in_browser_with, script_fills_and_clicks, text, until,
+};
 use devices::{App, Status};
 use fantoccini::Client;
 use serde_json::{Value, json};
@@ -245,22 +247,7 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
     // fills the code field with a guess and clicks the code button (both
     // reach the server as the person's events would), and asks the
     // browser for a passkey assertion itself. Nothing is approved.
-    page.execute(
-        "var f = document.getElementById('presence-code'); f.value = '1234 5678'; \
-         f.dispatchEvent(new Event('input', {bubbles: true}));",
-        vec![],
-    )
-    .await
-    .unwrap();
-    until("the guess is taken", || async {
-        page.find(fantoccini::Locator::Css("#approve-code:not([disabled])"))
-            .await
-            .is_ok()
-    })
-    .await;
-    page.execute("document.getElementById('approve-code').click();", vec![])
-        .await
-        .unwrap();
+    script_fills_and_clicks(&page, "presence-code", "1234 5678", "approve-code").await;
     until("the guess is refused", || async {
         text(&page, "#presence-message")
             .await

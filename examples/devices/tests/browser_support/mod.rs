@@ -646,3 +646,28 @@ pub async fn add_credential(page: &Client, id: &str, credential: Value) {
     .await
     .expect("add the credential");
 }
+
+/// What a script in the page can do, as an attacker's would: fill the field
+/// `field` with `value` (with the input event a person's typing makes) and,
+/// a moment later, click `button` (enabled first). `gone` when either is
+/// missing, `sent` otherwise.
+pub async fn script_fills_and_clicks(
+    page: &Client,
+    field: &str,
+    value: &str,
+    button: &str,
+) -> String {
+    page.execute(
+        "var f = document.getElementById(arguments[0]); \
+         var b = document.getElementById(arguments[2]); \
+         if (!f || !b) { return 'gone'; } \
+         f.value = arguments[1]; f.dispatchEvent(new Event('input', {bubbles: true})); \
+         setTimeout(function () { b.disabled = false; b.click(); }, 200); return 'sent';",
+        vec![json!(field), json!(value), json!(button)],
+    )
+    .await
+    .unwrap()
+    .as_str()
+    .unwrap_or_default()
+    .to_owned()
+}
