@@ -251,7 +251,7 @@ async fn journey(page: Client, _mcp: Session, app: App, places: Places) {
     until("the guess is refused", || async {
         text(&page, "#presence-message")
             .await
-            .is_some_and(|t| t.contains("did not prove it is you"))
+            .is_some_and(|t| t.contains("That code is wrong"))
     })
     .await;
     let asserted = page

@@ -45,16 +45,17 @@ const MAX_SPENT: usize = 4 * MAX_ISSUED;
 #[derive(Default)]
 struct Table {
     issued: VecDeque<Issued>,
-    spent: VecDeque<(Arc<str>, Arc<str>)>,
+    /// Codes that no longer work, and why a try of one is refused.
+    spent: VecDeque<(Arc<str>, Arc<str>, PresenceRefusal)>,
 }
 
 impl Table {
-    fn spend(&mut self, issued: Issued) {
+    fn spend(&mut self, issued: Issued, why: PresenceRefusal) {
         if self.spent.len() >= MAX_SPENT {
             self.spent.pop_front();
         }
         self.spent
-            .push_back((issued.confirmation_id, issued.digest));
+            .push_back((issued.confirmation_id, issued.digest, why));
     }
 }
 
@@ -135,12 +136,12 @@ impl OneTimeCodes {
             .issued
             .iter()
             .any(|i| same(&i.confirmation_id, &i.digest))
-            || table.spent.iter().any(|(id, digest)| same(id, digest));
+            || table.spent.iter().any(|(id, digest, _)| same(id, digest));
         if !known {
             if table.issued.len() >= MAX_ISSUED
                 && let Some(oldest) = table.issued.pop_front()
             {
-                table.spend(oldest);
+                table.spend(oldest, PresenceRefusal::Invalid);
             }
             table.issued.push_back(Issued {
                 confirmation_id: Arc::clone(&challenge.confirmation_id),
@@ -174,7 +175,7 @@ impl OneTimeCodes {
             });
         table.issued = keep;
         for issued in ended {
-            table.spend(issued);
+            table.spend(issued, PresenceRefusal::Invalid);
         }
     }
 
@@ -281,8 +282,16 @@ impl PresenceVerifier for OneTimeCodes {
             .iter()
             .position(|i| i.confirmation_id == challenge.confirmation_id)
         else {
-            // Never issued, used, or ended by newer codes: fail closed.
-            return Err(PresenceRefusal::Invalid);
+            // Used, run out of tries, or ended (said as no longer working);
+            // never issued or pushed out by newer codes: fail closed.
+            let why = table
+                .spent
+                .iter()
+                .find(|(id, digest, _)| {
+                    *id == challenge.confirmation_id && *digest == challenge.digest
+                })
+                .map_or(PresenceRefusal::Invalid, |(_, _, why)| *why);
+            return Err(why);
         };
         let entry = table.issued.get_mut(at).ok_or(PresenceRefusal::Invalid)?;
         if entry.digest != challenge.digest {
@@ -290,7 +299,7 @@ impl PresenceVerifier for OneTimeCodes {
         }
         if typed.is_some_and(|typed| same(typed, expected)) {
             if let Some(used) = table.issued.remove(at) {
-                table.spend(used);
+                table.spend(used, PresenceRefusal::Replayed);
             }
             return Ok(VerifiedPresence {
                 method: PresenceMethod::OutOfBand,
@@ -301,10 +310,11 @@ impl PresenceVerifier for OneTimeCodes {
             });
         }
         entry.tries_left = entry.tries_left.saturating_sub(1);
-        if entry.tries_left == 0
-            && let Some(spent) = table.issued.remove(at)
-        {
-            table.spend(spent);
+        if entry.tries_left == 0 {
+            if let Some(spent) = table.issued.remove(at) {
+                table.spend(spent, PresenceRefusal::Exhausted);
+            }
+            return Err(PresenceRefusal::Exhausted);
         }
         Err(PresenceRefusal::Invalid)
     }
@@ -338,7 +348,7 @@ mod tests {
         assert_eq!(&*verified.credential_id, "terminal");
         assert_eq!(
             codes.verify(&a, "p", &proof(&code)),
-            Err(PresenceRefusal::Invalid),
+            Err(PresenceRefusal::Replayed),
             "used up"
         );
     }

@@ -175,6 +175,8 @@ pub enum PresenceRefusal {
     OtherRequest,
     /// The proof was already used.
     Replayed,
+    /// Too many wrong tries: this proof (a code) no longer works.
+    Exhausted,
     /// The proof does not verify (a bad signature, another origin, another
     /// credential, a malformed answer, a wrong code).
     Invalid,
@@ -186,13 +188,15 @@ pub enum PresenceRefusal {
 
 impl PresenceRefusal {
     /// A short machine string: `not-registered`, `not-verified`,
-    /// `other-request`, `replayed`, `invalid`, `expired`, `unavailable`.
+    /// `other-request`, `replayed`, `exhausted`, `invalid`, `expired`,
+    /// `unavailable`.
     pub fn as_str(self) -> &'static str {
         match self {
             PresenceRefusal::NotRegistered => "not-registered",
             PresenceRefusal::NotVerified => "not-verified",
             PresenceRefusal::OtherRequest => "other-request",
             PresenceRefusal::Replayed => "replayed",
+            PresenceRefusal::Exhausted => "exhausted",
             PresenceRefusal::Invalid => "invalid",
             PresenceRefusal::Expired => "expired",
             PresenceRefusal::Unavailable => "unavailable",
@@ -207,6 +211,7 @@ impl std::fmt::Display for PresenceRefusal {
             PresenceRefusal::NotVerified => "the proof does not say the person was verified",
             PresenceRefusal::OtherRequest => "the proof is for another request",
             PresenceRefusal::Replayed => "the proof was already used",
+            PresenceRefusal::Exhausted => "too many wrong tries: the proof no longer works",
             PresenceRefusal::Invalid => "the proof does not verify",
             PresenceRefusal::Expired => "the request or the proof has expired",
             PresenceRefusal::Unavailable => "no proof of presence can be checked now",

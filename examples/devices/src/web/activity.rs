@@ -30,26 +30,42 @@ fn doing(capability_id: &str) -> &'static str {
     }
 }
 
+/// What calling a capability is, to say what an agent tried.
+fn to_do(capability_id: &str) -> &'static str {
+    match capability_id {
+        "view:devices.filters.set" => "change the filters",
+        "view:devices.filters.read" => "read the filters",
+        "view:devices.table.readState" => "read the table",
+        "view:devices.table.selectRows" => "change the selection",
+        "view:devices.table.sort" => "sort the table",
+        "view:devices.drawer.open" => "open a device's details",
+        "view:devices.drawer.close" => "close the details",
+        "view:devices.drawer.state" => "read the details",
+        "view:app.navigation.goTo" => "move to another page",
+        "view:app.navigation.current" => "read where the console is",
+        "domain:devices.disable" => "disable devices",
+        _ => "use a tool",
+    }
+}
+
 /// Why a call did not go through, in a few words: the reason the error
 /// gave, where it gave one.
 fn why(code: ErrorCode, reason: Option<&str>) -> &'static str {
     match (code, reason) {
-        (ErrorCode::ConfirmationInvalid, Some("denied")) => "was refused: you denied it",
+        (ErrorCode::ConfirmationInvalid, Some("denied")) => "refused: you denied it",
         (ErrorCode::ConfirmationInvalid, Some("consumed")) => {
-            "was refused: its approval was already used"
+            "refused: its approval was already used"
         }
-        (ErrorCode::ConfirmationInvalid, Some("expired")) => "was refused: its approval expired",
+        (ErrorCode::ConfirmationInvalid, Some("expired")) => "refused: its approval expired",
         (ErrorCode::ConfirmationInvalid, Some("mismatch")) => {
-            "was refused: its approval was for other input"
+            "refused: its approval was for other input"
         }
-        (ErrorCode::ConfirmationInvalid, Some("withdrawn")) => {
-            "was refused: its request was withdrawn"
-        }
+        (ErrorCode::ConfirmationInvalid, Some("withdrawn")) => "refused: its request was withdrawn",
         (ErrorCode::ConfirmationInvalid, Some("cancelled")) => {
-            "was refused: it stopped waiting for your answer"
+            "refused: it stopped waiting for your answer"
         }
         (ErrorCode::RateLimited, Some("queue-full")) => {
-            "was asked to wait: too many requests are waiting for you"
+            "asked to wait: too many requests are waiting for you"
         }
         (code, _) => why_code(code),
     }
@@ -58,15 +74,15 @@ fn why(code: ErrorCode, reason: Option<&str>) -> &'static str {
 /// Why a call did not go through, by its code alone.
 fn why_code(code: ErrorCode) -> &'static str {
     match code {
-        ErrorCode::ConfirmationRequired => "waits for your approval",
-        ErrorCode::ConfirmationInvalid => "was refused: its approval no longer applies",
-        ErrorCode::CapabilityNotAvailable => "was not available",
-        ErrorCode::StaleCapability => "used an outdated view",
-        ErrorCode::PreconditionFailed => "did not fit the current state",
-        ErrorCode::InvalidInput => "sent invalid input",
-        ErrorCode::NotAuthorized => "was not allowed",
-        ErrorCode::RateLimited => "was asked to slow down",
-        _ => "failed",
+        ErrorCode::ConfirmationRequired => "waiting for your approval",
+        ErrorCode::ConfirmationInvalid => "refused: its approval no longer applies",
+        ErrorCode::CapabilityNotAvailable => "not possible on the page as it was",
+        ErrorCode::StaleCapability => "it looked at an outdated page",
+        ErrorCode::PreconditionFailed => "it did not fit the current state",
+        ErrorCode::InvalidInput => "it sent invalid input",
+        ErrorCode::NotAuthorized => "not allowed",
+        ErrorCode::RateLimited => "asked to slow down",
+        _ => "it failed",
     }
 }
 
@@ -111,8 +127,8 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
             ..
         } => (
             format!(
-                "{who} tried: {}, but it {}",
-                doing(capability_id),
+                "{who} tried to {} — {}",
+                to_do(capability_id),
                 why(*code, reason.as_deref())
             ),
             "refused",

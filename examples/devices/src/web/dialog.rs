@@ -142,6 +142,8 @@ pub(crate) fn ConfirmDialog() -> Element {
                     button {
                         id: "deny",
                         "data-escape": "true",
+                        "aria-keyshortcuts": "Escape",
+                        title: "Deny (Esc)",
                         "aria-disabled": if armed { "false" } else { "true" },
                         onclick: move |_| {
                             if let Some(approver) = &deny_approver

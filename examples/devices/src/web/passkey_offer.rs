@@ -121,14 +121,14 @@ pub(crate) fn SetUpPasskey(place: &'static str, done: &'static str) -> Element {
                     autocomplete: "off",
                     maxlength: "12",
                     placeholder: "1234 5678",
-                    value: "{typed}",
+                    // Not bound back from the server (see the code field).
                     oninput: move |event| typed.set(event.value()),
                 }
                 button {
                     id: "{place}-setup-continue",
                     class: "primary",
                     r#type: "button",
-                    disabled: busy() || typed().trim().is_empty(),
+                    disabled: busy() || !super::prove::complete_code(&typed()),
                     onclick: finish,
                     "Continue"
                 }
@@ -144,8 +144,24 @@ pub(crate) fn SetUpPasskey(place: &'static str, done: &'static str) -> Element {
 pub(crate) fn PasskeyOffer() -> Element {
     let count = use_passkey_count();
     let mut hidden = use_signal(|| false);
-    if count > 0 || hidden() {
+    // Set up from here (the person had none when the page opened): say so
+    // until they put the note away.
+    let had_none = use_hook(|| count == 0);
+    if hidden() || (count > 0 && !had_none) {
         return rsx! {};
+    }
+    if count > 0 {
+        return rsx! {
+            section { id: "passkey-offer-done", class: "offer", role: "status",
+                p {
+                    strong { "Your passkey is set up. " }
+                    "From now on, approving a request that disables devices asks for it (the terminal's code still works)."
+                }
+                div { class: "offer-actions",
+                    button { id: "offer-done", onclick: move |_| hidden.set(true), "OK" }
+                }
+            }
+        };
     }
     rsx! {
         section { id: "passkey-offer", class: "offer", "aria-labelledby": "passkey-offer-title",

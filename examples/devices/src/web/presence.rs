@@ -120,6 +120,9 @@ impl Presence {
                 PresenceRefusal::Expired => {
                     "That setup code expired: start the setup again.".to_owned()
                 }
+                PresenceRefusal::Exhausted => {
+                    "Too many wrong setup codes: start the setup again.".to_owned()
+                }
                 _ => "That is not the setup code the terminal shows (three wrong tries end it)."
                     .to_owned(),
             })?;
@@ -187,6 +190,9 @@ pub(crate) fn refused_text(refusal: PresenceRefusal) -> &'static str {
             "That did not prove it is you (a wrong code, or a passkey the console does not know). Nothing was done."
         }
         PresenceRefusal::Expired => "The request expired. Nothing was done.",
+        PresenceRefusal::Exhausted => {
+            "Too many wrong codes: this request's code no longer works. Use your passkey, or Deny."
+        }
         _ => "Your proof could not be checked just now. Nothing was done.",
     }
 }

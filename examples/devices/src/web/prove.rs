@@ -14,6 +14,16 @@ use super::passkey_offer::{SetUpPasskey, use_passkey_count};
 use super::presence::refused_text;
 use super::{SessionEnd, Shared};
 
+/// Whether `typed` holds a whole code: eight digits (spaces and dashes
+/// between them allowed).
+pub(crate) fn complete_code(typed: &str) -> bool {
+    let digits = typed.chars().filter(char::is_ascii_digit).count();
+    digits == 8
+        && typed
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == ' ' || c == '-')
+}
+
 /// What the person is told when an answer did nothing.
 fn answer_text(error: &AnswerError) -> String {
     match error {
@@ -121,6 +131,14 @@ pub(crate) fn ProveAndApprove(
             let proof = json!({"method": "out-of-band", "code": code.peek().clone()});
             match pending.approve_with_presence(&shown, &approver, &proof) {
                 Ok(_) => code.set(String::new()),
+                Err(AnswerError::Refused(ResolveError::PresenceRefused(refusal)))
+                    if refusal == agent_surface::confirmation::PresenceRefusal::Invalid =>
+                {
+                    message.set(Some(
+                        "That code is wrong. Check it in the terminal; after three wrong tries it stops working."
+                            .to_owned(),
+                    ));
+                }
                 Err(error) => message.set(Some(answer_text(&error))),
             }
         }
@@ -158,7 +176,8 @@ pub(crate) fn ProveAndApprove(
                     autocomplete: "off",
                     maxlength: "12",
                     placeholder: "1234 5678",
-                    value: "{code}",
+                    // Not bound back from the server: a round trip per
+                    // key would overwrite what the person typed meanwhile.
                     oninput: move |event| code.set(event.value()),
                     onkeydown: move |event: KeyboardEvent| {
                         if event.key() == Key::Enter {
@@ -170,7 +189,7 @@ pub(crate) fn ProveAndApprove(
                     id: "approve-code",
                     class: "danger",
                     r#type: "button",
-                    disabled: waiting || code().trim().is_empty(),
+                    disabled: waiting || !complete_code(&code()),
                     onclick: move |_| submit_click(),
                     "{action} with code"
                 }
