@@ -131,9 +131,9 @@ pub(crate) fn ProveAndApprove(
             let proof = json!({"method": "out-of-band", "code": code.peek().clone()});
             match pending.approve_with_presence(&shown, &approver, &proof) {
                 Ok(_) => code.set(String::new()),
-                Err(AnswerError::Refused(ResolveError::PresenceRefused(refusal)))
-                    if refusal == agent_surface::confirmation::PresenceRefusal::Invalid =>
-                {
+                Err(AnswerError::Refused(ResolveError::PresenceRefused(
+                    agent_surface::confirmation::PresenceRefusal::Invalid,
+                ))) => {
                     message.set(Some(
                         "That code is wrong. Check it in the terminal; after three wrong tries it stops working."
                             .to_owned(),
