@@ -19,9 +19,30 @@ use agent_surface::confirmation::ConfirmationOutcome;
 use browser_support::{
     DISABLE, agent_asks, in_browser, payload, script_fills_and_clicks, sign_in, terminal_code,
 };
-use devices::Status;
+use devices::{App, Status};
+use fantoccini::Client;
 use fantoccini::Locator;
 use serde_json::json;
+
+/// The person types the right `code` into a tab whose session ended: the
+/// page task stopped with the session, so its components left the surface
+/// and their request `id` was withdrawn, never approved; d2 stays.
+async fn types_into_a_dead_tab(page: &Client, app: &App, code: &str, id: &str) {
+    let typed = script_fills_and_clicks(page, "presence-code", code, "approve-code").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_ne!(
+        app.backend().get("d2").unwrap().status,
+        Status::Disabled,
+        "typed: {typed}"
+    );
+    let resolution = app.registry().confirmations().resolution(id).unwrap();
+    assert_eq!(
+        resolution.outcome,
+        ConfirmationOutcome::Withdrawn,
+        "{resolution:?}"
+    );
+    assert!(resolution.person_verified.is_none());
+}
 
 /// Browsers signed in at once (the console's `MAX_SESSIONS`).
 const MAX_SESSIONS: usize = 16;
@@ -49,22 +70,7 @@ async fn an_evicted_sessions_open_tab_approves_nothing() {
         }
 
         // The tab is still open; what it sends goes nowhere.
-        let typed = script_fills_and_clicks(&page, "presence-code", &code, "approve-code").await;
-        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-        assert_ne!(
-            app.backend().get("d2").unwrap().status,
-            Status::Disabled,
-            "typed: {typed}"
-        );
-        // The page task stopped with the session: its components left the
-        // surface and their request was withdrawn, not approved.
-        let resolution = app.registry().confirmations().resolution(&id).unwrap();
-        assert_eq!(
-            resolution.outcome,
-            ConfirmationOutcome::Withdrawn,
-            "{resolution:?}"
-        );
-        assert!(resolution.person_verified.is_none());
+        types_into_a_dead_tab(&page, &app, &code, &id).await;
         // With no signed-in tab, the page's tools are gone for the agent.
         let retried = agent.call(DISABLE, json!({})).await;
         assert_eq!(
@@ -127,19 +133,7 @@ async fn signing_out_stops_the_sessions_other_open_tabs_and_they_approve_nothing
 
         // The second tab is still open; its code goes nowhere.
         page.switch_to_window(second.handle).await.unwrap();
-        let typed = script_fills_and_clicks(&page, "presence-code", &code, "approve-code").await;
-        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-        assert_ne!(
-            app.backend().get("d2").unwrap().status,
-            Status::Disabled,
-            "typed: {typed}"
-        );
-        let resolution = app.registry().confirmations().resolution(&id).unwrap();
-        assert_eq!(
-            resolution.outcome,
-            ConfirmationOutcome::Withdrawn,
-            "{resolution:?}"
-        );
+        types_into_a_dead_tab(&page, &app, &code, &id).await;
         // Signed out, the browser opens no page.
         page.refresh().await.unwrap();
         assert!(page.find(Locator::Css("#row-d1")).await.is_err());
