@@ -201,6 +201,20 @@ impl OneTimeCodes {
             digest: enrollment_digest(person),
             expires_at_ms,
         };
+        // One setup per person at a time: a newer one ends the older, so
+        // setups started again and again (a script clicking) never push
+        // the codes of requests waiting for the person out of the table.
+        let mut table = self.lock();
+        let (older, keep): (VecDeque<Issued>, VecDeque<Issued>) = std::mem::take(&mut table.issued)
+            .into_iter()
+            .partition(|i| {
+                i.confirmation_id.starts_with(ENROLLMENT) && i.digest == challenge.digest
+            });
+        table.issued = keep;
+        for setup in older {
+            table.spend(setup, PresenceRefusal::Invalid);
+        }
+        drop(table);
         let code = self.issue(&challenge);
         Ok((challenge, code))
     }
@@ -484,6 +498,25 @@ mod tests {
         assert_eq!(
             codes.confirm_enrollment(&request, "ada", &code, 0).err(),
             Some(PresenceRefusal::OtherRequest)
+        );
+    }
+
+    #[test]
+    fn setups_started_again_and_again_never_push_out_a_waiting_requests_code() {
+        let codes = OneTimeCodes::new("terminal").unwrap();
+        let waiting = challenge("cnf_waiting", "d");
+        let code = codes.issue(&waiting);
+        let mut last = None;
+        for _ in 0..(2 * MAX_ISSUED) {
+            last = Some(codes.issue_enrollment("ada", 1_000).unwrap());
+        }
+        assert!(codes.verify(&waiting, "p", &proof(&code)).is_ok());
+        let (setup, setup_code) = last.unwrap();
+        assert!(
+            codes
+                .confirm_enrollment(&setup, "ada", &setup_code, 0)
+                .is_ok(),
+            "the newest works"
         );
     }
 
