@@ -439,6 +439,12 @@ pub async fn set_up_passkey(page: &Client, place: &str) {
         .await
         .expect("the setup code field");
     field.send_keys(&code.unwrap_or_default()).await.unwrap();
+    // The button wakes once the page has all eight digits.
+    let ready = format!("#{place}-setup-continue:not([disabled])");
+    until("the setup takes the code", || async {
+        page.find(Locator::Css(&ready)).await.is_ok()
+    })
+    .await;
     click(page, &format!("#{place}-setup-continue")).await;
     // Set up, the setup step leaves (a refusal keeps it, saying why).
     until("the passkey is set up", || async {
