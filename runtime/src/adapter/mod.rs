@@ -40,7 +40,7 @@ pub use refusal::refused;
 /// Entry bounds an adapter applies before a call reaches the registry.
 pub mod bounds {
     pub use crate::invoke::bounds::{id_too_long, too_deep, too_large};
-    pub use crate::util::nesting::{depth_within, dispose, truncated};
+    pub use crate::util::nesting::{PARSE_DEPTH, depth_within, dispose, truncated};
 }
 
 /// Host callbacks and values handled without unwinding into the adapter.

@@ -28,21 +28,51 @@ use crate::invoke::{Invocation, InvocationResult};
 
 /// One tool call an adapter may run again: the tool's wire name, the
 /// arguments the agent sent, and the invocation id it carries.
+///
+/// Arguments nested deeper than any JSON text parses to
+/// ([`PARSE_DEPTH`](crate::adapter::bounds::PARSE_DEPTH)) are measured
+/// iteratively and let go on arrival: such a call keeps no arguments and
+/// every run of it is refused `INVALID_INPUT`, so copying, printing or
+/// dropping a `ToolCall` never walks a value deeper than that.
 #[derive(Clone, Debug)]
 pub struct ToolCall {
     name: String,
     arguments: Value,
     invocation_id: Option<String>,
+    /// The arguments nested deeper than `PARSE_DEPTH` (and were let go).
+    too_deep: bool,
 }
 
 impl ToolCall {
     /// A call of `name` with `arguments` and no invocation id.
     pub fn new(name: impl Into<String>, arguments: Value) -> ToolCall {
+        let too_deep =
+            !crate::adapter::bounds::depth_within(&arguments, crate::adapter::bounds::PARSE_DEPTH);
+        let arguments = if too_deep {
+            crate::adapter::bounds::dispose(arguments);
+            Value::Null
+        } else {
+            arguments
+        };
         ToolCall {
             name: name.into(),
             arguments,
             invocation_id: None,
+            too_deep,
         }
+    }
+
+    /// The refusal of a call whose arguments nested too deep to keep.
+    fn refused_too_deep(&self, toolset: &Toolset) -> Option<InvocationResult> {
+        self.too_deep.then(|| {
+            let max = toolset.registry().limits().max_input_depth;
+            crate::adapter::refused(
+                toolset.registry(),
+                &self.name,
+                self.invocation_id.clone(),
+                ErrorPayload::invalid_input(&[crate::adapter::bounds::too_deep("", max)]),
+            )
+        })
     }
 
     /// With the invocation id the call carries (a transport request id, a
@@ -58,7 +88,7 @@ impl ToolCall {
         &self.name
     }
 
-    /// The arguments.
+    /// The arguments (`null` when they nested too deep to keep).
     pub fn arguments(&self) -> &Value {
         &self.arguments
     }
@@ -91,6 +121,9 @@ impl ToolCall {
             return None;
         }
         let (id, instance) = crate::wire::decode_full_name(&self.name)?;
+        if let Some(refused) = self.refused_too_deep(toolset) {
+            return Some(refused);
+        }
         // Disposed, or nested too deep to copy: refused as any call is.
         if let Some(refused) =
             shared.refused_early(&self.name, self.invocation_id.as_deref(), &self.arguments)
@@ -118,6 +151,9 @@ impl ToolCall {
         confirmation_id: Option<&str>,
         cancel: CancellationToken,
     ) -> InvocationResult {
+        if let Some(refused) = self.refused_too_deep(toolset) {
+            return refused;
+        }
         let result = toolset
             .execute_with_options(
                 &self.name,

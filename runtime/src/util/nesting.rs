@@ -5,6 +5,13 @@
 
 use serde_json::Value;
 
+/// The deepest nesting of arrays and objects serde_json's parser accepts
+/// (128): no JSON text an agent sends reaches an adapter deeper than this.
+/// An adapter that keeps agent arguments (to run again, to print) refuses
+/// deeper ones on arrival, so nothing it keeps can overflow a stack when
+/// copied, printed or dropped.
+pub const PARSE_DEPTH: usize = 128;
+
 /// What is left to visit of an array or an object.
 enum Children<'a> {
     Array(std::slice::Iter<'a, Value>),

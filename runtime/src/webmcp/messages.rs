@@ -36,6 +36,15 @@ pub enum PageMessage {
         /// The tool's wire name.
         name: String,
     },
+    /// The in-page agent called a tool with arguments nesting deeper than
+    /// any JSON text parses to ([`PARSE_DEPTH`](crate::adapter::bounds::PARSE_DEPTH)):
+    /// refused as the pipeline refuses a deep input, without copying them.
+    TooDeep {
+        /// The page's number for the call.
+        call: u64,
+        /// The tool's wire name.
+        name: String,
+    },
     /// The in-page agent gave up on a call (`toolcancel`, an abort).
     Cancel {
         /// The page's number for the call.
@@ -46,6 +55,9 @@ pub enum PageMessage {
 impl PageMessage {
     /// Reads a message; `None` for anything else, for a call number that is
     /// not a non-negative integer, or for a tool name over `max_name_bytes`.
+    /// Arguments are measured iteratively before they are copied: nested
+    /// deeper than [`PARSE_DEPTH`](crate::adapter::bounds::PARSE_DEPTH),
+    /// the call comes as [`PageMessage::TooDeep`].
     ///
     /// ```
     /// use agent_surface::webmcp::PageMessage;
@@ -74,14 +86,26 @@ impl PageMessage {
                         name: name.to_owned(),
                     });
                 }
+                let call = message.get("call")?.as_u64()?;
+                let arguments = message.get("arguments");
+                if arguments.is_some_and(|arguments| {
+                    !crate::adapter::bounds::depth_within(
+                        arguments,
+                        crate::adapter::bounds::PARSE_DEPTH,
+                    )
+                }) {
+                    return Some(PageMessage::TooDeep {
+                        call,
+                        name: name.to_owned(),
+                    });
+                }
                 Some(PageMessage::Call {
-                    call: message.get("call")?.as_u64()?,
+                    call,
                     name: name.to_owned(),
                     // Arguments that are not an object reach the pipeline
                     // as they are, and are refused there with the exact
                     // issue.
-                    arguments: message
-                        .get("arguments")
+                    arguments: arguments
                         .cloned()
                         .unwrap_or_else(|| Value::Object(Map::new())),
                 })

@@ -212,14 +212,11 @@ impl PageAgent {
             } => Some(Box::pin(self.call(call, name, arguments)) as Pending),
             PageMessage::TooLarge { call, name } => {
                 let max = self.shared.registry.limits().max_input_bytes;
-                let refusal = refused(
-                    &self.shared.registry,
-                    &name,
-                    None,
-                    ErrorPayload::invalid_input(&[bounds::too_large("", max)]),
-                );
-                let message = messages::result_message(call, &refusal);
-                Some(Box::pin(std::future::ready(message)) as Pending)
+                Some(self.refuse(call, &name, bounds::too_large("", max)))
+            }
+            PageMessage::TooDeep { call, name } => {
+                let max = self.shared.registry.limits().max_input_depth;
+                Some(self.refuse(call, &name, bounds::too_deep("", max)))
             }
             PageMessage::Cancel { call } => {
                 if let Some(token) = self
@@ -235,6 +232,18 @@ impl PageAgent {
             }
             PageMessage::Ready | PageMessage::Absent => None,
         }
+    }
+
+    /// Call number `call` of tool `name`, refused before the pipeline for
+    /// `issue` (as the pipeline would refuse it).
+    fn refuse(&self, call: u64, name: &str, issue: crate::schema::Issue) -> Pending {
+        let refusal = refused(
+            &self.shared.registry,
+            name,
+            None,
+            ErrorPayload::invalid_input(&[issue]),
+        );
+        Box::pin(std::future::ready(messages::result_message(call, &refusal)))
     }
 
     /// Runs call number `call` of tool `name`.
