@@ -503,6 +503,13 @@ async fn auth_jwt_admin_and_viewer_see_different_tools_and_bad_tokens_get_401() 
         c["iss"] = json!("https://elsewhere.test");
         jwt(&c, SECRET, None)
     };
+    // RFC 7519 §4.1.1: `iss` is one string; a list holding the issuer is
+    // not it (RFC 9068 §4: an exact match).
+    let listed_issuer = {
+        let mut c = claims("ada", "mcp", RESOURCE, 600);
+        c["iss"] = json!([ISSUER]);
+        jwt(&c, SECRET, None)
+    };
     let no_subject = {
         let mut c = claims("ada", "mcp", RESOURCE, 600);
         c.as_object_mut().unwrap().remove("sub");
@@ -532,6 +539,7 @@ async fn auth_jwt_admin_and_viewer_see_different_tools_and_bad_tokens_get_401() 
         ("tampered", tampered),
         ("unsigned (alg none)", unsigned),
         ("wrong issuer", other_issuer),
+        ("issuer in a list", listed_issuer),
         ("no subject", no_subject),
         ("not a JWT", "abc.def.ghi".to_owned()),
     ] {

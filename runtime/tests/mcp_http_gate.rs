@@ -262,7 +262,8 @@ async fn sessions_the_server_does_not_hold_are_not_found() {
     let served = serve(|b| b).await;
     assert_eq!(served.delete("never-issued").await, StatusCode::NOT_FOUND);
     let session = served.open_session().await;
-    assert!(served.delete(&session).await.is_success());
+    // Ended: 200, what the official SDKs answer and their clients expect.
+    assert_eq!(served.delete(&session).await, StatusCode::OK);
     assert_eq!(served.delete(&session).await, StatusCode::NOT_FOUND);
     let reply = served
         .request(&session, json!(1), "tools/list", json!({}))
@@ -553,4 +554,36 @@ async fn mcp_streams_never_take_the_connections_the_console_pages_need() {
             == StatusCode::OK
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_missing_or_repeated_host_is_a_bad_request() {
+    // RFC 9112 §3.2: a request without exactly one Host is malformed (400),
+    // on `/mcp` alone and beside a console's pages.
+    for served in [serve(|b| b).await, serve_console(|b| b).await] {
+        let address = served.address();
+        for (what, hosts, expected) in [
+            ("no Host", "", "HTTP/1.1 400"),
+            (
+                "two Hosts",
+                "Host: 127.0.0.1\r\nHost: 127.0.0.1\r\n",
+                "HTTP/1.1 400",
+            ),
+            ("one foreign Host", "Host: evil.example\r\n", "HTTP/1.1 403"),
+        ] {
+            let mut stream = TcpStream::connect(address).await.unwrap();
+            stream
+                .write_all(
+                    format!(
+                        "POST /mcp HTTP/1.1\r\n{hosts}Accept: application/json, text/event-stream\r\n\
+                         Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+                    )
+                    .as_bytes(),
+                )
+                .await
+                .unwrap();
+            let answer = read_to_close(&mut stream).await;
+            assert!(answer.starts_with(expected), "{what}: {answer}");
+        }
+    }
 }

@@ -17,7 +17,8 @@
 //! - **Sessions**: `initialize` opens a session only below the session cap
 //!   (`503` with a `RATE_LIMITED` payload and `Retry-After` otherwise);
 //!   `initialize` on an existing session is `400`; `DELETE` of a session
-//!   the server does not hold is `404`.
+//!   the server does not hold is `404`, of one it holds `200` (the session
+//!   ends).
 //! - **A share of the connections**: at most three quarters of the
 //!   connection limit of requests are in flight at once, each held until
 //!   its response ends (an SSE or listen stream holds one while it lasts);
@@ -71,8 +72,8 @@ pub(super) fn mcp_share(max_connections: usize) -> usize {
 
 /// The gate as axum middleware.
 pub(super) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    if let Err(reason) = gate.origin.check(request.headers()) {
-        return plain(StatusCode::FORBIDDEN, reason);
+    if let Some(refused) = gate.origin.refuse(request.headers()) {
+        return refused;
     }
     let Ok(permit) = Arc::clone(&gate.in_flight).try_acquire_owned() else {
         return busy(
@@ -119,7 +120,14 @@ async fn admitted(gate: &Gate, request: Request, next: Next) -> Response {
             {
                 return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
             }
-            next.run(request).await
+            let mut response = next.run(request).await;
+            // The session is ended: `200`, as the official SDKs' servers
+            // answer and their clients expect (the transport says `202`,
+            // which the Python client logs as a failed termination).
+            if response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::OK;
+            }
+            response
         }
         _ => next.run(request).await,
     }

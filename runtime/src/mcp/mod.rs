@@ -201,9 +201,12 @@ impl McpServerBuilder {
     /// never answers for them — true of a desktop client with a person at
     /// it, not of an autonomous agent, which could then approve its own
     /// requests. Enable it only for such clients. An answer resolves only
-    /// the asking session's (or principal's) own requests; a stateless
-    /// caller without an identity is never asked (it gets the two-phase
-    /// answer).
+    /// the one request it was asked about, for the caller it was asked of:
+    /// a session's or a principal's own requests. A stateless caller
+    /// without an identity (2026-07-28) is asked too: its input request
+    /// carries a fresh, unguessable `requestState` (never the confirmation
+    /// id), and only a retry presenting that state answers, as the caller
+    /// it was issued to.
     ///
     /// Default: off — an agent's own connection answers nothing unless the
     /// host says its client is one that asks its person. Off, confirmations

@@ -61,25 +61,30 @@ impl OriginGate {
 
     /// Whether a request with these headers may pass; the refusal says why.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), &'static str> {
-        match self.forbidden(headers) {
-            Some(reason) => Err(reason),
+        match self.refusal(headers) {
+            Some((_, reason)) => Err(reason),
             None => Ok(()),
         }
     }
 
-    fn host_present(&self, headers: &HeaderMap) -> bool {
-        headers.contains_key(header::HOST)
+    /// The answer to a request these headers do not let pass: `400` for a
+    /// missing or repeated `Host` (RFC 9112 §3.2: the request is
+    /// malformed), `403` for a `Host` or `Origin` outside the allowed ones.
+    pub fn refuse(&self, headers: &HeaderMap) -> Option<Response> {
+        self.refusal(headers)
+            .map(|(status, reason)| super::plain::plain(status, reason))
     }
 
     /// The gate as axum middleware (`axum::middleware::from_fn_with_state`
-    /// with an `Arc<OriginGate>`): `403` with the reason, before any handler.
+    /// with an `Arc<OriginGate>`): [`refuse`](Self::refuse)s before any
+    /// handler.
     pub async fn layer(
         State(gate): State<Arc<OriginGate>>,
         request: Request,
         next: Next,
     ) -> Response {
-        if let Err(reason) = gate.check(request.headers()) {
-            return super::plain::plain(StatusCode::FORBIDDEN, reason);
+        if let Some(refused) = gate.refuse(request.headers()) {
+            return refused;
         }
         next.run(request).await
     }
@@ -221,24 +226,31 @@ impl OriginGate {
             .any(|allowed| allowed.host == host && (allowed.port.is_none() || allowed.port == port))
     }
 
-    /// Why a request is forbidden: a disallowed `Host` or `Origin`.
-    fn forbidden(&self, headers: &HeaderMap) -> Option<&'static str> {
-        if !self.host_present(headers) {
-            return Some("Forbidden: a Host header is required");
-        }
-        if headers
-            .get_all(header::HOST)
-            .iter()
-            .any(|host| !host.to_str().is_ok_and(|host| self.host_allowed(host)))
-        {
-            return Some("Forbidden: Host header is not allowed");
+    /// Why a request may not pass, and its status: a missing or repeated
+    /// `Host` (malformed), a disallowed `Host` or `Origin` (forbidden).
+    fn refusal(&self, headers: &HeaderMap) -> Option<(StatusCode, &'static str)> {
+        let mut hosts = headers.get_all(header::HOST).iter();
+        let (Some(host), None) = (hosts.next(), hosts.next()) else {
+            return Some((
+                StatusCode::BAD_REQUEST,
+                "Bad Request: exactly one Host header is required",
+            ));
+        };
+        if !host.to_str().is_ok_and(|host| self.host_allowed(host)) {
+            return Some((
+                StatusCode::FORBIDDEN,
+                "Forbidden: Host header is not allowed",
+            ));
         }
         if headers.get_all(header::ORIGIN).iter().any(|origin| {
             !origin
                 .to_str()
                 .is_ok_and(|origin| self.origin_allowed(origin))
         }) {
-            return Some("Forbidden: Origin header is not allowed");
+            return Some((
+                StatusCode::FORBIDDEN,
+                "Forbidden: Origin header is not allowed",
+            ));
         }
         None
     }

@@ -27,6 +27,13 @@ pub fn run_python_client(script: &str, passed: &str) {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(transcript.contains(passed));
+    // Closing a session is answered as the SDK expects (`200`), so it logs
+    // no failed termination.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("Session termination failed"),
+        "the SDK could not end its session:\n{stderr}"
+    );
 }
 
 /// The Python with the official SDK, or `None` (said) where it may be

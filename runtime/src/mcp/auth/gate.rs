@@ -300,8 +300,8 @@ pub(crate) async fn auth_gate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    if let Err(reason) = gate.origin.check(request.headers()) {
-        return plain(StatusCode::FORBIDDEN, reason);
+    if let Some(refused) = gate.origin.refuse(request.headers()) {
+        return refused;
     }
     let authenticated = match gate.authenticate(&request) {
         Ok(authenticated) => authenticated,

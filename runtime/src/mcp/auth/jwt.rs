@@ -177,6 +177,13 @@ impl Authenticator for JwtAuthenticator {
         let data = decode::<Value>(token, &key, &validation)
             .map_err(|err| Rejected::new(format!("invalid JWT: {err}")))?;
         let claims = data.claims;
+        // RFC 7519 §4.1.1 makes `iss` one string and RFC 9068 §4 asks for
+        // an exact match; the decoder also accepts a list containing it.
+        if claims.get("iss").and_then(Value::as_str) != Some(self.issuer.as_str()) {
+            return Err(Rejected::new(
+                "the JWT's issuer is not one string equal to the issuer",
+            ));
+        }
         let subject = claims
             .get("sub")
             .and_then(Value::as_str)
