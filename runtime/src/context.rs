@@ -101,6 +101,9 @@ struct ConsumerData {
     key: Arc<str>,
     /// How a person would name it; not part of its identity.
     label: Option<Arc<str>>,
+    /// Its own host context (from its credential), if an adapter gave it
+    /// one; not part of its identity.
+    host: Option<HostContext>,
 }
 
 /// Identity is kind, id and grants; the label is presentation only.
@@ -156,6 +159,7 @@ impl Consumer {
             grants: Arc::from(Vec::new()),
             key,
             label: None,
+            host: None,
         }))
     }
 
@@ -176,6 +180,41 @@ impl Consumer {
     /// The label, shared (events carry it without copying).
     pub(crate) fn label_arc(&self) -> Option<&Arc<str>> {
         self.0.label.as_ref()
+    }
+
+    /// Gives the consumer its own host context — what an adapter that
+    /// authenticated it derived from its credential (its user, tenant,
+    /// permissions). Every evaluation for it reads this context instead of
+    /// the registry's provider: discovery, authorization, handlers, the
+    /// procedure executor, from the transport to settlement, including a
+    /// retry after the person answered. Nothing is kept on the registry's
+    /// side, so nothing can be evicted and lend another context.
+    ///
+    /// Not part of its identity: an adapter makes the consumer id of an
+    /// authenticated caller determine its context (the MCP server's ids
+    /// carry a fingerprint of it), so one id never evaluates with two.
+    ///
+    /// ```
+    /// use agent_surface::context::{Consumer, ConsumerKind, HostContext};
+    /// use agent_surface::Registry;
+    /// use serde_json::json;
+    ///
+    /// let registry = Registry::default();
+    /// let ada = Consumer::new(ConsumerKind::Mcp, "ada")
+    ///     .with_host_context(HostContext::new().with("user", json!({"id": "ada"})));
+    /// assert!(registry.host_context_for(&ada).get("user").is_some());
+    /// assert!(registry.host_context().get("user").is_none());
+    /// ```
+    #[must_use]
+    pub fn with_host_context(mut self, host: HostContext) -> Consumer {
+        Arc::make_mut(&mut self.0).host = Some(host);
+        self
+    }
+
+    /// Its own host context, if an adapter gave it one
+    /// ([`with_host_context`](Self::with_host_context)).
+    pub fn host_context(&self) -> Option<&HostContext> {
+        self.0.host.as_ref()
     }
 
     /// The anonymous embedded consumer (`embedded:anonymous`).

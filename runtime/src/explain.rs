@@ -207,7 +207,7 @@ pub fn explain_surface(registry: &Registry, options: &SnapshotOptions) -> Explan
         let mut state = inner.state();
         (state.ordered(), state.version)
     };
-    let host: HostContext = inner.host_for(options.consumer.key());
+    let host: HostContext = inner.host_for(&options.consumer);
     let mut components = Vec::new();
     for registration in ordered.iter() {
         let contract = registration.contract;

@@ -634,7 +634,7 @@ async fn auth_two_tokens_of_one_subject_with_different_scopes_are_different_iden
     use agent_surface::mcp::auth::Identity;
     // The host keeps the scopes out of the JSON (a typed extension
     // instead): the two credentials still must not share a consumer,
-    // sessions or a bound host context.
+    // sessions or a host context.
     let tokens = StaticTokens::new()
         .with_token(
             "ada-rw",
@@ -908,4 +908,83 @@ async fn auth_one_identity_cannot_take_every_stream() {
     // Others still get through while the viewer's streams last.
     assert!(!stateless_tools(&served, ADMIN).await.is_empty());
     drop(streams);
+}
+
+/// Says whose context it runs with: the user id its host context names.
+struct WhoAmI;
+
+/// Who runs this.
+#[agent_surface::prelude::agent_schema]
+#[derive(Clone, Debug)]
+struct Ran {
+    /// The user id of the host context it ran with.
+    user: String,
+}
+
+/// A component whose one action needs the person's approval and reports
+/// whose context it ran with.
+#[agent_surface::prelude::agent_component(type = "test.whoami")]
+impl WhoAmI {
+    /// Runs once the person approved, reporting whose context ran it.
+    #[action(effect = "local-state", confirmation = "required")]
+    fn run(&self, ctx: &agent_surface::prelude::ActionContext) -> Ran {
+        let user = ctx.host().get("user").and_then(|user| user.get("id"));
+        Ran {
+            user: user.and_then(Value::as_str).unwrap_or("nobody").to_owned(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn as_policy_003_an_identity_keeps_its_own_context_while_thousands_of_others_authenticate() {
+    // The registry's own provider is the operator (an admin who may write);
+    // a viewer's call waits for the person while 4,200 other identities
+    // authenticate, then runs: with the viewer's context, never the
+    // operator's, and the viewer's tools stay the viewer's.
+    let served = serve_jwt(JwtKey::hmac(SECRET).unwrap()).await;
+    let registry = served.app.registry();
+    let _whoami = registry.mount(std::sync::Arc::new(WhoAmI)).unwrap();
+    let token = |sub: &str, scope: &str| jwt(&claims(sub, scope, RESOURCE, 600), SECRET, None);
+    let viewer_token = token("vic", "mcp devices:read");
+    let viewer = bearer(&viewer_token);
+    let as_viewer = [("authorization", viewer.as_str())];
+    const RUN: &str = "view_test__whoami__run";
+
+    served
+        .modern_call(json!(1), SELECT, json!({"ids": ["d2"]}), &as_viewer)
+        .await;
+    let asked = served
+        .modern_call(json!(2), RUN, json!({}), &as_viewer)
+        .await;
+    assert_eq!(payload(&asked)["code"], "CONFIRMATION_REQUIRED", "{asked}");
+    let id = payload(&asked)["details"]["confirmationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Others authenticate meanwhile.
+    for n in 0..4_200 {
+        stateless_tools(&served, &token(&format!("other-{n}"), "mcp devices:read")).await;
+    }
+
+    let confirmations = registry.confirmations();
+    confirmations
+        .approve(&confirmations.find(&id).unwrap().shown())
+        .unwrap();
+    let ran = served
+        .modern(
+            json!(3),
+            "tools/call",
+            json!({"name": RUN, "arguments": {},
+                   "_meta": {"agentSurface/confirmationId": id}}),
+            &as_viewer,
+        )
+        .await;
+    let ran = ran.response(&json!(3)).unwrap();
+    assert_eq!(payload(ran), &json!({"user": "vic"}), "{ran}");
+    let tools = stateless_tools(&served, &viewer_token).await;
+    assert!(
+        !tools.iter().any(|tool| tool == DISABLE),
+        "the viewer never sees the operator's tools: {tools:?}"
+    );
 }

@@ -121,19 +121,20 @@ impl McpSession {
     }
 
     /// The consumer of a credential's identity, evaluated with its host
-    /// context (bound again on every request: the binding is bounded).
+    /// context: the consumer carries it (its id fingerprints it), so every
+    /// call it makes runs with it from here to settlement.
     fn authenticated(&self, authenticated: &Authenticated, client: Option<&str>) -> Option<Acting> {
-        let consumer = Consumer::new(ConsumerKind::Mcp, authenticated.consumer.as_str());
-        self.shared
-            .registry
-            .bind_host_context(&consumer, authenticated.host.clone());
         let subject = crate::adapter::text::escape(&authenticated.subject);
         let subject = crate::adapter::text::truncate(&subject, MAX_CLIENT_NAME_CHARS);
         let label = match client {
             Some(client) => format!("{client} ({subject})"),
             None => subject.into_owned(),
         };
-        let view = self.shared.view(&authenticated.consumer, Some(&label))?;
+        let view = self.shared.views.get_authenticated(
+            &authenticated.consumer,
+            Some(&label),
+            &authenticated.host,
+        )?;
         Some(Acting {
             consumer: authenticated.consumer.clone(),
             caller: Caller::Principal,

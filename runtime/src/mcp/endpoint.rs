@@ -264,7 +264,13 @@ async fn accept(
             () = stop.cancelled() => break,
         };
         let stream = match stream {
-            Ok((stream, _)) => stream,
+            Ok((stream, _)) => {
+                // Responses go out as written: a response's head and body
+                // are separate writes, and Nagle's algorithm would hold the
+                // second for the client's delayed acknowledgement (~40 ms).
+                let _ = stream.set_nodelay(true);
+                stream
+            }
             Err(err) => {
                 // Out of descriptors and the like: back off a little.
                 tracing::warn!(%err, "accepting an MCP HTTP connection failed");

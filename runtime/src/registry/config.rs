@@ -465,7 +465,6 @@ impl RegistryBuilder {
                 version: std::sync::atomic::AtomicU64::new(0),
                 empty_host: &shared_defaults().host,
                 anonymous: &shared_defaults().anonymous,
-                bound_hosts: super::consumer_host::BoundHosts::default(),
             }),
         }
     }

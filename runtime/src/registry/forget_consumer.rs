@@ -20,6 +20,5 @@ impl Registry {
         self.inner
             .confirmations
             .withdraw_consumer(&*self.inner, key);
-        self.inner.bound_hosts.unbind(key);
     }
 }

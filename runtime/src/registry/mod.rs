@@ -39,7 +39,6 @@ mod authority;
 mod config;
 mod confirmations;
 mod consumer_host;
-pub use consumer_host::MAX_BOUND_CONSUMERS;
 mod forget_consumer;
 mod handle;
 mod insertion;
@@ -116,9 +115,6 @@ pub(crate) struct Inner {
     pub(crate) anonymous: &'static crate::context::Consumer,
     /// The installed procedure executor.
     pub(crate) executor: std::sync::RwLock<Option<Arc<dyn ProcedureExecutor>>>,
-    /// Host contexts bound to consumers by the adapters that authenticated
-    /// them.
-    pub(crate) bound_hosts: consumer_host::BoundHosts,
 }
 
 impl Inner {

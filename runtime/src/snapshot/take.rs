@@ -106,7 +106,7 @@ impl Registry {
                 continue;
             }
             let decision = if reference.chain.discovery {
-                let host = host.get_or_insert_with(|| inner.host_for(options.consumer.key()));
+                let host = host.get_or_insert_with(|| inner.host_for(&options.consumer));
                 reference.chain.discover(&inner.policy_context(
                     registration,
                     &reference.capability,
@@ -158,7 +158,7 @@ impl Registry {
         for (index, capability) in capabilities.iter().enumerate() {
             let decision = match registration.chain(index) {
                 Some(chain) if chain.discovery => {
-                    let host = host.get_or_insert_with(|| inner.host_for(options.consumer.key()));
+                    let host = host.get_or_insert_with(|| inner.host_for(&options.consumer));
                     chain.discover(&inner.policy_context(
                         registration,
                         capability,

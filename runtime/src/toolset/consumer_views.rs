@@ -10,7 +10,7 @@
 //!
 //! Consumers share builds too, when they would see the same tools: what a
 //! consumer sees depends on it only through discovery policies (they read
-//! the consumer and its bound host context; `when` and notes read
+//! the consumer and its own host context; `when` and notes read
 //! components). A build no discovery policy decided is filed for all the
 //! views of one [`ConsumerViews`] (same registry, kind and topology) under
 //! the registry version and a server-wide poke count, so a surface change
@@ -46,7 +46,7 @@ use tokio::sync::watch;
 
 use super::tool::Catalog;
 use super::{Tool, Toolset, Topology};
-use crate::context::{Consumer, ConsumerKind};
+use crate::context::{Consumer, ConsumerKind, HostContext};
 use crate::registry::Registry;
 
 /// A build of a consumer's tools, the (registry version, poke) it was made
@@ -315,11 +315,21 @@ impl ConsumerViews {
         }
     }
 
-    fn make(&self, consumer_id: &str, label: Option<&str>) -> Option<ConsumerView> {
+    fn make(
+        &self,
+        consumer_id: &str,
+        label: Option<&str>,
+        host: Option<&HostContext>,
+    ) -> Option<ConsumerView> {
         let order = self.created.fetch_add(1, Ordering::Relaxed);
+        let consumer = self.consumer(consumer_id, label);
+        let consumer = match host {
+            Some(host) => consumer.with_host_context(host.clone()),
+            None => consumer,
+        };
         ConsumerView::new(
             &self.registry,
-            self.consumer(consumer_id, label),
+            consumer,
             self.topology,
             Arc::clone(&self.common),
             order,
@@ -327,8 +337,34 @@ impl ConsumerViews {
     }
 
     /// The view of `consumer_id`, created on first use with `label` (`None`
-    /// once the registry is disposed).
+    /// once the registry is disposed). Its consumer evaluates with the
+    /// registry's host-context provider.
     pub fn get(&self, consumer_id: &str, label: Option<&str>) -> Option<Arc<ConsumerView>> {
+        self.get_with(consumer_id, label, None)
+    }
+
+    /// The view of an authenticated consumer: created on first use with
+    /// `label` and its own `host` context
+    /// ([`Consumer::with_host_context`]), which every call of its toolset
+    /// carries from the transport to settlement. The id must determine the
+    /// context (derive it from the credential and a fingerprint of the
+    /// context, as the MCP server does): a cached view keeps the context
+    /// it was created with.
+    pub fn get_authenticated(
+        &self,
+        consumer_id: &str,
+        label: Option<&str>,
+        host: &HostContext,
+    ) -> Option<Arc<ConsumerView>> {
+        self.get_with(consumer_id, label, Some(host))
+    }
+
+    fn get_with(
+        &self,
+        consumer_id: &str,
+        label: Option<&str>,
+        host: Option<&HostContext>,
+    ) -> Option<Arc<ConsumerView>> {
         if let Some(view) = self
             .views
             .lock()
@@ -338,7 +374,7 @@ impl ConsumerViews {
             return Some(Arc::clone(view));
         }
         // Built unlocked: it reads the clock (host code).
-        let fresh = Arc::new(self.make(consumer_id, label)?);
+        let fresh = Arc::new(self.make(consumer_id, label, host)?);
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(view) = views.get(consumer_id) {
             // Another request of the same consumer came first.
@@ -374,7 +410,7 @@ impl ConsumerViews {
         anonymous: bool,
         label: Option<&str>,
     ) -> Option<Arc<ConsumerView>> {
-        let view = Arc::new(self.make(consumer_id, label)?);
+        let view = Arc::new(self.make(consumer_id, label, None)?);
         view.anonymous.store(anonymous, Ordering::Relaxed);
         if anonymous {
             let mut all = self

@@ -305,7 +305,7 @@ impl InFlight<'_> {
         if Cancelled(self.options.cancellation.as_ref()).fired() {
             return Err(ErrorPayload::cancelled());
         }
-        let host = self.registry.inner.host_for(self.consumer.key());
+        let host = self.registry.inner.host_for(&self.consumer);
         let Target {
             registration,
             subject,

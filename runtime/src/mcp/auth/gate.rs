@@ -262,7 +262,7 @@ fn bearer(value: &HeaderValue) -> Option<&str> {
 
 /// `auth-<subject>-<fingerprint>`: one consumer per subject, scopes and
 /// host context, so two credentials of one subject granting different
-/// things never share a view, a session or a bound host context — even
+/// things never share a view, a session or a host context — even
 /// when the host's [mapping](ResourceServer::host_context) keeps the scopes
 /// out of the context's JSON (in a typed extension, say). The fingerprint
 /// is 128 bits: a subject chosen to collide with another's is no shortcut.

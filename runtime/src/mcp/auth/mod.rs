@@ -19,7 +19,10 @@
 //!   for the resource's path).
 //! - Identity is per credential: each identity is its own consumer (its
 //!   view, dedupe records, confirmations, rate limits), evaluated with its
-//!   own host context ([`Registry::bind_host_context`](crate::Registry::bind_host_context));
+//!   own host context, which its consumer carries into every call
+//!   ([`Consumer::with_host_context`](crate::context::Consumer::with_host_context):
+//!   nothing is kept on the registry's side, so nothing evicted can lend
+//!   another identity's context);
 //!   a session is bound to the identity that opened it, and a session id
 //!   presented with another credential is `404`, as an unknown one.
 //! - A credential is never an approval channel: confirmations are
