@@ -104,8 +104,16 @@ impl Invocation {
     }
 
     /// The request fingerprint: FNV-1a 64 over the canonical JSON of
-    /// `{capabilityId, registrationId, instanceId, surfaceVersion, input,
-    /// confirmationId}` as issued (absent fields omitted).
+    /// `{capabilityId, registrationId, instanceId, surfaceVersion, input}`
+    /// as issued (absent fields omitted).
+    ///
+    /// The confirmation evidence is not part of it: the same request with
+    /// or without evidence is the same request, so a retry under the same
+    /// invocation id joins or replays the call whether or not it carries
+    /// the confirmation (a call cancelled while the person read answers its
+    /// retry `CANCELLED` either way), and evidence alone never makes an
+    /// `INVOCATION_CONFLICT`. (The specification's fingerprint includes
+    /// it; that turns a retry differing only in evidence into a conflict.)
     pub fn fingerprint(&self) -> u64 {
         self.fingerprint_measuring(usize::MAX, usize::MAX).0
     }
@@ -126,12 +134,8 @@ impl Invocation {
         // Keys in canonical (sorted) order, streamed without building a
         // Value; each key written with its quotes and colon (none needs
         // escaping).
-        let fields: [(&[u8], Option<Part<'_>>); 6] = [
+        let fields: [(&[u8], Option<Part<'_>>); 5] = [
             (b"\"capabilityId\":", Some(Part::Text(&self.capability_id))),
-            (
-                b"\"confirmationId\":",
-                self.confirmation_id.as_deref().map(Part::Text),
-            ),
             (b"\"input\":", self.input.as_ref().map(Part::Json)),
             (
                 b"\"instanceId\":",

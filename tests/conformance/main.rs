@@ -45,6 +45,7 @@ mod reentrancy;
 mod regressions;
 mod reliability;
 mod schema;
+mod settlement;
 mod signals;
 mod staleness;
 mod supplied_schema;

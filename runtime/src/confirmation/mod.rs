@@ -51,6 +51,13 @@ pub(crate) use presentation::Presenter;
 pub use presentation::{Presentation, PresentationRequest};
 pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
+/// Why a request was withdrawn when its consumer was forgotten
+/// ([`Registry::forget_consumer`](crate::Registry::forget_consumer): its
+/// session ended): [`Resolution::reason`]. A call still waiting on such a
+/// request ends without running again and leaves nothing its identity
+/// could later replay or conflict with.
+pub const AGENT_LEFT: &str = "agent-left";
+
 pub(crate) use store::{Ask, Binding, ConfirmationStore, INPUT_CHANGED, StoreOwner};
 pub(crate) use summary::{MAX_SUMMARY_CHARS, summary};
 pub use wait::{WaitGuard, settle_now};

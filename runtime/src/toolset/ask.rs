@@ -62,6 +62,19 @@ impl ToolCall {
         }
     }
 
+    /// Settles the call `CANCELLED` as the agent sent it — without
+    /// evidence, not even the confirmation a two-phase toolset remembers
+    /// for it — so the agent's retry with the same id and arguments gets
+    /// this settlement, never a conflict. Nothing runs and nobody is asked.
+    async fn settle_cancelled(&self, toolset: &Toolset) -> InvocationResult {
+        toolset
+            .shared
+            .unremember(super::retry_key(&self.name, &self.arguments));
+        let token = CancellationToken::new();
+        token.cancel();
+        self.run(toolset, None, token).await
+    }
+
     /// The refusal of a call whose arguments nested too deep to keep.
     fn refused_too_deep(&self, toolset: &Toolset) -> Option<InvocationResult> {
         self.too_deep.then(|| {
@@ -207,9 +220,7 @@ pub async fn ask_the_person(
             if withdrawal == Withdrawal::Awaited {
                 return;
             }
-            let token = CancellationToken::new();
-            token.cancel();
-            let _ = settle_now(call.run(&toolset, None, token));
+            let _ = settle_now(call.settle_cancelled(&toolset));
         }
     };
     let mut waiting = toolset.registry().confirmations().wait_guard(
@@ -234,14 +245,26 @@ pub async fn ask_the_person(
                 ),
                 // The agent's own request, without evidence: its retry
                 // with the same id gets this CANCELLED, never a conflict.
-                Withdrawal::Withdrawn | Withdrawal::NotOpen => {
-                    call.run(toolset, None, cancel).await
-                }
+                Withdrawal::Withdrawn | Withdrawal::NotOpen => call.settle_cancelled(toolset).await,
             };
         }
     };
     // The wait is over; nothing is withdrawn.
     waiting.finish();
+    if asked.is_none() && super::running::agent_left(toolset.registry(), confirmation_id) {
+        // Its consumer was forgotten (its session ended): it ends here,
+        // leaving nothing its identity could later replay or conflict with
+        // (not even the request this toolset remembers for it).
+        toolset
+            .shared
+            .unremember(super::retry_key(&call.name, &call.arguments));
+        return crate::adapter::refused(
+            toolset.registry(),
+            call.name(),
+            call.invocation_id.clone(),
+            ErrorPayload::cancelled(),
+        );
+    }
     if let Some(approved) = asked {
         answer(approved);
     }

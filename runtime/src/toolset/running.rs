@@ -175,8 +175,10 @@ impl Shared {
         let abandoned = {
             let (registry, request, options) =
                 (self.registry.clone(), request.clone(), options.clone());
+            let id = confirmation_id.clone();
             move |withdrawal: Withdrawal| {
-                if withdrawal != Withdrawal::Awaited {
+                // Ended with its session: nothing is kept for its identity.
+                if withdrawal != Withdrawal::Awaited && !agent_left(&registry, &id) {
                     let _ = settle_now(settle_cancelled(&registry, request, options));
                 }
             }
@@ -197,6 +199,17 @@ impl Shared {
             () = cancelled => true,
             () = self.disposed.cancelled() => true,
         };
+        // Its consumer was forgotten (its session ended) or its toolset
+        // disposed: it ends here, through nothing that keeps a record its
+        // identity could later replay or conflict with.
+        if self.disposed.is_cancelled() || agent_left(&self.registry, &confirmation_id) {
+            let _ = waiting.cancel();
+            return self.immediate(
+                first.capability_id(),
+                Some(first.invocation_id()),
+                ErrorPayload::cancelled(),
+            );
+        }
         if interrupted {
             // Nobody waits any more: the person is no longer asked, and the
             // call settles CANCELLED through the pipeline (audited, and kept
@@ -220,6 +233,15 @@ impl Shared {
             .invoke(request.confirmation(confirmation_id), options)
             .await
     }
+}
+
+/// Whether `confirmation_id` was withdrawn because its consumer was
+/// forgotten ([`AGENT_LEFT`](crate::confirmation::AGENT_LEFT)).
+pub(super) fn agent_left(registry: &Registry, confirmation_id: &str) -> bool {
+    registry
+        .confirmations()
+        .resolution(confirmation_id)
+        .is_some_and(|resolution| resolution.reason == Some(crate::confirmation::AGENT_LEFT))
 }
 
 /// Settles `request` (the agent's own, without evidence: its retry with the

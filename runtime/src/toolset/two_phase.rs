@@ -32,6 +32,17 @@ impl Shared {
             .map(|(_, id)| id.clone())
     }
 
+    /// Forgets the confirmation remembered for `key`: the call is settled
+    /// as the agent sent it, without evidence.
+    pub(super) fn unremember(&self, key: u64) {
+        if self.confirmations == ConfirmationMode::TwoPhase {
+            self.asked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|(k, _)| *k != key);
+        }
+    }
+
     /// Remembers a confirmation request (two-phase), forgets it once the
     /// call settled any other way. Bounded by the pending-confirmation limit.
     pub(super) fn remember(&self, key: u64, result: &InvocationResult) {

@@ -19,8 +19,7 @@ use crate::util::lru::Lru;
 /// else is ever refused on its account.
 const FORGOTTEN: usize = 4_096;
 
-/// Why a forgotten consumer's requests were withdrawn.
-pub(crate) const AGENT_LEFT: &str = "agent-left";
+use crate::confirmation::AGENT_LEFT;
 
 /// Why a request whose waiting call was cancelled was withdrawn.
 pub(crate) const CANCELLED: &str = "cancelled";
