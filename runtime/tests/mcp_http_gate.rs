@@ -587,3 +587,71 @@ async fn a_missing_or_repeated_host_is_a_bad_request() {
         }
     }
 }
+
+/// Opens a connection that starts a `/mcp` POST and sends one byte of its
+/// 1,000-byte body (more follows only as the test trickles it).
+async fn slow_upload(address: std::net::SocketAddr) -> TcpStream {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\n\
+              Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+        )
+        .await
+        .unwrap();
+    stream
+}
+
+#[tokio::test]
+async fn slow_uploads_and_idle_connections_never_keep_anyone_out() {
+    // On `/mcp` alone and beside a console's pages, at the default limits.
+    for served in [serve(|b| b).await, serve_console(|b| b).await] {
+        let address = served.address();
+        let session = served.open_session().await;
+        // 250 uploads trickling a byte now and then: under the connection
+        // cap, over the share `/mcp` requests may hold at once.
+        let mut slow = Vec::new();
+        for _ in 0..250 {
+            slow.push(slow_upload(address).await);
+        }
+        for round in 0..3 {
+            for stream in &mut slow {
+                let _ = stream.write_all(b" ").await;
+            }
+            let started = std::time::Instant::now();
+            let reply = served
+                .request(&session, json!(round + 1), "tools/list", json!({}))
+                .await;
+            assert_eq!(
+                reply.status,
+                StatusCode::OK,
+                "round {round}: {}",
+                reply.body
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "round {round}: served in {:?}",
+                started.elapsed()
+            );
+        }
+        // 250 idle connections more (500 slow or idle in all): a person's
+        // page is still served within a second.
+        let mut idle = Vec::new();
+        for _ in 0..250 {
+            idle.push(TcpStream::connect(address).await.unwrap());
+        }
+        let started = std::time::Instant::now();
+        let mut page = TcpStream::connect(address).await.unwrap();
+        page.write_all(b"GET /devices HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(1), read_to_close(&mut page))
+            .await
+            .expect("the page within a second");
+        assert!(answer.starts_with("HTTP/1.1 "), "{answer}");
+        assert!(started.elapsed() < Duration::from_secs(1));
+        // The trickling uploads were cut (408) or gave way, never served.
+        drop(idle);
+        drop(slow);
+    }
+}

@@ -3,9 +3,14 @@
 //!
 //! Defaults, all settable on the builder: loopback origins and hosts only;
 //! at most 64 sessions, each ended after 10 minutes without a request (the
-//! client initializes again); headers and body each within 15 seconds; a
-//! 1 MiB body; at most 256 connections (more wait in the listen backlog),
-//! of which `/mcp` requests and streams hold at most three quarters.
+//! client initializes again); headers within 15 seconds, and a body within
+//! 15 seconds at a pace of at least 2 KiB/s after its first second (`408`
+//! otherwise); a 1 MiB body, read whole before anything routes the request
+//! or takes a share of work; at most 256 connections, of which `/mcp`
+//! requests and streams hold at most three quarters. At the connection
+//! cap a newcomer takes the place of the connection idle longest, else of
+//! the upload furthest behind that pace; it waits only while every
+//! connection does work at a fair pace.
 //! A live session's notification stream never ends because of other
 //! traffic: its view is held by the session, not cached.
 
@@ -18,6 +23,9 @@ use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::Semaphore;
+
+use super::connections::{BODY_GRACE, ConnectionState, Connections, MIN_BODY_RATE};
+use super::held::Held;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -126,7 +134,8 @@ impl McpServer {
             })
             .layer(axum::middleware::from_fn_with_state(gate_state, gate));
         match &self.shared.auth {
-            // Outermost: nothing of a request is read before its credential.
+            // Outermost: nothing of a request is interpreted before its
+            // credential (the listener only reads its bounded body).
             Some(auth) => {
                 let auth = AuthGate::new(
                     auth.clone(),
@@ -203,7 +212,10 @@ impl McpServer {
             .merge(self.metadata_routes())
             .nest_service("/mcp", self.http_service(stop.child_token()))
             .layer(axum::extract::DefaultBodyLimit::max(body_limit))
-            .layer(axum::middleware::from_fn_with_state(body_limit, limit_body))
+            .layer(axum::middleware::from_fn_with_state(
+                (body_limit, self.shared.http.read_timeout),
+                read_body,
+            ))
             .layer(axum::middleware::from_fn_with_state(
                 origin,
                 OriginGate::layer,
@@ -221,44 +233,112 @@ impl McpServer {
     }
 }
 
-/// Refuses a request whose declared body is over `limit` (`413`); what an
-/// extractor reads of any body is capped at `limit` too (`DefaultBodyLimit`).
-async fn limit_body(
-    axum::extract::State(limit): axum::extract::State<usize>,
+/// Reads a request's whole body before anything routes it, so no handler
+/// or gate holds anything while a client trickles: over the limit
+/// (declared or sent) is `413`; a body that does not keep up
+/// [`MIN_BODY_RATE`] after [`BODY_GRACE`], or takes longer than the read
+/// timeout in all, is `408` and the connection closes. While it arrives,
+/// its connection counts as uploading (and gives way to a newcomer at the
+/// connection cap once it falls behind the rate).
+async fn read_body(
+    axum::extract::State((limit, read_timeout)): axum::extract::State<(usize, Duration)>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
+    use http_body::Body as _;
+
     let declared = request
         .headers()
         .get(http::header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
-        return super::plain::plain(
+    let too_large = || {
+        super::plain::plain(
             http::StatusCode::PAYLOAD_TOO_LARGE,
             "Payload Too Large: the request body is over the limit",
-        );
+        )
+    };
+    if declared.is_some_and(|length| length > limit as u64) {
+        return too_large();
     }
-    next.run(request).await
+    if request.body().is_end_stream() {
+        return next.run(request).await;
+    }
+    let connection = request.extensions().get::<OnConnection>().cloned();
+    if let Some(OnConnection(state)) = &connection {
+        state.uploading();
+    }
+    let (parts, mut body) = request.into_parts();
+    let started = tokio::time::Instant::now();
+    let grace_ms = u64::try_from(BODY_GRACE.as_millis()).unwrap_or(u64::MAX);
+    let total_ms = u64::try_from(read_timeout.as_millis()).unwrap_or(u64::MAX);
+    let mut bytes = Vec::with_capacity(declared.map_or(0, |n| usize::try_from(n).unwrap_or(0)));
+    loop {
+        // Each byte buys `1000 / MIN_BODY_RATE` ms more, up to the timeout.
+        let paid = u64::try_from(bytes.len()).unwrap_or(u64::MAX) * 1000 / MIN_BODY_RATE;
+        let allowed = grace_ms.saturating_add(paid).min(total_ms);
+        let deadline = started + Duration::from_millis(allowed);
+        let frame = tokio::time::timeout_at(
+            deadline,
+            std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)),
+        )
+        .await;
+        match frame {
+            Err(_) => {
+                let mut response = super::plain::plain(
+                    http::StatusCode::REQUEST_TIMEOUT,
+                    "Request Timeout: the body did not arrive in time",
+                );
+                response.headers_mut().insert(
+                    http::header::CONNECTION,
+                    http::HeaderValue::from_static("close"),
+                );
+                return response;
+            }
+            Ok(None) => break,
+            Ok(Some(Err(_))) => {
+                return super::plain::plain(
+                    http::StatusCode::BAD_REQUEST,
+                    "Bad Request: the body could not be read",
+                );
+            }
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    if bytes.len().saturating_add(data.len()) > limit {
+                        return too_large();
+                    }
+                    if let Some(OnConnection(state)) = &connection {
+                        state.received(data.len());
+                    }
+                    bytes.extend_from_slice(&data);
+                }
+            }
+        }
+    }
+    if let Some(OnConnection(state)) = &connection {
+        state.answering();
+    }
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
 }
 
-/// Accepts connections while fewer than `max_connections` are open, each
-/// served over HTTP/1.1 with the header read timeout (which also closes a
-/// keep-alive connection idle that long), until `stop`.
+/// Accepts connections up to `max_connections` open at once — at the cap,
+/// an idle or trickling connection gives way to the newcomer (see
+/// [`Connections`]) — each served over HTTP/1.1 with the header read
+/// timeout (which also closes a keep-alive connection idle that long),
+/// until `stop`.
 async fn accept(
     listener: tokio::net::TcpListener,
     router: axum::Router,
     options: HttpOptions,
     stop: CancellationToken,
 ) {
-    let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let table = Connections::new(options.max_connections);
     let mut connections = JoinSet::new();
     loop {
-        let slot = tokio::select! {
-            slot = Arc::clone(&slots).acquire_owned() => slot,
-            () = stop.cancelled() => break,
-        };
-        let Ok(slot) = slot else { break };
         let stream = tokio::select! {
             accepted = listener.accept() => accepted,
             () = stop.cancelled() => break,
@@ -278,11 +358,17 @@ async fn accept(
                 continue;
             }
         };
-        let service = TowerToHyperService::new(router.clone());
+        let place = tokio::select! {
+            place = table.admit() => place,
+            () = stop.cancelled() => break,
+        };
+        let service = Tracked {
+            inner: TowerToHyperService::new(router.clone()),
+            state: Arc::clone(place.state()),
+        };
         let stop = stop.clone();
         let read_timeout = options.read_timeout;
         connections.spawn(async move {
-            let _slot = slot;
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder
                 .timer(TokioTimer::new())
@@ -295,13 +381,59 @@ async fn accept(
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
                 _ = connection.as_mut() => {}
+                // Given way to a newcomer: closed at once.
+                () = place.state().shed().cancelled() => {}
                 () = stop.cancelled() => {
                     connection.as_mut().graceful_shutdown();
                     let _ = connection.await;
                 }
             }
+            drop(place);
         });
         while connections.try_join_next().is_some() {}
     }
     while connections.join_next().await.is_some() {}
+}
+
+/// A connection's requests, tracking its state for [`Connections`]: busy
+/// from a request's head to the end of its response, idle between.
+struct Tracked {
+    inner: TowerToHyperService<axum::Router>,
+    state: Arc<ConnectionState>,
+}
+
+impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Tracked {
+    type Response = http::Response<axum::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn call(&self, mut request: http::Request<hyper::body::Incoming>) -> Self::Future {
+        self.state.busy();
+        request
+            .extensions_mut()
+            .insert(OnConnection(Arc::clone(&self.state)));
+        let answer = self.inner.call(request);
+        let state = Arc::clone(&self.state);
+        Box::pin(async move {
+            let response = answer.await?;
+            let (parts, body) = response.into_parts();
+            let body = axum::body::Body::new(Held::new(body, IdleWhenDone(state)));
+            Ok(http::Response::from_parts(parts, body))
+        })
+    }
+}
+
+/// The connection a request came on (a request extension).
+#[derive(Clone)]
+struct OnConnection(Arc<ConnectionState>);
+
+/// Marks its connection idle when the response it is held by ends.
+struct IdleWhenDone(Arc<ConnectionState>);
+
+impl Drop for IdleWhenDone {
+    fn drop(&mut self) {
+        self.0.idle();
+    }
 }

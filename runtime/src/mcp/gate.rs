@@ -75,6 +75,16 @@ pub(super) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: 
     if let Some(refused) = gate.origin.refuse(request.headers()) {
         return refused;
     }
+    // A share of the connections is taken for work only once the request
+    // is whole: a client trickling its body holds nothing of it.
+    let request = if *request.method() == Method::POST && is_json(&request) {
+        match whole(&gate, request).await {
+            Ok(request) => request,
+            Err(refused) => return refused,
+        }
+    } else {
+        request
+    };
     let Ok(permit) = Arc::clone(&gate.in_flight).try_acquire_owned() else {
         return busy(
             None,
@@ -133,8 +143,9 @@ async fn admitted(gate: &Gate, request: Request, next: Next) -> Response {
     }
 }
 
-async fn post(gate: &Gate, request: Request, next: Next) -> Response {
-    let is_json = request
+/// Whether `request` says its body is JSON.
+fn is_json(request: &Request) -> bool {
+    request
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -143,11 +154,13 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
                 .split(';')
                 .next()
                 .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
-        });
-    if !is_json {
-        // The transport answers 415 without reading the body.
-        return next.run(request).await;
-    }
+        })
+}
+
+/// `request` with its whole body read (within the read timeout and the
+/// body limit), or the refusal: `408` (the connection closes) or `413`.
+#[allow(clippy::result_large_err)]
+async fn whole(gate: &Gate, request: Request) -> Result<Request, Response> {
     let (parts, body) = request.into_parts();
     let read = tokio::time::timeout(
         gate.read_timeout,
@@ -163,15 +176,28 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
             response
                 .headers_mut()
                 .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
-            return response;
+            return Err(response);
         }
         Ok(Err(_)) => {
-            return plain(
+            return Err(plain(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "Payload Too Large: the request body is over the limit",
-            );
+            ));
         }
         Ok(Ok(bytes)) => bytes,
+    };
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+async fn post(gate: &Gate, request: Request, next: Next) -> Response {
+    if !is_json(&request) {
+        // The transport answers 415 without reading the body.
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    // Read whole by the gate already: at once.
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return not_one_message();
     };
     // One pass over the body decides everything but `initialize`; the
     // transport then parses it into a message, once.

@@ -1,8 +1,9 @@
-//! A response body that holds a permit until the body is done: the MCP
-//! endpoint's share of the listener's connections, held for as long as a
-//! request's response lives (an SSE stream, a `subscriptions/listen`
-//! stream), so streams alone can never use up the connections the pages
-//! beside `/mcp` need.
+//! A response body that holds something until the body is done: the MCP
+//! endpoint's share of the listener's connections (a permit), held for as
+//! long as a request's response lives (an SSE stream, a
+//! `subscriptions/listen` stream), so streams alone can never use up the
+//! connections the pages beside `/mcp` need; or its connection's busy
+//! state, which ends with the response.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -11,22 +12,22 @@ use axum::body::{Body, Bytes};
 use http_body::Frame;
 use tokio::sync::OwnedSemaphorePermit;
 
-/// `body`, holding `permit` until it ends or is dropped.
-pub(in crate::mcp) struct Held {
+/// `body`, holding `guard` until it ends or is dropped.
+pub(in crate::mcp) struct Held<G = OwnedSemaphorePermit> {
     body: Body,
-    _permit: OwnedSemaphorePermit,
+    _guard: G,
 }
 
-impl Held {
-    pub(in crate::mcp) fn new(body: Body, permit: OwnedSemaphorePermit) -> Held {
+impl<G> Held<G> {
+    pub(in crate::mcp) fn new(body: Body, guard: G) -> Held<G> {
         Held {
             body,
-            _permit: permit,
+            _guard: guard,
         }
     }
 }
 
-impl http_body::Body for Held {
+impl<G: Unpin> http_body::Body for Held<G> {
     type Data = Bytes;
     type Error = axum::Error;
 

@@ -77,6 +77,7 @@ mod approval_url;
 pub mod auth;
 mod caller;
 mod clients;
+mod connections;
 mod convert;
 mod endpoint;
 mod gate;
@@ -308,15 +309,18 @@ impl McpServerBuilder {
     }
 
     /// Connections served at once by [`McpServer::serve_http`] (default
-    /// 256); more wait to be accepted.
+    /// 256). At the cap a newcomer takes the place of the connection idle
+    /// longest, else of an upload below the minimum pace; it waits only
+    /// while every connection does work at a fair pace.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.http.max_connections = max;
         self
     }
 
     /// How long a client may take to send a request's headers, and then its
-    /// body (default 15 seconds each); an idle keep-alive connection closes
-    /// after the same time.
+    /// body (default 15 seconds each; a body must also keep a pace of 2 KiB/s
+    /// after its first second); an idle keep-alive connection closes after
+    /// the same time.
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
         self.http.read_timeout = timeout;
         self

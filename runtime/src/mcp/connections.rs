@@ -1,0 +1,256 @@
+//! The listener's open connections, and which one gives way when the cap is
+//! reached.
+//!
+//! Each open connection is in one of three states: **idle** (no request:
+//! not yet a complete head, or a keep-alive pause), **uploading** (a
+//! request whose body is still arriving) or **busy** (a request being
+//! answered, a stream). A newcomer arriving at the cap takes the place of
+//! the connection idle longest, else of the upload that has been slower
+//! than [`MIN_BODY_RATE`] for longest past [`BODY_GRACE`]; only when every
+//! connection is doing work at a fair pace does it wait for one to close.
+//! So idle and trickling connections — a slow-client attack's whole
+//! arsenal — never keep anyone else out.
+
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rustc_hash::FxHashMap;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How long a body may take before it must keep up [`MIN_BODY_RATE`].
+pub(super) const BODY_GRACE: Duration = Duration::from_secs(1);
+
+/// The slowest a body may arrive after [`BODY_GRACE`], in bytes per second
+/// (any real client on any real network sends a JSON-RPC body far faster).
+pub(super) const MIN_BODY_RATE: u64 = 2_048;
+
+const IDLE: u8 = 0;
+const UPLOADING: u8 = 1;
+const BUSY: u8 = 2;
+
+/// One open connection's state, shared by its task, its requests and the
+/// table.
+#[derive(Debug)]
+pub(super) struct ConnectionState {
+    state: AtomicU8,
+    /// When it entered its state (ms since the table's epoch).
+    since_ms: AtomicU64,
+    /// Bytes of the body arriving now.
+    received: AtomicU64,
+    /// Fired when it is shed: its task closes it.
+    shed: CancellationToken,
+    epoch: Instant,
+}
+
+impl ConnectionState {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn enter(&self, state: u8) {
+        self.since_ms.store(self.now_ms(), Ordering::Relaxed);
+        self.received.store(0, Ordering::Relaxed);
+        self.state.store(state, Ordering::Release);
+    }
+
+    /// A request's head arrived: it is busy until [`idle`](Self::idle).
+    pub(super) fn busy(&self) {
+        self.enter(BUSY);
+    }
+
+    /// Its request's body is arriving.
+    pub(super) fn uploading(&self) {
+        self.enter(UPLOADING);
+    }
+
+    /// `bytes` more of the body arrived.
+    pub(super) fn received(&self, bytes: usize) {
+        self.received
+            .fetch_add(u64::try_from(bytes).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// The body arrived: the request is being answered.
+    pub(super) fn answering(&self) {
+        self.state.store(BUSY, Ordering::Release);
+    }
+
+    /// Its response ended: waiting for the next request.
+    pub(super) fn idle(&self) {
+        self.enter(IDLE);
+    }
+
+    /// Fired when the connection is shed.
+    pub(super) fn shed(&self) -> &CancellationToken {
+        &self.shed
+    }
+
+    /// How much room it would give a newcomer now: `Some(rank)`, lower
+    /// ranks first, or `None` while it does work at a fair pace.
+    fn sheddable(&self, now_ms: u64) -> Option<(u8, u64)> {
+        let since = self.since_ms.load(Ordering::Relaxed);
+        let for_ms = now_ms.saturating_sub(since);
+        match self.state.load(Ordering::Acquire) {
+            // Idle longest first.
+            IDLE => Some((0, u64::MAX - for_ms)),
+            UPLOADING => {
+                let grace = u64::try_from(BODY_GRACE.as_millis()).unwrap_or(u64::MAX);
+                let owed = for_ms.saturating_sub(grace).saturating_mul(MIN_BODY_RATE) / 1000;
+                let received = self.received.load(Ordering::Relaxed);
+                // Behind the minimum rate: the furthest behind first.
+                (received < owed).then(|| (1, u64::MAX - (owed - received)))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The open connections, bounded by the cap.
+#[derive(Debug)]
+pub(super) struct Connections {
+    cap: usize,
+    open: Mutex<(FxHashMap<u64, Arc<ConnectionState>>, u64)>,
+    freed: Notify,
+    epoch: Instant,
+}
+
+/// A place in the table: dropped when its connection closes.
+#[derive(Debug)]
+pub(super) struct Place {
+    id: u64,
+    state: Arc<ConnectionState>,
+    table: Arc<Connections>,
+}
+
+impl Place {
+    /// The connection's state.
+    pub(super) fn state(&self) -> &Arc<ConnectionState> {
+        &self.state
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.table
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
+            .remove(&self.id);
+        self.table.freed.notify_one();
+    }
+}
+
+impl Connections {
+    /// A table of at most `cap` connections (at least one).
+    pub(super) fn new(cap: usize) -> Arc<Connections> {
+        Arc::new(Connections {
+            cap: cap.max(1),
+            open: Mutex::new((FxHashMap::default(), 0)),
+            freed: Notify::new(),
+            epoch: Instant::now(),
+        })
+    }
+
+    /// A place for a connection just accepted: at once below the cap; at
+    /// the cap, the place of the connection that gives way (idle longest,
+    /// else furthest behind the minimum body rate), which is shed; else,
+    /// once a connection closes.
+    pub(super) async fn admit(self: &Arc<Self>) -> Place {
+        loop {
+            let freed = self.freed.notified();
+            if let Some(place) = self.try_admit() {
+                return place;
+            }
+            freed.await;
+        }
+    }
+
+    fn try_admit(self: &Arc<Self>) -> Option<Place> {
+        let now_ms = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut guard = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let (open, next) = &mut *guard;
+        if open.len() >= self.cap {
+            let giving_way = open
+                .iter()
+                .filter_map(|(id, state)| state.sheddable(now_ms).map(|rank| (rank, *id)))
+                .min()
+                .map(|(_, id)| id)?;
+            if let Some(shed) = open.remove(&giving_way) {
+                shed.shed.cancel();
+            }
+        }
+        *next += 1;
+        let id = *next;
+        let state = Arc::new(ConnectionState {
+            state: AtomicU8::new(IDLE),
+            since_ms: AtomicU64::new(now_ms),
+            received: AtomicU64::new(0),
+            shed: CancellationToken::new(),
+            epoch: self.epoch,
+        });
+        open.insert(id, Arc::clone(&state));
+        Some(Place {
+            id,
+            state,
+            table: Arc::clone(self),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_connections_give_way_first_then_slow_uploads_never_fair_work() {
+        let table = Connections::new(3);
+        let idle = table.admit().await;
+        let busy = table.admit().await;
+        busy.state().busy();
+        let upload = table.admit().await;
+        upload.state().uploading();
+        // At the cap: the idle one gives way.
+        tokio::time::advance(Duration::from_millis(10)).await;
+        let first = table.admit().await;
+        assert!(idle.state().shed().is_cancelled());
+        assert!(!upload.state().shed().is_cancelled());
+        first.state().busy();
+        // A trickling upload past its grace gives way next; busy never.
+        tokio::time::advance(Duration::from_secs(3)).await;
+        upload.state().received(10);
+        let second = table.admit().await;
+        second.state().busy();
+        assert!(upload.state().shed().is_cancelled());
+        assert!(!busy.state().shed().is_cancelled());
+        // Only busy connections: a newcomer waits for one to close.
+        drop(idle);
+        drop(upload);
+        let waiting = tokio::time::timeout(Duration::from_secs(1), table.admit()).await;
+        assert!(waiting.is_err(), "no connection gives way");
+        drop(busy);
+        let _third = tokio::time::timeout(Duration::from_secs(1), table.admit())
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_upload_keeping_the_minimum_rate_is_never_shed() {
+        let table = Connections::new(1);
+        let upload = table.admit().await;
+        upload.state().uploading();
+        for _ in 0..10 {
+            tokio::time::advance(Duration::from_secs(1)).await;
+            upload
+                .state()
+                .received(usize::try_from(MIN_BODY_RATE).unwrap());
+        }
+        let waiting = tokio::time::timeout(Duration::from_millis(10), table.admit()).await;
+        assert!(waiting.is_err());
+        assert!(!upload.state().shed().is_cancelled());
+    }
+}
