@@ -206,51 +206,74 @@ mod tests {
 
     use super::*;
 
-    #[tokio::test(start_paused = true)]
-    async fn idle_connections_give_way_first_then_slow_uploads_never_fair_work() {
-        let table = Connections::new(3);
-        let idle = table.admit().await;
-        let busy = table.admit().await;
+    /// A table whose clock started an hour ago, so states can be aged.
+    fn table(cap: usize) -> Arc<Connections> {
+        let table = Connections::new(cap);
+        let mut aged = Arc::try_unwrap(table).unwrap();
+        aged.epoch = Instant::now()
+            .checked_sub(Duration::from_secs(3600))
+            .unwrap();
+        Arc::new(aged)
+    }
+
+    /// `state` entered its state `ms` earlier than it did.
+    fn age(state: &ConnectionState, ms: u64) {
+        state.since_ms.fetch_sub(ms, Ordering::Relaxed);
+    }
+
+    fn admit_now(table: &Arc<Connections>) -> Option<Place> {
+        table.try_admit()
+    }
+
+    #[test]
+    fn idle_connections_give_way_first_then_slow_uploads_never_fair_work() {
+        let table = table(3);
+        let idle = admit_now(&table).unwrap();
+        let busy = admit_now(&table).unwrap();
         busy.state().busy();
-        let upload = table.admit().await;
+        let upload = admit_now(&table).unwrap();
         upload.state().uploading();
         // At the cap: the idle one gives way.
-        tokio::time::advance(Duration::from_millis(10)).await;
-        let first = table.admit().await;
+        let first = admit_now(&table).unwrap();
         assert!(idle.state().shed().is_cancelled());
         assert!(!upload.state().shed().is_cancelled());
         first.state().busy();
         // A trickling upload past its grace gives way next; busy never.
-        tokio::time::advance(Duration::from_secs(3)).await;
+        age(upload.state(), 3_000);
         upload.state().received(10);
-        let second = table.admit().await;
+        let second = admit_now(&table).unwrap();
         second.state().busy();
         assert!(upload.state().shed().is_cancelled());
         assert!(!busy.state().shed().is_cancelled());
         // Only busy connections: a newcomer waits for one to close.
         drop(idle);
         drop(upload);
-        let waiting = tokio::time::timeout(Duration::from_secs(1), table.admit()).await;
-        assert!(waiting.is_err(), "no connection gives way");
+        assert!(admit_now(&table).is_none(), "no connection gives way");
         drop(busy);
-        let _third = tokio::time::timeout(Duration::from_secs(1), table.admit())
-            .await
-            .unwrap();
+        assert!(admit_now(&table).is_some());
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn an_upload_keeping_the_minimum_rate_is_never_shed() {
-        let table = Connections::new(1);
-        let upload = table.admit().await;
+    #[test]
+    fn an_upload_keeping_the_minimum_rate_is_never_shed() {
+        let table = table(1);
+        let upload = admit_now(&table).unwrap();
         upload.state().uploading();
-        for _ in 0..10 {
-            tokio::time::advance(Duration::from_secs(1)).await;
-            upload
-                .state()
-                .received(usize::try_from(MIN_BODY_RATE).unwrap());
-        }
-        let waiting = tokio::time::timeout(Duration::from_millis(10), table.admit()).await;
-        assert!(waiting.is_err());
+        age(upload.state(), 10_000);
+        upload
+            .state()
+            .received(usize::try_from(MIN_BODY_RATE * 10).unwrap());
+        assert!(admit_now(&table).is_none());
         assert!(!upload.state().shed().is_cancelled());
+    }
+
+    #[test]
+    fn the_idle_longest_gives_way_first() {
+        let table = table(2);
+        let newer = admit_now(&table).unwrap();
+        let older = admit_now(&table).unwrap();
+        age(older.state(), 5_000);
+        let _third = admit_now(&table).unwrap();
+        assert!(older.state().shed().is_cancelled());
+        assert!(!newer.state().shed().is_cancelled());
     }
 }
