@@ -104,6 +104,9 @@ struct ConsumerData {
     /// Its own host context (from its credential), if an adapter gave it
     /// one; not part of its identity.
     host: Option<HostContext>,
+    /// The party whose share of bounded resources it draws on, if not its
+    /// own; not part of its identity.
+    principal: Option<Arc<str>>,
 }
 
 /// Identity is kind, id and grants; the label is presentation only.
@@ -160,6 +163,7 @@ impl Consumer {
             key,
             label: None,
             host: None,
+            principal: None,
         }))
     }
 
@@ -215,6 +219,39 @@ impl Consumer {
     /// ([`with_host_context`](Self::with_host_context)).
     pub fn host_context(&self) -> Option<&HostContext> {
         self.0.host.as_ref()
+    }
+
+    /// Names the party this identity acts for — the principal the host
+    /// authenticated behind it, or the group an adapter puts identities it
+    /// minted itself in (all unauthenticated callers of one server) — so
+    /// fairness counts parties, not identities: the pending-confirmation
+    /// share (`max_pending_confirmations_per_consumer`), the built-in rate
+    /// limit's buckets and the observation admission share are the
+    /// principal's, whatever number of identities it acts through. Without
+    /// it a consumer is its own principal (its [`key`](Self::key)).
+    ///
+    /// Choose names that cannot be another consumer's key (`kind:id`): the
+    /// MCP server uses `mcp-principal:<subject>` and
+    /// `mcp-unauthenticated`. Not part of its identity: dedupe, evidence and
+    /// ownership stay the consumer's own.
+    ///
+    /// ```
+    /// use agent_surface::context::{Consumer, ConsumerKind};
+    ///
+    /// let tab = Consumer::new(ConsumerKind::Mcp, "session-7").with_principal("mcp-principal:ada");
+    /// assert_eq!(&**tab.principal(), "mcp-principal:ada");
+    /// assert_eq!(&**Consumer::anonymous().principal(), "embedded:anonymous");
+    /// ```
+    #[must_use]
+    pub fn with_principal(mut self, principal: impl Into<Arc<str>>) -> Consumer {
+        Arc::make_mut(&mut self.0).principal = Some(principal.into());
+        self
+    }
+
+    /// The party whose fair share it draws on: its principal
+    /// ([`with_principal`](Self::with_principal)), else its own key.
+    pub fn principal(&self) -> &Arc<str> {
+        self.0.principal.as_ref().unwrap_or(&self.0.key)
     }
 
     /// The anonymous embedded consumer (`embedded:anonymous`).

@@ -26,6 +26,7 @@ mod containment;
 mod contracts;
 mod declared_reach;
 mod errors;
+mod fairness;
 mod fixtures;
 mod generated;
 mod harness;

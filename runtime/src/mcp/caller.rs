@@ -81,7 +81,10 @@ impl McpSession {
                 Some(client) => format!("{client} ({principal})"),
                 None => principal.clone(),
             });
-            let view = self.shared.view(&principal, label.as_deref())?;
+            let view = self
+                .shared
+                .views
+                .get_principal(&principal, label.as_deref())?;
             return Some(Acting {
                 consumer: principal,
                 caller: Caller::Principal,
@@ -130,10 +133,12 @@ impl McpSession {
             Some(client) => format!("{client} ({subject})"),
             None => subject.into_owned(),
         };
+        let principal = format!("mcp-principal:{}", authenticated.subject);
         let view = self.shared.views.get_authenticated(
             &authenticated.consumer,
             Some(&label),
             &authenticated.host,
+            &principal,
         )?;
         Some(Acting {
             consumer: authenticated.consumer.clone(),

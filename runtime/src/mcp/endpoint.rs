@@ -363,7 +363,7 @@ async fn accept(
             () = stop.cancelled() => break,
         };
         let service = Tracked {
-            inner: TowerToHyperService::new(router.clone()),
+            router: TowerToHyperService::new(router.clone()),
             state: Arc::clone(place.state()),
         };
         let stop = stop.clone();
@@ -398,7 +398,7 @@ async fn accept(
 /// A connection's requests, tracking its state for [`Connections`]: busy
 /// from a request's head to the end of its response, idle between.
 struct Tracked {
-    inner: TowerToHyperService<axum::Router>,
+    router: TowerToHyperService<axum::Router>,
     state: Arc<ConnectionState>,
 }
 
@@ -414,7 +414,7 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Tracked {
         request
             .extensions_mut()
             .insert(OnConnection(Arc::clone(&self.state)));
-        let answer = self.inner.call(request);
+        let answer = self.router.call(request);
         let state = Arc::clone(&self.state);
         Box::pin(async move {
             let response = answer.await?;

@@ -116,6 +116,15 @@ pub const CONFIRMATION_META: &str = "agentSurface/confirmationId";
 /// The input-request key of a confirmation elicitation (2026-07-28).
 const CONFIRM_KEY: &str = "agentSurface/confirm";
 
+/// The principal every identity the server mints itself (sessions,
+/// stateless callers) acts for
+/// ([`Consumer::principal`](crate::context::Consumer::principal)): together
+/// they are one party for fair shares — pending confirmations, rate limits,
+/// observation admission — however many of them there are. Authenticated
+/// identities act for `mcp-principal:<subject>`; an
+/// [`identify`](McpServerBuilder::identify) answer acts for itself.
+pub const UNAUTHENTICATED_PRINCIPAL: &str = "mcp-unauthenticated";
+
 type Identify = Arc<dyn Fn(&http::request::Parts) -> Option<String> + Send + Sync>;
 
 /// Why serving failed; [`source`](std::error::Error::source) is the
@@ -350,7 +359,10 @@ impl McpServerBuilder {
                  (McpServerBuilder::elicitation(true) opts in a client that asks its person)"
             );
         }
-        let views = ConsumerViews::new(&self.registry, ConsumerKind::Mcp, Topology::Remote);
+        // Sessions and stateless callers are identities the server mints:
+        // together they are one party, however many of them there are.
+        let views = ConsumerViews::new(&self.registry, ConsumerKind::Mcp, Topology::Remote)
+            .group_unnamed(UNAUTHENTICATED_PRINCIPAL);
         let shared = Arc::new(Shared {
             registry: self.registry,
             name: self.name,

@@ -536,7 +536,8 @@ pub(crate) use unbuilt::{UNBUILT, build as build_declared};
 pub use policy_identity::PolicyIdentity;
 
 pub use builtins::{
-    AuditPolicy, Authenticated, EnvironmentPolicy, HasPermission, RateLimit, RequireConfirmation,
-    TenantBoundary, audit, authenticated, authenticated_by, environment, has_permission,
-    has_permission_with, rate_limit, require_confirmation, tenant_boundary,
+    AuditPolicy, Authenticated, EnvironmentPolicy, HasPermission, MAX_RATE_LIMIT_BUCKETS,
+    RateLimit, RequireConfirmation, TenantBoundary, audit, authenticated, authenticated_by,
+    environment, has_permission, has_permission_with, rate_limit, require_confirmation,
+    tenant_boundary,
 };

@@ -280,6 +280,21 @@ pub struct ConsumerViews {
     /// Detached views of anonymous callers, poked together: one anonymous
     /// caller's call may change what the others (a listen stream) see.
     anonymous: Mutex<Vec<Weak<ConsumerView>>>,
+    /// The principal of the consumers it makes without one of their own.
+    unnamed: Option<Arc<str>>,
+}
+
+/// Whom a view's consumer acts for.
+enum Party<'a> {
+    /// The views' principal for consumers without their own, if any.
+    Unnamed,
+    /// Itself: a principal the host named.
+    Itself,
+    /// A principal the host authenticated, with its own host context.
+    Authenticated {
+        host: &'a HostContext,
+        principal: &'a str,
+    },
 }
 
 impl fmt::Debug for ConsumerViews {
@@ -303,7 +318,20 @@ impl ConsumerViews {
             created: AtomicU64::new(0),
             views: Mutex::new(BTreeMap::new()),
             anonymous: Mutex::new(Vec::new()),
+            unnamed: None,
         }
+    }
+
+    /// Puts every consumer made by [`get`](Self::get) and
+    /// [`detached`](Self::detached) — identities the adapter minted itself
+    /// (sessions, stateless callers), no principal the host named — under
+    /// one principal ([`Consumer::with_principal`]): together they draw on
+    /// one party's fair share of the pending list, rate limits and
+    /// admission, however many of them there are.
+    #[must_use]
+    pub fn group_unnamed(mut self, principal: impl Into<Arc<str>>) -> ConsumerViews {
+        self.unnamed = Some(principal.into());
+        self
     }
 
     /// The consumer `consumer_id` of this server's kind.
@@ -319,13 +347,16 @@ impl ConsumerViews {
         &self,
         consumer_id: &str,
         label: Option<&str>,
-        host: Option<&HostContext>,
+        party: &Party<'_>,
     ) -> Option<ConsumerView> {
         let order = self.created.fetch_add(1, Ordering::Relaxed);
         let consumer = self.consumer(consumer_id, label);
-        let consumer = match host {
-            Some(host) => consumer.with_host_context(host.clone()),
-            None => consumer,
+        let consumer = match (party, &self.unnamed) {
+            (Party::Unnamed, Some(principal)) => consumer.with_principal(Arc::clone(principal)),
+            (Party::Unnamed | Party::Itself, _) => consumer,
+            (Party::Authenticated { host, principal }, _) => consumer
+                .with_host_context((*host).clone())
+                .with_principal(*principal),
         };
         ConsumerView::new(
             &self.registry,
@@ -340,30 +371,48 @@ impl ConsumerViews {
     /// once the registry is disposed). Its consumer evaluates with the
     /// registry's host-context provider.
     pub fn get(&self, consumer_id: &str, label: Option<&str>) -> Option<Arc<ConsumerView>> {
-        self.get_with(consumer_id, label, None)
+        self.get_with(consumer_id, label, &Party::Unnamed)
+    }
+
+    /// The view of a principal the host named (an `identify` hook's
+    /// answer): created on first use with `label`; its consumer is its own
+    /// principal, never grouped with the unnamed ones.
+    pub fn get_principal(
+        &self,
+        consumer_id: &str,
+        label: Option<&str>,
+    ) -> Option<Arc<ConsumerView>> {
+        self.get_with(consumer_id, label, &Party::Itself)
     }
 
     /// The view of an authenticated consumer: created on first use with
-    /// `label` and its own `host` context
-    /// ([`Consumer::with_host_context`]), which every call of its toolset
-    /// carries from the transport to settlement. The id must determine the
-    /// context (derive it from the credential and a fingerprint of the
-    /// context, as the MCP server does): a cached view keeps the context
-    /// it was created with.
+    /// `label`, its own `host` context ([`Consumer::with_host_context`]),
+    /// which every call of its toolset carries from the transport to
+    /// settlement, and the `principal` it acts for
+    /// ([`Consumer::with_principal`]: the subject the credential names, so
+    /// several credentials of one subject share one fair share). The id
+    /// must determine the context (derive it from the credential and a
+    /// fingerprint of the context, as the MCP server does): a cached view
+    /// keeps the context it was created with.
     pub fn get_authenticated(
         &self,
         consumer_id: &str,
         label: Option<&str>,
         host: &HostContext,
+        principal: &str,
     ) -> Option<Arc<ConsumerView>> {
-        self.get_with(consumer_id, label, Some(host))
+        self.get_with(
+            consumer_id,
+            label,
+            &Party::Authenticated { host, principal },
+        )
     }
 
     fn get_with(
         &self,
         consumer_id: &str,
         label: Option<&str>,
-        host: Option<&HostContext>,
+        party: &Party<'_>,
     ) -> Option<Arc<ConsumerView>> {
         if let Some(view) = self
             .views
@@ -374,7 +423,7 @@ impl ConsumerViews {
             return Some(Arc::clone(view));
         }
         // Built unlocked: it reads the clock (host code).
-        let fresh = Arc::new(self.make(consumer_id, label, host)?);
+        let fresh = Arc::new(self.make(consumer_id, label, party)?);
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(view) = views.get(consumer_id) {
             // Another request of the same consumer came first.
@@ -410,7 +459,7 @@ impl ConsumerViews {
         anonymous: bool,
         label: Option<&str>,
     ) -> Option<Arc<ConsumerView>> {
-        let view = Arc::new(self.make(consumer_id, label, None)?);
+        let view = Arc::new(self.make(consumer_id, label, &Party::Unnamed)?);
         view.anonymous.store(anonymous, Ordering::Relaxed);
         if anonymous {
             let mut all = self

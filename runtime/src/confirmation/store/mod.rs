@@ -70,6 +70,8 @@ struct Record {
     withdrawn: Option<&'static str>,
     /// Calls waiting on it for the person ([`super::WaitGuard`]s).
     waiters: usize,
+    /// The party whose share it counts against.
+    share: Arc<str>,
 }
 
 struct Ended {
@@ -132,6 +134,8 @@ pub(crate) struct Ask {
     pub(crate) requester: Option<Arc<str>>,
     /// The forget epoch when the asking call began.
     pub(crate) since_epoch: u64,
+    /// The party whose share it counts against (the asker's principal).
+    pub(crate) share: Arc<str>,
 }
 
 /// What a request binds to.
@@ -326,6 +330,7 @@ impl ConfirmationStore {
             presentation,
             requester,
             since_epoch,
+            share,
         } = ask;
         self.expire_due(&**services);
         let (canonical, digest) = binding.canonical();
@@ -349,18 +354,22 @@ impl ConfirmationStore {
         {
             return required_payload(&record.view);
         }
-        let of_consumer = store
-            .open
-            .values()
-            .filter(|r| r.view.consumer_key == *binding.consumer_key)
-            .count();
-        let displaced = match store.open.len() >= self.max_pending {
-            _ if of_consumer >= per_consumer => None,
-            true => quota::displaceable(&store, binding.consumer_key, of_consumer).map(|id| {
-                Self::withdraw_locked(&mut store, &**services, vec![id], quota::DISPLACED, now)
-            }),
-            false => Some(Vec::new()),
+        // Shares are the principal's: identities acting for one party
+        // draw on one share, and take turns inside it.
+        let of_share = store.open.values().filter(|r| r.share == share).count();
+        let giving_way = if of_share >= per_consumer {
+            quota::within_share(&store, &share, binding.consumer_key).ok_or(())
+        } else if store.open.len() >= self.max_pending {
+            quota::displaceable(&store, &share, of_share).ok_or(())
+        } else {
+            Ok(None)
         };
+        let displaced = giving_way.ok().map(|giving_way| match giving_way {
+            Some(id) => {
+                Self::withdraw_locked(&mut store, &**services, vec![id], quota::DISPLACED, now)
+            }
+            None => Vec::new(),
+        });
         let Some(displaced) = displaced else {
             return ErrorPayload::rate_limited(
                 crate::error::RateLimitReason::QueueFull,
@@ -405,6 +414,7 @@ impl ConfirmationStore {
                 resolution: None,
                 withdrawn: None,
                 waiters: 0,
+                share,
             },
         );
         drop(store);

@@ -295,7 +295,10 @@ impl InFlight<'_> {
                 total: limits.max_concurrent_observations_total,
                 queued_per_consumer: limits.max_queued_observations_per_consumer,
             };
-            return match inner.admission.enter(self.consumer.key(), admission_limits) {
+            return match inner
+                .admission
+                .enter(self.consumer.principal(), admission_limits)
+            {
                 Ok(Ticket::Admitted(admitted)) => Ok((Slot::Observation(admitted), Duration::ZERO)),
                 Ok(Ticket::Queued(ticket)) => {
                     // Waiting is the rare path: its futures live on the heap.

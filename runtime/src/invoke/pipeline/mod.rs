@@ -560,6 +560,7 @@ impl InFlight<'_> {
                 presentation,
                 requester,
                 since_epoch: self.forget_epoch,
+                share: Arc::clone(self.consumer.principal()),
             },
             live,
         )

@@ -4,7 +4,7 @@
 mod buckets;
 mod rate_limit;
 
-pub use rate_limit::{RateLimit, rate_limit};
+pub use rate_limit::{MAX_RATE_LIMIT_BUCKETS, RateLimit, rate_limit};
 
 use std::sync::Arc;
 
