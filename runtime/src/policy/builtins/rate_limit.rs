@@ -52,10 +52,8 @@ const FORGOTTEN_SLOTS: usize = 8_192;
 
 /// The two slots `key` folds into.
 fn slots(key: &BucketKey) -> [usize; 2] {
-    use std::hash::{BuildHasher, Hash, Hasher};
-    let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
-    key.hash(&mut hasher);
-    let hash = hasher.finish();
+    use std::hash::BuildHasher;
+    let hash = rustc_hash::FxBuildHasher.hash_one(key);
     let slot = |bits: u64| usize::try_from(bits % FORGOTTEN_SLOTS as u64).unwrap_or(0);
     [
         slot(hash),
