@@ -381,6 +381,47 @@ async fn as_ident_004_a_call_of_a_forgotten_consumer_asks_the_person_nothing() {
 }
 
 #[tokio::test]
+async fn as_ident_004_a_forgetting_let_go_of_still_asks_nobody_for_the_forgotten() {
+    // The session ends while its call is in its invoke policies, and then
+    // 20,000 other consumers are forgotten — more than the store remembers
+    // by name. The call still asks nobody: who was forgotten before the
+    // forgettings let go of is unknown, so such a call fails closed.
+    let entered = Arc::new(Notify::new());
+    let (open, gate) = watch::channel(false);
+    let registry = Registry::builder()
+        .environment(Environment::Test)
+        .policy(Held {
+            entered: Arc::clone(&entered),
+            gate,
+        })
+        .build();
+    let _mounted = registry.mount(Probe::new()).unwrap();
+    let session = consumer("mcp-session-3");
+    let inside = entered.notified();
+    let task = {
+        let (registry, session) = (registry.clone(), session.clone());
+        tokio::spawn(async move {
+            registry
+                .invoke(
+                    Invocation::new("view:test.probe.guarded")
+                        .input(json!({"ids": ["g"]}))
+                        .invocation_id("g-2"),
+                    InvokeOptions::consumer(session),
+                )
+                .await
+        })
+    };
+    inside.await;
+    registry.forget_consumer(&session);
+    for n in 0..20_000 {
+        registry.forget_consumer(&consumer(&format!("gone-{n}")));
+    }
+    open.send_replace(true);
+    assert_eq!(code(&task.await.unwrap()), Some(ErrorCode::Cancelled));
+    assert!(registry.confirmations().pending().is_empty());
+}
+
+#[tokio::test]
 async fn as_conc_012_a_joiner_cancelled_while_it_waits_leaves_the_attempt_running() {
     let registry = registry();
     let worker = Worker::new();

@@ -95,6 +95,9 @@ struct Store {
     ended: Option<Box<Lru<Arc<str>, Ended>>>,
     /// Consumers forgotten lately, with the epoch of their forgetting.
     forgotten: Option<Box<Lru<Arc<str>, u64>>>,
+    /// The latest epoch `forgotten` let go of: who was forgotten before it
+    /// is no longer known.
+    forgotten_floor: u64,
 }
 
 /// The registry a confirmation store belongs to: its services and the way

@@ -12,12 +12,15 @@ use super::{ConfirmationStore, Store};
 use crate::confirmation::services::ConfirmationServices;
 use crate::util::lru::Lru;
 
-/// Consumers remembered as forgotten, with their epoch. Beyond it the
-/// oldest is let go of: a call of that consumer that began before its
-/// forgetting and asks only after 4,096 more forgettings files its request
-/// (for an identity nobody holds any more; it expires unanswered). Nobody
-/// else is ever refused on its account.
-const FORGOTTEN: usize = 4_096;
+/// Consumers remembered as forgotten, with their epoch (keys are at most
+/// `max_id_bytes`: a few MiB at worst). Beyond it the oldest is let go of,
+/// and its epoch becomes the floor below which the store no longer knows
+/// who was forgotten: a call that began before the last 16,384 forgettings
+/// and asks only now is refused as if its consumer had been forgotten
+/// (fail closed: it asks nobody, and its agent retries) — never filed for
+/// an identity nobody holds any more. A call of a consumer nobody forgot is
+/// never refused while fewer forgettings happened during it.
+const FORGOTTEN: usize = 16_384;
 
 use crate::confirmation::AGENT_LEFT;
 
@@ -31,14 +34,16 @@ impl ConfirmationStore {
         self.forgets.load(Ordering::Acquire)
     }
 
-    /// Whether `consumer_key` was forgotten after epoch `since` (under the
-    /// lock requests are filed under).
+    /// Whether `consumer_key` was forgotten after epoch `since` — or may
+    /// have been: a call that began before the forgettings the store let
+    /// go of counts as forgotten (under the lock requests are filed under).
     pub(super) fn forgotten_since(store: &Store, consumer_key: &str, since: u64) -> bool {
-        store
-            .forgotten
-            .as_ref()
-            .and_then(|forgotten| forgotten.peek(consumer_key, 0))
-            .is_some_and(|&epoch| epoch > since)
+        since < store.forgotten_floor
+            || store
+                .forgotten
+                .as_ref()
+                .and_then(|forgotten| forgotten.peek(consumer_key, 0))
+                .is_some_and(|&epoch| epoch > since)
     }
 
     /// Withdraws every pending or approved record of `consumer_key`, and
@@ -53,10 +58,13 @@ impl ConfirmationStore {
         {
             let mut store = self.lock();
             let epoch = self.forgets.fetch_add(1, Ordering::AcqRel) + 1;
-            let _let_go = store
+            let let_go = store
                 .forgotten
                 .get_or_insert_with(|| Box::new(Lru::new(FORGOTTEN, u64::MAX)))
                 .insert(Arc::from(consumer_key), epoch, 0);
+            if let Some((_, epoch)) = let_go {
+                store.forgotten_floor = store.forgotten_floor.max(epoch);
+            }
         }
         self.withdraw_where(services, AGENT_LEFT, |pending| {
             *pending.consumer_key == *consumer_key
