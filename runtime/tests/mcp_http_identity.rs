@@ -343,3 +343,20 @@ async fn as_confirm_004_an_input_request_is_answerable_only_by_the_caller_it_was
     let done = answer(&served, 4, &state, &[("x-user", "ann")]).await;
     assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
 }
+
+#[tokio::test]
+async fn as_confirm_005_stateless_callers_in_numbers_never_push_out_a_principals_input_request() {
+    // A principal is asked; then 300 stateless callers (one party, however
+    // many) are asked too — more rounds than the server keeps. Their rounds
+    // push out only their own: the principal's answer still resolves its
+    // request, once.
+    let served = serve_principals().await;
+    let ann = [("x-user", "ann")];
+    let asked = ask_with_elicitation(&served, 1, &ann).await;
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    for n in 0..300 {
+        let _ = ask_with_elicitation(&served, 10 + 2 * n, &[]).await;
+    }
+    let done = answer(&served, 1_000, &state, &ann).await;
+    assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
+}

@@ -398,6 +398,8 @@ struct PendingElicitation {
     /// A URL-mode round: the client's answer only says whether its person
     /// opened the approval page.
     url_mode: bool,
+    /// The principal whose share of the rounds it counts against.
+    share: Arc<str>,
 }
 
 /// The approval channel of MCP elicitation: the requesting client's own

@@ -2,7 +2,7 @@
 //! kept here, and the result that asks the client.
 
 use std::collections::BTreeMap;
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 
 use rmcp::model::{CallToolResponse, ElicitRequest, InputRequest, InputRequiredResult};
 
@@ -26,22 +26,41 @@ impl McpSession {
     ) -> CallToolResponse {
         // The clock is read before the lock.
         let now = self.shared.registry.now_ms();
-        self.shared
+        let share = Arc::clone(acting.view.toolset().consumer().principal());
+        let per_share = self
+            .shared
+            .registry
+            .limits()
+            .max_pending_confirmations_per_consumer
+            .max(1);
+        let mut rounds = self
+            .shared
             .elicitations
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                state.clone(),
-                PendingElicitation {
-                    confirmation_id: confirmation_id.to_owned(),
-                    consumer: acting.consumer.clone(),
-                    anonymous: acting.caller == Caller::Anonymous,
-                    tool: call.name().to_owned(),
-                    arguments: call.arguments().clone(),
-                    url_mode,
-                },
-                now,
-            );
+            .unwrap_or_else(PoisonError::into_inner);
+        // A principal's rounds beyond its share push out its own oldest,
+        // never another's: identities in numbers cannot evict the rounds
+        // other parties are answering.
+        let (oldest, held) = rounds.oldest_matching(|round| round.share == share);
+        if held >= per_share
+            && let Some(oldest) = oldest
+        {
+            rounds.remove(&oldest);
+        }
+        rounds.insert(
+            state.clone(),
+            PendingElicitation {
+                confirmation_id: confirmation_id.to_owned(),
+                consumer: acting.consumer.clone(),
+                anonymous: acting.caller == Caller::Anonymous,
+                tool: call.name().to_owned(),
+                arguments: call.arguments().clone(),
+                url_mode,
+                share,
+            },
+            now,
+        );
+        drop(rounds);
         let requests = BTreeMap::from([(CONFIRM_KEY.to_owned(), InputRequest::Elicitation(ask))]);
         InputRequiredResult::new(Some(requests), Some(state)).into()
     }

@@ -224,6 +224,23 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         self.entries.is_empty()
     }
 
+    /// The key of the least recently used entry whose value is `matching`,
+    /// and how many entries match: O(n), for the small maps whose shares
+    /// are counted.
+    pub fn oldest_matching(&self, matching: impl Fn(&V) -> bool) -> (Option<K>, usize) {
+        let mut count = 0;
+        let mut oldest: Option<(u64, &K)> = None;
+        for (key, entry) in &self.entries {
+            if matching(&entry.value) {
+                count += 1;
+                if oldest.is_none_or(|(tick, _)| entry.tick < tick) {
+                    oldest = Some((entry.tick, key));
+                }
+            }
+        }
+        (oldest.map(|(_, key)| key.clone()), count)
+    }
+
     /// Removes and returns the least recently used entry.
     pub fn pop_oldest(&mut self) -> Option<(K, V)> {
         // One lookup for a live slot or one whose entry is gone; a stale

@@ -157,19 +157,20 @@ impl AuthGate {
         })
     }
 
-    /// A slot of `consumer`'s share of the requests in flight, held until
-    /// its response ends; `None` when the share is taken.
-    fn slot(&self, consumer: &str) -> Option<OwnedSemaphorePermit> {
+    /// A slot of `subject`'s share of the requests in flight (all its
+    /// credentials together), held until its response ends; `None` when
+    /// the share is taken.
+    fn slot(&self, subject: &str) -> Option<OwnedSemaphorePermit> {
         let mut table = self
             .in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if table.len() >= self.max_in_flight_entries && !table.contains_key(consumer) {
+        if table.len() >= self.max_in_flight_entries && !table.contains_key(subject) {
             // Idle identities (no permit out) go.
             table.retain(|_, slots| Arc::strong_count(slots) > 1);
         }
         let slots = table
-            .entry(consumer.to_owned())
+            .entry(subject.to_owned())
             .or_insert_with(|| Arc::new(Semaphore::new(self.max_in_flight_per_identity)));
         Arc::clone(slots).try_acquire_owned().ok()
     }
@@ -319,12 +320,13 @@ pub(crate) async fn auth_gate(
         return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
     }
     let consumer = authenticated.consumer.clone();
-    let Some(slot) = gate.slot(&consumer) else {
+    // The share is the subject's: its credentials together hold one.
+    let Some(slot) = gate.slot(&authenticated.subject) else {
         return crate::mcp::gate::busy(
             None,
             crate::error::RateLimitReason::QueueFull,
-            "Server busy: too many requests or streams in flight for this credential; retry \
-             later or close a stream",
+            "Server busy: too many requests or streams in flight for this subject; retry later \
+             or close a stream",
         );
     };
     let method = request.method().clone();
