@@ -59,6 +59,9 @@ fn mcp_builder(app: &App) -> McpServerBuilder {
 
 /// Serves the web console (and MCP at `/mcp`) until interrupted.
 async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
+    // A page that sends what the page library cannot read ends its own
+    // connection: said in one line, never with what it sent or a backtrace.
+    agent_surface_dioxus::contain_page_panics();
     let approvals = match devices::web::Approvals::new() {
         Ok(approvals) => approvals,
         Err(err) => {
@@ -98,13 +101,19 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
         *logins.borrow_and_update()
     );
     let _ = std::io::stdout().flush();
-    let announce = async {
+    // Its own task: the next link is printed as soon as a link is used,
+    // whatever else the terminal is printing or waiting for.
+    let mut announce = tokio::spawn(async move {
         while logins.changed().await.is_ok() {
             let token = logins.borrow_and_update().clone();
-            println!("signed in a browser; next one-time sign-in link: {base}{token}");
-            let _ = std::io::stdout().flush();
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "signed in a browser; next one-time sign-in link: {base}{token}"
+            );
+            let _ = out.flush();
         }
-    };
+    });
     // A request that needs proof of presence gets a one-time code here,
     // where the person reads it and the page cannot.
     let mut codes = console.approval_codes();
@@ -127,9 +136,10 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
     };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
-        () = announce => {}
+        _ = &mut announce => {}
         () = codes => {}
     }
+    announce.abort();
     console.shutdown().await;
     app.stop().await;
     ExitCode::SUCCESS

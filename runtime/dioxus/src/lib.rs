@@ -52,6 +52,7 @@ mod activity;
 mod activity_log;
 mod component;
 mod confirmations;
+mod page_panics;
 pub mod passkey;
 mod provider;
 mod revision;
@@ -65,6 +66,7 @@ pub use component::{
 pub use confirmations::{
     ANSWER_DELAY_MS, AnswerError, PendingConfirmations, Presented, use_pending_confirmations,
 };
+pub use page_panics::contain_page_panics;
 pub use provider::{use_agent_surface_provider, use_registry};
 pub use revision::use_surface_revision;
 pub use webmcp::{WebMcpState, use_webmcp};
