@@ -369,6 +369,14 @@ impl HostContext {
         }
     }
 
+    /// Whether it holds any typed extension (values no fingerprint of its
+    /// JSON can tell apart).
+    pub fn has_extensions(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|data| !data.extensions.is_empty())
+    }
+
     /// The typed value of type `T`.
     pub fn extension<T: Any + Send + Sync>(&self) -> Option<&T> {
         self.0

@@ -173,3 +173,32 @@ fn deep_mcp_requests_are_refused_over_http_and_the_server_serves_on() {
         served.app.stop().await;
     });
 }
+
+#[test]
+fn a_host_raising_the_depth_limit_gets_at_most_what_json_text_parses_to() {
+    // A host that sets `max_input_depth` far above 128 gets 128: the walks
+    // after the check (validation, copies, drops) stay within the stack.
+    on_a_small_stack(async || {
+        use agent_surface::registry::Limits;
+        use std::sync::Arc;
+        let registry = agent_surface::Registry::builder()
+            .limits(Limits::default().max_input_depth(20_000))
+            .build();
+        assert_eq!(registry.limits().max_input_depth, 128);
+        let console = support::console::Console::new(Arc::new(support::fleet::Backend::fleet()));
+        let _table = registry
+            .mount(Arc::new(support::console::DevicesTable(console)))
+            .unwrap();
+        let mut ids = Value::Null;
+        for _ in 0..19_000 {
+            ids = Value::Array(vec![ids]);
+        }
+        let result = registry
+            .invoke(
+                Invocation::new("view:devices.table.selectRows").input(wrap("ids", ids)),
+                InvokeOptions::default(),
+            )
+            .await;
+        refused_as_too_deep(result.error());
+    });
+}

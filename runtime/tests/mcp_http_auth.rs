@@ -921,10 +921,26 @@ struct Ran {
     user: String,
 }
 
+/// The tenant a credential's host context carries as a typed extension.
+#[derive(Clone, Debug)]
+struct Tenant(&'static str);
+
 /// A component whose one action needs the person's approval and reports
 /// whose context it ran with.
 #[agent_surface::prelude::agent_component(type = "test.whoami")]
 impl WhoAmI {
+    /// The tenant of the context it runs with.
+    #[action(effect = "local-state")]
+    fn tenant(&self, ctx: &agent_surface::prelude::ActionContext) -> Ran {
+        Ran {
+            user: ctx
+                .host()
+                .extension::<Tenant>()
+                .map_or("none", |tenant| tenant.0)
+                .to_owned(),
+        }
+    }
+
     /// Runs once the person approved, reporting whose context ran it.
     #[action(effect = "local-state", confirmation = "required")]
     fn run(&self, ctx: &agent_surface::prelude::ActionContext) -> Ran {
@@ -987,4 +1003,59 @@ async fn as_policy_003_an_identity_keeps_its_own_context_while_thousands_of_othe
         !tools.iter().any(|tool| tool == DISABLE),
         "the viewer never sees the operator's tools: {tools:?}"
     );
+}
+
+#[tokio::test]
+async fn as_policy_003_credentials_differing_only_in_typed_extensions_never_share_a_context() {
+    use agent_surface::context::HostContext;
+    use agent_surface::mcp::auth::{Identity, Rejected};
+    // Two tokens of one subject and scopes whose host contexts differ only
+    // in a typed extension (which no fingerprint of JSON can see).
+    let authenticator = |token: &str| -> Result<Identity, Rejected> {
+        let tenant = match token {
+            "ada-org1" => "org1",
+            "ada-org2" => "org2",
+            _ => return Err(Rejected::new("unknown token")),
+        };
+        Ok(Identity::new("ada", ["mcp".to_owned()])
+            .with_host(HostContext::new().with_extension(Tenant(tenant))))
+    };
+    let served = serve(|b| b.auth(ResourceServer::new(RESOURCE, authenticator))).await;
+    let _whoami = served
+        .app
+        .registry()
+        .mount(std::sync::Arc::new(WhoAmI))
+        .unwrap();
+    for (n, (token, tenant)) in [
+        ("ada-org1", "org1"),
+        ("ada-org2", "org2"),
+        ("ada-org1", "org1"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let auth = bearer(token);
+        let ran = served
+            .modern_call(
+                json!(n),
+                "view_test__whoami__tenant",
+                json!({}),
+                &[("authorization", &auth)],
+            )
+            .await;
+        assert_eq!(payload(&ran), &json!({"user": tenant}), "{token}: {ran}");
+    }
+    // And one's session is not the other's.
+    let session = open(&served, "ada-org1").await;
+    let reply = served
+        .post_json(
+            &[
+                ("authorization", &bearer("ada-org2")),
+                ("mcp-session-id", &session),
+                ("mcp-protocol-version", LEGACY),
+            ],
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND, "{}", reply.body);
 }

@@ -655,3 +655,142 @@ async fn slow_uploads_and_idle_connections_never_keep_anyone_out() {
         drop(slow);
     }
 }
+
+/// An app served with `/mcp`, `routes` beside it, at most `cap` connections.
+async fn serve_routes(
+    cap: usize,
+    routes: axum::Router,
+) -> (support::App, agent_surface::mcp::HttpServer) {
+    let app = support::App::start(support::User::admin()).await;
+    let server = agent_surface::mcp::McpServer::builder(app.registry())
+        .max_connections(cap)
+        .build();
+    let http = server
+        .serve_with("127.0.0.1:0".parse().unwrap(), routes)
+        .await
+        .unwrap();
+    (app, http)
+}
+
+#[tokio::test]
+async fn clients_that_stop_reading_give_way_to_a_newcomer() {
+    // A route streaming 32 MiB (as a file would be), and four clients with
+    // small receive buffers that ask for it and never read.
+    let big = || async { axum::body::Body::new(Frames(4096)) };
+    let routes = axum::Router::new()
+        .route("/big", axum::routing::get(big))
+        .route("/page", axum::routing::get(|| async { "the page" }));
+    let (_app, http) = serve_routes(4, routes).await;
+    let address = http.local_addr();
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut stream = socket.connect(address).await.unwrap();
+        stream
+            .write_all(b"GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .unwrap();
+        readers.push(stream);
+    }
+    // The newcomer is served once a reader has left what it was sent
+    // unread past the grace (2 s), never after the readers give up.
+    let mut page = TcpStream::connect(address).await.unwrap();
+    page.write_all(b"GET /page HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(6), read_to_close(&mut page))
+        .await
+        .expect("the newcomer is served while the readers still hold on");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop(readers);
+}
+
+/// A body of this many 8 KiB frames, each sent as one write.
+struct Frames(usize);
+
+impl http_body::Body for Frames {
+    type Data = axum::body::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        if self.0 == 0 {
+            return std::task::Poll::Ready(None);
+        }
+        self.0 -= 1;
+        let frame = http_body::Frame::data(axum::body::Bytes::from(vec![b'x'; 8192]));
+        std::task::Poll::Ready(Some(Ok(frame)))
+    }
+}
+
+#[tokio::test]
+async fn upgraded_connections_keep_their_place_under_the_cap() {
+    // A route switching protocols (as a websocket does) and echoing.
+    let upgrade = |request: axum::extract::Request| async move {
+        tokio::spawn(async move {
+            if let Ok(upgraded) = hyper::upgrade::on(request).await {
+                let mut io = hyper_util::rt::TokioIo::new(upgraded);
+                let mut buf = [0_u8; 64];
+                while let Ok(n @ 1..) = io.read(&mut buf).await {
+                    if io.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        axum::response::Response::builder()
+            .status(101)
+            .header("upgrade", "echo")
+            .header("connection", "upgrade")
+            .body(axum::body::Body::empty())
+            .unwrap()
+    };
+    let routes = axum::Router::new().route("/echo", axum::routing::get(upgrade));
+    let (_app, http) = serve_routes(2, routes).await;
+    let address = http.local_addr();
+    let open = async || {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream
+            .write_all(
+                b"GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n",
+            )
+            .await
+            .unwrap();
+        stream
+    };
+    // The whole head; its status line's first 12 bytes.
+    let head = async |stream: &mut TcpStream| {
+        let mut seen = Vec::new();
+        let mut byte = [0_u8; 1];
+        while !seen.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).await?;
+            seen.push(byte[0]);
+        }
+        let mut status = [0_u8; 12];
+        status.copy_from_slice(&seen[..12]);
+        Ok::<_, std::io::Error>(status)
+    };
+    let mut first = open().await;
+    let mut second = open().await;
+    assert_eq!(&head(&mut first).await.unwrap(), b"HTTP/1.1 101");
+    assert_eq!(&head(&mut second).await.unwrap(), b"HTTP/1.1 101");
+    // Two upgraded connections fill a cap of two: a third waits…
+    let mut third = open().await;
+    let early = tokio::time::timeout(Duration::from_millis(1500), head(&mut third)).await;
+    assert!(early.is_err(), "an upgrade escaped the cap");
+    // …until one closes.
+    drop(first);
+    let late = tokio::time::timeout(PATIENCE, head(&mut third))
+        .await
+        .expect("served once a place is free")
+        .unwrap();
+    assert_eq!(&late, b"HTTP/1.1 101");
+    // The upgraded connections still work.
+    second.write_all(b"ping").await.unwrap();
+    let mut echo = [0_u8; 4];
+    second.read_exact(&mut echo).await.unwrap();
+    assert_eq!(&echo, b"ping");
+}

@@ -246,3 +246,37 @@ async fn as_ident_004_a_waiting_call_whose_identity_is_forgotten_leaves_nothing_
         }
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn as_ident_006_a_retry_with_wrong_evidence_never_strands_the_approved_one() {
+    let registry = registry();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    let tools = toolset(&registry, Mode::Held);
+    let name = guarded_name(&tools);
+    let attempt = |evidence: Option<String>| {
+        let (tools, name) = (tools.clone(), name.clone());
+        async move {
+            tools
+                .execute_with_options(
+                    &name,
+                    json!({"ids": ["w"]}),
+                    ExecuteOptions::new()
+                        .tool_call_id(Some("call-9"))
+                        .confirmation_id(evidence.as_deref()),
+                )
+                .await
+        }
+    };
+    let asked = attempt(None).await;
+    assert_eq!(code(&asked), Some(ErrorCode::ConfirmationRequired));
+    let id = crate::fixtures::confirmation_id(&asked);
+    // A retry with evidence of nothing: refused, and not kept for the id.
+    let wrong = attempt(Some("not-a-confirmation".to_owned())).await;
+    assert_eq!(code(&wrong), Some(ErrorCode::ConfirmationInvalid));
+    let pending = registry.confirmations().find(&id).unwrap();
+    registry.confirmations().approve(&pending.shown()).unwrap();
+    let ran = attempt(Some(id)).await;
+    assert!(ran.is_ok(), "{ran:?}");
+    assert_eq!(probe.runs(), 1);
+}

@@ -1,15 +1,19 @@
 //! The listener's open connections, and which one gives way when the cap is
 //! reached.
 //!
-//! Each open connection is in one of three states: **idle** (no request:
+//! Each open connection is in one of four states: **idle** (no request:
 //! not yet a complete head, or a keep-alive pause), **uploading** (a
-//! request whose body is still arriving) or **busy** (a request being
-//! answered, a stream). A newcomer arriving at the cap takes the place of
-//! the connection idle longest, else of the upload that has been slower
-//! than [`MIN_BODY_RATE`] for longest past [`BODY_GRACE`]; only when every
-//! connection is doing work at a fair pace does it wait for one to close.
-//! So idle and trickling connections — a slow-client attack's whole
-//! arsenal — never keep anyone else out.
+//! request whose body is still arriving), **busy** (a request being
+//! answered, a stream) or **upgraded** (a websocket: it keeps its place
+//! until it closes, so upgrades never escape the cap). A newcomer arriving
+//! at the cap takes the place of the connection idle longest, else of the
+//! upload that has been slower than [`MIN_BODY_RATE`] for longest past
+//! [`BODY_GRACE`], else of the connection whose client has not read what
+//! it was sent for longest past [`STALL_GRACE`]; only when every connection
+//! is doing work at a fair pace does it wait for one to close (or to fall
+//! behind). A connection that gives way is shut down at the socket, so
+//! even an upgraded one ends. So idle, trickling and unread connections —
+//! a slow-client attack's whole arsenal — never keep anyone else out.
 
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,9 +31,14 @@ pub(super) const BODY_GRACE: Duration = Duration::from_secs(1);
 /// (any real client on any real network sends a JSON-RPC body far faster).
 pub(super) const MIN_BODY_RATE: u64 = 2_048;
 
+/// How long a client may leave what it was sent unread before its
+/// connection gives way to a newcomer at the cap.
+pub(super) const STALL_GRACE: Duration = Duration::from_secs(2);
+
 const IDLE: u8 = 0;
 const UPLOADING: u8 = 1;
 const BUSY: u8 = 2;
+const UPGRADED: u8 = 3;
 
 /// One open connection's state, shared by its task, its requests and the
 /// table.
@@ -40,8 +49,16 @@ pub(super) struct ConnectionState {
     since_ms: AtomicU64,
     /// Bytes of the body arriving now.
     received: AtomicU64,
+    /// Since when a write has waited for the client to read (ms since the
+    /// table's epoch, plus one; zero while nothing waits).
+    write_blocked: AtomicU64,
     /// Fired when it is shed: its task closes it.
     shed: CancellationToken,
+    /// A handle on its socket, to shut it down when shed (an upgraded
+    /// connection has no task of ours left to close it).
+    socket: Mutex<Option<std::net::TcpStream>>,
+    /// Wakes a newcomer waiting for a place (it went idle).
+    table_changed: Arc<Notify>,
     epoch: Instant,
 }
 
@@ -80,6 +97,54 @@ impl ConnectionState {
     /// Its response ended: waiting for the next request.
     pub(super) fn idle(&self) {
         self.enter(IDLE);
+        self.table_changed.notify_one();
+    }
+
+    /// It switched protocols (a websocket): it keeps its place, busy,
+    /// until it closes.
+    pub(super) fn upgraded(&self) {
+        self.enter(UPGRADED);
+    }
+
+    /// A write waits for the client to read.
+    pub(super) fn write_blocked(&self) {
+        let now = self.now_ms().saturating_add(1);
+        let _ = self
+            .write_blocked
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// A write went through.
+    pub(super) fn wrote(&self) {
+        self.write_blocked.store(0, Ordering::Relaxed);
+    }
+
+    /// How long a write has waited for the client to read.
+    pub(super) fn stalled_for(&self) -> Duration {
+        match self.write_blocked.load(Ordering::Relaxed) {
+            0 => Duration::ZERO,
+            since => Duration::from_millis(self.now_ms().saturating_sub(since - 1)),
+        }
+    }
+
+    /// Keeps `socket` (a handle on the connection's socket) to shut it
+    /// down when the connection gives way.
+    pub(super) fn hold_socket(&self, socket: std::net::TcpStream) {
+        *self.socket.lock().unwrap_or_else(PoisonError::into_inner) = Some(socket);
+    }
+
+    /// Gives way: its task (if any) closes it, and its socket is shut
+    /// down, which ends an upgraded connection too.
+    fn give_way(&self) {
+        self.shed.cancel();
+        if let Some(socket) = self
+            .socket
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
     }
 
     /// Fired when the connection is shed.
@@ -92,6 +157,15 @@ impl ConnectionState {
     fn sheddable(&self, now_ms: u64) -> Option<(u8, u64)> {
         let since = self.since_ms.load(Ordering::Relaxed);
         let for_ms = now_ms.saturating_sub(since);
+        let stalled = match self.write_blocked.load(Ordering::Relaxed) {
+            0 => 0,
+            blocked => now_ms.saturating_sub(blocked - 1),
+        };
+        let stall_grace = u64::try_from(STALL_GRACE.as_millis()).unwrap_or(u64::MAX);
+        if stalled > stall_grace {
+            // Its client stopped reading: the longest stalled first.
+            return Some((2, u64::MAX - stalled));
+        }
         match self.state.load(Ordering::Acquire) {
             // Idle longest first.
             IDLE => Some((0, u64::MAX - for_ms)),
@@ -112,7 +186,8 @@ impl ConnectionState {
 pub(super) struct Connections {
     cap: usize,
     open: Mutex<(FxHashMap<u64, Arc<ConnectionState>>, u64)>,
-    freed: Notify,
+    /// A connection closed or went idle.
+    freed: Arc<Notify>,
     epoch: Instant,
 }
 
@@ -149,22 +224,23 @@ impl Connections {
         Arc::new(Connections {
             cap: cap.max(1),
             open: Mutex::new((FxHashMap::default(), 0)),
-            freed: Notify::new(),
+            freed: Arc::new(Notify::new()),
             epoch: Instant::now(),
         })
     }
 
     /// A place for a connection just accepted: at once below the cap; at
     /// the cap, the place of the connection that gives way (idle longest,
-    /// else furthest behind the minimum body rate), which is shed; else,
-    /// once a connection closes.
+    /// else furthest behind the minimum body rate, else unread longest),
+    /// which is shut down; else once a connection closes, goes idle or
+    /// falls behind (looked at again every second).
     pub(super) async fn admit(self: &Arc<Self>) -> Place {
         loop {
             let freed = self.freed.notified();
             if let Some(place) = self.try_admit() {
                 return place;
             }
-            freed.await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), freed).await;
         }
     }
 
@@ -179,7 +255,7 @@ impl Connections {
                 .min()
                 .map(|(_, id)| id)?;
             if let Some(shed) = open.remove(&giving_way) {
-                shed.shed.cancel();
+                shed.give_way();
             }
         }
         *next += 1;
@@ -188,7 +264,10 @@ impl Connections {
             state: AtomicU8::new(IDLE),
             since_ms: AtomicU64::new(now_ms),
             received: AtomicU64::new(0),
+            write_blocked: AtomicU64::new(0),
             shed: CancellationToken::new(),
+            socket: Mutex::new(None),
+            table_changed: Arc::clone(&self.freed),
             epoch: self.epoch,
         });
         open.insert(id, Arc::clone(&state));

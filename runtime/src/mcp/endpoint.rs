@@ -26,6 +26,7 @@ use tokio::sync::Semaphore;
 
 use super::connections::{BODY_GRACE, ConnectionState, Connections, MIN_BODY_RATE};
 use super::held::Held;
+use super::placed_io::PlacedIo;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -362,9 +363,18 @@ async fn accept(
             place = table.admit() => place,
             () = stop.cancelled() => break,
         };
+        let state = Arc::clone(place.state());
+        // The socket holds the place: through an upgrade too.
+        let io = match PlacedIo::new(stream, place) {
+            Ok(io) => io,
+            Err(err) => {
+                tracing::warn!(%err, "an accepted MCP HTTP connection could not be set up");
+                continue;
+            }
+        };
         let service = Tracked {
             router: TowerToHyperService::new(router.clone()),
-            state: Arc::clone(place.state()),
+            state: Arc::clone(&state),
         };
         let stop = stop.clone();
         let read_timeout = options.read_timeout;
@@ -376,27 +386,41 @@ async fn accept(
                 .keep_alive(true);
             // Upgrades: a page beside `/mcp` may serve a websocket.
             let connection = builder
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(TokioIo::new(io), service)
                 .with_upgrades();
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
                 _ = connection.as_mut() => {}
                 // Given way to a newcomer: closed at once.
-                () = place.state().shed().cancelled() => {}
+                () = state.shed().cancelled() => {}
+                // Its client has not read what it was sent for as long as
+                // a request may take to arrive: closed.
+                () = stalled(&state, read_timeout) => {}
                 () = stop.cancelled() => {
                     connection.as_mut().graceful_shutdown();
                     let _ = connection.await;
                 }
             }
-            drop(place);
         });
         while connections.try_join_next().is_some() {}
     }
     while connections.join_next().await.is_some() {}
 }
 
+/// Resolves once a write on the connection of `state` has waited longer
+/// than `patience` for its client to read (looked at every second).
+async fn stalled(state: &ConnectionState, patience: Duration) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if state.stalled_for() > patience {
+            return;
+        }
+    }
+}
+
 /// A connection's requests, tracking its state for [`Connections`]: busy
-/// from a request's head to the end of its response, idle between.
+/// from a request's head to the end of its response, idle between;
+/// upgraded (busy until it closes) once it switched protocols.
 struct Tracked {
     router: TowerToHyperService<axum::Router>,
     state: Arc<ConnectionState>,
@@ -418,6 +442,10 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Tracked {
         let state = Arc::clone(&self.state);
         Box::pin(async move {
             let response = answer.await?;
+            if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+                state.upgraded();
+                return Ok(response);
+            }
             let (parts, body) = response.into_parts();
             let body = axum::body::Body::new(Held::new(body, IdleWhenDone(state)));
             Ok(http::Response::from_parts(parts, body))

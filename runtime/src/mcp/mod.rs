@@ -84,6 +84,7 @@ mod gate;
 mod held;
 mod origin;
 mod peek;
+mod placed_io;
 mod plain;
 mod round;
 mod session;

@@ -418,7 +418,7 @@ impl RegistryBuilder {
                 duplicates: self.duplicates,
                 suffixes: self.suffixes,
                 route: self.route,
-                limits: self.limits.unwrap_or_default(),
+                limits: self.limits.map(Limits::bounded).unwrap_or_default(),
                 redact: self.redact,
                 procedure_errors: self.procedure_errors,
                 expected_manifest: self.expected_manifest,

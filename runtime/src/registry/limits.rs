@@ -69,7 +69,11 @@ pub struct Limits {
     /// Largest agent input, serialized, in bytes (262 144).
     pub max_input_bytes: usize,
     /// Deepest nesting of agent input (arrays and objects), checked
-    /// iteratively before any recursive walk (64).
+    /// iteratively before any recursive walk (64). At most
+    /// [`PARSE_DEPTH`](crate::adapter::bounds::PARSE_DEPTH) (128, what
+    /// JSON text parses to): a registry built with more uses 128, so the
+    /// walks that follow the check (validation, copies, drops) stay far
+    /// within any thread's stack.
     pub max_input_depth: usize,
     /// Confirmations one consumer may have pending at once, under
     /// `max_pending_confirmations` (8), so one consumer cannot starve others.
@@ -114,6 +118,15 @@ impl Default for Limits {
             dedupe_cache_bytes: 4 << 20,
             max_in_flight_per_consumer: 64,
         }
+    }
+}
+
+impl Limits {
+    /// The limits a registry uses: `max_input_depth` at most
+    /// [`PARSE_DEPTH`](crate::adapter::bounds::PARSE_DEPTH).
+    pub(crate) fn bounded(mut self) -> Limits {
+        self.max_input_depth = self.max_input_depth.min(crate::util::nesting::PARSE_DEPTH);
+        self
     }
 }
 

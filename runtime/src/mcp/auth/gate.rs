@@ -151,7 +151,7 @@ impl AuthGate {
         }
         let host = self.auth.host_of(&identity);
         Ok(Authenticated {
-            consumer: consumer_id(&identity, &host),
+            consumer: consumer_id(&identity, &host, token),
             subject: identity.subject().to_owned(),
             host,
         })
@@ -263,11 +263,14 @@ fn bearer(value: &HeaderValue) -> Option<&str> {
 
 /// `auth-<subject>-<fingerprint>`: one consumer per subject, scopes and
 /// host context, so two credentials of one subject granting different
-/// things never share a view, a session or a host context — even
-/// when the host's [mapping](ResourceServer::host_context) keeps the scopes
-/// out of the context's JSON (in a typed extension, say). The fingerprint
-/// is 128 bits: a subject chosen to collide with another's is no shortcut.
-fn consumer_id(identity: &Identity, host: &HostContext) -> String {
+/// things never share a view, a session, dedupe records or a host context
+/// — even when the host's [mapping](ResourceServer::host_context) keeps
+/// the scopes out of the context's JSON. Typed extensions cannot be
+/// fingerprinted: a context holding any is told apart by the credential
+/// itself (each token its own consumer; a refreshed token starts a new
+/// session). The fingerprint is 128 bits: a subject chosen to collide with
+/// another's is no shortcut.
+fn consumer_id(identity: &Identity, host: &HostContext, token: &str) -> String {
     let json = |host: &HostContext| serde_json::Value::Object(host.values().clone()).to_string();
     let mut digest = Sha256::new();
     for part in [
@@ -275,6 +278,11 @@ fn consumer_id(identity: &Identity, host: &HostContext) -> String {
         serde_json::json!(identity.scopes()).to_string(),
         json(identity.host()),
         json(host),
+        if identity.host().has_extensions() || host.has_extensions() {
+            format!("credential:{token}")
+        } else {
+            String::new()
+        },
     ] {
         // Length-prefixed: no two sequences of parts hash alike.
         digest.update((part.len() as u64).to_be_bytes());

@@ -17,8 +17,10 @@
 //!   holding the most bytes gives up its oldest record: a consumer within
 //!   its fair share is never evicted by another consumer's traffic.
 //!
-//! `CONFIRMATION_REQUIRED`, `RATE_LIMITED` and `INVOCATION_CONFLICT` are
-//! never kept.
+//! `CONFIRMATION_REQUIRED`, `RATE_LIMITED`, `INVOCATION_CONFLICT` and
+//! `CONFIRMATION_INVALID` with reason `mismatch` (evidence that was not this
+//! request's: the confirmation id is not part of the fingerprint) are never
+//! kept.
 
 mod orphans;
 
@@ -371,10 +373,14 @@ fn cost(
     output_bytes: Option<usize>,
     budget: WindowLimits,
 ) -> Option<usize> {
-    if result
-        .error()
-        .is_some_and(|error| !error.code().cacheable())
-    {
+    if result.error().is_some_and(|error| {
+        !error.code().cacheable()
+            // Evidence that did not match the request says nothing of the
+            // request's fate (it is not part of its fingerprint): the retry
+            // with the right evidence must not be told `mismatch` again.
+            || (error.code() == crate::error::ErrorCode::ConfirmationInvalid
+                && error.detail("reason").and_then(serde_json::Value::as_str) == Some("mismatch"))
+    }) {
         return None;
     }
     // A successful result costs its output, which phase 10 already
