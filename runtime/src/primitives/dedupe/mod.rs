@@ -22,7 +22,10 @@
 //! request's: the confirmation id is not part of the fingerprint) are never
 //! kept.
 
+mod cost;
 mod orphans;
+
+use cost::cost;
 
 use std::sync::Arc;
 
@@ -155,10 +158,6 @@ pub(crate) struct Dedupe {
     generation: u64,
     budget: WindowLimits,
 }
-
-/// Fixed cost of a settled record beyond its serialized result: the key,
-/// the map entries and the bookkeeping.
-const RECORD_OVERHEAD: usize = 160;
 
 impl Dedupe {
     pub(crate) fn new(budget: WindowLimits) -> Dedupe {
@@ -362,56 +361,6 @@ impl Dedupe {
     /// Records currently remembered: in flight and settled.
     pub(crate) fn len(&self) -> usize {
         self.running + self.orphaned.len() + self.settled_count
-    }
-}
-
-/// What keeping `result` under `key` costs the byte budget; `None` when it
-/// is not kept (not cacheable, or larger than the whole window).
-fn cost(
-    key: KeyRef<'_>,
-    result: &InvocationResult,
-    output_bytes: Option<usize>,
-    budget: WindowLimits,
-) -> Option<usize> {
-    if result.error().is_some_and(|error| {
-        !error.code().cacheable()
-            // Evidence that did not match the request says nothing of the
-            // request's fate (it is not part of its fingerprint): the retry
-            // with the right evidence must not be told `mismatch` again.
-            || (error.code() == crate::error::ErrorCode::ConfirmationInvalid
-                && error.detail("reason").and_then(serde_json::Value::as_str) == Some("mismatch"))
-    }) {
-        return None;
-    }
-    // A successful result costs its output, which phase 10 already
-    // measured; anything else (an error payload, small) is counted here.
-    let payload = match (result.is_ok(), output_bytes) {
-        (true, Some(bytes)) => bytes,
-        (true, None) if result.output().is_none() => 0,
-        _ => serialized_len(result),
-    };
-    let bytes = RECORD_OVERHEAD + key.1.len() + result.capability_id().len() + payload;
-    // Larger than the whole window: kept by nobody.
-    (bytes <= budget.bytes).then_some(bytes)
-}
-
-/// The serialized size of a result, counted without building the text.
-fn serialized_len(result: &InvocationResult) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    match serde_json::to_writer(&mut count, result) {
-        Ok(()) => count.0,
-        // Unserializable: costs the whole window, so it is never kept.
-        Err(_) => usize::MAX / 2,
     }
 }
 
