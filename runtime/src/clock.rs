@@ -9,7 +9,9 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::util::time::{Instant, SteadyInstant, SystemTime, UNIX_EPOCH};
 
 /// A source of time, in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + fmt::Debug + 'static {
@@ -22,8 +24,8 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
 #[derive(Debug)]
 pub struct TokioClock {
     anchor_ms: u64,
-    start: std::time::Instant,
-    tokio_start: Option<tokio::time::Instant>,
+    start: SteadyInstant,
+    tokio_start: Option<Instant>,
 }
 
 impl TokioClock {
@@ -35,10 +37,8 @@ impl TokioClock {
             .unwrap_or(0);
         TokioClock {
             anchor_ms,
-            start: std::time::Instant::now(),
-            tokio_start: tokio::runtime::Handle::try_current()
-                .ok()
-                .map(|_| tokio::time::Instant::now()),
+            start: SteadyInstant::now(),
+            tokio_start: crate::util::time::can_spawn().then(Instant::now),
         }
     }
 }
@@ -47,7 +47,7 @@ impl TokioClock {
     /// Its reading at tokio instant `at` (a reading taken then), when it
     /// follows tokio's clock; `None` when it follows `std::time` (made
     /// outside a runtime). Saves reading the clock twice for one moment.
-    pub(crate) fn ms_at(&self, at: tokio::time::Instant) -> Option<u64> {
+    pub(crate) fn ms_at(&self, at: Instant) -> Option<u64> {
         let start = self.tokio_start?;
         Some(self.anchor_ms.saturating_add(crate::util::millis::millis(
             at.saturating_duration_since(start),

@@ -43,6 +43,14 @@ pub mod bounds {
     pub use crate::util::nesting::{PARSE_DEPTH, depth_within, dispose, truncated};
 }
 
+/// Time on the platform the runtime runs on, for adapters that wait: an
+/// [`Instant`](time::Instant) and sleeps that are tokio's natively (a
+/// paused test runtime controls them) and the page's in a browser
+/// (`performance.now()`, `setTimeout`), where tokio's timer panics.
+pub mod time {
+    pub use crate::util::time::{Instant, sleep, sleep_until};
+}
+
 /// Host callbacks and values handled without unwinding into the adapter.
 pub mod contain {
     pub use crate::util::contain::{Panicked, catch, drop_contained};

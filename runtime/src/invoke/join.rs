@@ -22,7 +22,7 @@ pub(super) struct Join<'r> {
     pub(super) cancellation: Option<tokio_util::sync::CancellationToken>,
     /// When the joiner's wait ends without the twin's result (`None`: a
     /// limit too large to represent, never).
-    pub(super) deadline: Option<tokio::time::Instant>,
+    pub(super) deadline: Option<crate::util::time::Instant>,
     /// The result when its own cancellation (or disposal) ends the wait.
     pub(super) cancelled: InvocationResult,
     /// The result when its time limit ends the wait.
@@ -42,7 +42,7 @@ impl Join<'_> {
         };
         let expired = async {
             match self.deadline {
-                Some(at) => tokio::time::sleep_until(at).await,
+                Some(at) => crate::util::time::sleep_until(at).await,
                 None => std::future::pending().await,
             }
         };
@@ -119,9 +119,9 @@ pub(super) fn limit(
 /// When a joiner that began at `started` stops waiting (`None`: a limit
 /// too large to represent, never).
 pub(super) fn deadline(
-    started: tokio::time::Instant,
+    started: crate::util::time::Instant,
     limit: Duration,
-) -> Option<tokio::time::Instant> {
+) -> Option<crate::util::time::Instant> {
     limit
         .checked_add(GRACE)
         .and_then(|wait| started.checked_add(wait))

@@ -115,7 +115,7 @@ impl Registry {
         };
         let inner = &self.inner;
         // The call's one reading of the time at its start.
-        let started = tokio::time::Instant::now();
+        let started = crate::util::time::Instant::now();
         // The call owns its consumer from here (the options keep none); the
         // anonymous one is borrowed.
         let consumer = match options.consumer.take() {

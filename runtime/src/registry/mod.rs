@@ -157,7 +157,7 @@ impl Inner {
     /// caller: derived from it when the registry runs on the default clock
     /// (one reading serves a call's timings and its audit time), read anew
     /// from a host's clock otherwise.
-    pub(crate) fn ms_at(&self, at: tokio::time::Instant) -> u64 {
+    pub(crate) fn ms_at(&self, at: crate::util::time::Instant) -> u64 {
         if let ClockSlot::Default { clock, .. } = &self.clock
             && let Some(ms) = clock.get().and_then(|clock| clock.ms_at(at))
         {
@@ -170,7 +170,7 @@ impl Inner {
     /// clock is host code, so it is read now, before the caller locks; the
     /// default clock's reading is arithmetic on `at`, done when (and if) the
     /// returned reading is called.
-    pub(crate) fn ms_at_for_lock(&self, at: tokio::time::Instant) -> impl Fn() -> u64 + '_ {
+    pub(crate) fn ms_at_for_lock(&self, at: crate::util::time::Instant) -> impl Fn() -> u64 + '_ {
         let host = (!matches!(self.clock, ClockSlot::Default { .. })).then(|| self.ms_at(at));
         move || host.unwrap_or_else(|| self.ms_at(at))
     }

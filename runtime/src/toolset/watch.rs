@@ -166,7 +166,7 @@ pub struct ChangeWatcher {
     /// An anonymous caller's watcher: other anonymous calls' signal.
     anonymous: Option<watch::Receiver<u64>>,
     /// Until when wake-ups by calls gather (anonymous watchers only).
-    gathering: Option<tokio::time::Instant>,
+    gathering: Option<crate::adapter::time::Instant>,
     /// A wake-up was taken but its comparison not made yet (the wait was
     /// interrupted, as a `select!` beside other work does): the next wait
     /// compares at once.
@@ -246,7 +246,7 @@ impl ChangeWatcher {
                         moved.ok()?;
                         false
                     }
-                    () = tokio::time::sleep_until(until) => {
+                    () = crate::adapter::time::sleep_until(until) => {
                         self.gathering = None;
                         let poked = self.poke.has_changed().unwrap_or(false)
                             || self
@@ -293,7 +293,7 @@ impl ChangeWatcher {
                     self.view.restamp();
                     self.poke.mark_unchanged();
                 }
-                self.gathering = Some(tokio::time::Instant::now() + ANONYMOUS_SPELL);
+                self.gathering = Some(crate::adapter::time::Instant::now() + ANONYMOUS_SPELL);
             }
             return Some(());
         }

@@ -95,7 +95,7 @@ impl Pool {
             let keys = RandomState::new();
             for chunk in self.bytes.chunks_mut(8) {
                 let n = FALLBACK.fetch_add(1, Ordering::Relaxed);
-                let word = keys.hash_one((n, std::time::SystemTime::now()));
+                let word = keys.hash_one((n, crate::util::time::SystemTime::now()));
                 for (byte, value) in chunk.iter_mut().zip(word.to_le_bytes()) {
                     *byte = value;
                 }

@@ -9,3 +9,4 @@ pub(crate) mod listeners;
 pub(crate) mod lru;
 pub(crate) mod millis;
 pub(crate) mod nesting;
+pub(crate) mod time;

@@ -44,13 +44,12 @@
 //! the registry runs on the server and the page relays over its own
 //! authenticated websocket: the server keeps the surface, the person's
 //! dialog and the audit in one place, and the page holds nothing an agent
-//! could tamper with. The core and the Dioxus binding also build for
-//! `wasm32-unknown-unknown` (`cargo check -p agent-surface
-//! --no-default-features --target wasm32-unknown-unknown`, in CI), but a
-//! registry cannot yet run inside a page: the pipeline's timeouts and
-//! clocks use tokio's timer and `std::time::Instant`, which that target
-//! does not have (they panic there), so a wasm time source is the next
-//! step for an all-in-page app.
+//! could tamper with. A registry also runs inside a page
+//! (`wasm32-unknown-unknown`): its timeouts, expiry, dedupe windows and
+//! rate limits use the page's clock and timers there (see
+//! [`adapter::time`](crate::adapter::time)), tested in headless Chromium
+//! by `wasm-bindgen-test` (`runtime/wasm-tests`, in CI); a Dioxus web app's
+//! [`PageAgent`] then serves the in-page agent from the page itself.
 //!
 //! Bounds: at most [`MAX_CALLS_IN_FLIGHT`] calls of one page agent run at
 //! once (more settle `RATE_LIMITED` at once); names and call ids are

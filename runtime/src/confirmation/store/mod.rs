@@ -431,15 +431,15 @@ impl ConfirmationStore {
             requester: view.requester.clone(),
             title: view.presentation.title.clone(),
         });
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let weak = Arc::downgrade(services);
-            runtime.spawn(async move {
-                tokio::time::sleep(ttl).await;
-                if let Some(services) = weak.upgrade() {
-                    services.confirmation_store().expire(&*services, &id);
-                }
-            });
-        }
+        // Expired on time where a timer runs (a runtime, a page); lookups
+        // expire due records anyway.
+        let weak = Arc::downgrade(services);
+        crate::util::time::spawn(async move {
+            crate::util::time::sleep(ttl).await;
+            if let Some(services) = weak.upgrade() {
+                services.confirmation_store().expire(&*services, &id);
+            }
+        });
         self.notify();
         payload
     }

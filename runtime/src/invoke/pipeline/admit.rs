@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::util::time::Instant;
 use serde_json::{Map, Value};
-use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::component::Component;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::util::time::Instant;
 use serde_json::Value;
-use tokio::time::Instant;
 
 use crate::audit::{AuditEvent, AuditKind};
 use crate::component::Component;
@@ -361,14 +361,14 @@ impl InFlight<'_> {
     ) where
         W: Future<Output = Result<Result<T, E>, Panicked>> + Unpin + Send + 'static,
     {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        if !crate::util::time::can_spawn() {
             return;
-        };
+        }
         let weak = Arc::downgrade(&self.registry.inner);
         let invocation_id = Arc::clone(&self.invocation_id);
         let capability_id = Arc::clone(capability.id().as_arc());
-        runtime.spawn(async move {
-            if let Ok(outcome) = tokio::time::timeout(grace, handler).await
+        crate::util::time::spawn(async move {
+            if let Ok(outcome) = crate::util::time::timeout(grace, handler).await
                 && let Some(inner) = weak.upgrade()
             {
                 let mut event = AuditEvent::new(AuditKind::LateSettlement, inner.now_ms());

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::util::time::Instant;
 use serde_json::{Map, Value};
-use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::context::{Consumer, HostContext, ReadContext};
@@ -135,7 +135,7 @@ struct Trace {
 /// (`Duration::MAX` as "no timeout") never completes instead of overflowing.
 async fn deadline(started: Instant, timeout: Duration) {
     match started.checked_add(timeout) {
-        Some(at) => tokio::time::sleep_until(at).await,
+        Some(at) => crate::util::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
 }

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::util::time::Instant;
 use serde_json::{Map, Value};
-use tokio::time::Instant;
 
 use crate::audit::{AuditEvent, AuditKind};
 use crate::canonical::{Measure, measure};
