@@ -55,6 +55,8 @@
 //! once (more settle `RATE_LIMITED` at once); names and call ids are
 //! bounded by the registry's `max_id_bytes`, arguments by its input limits.
 
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+mod in_page;
 mod messages;
 
 use std::collections::BTreeMap;
@@ -73,6 +75,8 @@ use crate::toolset::{
     CallActivity, ChangeWatcher, ConsumerView, ConsumerViews, Mark, ToolCall, Topology, served,
 };
 
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub use in_page::{InPage, serve_in_page};
 pub use messages::{PageMessage, call_result, tool_entry};
 
 /// The page's side of the adapter: a script defining one function,
