@@ -40,6 +40,24 @@ fn post(handler: &Handler, message: &Value) {
     }
 }
 
+/// The call `message` names, as a call refused for arguments too deep to
+/// read (`None` when it names no call).
+fn too_deep(message: &JsValue) -> Option<Value> {
+    let field = |name: &str| js_sys::Reflect::get(message, &name.into()).ok();
+    if field("type")?.as_string()? != "call" {
+        return None;
+    }
+    // A call number is a non-negative integer the glue counted.
+    let call = field("call")?.as_f64()?;
+    if !(call >= 0.0 && call.fract() == 0.0 && call < 9_007_199_254_740_992.0) {
+        return None;
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // checked above
+    let call = call as u64;
+    let name = field("name")?.as_string()?;
+    Some(serde_json::json!({"type": "call", "call": call, "name": name, "tooDeep": true}))
+}
+
 /// Takes the tools back (and settles the calls the page still waits on),
 /// and ends the calls still running (each settles `CANCELLED`), however
 /// serving ends — the future dropped included.
@@ -64,9 +82,18 @@ pub async fn serve_in_page(agent: PageAgent) -> InPage {
         let text = js_sys::JSON::stringify(&message)
             .ok()
             .and_then(|text| text.as_string());
-        // A message the page cannot say as JSON is not one the agent sent.
-        if let Some(message) = text.and_then(|text| serde_json::from_str(&text).ok()) {
-            let _ = to_rust.send(message);
+        match text.and_then(|text| serde_json::from_str(&text).ok()) {
+            Some(message) => {
+                let _ = to_rust.send(message);
+            }
+            // Arguments nested deeper than JSON text parses to (or that
+            // cannot be said as JSON): the call still gets its answer,
+            // refused as too deep, so the page never waits for ever.
+            None => {
+                if let Some(refused) = too_deep(&message) {
+                    let _ = to_rust.send(refused);
+                }
+            }
         }
     });
     let listen = {

@@ -80,6 +80,12 @@ impl PageMessage {
                 if name.len() > max_name_bytes {
                     return None;
                 }
+                if message.get("tooDeep").and_then(Value::as_bool) == Some(true) {
+                    return Some(PageMessage::TooDeep {
+                        call: message.get("call")?.as_u64()?,
+                        name: name.to_owned(),
+                    });
+                }
                 if message.get("tooLarge").and_then(Value::as_bool) == Some(true) {
                     return Some(PageMessage::TooLarge {
                         call: message.get("call")?.as_u64()?,

@@ -91,6 +91,18 @@ async fn the_page_registers_the_agents_tools_and_a_call_runs_through_the_pipelin
     let result: serde_json::Value = serde_json::from_str(&result).unwrap();
     assert_eq!(result["isError"], false, "{result}");
     assert_eq!(result["structuredContent"]["runs"], 1, "{result}");
+    // Arguments nested deeper than JSON text parses to: answered, refused.
+    let deep = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(run(
+        "let deep = {}; for (let i = 0; i < 10000; i++) { deep = [deep]; }
+         return window.__tools.get('view_page__switch__flip').execute({deep})
+           .then(result => JSON.stringify(result));",
+    )))
+    .await
+    .unwrap()
+    .as_string()
+    .unwrap();
+    let deep: serde_json::Value = serde_json::from_str(&deep).unwrap();
+    assert_eq!(deep["structuredContent"]["code"], "INVALID_INPUT", "{deep}");
     run("delete document.modelContext;");
 }
 
