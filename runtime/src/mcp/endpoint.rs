@@ -253,14 +253,8 @@ async fn read_body(
         .get(http::header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
-    let too_large = || {
-        super::plain::plain(
-            http::StatusCode::PAYLOAD_TOO_LARGE,
-            "Payload Too Large: the request body is over the limit",
-        )
-    };
     if declared.is_some_and(|length| length > limit as u64) {
-        return too_large();
+        return super::plain::too_large();
     }
     if request.body().is_end_stream() {
         return next.run(request).await;
@@ -285,17 +279,7 @@ async fn read_body(
         )
         .await;
         match frame {
-            Err(_) => {
-                let mut response = super::plain::plain(
-                    http::StatusCode::REQUEST_TIMEOUT,
-                    "Request Timeout: the body did not arrive in time",
-                );
-                response.headers_mut().insert(
-                    http::header::CONNECTION,
-                    http::HeaderValue::from_static("close"),
-                );
-                return response;
-            }
+            Err(_) => return super::plain::too_slow(),
             Ok(None) => break,
             Ok(Some(Err(_))) => {
                 return super::plain::plain(
@@ -306,7 +290,7 @@ async fn read_body(
             Ok(Some(Ok(frame))) => {
                 if let Ok(data) = frame.into_data() {
                     if bytes.len().saturating_add(data.len()) > limit {
-                        return too_large();
+                        return super::plain::too_large();
                     }
                     if let Some(OnConnection(state)) = &connection {
                         state.received(data.len());

@@ -168,22 +168,8 @@ async fn whole(gate: &Gate, request: Request) -> Result<Request, Response> {
     )
     .await;
     let bytes = match read {
-        Err(_) => {
-            let mut response = plain(
-                StatusCode::REQUEST_TIMEOUT,
-                "Request Timeout: the body did not arrive in time",
-            );
-            response
-                .headers_mut()
-                .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
-            return Err(response);
-        }
-        Ok(Err(_)) => {
-            return Err(plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "Payload Too Large: the request body is over the limit",
-            ));
-        }
+        Err(_) => return Err(super::plain::too_slow()),
+        Ok(Err(_)) => return Err(super::plain::too_large()),
         Ok(Ok(bytes)) => bytes,
     };
     Ok(Request::from_parts(parts, Body::from(bytes)))

@@ -15,3 +15,23 @@ pub(super) fn plain(status: StatusCode, text: &'static str) -> Response {
     );
     response
 }
+
+/// `413`: the request body is over the limit.
+pub(super) fn too_large() -> Response {
+    plain(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "Payload Too Large: the request body is over the limit",
+    )
+}
+
+/// `408`, closing the connection: the body did not arrive in time.
+pub(super) fn too_slow() -> Response {
+    let mut response = plain(
+        StatusCode::REQUEST_TIMEOUT,
+        "Request Timeout: the body did not arrive in time",
+    );
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+    response
+}
