@@ -2,8 +2,12 @@
 //!
 //! - `cargo run -p xtask --release -- compile-bench [--sizes 25,100,400] [--runs 1]`:
 //!   the compile-time benchmark (see `compile_bench`).
+//! - `cargo run -p xtask -- devices-web [--check] [--out DIR]`: builds the
+//!   browser example into `target/devices-web/` and measures its size
+//!   (`--check`: against its budget; see `devices_web`).
 
 mod compile_bench;
+mod devices_web;
 mod generate;
 
 use std::process::ExitCode;
@@ -21,8 +25,10 @@ fn main() -> ExitCode {
             compile_bench::Options::parse(args.get(1..).unwrap_or_default())
                 .and_then(|options| compile_bench::run(&options))
         }
+        Some("devices-web") => devices_web::Options::parse(args.get(1..).unwrap_or_default())
+            .and_then(|options| devices_web::run_task(&options)),
         _ => Err(
-            "usage: cargo run -p xtask --release -- compile-bench [--sizes 25,100,400] [--runs N] [--flavours agent-surface,rmcp,floor]"
+            "usage: cargo run -p xtask --release -- compile-bench [--sizes 25,100,400] [--runs N] [--flavours agent-surface,rmcp,floor]\n       cargo run -p xtask -- devices-web [--check] [--out DIR]"
                 .to_owned(),
         ),
     };
