@@ -12,7 +12,7 @@ use agent_surface_dioxus::{
 };
 use dioxus::prelude::*;
 
-use crate::backend::{PageBackend, disable_reference};
+use crate::backend::{PageBackend, disable_reference, present};
 use crate::dialog::ApprovalDialog;
 use crate::fleet::{CityFilter, Filters, Fleet, Page, StatusFilter};
 use crate::surface::{FilterBar, Navigation, Table};
@@ -27,7 +27,11 @@ pub const PERSON: &str = "person";
 /// operations, and the agent's requests to act wait for the person's answer
 /// in the page's dialog ([`PAGE_CHANNEL`]).
 pub fn registry(fleet: &Arc<Fleet>) -> Registry {
-    let registry = Registry::builder().approval_channel(PAGE_CHANNEL).build();
+    let shown = Arc::clone(fleet);
+    let registry = Registry::builder()
+        .approval_channel(PAGE_CHANNEL)
+        .confirmation_presenter(move |request| present(request, &shown))
+        .build();
     // The backend is built from the same contract: nothing can disagree.
     let _ = registry.set_procedure_executor(Some(Arc::new(PageBackend::new(Arc::clone(fleet)))));
     registry

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use agent_surface::confirmation::{Presentation, PresentationRequest};
 use agent_surface::prelude::*;
 use agent_surface::procedure::{
     ExecuteFuture, ManifestEntry, ProcedureCall, ProcedureError, ProcedureExecutor,
@@ -47,6 +48,50 @@ pub fn disable_reference(fleet: &Arc<Fleet>) -> ProcedureRef<DisableDevices> {
         })
         .when(move || !when.selected().is_empty())
         .unavailable_reason("Tick at least one device first")
+}
+
+/// The person's view of a request to disable: the devices by name, status
+/// and city, the button saying what it does, and the agent's reason shown
+/// as the agent's words. `None` (the registry's default wording) for any
+/// other request.
+pub fn present(request: &PresentationRequest<'_>, fleet: &Fleet) -> Option<Presentation> {
+    if request.capability_id != "domain:devices.disable" {
+        return None;
+    }
+    let ids = request.input.get("deviceIds")?.as_array()?;
+    let items: Vec<String> = ids
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .map(|id| match fleet.device(id) {
+            Some(device) => format!(
+                "{} ({id}) — {}, {}",
+                device.name,
+                device.status.name(),
+                device.city.name()
+            ),
+            None => format!("unknown device {id}"),
+        })
+        .collect();
+    let count = match items.len() {
+        1 => "1 device".to_owned(),
+        n => format!("{n} devices"),
+    };
+    let presentation = Presentation::new(
+        format!("Disable {count}?"),
+        format!("Disable {count}"),
+        "Disabled devices stop reporting until someone enables them again.",
+    )
+    .items(items);
+    Some(
+        match request
+            .input
+            .get("reason")
+            .and_then(serde_json::Value::as_str)
+        {
+            Some(reason) => presentation.agent_note(reason),
+            None => presentation,
+        },
+    )
 }
 
 /// The page's backend: disables devices of the in-memory fleet.

@@ -77,6 +77,12 @@ pub fn ApprovalDialog() -> Element {
                         }
                     }
                 }
+                if let Some(note) = presentation.agent_note.as_ref() {
+                    p { class: "note",
+                        span { class: "label", "The agent says: " }
+                        q { "{note}" }
+                    }
+                }
                 details {
                     summary { "The exact request" }
                     pre { "{input}" }

@@ -301,6 +301,15 @@ impl Fleet {
         self.state().selected = shown;
     }
 
+    /// The device `id`.
+    pub fn device(&self, id: &str) -> Option<Device> {
+        self.state()
+            .devices
+            .iter()
+            .find(|device| device.id == id)
+            .cloned()
+    }
+
     /// Whether a device `id` exists.
     pub fn exists(&self, id: &str) -> bool {
         self.state().devices.iter().any(|device| device.id == id)

@@ -11,6 +11,8 @@
     clippy::panic
 )] // test code
 
+pub mod model_context;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
