@@ -250,9 +250,10 @@ pub(crate) fn run_task(options: &Options) -> Result<(), String> {
     let code: usize = by_crate.values().sum();
     let core = by_crate.get("agent_surface").copied().unwrap_or(0);
     let framework = core + by_crate.get("agent_surface_dioxus").copied().unwrap_or(0);
+    let wasm_brotli = brotli(&shipped)?;
     let figures: BTreeMap<&str, usize> = BTreeMap::from([
         ("wasm_bytes", shipped.len()),
-        ("wasm_brotli_bytes", brotli(&shipped)?),
+        ("wasm_brotli_bytes", wasm_brotli),
         ("js_brotli_bytes", js_brotli),
         ("core_code_bytes", core),
         ("framework_code_bytes", framework),
@@ -264,7 +265,7 @@ pub(crate) fn run_task(options: &Options) -> Result<(), String> {
     println!(
         "  .wasm            {:>10}  brotli {:>10}",
         kib(shipped.len()),
-        kib(figures["wasm_brotli_bytes"])
+        kib(wasm_brotli)
     );
     println!(
         "  JS ({} files)     {:>10}  brotli {:>10}",

@@ -188,10 +188,11 @@ fn demo_devices() -> Vec<Device> {
     NAMES
         .iter()
         .zip(1..)
-        .map(|(name, n): (&&str, usize)| Device {
+        .zip(City::ALL.iter().cycle().skip(1))
+        .map(|((name, n), city): ((&&str, usize), &City)| Device {
             id: format!("dev-{n}"),
             name: format!("{name} {n}"),
-            city: City::ALL[n % City::ALL.len()],
+            city: *city,
             status: if n % 4 == 0 {
                 Status::Offline
             } else {
