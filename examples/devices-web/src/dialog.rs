@@ -2,13 +2,19 @@
 //! asks, who asks, the exact input) with Approve and Deny, answered through
 //! the page's approval channel. The buttons answer exactly the request this
 //! render showed; a request that ends while on screen stays, saying so,
-//! until the person dismisses it.
+//! until the person dismisses it. Approve counts only the browser's own
+//! input (see [`crate::person`]): a script's click approves nothing.
 
 use agent_surface::confirmation::{ConfirmationOutcome, Resolution};
 use agent_surface_dioxus::{AnswerError, use_pending_confirmations, use_registry};
 use dioxus::prelude::*;
 
 use crate::app::{PAGE_CHANNEL, PERSON};
+use crate::person::from_input;
+
+/// What the person is told when a script, not their input, pressed Approve.
+const NOT_FROM_INPUT: &str = "Something other than your mouse or keyboard pressed Approve \
+                              (a script in this page). It was ignored: nothing was approved.";
 
 /// What the person is told about a request that ended on screen.
 fn ended_text(ended: &Resolution) -> &'static str {
@@ -114,9 +120,15 @@ pub fn ApprovalDialog() -> Element {
                         button {
                             id: "approve",
                             class: "danger",
-                            onclick: move |_| match pending.approve(&shown, &approver) {
-                                Ok(_) => refused.set(None),
-                                Err(error) => refused.set(Some(refused_text(error))),
+                            onclick: move |event| {
+                                if !from_input(&event) {
+                                    refused.set(Some(NOT_FROM_INPUT.to_owned()));
+                                    return;
+                                }
+                                match pending.approve(&shown, &approver) {
+                                    Ok(_) => refused.set(None),
+                                    Err(error) => refused.set(Some(refused_text(error))),
+                                }
                             },
                             "{presentation.action}"
                         }

@@ -12,6 +12,7 @@ pub mod app;
 pub mod backend;
 pub mod dialog;
 pub mod fleet;
+pub mod person;
 pub mod surface;
 
 pub use app::{PAGE_CHANNEL, PERSON, app, registry};

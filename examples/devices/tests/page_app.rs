@@ -7,8 +7,9 @@
 //! The tool list follows the person's ticks and navigation and the agent's
 //! own filters; valid calls run through the pipeline in the page and
 //! invalid ones are refused typed; a disable waits for the person's answer
-//! in the page's dialog, which the in-page agent has no way to give; the
-//! person approves (or denies) and the waiting call settles accordingly.
+//! in the page's dialog, which the in-page agent has no way to give and a
+//! script's click does not count as; the person approves (or denies) and
+//! the waiting call settles accordingly.
 //!
 //! Needs the built app (`cargo run -p xtask -- devices-web`, which `.ci/run`
 //! runs) and Debian's `chromium` and `chromium-driver`; without them the
@@ -272,6 +273,26 @@ async fn journey(page: &Client) {
         None,
         "settled without the person"
     );
+    assert_eq!(status(page, "dev-2").await.as_deref(), Some("online"));
+    // A script in the page presses Approve (after the dialog's answer
+    // delay, both ways a script can): ignored, and the person is told.
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    page.execute(
+        "const approve = document.querySelector('#approval #approve');
+         approve.click();
+         approve.dispatchEvent(new MouseEvent('click', { bubbles: true }));",
+        vec![],
+    )
+    .await
+    .unwrap();
+    until("the dialog says the script's click was ignored", || async {
+        text(page, "#approval .refused")
+            .await
+            .is_some_and(|t| t.contains("It was ignored"))
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(outcome(page, "disable").await, None, "a script approved");
     assert_eq!(status(page, "dev-2").await.as_deref(), Some("online"));
     // `DEVICES_WEB_SCREENSHOT=path.png` keeps what the person sees here.
     if let Some(path) = std::env::var_os("DEVICES_WEB_SCREENSHOT") {

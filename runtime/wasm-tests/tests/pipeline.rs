@@ -1,7 +1,8 @@
 //! The pipeline in a browser page (`wasm32-unknown-unknown`), run by
 //! `wasm-bindgen-test` in headless Chromium: timeouts on the page's timers,
 //! confirmation expiry, dedupe, the confirmation round trip and rate limits
-//! on the page's clock. `.ci/run` runs it:
+//! on the page's clock, and proof of presence (AS-CONFIRM-001) in the page.
+//! `.ci/run` runs it:
 //!
 //! ```text
 //! CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
@@ -22,6 +23,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use agent_surface::confirmation::{
+    PresenceChallenge, PresenceMethod, PresenceRefusal, PresenceRule, PresenceVerifier,
+    ResolveError, VerifiedPresence,
+};
 use agent_surface::prelude::*;
 use agent_surface::registry::Limits;
 use serde_json::json;
@@ -201,4 +206,81 @@ async fn listeners_hear_every_event_in_order_on_the_pages_one_thread() {
     let heard = heard.lock().unwrap().clone();
     assert!(heard.len() >= 3, "{heard:?}");
     assert_eq!(registry.event_backlog(), 0, "nothing left undelivered");
+}
+
+/// A verifier that accepts a proof naming the request it was asked about
+/// (`{"for": id}`), with the person verified: what a host's verifier says,
+/// the registry checks.
+struct Named;
+
+impl PresenceVerifier for Named {
+    fn verify(
+        &self,
+        challenge: &PresenceChallenge,
+        _person: &str,
+        proof: &serde_json::Value,
+    ) -> Result<VerifiedPresence, PresenceRefusal> {
+        let named = proof["for"].as_str().ok_or(PresenceRefusal::Invalid)?;
+        Ok(VerifiedPresence {
+            method: PresenceMethod::Webauthn,
+            credential_id: Arc::from("cred-1"),
+            user_verified: true,
+            confirmation_id: Arc::from(named),
+            digest: challenge.digest.clone(),
+        })
+    }
+}
+
+#[wasm_bindgen_test]
+async fn as_confirm_001_in_the_page_a_request_that_needs_presence_refuses_a_plain_click() {
+    let registry = Registry::builder()
+        .environment(Environment::Test)
+        .approval_channel("page-dialog")
+        .require_presence(
+            PresenceRule::none().capability("view:page.lamp.guarded"),
+            Named,
+        )
+        .build();
+    let _mounted = registry.mount(lamp()).unwrap();
+    let asked = registry
+        .invoke(
+            Invocation::new("view:page.lamp.guarded").invocation_id("p-1"),
+            InvokeOptions::default(),
+        )
+        .await;
+    let id = asked
+        .error()
+        .and_then(|error| error.detail("confirmationId"))
+        .and_then(serde_json::Value::as_str)
+        .expect("a confirmation")
+        .to_owned();
+    let confirmations = registry.confirmations();
+    let pending = confirmations.find(&id).unwrap();
+    assert!(pending.presence_required);
+    let shown = pending.shown();
+    let dialog = confirmations.approver("page-dialog", "person").unwrap();
+    // The dialog's click is no approval; a proof for another request is
+    // refused; only the proof for this one counts.
+    assert_eq!(
+        confirmations.resolve(&shown, true, &dialog),
+        Err(ResolveError::PresenceRequired)
+    );
+    assert!(
+        confirmations
+            .approve_with_presence(&shown, &dialog, &json!({"for": "cnf_other"}))
+            .is_err()
+    );
+    let resolution = confirmations
+        .approve_with_presence(&shown, &dialog, &json!({"for": id}))
+        .unwrap();
+    assert!(resolution.person_verified.is_some());
+    let ran = registry
+        .invoke(
+            Invocation::new("view:page.lamp.guarded")
+                .invocation_id("p-1")
+                .confirmation(id),
+            InvokeOptions::default(),
+        )
+        .await;
+    assert_eq!(ran.output(), Some(&json!({"runs": 1})), "{ran:?}");
 }

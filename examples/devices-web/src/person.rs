@@ -1,0 +1,25 @@
+//! Whether a click on the dialog came from the person's own input: in a
+//! browser, the event's `isTrusted` (the browser's input, never a script's
+//! `click()` or `dispatchEvent`). It is no proof of a person — a browser
+//! agent driving real input produces trusted events too — but it keeps the
+//! page's own scripts from answering for them. Natively (a headless
+//! `VirtualDom`) there is no browser input, and every event counts.
+
+use dioxus::prelude::MouseEvent;
+
+/// Whether `event` came from the browser's input rather than a script.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub fn from_input(event: &MouseEvent) -> bool {
+    use dioxus_web::WebEventExt as _;
+    event
+        .data()
+        .try_as_web_event()
+        .is_some_and(|event| event.is_trusted())
+}
+
+/// Whether `event` came from the browser's input rather than a script.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub fn from_input(event: &MouseEvent) -> bool {
+    let _ = event;
+    true
+}
