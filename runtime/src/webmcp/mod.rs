@@ -48,8 +48,14 @@
 //! (`wasm32-unknown-unknown`): its timeouts, expiry, dedupe windows and
 //! rate limits use the page's clock and timers there (see
 //! [`adapter::time`](crate::adapter::time)), tested in headless Chromium
-//! by `wasm-bindgen-test` (`runtime/wasm-tests`, in CI); a Dioxus web app's
-//! [`PageAgent`] then serves the in-page agent from the page itself.
+//! by `wasm-bindgen-test` (`runtime/wasm-tests`, in CI). Its [`PageAgent`]
+//! then serves the in-page agent from the page itself: with
+//! `agent_surface_dioxus::use_webmcp` in a Dioxus web app (the example
+//! `examples/devices-web`, tested by WebDriver in Chromium with WebMCP), or
+//! with `serve_in_page` (wasm32 only) in any other. Approvals there are the
+//! page's: a verifier of the person's proof that runs in the page answers
+//! to the page's own scripts, so an application whose approvals must be
+//! proven keeps its registry on the server.
 //!
 //! Bounds: at most [`MAX_CALLS_IN_FLIGHT`] calls of one page agent run at
 //! once (more settle `RATE_LIMITED` at once); names and call ids are
