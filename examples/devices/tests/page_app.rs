@@ -360,8 +360,9 @@ async fn journey(page: &Client) {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_registry_runs_in_the_page_and_serves_the_in_page_agent() {
+/// The built app served on loopback and a browser with `extra` flags on
+/// it; `None` (said) when either is missing outside CI.
+async fn open_app(extra: &[&str]) -> Option<(browser_support::Driver, Client)> {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let app = built_app();
     if !app.join("index.html").is_file() {
@@ -374,22 +375,30 @@ async fn the_registry_runs_in_the_page_and_serves_the_in_page_agent() {
             "skipped: the app is not built (cargo run -p xtask -- devices-web builds {})",
             app.display()
         );
-        return;
+        return None;
     }
     let (chromium, driver) = match browser() {
         Ok(found) => found,
         Err(why) => {
             assert!(!ci, "{why}");
             eprintln!("skipped: {why}");
-            return;
+            return None;
         }
     };
     let port = serve_files(app).await;
     let driver = start_driver(&driver).await;
-    let page = open_browser(&driver, &chromium, &["--enable-features=WebMCP"]).await;
+    let page = open_browser(&driver, &chromium, extra).await;
     page.goto(&format!("http://127.0.0.1:{port}/"))
         .await
         .unwrap();
+    Some((driver, page))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_adapter_003_the_registry_runs_in_the_page_and_serves_the_in_page_agent() {
+    let Some((_driver, page)) = open_app(&["--enable-features=WebMCP"]).await else {
+        return;
+    };
     let has_api = page
         .execute(
             "return !!(document.modelContext && document.modelContext.registerTool);",
@@ -399,6 +408,7 @@ async fn the_registry_runs_in_the_page_and_serves_the_in_page_agent() {
         .unwrap();
     if has_api != json!(true) {
         let _ = page.close().await;
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         assert!(
             !ci,
             "this Chromium has no document.modelContext with --enable-features=WebMCP"
@@ -407,5 +417,35 @@ async fn the_registry_runs_in_the_page_and_serves_the_in_page_agent() {
         return;
     }
     journey(&page).await;
+    let _ = page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_adapter_003_without_webmcp_the_page_app_works_as_before() {
+    let Some((_driver, page)) = open_app(&[]).await else {
+        return;
+    };
+    until("the page says no agent can reach it", || async {
+        text(&page, "#webmcp")
+            .await
+            .is_some_and(|t| t.contains("no WebMCP"))
+    })
+    .await;
+    let absent = page
+        .execute("return typeof document.modelContext;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(absent, json!("undefined"));
+    // The person's app is unchanged: ticks, filters and pages work.
+    click(&page, "#tick-dev-1").await;
+    until("the tick shows", || async {
+        text(&page, "#selection").await.as_deref() == Some("1 selected")
+    })
+    .await;
+    click(&page, "#nav-about").await;
+    until("the about page shows", || async {
+        page.find(Locator::Css("#about")).await.is_ok()
+    })
+    .await;
     let _ = page.close().await;
 }
