@@ -286,6 +286,12 @@ async fn as_adapter_003_webmcp_calls_in_flight_are_bounded_and_bad_messages_igno
         agent.tools_message()["maxArgumentBytes"],
         json!(app.registry().limits().max_input_bytes * 2)
     );
+    // Nor arguments nesting deeper than one over the pipeline's depth
+    // (the glue sends `tooDeep` instead: no converter walks them).
+    assert_eq!(
+        agent.tools_message()["maxArgumentDepth"],
+        json!(app.registry().limits().max_input_depth + 1)
+    );
     // What the page may not send is ignored, never a panic.
     let long = "x".repeat(10_000);
     for message in [

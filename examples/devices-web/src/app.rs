@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agent_surface::Registry;
 use agent_surface_dioxus::{
     WebMcpState, use_agent_component, use_agent_mount, use_agent_surface_provider,
-    use_surface_revision, use_webmcp,
+    use_pending_confirmations, use_surface_revision, use_webmcp,
 };
 use dioxus::prelude::*;
 
@@ -69,6 +69,9 @@ pub fn app() -> Element {
     let webmcp = use_webmcp(|| "page".to_owned(), "In-page agent");
     let _ = use_surface_revision()();
     let _ = (shared.changed)();
+    // While the dialog asks, the page behind it takes no focus or clicks.
+    let pending = use_pending_confirmations();
+    let asking = pending.presented().is_some();
     let page = shared.fleet.page();
     let nav = |to: Page| {
         let shared = shared.clone();
@@ -84,7 +87,7 @@ pub fn app() -> Element {
         _ => "The agent's connection ended",
     };
     rsx! {
-        header {
+        header { inert: asking.then_some("true"),
             h1 { "Device fleet" }
             nav { "aria-label": "Pages",
                 for to in [Page::Devices, Page::About] {
@@ -99,13 +102,13 @@ pub fn app() -> Element {
             }
             p { id: "webmcp", class: "agent-state", "{agent}" }
         }
-        main {
+        main { inert: asking.then_some("true"),
             match page {
                 Page::Devices => rsx! { DevicesPage {} },
                 Page::About => rsx! { AboutPage {} },
             }
         }
-        ApprovalDialog {}
+        ApprovalDialog { pending }
     }
 }
 

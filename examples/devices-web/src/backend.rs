@@ -51,8 +51,9 @@ pub fn disable_reference(fleet: &Arc<Fleet>) -> ProcedureRef<DisableDevices> {
 }
 
 /// The person's view of a request to disable: the devices by name, status
-/// and city, the button saying what it does, and the agent's reason shown
-/// as the agent's words. `None` (the registry's default wording) for any
+/// and city (and whether the agent chose them rather than the person), the
+/// button saying what it does, and the agent's reason shown as the agent's
+/// words. `None` (the registry's default wording) for any
 /// other request.
 pub fn present(request: &PresentationRequest<'_>, fleet: &Fleet) -> Option<Presentation> {
     if request.capability_id != "domain:devices.disable" {
@@ -76,10 +77,16 @@ pub fn present(request: &PresentationRequest<'_>, fleet: &Fleet) -> Option<Prese
         1 => "1 device".to_owned(),
         n => format!("{n} devices"),
     };
+    let effect = "Disabled devices stop reporting until someone enables them again.";
+    let effect = if fleet.chosen_by_agent() {
+        format!("The agent chose these devices: you did not tick them. {effect}")
+    } else {
+        effect.to_owned()
+    };
     let presentation = Presentation::new(
         format!("Disable {count}?"),
         format!("Disable {count}"),
-        "Disabled devices stop reporting until someone enables them again.",
+        effect,
     )
     .items(items);
     Some(

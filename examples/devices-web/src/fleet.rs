@@ -159,6 +159,9 @@ struct State {
     devices: Vec<Device>,
     filters: Filters,
     selected: BTreeSet<String>,
+    /// Whether the agent chose the selection (the person ticked nothing
+    /// since): the person is told when they approve.
+    chosen_by_agent: bool,
     page: Page,
 }
 
@@ -216,6 +219,7 @@ impl Fleet {
                 devices,
                 filters: Filters::default(),
                 selected: BTreeSet::new(),
+                chosen_by_agent: false,
                 page: Page::Devices,
             }),
         }
@@ -290,16 +294,26 @@ impl Fleet {
         } else {
             state.selected.remove(id);
         }
+        state.chosen_by_agent = false;
     }
 
-    /// Replaces the selection with the shown devices among `ids`.
+    /// Replaces the selection with the shown devices among `ids`: the
+    /// agent's choice, not the person's ticks.
     pub fn select(&self, ids: &[String]) {
         let shown: BTreeSet<String> = ids
             .iter()
             .filter(|id| self.is_visible(id))
             .cloned()
             .collect();
-        self.state().selected = shown;
+        let mut state = self.state();
+        state.selected = shown;
+        state.chosen_by_agent = true;
+    }
+
+    /// Whether the agent chose the selection (the person ticked nothing
+    /// since).
+    pub fn chosen_by_agent(&self) -> bool {
+        self.state().chosen_by_agent
     }
 
     /// The device `id`.

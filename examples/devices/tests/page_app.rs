@@ -171,6 +171,23 @@ async fn journey(page: &Client) {
         refused["structuredContent"]["code"], "INVALID_INPUT",
         "{refused}"
     );
+    // Arguments nested thousands deep (a few KB of JSON) are refused by
+    // the page before anything walks them: the app lives on.
+    let deep = page
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             let deep = 1; for (let i = 0; i < 4000; i++) { deep = [deep]; }
+             document.modelContext.getTools().then(tools => {
+               const tool = tools.find(t => t.name === arguments[0]);
+               return document.modelContext.executeTool(tool, { deep });
+             }).then(text => done(JSON.parse(text)), error => done({ error: String(error) }));",
+            vec![json!(READ_TABLE)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(deep["structuredContent"]["code"], "INVALID_INPUT", "{deep}");
+    let state = execute(page, "after-deep", READ_TABLE, json!({})).await;
+    assert_eq!(state["isError"], false, "{state}");
     // The table's ticks are the person's: the agent cannot name the devices.
     let locked = execute(page, "locked", DISABLE, json!({"deviceIds": ["dev-1"]})).await;
     assert_eq!(
@@ -320,7 +337,46 @@ async fn journey(page: &Client) {
         page.find(Locator::Css("#approval #deny")).await.is_ok()
     })
     .await;
-    answer(page, "#deny").await;
+    // Focus is on Deny, the safe choice, and the page behind is inert.
+    until("focus moves to Deny", || async {
+        page.execute(
+            "return document.activeElement && document.activeElement.id;",
+            vec![],
+        )
+        .await
+        .unwrap()
+            == json!("deny")
+    })
+    .await;
+    let inert = page
+        .execute("return document.querySelector('main').inert;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(inert, json!(true), "the page behind the dialog takes input");
+    // A script's Deny (or Escape) is ignored too: only the person answers.
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    page.execute(
+        "document.querySelector('#approval #deny').click();
+         document.querySelector('#approval').dispatchEvent(
+           new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));",
+        vec![],
+    )
+    .await
+    .unwrap();
+    until("the script's answer is ignored", || async {
+        text(page, "#approval .refused")
+            .await
+            .is_some_and(|t| t.contains("It was ignored"))
+    })
+    .await;
+    assert_eq!(outcome(page, "denied").await, None, "a script denied");
+    // The person presses Escape: denied.
+    page.active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{E00C}")
+        .await
+        .unwrap();
     let settled = settle(page, "denied").await;
     let result: Value = serde_json::from_str(settled["text"].as_str().unwrap()).unwrap();
     assert_eq!(result["isError"], true, "{result}");
@@ -334,11 +390,17 @@ async fn journey(page: &Client) {
     );
     assert_eq!(status(page, "dev-5").await.as_deref(), Some("online"));
 
-    // A request still waiting when the agent navigates away is withdrawn:
-    // the dialog says so, and the call settles without running.
+    // The agent picks the devices itself and asks: the person is told it
+    // was the agent's choice. A request still waiting when the agent
+    // navigates away is withdrawn: the dialog says so, and the call
+    // settles without running.
+    let chosen = execute(page, "choose", SELECT, json!({"ids": ["dev-5"]})).await;
+    assert_eq!(chosen["isError"], false, "{chosen}");
     start(page, "left", DISABLE, json!({})).await;
-    until("the dialog asks", || async {
-        page.find(Locator::Css("#approval #approve")).await.is_ok()
+    until("the dialog says the agent chose the devices", || async {
+        text(page, "#approval .who")
+            .await
+            .is_some_and(|t| t.contains("The agent chose these devices"))
     })
     .await;
     let moved = execute(page, "away", GO_TO, json!({"page": "about"})).await;

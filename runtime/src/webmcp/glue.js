@@ -51,6 +51,38 @@ function agentSurfaceWebMcp(channel) {
     return new TextEncoder().encode(text).length > maxArgumentBytes;
   }
 
+  // Arguments nesting more arrays and objects than this are not sent: no
+  // converter on the way (JSON text, a wasm binding's) walks them, and the
+  // pipeline refuses them anyway.
+  var maxArgumentDepth = 64;
+
+  // Whether `args` nests deeper than maxArgumentDepth. Iterative, so a
+  // value of any depth (or a cycle) is safe to measure.
+  function tooDeep(args) {
+    try {
+      var stack = [[args, 1]];
+      while (stack.length > 0) {
+        var top = stack.pop();
+        var value = top[0];
+        if (value === null || typeof value !== "object") {
+          continue;
+        }
+        if (top[1] > maxArgumentDepth) {
+          return true;
+        }
+        var children = Array.isArray(value) ? value : Object.values(value);
+        for (var i = 0; i < children.length; i++) {
+          if (children[i] !== null && typeof children[i] === "object") {
+            stack.push([children[i], top[1] + 1]);
+          }
+        }
+      }
+    } catch (error) {
+      return false;
+    }
+    return false;
+  }
+
   function executor(name) {
     return function (args, client) {
       if (ended) {
@@ -71,7 +103,9 @@ function agentSurfaceWebMcp(channel) {
           }
         }
         var given = args === undefined ? {} : args;
-        if (tooLarge(given)) {
+        if (tooDeep(given)) {
+          channel.send({ type: "call", call: call, name: name, tooDeep: true });
+        } else if (tooLarge(given)) {
           // Only the call goes: the server refuses it as the pipeline
           // refuses a large input, and the page's connection stays small.
           channel.send({ type: "call", call: call, name: name, tooLarge: true });
@@ -140,6 +174,9 @@ function agentSurfaceWebMcp(channel) {
     }
     if (message.type === "tools" && typeof message.maxArgumentBytes === "number") {
       maxArgumentBytes = message.maxArgumentBytes;
+    }
+    if (message.type === "tools" && typeof message.maxArgumentDepth === "number") {
+      maxArgumentDepth = message.maxArgumentDepth;
     }
     if (message.type === "tools" && Array.isArray(message.tools)) {
       sync(message.tools);

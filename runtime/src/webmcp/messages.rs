@@ -37,8 +37,10 @@ pub enum PageMessage {
         name: String,
     },
     /// The in-page agent called a tool with arguments nesting deeper than
-    /// any JSON text parses to ([`PARSE_DEPTH`](crate::adapter::bounds::PARSE_DEPTH)):
-    /// refused as the pipeline refuses a deep input, without copying them.
+    /// the page sends (the tools message's `maxArgumentDepth`, one over the
+    /// registry's input depth) or than any JSON text parses to
+    /// ([`PARSE_DEPTH`](crate::adapter::bounds::PARSE_DEPTH)): refused as
+    /// the pipeline refuses a deep input, without copying them.
     TooDeep {
         /// The page's number for the call.
         call: u64,

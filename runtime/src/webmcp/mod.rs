@@ -192,6 +192,18 @@ impl PageAgent {
             // Arguments over twice this the page does not send (see
             // `PageMessage::TooLarge`): the pipeline refuses them anyway.
             "maxArgumentBytes": self.shared.registry.limits().max_input_bytes.saturating_mul(2),
+            // Arguments nesting deeper than this the page does not send
+            // either (`PageMessage::TooDeep`): one level over what the
+            // pipeline takes, so it still says exactly what is too deep,
+            // and never deeper than the page's message (one level more)
+            // can be parsed as JSON text.
+            "maxArgumentDepth": self
+                .shared
+                .registry
+                .limits()
+                .max_input_depth
+                .saturating_add(1)
+                .min(bounds::PARSE_DEPTH - 2),
         })
     }
 
