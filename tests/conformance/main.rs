@@ -36,6 +36,7 @@ mod ids;
 mod invalidate;
 mod lifecycle;
 mod nesting;
+mod omitted;
 mod outputs;
 mod pipeline;
 mod policies;

@@ -6,7 +6,8 @@
 //! | root `$schema`, root `title` (the Rust type name) | removed |
 //! | `true` subschema (`serde_json::Value`) | `{}` |
 //! | integer `format` (`int32`, `uint64`, …) | `minimum`/`maximum` of the type (a tighter author bound is kept) |
-//! | number `format` (`float`, `double`) | removed |
+//! | number `format` `float` (an `f32`) | `minimum`/`maximum` of a finite `f32` (a tighter author bound is kept) |
+//! | number `format` `double` | removed |
 //! | root recursion `$ref: "#"` | a copy of the root under `$defs/<Name>` and refs retargeted |
 //! | homogeneous tuple (`prefixItems` of equal schemas) | `items` + the same `minItems`/`maxItems` |
 //! | `$ref` with sibling `properties` (internally tagged newtype variant) | the target object merged in |
@@ -248,6 +249,28 @@ fn integer_format_to_bounds(
     Ok(())
 }
 
+/// Replaces `format: float` (an `f32`) by the bounds of a finite `f32`,
+/// keeping a tighter author bound: a number beyond them would reach the
+/// handler as infinity.
+fn float_bounds(object: &mut Map<String, Value>) {
+    let max = f64::from(f32::MAX);
+    let tighter_min = object
+        .get("minimum")
+        .and_then(Value::as_f64)
+        .is_some_and(|current| current >= -max);
+    if !tighter_min {
+        object.insert("minimum".to_owned(), Value::from(-max));
+    }
+    let tighter_max = object
+        .get("maximum")
+        .and_then(Value::as_f64)
+        .is_some_and(|current| current <= max);
+    if !tighter_max {
+        object.insert("maximum".to_owned(), Value::from(max));
+    }
+    object.remove("format");
+}
+
 /// Per-node rewrites that need no other part of the document, post-order.
 fn local_pass(schema: &mut Value, pointer: &str) -> Result<(), SchemaError> {
     if let Value::Bool(true) = schema {
@@ -267,7 +290,9 @@ fn local_pass(schema: &mut Value, pointer: &str) -> Result<(), SchemaError> {
         let types = types_of(object);
         if types.contains(&"integer") {
             integer_format_to_bounds(object, &format, pointer)?;
-        } else if types.contains(&"number") && (format == "float" || format == "double") {
+        } else if types.contains(&"number") && format == "float" {
+            float_bounds(object);
+        } else if types.contains(&"number") && format == "double" {
             object.remove("format");
         } else if !FORMATS.contains(&format.as_str()) {
             return Err(SchemaError::new(
@@ -426,6 +451,26 @@ mod tests {
                 "a": {"type": "integer", "minimum": 0, "maximum": 4294967295u64},
                 "b": {"type": ["integer", "null"], "minimum": 3, "maximum": 255},
                 "c": {"type": "number"}
+            })
+        );
+    }
+
+    #[test]
+    fn an_f32_is_bounded_to_finite_values_keeping_tighter_bounds() {
+        let schema = normalize(json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "number", "format": "float"},
+                "b": {"type": ["number", "null"], "format": "float", "minimum": 0.0, "maximum": 1.0}
+            }
+        }))
+        .unwrap();
+        let max = f64::from(f32::MAX);
+        assert_eq!(
+            schema["properties"],
+            json!({
+                "a": {"type": "number", "minimum": -max, "maximum": max},
+                "b": {"type": ["number", "null"], "minimum": 0.0, "maximum": 1.0}
             })
         );
     }

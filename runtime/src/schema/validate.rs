@@ -111,7 +111,10 @@ impl CompiledSchema {
     }
 
     /// Inserts the `default` of every absent property that declares one,
-    /// through nested objects (a valid value stays valid).
+    /// through nested objects (a valid value stays valid). A `null` default
+    /// is not inserted: serde reads an absent optional field as `None`
+    /// already, and for an `Option<Option<T>>` field absent ("unchanged")
+    /// and `null` ("clear") differ, so omitted stays omitted.
     pub fn fill_defaults(&self, value: &mut Value) {
         if self.has_defaults {
             self.fill(self.root, value, 0);
@@ -142,7 +145,7 @@ impl CompiledSchema {
                                         .and_then(|r| r.default.clone())
                                 })
                             });
-                            if let Some(default) = default {
+                            if let Some(default) = default.filter(|d| !d.is_null()) {
                                 map.insert(name.clone(), default);
                             }
                         }
