@@ -76,6 +76,26 @@ pub fn agent_component(args: TokenStream, input: TokenStream) -> TokenStream {
             return quote!(#input #error).into();
         }
     };
+    let mut item = item;
+    // A second `#[agent_component]` on the same block: one error at it,
+    // and the block expands once.
+    let twice = item
+        .attrs
+        .iter()
+        .position(|attr| {
+            attr.path()
+                .segments
+                .last()
+                .is_some_and(|segment| segment.ident == "agent_component")
+        })
+        .map(|index| {
+            let duplicate = item.attrs.remove(index);
+            syn::Error::new_spanned(
+                duplicate,
+                "#[agent_component] is applied twice to this impl block; remove one of them",
+            )
+            .to_compile_error()
+        });
     let cx = ctxt::Ctxt::default();
     let uses = imports::helper_uses(&item);
     let component = ast::Component::from_ast(&cx, args.into(), &item);
@@ -83,10 +103,10 @@ pub fn agent_component(args: TokenStream, input: TokenStream) -> TokenStream {
     if cx.has_errors() {
         let fallback = fallback::expand(&component);
         let errors = cx.into_compile_errors();
-        return quote!(#uses #fallback #errors).into();
+        return quote!(#uses #fallback #errors #twice).into();
     }
     let expanded = expand::expand(&component);
-    quote!(#uses #expanded).into()
+    quote!(#uses #expanded #twice).into()
 }
 
 /// An impl block with a syntax error that rustc reports (see `recover`).

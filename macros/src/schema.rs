@@ -318,6 +318,16 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             return quote!(#input #error);
         }
     };
+    if already_expanded(&item.attrs).is_some() {
+        // An `#[agent_schema]` above this one already expanded the item:
+        // one error, at this attribute, and the item as it made it.
+        let error = syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "#[agent_schema] is applied twice to this type; remove one of them",
+        )
+        .to_compile_error();
+        return quote!(#input #error);
+    }
     if let Data::Union(union) = &item.data {
         cx.error_spanned_by(
             union.union_token,

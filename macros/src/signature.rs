@@ -164,6 +164,16 @@ pub(crate) fn signature<'a>(
                     ty,
                     "return a concrete type; for asynchronous handlers write `async fn`",
                 );
+            } else if let Some(output) = boxed_future_output(ty) {
+                cx.error_spanned_by(
+                    ty,
+                    format!(
+                        "a handler returning a future is written `async fn` returning its output: \
+                         `async fn {}(…) -> {}` (a `Pin<Box<dyn Future>>` return would be read as the result itself)",
+                        sig.ident,
+                        quote::ToTokens::to_token_stream(output)
+                    ),
+                );
             } else if let Some(borrowed) = borrowed_part(ty) {
                 cx.error_spanned_by(
                     borrowed,
@@ -179,6 +189,57 @@ pub(crate) fn signature<'a>(
         }
     };
     (params, output)
+}
+
+/// The `Output` of a `Pin<Box<dyn Future<Output = T> …>>` (or a
+/// `Box<dyn Future …>`, or a `BoxFuture<'_, T>`) return: a future written
+/// by hand.
+fn boxed_future_output(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else { return None };
+    let last = path.path.segments.last()?;
+    fn inner(segment: &syn::PathSegment) -> Vec<&Type> {
+        match &segment.arguments {
+            syn::PathArguments::AngleBracketed(args) => args
+                .args
+                .iter()
+                .filter_map(|arg| match arg {
+                    syn::GenericArgument::Type(ty) => Some(ty),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+    if last.ident == "BoxFuture" || last.ident == "LocalBoxFuture" {
+        return inner(last).first().copied();
+    }
+    let boxed = if last.ident == "Pin" {
+        match inner(last).first() {
+            Some(Type::Path(boxed)) => boxed.path.segments.last()?,
+            _ => return None,
+        }
+    } else {
+        last
+    };
+    if boxed.ident != "Box" {
+        return None;
+    }
+    let Some(Type::TraitObject(object)) = inner(boxed).first().copied() else {
+        return None;
+    };
+    object.bounds.iter().find_map(|bound| {
+        let syn::TypeParamBound::Trait(bound) = bound else {
+            return None;
+        };
+        let future = bound.path.segments.last().filter(|s| s.ident == "Future")?;
+        let syn::PathArguments::AngleBracketed(args) = &future.arguments else {
+            return None;
+        };
+        args.args.iter().find_map(|arg| match arg {
+            syn::GenericArgument::AssocType(assoc) if assoc.ident == "Output" => Some(&assoc.ty),
+            _ => None,
+        })
+    })
 }
 
 /// The error type of `Result<_, Box<dyn Trait>>` when the trait object

@@ -471,7 +471,31 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool) {
         Data::Struct(data) => check_fields(&data.fields, rule.as_deref()),
         Data::Enum(data) => {
             let tag = find(&container, "tag");
-            let adjacent = find(&container, "content").is_some();
+            let content = find(&container, "content");
+            let adjacent = content.is_some();
+            if let (Some(tag), Some(content)) = (tag, content)
+                && let (Some(tag_name), Some(content_name)) = (&tag.text, &content.text)
+                && tag_name.value() == content_name.value()
+            {
+                cx.error_spanned_by(
+                    content_name,
+                    format!(
+                        "`tag` and `content` are both \"{}\": an adjacently tagged enum writes the variant's name \
+                         and its data under two different keys; name them apart (`tag = \"kind\", content = \"value\"`)",
+                        tag_name.value()
+                    ),
+                );
+            }
+            if data.variants.is_empty() {
+                cx.error_spanned_by(
+                    &item.ident,
+                    format!(
+                        "`{}` has no variants, so no value of it exists for an agent to send or read; \
+                         give it a variant, or leave it out of the surface",
+                        item.ident
+                    ),
+                );
+            }
             for variant in &data.variants {
                 check_fields(&variant.fields, fields_rule.as_deref());
                 if let (Some(tag), false, Fields::Unnamed(fields)) =

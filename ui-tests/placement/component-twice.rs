@@ -1,0 +1,14 @@
+use agent_surface::prelude::*;
+
+pub struct Lamp;
+
+/// A lamp.
+#[agent_component(type = "home.lamp")]
+#[agent_component(type = "home.lamp")]
+impl Lamp {
+    /// Turn it on.
+    #[action(effect = "local-state")]
+    fn on(&self) {}
+}
+
+fn main() {}

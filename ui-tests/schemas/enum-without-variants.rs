@@ -1,0 +1,7 @@
+use agent_surface::prelude::*;
+
+/// Nothing at all.
+#[agent_schema]
+pub enum Never {}
+
+fn main() {}
