@@ -340,7 +340,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     // Malformed options were reported; the expansion goes on with the
     // defaults, so uses of the type raise no follow-on errors.
 
-    crate::wire::check(&cx, &item, options.serialize);
+    crate::wire::check(&cx, &item, options.serialize, options.deserialize);
     let bounded = crate::bounded::impls(&cx, &item, options.deserialize, options.unbounded);
     crate::bounded::strip_markers(&mut item);
     if cx.has_errors() && item.generics.params.is_empty() {

@@ -379,7 +379,7 @@ fn bounds(cx: &Ctxt, attrs: &[Attribute]) {
 
 /// Checks `item`'s wire shape; `serialize`/`deserialize` say which ways it
 /// goes.
-pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool) {
+pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize: bool) {
     use crate::wire_keys::{SERDE_CONTAINER, SERDE_FIELD, SERDE_VARIANT, known_keys};
     known_keys(cx, &item.attrs, SERDE_CONTAINER, "a container");
     match &item.data {
@@ -430,6 +430,28 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool) {
                     format!(
                         "`skip_serializing_if` can leave `{name}` out of the output, but the schema requires it, \
                          so such a result fails its schema: make the field `Option<…>`, or remove `skip_serializing_if`"
+                    ),
+                );
+            }
+            if deserialize
+                && is_option(&field.ty)
+                && find(&serde, "default").is_none()
+                && !has_default
+                && let Some(reader) =
+                    find(&serde, "deserialize_with").or_else(|| find(&serde, "with"))
+            {
+                let name = field
+                    .ident
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                let key = &reader.key;
+                cx.error_at(
+                    reader.span,
+                    format!(
+                        "`{name}` is read with `{key}`, so serde no longer takes a missing `{name}` as `None`: \
+                         an agent that leaves it out (as the schema allows) gets INVALID_INPUT; \
+                         add `default` (`#[serde(default, {key} = …)]`)"
                     ),
                 );
             }
