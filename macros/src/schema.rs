@@ -109,6 +109,33 @@ fn field_schema_is_replaced(attrs: &[Attribute]) -> bool {
         .any(|key| replaced.contains(&key.as_str()))
 }
 
+/// Whether `ty` holds the item named `ident` again (a recursive type).
+fn holds_itself(ty: &Type, ident: &Ident) -> bool {
+    struct Finder<'a> {
+        ident: &'a Ident,
+        found: bool,
+    }
+    impl<'ast> Visit<'ast> for Finder<'_> {
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            if path.segments.len() == 1
+                && path
+                    .segments
+                    .first()
+                    .is_some_and(|s| s.ident == *self.ident)
+            {
+                self.found = true;
+            }
+            syn::visit::visit_path(self, path);
+        }
+    }
+    let mut finder = Finder {
+        ident,
+        found: false,
+    };
+    finder.visit_type(ty);
+    finder.found
+}
+
 /// Whether a type mentions one of the item's generic parameters (a type
 /// or a lifetime: a check placed outside the item cannot name either).
 fn mentions_generics(ty: &Type, generics: &Generics) -> bool {
@@ -409,14 +436,33 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     }
 
     // Field checks: concrete types are asserted where they are written;
-    // types over the item's generics become bounds of the impl.
+    // types over the item's generics become bounds of the impl. `Self` in a
+    // field type is the item (the checks live outside it), and a field
+    // that holds the item again (a tree) is checked by the item's own
+    // other fields: as a bound it would ask the compiler to prove the
+    // item's impl from itself.
+    let self_ty: Type = {
+        let (_, ty_generics, _) = item.generics.split_for_impl();
+        syn::parse_quote!(#ident #ty_generics)
+    };
     let mut assertions = Vec::new();
     let mut bounds = Vec::new();
     for (field, cfgs) in fields
         .iter()
         .filter(|(field, _)| !field_schema_is_replaced(&field.attrs))
     {
-        let ty = &field.ty;
+        let replaced: Type = syn::parse2(crate::self_type::replace(
+            {
+                let field_ty = &field.ty;
+                quote!(#field_ty)
+            },
+            &self_ty,
+        ))
+        .unwrap_or_else(|_| field.ty.clone());
+        let ty = &replaced;
+        if holds_itself(ty, ident) {
+            continue;
+        }
         if mentions_generics(ty, &item.generics) {
             // A bound cannot carry `#[cfg]`; a field compiled out adds none.
             if cfgs.is_empty() {

@@ -43,6 +43,7 @@ mod policies;
 mod presence;
 mod procedures;
 mod rate_limits;
+mod recursive;
 mod reentrancy;
 mod regressions;
 mod reliability;
