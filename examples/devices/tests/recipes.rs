@@ -486,3 +486,38 @@ async fn observations_are_pure() {
     assert_eq!(surface.registry().version(), before);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn filters_left_out_stay_as_they_are_and_null_clears_the_city() {
+    let (surface, _app) = harness(User::viewer()).await;
+    let filters = |value: Value| serde_json::from_value::<Filters>(value).unwrap();
+    let set = surface
+        .invoke(
+            "view:devices.filters.set",
+            json!({"status": "offline", "city": "Milan"}),
+        )
+        .await;
+    assert!(set.is_ok(), "{set:?}");
+    // Only the status: the city stays Milan.
+    let set = surface
+        .invoke("view:devices.filters.set", json!({"status": "online"}))
+        .await;
+    assert_eq!(
+        filters(set.output().cloned().unwrap()),
+        Filters {
+            status: StatusFilter::Online,
+            city: Some("Milan".to_owned()),
+        }
+    );
+    // An explicit null clears it.
+    let set = surface
+        .invoke("view:devices.filters.set", json!({"city": null}))
+        .await;
+    assert_eq!(
+        filters(set.output().cloned().unwrap()),
+        Filters {
+            status: StatusFilter::Online,
+            city: None,
+        }
+    );
+}
