@@ -137,6 +137,24 @@ fn schemars_keys() -> Vec<&'static str> {
 /// Unknown serde keys, unknown or misshapen schemars keys, and unknown keys
 /// inside `length(…)`/`range(…)`/`regex(…)`, reported with a suggestion.
 pub(crate) fn known_keys(cx: &Ctxt, attrs: &[Attribute], allowed: &[&str], place: &str) {
+    // Every `key = value` of serde's takes a string literal; anything else
+    // is reported here, once, before serde's derive would fail and leave
+    // the type without the traits every use of it needs.
+    fn string_values(cx: &Ctxt, metas: &[Meta]) {
+        for meta in metas {
+            if meta.form == Form::Value && meta.text.is_none() {
+                cx.error_at(
+                    meta.span,
+                    format!(
+                        "serde's `{key}` takes a string: `{key} = \"…\"`",
+                        key = meta.key
+                    ),
+                );
+            }
+            string_values(cx, &meta.nested);
+        }
+    }
+    string_values(cx, &metas(attrs, "serde"));
     for meta in metas(attrs, "serde") {
         if !allowed.contains(&meta.key.as_str()) {
             cx.error_at(
