@@ -252,6 +252,19 @@ pub fn agent_procedure(args: TokenStream, input: TokenStream) -> TokenStream {
 /// JsonSchema)]` and it reuses them (a derive written above an attribute
 /// macro is invisible to it).
 ///
+/// An `#[serde(untagged)]` enum is the schema's `anyOf` of its variants, and
+/// serde reads the agent's value as the **first variant, in declaration
+/// order, that deserializes it**: where variants overlap (an object with
+/// fields `a` and `b` also fits a variant with just `a`, unless that one
+/// denies unknown fields, which `#[agent_schema]` does for structs), the
+/// earlier one wins. Declare the most specific variant first.
+///
+/// An `Option<Option<T>>` field read with `#[serde(default,
+/// deserialize_with = …)]` tells an absent field (`None`: leave it as it
+/// is), `null` (`Some(None)`: clear it) and a value apart: the registry
+/// never fills an absent field with a `null` default. An `f32` field takes
+/// only numbers a finite `f32` holds.
+///
 /// Every string, list, map or free-form value an agent can send is bounded
 /// (`#[schemars(length(max = …))]`, `inner(length(max = …))` for a list's
 /// items) or declared `unbounded`: checked at compile time where the type
