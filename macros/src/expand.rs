@@ -129,8 +129,7 @@ fn policies_fn(policies: Option<&Vec<syn::Expr>>, self_ty: &syn::Type) -> TokenS
         return TokenStream::new();
     };
     let items = policies.iter().map(|expr| {
-        let expr = crate::self_type::replace(quote!(#expr), self_ty);
-        quote_spanned! {expr.span()=> ::agent_surface::policy::policy(#expr) }
+        crate::declared_policy::install(crate::self_type::replace(quote!(#expr), self_ty))
     });
     quote! {
         fn policies() -> ::std::vec::Vec<::agent_surface::policy::PolicyRef> {

@@ -18,6 +18,7 @@ mod attr;
 mod bounded;
 mod cfg;
 mod ctxt;
+mod declared_policy;
 mod dispatch;
 mod expand;
 mod fallback;

@@ -165,8 +165,10 @@ pub(crate) fn contract_calls(component: &Component<'_>) -> (TokenStream, TokenSt
             if !reference.policies.is_empty() {
                 let holder = format_ident!("__reference_{}", index);
                 let policies = reference.policies.iter().map(|expr| {
-                    let expr = crate::self_type::replace(quote!(#expr), component.self_ty);
-                    quote_spanned! {expr.span()=> ::agent_surface::policy::policy(#expr) }
+                    crate::declared_policy::install(crate::self_type::replace(
+                        quote!(#expr),
+                        component.self_ty,
+                    ))
                 });
                 items.extend(quote! {
                     #[allow(non_camel_case_types)]

@@ -118,7 +118,7 @@ pub(crate) fn policy_label(policy: &Value) -> String {
     let hidden: Vec<String> = object
         .iter()
         .filter(|(key, value)| {
-            !matches!(key.as_str(), "policy" | "name")
+            !matches!(key.as_str(), "policy" | "name" | "declared")
                 && !in_name.contains(&key.as_str())
                 && !default(key, value)
         })
@@ -129,6 +129,24 @@ pub(crate) fn policy_label(policy: &Value) -> String {
             format!("{key}={value}")
         })
         .collect();
+    // What the declaring expression says that the parameters cannot: the
+    // build conditions it reads, and the digest of its tokens (a closure's
+    // body).
+    let mut hidden = hidden;
+    if let Some(declared) = object.get("declared") {
+        let conditions: Vec<String> = declared
+            .get("conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|condition| format!("cfg!({condition})"))
+            .collect();
+        if !conditions.is_empty() {
+            hidden.push(format!("depends on {}", conditions.join(" and ")));
+        }
+        hidden.push(format!("declared as {}", text(declared, "source")));
+    }
     if hidden.is_empty() {
         name.to_owned()
     } else {

@@ -946,3 +946,59 @@ fn a_file_nested_deeper_than_the_parser_can_go_is_said_and_the_rest_is_read() {
     );
     assert!(artifact.contains("fixture.mac"), "{artifact}");
 }
+
+const DECLARED: &str = r#"use agent_surface::policy::{rate_limit, require_confirmation};
+use agent_surface::prelude::*;
+
+/// The window of the limit.
+const WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Devices of the fleet.
+#[agent_component(type = "fixture.table")]
+impl Table {
+    /// Wipe a row.
+    #[action(
+        effect = "local-state",
+        policies = [
+            rate_limit(10, WINDOW),
+            require_confirmation().when(|_| true),
+        ]
+    )]
+    fn wipe(&self) {}
+}
+
+/// The table.
+pub struct Table;
+"#;
+
+#[test]
+fn policy_parameters_chosen_by_cfg_and_a_flipped_when_body_are_widening_with_a_line() {
+    let dir = committed_with("declared", DECLARED, "");
+    // The limit the review saw holds only in debug builds now; the
+    // confirmation never asks.
+    edit(
+        &dir,
+        "rate_limit(10, WINDOW)",
+        "rate_limit(if cfg!(debug_assertions) { 10 } else { 1_000_000 }, WINDOW)",
+    );
+    edit(&dir, "when(|_| true)", "when(|_| false)");
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    let wipe = "view:fixture.table.wipe";
+    for (class, change) in [
+        ("widening", "policy rateLimit(10/60000ms) removed"),
+        (
+            "widening",
+            "policy requireConfirmation [when=custom, declared as ",
+        ),
+        (
+            "narrowing",
+            "rateLimit(10/60000ms) [depends on cfg!(debug_assertions), declared as ",
+        ),
+    ] {
+        assert!(
+            has(&findings, class, wipe, change),
+            "{change}: {findings:?}"
+        );
+    }
+}

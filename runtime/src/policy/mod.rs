@@ -526,8 +526,22 @@ pub fn policy<P: Policy>(policy: P) -> PolicyRef {
     Arc::new(policy)
 }
 
+/// `policy` as a macro declared it: its identity also carries `source`, a
+/// digest of the declaring expression's tokens, and the `cfg!` `conditions`
+/// the expression reads (for the macros, where a closure or a build
+/// condition decides what the policy does).
+#[doc(hidden)]
+pub fn __declared<P: Policy>(
+    policy: P,
+    source: &'static str,
+    conditions: &'static [&'static str],
+) -> PolicyRef {
+    declared::declared(Arc::new(policy), source, conditions)
+}
+
 mod builtins;
 pub(crate) mod chain;
+mod declared;
 mod policy_identity;
 mod unbuilt;
 

@@ -75,6 +75,14 @@ impl PolicyIdentity {
         }
     }
 
+    /// The identity with `key` set to `value` (what a declaration adds).
+    pub(crate) fn with(mut self, key: &str, value: Value) -> PolicyIdentity {
+        if let Value::Object(object) = &mut self.0 {
+            object.insert(key.to_owned(), value);
+        }
+        self
+    }
+
     /// The identity as JSON, owned.
     pub fn into_json(self) -> Value {
         self.0
