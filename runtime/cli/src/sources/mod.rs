@@ -19,6 +19,7 @@ use syn::visit::Visit;
 use crate::metadata::ScanRoot;
 use crate::ways::Ways;
 
+mod build_script;
 pub(crate) mod digest;
 pub(crate) mod isolated;
 mod tokens;

@@ -144,7 +144,13 @@ impl Visitor<'_> {
                 let cfg = self.cfg.clone();
                 self.files.push((self.file_dir.join(lit.value()), cfg));
             } else {
-                let condition = vec!["a path computed at build time, not read".to_owned()];
+                let mut condition = vec!["a path computed at build time, not read".to_owned()];
+                // Under `OUT_DIR`: what the build script wrote, so its source counts.
+                if mac.tokens.to_string().contains("OUT_DIR")
+                    && let Some(generator) = super::build_script::generator_of(&self.file_dir)
+                {
+                    condition.push(generator);
+                }
                 self.declared("file included by include!".to_owned(), &condition, whole);
             }
         } else {
