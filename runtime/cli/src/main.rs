@@ -157,12 +157,25 @@ fn unseen(artifact: &Value) -> Vec<String> {
 fn run(options: &Options) -> Result<u8, Fatal> {
     let package = metadata::locate(options)?;
     let (path, name) = artifact_location(options, &package.dir);
-    let scan = sources::isolated::scan(&package.scan_roots);
+    let mut scan = sources::isolated::scan(&package.scan_roots);
     for line in &scan.link_level {
         eprintln!(
             "agent-surface: not seen by this build: {line}: code at link level runs outside \
              what the gate checks; review it by hand"
         );
+    }
+    // A local proc-macro crate generates code when it runs: its source is
+    // recorded by digest, so a change to the generator is a change review
+    // sees (a new line, or a changed one, is widening).
+    let mut budget = sources::digest::MAX_DIGESTED_BYTES;
+    for (label, dir) in &package.generators {
+        let line = format!(
+            "{label}: a local proc-macro crate, whose output is decided when it runs: its files \
+             have digest {}",
+            sources::digest::of_tree(dir, &mut budget)
+        );
+        eprintln!("agent-surface: not seen by this build: {line}; review it by hand");
+        scan.link_level.push(line);
     }
     let catalog = cargo::catalog(&package, options)?;
     let fresh = artifact::from_catalog(&catalog, &package.name, &package.own_crates, &scan);

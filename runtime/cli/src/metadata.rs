@@ -37,6 +37,9 @@ pub(crate) struct Package {
     pub(crate) runtime: Option<toml::Table>,
     /// The source the gate reads beyond the build.
     pub(crate) scan_roots: Vec<ScanRoot>,
+    /// Local proc-macro crates the package depends on (`name version`,
+    /// package directory): generators whose output review cannot read.
+    pub(crate) generators: Vec<(String, PathBuf)>,
 }
 
 pub(crate) fn cargo() -> Command {
@@ -156,6 +159,8 @@ struct Linked {
     /// Its package directory and crate root, when its source is local
     /// (a path dependency or a workspace member).
     local: Option<(PathBuf, PathBuf)>,
+    /// Whether it is a proc-macro crate (code that generates code).
+    generator: bool,
 }
 
 /// The platform condition of one dependency edge: `None` when it is a
@@ -285,10 +290,15 @@ fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<Linked> {
             && !str_of(package, "source").is_empty()
             && can_declare(metadata, pkg);
         for target in array_of(package, "targets") {
-            let linked = array_of(target, "kind")
+            let kinds: Vec<&str> = array_of(target, "kind")
                 .iter()
                 .filter_map(Value::as_str)
-                .any(|kind| matches!(kind, "lib" | "rlib" | "dylib"));
+                .collect();
+            let generator = kinds.contains(&"proc-macro");
+            let linked = generator
+                || kinds
+                    .iter()
+                    .any(|kind| matches!(*kind, "lib" | "rlib" | "dylib"));
             if linked {
                 let local = str_of(package, "source").is_empty().then(|| {
                     let manifest = Path::new(str_of(package, "manifest_path"));
@@ -301,6 +311,7 @@ fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<Linked> {
                     condition: condition.clone(),
                     declares,
                     local,
+                    generator,
                 });
             }
         }
@@ -384,6 +395,7 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
             own_roots.push(PathBuf::from(str_of(target, "src_path")));
         }
     }
+    let mut generators = Vec::new();
     let mut scan_roots = vec![ScanRoot {
         label: None,
         dir: manifest.parent().map(Path::to_path_buf).unwrap_or_default(),
@@ -395,6 +407,15 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
         // The framework's own crates are what the gate runs on, not what
         // it reviews.
         let framework = dependency.starts_with("agent-surface");
+        if linked.generator {
+            // A proc-macro crate: what it generates is decided when it
+            // runs, so review sees its source by digest (a local one; a
+            // registry one is pinned by the lock file).
+            if let (Some((dir, _)), false) = (linked.local, framework) {
+                generators.push((dependency, dir));
+            }
+            continue;
+        }
         match (linked.local, framework) {
             (_, true) => {}
             // Read from source, under its platform conditions if any.
@@ -444,6 +465,7 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
             .unwrap_or_default(),
         runtime: runtime_dependency(&metadata, package_id),
         scan_roots,
+        generators,
     })
 }
 

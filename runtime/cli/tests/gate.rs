@@ -1062,3 +1062,56 @@ fn a_build_script_that_starts_generating_a_component_is_a_change_review_sees() {
         "{findings:?}"
     );
 }
+
+#[test]
+fn a_local_proc_macro_crate_that_changes_is_a_change_review_sees() {
+    let dir = fixtures().join("macro-user");
+    let generator = dir.join("maker");
+    fixture(&dir, "macro-user", GATED, "maker = { path = \"maker\" }\n");
+    // A proc-macro crate of the workspace, with no dependency of its own.
+    let _ = std::fs::remove_dir_all(&generator);
+    write(
+        &generator,
+        "Cargo.toml",
+        "[package]\nname = \"maker\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
+         [lib]\nproc-macro = true\n",
+    );
+    let expands_to = |code: &str| {
+        format!(
+            "extern crate proc_macro;\nuse proc_macro::TokenStream;\n\n\
+             #[proc_macro]\npub fn make(_: TokenStream) -> TokenStream {{\n    {code:?}.parse().unwrap()\n}}\n"
+        )
+    };
+    write(&generator, "src/lib.rs", &expands_to(""));
+    let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        text.replace("[workspace]\n", "[workspace]\nmembers = [\"maker\"]\n"),
+    )
+    .unwrap();
+    edit(&dir, "//MORE", "maker::make!();");
+    let snapshot = run(&dir, &["snapshot"]);
+    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "."]);
+    git(&dir, &["commit", "-q", "-m", "base"]);
+    // The generator now emits a component, in release builds only.
+    write(
+        &generator,
+        "src/lib.rs",
+        &expands_to(
+            "#[cfg(not(debug_assertions))] #[agent_surface::prelude::agent_component(type = \"fixture.wipe\")] \
+             impl Wipe { /// Wipe.\n #[action(effect = \"local-state\")] fn all(&self) {} } \
+             /// Wipes.\n pub struct Wipe;",
+        ),
+    );
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        findings.iter().any(|f| f["class"] == "widening"
+            && f["subject"]
+                .as_str()
+                .is_some_and(|c| c.contains("maker 0.1.0: a local proc-macro crate"))),
+        "{findings:?}"
+    );
+}
