@@ -155,6 +155,27 @@ pub(crate) fn known_keys(cx: &Ctxt, attrs: &[Attribute], allowed: &[&str], place
         }
     }
     string_values(cx, &metas(attrs, "serde"));
+    // A rename rule serde does not know fails serde's derive the same way.
+    for meta in metas(attrs, "serde") {
+        if !matches!(meta.key.as_str(), "rename_all" | "rename_all_fields") {
+            continue;
+        }
+        let rules = std::iter::once(&meta).chain(meta.nested.iter());
+        for rule in rules {
+            if let Some(text) = &rule.text
+                && agent_surface_rules::rename_field("x", &text.value()).is_none()
+            {
+                cx.error_spanned_by(
+                    text,
+                    format!(
+                        "`{}` is not a rename rule; the rules are lowercase, UPPERCASE, PascalCase, \
+                         camelCase, snake_case, SCREAMING_SNAKE_CASE, kebab-case, SCREAMING-KEBAB-CASE",
+                        text.value()
+                    ),
+                );
+            }
+        }
+    }
     for meta in metas(attrs, "serde") {
         if !allowed.contains(&meta.key.as_str()) {
             cx.error_at(

@@ -1,13 +1,13 @@
 use agent_surface::prelude::*;
 
-struct Table;
+pub struct Lamp;
 
-/// A table.
-#[agent_component(type = "devices.table")]
-impl Table {
-    /// Clear the rows.
+/// A lamp.
+#[agent_component(type = "home.lamp")]
+impl Lamp {
+    /// Turn it on.
     #[action(effect = "local-state")]
-    fn clear(self) {}
+    fn on(self) {}
 }
 
 fn main() {}

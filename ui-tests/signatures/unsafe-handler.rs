@@ -1,0 +1,13 @@
+use agent_surface::prelude::*;
+
+pub struct Lamp;
+
+/// A lamp.
+#[agent_component(type = "home.lamp")]
+impl Lamp {
+    /// Turn it on.
+    #[action(effect = "local-state")]
+    unsafe fn on(&self) {}
+}
+
+fn main() {}
