@@ -65,23 +65,35 @@ pub fn present(request: &PresentationRequest<'_>, fleet: &Fleet) -> Option<Prese
         .filter_map(serde_json::Value::as_str)
         .map(|id| match fleet.device(id) {
             Some(device) => format!(
-                "{} ({id}) — {}, {}",
+                "{} ({id}) — {}, {}{}",
                 device.name,
                 device.status.name(),
-                device.city.name()
+                device.city.name(),
+                if fleet.picked_by_agent(id) {
+                    " — chosen by the agent"
+                } else {
+                    ""
+                }
             ),
             None => format!("unknown device {id}"),
         })
         .collect();
+    let picked = ids
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .filter(|id| fleet.picked_by_agent(id))
+        .count();
     let count = match items.len() {
         1 => "1 device".to_owned(),
         n => format!("{n} devices"),
     };
     let effect = "Disabled devices stop reporting until someone enables them again.";
-    let effect = if fleet.chosen_by_agent() {
-        format!("The agent chose these devices: you did not tick them. {effect}")
-    } else {
-        effect.to_owned()
+    let effect = match picked {
+        0 => effect.to_owned(),
+        n if n == items.len() => {
+            format!("The agent chose these devices: you did not tick them. {effect}")
+        }
+        n => format!("The agent chose {n} of these devices: you did not tick them. {effect}"),
     };
     let presentation = Presentation::new(
         format!("Disable {count}?"),

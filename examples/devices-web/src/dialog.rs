@@ -23,7 +23,7 @@ use crate::person::{from_keys, from_pointer};
 
 /// What the person is told when a script, not their input, answered.
 const NOT_FROM_INPUT: &str = "Something other than your mouse or keyboard answered (a script \
-                              in this page). It was ignored: nothing was approved or denied.";
+                              in this page). It was ignored: nothing was approved, denied or dismissed.";
 
 /// What the person is told about a request that ended on screen.
 fn ended_text(ended: &Resolution) -> &'static str {
@@ -85,6 +85,8 @@ pub fn ApprovalDialog(pending: PendingConfirmations) -> Element {
         spawn(async move {
             agent_surface::adapter::time::sleep(Duration::from_millis(wait)).await;
             woken.set(answerable_at);
+            // "Only just appeared" no longer holds.
+            refused.set(None);
         });
     }
     let request = presented.request;
@@ -99,6 +101,7 @@ pub fn ApprovalDialog(pending: PendingConfirmations) -> Element {
         .as_deref()
         .unwrap_or("An agent")
         .to_owned();
+    let asks = if live { "asks" } else { "asked" };
     let presentation = request.presentation.clone();
     let input = request.display_input();
     let title = if live {
@@ -125,7 +128,13 @@ pub fn ApprovalDialog(pending: PendingConfirmations) -> Element {
     let mut on_approve = answer.clone();
     let mut on_deny = answer;
     rsx! {
-        div { class: "backdrop",
+        // Clicking beside the dialog leaves focus where it is (in the
+        // dialog, so Escape still answers).
+        div {
+            class: "backdrop",
+            onmousedown: move |event: MouseEvent| event.prevent_default(),
+        }
+        div { class: "dialog-place",
             dialog {
                 open: true,
                 id: "approval",
@@ -135,10 +144,12 @@ pub fn ApprovalDialog(pending: PendingConfirmations) -> Element {
                     if event.key() != Key::Escape {
                         return;
                     }
-                    if !live {
+                    if !from_keys(&event) {
+                        refused.set(Some(NOT_FROM_INPUT.to_owned()));
+                    } else if !live {
                         refused.set(None);
                         pending.dismiss();
-                    } else if from_keys(&event) {
+                    } else {
                         match pending.deny(&key_shown, &key_approver) {
                             Ok(_) => refused.set(None),
                             Err(error) => refused.set(Some(refused_text(error))),
@@ -146,7 +157,7 @@ pub fn ApprovalDialog(pending: PendingConfirmations) -> Element {
                     }
                 },
                 h2 { id: "approval-title", "{title}" }
-                p { class: "who", "{who} asks. {presentation.effect}" }
+                p { class: "who", "{who} {asks}. {presentation.effect}" }
                 if !presentation.items.is_empty() {
                     ul {
                         for item in presentation.items.iter() {
@@ -174,9 +185,13 @@ pub fn ApprovalDialog(pending: PendingConfirmations) -> Element {
                         onmounted: move |element| async move {
                             let _ = element.set_focus(true).await;
                         },
-                        onclick: move |_| {
-                            refused.set(None);
-                            pending.dismiss();
+                        onclick: move |event| {
+                            if from_pointer(&event) {
+                                refused.set(None);
+                                pending.dismiss();
+                            } else {
+                                refused.set(Some(NOT_FROM_INPUT.to_owned()));
+                            }
                         },
                         "Dismiss"
                     }

@@ -159,9 +159,9 @@ struct State {
     devices: Vec<Device>,
     filters: Filters,
     selected: BTreeSet<String>,
-    /// Whether the agent chose the selection (the person ticked nothing
-    /// since): the person is told when they approve.
-    chosen_by_agent: bool,
+    /// The selected devices the agent chose (not the person's ticks): the
+    /// person is told when they approve.
+    agent_picked: BTreeSet<String>,
     page: Page,
 }
 
@@ -219,7 +219,7 @@ impl Fleet {
                 devices,
                 filters: Filters::default(),
                 selected: BTreeSet::new(),
-                chosen_by_agent: false,
+                agent_picked: BTreeSet::new(),
                 page: Page::Devices,
             }),
         }
@@ -251,6 +251,8 @@ impl Fleet {
                 .iter()
                 .any(|device| &device.id == id && filters.admits(device))
         });
+        let kept = selected.clone();
+        state.agent_picked.retain(|id| kept.contains(id));
     }
 
     /// The devices the table shows, in order.
@@ -294,7 +296,8 @@ impl Fleet {
         } else {
             state.selected.remove(id);
         }
-        state.chosen_by_agent = false;
+        // The person's own tick (or untick): no longer the agent's pick.
+        state.agent_picked.remove(id);
     }
 
     /// Replaces the selection with the shown devices among `ids`: the
@@ -306,14 +309,14 @@ impl Fleet {
             .cloned()
             .collect();
         let mut state = self.state();
+        state.agent_picked = shown.clone();
         state.selected = shown;
-        state.chosen_by_agent = true;
     }
 
-    /// Whether the agent chose the selection (the person ticked nothing
-    /// since).
-    pub fn chosen_by_agent(&self) -> bool {
-        self.state().chosen_by_agent
+    /// Whether `id` is selected because the agent chose it (the person did
+    /// not tick it).
+    pub fn picked_by_agent(&self, id: &str) -> bool {
+        self.state().agent_picked.contains(id)
     }
 
     /// The device `id`.
@@ -342,6 +345,7 @@ impl Fleet {
             }
         }
         state.selected.retain(|id| !ids.contains(id));
+        state.agent_picked.retain(|id| !ids.contains(id));
         changed
     }
 

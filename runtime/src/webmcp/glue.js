@@ -31,17 +31,22 @@ function agentSurfaceWebMcp(channel) {
   // Arguments larger than this as JSON (in bytes) are not sent.
   var maxArgumentBytes = Infinity;
 
-  function tooLarge(args) {
-    if (maxArgumentBytes === Infinity) {
-      return false;
-    }
-    var text;
+  // The arguments as JSON text, made once: what is checked is what is
+  // sent (a getter or a Proxy cannot answer one way to the checks and
+  // another to the channel), and a value with no JSON form (a cycle, a
+  // throwing `toJSON`, a function) never reaches a converter. `null` when
+  // there is no JSON form.
+  function asText(args) {
     try {
-      text = JSON.stringify(args);
+      var text = JSON.stringify(args);
+      return typeof text === "string" ? text : null;
     } catch (error) {
-      return false;
+      return null;
     }
-    if (typeof text !== "string") {
+  }
+
+  function tooLarge(text) {
+    if (maxArgumentBytes === Infinity) {
       return false;
     }
     // A UTF-16 unit is at most 3 bytes of UTF-8.
@@ -49,6 +54,15 @@ function agentSurfaceWebMcp(channel) {
       return false;
     }
     return new TextEncoder().encode(text).length > maxArgumentBytes;
+  }
+
+  // The value `text` says, or `null` when it cannot be read back.
+  function fromText(text) {
+    try {
+      return { value: JSON.parse(text) };
+    } catch (error) {
+      return null;
+    }
   }
 
   // Arguments nesting more arrays and objects than this are not sent: no
@@ -78,7 +92,7 @@ function agentSurfaceWebMcp(channel) {
         }
       }
     } catch (error) {
-      return false;
+      return true;
     }
     return false;
   }
@@ -102,15 +116,20 @@ function agentSurfaceWebMcp(channel) {
             signal.addEventListener("abort", function () { cancel(call); }, { once: true });
           }
         }
-        var given = args === undefined ? {} : args;
-        if (tooDeep(given)) {
-          channel.send({ type: "call", call: call, name: name, tooDeep: true });
-        } else if (tooLarge(given)) {
+        var text = asText(args === undefined ? {} : args);
+        if (text !== null && tooLarge(text)) {
           // Only the call goes: the server refuses it as the pipeline
           // refuses a large input, and the page's connection stays small.
           channel.send({ type: "call", call: call, name: name, tooLarge: true });
+          return;
+        }
+        var copy = text === null ? null : fromText(text);
+        if (copy === null || tooDeep(copy.value)) {
+          // Too deep, or no JSON form: refused as a too-deep input, the
+          // call answered all the same.
+          channel.send({ type: "call", call: call, name: name, tooDeep: true });
         } else {
-          channel.send({ type: "call", call: call, name: name, arguments: given });
+          channel.send({ type: "call", call: call, name: name, arguments: copy.value });
         }
       });
     };

@@ -103,6 +103,31 @@ async fn the_page_registers_the_agents_tools_and_a_call_runs_through_the_pipelin
     .unwrap();
     let deep: serde_json::Value = serde_json::from_str(&deep).unwrap();
     assert_eq!(deep["structuredContent"]["code"], "INVALID_INPUT", "{deep}");
+    // A getter that answers shallow once and deep after, and a value with
+    // no JSON form: what is checked is what is sent, and each call is
+    // answered; the page lives on.
+    let tricky = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(run(
+        "let deep = {}; for (let i = 0; i < 10000; i++) { deep = [deep]; }
+         let n = 0;
+         const flip = { get ids() { return n++ ? deep : ['a']; } };
+         const cyclic = {}; cyclic.self = cyclic;
+         const tool = window.__tools.get('view_page__switch__flip');
+         return Promise.all([tool.execute(flip), tool.execute(cyclic), tool.execute({})])
+           .then(results => JSON.stringify(results));",
+    )))
+    .await
+    .unwrap()
+    .as_string()
+    .unwrap();
+    let tricky: serde_json::Value = serde_json::from_str(&tricky).unwrap();
+    // The getter was read once, shallow: that is what went (refused here
+    // only because `flip` takes no input).
+    assert!(tricky[0]["isError"].is_boolean(), "{tricky}");
+    assert_eq!(
+        tricky[1]["structuredContent"]["code"], "INVALID_INPUT",
+        "{tricky}"
+    );
+    assert_eq!(tricky[2]["isError"], false, "{tricky}");
     run("delete document.modelContext;");
 }
 
