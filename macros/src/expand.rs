@@ -367,6 +367,54 @@ fn capability_contract(capability: &Capability<'_>) -> TokenStream {
     tokens
 }
 
+/// Compile-time checks of the descriptions the compiler computes (a
+/// `#[doc = include_str!(…)]` or `concat!(…)` doc comment): blank, or over
+/// the limit once built as the runtime builds it, is a compile error at
+/// the item, with the rule and the fix.
+fn computed_descriptions(component: &Component<'_>) -> TokenStream {
+    let check = |doc: &TokenStream, span: proc_macro2::Span, what: String, limit: usize| {
+        let over = format!(
+            "{what} (a computed doc comment) is over its limit of {limit} characters: \
+             shorten the text it includes, or write `description = \"…\"`"
+        );
+        let blank = format!(
+            "{what} (a computed doc comment) is blank: include text, or write `description = \"…\"`"
+        );
+        quote_spanned! {span=>
+            const _: () = {
+                let chars = ::agent_surface::macro_support::doc_description_chars(#doc);
+                if chars > #limit {
+                    ::core::panic!(#over)
+                } else if chars == 0 {
+                    ::core::panic!(#blank)
+                }
+            };
+        }
+    };
+    let mut checks = TokenStream::new();
+    if let Some(doc) = &component.attrs.doc_expr {
+        checks.extend(check(
+            doc,
+            component.item.impl_token.span,
+            "the component's description".to_owned(),
+            agent_surface_rules::MAX_COMPONENT_DESCRIPTION,
+        ));
+    }
+    for capability in &component.capabilities {
+        if let Some(doc) = &capability.doc_expr {
+            let cfgs = cfg_attrs(capability);
+            let one = check(
+                doc,
+                capability.ident().span(),
+                format!("the description of `{}`", capability.ident()),
+                agent_surface_rules::MAX_CAPABILITY_DESCRIPTION,
+            );
+            checks.extend(quote!(#cfgs #one));
+        }
+    }
+    checks
+}
+
 fn component_contract(component: &Component<'_>) -> TokenStream {
     let attrs = &component.attrs;
     let component_type = attrs.component_type.clone().unwrap_or_else(|| lit(""));
@@ -465,6 +513,7 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
             marker_items(capability, self_ty, first_use)
         })
         .collect();
+    let description_checks = computed_descriptions(component);
     let component_policies = policies_fn(component.attrs.policies.as_ref(), self_ty);
     let reference_items = crate::reach::contract_calls(component).1;
     let component_marker = (!component_policies.is_empty()).then(|| {
@@ -480,6 +529,7 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
 
         #[doc(hidden)]
         const _: () = {
+            #description_checks
             #component_marker
             #reference_items
             #(#markers)*

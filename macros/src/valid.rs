@@ -50,8 +50,8 @@ fn check_component(cx: &Ctxt, component: &Component<'_>) {
             "missing `type = \"…\"`: every component declares its type, e.g. `#[agent_component(type = \"devices.table\")]`",
         ),
     }
-    // A computed doc comment is checked by the runtime (registration and
-    // the generated test), which sees its text.
+    // A computed doc comment (`include_str!`, `concat!`) is checked by a
+    // constant the expansion evaluates (`expand::computed_descriptions`).
     if attrs.doc_expr.is_none() {
         check_description(
             cx,

@@ -28,7 +28,7 @@ pub use crate::schema::bounded::{
     Bounded, Deepest, Next, Zero, field_answer, field_answer_with_length, first_unbounded,
 };
 pub use crate::schema::{AgentInput, AgentOutput, AgentSchema, Issue, MapValue, SameElement};
-pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
+pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, doc_description_chars};
 pub use inventory;
 pub use schemars;
 pub use serde;

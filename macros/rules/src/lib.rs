@@ -19,10 +19,12 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod doc_length;
 pub mod ids;
 mod serde_names;
 mod text;
 
+pub use doc_length::doc_description_chars;
 pub use serde_names::rename_field;
 pub use text::{check_description, description_from_doc_lines, parse_duration_ms};
 
