@@ -514,8 +514,33 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let concrete = item.generics.params.is_empty();
     // A `transparent` struct is its one field on the wire, not an object:
     // it is no action input (using it as one names the rule).
+    // Read `from` another type (`#[serde(from = "…")]`, `try_from`): on the
+    // wire it is that type, so it is an action input where that type is
+    // one (a `String` is not: using it as one names the rule).
+    let converted_from = attr_args(&item.attrs, "serde")
+        .into_iter()
+        .find(|(key, _)| key == "from" || key == "try_from")
+        .and_then(|(_, value)| value)
+        .and_then(|lit| {
+            syn::parse_str::<Type>(&lit.value())
+                .ok()
+                .map(|ty| (ty, lit.span()))
+        });
     let input_impl = (named_struct && options.deserialize && !has("transparent")).then(|| {
-        if concrete {
+        if let Some((source, span)) = &converted_from {
+            let source = quote_spanned!(*span=> #source);
+            quote! {
+                #[automatically_derived]
+                impl #impl_generics ::agent_surface::macro_support::AgentInput for #ident #ty_generics
+                where
+                    // Higher-ranked: checked where the type is taken as an
+                    // input, not here (a `String` source is not trivially an
+                    // error of the type itself).
+                    for<'__agent_surface> #source: ::agent_surface::macro_support::AgentInput,
+                    #(#predicates),*
+                {}
+            }
+        } else if concrete {
             // The bounds are checked where the type is taken as an input:
             // a higher-ranked clause is not trivially false, so a field type
             // that is no agent schema type (reported at the field) adds no
