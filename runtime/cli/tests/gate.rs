@@ -1115,3 +1115,74 @@ fn a_local_proc_macro_crate_that_changes_is_a_change_review_sees() {
         "{findings:?}"
     );
 }
+
+const PULLING: &str = r#"use agent_surface::prelude::*;
+
+/// Pulls in the file its caller names.
+macro_rules! pull {
+    ($file:literal) => {
+        include!($file);
+    };
+}
+
+#[cfg(feature = "extra")]
+pull!("extra.rs");
+
+/// Devices of the fleet.
+#[agent_component(type = "fixture.table")]
+impl Table {
+    /// Visible rows.
+    #[observation]
+    fn rows(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The table.
+pub struct Table;
+"#;
+
+const PULLED: &str = r#"/// Extra devices.
+#[agent_component(type = "fixture.extra")]
+impl Extra {
+    /// Rows.
+    #[observation]
+    fn rows(&self) -> Vec<String> {
+        Vec::new()
+    }
+    //WIDER
+}
+
+/// Extra.
+pub struct Extra;
+"#;
+
+#[test]
+fn a_file_a_macro_includes_under_a_cfg_is_read_and_its_changes_are_widening() {
+    let dir = fixtures().join("pulling");
+    fixture(&dir, "pulling", PULLING, "\n[features]\nextra = []\n");
+    write(&dir, "src/extra.rs", PULLED);
+    let snapshot = run(&dir, &["snapshot", "--no-default-features"]);
+    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "."]);
+    git(&dir, &["commit", "-q", "-m", "base"]);
+    let text = std::fs::read_to_string(dir.join("src/extra.rs")).unwrap();
+    write(
+        &dir,
+        "src/extra.rs",
+        &text.replace(
+            "//WIDER",
+            "/// Wipe.\n    #[action(effect = \"local-state\")]\n    fn wipe(&self) {}",
+        ),
+    );
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        findings.iter().any(|f| f["class"] == "widening"
+            && f["change"]
+                .as_str()
+                .is_some_and(|c| c.contains("feature = \"extra\""))),
+        "{findings:?}"
+    );
+}

@@ -178,10 +178,48 @@ impl Visitor<'_> {
                     whole,
                 );
             }
+            // A file the arguments name (`pull!("extra.rs")` of a macro that
+            // `include!`s or `#[path]`s its argument): read too, under the
+            // conditions of the call.
+            if name != "include_str" && name != "include_bytes" {
+                self.files_named_in(&mac.tokens);
+            }
             // A generator's invocation matters only under a condition.
             if !self.cfg.is_empty() && !test_only(&self.cfg) {
                 let entry = (name, joined(&self.cfg), self.file.clone(), digest(whole));
                 self.invocations.push(entry);
+            }
+        }
+    }
+
+    /// Every `"….rs"` literal in `tokens` that names a file beside this one
+    /// (as `include!` resolves) or in this module's directory (as
+    /// `#[path]` does): queued to be read under the current conditions.
+    fn files_named_in(&mut self, tokens: &proc_macro2::TokenStream) {
+        let mut pending = vec![tokens.clone()];
+        while let Some(stream) = pending.pop() {
+            for tree in stream {
+                match tree {
+                    proc_macro2::TokenTree::Group(group) => pending.push(group.stream()),
+                    proc_macro2::TokenTree::Literal(literal) => {
+                        let Ok(lit) = syn::parse_str::<syn::LitStr>(&literal.to_string()) else {
+                            continue;
+                        };
+                        let named = lit.value();
+                        if !named.ends_with(".rs") {
+                            continue;
+                        }
+                        for dir in [self.file_dir.clone(), self.dir.clone()] {
+                            let path = dir.join(&named);
+                            if path.is_file() {
+                                let cfg = self.cfg.clone();
+                                self.files.push((path, cfg));
+                                break;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
     }
@@ -474,6 +512,14 @@ impl<'ast> Visit<'ast> for Visitor<'_> {
                             label: this.label.map(str::to_owned),
                             digest: digest(i),
                         });
+                    }
+                    // A macro that pulls in a file its caller names
+                    // (`include!($p)`, `#[path = $p]`) generates whatever
+                    // that file declares: its calls under a condition count.
+                    let pulls_files = body.contains('$')
+                        && (body.contains("include !") || body.contains("path ="));
+                    if pulls_files && !AGENT_ATTRIBUTES.iter().any(|a| body.contains(a)) {
+                        this.generators.push(defined.clone());
                     }
                     if AGENT_ATTRIBUTES.iter().any(|a| body.contains(a)) {
                         this.generators.push(defined.clone());
