@@ -249,7 +249,7 @@ fn serde_flag(attrs: &[syn::Attribute], keys: &[&str]) -> bool {
         .any(|(key, _)| keys.contains(&key.as_str()))
 }
 
-fn handles<'a>(cx: &Ctxt, item: &'a DeriveInput, fields: &[&'a syn::Field]) -> Vec<Handle<'a>> {
+fn handles<'a>(item: &'a DeriveInput, fields: &[&'a syn::Field]) -> Vec<Handle<'a>> {
     let rule = serde_string(&item.attrs, "rename_all");
     let rule_text = rule
         .as_ref()
@@ -260,10 +260,9 @@ fn handles<'a>(cx: &Ctxt, item: &'a DeriveInput, fields: &[&'a syn::Field]) -> V
         if serde_flag(&field.attrs, &["skip", "skip_deserializing", "flatten"]) {
             continue;
         }
+        // An unknown rule is reported once, by the schema's checks
+        // (`wire_keys::known_keys`); no handle is made from it.
         if agent_surface_rules::rename_field("x", &rule_text).is_none() {
-            if let Some(rule) = &rule {
-                cx.error_spanned_by(rule, "unknown `rename_all` rule");
-            }
             return Vec::new();
         }
         let rust = ident.unraw().to_string();
@@ -295,7 +294,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             "procedure inputs are concrete types; remove the generic parameters",
         );
     }
-    let handles = handles(&cx, &item, &fields);
+    let handles = handles(&item, &fields);
     let expanded = crate::schema::already_expanded(&item.attrs);
     let has_schema = expanded.is_some()
         || item

@@ -19,7 +19,7 @@ use agent_surface_dioxus::{AnswerError, PendingConfirmations, use_registry};
 use dioxus::prelude::*;
 
 use crate::app::{PAGE_CHANNEL, PERSON};
-use crate::person::{from_keys, from_pointer};
+use crate::person::from_input;
 
 /// What the person is told when a script, not their input, answered.
 const NOT_FROM_INPUT: &str = "Something other than your mouse or keyboard answered (a script \
@@ -144,7 +144,7 @@ pub fn ApprovalDialog(pending: PendingConfirmations) -> Element {
                     if event.key() != Key::Escape {
                         return;
                     }
-                    if !from_keys(&event) {
+                    if !from_input(&event) {
                         refused.set(Some(NOT_FROM_INPUT.to_owned()));
                     } else if !live {
                         refused.set(None);
@@ -186,7 +186,7 @@ pub fn ApprovalDialog(pending: PendingConfirmations) -> Element {
                             let _ = element.set_focus(true).await;
                         },
                         onclick: move |event| {
-                            if from_pointer(&event) {
+                            if from_input(&event) {
                                 refused.set(None);
                                 pending.dismiss();
                             } else {
@@ -203,14 +203,14 @@ pub fn ApprovalDialog(pending: PendingConfirmations) -> Element {
                             onmounted: move |element| async move {
                                 let _ = element.set_focus(true).await;
                             },
-                            onclick: move |event| on_deny(false, from_pointer(&event)),
+                            onclick: move |event| on_deny(false, from_input(&event)),
                             "Deny"
                         }
                         button {
                             id: "approve",
                             class: "danger",
                             "aria-disabled": disabled,
-                            onclick: move |event| on_approve(true, from_pointer(&event)),
+                            onclick: move |event| on_approve(true, from_input(&event)),
                             "{presentation.action}"
                         }
                     }

@@ -5,39 +5,25 @@
 //! page's own scripts from answering for them. Natively (a headless
 //! `VirtualDom`) there is no browser input, and every event counts.
 
-use dioxus::prelude::{KeyboardEvent, MouseEvent};
+use dioxus::prelude::Event;
 
-/// Whether a click (by pointer, or Enter or Space on a focused button) came
-/// from the browser's input rather than a script.
-pub fn from_pointer(event: &MouseEvent) -> bool {
-    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-    {
-        use dioxus_web::WebEventExt as _;
-        event
-            .data()
-            .try_as_web_event()
-            .is_some_and(|event| event.is_trusted())
-    }
-    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-    {
-        let _ = event;
-        true
-    }
+/// Whether `event` (a click — by pointer, or Enter or Space on a focused
+/// button — or a key) came from the browser's input rather than a script.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub fn from_input<T>(event: &Event<T>) -> bool
+where
+    T: dioxus_web::WebEventExt,
+    T::WebEvent: AsRef<web_sys::Event>,
+{
+    event
+        .data()
+        .try_as_web_event()
+        .is_some_and(|event| event.as_ref().is_trusted())
 }
 
-/// Whether a key came from the browser's input rather than a script.
-pub fn from_keys(event: &KeyboardEvent) -> bool {
-    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-    {
-        use dioxus_web::WebEventExt as _;
-        event
-            .data()
-            .try_as_web_event()
-            .is_some_and(|event| event.is_trusted())
-    }
-    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-    {
-        let _ = event;
-        true
-    }
+/// Whether `event` came from the browser's input rather than a script.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub fn from_input<T>(event: &Event<T>) -> bool {
+    let _ = event;
+    true
 }

@@ -186,7 +186,11 @@ impl Compiler {
             Some(_) => return Err(bad("enum", pointer, "must be an array")),
         };
         node.constant = object.get("const").cloned();
-        node.default = object.get("default").cloned();
+        // A `null` default is never filled in (serde reads an absent
+        // optional field as `None` already, and an `Option<Option<T>>`
+        // tells absent from `null`): kept out here, a schema whose only
+        // defaults are `null` skips filling altogether.
+        node.default = object.get("default").filter(|d| !d.is_null()).cloned();
         if let Some(properties) = object.get("properties") {
             let properties = properties
                 .as_object()

@@ -112,9 +112,8 @@ impl CompiledSchema {
 
     /// Inserts the `default` of every absent property that declares one,
     /// through nested objects (a valid value stays valid). A `null` default
-    /// is not inserted: serde reads an absent optional field as `None`
-    /// already, and for an `Option<Option<T>>` field absent ("unchanged")
-    /// and `null` ("clear") differ, so omitted stays omitted.
+    /// is not one (see the compiler): for an `Option<Option<T>>` field absent
+    /// ("unchanged") and `null` ("clear") differ, so omitted stays omitted.
     pub fn fill_defaults(&self, value: &mut Value) {
         if self.has_defaults {
             self.fill(self.root, value, 0);
@@ -145,7 +144,7 @@ impl CompiledSchema {
                                         .and_then(|r| r.default.clone())
                                 })
                             });
-                            if let Some(default) = default.filter(|d| !d.is_null()) {
+                            if let Some(default) = default {
                                 map.insert(name.clone(), default);
                             }
                         }
