@@ -6,7 +6,7 @@
 //! identity (the catalog, the contract artifact, the review gate) carries.
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
-use quote::{quote, quote_spanned};
+use quote::quote_spanned;
 use syn::spanned::Spanned as _;
 
 /// The tokens as one canonical text: every token once, separated by
@@ -45,53 +45,166 @@ fn digest(text: &str) -> String {
     format!("{hash:016x}")
 }
 
-/// What the expression reads that its identity cannot show: whether it
-/// holds a closure, and the conditions of its `cfg!(…)`s.
-fn hidden(tokens: TokenStream, closure: &mut bool, conditions: &mut Vec<String>) {
-    let mut trees = tokens.into_iter().peekable();
-    while let Some(tree) = trees.next() {
-        match tree {
-            TokenTree::Punct(punct) if punct.as_char() == '|' => *closure = true,
-            TokenTree::Ident(ident) if ident == "cfg" => {
-                let bang = matches!(trees.peek(), Some(TokenTree::Punct(p)) if p.as_char() == '!');
-                if bang {
-                    let _ = trees.next();
-                    if let Some(TokenTree::Group(group)) = trees.next() {
-                        let mut condition = String::new();
-                        canonical(group.stream(), &mut condition);
-                        conditions.push(condition.trim().to_owned());
+/// The constructors of the built-in policies: their runtime identity shows
+/// every parameter (a const they read shows as its value).
+const BUILT_IN: &[&str] = &[
+    "audit",
+    "authenticated",
+    "authenticated_by",
+    "environment",
+    "has_permission",
+    "has_permission_with",
+    "rate_limit",
+    "require_confirmation",
+    "tenant_boundary",
+];
+
+/// Words that never name an item of the user's crate.
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "false",
+    "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
+    "return", "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe",
+    "use", "where", "while",
+];
+
+/// What the expression reads that its identity cannot show.
+#[derive(Default)]
+struct Hidden {
+    /// It holds a closure.
+    closure: bool,
+    /// It passes a function (or another value named in lower case, such as
+    /// a predicate) by name.
+    named_value: bool,
+    /// The conditions of its `cfg!(…)`s.
+    conditions: Vec<String>,
+    /// Every name it reads that may be an item of the user's crate (a
+    /// function, a const, a type; `Type::item` for a type's own), for the
+    /// review gate to digest.
+    reads: Vec<String>,
+    /// The closures' own parameters (never an item).
+    locals: Vec<String>,
+    /// Within a closure's parameter list.
+    params: bool,
+}
+
+impl Hidden {
+    fn walk(&mut self, tokens: TokenStream) {
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        let punct = |i: Option<usize>, c: char| {
+            i.and_then(|i| trees.get(i))
+                .is_some_and(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == c))
+        };
+        let mut i = 0;
+        while let Some(tree) = trees.get(i) {
+            match tree {
+                TokenTree::Punct(p) if p.as_char() == '|' => {
+                    self.closure = true;
+                    // `||` is one empty parameter list; otherwise the
+                    // names up to the next `|` are the closure's own.
+                    if !(p.spacing() == proc_macro2::Spacing::Joint && punct(Some(i + 1), '|')) {
+                        self.params = !self.params;
+                    } else {
+                        i += 1;
                     }
                 }
+                TokenTree::Ident(ident) if ident == "cfg" && punct(Some(i + 1), '!') => {
+                    if let Some(TokenTree::Group(group)) = trees.get(i + 2) {
+                        let mut condition = String::new();
+                        canonical(group.stream(), &mut condition);
+                        self.conditions.push(condition.trim().to_owned());
+                    }
+                    i += 2;
+                }
+                TokenTree::Ident(ident) => {
+                    let name = ident.to_string();
+                    let after_dot = i.checked_sub(1).is_some_and(|j| punct(Some(j), '.'));
+                    let is_macro = punct(Some(i + 1), '!');
+                    if self.params {
+                        self.locals.push(name);
+                    } else if !after_dot && !is_macro && !KEYWORDS.contains(&name.as_str()) {
+                        let called = matches!(
+                            trees.get(i + 1),
+                            Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis
+                        );
+                        let path = punct(Some(i + 1), ':');
+                        let lower = name.starts_with(|c: char| c.is_ascii_lowercase());
+                        if lower && !called && !path {
+                            self.named_value = true;
+                        }
+                        // `Type::item`: the item of that type (a method, an
+                        // associated const), read as such.
+                        if path
+                            && !lower
+                            && punct(Some(i + 2), ':')
+                            && let Some(TokenTree::Ident(item)) = trees.get(i + 3)
+                        {
+                            self.reads.push(format!("{name}::{item}"));
+                        }
+                        self.reads.push(name);
+                    }
+                }
+                TokenTree::Group(group) => self.walk(group.stream()),
+                _ => {}
             }
-            TokenTree::Group(group) => hidden(group.stream(), closure, conditions),
-            _ => {}
+            i += 1;
         }
     }
+}
+
+/// The name the expression starts with (`rate_limit` in
+/// `policy::rate_limit(…).when(…)`): a built-in constructor or the user's.
+fn head(expr: &TokenStream) -> Option<String> {
+    let mut last = None;
+    for tree in expr.clone() {
+        match tree {
+            TokenTree::Ident(ident) => last = Some(ident.to_string()),
+            TokenTree::Punct(p) if p.as_char() == ':' => {}
+            _ => break,
+        }
+    }
+    last
 }
 
 /// The call installing the policy `expr` (whose `Self` is already the
 /// component type).
 pub(crate) fn install(expr: TokenStream) -> TokenStream {
-    let mut closure = false;
-    let mut conditions = Vec::new();
-    hidden(expr.clone(), &mut closure, &mut conditions);
-    if !closure && conditions.is_empty() {
+    let mut hidden = Hidden::default();
+    hidden.walk(expr.clone());
+    // The user's own policy type (whose source review reads), unless the
+    // expression names nothing at all (then it is no policy either, and
+    // the bound on `policy` says so).
+    let custom = head(&expr).is_none_or(|head| !BUILT_IN.contains(&head.as_str()))
+        && !hidden.reads.is_empty();
+    if !hidden.closure && !hidden.named_value && !custom && hidden.conditions.is_empty() {
         return quote_spanned! {expr.span()=> ::agent_surface::policy::policy(#expr) };
     }
+    let Hidden {
+        mut conditions,
+        mut reads,
+        locals,
+        ..
+    } = hidden;
+    reads.retain(|name| !locals.contains(name));
     conditions.sort();
     conditions.dedup();
+    reads.sort();
+    reads.dedup();
     let mut text = String::new();
     canonical(expr.clone(), &mut text);
     let source = digest(&text);
-    let call = quote! {
-        ::agent_surface::policy::__declared(#expr, #source, &[#(#conditions),*])
-    };
-    quote_spanned! {expr.span()=> #call }
+    // The bound is `policy`'s, as for any other policy: a value that is no
+    // policy gets the same error at its own tokens.
+    let span = expr.span();
+    let policy = quote_spanned! {span=> ::agent_surface::policy::policy(#expr) };
+    quote_spanned! {span=>
+        ::agent_surface::policy::__declared(#policy, #source, &[#(#conditions),*], &[#(#reads),*])
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quote::quote;
 
     fn installed(expr: TokenStream) -> String {
         install(expr).to_string()
@@ -129,5 +242,30 @@ mod tests {
             require_confirmation().when(|ctx| ctx.input().is_some())
         ));
         assert_eq!(a, spaced, "layout is not a change");
+    }
+
+    #[test]
+    fn a_named_predicate_or_a_custom_policy_is_declared_with_what_it_reads() {
+        let named = installed(quote!(require_confirmation().when(is_risky)));
+        assert!(named.contains("__declared"), "{named}");
+        assert!(named.contains("\"is_risky\""), "{named}");
+        let custom = installed(quote!(Quota::new(LIMIT)));
+        assert!(custom.contains("\"Quota::new\""), "{custom}");
+        assert!(custom.contains("\"LIMIT\""), "{custom}");
+        let closure = installed(quote!(
+            require_confirmation().when(|ctx| ctx.input().len() > THRESHOLD)
+        ));
+        assert!(closure.contains("\"THRESHOLD\""), "{closure}");
+        assert!(
+            !closure.contains("\"ctx\""),
+            "a closure's parameter is its own: {closure}"
+        );
+        assert!(
+            !closure.contains("\"len\""),
+            "a method is not an item: {closure}"
+        );
+        // A built-in whose parameters show as values needs no declaration.
+        let plain = installed(quote!(policy::rate_limit(10, WINDOW)));
+        assert!(!plain.contains("__declared"), "{plain}");
     }
 }

@@ -155,6 +155,12 @@ pub(crate) fn from_catalog(
             })
         })
         .collect();
+    // What declared policies read, as the source has it.
+    for list in ["components", "procedures"] {
+        if let Some(declarations) = artifact.get_mut(list) {
+            crate::sources::items::annotate(declarations, &scan.items);
+        }
+    }
     if let Some(object) = artifact.as_object_mut() {
         if !gated.is_empty() {
             object.insert("gatedDeclarations".into(), gated.into());

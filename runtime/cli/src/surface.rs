@@ -97,7 +97,13 @@ pub(crate) fn policy_label(policy: &Value) -> String {
     let name = text(policy, "name");
     let kind = text(policy, "policy");
     if kind == "custom" {
-        return format!("{name} (custom {})", text(policy, "type"));
+        let declared = declared_of(object);
+        let declared = if declared.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", declared.join(", "))
+        };
+        return format!("{name} (custom {}){declared}", text(policy, "type"));
     }
     // The parameters a built-in's name is made of.
     let in_name: &[&str] = match kind {
@@ -115,7 +121,7 @@ pub(crate) fn policy_label(policy: &Value) -> String {
                 | ("audit", "level", Some("metadata"))
         )
     };
-    let hidden: Vec<String> = object
+    let mut hidden: Vec<String> = object
         .iter()
         .filter(|(key, value)| {
             !matches!(key.as_str(), "policy" | "name" | "declared")
@@ -129,29 +135,55 @@ pub(crate) fn policy_label(policy: &Value) -> String {
             format!("{key}={value}")
         })
         .collect();
-    // What the declaring expression says that the parameters cannot: the
-    // build conditions it reads, and the digest of its tokens (a closure's
-    // body).
-    let mut hidden = hidden;
-    if let Some(declared) = object.get("declared") {
-        let conditions: Vec<String> = declared
-            .get("conditions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(|condition| format!("cfg!({condition})"))
-            .collect();
-        if !conditions.is_empty() {
-            hidden.push(format!("depends on {}", conditions.join(" and ")));
-        }
-        hidden.push(format!("declared as {}", text(declared, "source")));
-    }
+    hidden.extend(declared_of(object));
     if hidden.is_empty() {
         name.to_owned()
     } else {
         format!("{name} [{}]", hidden.join(", "))
     }
+}
+
+/// What a policy's declaring expression says that its parameters cannot:
+/// the build conditions it reads, the digest of its tokens (a closure's
+/// body) and of the source items it reads.
+fn declared_of(object: &serde_json::Map<String, Value>) -> Vec<String> {
+    let mut hidden = Vec::new();
+    let Some(declared) = object.get("declared") else {
+        return hidden;
+    };
+    let conditions: Vec<String> = declared
+        .get("conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|condition| format!("cfg!({condition})"))
+        .collect();
+    if !conditions.is_empty() {
+        hidden.push(format!("depends on {}", conditions.join(" and ")));
+    }
+    hidden.push(format!("declared as {}", text(declared, "source")));
+    // The items of the source it reads (a predicate's body, a const,
+    // a custom policy's impls), as one digest.
+    if let Some(read) = declared.get("readsSource") {
+        let names: Vec<&str> = read
+            .get("names")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let shown = if names.is_empty() {
+            "what it reads".to_owned()
+        } else {
+            names.join(", ")
+        };
+        // Shortened for reading: policies are compared by the whole digest.
+        let digest = text(read, "digest");
+        let digest = digest.get(..16).unwrap_or(digest);
+        hidden.push(format!("reading {shown} as {digest}"));
+    }
+    hidden
 }
 
 /// A list of policies, as labels (see [`policy_label`]).

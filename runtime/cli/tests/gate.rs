@@ -288,7 +288,7 @@ fn loosened_schemas_availability_and_look_alike_policies_are_widening_with_a_lin
             &findings,
             "narrowing",
             rename,
-            "rateLimit(10/60000ms) (custom loose::Fake) added"
+            "rateLimit(10/60000ms) (custom loose::Fake) [declared as "
         ),
         "{findings:?}"
     );
@@ -1001,6 +1001,88 @@ fn policy_parameters_chosen_by_cfg_and_a_flipped_when_body_are_widening_with_a_l
             "{change}: {findings:?}"
         );
     }
+}
+
+const READS: &str = r#"use agent_surface::policy::{
+    BoxFuture, Next, Policy, PolicyContext, PolicyResult, require_confirmation,
+};
+use agent_surface::prelude::*;
+
+/// Above this many rows, the person confirms.
+const THRESHOLD: usize = 3;
+
+/// Whether the call needs the person.
+fn is_risky(_: &agent_surface::policy::InvokeContext<'_>) -> bool {
+    THRESHOLD < 10
+}
+
+/// A check of the host's.
+pub struct Quota;
+
+impl Policy for Quota {
+    fn name(&self) -> &str {
+        "quota"
+    }
+
+    fn on_authorize<'a>(
+        &'a self,
+        _: &'a PolicyContext<'a>,
+        next: Next<'a, PolicyContext<'a>>,
+    ) -> BoxFuture<'a, PolicyResult> {
+        next.run()
+    }
+}
+
+/// Devices of the fleet.
+#[agent_component(type = "fixture.table")]
+impl Table {
+    /// Wipe a row.
+    #[action(
+        effect = "local-state",
+        policies = [require_confirmation().when(is_risky), Quota]
+    )]
+    fn wipe(&self) {}
+}
+
+/// The table.
+pub struct Table;
+"#;
+
+#[test]
+fn a_predicate_named_a_const_it_reads_and_a_custom_policys_impl_are_read_by_review() {
+    let dir = committed_with("reads", READS, "");
+    // The predicate now never asks (through the const it reads), and the
+    // custom policy refuses nothing it refused... both read by review.
+    edit(
+        &dir,
+        "const THRESHOLD: usize = 3;",
+        "const THRESHOLD: usize = 30;",
+    );
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    let wipe = "view:fixture.table.wipe";
+    assert!(
+        has(&findings, "widening", wipe, "reading is_risky as "),
+        "{findings:?}"
+    );
+    // A custom policy's checks changed: another finding on the same line.
+    git(&dir, &["checkout", "-q", "--", "."]);
+    edit(
+        &dir,
+        "        next.run()\n",
+        "        let _ = 1;\n        next.run()\n",
+    );
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        has(&findings, "widening", wipe, "reading Quota as "),
+        "{findings:?}"
+    );
+    // An unrelated edit elsewhere is no policy change.
+    git(&dir, &["checkout", "-q", "--", "."]);
+    edit(&dir, "/// The table.", "/// The table of rows.");
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(0), "{findings:?} {}", describe(&output));
 }
 
 const GENERATED: &str = r#"use agent_surface::prelude::*;

@@ -5,7 +5,9 @@
 //! such a policy so its identity also carries a digest of the expression's
 //! tokens and the build conditions it reads: a reviewer (and the review
 //! gate) sees a closure's body change, and sees which parameters depend on
-//! how the binary is built.
+//! how the binary is built. It also names what the expression reads (a
+//! predicate function, a const, a custom policy's type) so the review gate
+//! can digest their source.
 
 use std::sync::Arc;
 
@@ -22,6 +24,7 @@ struct Declared {
     inner: PolicyRef,
     source: &'static str,
     conditions: &'static [&'static str],
+    reads: &'static [&'static str],
 }
 
 impl Policy for Declared {
@@ -58,23 +61,31 @@ impl Policy for Declared {
     }
 
     fn __identity(&self, token: seal::Token) -> PolicyIdentity {
-        self.inner.__identity(token).with(
-            "declared",
-            json!({ "source": self.source, "conditions": self.conditions }),
-        )
+        let mut declared = serde_json::Map::new();
+        declared.insert("source".into(), json!(self.source));
+        declared.insert("conditions".into(), json!(self.conditions));
+        if !self.reads.is_empty() {
+            declared.insert("reads".into(), json!(self.reads));
+        }
+        let declared = serde_json::Value::Object(declared);
+        self.inner.__identity(token).with("declared", declared)
     }
 }
 
 /// `policy`, identified also by its declaration: `source` (a digest of
-/// the expression's tokens) and the `cfg!` `conditions` it reads.
+/// the expression's tokens), the `cfg!` `conditions` it reads and the
+/// names it `reads` that may be items of the declaring crate (the review
+/// gate digests those items' source: a predicate's body, a const it reads).
 pub(crate) fn declared(
     policy: PolicyRef,
     source: &'static str,
     conditions: &'static [&'static str],
+    reads: &'static [&'static str],
 ) -> PolicyRef {
     Arc::new(Declared {
         inner: policy,
         source,
         conditions,
+        reads,
     })
 }

@@ -528,15 +528,17 @@ pub fn policy<P: Policy>(policy: P) -> PolicyRef {
 
 /// `policy` as a macro declared it: its identity also carries `source`, a
 /// digest of the declaring expression's tokens, and the `cfg!` `conditions`
-/// the expression reads (for the macros, where a closure or a build
-/// condition decides what the policy does).
+/// the expression reads, and the names it `reads` that may be the declaring
+/// crate's items (for the macros, where a closure, a named predicate, a
+/// custom policy or a build condition decides what the policy does).
 #[doc(hidden)]
-pub fn __declared<P: Policy>(
-    policy: P,
+pub fn __declared(
+    policy: PolicyRef,
     source: &'static str,
     conditions: &'static [&'static str],
+    reads: &'static [&'static str],
 ) -> PolicyRef {
-    declared::declared(Arc::new(policy), source, conditions)
+    declared::declared(policy, source, conditions, reads)
 }
 
 mod builtins;

@@ -62,6 +62,7 @@ pub(crate) fn scan(roots: &[ScanRoot]) -> Scan {
                 // where the checkout lives), with a digest of the source, so
                 // any change to it while the scan cannot read it shows.
                 return Scan {
+                    items: super::items::Items::new(),
                     gated: Vec::new(),
                     link_level: vec![format!(
                         "the source scan stopped, {} files set aside: the source was not read \
@@ -118,7 +119,8 @@ pub(crate) fn child_main() -> ExitCode {
         .iter()
         .map(|g| json!([g.key, g.condition, g.file, g.digest]))
         .collect();
-    let out = json!({"gated": gated, "linkLevel": scan.link_level});
+    let items = super::items::to_json(&scan.items);
+    let out = json!({"gated": gated, "linkLevel": scan.link_level, "items": items});
     let mut stdout = std::io::stdout().lock();
     if stdout.write_all(out.to_string().as_bytes()).is_err() || stdout.flush().is_err() {
         return ExitCode::from(2);
@@ -135,6 +137,7 @@ fn on_large_stack(roots: Vec<ScanRoot>, set_aside: Vec<PathBuf>) -> Scan {
     match spawned.map(std::thread::JoinHandle::join) {
         Ok(Ok(scan)) => scan,
         _ => Scan {
+            items: super::items::Items::new(),
             gated: Vec::new(),
             link_level: vec!["the source scan could not run: the source was not read".to_owned()],
         },
@@ -309,7 +312,12 @@ fn parse_scan(printed: &Value) -> Option<Scan> {
         .iter()
         .map(|line| line.as_str().map(str::to_owned))
         .collect::<Option<Vec<_>>>()?;
-    Some(Scan { gated, link_level })
+    let items = super::items::from_json(printed.get("items")?)?;
+    Some(Scan {
+        gated,
+        link_level,
+        items,
+    })
 }
 
 #[cfg(test)]
@@ -356,9 +364,16 @@ mod tests {
 
     #[test]
     fn only_a_whole_scan_is_taken_from_the_scan_process() {
-        assert!(parse_scan(&json!({"gated": [], "linkLevel": []})).is_some());
+        assert!(parse_scan(&json!({"gated": [], "linkLevel": [], "items": {}})).is_some());
+        assert!(
+            parse_scan(&json!({"gated": [], "linkLevel": [], "items": {"f": [["d", [1]]]}}))
+                .is_none()
+        );
         assert!(parse_scan(&json!({"linkLevel": []})).is_none());
-        assert!(parse_scan(&json!({"gated": [["k", "c", "f"]], "linkLevel": []})).is_none());
-        assert!(parse_scan(&json!({"gated": [], "linkLevel": [1]})).is_none());
+        assert!(
+            parse_scan(&json!({"gated": [["k", "c", "f"]], "linkLevel": [], "items": {}}))
+                .is_none()
+        );
+        assert!(parse_scan(&json!({"gated": [], "linkLevel": [1], "items": {}})).is_none());
     }
 }

@@ -22,6 +22,7 @@ use crate::ways::Ways;
 mod build_script;
 pub(crate) mod digest;
 pub(crate) mod isolated;
+pub(crate) mod items;
 mod tokens;
 mod visitor;
 
@@ -51,6 +52,8 @@ pub(crate) struct Scan {
     pub(crate) gated: Vec<GatedDeclaration>,
     /// Code at link level, one line per occurrence (`file: what name`).
     pub(crate) link_level: Vec<String>,
+    /// The source's items by name (what declared policies read).
+    pub(crate) items: items::Items,
 }
 
 /// `use path::agent_component as alias;` anywhere in `file`: (alias, name)
@@ -355,6 +358,8 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
     }
     let mut invocations = Vec::new();
     for (path, file, ways) in &parsed {
+        isolated::at(path);
+        items::index(file, &mut scan.items);
         // Ways beyond those told apart still change what review sees.
         if let Some(beyond) = ways.beyond_told() {
             scan.link_level.push(format!(
