@@ -1,9 +1,11 @@
 //! A `policies = [...]` expression as the generated code installs it. When
 //! its runtime identity cannot show what it does — it holds a closure (a
-//! confirmation `when`, a custom check) or reads `cfg!(…)` (parameters
-//! chosen by build) — the policy is installed with a digest of the
-//! expression's tokens and the `cfg!` conditions it reads, which its
-//! identity (the catalog, the contract artifact, the review gate) carries.
+//! confirmation `when`, a custom check), passes a predicate by name, builds
+//! a custom policy, reads a const (whose value may be chosen by build) or
+//! reads `cfg!(…)` — the policy is installed with a digest of the
+//! expression's tokens, the `cfg!` conditions it reads and the names it
+//! reads, which its identity (the catalog, the contract artifact, the review
+//! gate) carries; the gate digests the source of those names.
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use quote::quote_spanned;
@@ -75,6 +77,9 @@ struct Hidden {
     /// It passes a function (or another value named in lower case, such as
     /// a predicate) by name.
     named_value: bool,
+    /// It reads a const or a static (named in upper case), whose value may
+    /// itself be chosen by build.
+    constant: bool,
     /// The conditions of its `cfg!(…)`s.
     conditions: Vec<String>,
     /// Every name it reads that may be an item of the user's crate (a
@@ -131,6 +136,11 @@ impl Hidden {
                         if lower && !called && !path {
                             self.named_value = true;
                         }
+                        if name.chars().any(|c| c.is_ascii_uppercase())
+                            && !name.chars().any(|c| c.is_ascii_lowercase())
+                        {
+                            self.constant = true;
+                        }
                         // `Type::item`: the item of that type (a method, an
                         // associated const), read as such.
                         if path
@@ -140,7 +150,10 @@ impl Hidden {
                         {
                             self.reads.push(format!("{name}::{item}"));
                         }
-                        self.reads.push(name);
+                        // A module on the way (`policy::`) is no item.
+                        if !(path && lower) {
+                            self.reads.push(name);
+                        }
                     }
                 }
                 TokenTree::Group(group) => self.walk(group.stream()),
@@ -175,7 +188,8 @@ pub(crate) fn install(expr: TokenStream) -> TokenStream {
     // the bound on `policy` says so).
     let custom = head(&expr).is_none_or(|head| !BUILT_IN.contains(&head.as_str()))
         && !hidden.reads.is_empty();
-    if !hidden.closure && !hidden.named_value && !custom && hidden.conditions.is_empty() {
+    let plain = !hidden.closure && !hidden.named_value && !hidden.constant && !custom;
+    if plain && hidden.conditions.is_empty() {
         return quote_spanned! {expr.span()=> ::agent_surface::policy::policy(#expr) };
     }
     let Hidden {
@@ -264,8 +278,11 @@ mod tests {
             !closure.contains("\"len\""),
             "a method is not an item: {closure}"
         );
-        // A built-in whose parameters show as values needs no declaration.
-        let plain = installed(quote!(policy::rate_limit(10, WINDOW)));
+        // A built-in whose parameters are written out needs no declaration;
+        // one reading a const does (its value may be chosen by build).
+        let plain = installed(quote!(policy::rate_limit(10, Duration::from_secs(60))));
         assert!(!plain.contains("__declared"), "{plain}");
+        let constant = installed(quote!(policy::rate_limit(LIMIT, WINDOW)));
+        assert!(constant.contains("\"LIMIT\""), "{constant}");
     }
 }

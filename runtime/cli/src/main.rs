@@ -154,6 +154,54 @@ fn unseen(artifact: &Value) -> Vec<String> {
     out
 }
 
+/// What decides the code that generators write, by digest: a local
+/// proc-macro crate with the local crates it links (their code runs when it
+/// generates), the local crates the build script links, and — when either
+/// kind of generator is there — the package's files other than Rust source
+/// and the reviewed artifact, which a generator may read (a spec, a data
+/// file, a template). A change to any is a change review sees (a new
+/// line, or a changed one, is widening).
+fn generated_reach(package: &metadata::Package, artifact: &std::path::Path) -> Vec<String> {
+    let mut budget = sources::digest::MAX_DIGESTED_BYTES;
+    let mut trees = |dirs: &[std::path::PathBuf]| {
+        let digests: Vec<String> = dirs
+            .iter()
+            .map(|dir| sources::digest::of_tree(dir, &mut budget))
+            .collect();
+        sources::bytes_digest(digests.join("\n").as_bytes())
+    };
+    let mut lines = Vec::new();
+    for (label, dirs) in &package.generators {
+        lines.push(format!(
+            "{label}: a local proc-macro crate, whose output is decided when it runs: its files \
+             and those of the local crates it links ({}) have digest {}",
+            dirs.len().saturating_sub(1),
+            trees(dirs)
+        ));
+    }
+    if !package.build_dependencies.is_empty() {
+        lines.push(format!(
+            "the build script links local crates ({}), whose files have digest {}",
+            package.build_dependencies.len(),
+            trees(&package.build_dependencies)
+        ));
+    }
+    let build_script = sources::build_script::generator_of(&package.dir).is_some();
+    if !package.generators.is_empty() || build_script {
+        let artifact = std::fs::canonicalize(artifact).unwrap_or_else(|_| artifact.to_path_buf());
+        let left_out = |path: &std::path::Path| {
+            path.extension().is_some_and(|ext| ext == "rs")
+                || std::fs::canonicalize(path).is_ok_and(|p| p == artifact)
+        };
+        lines.push(format!(
+            "files a generator may read: the package's files other than Rust source and the \
+             artifact have digest {}",
+            sources::digest::of_tree_except(&package.dir, &mut budget, &left_out)
+        ));
+    }
+    lines
+}
+
 fn run(options: &Options) -> Result<u8, Fatal> {
     let package = metadata::locate(options)?;
     let (path, name) = artifact_location(options, &package.dir);
@@ -164,16 +212,7 @@ fn run(options: &Options) -> Result<u8, Fatal> {
              what the gate checks; review it by hand"
         );
     }
-    // A local proc-macro crate generates code when it runs: its source is
-    // recorded by digest, so a change to the generator is a change review
-    // sees (a new line, or a changed one, is widening).
-    let mut budget = sources::digest::MAX_DIGESTED_BYTES;
-    for (label, dir) in &package.generators {
-        let line = format!(
-            "{label}: a local proc-macro crate, whose output is decided when it runs: its files \
-             have digest {}",
-            sources::digest::of_tree(dir, &mut budget)
-        );
+    for line in generated_reach(&package, &path) {
         eprintln!("agent-surface: not seen by this build: {line}; review it by hand");
         scan.link_level.push(line);
     }

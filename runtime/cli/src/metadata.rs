@@ -38,8 +38,13 @@ pub(crate) struct Package {
     /// The source the gate reads beyond the build.
     pub(crate) scan_roots: Vec<ScanRoot>,
     /// Local proc-macro crates the package depends on (`name version`,
-    /// package directory): generators whose output review cannot read.
-    pub(crate) generators: Vec<(String, PathBuf)>,
+    /// and the directories of the crate and of every local crate it links,
+    /// whose code runs when it generates): generators whose output review
+    /// cannot read.
+    pub(crate) generators: Vec<(String, Vec<PathBuf>)>,
+    /// The directories of the local crates the package's build script
+    /// links (its build-dependencies, and theirs).
+    pub(crate) build_dependencies: Vec<PathBuf>,
 }
 
 pub(crate) fn cargo() -> Command {
@@ -149,6 +154,8 @@ pub(crate) struct ScanRoot {
 
 /// A linked library of a dependency.
 struct Linked {
+    /// The package's id in the metadata.
+    id: String,
     crate_name: String,
     label: String,
     /// Platform conditions on the way to it (empty: every platform).
@@ -306,6 +313,7 @@ fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<Linked> {
                     (dir, PathBuf::from(str_of(target, "src_path")))
                 });
                 out.push(Linked {
+                    id: pkg.to_owned(),
                     crate_name: str_of(target, "name").replace('-', "_"),
                     label: format!("{} {}", str_of(package, "name"), str_of(package, "version")),
                     condition: condition.clone(),
@@ -317,6 +325,54 @@ fn linked_dependency_crates(metadata: &Value, package_id: &str) -> Vec<Linked> {
         }
     }
     out
+}
+
+/// The directories of the local packages reached from `start` (the ids of
+/// packages) through dependency edges of the given kinds (`None` for
+/// normal, `Some("build")` for build), then through normal ones; the
+/// framework's own crates left out.
+fn local_closure(metadata: &Value, start: &[&str], first: Option<&str>) -> Vec<PathBuf> {
+    let nodes = metadata
+        .get("resolve")
+        .map_or(&[][..], |r| array_of(r, "nodes"));
+    let packages = array_of(metadata, "packages");
+    let kind_of = |dep: &Value, wanted: Option<&str>| {
+        let kinds = array_of(dep, "dep_kinds");
+        kinds.is_empty() && wanted.is_none()
+            || kinds
+                .iter()
+                .any(|kind| kind.get("kind").and_then(Value::as_str) == wanted)
+    };
+    let mut seen: Vec<&str> = start.to_vec();
+    let mut queue: Vec<(&str, bool)> = start.iter().map(|id| (*id, true)).collect();
+    let mut dirs = Vec::new();
+    while let Some((current, at_start)) = queue.pop() {
+        let Some(node) = nodes.iter().find(|node| str_of(node, "id") == current) else {
+            continue;
+        };
+        let wanted = if at_start { first } else { None };
+        for dep in array_of(node, "deps") {
+            let pkg = str_of(dep, "pkg");
+            if !kind_of(dep, wanted) || seen.contains(&pkg) {
+                continue;
+            }
+            seen.push(pkg);
+            let Some(package) = packages.iter().find(|p| str_of(p, "id") == pkg) else {
+                continue;
+            };
+            if !str_of(package, "source").is_empty()
+                || str_of(package, "name").starts_with("agent-surface")
+            {
+                continue;
+            }
+            let manifest = Path::new(str_of(package, "manifest_path"));
+            dirs.extend(manifest.parent().map(Path::to_path_buf));
+            queue.push((pkg, false));
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// Finds the package with cargo metadata.
@@ -412,7 +468,9 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
             // runs, so review sees its source by digest (a local one; a
             // registry one is pinned by the lock file).
             if let (Some((dir, _)), false) = (linked.local, framework) {
-                generators.push((dependency, dir));
+                let mut dirs = vec![dir];
+                dirs.extend(local_closure(&metadata, &[&linked.id], None));
+                generators.push((dependency, dirs));
             }
             continue;
         }
@@ -466,6 +524,7 @@ pub(crate) fn locate(options: &Options) -> Result<Package, Fatal> {
         runtime: runtime_dependency(&metadata, package_id),
         scan_roots,
         generators,
+        build_dependencies: local_closure(&metadata, &[package_id], Some("build")),
     })
 }
 

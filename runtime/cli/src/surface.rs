@@ -151,14 +151,22 @@ fn declared_of(object: &serde_json::Map<String, Value>) -> Vec<String> {
     let Some(declared) = object.get("declared") else {
         return hidden;
     };
-    let conditions: Vec<String> = declared
-        .get("conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(|condition| format!("cfg!({condition})"))
-        .collect();
+    // Its own `cfg!`s and those of the items it reads.
+    let mut conditions: Vec<String> = [
+        declared.get("conditions"),
+        declared
+            .get("readsSource")
+            .and_then(|r| r.get("conditions")),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(Value::as_array)
+    .flatten()
+    .filter_map(Value::as_str)
+    .map(|condition| format!("cfg!({condition})"))
+    .collect();
+    conditions.sort();
+    conditions.dedup();
     if !conditions.is_empty() {
         hidden.push(format!("depends on {}", conditions.join(" and ")));
     }

@@ -986,7 +986,7 @@ fn policy_parameters_chosen_by_cfg_and_a_flipped_when_body_are_widening_with_a_l
     assert_eq!(code, Some(1), "{}", describe(&output));
     let wipe = "view:fixture.table.wipe";
     for (class, change) in [
-        ("widening", "policy rateLimit(10/60000ms) removed"),
+        ("widening", "policy rateLimit(10/60000ms) [declared as "),
         (
             "widening",
             "policy requireConfirmation [when=custom, declared as ",
@@ -1004,9 +1004,12 @@ fn policy_parameters_chosen_by_cfg_and_a_flipped_when_body_are_widening_with_a_l
 }
 
 const READS: &str = r#"use agent_surface::policy::{
-    BoxFuture, Next, Policy, PolicyContext, PolicyResult, require_confirmation,
+    BoxFuture, Next, Policy, PolicyContext, PolicyResult, rate_limit, require_confirmation,
 };
 use agent_surface::prelude::*;
+
+/// Calls allowed per minute.
+const LIMIT: u32 = 10;
 
 /// Above this many rows, the person confirms.
 const THRESHOLD: usize = 3;
@@ -1039,7 +1042,11 @@ impl Table {
     /// Wipe a row.
     #[action(
         effect = "local-state",
-        policies = [require_confirmation().when(is_risky), Quota]
+        policies = [
+            require_confirmation().when(is_risky),
+            Quota,
+            rate_limit(LIMIT, std::time::Duration::from_secs(60)),
+        ]
     )]
     fn wipe(&self) {}
 }
@@ -1076,6 +1083,34 @@ fn a_predicate_named_a_const_it_reads_and_a_custom_policys_impl_are_read_by_revi
     assert_eq!(code, Some(1), "{}", describe(&output));
     assert!(
         has(&findings, "widening", wipe, "reading Quota as "),
+        "{findings:?}"
+    );
+    // The limit, read from a const, is now chosen by build: the release
+    // build allows a million calls.
+    git(&dir, &["checkout", "-q", "--", "."]);
+    edit(
+        &dir,
+        "const LIMIT: u32 = 10;",
+        "const LIMIT: u32 = if cfg!(debug_assertions) { 10 } else { 1_000_000 };",
+    );
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        has(
+            &findings,
+            "widening",
+            wipe,
+            "policy rateLimit(10/60000ms) [declared as "
+        ),
+        "{findings:?}"
+    );
+    assert!(
+        has(
+            &findings,
+            "narrowing",
+            wipe,
+            "depends on cfg!(debug_assertions)"
+        ),
         "{findings:?}"
     );
     // An unrelated edit elsewhere is no policy change.
@@ -1198,6 +1233,122 @@ fn a_local_proc_macro_crate_that_changes_is_a_change_review_sees() {
     );
 }
 
+/// A build script writing the data file `components.txt` into
+/// `OUT_DIR/generated.rs`, in release builds only.
+const DATA_SCRIPT: &str = "fn main() {\n    \
+    let out = std::env::var(\"OUT_DIR\").unwrap();\n    \
+    let release = std::env::var(\"PROFILE\").as_deref() == Ok(\"release\");\n    \
+    let data = std::fs::read_to_string(\"components.txt\").unwrap();\n    \
+    let text = if release { data } else { String::new() };\n    \
+    std::fs::write(format!(\"{out}/generated.rs\"), text).unwrap();\n}\n";
+
+/// A component, for a generator to emit.
+const WIPE: &str = "#[cfg(not(debug_assertions))] \
+     #[agent_surface::prelude::agent_component(type = \"fixture.wipe\")] \
+     impl Wipe { /// Wipe.\n #[action(effect = \"local-state\")] fn all(&self) {} } \
+     /// Wipes.\n pub struct Wipe;";
+
+fn finding_on(findings: &[serde_json::Value], text: &str) -> bool {
+    findings.iter().any(|f| {
+        f["class"] == "widening"
+            && [&f["subject"], &f["change"]]
+                .iter()
+                .any(|v| v.as_str().is_some_and(|c| c.contains(text)))
+    })
+}
+
+#[test]
+fn a_data_file_a_build_script_reads_is_a_change_review_sees() {
+    let dir = fixtures().join("generated-data");
+    fixture(&dir, "generated-data", GENERATED, "");
+    write(&dir, "build.rs", DATA_SCRIPT);
+    write(&dir, "components.txt", "");
+    let snapshot = run(&dir, &["snapshot"]);
+    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "."]);
+    git(&dir, &["commit", "-q", "-m", "base"]);
+    // Only the data changes: the script and the source are as reviewed.
+    write(&dir, "components.txt", WIPE);
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        finding_on(&findings, "files a generator may read"),
+        "{findings:?}"
+    );
+}
+
+#[test]
+fn what_a_local_proc_macro_links_and_reads_is_a_change_review_sees() {
+    let dir = fixtures().join("macro-inputs");
+    let generator = dir.join("maker");
+    let core = dir.join("maker-core");
+    fixture(
+        &dir,
+        "macro-inputs",
+        GATED,
+        "maker = { path = \"maker\" }\n",
+    );
+    let _ = std::fs::remove_dir_all(&generator);
+    let _ = std::fs::remove_dir_all(&core);
+    write(
+        &generator,
+        "Cargo.toml",
+        "[package]\nname = \"maker\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
+         [lib]\nproc-macro = true\n\n[dependencies]\nmaker-core = { path = \"../maker-core\" }\n",
+    );
+    // The generator emits what its library says, then the user's spec.
+    write(
+        &generator,
+        "src/lib.rs",
+        "extern crate proc_macro;\nuse proc_macro::TokenStream;\n\n\
+         #[proc_macro]\npub fn make(_: TokenStream) -> TokenStream {\n    \
+         let dir = std::env::var(\"CARGO_MANIFEST_DIR\").unwrap();\n    \
+         let spec = std::fs::read_to_string(format!(\"{dir}/spec.txt\")).unwrap_or_default();\n    \
+         format!(\"{}{spec}\", maker_core::code()).parse().unwrap()\n}\n",
+    );
+    let core_code = |code: &str| format!("pub fn code() -> &'static str {{\n    {code:?}\n}}\n");
+    write(
+        &core,
+        "Cargo.toml",
+        "[package]\nname = \"maker-core\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n",
+    );
+    write(&core, "src/lib.rs", &core_code(""));
+    write(&dir, "spec.txt", "");
+    let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        text.replace(
+            "[workspace]\n",
+            "[workspace]\nmembers = [\"maker\", \"maker-core\"]\n",
+        ),
+    )
+    .unwrap();
+    edit(&dir, "//MORE", "maker::make!();");
+    let snapshot = run(&dir, &["snapshot"]);
+    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "."]);
+    git(&dir, &["commit", "-q", "-m", "base"]);
+    // The library the generator links now emits a component.
+    write(&core, "src/lib.rs", &core_code(WIPE));
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        finding_on(&findings, "maker 0.1.0: a local proc-macro crate"),
+        "{findings:?}"
+    );
+    // The spec the generator reads from the package now holds one.
+    git(&dir, &["checkout", "-q", "--", "."]);
+    write(&dir, "spec.txt", WIPE);
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        finding_on(&findings, "files a generator may read"),
+        "{findings:?}"
+    );
+}
+
 const PULLING: &str = r#"use agent_surface::prelude::*;
 
 /// Pulls in the file its caller names.
@@ -1241,8 +1392,24 @@ pub struct Extra;
 
 #[test]
 fn a_file_a_macro_includes_under_a_cfg_is_read_and_its_changes_are_widening() {
-    let dir = fixtures().join("pulling");
-    fixture(&dir, "pulling", PULLING, "\n[features]\nextra = []\n");
+    pulled_file_changes_are_widening("pulling", PULLING);
+}
+
+#[test]
+fn a_file_a_macro_includes_by_a_computed_path_under_a_cfg_is_read_too() {
+    let computed = PULLING.replace("$file:literal", "$file:expr").replace(
+        "pull!(\"extra.rs\");",
+        "pull!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/src/extra.rs\"));",
+    );
+    assert_ne!(computed, PULLING);
+    pulled_file_changes_are_widening("pulling-computed", &computed);
+}
+
+/// A fixture whose `lib` pulls in `src/extra.rs` under a feature the
+/// build leaves out: a capability added there is widening.
+fn pulled_file_changes_are_widening(name: &str, lib: &str) {
+    let dir = fixtures().join(name);
+    fixture(&dir, name, lib, "\n[features]\nextra = []\n");
     write(&dir, "src/extra.rs", PULLED);
     let snapshot = run(&dir, &["snapshot", "--no-default-features"]);
     assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));

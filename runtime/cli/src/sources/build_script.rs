@@ -3,7 +3,8 @@
 //! what the gate records for it carries the build script's digest — a
 //! change to the generator is a change review sees, even where the
 //! generated file declares reach only in builds the gate did not make.
-//! (Files the build script reads besides its own source are not digested.)
+//! (What else it reads is listed as "files a generator may read"; see
+//! `generated_reach` in `main.rs`.)
 
 use std::path::Path;
 
@@ -15,7 +16,7 @@ const MAX_SCRIPT_BYTES: u64 = 16 << 20;
 /// The build script of the package holding `dir` (its `[package] build`,
 /// or `build.rs` beside the manifest), said with its digest; `None` when
 /// the package has none.
-pub(super) fn generator_of(dir: &Path) -> Option<String> {
+pub(crate) fn generator_of(dir: &Path) -> Option<String> {
     let root = dir
         .ancestors()
         .find(|ancestor| ancestor.join("Cargo.toml").is_file())?;

@@ -53,6 +53,16 @@ pub(crate) fn of_file(path: &Path, budget: &mut u64) -> Option<String> {
 /// and past [`MAX_TREE_FILES`] paths by nothing; either is said in the
 /// digest's text.
 pub(crate) fn of_tree(dir: &Path, budget: &mut u64) -> String {
+    of_tree_except(dir, budget, &|_| false)
+}
+
+/// [`of_tree`] without the files for which `left_out` holds (given each
+/// file's path).
+pub(crate) fn of_tree_except(
+    dir: &Path,
+    budget: &mut u64,
+    left_out: &dyn Fn(&Path) -> bool,
+) -> String {
     // Paths are gathered up to ten times the cap, then sorted, so which
     // ones are digested does not depend on the order the system lists them.
     let mut found: Vec<(String, PathBuf)> = Vec::new();
@@ -88,7 +98,8 @@ pub(crate) fn of_tree(dir: &Path, budget: &mut u64) -> String {
                     .map(|t| t.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 links.push((shown(&path), target));
-            } else if std::fs::metadata(&path).is_ok_and(|meta| meta.is_file()) {
+            } else if std::fs::metadata(&path).is_ok_and(|meta| meta.is_file()) && !left_out(&path)
+            {
                 found.push((shown(&path), path));
             }
         }

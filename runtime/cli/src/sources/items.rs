@@ -30,6 +30,8 @@ pub(crate) struct ItemText {
     /// The names in it that may be other items (`Type::item` for a type's
     /// own).
     pub(crate) reads: Vec<String>,
+    /// The conditions of the `cfg!(…)`s in it (a value chosen by build).
+    pub(crate) conditions: Vec<String>,
 }
 
 /// Items by the name a declaration reads them with: a free function, a
@@ -40,7 +42,7 @@ pub(crate) type Items = BTreeMap<String, BTreeSet<ItemText>>;
 /// Names in `tokens` that may be items: every identifier not after `.`
 /// (a method or field), not a macro's name and not a keyword, and
 /// `Type::item` where a capitalized name is followed by a path segment.
-fn names_in(tokens: TokenStream, out: &mut BTreeSet<String>) {
+fn names_in(tokens: TokenStream, out: &mut BTreeSet<String>, conditions: &mut BTreeSet<String>) {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     let punct = |i: usize, c: char| {
         trees
@@ -52,9 +54,18 @@ fn names_in(tokens: TokenStream, out: &mut BTreeSet<String>) {
             return;
         }
         match tree {
-            TokenTree::Group(group) => names_in(group.stream(), out),
+            TokenTree::Group(group) => names_in(group.stream(), out, conditions),
             TokenTree::Ident(ident) => {
                 let after_dot = i.checked_sub(1).is_some_and(|j| punct(j, '.'));
+                if ident == "cfg"
+                    && punct(i + 1, '!')
+                    && let Some(TokenTree::Group(group)) = trees.get(i + 2)
+                {
+                    // As the macros write a condition: tokens spaced.
+                    let text: Vec<String> =
+                        group.stream().into_iter().map(|t| t.to_string()).collect();
+                    conditions.insert(text.join(" "));
+                }
                 if after_dot || punct(i + 1, '!') || is_keyword(ident) {
                     continue;
                 }
@@ -67,7 +78,10 @@ fn names_in(tokens: TokenStream, out: &mut BTreeSet<String>) {
                 {
                     out.insert(format!("{name}::{item}"));
                 }
-                out.insert(name);
+                // A module on the way (`config::`) is no item.
+                if typed || !punct(i + 1, ':') {
+                    out.insert(name);
+                }
             }
             _ => {}
         }
@@ -89,11 +103,12 @@ fn record(items: &mut Items, name: String, item: &impl ToTokens) {
     if items.len() >= MAX_NAMES && !items.contains_key(&name) {
         return;
     }
-    let mut reads = BTreeSet::new();
-    names_in(item.to_token_stream(), &mut reads);
+    let (mut reads, mut conditions) = (BTreeSet::new(), BTreeSet::new());
+    names_in(item.to_token_stream(), &mut reads, &mut conditions);
     items.entry(name).or_default().insert(ItemText {
         digest: digest(item),
         reads: reads.into_iter().collect(),
+        conditions: conditions.into_iter().collect(),
     });
 }
 
@@ -153,15 +168,27 @@ pub(super) fn index(file: &syn::File, items: &mut Items) {
     Indexer(items).visit_file(file);
 }
 
+/// What a policy reads, as the source has it.
+#[derive(Debug)]
+struct Followed {
+    /// The names it reads that the source defines.
+    names: Vec<String>,
+    /// One digest over the texts of every item followed.
+    digest: String,
+    /// The `cfg!(…)` conditions in them.
+    conditions: Vec<String>,
+}
+
 /// The items `reads` names, and those they read in turn, as found in the
-/// source: (the names found, one digest over all their texts). `None` when
+/// source. `None` when
 /// none of them is in the source (they are the framework's or a registry
 /// crate's, whose versions the lockfile pins).
-fn followed(reads: &[&str], items: &Items) -> Option<(Vec<String>, String)> {
+fn followed(reads: &[&str], items: &Items) -> Option<Followed> {
     let mut queue: Vec<String> = reads.iter().map(|s| (*s).to_owned()).collect();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut found: Vec<String> = Vec::new();
     let mut texts: BTreeSet<&str> = BTreeSet::new();
+    let mut conditions: BTreeSet<String> = BTreeSet::new();
     while let Some(name) = queue.pop() {
         if seen.len() >= MAX_FOLLOWED || !seen.insert(name.clone()) {
             continue;
@@ -175,6 +202,7 @@ fn followed(reads: &[&str], items: &Items) -> Option<(Vec<String>, String)> {
         for text in defined {
             texts.insert(&text.digest);
             queue.extend(text.reads.iter().cloned());
+            conditions.extend(text.conditions.iter().cloned());
         }
     }
     if texts.is_empty() {
@@ -182,17 +210,22 @@ fn followed(reads: &[&str], items: &Items) -> Option<(Vec<String>, String)> {
     }
     found.sort();
     let joined: Vec<&str> = texts.into_iter().collect();
-    Some((found, super::bytes_digest(joined.join("\n").as_bytes())))
+    Some(Followed {
+        names: found,
+        digest: super::bytes_digest(joined.join("\n").as_bytes()),
+        conditions: conditions.into_iter().collect(),
+    })
 }
 
-/// `items` as the scan's process prints them: `{name: [[digest, [reads…]]…]}`.
+/// `items` as the scan's process prints them:
+/// `{name: [[digest, [reads…], [conditions…]]…]}`.
 pub(super) fn to_json(items: &Items) -> Value {
     items
         .iter()
         .map(|(name, texts)| {
             let texts: Vec<Value> = texts
                 .iter()
-                .map(|text| json!([text.digest, text.reads]))
+                .map(|text| json!([text.digest, text.reads, text.conditions]))
                 .collect();
             (name.clone(), Value::Array(texts))
         })
@@ -207,13 +240,18 @@ pub(super) fn from_json(value: &Value) -> Option<Items> {
         let mut set = BTreeSet::new();
         for text in texts.as_array()? {
             let digest = text.get(0)?.as_str()?.to_owned();
-            let reads = text
-                .get(1)?
-                .as_array()?
-                .iter()
-                .map(|read| read.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()?;
-            set.insert(ItemText { digest, reads });
+            let strings = |i: usize| {
+                text.get(i)?
+                    .as_array()?
+                    .iter()
+                    .map(|read| read.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+            };
+            set.insert(ItemText {
+                digest,
+                reads: strings(1)?,
+                conditions: strings(2)?,
+            });
         }
         items.insert(name.clone(), set);
     }
@@ -234,8 +272,12 @@ pub(crate) fn annotate(value: &mut Value, items: &Items) {
                     .flatten()
                     .filter_map(Value::as_str)
                     .collect();
-                if let Some((names, digest)) = followed(&reads, items) {
-                    let read = json!({ "names": names, "digest": digest });
+                if let Some(read) = followed(&reads, items) {
+                    let read = json!({
+                        "names": read.names,
+                        "digest": read.digest,
+                        "conditions": read.conditions,
+                    });
                     declared.insert("readsSource".into(), read);
                 }
             }
@@ -269,21 +311,26 @@ mod tests {
              fn is_risky(ctx: &Ctx) -> bool { ctx.count() > THRESHOLD }\n\
              fn unrelated() {}",
         );
-        let (names, digest) = followed(&["is_risky", "require_confirmation"], &before).unwrap();
-        assert_eq!(names, ["is_risky"]);
+        let first = followed(&["is_risky", "require_confirmation"], &before).unwrap();
+        assert_eq!(first.names, ["is_risky"]);
+        let digest = first.digest;
         let after = indexed(
             "const THRESHOLD: usize = 3_000;\n\
              fn is_risky(ctx: &Ctx) -> bool { ctx.count() > THRESHOLD }\n\
              fn unrelated() {}",
         );
-        let (_, changed) = followed(&["is_risky"], &after).unwrap();
+        let changed = followed(&["is_risky"], &after).unwrap().digest;
         assert_ne!(digest, changed, "the const it reads changed");
         let elsewhere = indexed(
             "const THRESHOLD: usize = 3;\n\
              fn is_risky(ctx: &Ctx) -> bool { ctx.count() > THRESHOLD }\n\
              fn unrelated() { let _ = 1; }",
         );
-        assert_eq!(followed(&["is_risky"], &elsewhere).unwrap().1, digest);
+        assert_eq!(followed(&["is_risky"], &elsewhere).unwrap().digest, digest);
+        let by_build =
+            indexed("const LIMIT: u32 = if cfg!(debug_assertions) { 10 } else { 1_000_000 };");
+        let read = followed(&["LIMIT"], &by_build).unwrap();
+        assert_eq!(read.conditions, ["debug_assertions"]);
         assert!(followed(&["rate_limit"], &before).is_none());
     }
 
@@ -298,10 +345,10 @@ mod tests {
         };
         let reads = ["Quota", "Quota::new"];
         let a = followed(&reads, &indexed(&text(""))).unwrap();
-        assert_eq!(a.0, ["Quota", "Quota::new"]);
+        assert_eq!(a.names, ["Quota", "Quota::new"]);
         let b = followed(&reads, &indexed(&text("fn on_discovery(&self) {}"))).unwrap();
-        assert_ne!(a.1, b.1, "the trait impl changed");
+        assert_ne!(a.digest, b.digest, "the trait impl changed");
         let c = text("").replace("fn other() {}", "fn other() { let _ = 2; }");
-        assert_eq!(a.1, followed(&reads, &indexed(&c)).unwrap().1);
+        assert_eq!(a.digest, followed(&reads, &indexed(&c)).unwrap().digest);
     }
 }

@@ -19,7 +19,7 @@ use syn::visit::Visit;
 use crate::metadata::ScanRoot;
 use crate::ways::Ways;
 
-mod build_script;
+pub(crate) mod build_script;
 pub(crate) mod digest;
 pub(crate) mod isolated;
 pub(crate) mod items;
@@ -103,6 +103,10 @@ fn generator_names(shared: &Shared) -> std::collections::HashSet<String> {
         }
     }
 }
+
+/// Marks the digest of a call whose files the scan could not name (see
+/// `Visitor::files_named_in`).
+const COMPUTED: &str = "\u{0}computed";
 
 /// At most this much source is read per scan (bytes).
 const MAX_SOURCE_BYTES: u64 = if cfg!(test) { 4 << 20 } else { 64 << 20 };
@@ -338,6 +342,7 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
         isolated::at(&path);
         let mut found = Vec::new();
         Visitor {
+            package_dir: &base,
             label: root.label.as_deref(),
             file: relative(&path),
             child_dir,
@@ -372,6 +377,7 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
             isolated::at(path);
             let (file_dir, child_dir) = child_dir_of(path, &roots);
             Visitor {
+                package_dir: &base,
                 label: root.label.as_deref(),
                 file: relative(path),
                 child_dir,
@@ -392,6 +398,18 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
     for (path, file, _) in parsed {
         isolated::at(&path);
         drop(file);
+    }
+    // A call whose files are computed or not found may pull in any Rust
+    // file of the package: their digest stands for them (taken once).
+    let mut rust_files = None;
+    for (_, _, _, digest) in &mut invocations {
+        if let Some(call) = digest.strip_suffix(COMPUTED) {
+            let tree = rust_files.get_or_insert_with(|| {
+                let other = |path: &Path| path.extension().is_none_or(|ext| ext != "rs");
+                digest::of_tree_except(&base, &mut shared.digest_budget, &other)
+            });
+            *digest = format!("{call}, may pull in any Rust file of the package: {tree}");
+        }
     }
     shared.invocations.extend(
         invocations

@@ -18,6 +18,9 @@ use crate::source_attrs::{
 };
 
 pub(super) struct Visitor<'a> {
+    /// The directory of the package (`CARGO_MANIFEST_DIR`), where a path
+    /// built from it resolves.
+    pub(super) package_dir: &'a std::path::Path,
     pub(super) label: Option<&'a str>,
     pub(super) file: String,
     /// The directory a `mod name;` here resolves in.
@@ -181,12 +184,22 @@ impl Visitor<'_> {
             // A file the arguments name (`pull!("extra.rs")` of a macro that
             // `include!`s or `#[path]`s its argument): read too, under the
             // conditions of the call.
+            let mut resolved = true;
             if name != "include_str" && name != "include_bytes" {
-                self.files_named_in(&mac.tokens);
+                resolved = self.files_named_in(&mac.tokens);
             }
             // A generator's invocation matters only under a condition.
             if !self.cfg.is_empty() && !test_only(&self.cfg) {
-                let entry = (name, joined(&self.cfg), self.file.clone(), digest(whole));
+                let mut digest = digest(whole);
+                // A path computed at build time (`concat!(env!(…), …)`), or
+                // a file named that is not there: the call may pull in any
+                // file of the package, so their digest is the call's too.
+                // (Digested once per package, for a generator's calls only:
+                // see `COMPUTED`.)
+                if !resolved {
+                    digest.push_str(super::COMPUTED);
+                }
+                let entry = (name, joined(&self.cfg), self.file.clone(), digest);
                 self.invocations.push(entry);
             }
         }
@@ -195,7 +208,13 @@ impl Visitor<'_> {
     /// Every `"….rs"` literal in `tokens` that names a file beside this one
     /// (as `include!` resolves) or in this module's directory (as
     /// `#[path]` does): queued to be read under the current conditions.
-    fn files_named_in(&mut self, tokens: &proc_macro2::TokenStream) {
+    ///
+    /// Also resolved in the package's directory (a path built with
+    /// `concat!(env!("CARGO_MANIFEST_DIR"), "/src/x.rs")`). Returns whether
+    /// the call names its files plainly: every `"….rs"` found, no path
+    /// computed with `env!`.
+    fn files_named_in(&mut self, tokens: &proc_macro2::TokenStream) -> bool {
+        let mut resolved = !tokens.to_string().contains("env !");
         let mut pending = vec![tokens.clone()];
         while let Some(stream) = pending.pop() {
             for tree in stream {
@@ -209,19 +228,27 @@ impl Visitor<'_> {
                         if !named.ends_with(".rs") {
                             continue;
                         }
-                        for dir in [self.file_dir.clone(), self.dir.clone()] {
-                            let path = dir.join(&named);
-                            if path.is_file() {
+                        let in_package = self.package_dir.join(named.trim_start_matches('/'));
+                        let found = [
+                            self.file_dir.join(&named),
+                            self.dir.join(&named),
+                            in_package,
+                        ]
+                        .into_iter()
+                        .find(|path| path.is_file());
+                        match found {
+                            Some(path) => {
                                 let cfg = self.cfg.clone();
                                 self.files.push((path, cfg));
-                                break;
                             }
+                            None => resolved = false,
                         }
                     }
                     _ => {}
                 }
             }
         }
+        resolved
     }
 
     fn is_alias(&self, name: &str) -> bool {
