@@ -97,6 +97,18 @@ async fn as_schema_001_an_f32_beyond_its_range_is_invalid_input() {
         Some(&json!(3.0e38_f32)),
         "{fine:?}"
     );
+    // What serde_json writes for `f32::MAX` reads back as `f32::MAX`.
+    let written = serde_json::to_string(&f32::MAX).unwrap();
+    let largest = call(
+        &registry,
+        patch(serde_json::from_str(&format!("{{\"ratio\": {written}}}")).unwrap()),
+    )
+    .await;
+    assert_eq!(
+        largest.output().and_then(|out| out.get("ratio")),
+        Some(&json!(f32::MAX)),
+        "{written}: {largest:?}"
+    );
     for ratio in [1e39, -1e39, 3.5e38] {
         let refused = call(&registry, patch(json!({ "ratio": ratio }))).await;
         assert_eq!(

@@ -249,11 +249,19 @@ fn integer_format_to_bounds(
     Ok(())
 }
 
-/// Replaces `format: float` (an `f32`) by the bounds of a finite `f32`,
-/// keeping a tighter author bound: a number beyond them would reach the
-/// handler as infinity.
+/// The largest JSON number that reads as a finite `f32`: numbers round to
+/// the nearest `f32`, so everything below `f32::MAX` plus half a unit in
+/// its last place (2^103) reads as `f32::MAX` (what serde_json writes for
+/// it, `3.4028235e38`, is above `f32::MAX` as an `f64`); the tie itself
+/// rounds to infinity, so the bound is the `f64` just below it (2^75
+/// less, the `f64` spacing there).
+pub(crate) const F32_READ_MAX: f64 = 340_282_356_779_733_623_858_607_532_500_980_858_880.0;
+
+/// Replaces `format: float` (an `f32`) by the bounds of a number that
+/// reads as a finite `f32`, keeping a tighter author bound: a number
+/// beyond them would reach the handler as infinity.
 fn float_bounds(object: &mut Map<String, Value>) {
-    let max = f64::from(f32::MAX);
+    let max = F32_READ_MAX;
     let tighter_min = object
         .get("minimum")
         .and_then(Value::as_f64)
@@ -465,7 +473,11 @@ mod tests {
             }
         }))
         .unwrap();
-        let max = f64::from(f32::MAX);
+        let max = F32_READ_MAX;
+        assert_eq!(max, f64::from(f32::MAX) + 2f64.powi(103) - 2f64.powi(75));
+        assert!((max as f32).is_finite());
+        assert!((f64::from(f32::MAX) + 2f64.powi(103)) as f32 == f32::INFINITY);
+        assert!(serde_json::from_str::<f64>("3.4028235e38").unwrap() <= max);
         assert_eq!(
             schema["properties"],
             json!({
