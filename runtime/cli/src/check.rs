@@ -9,7 +9,7 @@ use agent_surface::canonical::canonical_json;
 use serde_json::{Value, json};
 
 use crate::args::{FailOn, Format};
-use crate::classify::Finding;
+use crate::finding::Finding;
 use crate::contributors::Contributor;
 use crate::style::{self, Style};
 

@@ -13,79 +13,12 @@
 
 use std::collections::BTreeSet;
 
-use agent_surface::canonical::canonical_json;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::args::FailOn;
 use crate::artifact;
+use crate::finding::{Class, Finding};
+use crate::gates_diff::{claim_change, internal_change, policy_changes, ranked, rule_change};
 use crate::surface::{self, Row};
-
-/// The class of a change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Class {
-    /// The agent can reach more, or with fewer gates.
-    Widening,
-    /// The agent can reach less, or with more gates.
-    Narrowing,
-    /// Neither: wording, schemas, metadata, moves.
-    Neutral,
-}
-
-impl Class {
-    /// The class as a word.
-    pub(crate) fn word(self) -> &'static str {
-        match self {
-            Class::Widening => "widening",
-            Class::Narrowing => "narrowing",
-            Class::Neutral => "neutral",
-        }
-    }
-
-    /// Whether `--policy` selects this class to fail.
-    pub(crate) fn fails(self, fail_on: FailOn) -> bool {
-        match fail_on {
-            FailOn::All => true,
-            FailOn::Widening => self == Class::Widening,
-            FailOn::Narrowing => self == Class::Narrowing,
-            FailOn::Neutral => self == Class::Neutral,
-            FailOn::None => false,
-        }
-    }
-}
-
-/// One classified change.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Finding {
-    /// Its class.
-    pub(crate) class: Class,
-    /// What changed: a capability id or a declaration key.
-    pub(crate) subject: String,
-    /// How, in words.
-    pub(crate) change: String,
-}
-
-impl Finding {
-    pub(crate) fn new(class: Class, subject: &str, change: String) -> Finding {
-        Finding {
-            class,
-            subject: subject.to_owned(),
-            change,
-        }
-    }
-
-    /// The finding as JSON.
-    pub(crate) fn to_json(&self, fail_on: Option<FailOn>) -> Value {
-        let mut value = json!({
-            "class": self.class.word(),
-            "subject": self.subject,
-            "change": self.change,
-        });
-        if let (Some(fail_on), Some(object)) = (fail_on, value.as_object_mut()) {
-            object.insert("fails".into(), self.class.fails(fail_on).into());
-        }
-        value
-    }
-}
 
 /// Keys compared structurally or derived from others: never a neutral row.
 const STRUCTURED: [&str; 19] = [
@@ -109,66 +42,6 @@ const STRUCTURED: [&str; 19] = [
     "gated",
     "references",
 ];
-
-/// Internal metadata, seen only through its digest: policies read it
-/// (`tenant_boundary` reads `tenant`), and the gate cannot tell which way
-/// a change goes, so any change is widening.
-fn internal_change(subject: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
-    if before.get("internalDigest") != after.get("internalDigest") {
-        let change = "internal metadata changed (policies read it; review the source)".to_owned();
-        out.push(Finding::new(Class::Widening, subject, change));
-    }
-}
-
-/// A claim that makes an agent bolder: `idempotent` tells it a failed call
-/// may be repeated, `reversible` that it can be undone. Making one is
-/// widening; withdrawing it narrowing.
-fn claim_change(subject: &str, what: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
-    match (
-        before.get(what).and_then(Value::as_bool),
-        after.get(what).and_then(Value::as_bool),
-    ) {
-        (Some(false), Some(true)) => {
-            out.push(Finding::new(
-                Class::Widening,
-                subject,
-                format!("now {what}: false → true"),
-            ));
-        }
-        (Some(true), Some(false)) => {
-            out.push(Finding::new(
-                Class::Narrowing,
-                subject,
-                format!("no longer {what}: true → false"),
-            ));
-        }
-        _ => {}
-    }
-}
-
-/// A rule that gates availability: removing it is widening.
-pub(crate) fn rule_change(
-    subject: &str,
-    what: &str,
-    before: &Value,
-    after: &Value,
-    out: &mut Vec<Finding>,
-) {
-    let on = |value: &Value| value.get(what) == Some(&Value::Bool(true));
-    match (on(before), on(after)) {
-        (true, false) => out.push(Finding::new(
-            Class::Widening,
-            subject,
-            format!("{what} rule removed"),
-        )),
-        (false, true) => out.push(Finding::new(
-            Class::Narrowing,
-            subject,
-            format!("{what} rule added"),
-        )),
-        _ => {}
-    }
-}
 
 fn schema_changes(subject: &str, key: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
     let null = Value::Null;
@@ -208,59 +81,6 @@ fn neutral_fields(subject: &str, before: &Value, after: &Value, out: &mut Vec<Fi
         };
         out.push(Finding::new(Class::Neutral, subject, change));
     }
-}
-
-/// Policies compared by their full identity (never by the label shown):
-/// a removed one is widening, an added one narrowing.
-pub(crate) fn policy_changes(subject: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
-    let identities = |value: &Value| -> Vec<(String, String)> {
-        value
-            .get("policies")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|policy| (canonical_json(policy), surface::policy_label(policy)))
-            .collect()
-    };
-    let (before, after) = (identities(before), identities(after));
-    let keys = |list: &[(String, String)]| list.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
-    let (before_keys, after_keys) = (keys(&before), keys(&after));
-    for (key, label) in &before {
-        if !after_keys.contains(key) {
-            let change = format!("policy {label} removed");
-            out.push(Finding::new(Class::Widening, subject, change));
-        }
-    }
-    for (key, label) in &after {
-        if !before_keys.contains(key) {
-            let change = format!("policy {label} added");
-            out.push(Finding::new(Class::Narrowing, subject, change));
-        }
-    }
-}
-
-/// Compares two ordered values; lower after is widening.
-fn ranked(
-    subject: &str,
-    what: &str,
-    (before, after): (&str, &str),
-    rank: fn(&str) -> Option<usize>,
-    out: &mut Vec<Finding>,
-) {
-    if before == after {
-        return;
-    }
-    let class = match (rank(before), rank(after)) {
-        (Some(b), Some(a)) if a > b => Class::Narrowing,
-        _ => Class::Widening,
-    };
-    let verb = if class == Class::Widening {
-        "lowered"
-    } else {
-        "raised"
-    };
-    let change = format!("{what} {verb}: {before} → {after}");
-    out.push(Finding::new(class, subject, change));
 }
 
 fn capability_changes(before: &Row<'_>, after: &Row<'_>, out: &mut Vec<Finding>) {
@@ -398,6 +218,7 @@ mod tests {
     #![allow(clippy::indexing_slicing, clippy::unwrap_used)] // test code
 
     use super::*;
+    use serde_json::json;
 
     fn artifact(effect: &str, confirmation: &str, policies: &[&str]) -> Value {
         json!({

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::args::{Format, Verbosity};
 use crate::artifact;
-use crate::classify::Finding;
+use crate::finding::Finding;
 use crate::style::{self, Style};
 use crate::surface::{self, Row};
 

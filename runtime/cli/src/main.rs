@@ -23,6 +23,8 @@ mod check;
 mod classify;
 mod contributors;
 mod export;
+mod finding;
+mod gates_diff;
 mod git;
 mod inspect;
 mod metadata;

@@ -5,7 +5,8 @@
 
 use serde_json::Value;
 
-use crate::classify::{Class, Finding, policy_changes, rule_change};
+use crate::finding::{Class, Finding};
+use crate::gates_diff::{policy_changes, rule_change};
 use crate::surface;
 
 fn list<'a>(value: &'a Value, key: &str) -> &'a [Value] {

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::classify::Class;
+use crate::finding::Class;
 
 /// One schema change: its class and a one-line detail.
 pub(crate) type Change = (Class, String);

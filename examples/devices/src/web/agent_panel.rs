@@ -101,7 +101,7 @@ pub(crate) fn AgentPanel(in_page: bool) -> Element {
     let mut running = use_signal(|| false);
     // What the in-page agent may use follows the surface: read it again
     // whenever the surface moves.
-    let _ = (use_context::<super::views::Revision>().0)();
+    let _ = (use_context::<super::watch::Revision>().0)();
     let in_page_list = if in_page {
         in_page_tools(&shared).join(", ")
     } else {

@@ -33,6 +33,7 @@ mod dialog;
 mod login;
 mod passkey_offer;
 mod presence;
+mod proof_words;
 mod prove;
 mod request_view;
 mod routes;

@@ -14,7 +14,7 @@ use agent_surface_dioxus::passkey::create_passkey;
 use dioxus::prelude::*;
 
 use super::Shared;
-use super::prove::ceremony_text;
+use super::proof_words::{ceremony_text, complete_code};
 
 /// Bumped when a passkey is registered: whatever shows the person's
 /// passkeys reads it, and shows them anew.
@@ -128,7 +128,7 @@ pub(crate) fn SetUpPasskey(place: &'static str, done: &'static str) -> Element {
                     id: "{place}-setup-continue",
                     class: "primary",
                     r#type: "button",
-                    disabled: busy() || !super::prove::complete_code(&typed()),
+                    disabled: busy() || !complete_code(&typed()),
                     onclick: finish,
                     "Continue"
                 }

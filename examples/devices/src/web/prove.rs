@@ -5,24 +5,15 @@
 //! set one up, and the code always works.
 
 use agent_surface::confirmation::{PendingConfirmation, ResolveError};
-use agent_surface_dioxus::passkey::{CeremonyError, get_assertion};
+use agent_surface_dioxus::passkey::get_assertion;
 use agent_surface_dioxus::{AnswerError, PendingConfirmations};
 use dioxus::prelude::*;
 use serde_json::json;
 
 use super::passkey_offer::{SetUpPasskey, use_passkey_count};
 use super::presence::refused_text;
+use super::proof_words::{ceremony_text, complete_code};
 use super::{SessionEnd, Shared};
-
-/// Whether `typed` holds a whole code: eight digits (spaces and dashes
-/// between them allowed).
-pub(crate) fn complete_code(typed: &str) -> bool {
-    let digits = typed.chars().filter(char::is_ascii_digit).count();
-    digits == 8
-        && typed
-            .chars()
-            .all(|c| c.is_ascii_digit() || c == ' ' || c == '-')
-}
 
 /// What the person is told when an answer did nothing.
 fn answer_text(error: &AnswerError) -> String {
@@ -36,20 +27,6 @@ fn answer_text(error: &AnswerError) -> String {
         }
         AnswerError::Refused(_) => "The request is no longer waiting. Nothing was done.".to_owned(),
         _ => "Nothing was done.".to_owned(),
-    }
-}
-
-/// What the person is told when the browser's passkey prompt gave nothing.
-pub(crate) fn ceremony_text(error: &CeremonyError) -> String {
-    match error {
-        CeremonyError::Unsupported => "This browser cannot use passkeys on this page. Use the \
-                                       code from the terminal."
-            .to_owned(),
-        CeremonyError::NotAllowed => {
-            "The passkey prompt was cancelled or timed out. Nothing was done.".to_owned()
-        }
-        CeremonyError::Failed(why) => format!("The browser refused the passkey: {why}"),
-        _ => "The page went away.".to_owned(),
     }
 }
 

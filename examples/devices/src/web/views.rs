@@ -13,16 +13,12 @@ use dioxus::prelude::*;
 
 use super::agent_panel::AgentPanel;
 use super::dialog::ConfirmDialog;
-use super::watch::use_watch;
+use super::watch::{Revision, use_watch};
 use super::{OpenedOn, Shared, TabId};
 use crate::components::{
     Console, DevicesTable, Drawer, FilterBar, Navigation, Route, SortDir, SortKey, StatusFilter,
 };
 use crate::domain::disable_reference;
-
-/// Moves when the agent acted (surface changed, a call settled).
-#[derive(Clone, Copy)]
-pub(crate) struct Revision(pub(crate) ReadSignal<u64>);
 
 /// Moves when the person acted in this tab.
 #[derive(Clone, Copy)]
