@@ -13,7 +13,6 @@ mod expire;
 mod lookup;
 mod quota;
 mod withdraw;
-mod withdraw_by_owner;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
