@@ -723,3 +723,50 @@ fn the_crate_docs_show_every_public_module_in_the_layer_map() {
         "public modules missing from the layer map in lib.rs: {missing:?}"
     );
 }
+
+/// ARCHITECTURE.md is true to the code: every path it names exists (a path
+/// with a `/` from the repository's root; a bare file name somewhere in the
+/// repository), so a move or a rename that leaves it behind fails here.
+#[test]
+fn architecture_md_names_only_paths_that_exist() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(repo.join("ARCHITECTURE.md")).unwrap();
+    let mut names = BTreeSet::new();
+    let mut dirs = vec![repo.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == "target" || name.starts_with('.') {
+                continue;
+            }
+            if entry.path().is_dir() {
+                dirs.push(entry.path());
+            }
+            names.insert(name);
+        }
+    }
+    let extensions = [".rs", ".md", ".toml", ".json", ".js", ".css"];
+    let mut missing = Vec::new();
+    for (i, piece) in text.split('`').enumerate() {
+        // Odd pieces are inside backticks.
+        let placeholder = piece.contains(['<', '…', '*', ' ', '(']) || piece.starts_with("//");
+        if i % 2 == 0 || placeholder {
+            continue;
+        }
+        let bare_dir = piece
+            .strip_suffix('/')
+            .is_some_and(|name| !name.contains('/'));
+        if bare_dir {
+            if !names.contains(piece.trim_end_matches('/')) {
+                missing.push(piece.to_owned());
+            }
+        } else if piece.contains('/') && !piece.starts_with("..") && !piece.contains("::") {
+            if !repo.join(piece.trim_end_matches('/')).exists() {
+                missing.push(piece.to_owned());
+            }
+        } else if extensions.iter().any(|ext| piece.ends_with(ext)) && !names.contains(piece) {
+            missing.push(piece.to_owned());
+        }
+    }
+    assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:?}");
+}
