@@ -202,10 +202,10 @@ fn explain_one(
 
 /// Explains what `options.consumer` can see, and why.
 pub fn explain_surface(registry: &Registry, options: &SnapshotOptions) -> Explanation {
-    let inner = &registry.inner;
+    let inner = registry.services();
     let (ordered, version) = {
         let mut state = inner.state();
-        (state.ordered(), state.version)
+        (state.ordered(), state.version())
     };
     let host: HostContext = inner.host_for(&options.consumer);
     let mut components = Vec::new();

@@ -51,6 +51,8 @@ const LAYERS: &[&str] = &[
     "invoke",
     "snapshot",
     "explain",
+    // the registry's calls over the pipeline and the snapshot
+    "registry::calls",
     "adapter",
     // adapters, over the public API of the core
     "toolset",
@@ -87,9 +89,7 @@ fn module_of(file: &Path, root: &Path) -> Vec<String> {
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    if parts.last().is_some_and(|p| p == "mod" || p == "lib")
-        || parts == ["main"]
-    {
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") || parts == ["main"] {
         parts.pop();
     }
     parts
@@ -307,7 +307,11 @@ struct Crate {
 impl Crate {
     fn load() -> Crate {
         let krate = Crate::at(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-        assert!(krate.modules.len() > 40, "found the sources ({})", krate.modules.len());
+        assert!(
+            krate.modules.len() > 40,
+            "found the sources ({})",
+            krate.modules.len()
+        );
         krate
     }
 
@@ -573,16 +577,25 @@ fn no_import_cycle(krate: &Crate) -> Result<(), String> {
 fn no_two_top_level_modules_depend_on_each_other() {
     let krate = Crate::load();
     let mut edges: BTreeSet<(String, String)> = BTreeSet::new();
+    // By layer entry (a top-level module, or a submodule listed as a layer
+    // of its own, such as `registry::calls`).
+    let unit = |path: &[String]| {
+        let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+        layer_of(&parts)
+    };
     for module in &krate.modules {
-        let Some(from) = module.path.first() else {
+        if module.path.is_empty() {
             continue;
-        };
+        }
+        let from = unit(&module.path);
         for path in named_paths(module) {
             let target = krate.target(&path);
-            if let Some(to) = target.first()
-                && to != from
-            {
-                edges.insert((from.clone(), to.clone()));
+            if target.is_empty() {
+                continue;
+            }
+            let to = unit(&target);
+            if to != from {
+                edges.insert((from.clone(), to));
             }
         }
     }
@@ -768,5 +781,107 @@ fn architecture_md_names_only_paths_that_exist() {
             missing.push(piece.to_owned());
         }
     }
-    assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names paths that do not exist: {missing:?}"
+    );
+}
+
+/// The registry's state has walls: the fields of its services handle, its
+/// state and the `Registry` itself are visible only inside `registry/`
+/// (the compiler then refuses any field access from another layer); the
+/// pipeline, snapshots and explanations use the handle's methods.
+#[test]
+fn the_registry_state_is_private_to_the_registry() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/registry");
+    let walled = ["Services", "State", "Recent", "Registry"];
+    let mut problems = Vec::new();
+    let mut found = BTreeSet::new();
+    for file in ["mod.rs", "state.rs"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let ast = syn::parse_file(&text).unwrap();
+        for item in &ast.items {
+            let syn::Item::Struct(item) = item else {
+                continue;
+            };
+            let name = item.ident.to_string();
+            if !walled.contains(&name.as_str()) {
+                continue;
+            }
+            found.insert(name.clone());
+            for field in &item.fields {
+                // `pub(super)` in `registry/mod.rs` reaches the whole crate.
+                let outside = match &field.vis {
+                    syn::Visibility::Inherited => false,
+                    syn::Visibility::Restricted(r) => {
+                        let own = r.path.is_ident("self");
+                        let within = r.path.is_ident("super") && file != "mod.rs";
+                        !(own || within)
+                    }
+                    syn::Visibility::Public(_) => true,
+                };
+                if outside {
+                    let field = field
+                        .ident
+                        .as_ref()
+                        .map_or_else(|| "(tuple field)".to_owned(), ToString::to_string);
+                    problems.push(format!(
+                        "registry/{file}: {name}.{field} is visible outside registry/"
+                    ));
+                }
+            }
+        }
+    }
+    assert_eq!(
+        found.len(),
+        walled.len(),
+        "found the walled structs: {found:?}"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `impl Registry` lives in `registry/`: a reader (or a tool) finds every
+/// method of the registry there.
+#[test]
+fn every_method_of_the_registry_is_in_the_registry_folder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let mut outside = Vec::new();
+    for file in files {
+        if file.starts_with(root.join("registry")) {
+            continue;
+        }
+        let ast = syn::parse_file(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let mut impls = Vec::new();
+        collect_impls(&ast.items, &mut impls);
+        if impls.iter().any(|ty| ty == "Registry") {
+            outside.push(file.strip_prefix(&root).unwrap().display().to_string());
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "impl Registry outside registry/: {outside:?}"
+    );
+}
+
+/// The self types of the inherent impls in `items` (inline modules too).
+fn collect_impls(items: &[syn::Item], out: &mut Vec<String>) {
+    for item in items {
+        match item {
+            syn::Item::Impl(i) if i.trait_.is_none() => {
+                if let syn::Type::Path(path) = &*i.self_ty
+                    && let Some(last) = path.path.segments.last()
+                {
+                    out.push(last.ident.to_string());
+                }
+            }
+            syn::Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    collect_impls(inner, out);
+                }
+            }
+            _ => {}
+        }
+    }
 }

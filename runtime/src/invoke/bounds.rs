@@ -30,7 +30,7 @@ pub(crate) use crate::util::nesting::{depth_within, dispose, truncated};
 use super::{Invocation, InvocationResult};
 use crate::canonical::{Measure, measure};
 use crate::error::ErrorPayload;
-use crate::registry::{Limits, Registry};
+use crate::registry::{Limits, Services};
 use crate::schema::Issue;
 
 /// Checks every bound of `request`; the error is the agent-facing refusal.
@@ -130,15 +130,15 @@ pub fn too_deep(pointer: &str, max: usize) -> Issue {
 /// The settled result of a request [`check_request_fingerprinting`] refused: nothing of it
 /// ran or is remembered, and no oversized value is echoed.
 pub(crate) fn refuse(
-    registry: &Registry,
+    services: &Services,
     mut request: Invocation,
     error: ErrorPayload,
 ) -> InvocationResult {
-    let inner = &registry.inner;
-    let max = inner.config.limits.max_id_bytes;
+    let inner = services;
+    let max = inner.limits().max_id_bytes;
     let invocation_id: Arc<str> = match request.invocation_id.take() {
         Some(id) if id.len() <= max => Arc::from(id),
-        _ => inner.ids.invocation_id_arc(),
+        _ => inner.ids().invocation_id_arc(),
     };
     let capability_id: Arc<str> = Arc::from(truncated(&request.capability_id, max));
     if let Some(input) = request.input.take() {

@@ -8,7 +8,9 @@ use std::time::Duration;
 use crate::error::ErrorPayload;
 use crate::ids::Plane;
 use crate::invocation::{InvocationResult, InvokeOptions};
-use crate::registry::Registry;
+use std::sync::Arc;
+
+use crate::registry::Services;
 use agent_surface_rules::Kind;
 
 /// How much longer than its own time limit a joiner waits: the twin, which
@@ -17,7 +19,7 @@ const GRACE: Duration = Duration::from_secs(1);
 
 /// A call waiting for the running twin it joined.
 pub(super) struct Join<'r> {
-    pub(super) registry: &'r Registry,
+    pub(super) services: &'r Arc<Services>,
     pub(super) done: tokio::sync::watch::Receiver<Option<InvocationResult>>,
     pub(super) cancellation: Option<tokio_util::sync::CancellationToken>,
     /// When the joiner's wait ends without the twin's result (`None`: a
@@ -53,7 +55,7 @@ impl Join<'_> {
                 Err(_) => self.cancelled,
             },
             () = cancelled => self.cancelled,
-            () = self.registry.inner.disposed.cancelled() => self.cancelled,
+            () = self.services.disposal().cancelled() => self.cancelled,
             () = expired => self.timed_out,
         }
     }
@@ -65,20 +67,20 @@ impl Join<'_> {
 /// registry's default for its kind, as the twin itself runs under. Only
 /// joiners pay for this lookup.
 pub(super) fn limit(
-    registry: &Registry,
+    services: &Services,
     capability_id: &str,
     parsed: Option<crate::ids::Requested>,
     options: &InvokeOptions,
 ) -> (Duration, bool) {
-    let inner = &registry.inner;
-    let limits = &inner.config.limits;
+    let inner = services;
+    let limits = inner.limits();
     // (timeout, kind, idempotent) of the capability, where it is mounted.
     let declared: Option<(Option<u64>, Kind, bool)> = parsed.and_then(|parsed| {
         let state = inner.state();
         match parsed.plane() {
             Plane::View => {
                 let component_type = parsed.component_type(capability_id)?;
-                let registration = state.by_type.get(component_type)?.values().next()?;
+                let registration = state.of_type(component_type)?.values().next()?;
                 registration
                     .contract
                     .capabilities()
@@ -93,7 +95,7 @@ pub(super) fn limit(
                     })
             }
             Plane::Domain => {
-                let holder = state.by_procedure.get(capability_id)?.first()?;
+                let holder = state.exposing(capability_id)?.first()?;
                 let reference = holder.reference(capability_id)?;
                 let capability = &reference.capability;
                 Some((

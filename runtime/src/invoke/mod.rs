@@ -1,7 +1,8 @@
-//! Invocation: the request and result types, and the entry point that runs
-//! every call through the ten phases (phase 1 here, phases 2–10 in the
-//! private `pipeline` module). Build an [`Invocation`] and [`InvokeOptions`]
-//! and run them with `Registry::invoke`.
+//! Invocation: the request and result types, and the pipeline that runs
+//! every call through the ten phases on the registry's services (phase 1
+//! here, phases 2–10 in the private `pipeline` module). Build an
+//! [`Invocation`] and [`InvokeOptions`] and run them with
+//! `Registry::invoke`, which calls [`invoke`] here.
 //!
 //! The result is a value, never a panic or an `Err`: everything agent-facing,
 //! including `CONFIRMATION_REQUIRED`, is an [`InvocationResult`] whose error
@@ -20,7 +21,7 @@ use std::sync::Arc;
 
 use crate::error::ErrorPayload;
 use crate::primitives::dedupe::{self, Begin};
-use crate::registry::Registry;
+use crate::registry::Services;
 
 /// The leader of a deduplicated call: its attempt in the dedupe window,
 /// filed under the call's own key (its consumer's key and invocation id,
@@ -43,7 +44,7 @@ impl Leadership {
     /// `settled_ms`: the clock's reading at the settlement.
     pub(crate) fn finish(
         self,
-        registry: &Registry,
+        services: &Services,
         key: dedupe::KeyRef<'_>,
         result: &InvocationResult,
         output_bytes: Option<usize>,
@@ -53,15 +54,14 @@ impl Leadership {
         // window is still remembered for its full window); read before the
         // lock, and never earlier than the attempt began.
         let now = settled_ms.max(self.began_ms);
-        registry
-            .inner
+        services
             .dedupe()
             .finish(key, self.generation, result, output_bytes, now);
     }
 
     /// Gives the record back: the attempt ended without a result.
-    pub(crate) fn abandon(self, registry: &Registry, key: dedupe::KeyRef<'_>) {
-        registry.inner.dedupe().abandon(key, self.generation);
+    pub(crate) fn abandon(self, services: &Services, key: dedupe::KeyRef<'_>) {
+        services.dedupe().abandon(key, self.generation);
     }
 }
 
@@ -76,149 +76,143 @@ enum Started<'r> {
     Wait(std::pin::Pin<Box<dyn std::future::Future<Output = InvocationResult> + Send + 'r>>),
 }
 
-impl Registry {
-    /// Runs one call through the ten-phase pipeline.
-    ///
-    /// Phase 1 (deduplication and conflict) happens here; phases 2–10 in
-    /// the pipeline module. Never panics; handler panics settle `EXECUTION_FAILED`.
-    pub async fn invoke(&self, request: Invocation, options: InvokeOptions) -> InvocationResult {
-        // Phase 1 runs synchronously and consumes the request: the future
-        // then holds only the call in flight (small futures are cheap to
-        // move), and the rare wait for a deduplicated twin lives on the heap.
-        // (Matched by reference: the call is stored once in this future.)
-        let mut started = match self.begin(request, options) {
-            Ok(started) => started,
-            Err(settled) => return settled,
-        };
-        match &mut started {
-            Started::Run(call) => call.run().await,
-            Started::Wait(waiting) => waiting.as_mut().await,
-        }
+/// Runs one call through the ten-phase pipeline on `services`.
+///
+/// Phase 1 (deduplication and conflict) happens here; phases 2–10 in the
+/// pipeline module. Never panics; handler panics settle `EXECUTION_FAILED`.
+pub(crate) async fn invoke(
+    services: &Arc<Services>,
+    request: Invocation,
+    options: InvokeOptions,
+) -> InvocationResult {
+    // Phase 1 runs synchronously and consumes the request: the future
+    // then holds only the call in flight (small futures are cheap to
+    // move), and the rare wait for a deduplicated twin lives on the heap.
+    // (Matched by reference: the call is stored once in this future.)
+    let mut started = match begin(services, request, options) {
+        Ok(started) => started,
+        Err(settled) => return settled,
+    };
+    match &mut started {
+        Started::Run(call) => call.run().await,
+        Started::Wait(waiting) => waiting.as_mut().await,
     }
+}
 
-    /// Phase 1 (bounds, ids, dedupe and conflict) and the call in flight.
-    fn begin(
-        &self,
-        mut request: Invocation,
-        mut options: InvokeOptions,
-    ) -> Result<Started<'_>, InvocationResult> {
-        // A call with an invocation id is fingerprinted in the same walk
-        // of its input as its bounds are checked.
-        let supplied = request.invocation_id.is_some();
-        let fingerprint = match bounds::check_request_fingerprinting(
-            &request,
-            &self.inner.config.limits,
-            supplied,
-        ) {
+/// Phase 1 (bounds, ids, dedupe and conflict) and the call in flight.
+fn begin(
+    services: &Arc<Services>,
+    mut request: Invocation,
+    mut options: InvokeOptions,
+) -> Result<Started<'_>, InvocationResult> {
+    // A call with an invocation id is fingerprinted in the same walk
+    // of its input as its bounds are checked.
+    let supplied = request.invocation_id.is_some();
+    let fingerprint =
+        match bounds::check_request_fingerprinting(&request, services.limits(), supplied) {
             Ok(fingerprint) => fingerprint,
-            Err(refused) => return Err(bounds::refuse(self, request, refused)),
+            Err(refused) => return Err(bounds::refuse(services, request, refused)),
         };
-        let inner = &self.inner;
-        // The call's one reading of the time at its start.
-        let started = crate::util::time::Instant::now();
-        // The call owns its consumer from here (the options keep none); the
-        // anonymous one is borrowed.
-        let consumer = match options.consumer.take() {
-            Some(consumer) => std::borrow::Cow::Owned(consumer),
-            None => std::borrow::Cow::Borrowed(inner.anonymous),
-        };
-        let invocation_id: Arc<str> = match request.invocation_id.take() {
-            Some(id) => Arc::from(id),
-            None => inner.ids.invocation_id_arc(),
-        };
-        // Parsed once, here: the pipeline reads the plane and component
-        // type from it, never from the raw string.
-        let parsed = crate::ids::CapabilityId::split_requested(&request.capability_id);
-        // The result's capability id is the contract's own once resolved
-        // (no copy); a call settled here carries a copy of the requested.
-        let immediate = |error: ErrorPayload| {
-            InvocationResult::new(
-                Arc::clone(&invocation_id),
-                Arc::from(request.capability_id.as_str()),
-                Err(error),
-                inner.version(),
-                false,
-            )
-        };
-        if inner.disposed.is_cancelled() {
-            return Err(immediate(ErrorPayload::cancelled()));
-        }
-        // Before anything else: a forgetting of the consumer after this
-        // moment reaches this call.
-        let forget_epoch = inner.confirmations.forget_epoch();
-
-        // Phase 1: dedupe + conflict. A call that came without an id got a
-        // fresh one: nobody can retry or join it, so there is nothing to
-        // remember.
-        let leadership = if let Some(fingerprint) = fingerprint {
-            // The same id and request under another reach is a conflict,
-            // never a way past a scope floor, a verb or missing grants.
-            let fingerprint = reach::dedupe_fingerprint(
-                fingerprint,
-                &options.scope,
-                options.kinds,
-                consumer.grants(),
-            );
-            let now = inner.ms_at(started);
-            let begin = inner.dedupe().begin(
-                dedupe::KeyRef(consumer.key(), &invocation_id),
-                fingerprint,
-                now,
-            );
-            let generation = match begin {
-                Begin::Conflict => return Err(immediate(ErrorPayload::conflict())),
-                Begin::Busy => {
-                    return Err(immediate(ErrorPayload::rate_limited(
-                        crate::error::RateLimitReason::QueueFull,
-                        Some(1_000),
-                    )));
-                }
-                Begin::Cached(result) => return Err(result),
-                Begin::Join(done) => {
-                    let (limit, idempotent) =
-                        join::limit(self, &request.capability_id, parsed, &options);
-                    let join = join::Join {
-                        registry: self,
-                        done,
-                        cancellation: options.cancellation,
-                        deadline: join::deadline(started, limit),
-                        cancelled: immediate(ErrorPayload::cancelled()),
-                        timed_out: immediate(join::timed_out(limit, idempotent)),
-                    };
-                    return Ok(Started::Wait(Box::pin(join.wait())));
-                }
-                Begin::Leader(generation) => generation,
-            };
-            Some(Leadership {
-                generation,
-                began_ms: now,
-            })
-        } else {
-            None
-        };
-        let input = request.input.take();
-        let call = pipeline::InFlight {
-            registry: self,
-            request,
-            input,
-            options,
-            consumer,
-            invocation_id,
-            capability_id: std::sync::OnceLock::new(),
-            parsed,
-            leadership,
-            version_moved: std::sync::atomic::AtomicBool::new(false),
-            started,
-            version_at_start: inner.version(),
-            resolved: None,
-            settled: false,
-            forget_epoch,
-        };
-        Ok(Started::Run(call))
+    let inner = services;
+    // The call's one reading of the time at its start.
+    let started = crate::util::time::Instant::now();
+    // The call owns its consumer from here (the options keep none); the
+    // anonymous one is borrowed.
+    let consumer = match options.consumer.take() {
+        Some(consumer) => std::borrow::Cow::Owned(consumer),
+        None => std::borrow::Cow::Borrowed(inner.anonymous()),
+    };
+    let invocation_id: Arc<str> = match request.invocation_id.take() {
+        Some(id) => Arc::from(id),
+        None => inner.ids().invocation_id_arc(),
+    };
+    // Parsed once, here: the pipeline reads the plane and component
+    // type from it, never from the raw string.
+    let parsed = crate::ids::CapabilityId::split_requested(&request.capability_id);
+    // The result's capability id is the contract's own once resolved
+    // (no copy); a call settled here carries a copy of the requested.
+    let immediate = |error: ErrorPayload| {
+        InvocationResult::new(
+            Arc::clone(&invocation_id),
+            Arc::from(request.capability_id.as_str()),
+            Err(error),
+            inner.version(),
+            false,
+        )
+    };
+    if inner.disposal().is_cancelled() {
+        return Err(immediate(ErrorPayload::cancelled()));
     }
+    // Before anything else: a forgetting of the consumer after this
+    // moment reaches this call.
+    let forget_epoch = inner.confirmations().forget_epoch();
 
-    /// Dedupe entries currently remembered (bounded by `dedupe_cache_size`).
-    pub fn dedupe_len(&self) -> usize {
-        self.inner.dedupe_if_made().map_or(0, |dedupe| dedupe.len())
-    }
+    // Phase 1: dedupe + conflict. A call that came without an id got a
+    // fresh one: nobody can retry or join it, so there is nothing to
+    // remember.
+    let leadership = if let Some(fingerprint) = fingerprint {
+        // The same id and request under another reach is a conflict,
+        // never a way past a scope floor, a verb or missing grants.
+        let fingerprint = reach::dedupe_fingerprint(
+            fingerprint,
+            &options.scope,
+            options.kinds,
+            consumer.grants(),
+        );
+        let now = inner.ms_at(started);
+        let begin = inner.dedupe().begin(
+            dedupe::KeyRef(consumer.key(), &invocation_id),
+            fingerprint,
+            now,
+        );
+        let generation = match begin {
+            Begin::Conflict => return Err(immediate(ErrorPayload::conflict())),
+            Begin::Busy => {
+                return Err(immediate(ErrorPayload::rate_limited(
+                    crate::error::RateLimitReason::QueueFull,
+                    Some(1_000),
+                )));
+            }
+            Begin::Cached(result) => return Err(result),
+            Begin::Join(done) => {
+                let (limit, idempotent) =
+                    join::limit(services, &request.capability_id, parsed, &options);
+                let join = join::Join {
+                    services,
+                    done,
+                    cancellation: options.cancellation,
+                    deadline: join::deadline(started, limit),
+                    cancelled: immediate(ErrorPayload::cancelled()),
+                    timed_out: immediate(join::timed_out(limit, idempotent)),
+                };
+                return Ok(Started::Wait(Box::pin(join.wait())));
+            }
+            Begin::Leader(generation) => generation,
+        };
+        Some(Leadership {
+            generation,
+            began_ms: now,
+        })
+    } else {
+        None
+    };
+    let input = request.input.take();
+    let call = pipeline::InFlight {
+        services,
+        request,
+        input,
+        options,
+        consumer,
+        invocation_id,
+        capability_id: std::sync::OnceLock::new(),
+        parsed,
+        leadership,
+        version_moved: std::sync::atomic::AtomicBool::new(false),
+        started,
+        version_at_start: inner.version(),
+        resolved: None,
+        settled: false,
+        forget_epoch,
+    };
+    Ok(Started::Run(call))
 }

@@ -2,7 +2,7 @@
 //! the duplicate and suffix policies, the registration guard, and the
 //! builder that assembles a registry.
 
-use super::{ClockSlot, Inner, Registry, State};
+use super::{ClockSlot, Registry, Services, State};
 
 use rustc_hash::FxHashMap;
 use std::fmt;
@@ -374,7 +374,7 @@ impl RegistryBuilder {
     /// Builds the registry.
     pub fn build(self) -> Registry {
         // Creating a registry allocates its shared state and nothing else
-        // (see `Inner`): registries are created per request and per test.
+        // (see `Services`): registries are created per request and per test.
         let (audit, memory_on): (Option<Arc<dyn AuditSink>>, bool) =
             match (self.audit, self.environment) {
                 (Some(sink), _) => (Some(sink), false),
@@ -437,7 +437,7 @@ impl RegistryBuilder {
         // Built in its allocation (`new_cyclic` allocates first): `Arc::new`
         // would build the 600-byte state on the stack and copy it over.
         Registry {
-            inner: Arc::new_cyclic(|_| Inner {
+            inner: Arc::new_cyclic(|_| Services {
                 surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
                 config,
                 clock,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Inner, Registry};
+use super::{Registry, Services};
 use crate::audit::AuditEvent;
 use crate::confirmation::{
     ApprovalChannel, ConfirmationLimits, ConfirmationServices, ConfirmationStore, Confirmations,
@@ -11,13 +11,13 @@ use crate::confirmation::{
 };
 use crate::events::SurfaceEvent;
 
-impl StoreOwner for Inner {
+impl StoreOwner for Services {
     fn confirmation_store(&self) -> &ConfirmationStore {
         &self.confirmations
     }
 }
 
-impl ConfirmationServices for Inner {
+impl ConfirmationServices for Services {
     fn clock_ms(&self) -> u64 {
         self.now_ms()
     }

@@ -6,9 +6,9 @@
 //! and nothing is kept (or evicted) on the registry's side.
 
 use crate::context::{Consumer, HostContext};
-use crate::registry::{Inner, Registry};
+use crate::registry::{Registry, Services};
 
-impl Inner {
+impl Services {
     /// The host context `consumer` evaluates with: its own, else the
     /// provider's.
     pub(crate) fn host_for(&self, consumer: &Consumer) -> HostContext {

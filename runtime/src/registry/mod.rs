@@ -36,6 +36,7 @@
 
 mod adapter_needs;
 mod authority;
+mod calls;
 mod config;
 mod confirmations;
 mod consumer_host;
@@ -75,49 +76,101 @@ use crate::procedure::ProcedureExecutor;
 use crate::schema::SchemaLimits;
 use crate::util::id_mint::IdMint;
 
-/// The registry's shared state. Creating a registry allocates only this:
-/// everything that needs randomness, a clock reading or an allocation of
-/// its own (ids, the surface id, the default clock, the event dispatcher,
-/// admission, the disposal token) is made on first use.
-pub(crate) struct Inner {
+/// The registry's services: its state and what every call uses (the
+/// clock, ids, the event dispatcher, the dedupe window, admission,
+/// confirmations, the configuration). Its fields are private to
+/// `registry/`: the pipeline, snapshots and explanations reach them through
+/// the methods below (a narrow, named handle), so what they touch is
+/// listed in one place.
+///
+/// Creating a registry allocates only this: everything that needs
+/// randomness, a clock reading or an allocation of its own (ids, the
+/// surface id, the default clock, the event dispatcher, admission, the
+/// disposal token) is made on first use.
+pub(crate) struct Services {
     /// `srf_…`, minted on first use.
-    pub(crate) surface_id: LazyLock<Arc<str>>,
+    surface_id: LazyLock<Arc<str>>,
     /// Shared by every registry built with the defaults.
-    pub(crate) config: config::ConfigRef,
-    pub(crate) clock: ClockSlot,
-    pub(crate) ids: IdMint,
-    pub(crate) state: Mutex<State>,
-    pub(crate) dispatcher: LazyLock<Arc<Dispatcher>>,
+    config: config::ConfigRef,
+    clock: ClockSlot,
+    ids: IdMint,
+    state: Mutex<State>,
+    dispatcher: LazyLock<Arc<Dispatcher>>,
     /// The sink the host installed, or the console sink in development.
-    pub(crate) audit: Option<Arc<dyn AuditSink>>,
+    audit: Option<Arc<dyn AuditSink>>,
     /// Whether the default in-memory sink records (not when the host
     /// installed its own sink).
-    pub(crate) memory_on: bool,
+    memory_on: bool,
     /// Inline, not made on first use: every registry that mounts records
     /// an event, so a lazy buffer would only add an allocation.
-    pub(crate) memory_audit: MemoryAuditSink,
+    memory_audit: MemoryAuditSink,
     /// Made by the first call that brings an invocation id (see
-    /// [`Inner::dedupe`]): a registry whose calls never do stays small.
-    pub(crate) dedupe: std::sync::OnceLock<Box<Mutex<Dedupe>>>,
-    pub(crate) confirmations: ConfirmationStore,
+    /// [`Services::dedupe`]): a registry whose calls never do stays small.
+    dedupe: std::sync::OnceLock<Box<Mutex<Dedupe>>>,
+    confirmations: ConfirmationStore,
     /// Boxed (an `Arc` made on first use): inline, its queues and map
     /// would grow every registry's creation and drop by a third.
-    pub(crate) admission: LazyLock<Arc<Admission>>,
+    admission: LazyLock<Arc<Admission>>,
     /// Fired by `dispose()`.
-    pub(crate) disposed: crate::util::disposal::Disposal,
+    disposed: crate::util::disposal::Disposal,
     /// Created by the first `watch_version`.
-    pub(crate) version_tx: std::sync::OnceLock<watch::Sender<u64>>,
+    version_tx: std::sync::OnceLock<watch::Sender<u64>>,
     /// The version, readable without the state lock (written under it).
-    pub(crate) version: std::sync::atomic::AtomicU64,
+    version: std::sync::atomic::AtomicU64,
     /// The host context used when no provider is configured.
-    pub(crate) empty_host: &'static HostContext,
+    empty_host: &'static HostContext,
     /// The consumer of calls that name none.
-    pub(crate) anonymous: &'static crate::context::Consumer,
+    anonymous: &'static crate::context::Consumer,
     /// The installed procedure executor.
-    pub(crate) executor: std::sync::RwLock<Option<Arc<dyn ProcedureExecutor>>>,
+    executor: std::sync::RwLock<Option<Arc<dyn ProcedureExecutor>>>,
 }
 
-impl Inner {
+impl Services {
+    /// `srf_…`, minted on first use.
+    pub(crate) fn surface_id(&self) -> &Arc<str> {
+        &self.surface_id
+    }
+
+    /// The registry's configuration.
+    pub(crate) fn config(&self) -> &config::Config {
+        &self.config
+    }
+
+    /// The registry's limits.
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.config.limits
+    }
+
+    /// Mints invocation and registration ids.
+    pub(crate) fn ids(&self) -> &IdMint {
+        &self.ids
+    }
+
+    /// Surface events, delivered to listeners.
+    pub(crate) fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.dispatcher
+    }
+
+    /// The confirmation store.
+    pub(crate) fn confirmations(&self) -> &ConfirmationStore {
+        &self.confirmations
+    }
+
+    /// Observation admission and the action queues (made on first use).
+    pub(crate) fn admission(&self) -> &Admission {
+        &self.admission
+    }
+
+    /// Fired by `dispose()`.
+    pub(crate) fn disposal(&self) -> &crate::util::disposal::Disposal {
+        &self.disposed
+    }
+
+    /// The consumer of calls that name none.
+    pub(crate) fn anonymous(&self) -> &'static crate::context::Consumer {
+        self.anonymous
+    }
+
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -335,7 +388,7 @@ impl ClockSlot {
 /// The registry. Cheap to clone (`Arc` inside); `Send + Sync`.
 #[derive(Clone)]
 pub struct Registry {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Services>,
 }
 
 impl fmt::Debug for Registry {
@@ -354,6 +407,12 @@ impl Default for Registry {
 }
 
 impl Registry {
+    /// The registry's services: what the pipeline, snapshots and
+    /// explanations work on.
+    pub(crate) fn services(&self) -> &Arc<Services> {
+        &self.inner
+    }
+
     /// A builder with the specification's defaults.
     pub fn builder() -> RegistryBuilder {
         RegistryBuilder {

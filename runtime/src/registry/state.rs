@@ -32,10 +32,10 @@ impl Tombstone {
 
 /// The tombstones of recent unmounts and how to find them by type.
 pub(crate) struct Recent {
-    pub(crate) tombstones: Lru<Arc<str>, Tombstone>,
+    pub(super) tombstones: Lru<Arc<str>, Tombstone>,
     /// Component types of recent unmounts (→ registration id), for calls
     /// without a registration id (as many and as long as tombstones).
-    pub(crate) unmounted_types: Lru<Arc<str>, Arc<str>>,
+    pub(super) unmounted_types: Lru<Arc<str>, Arc<str>>,
     /// The table of the last component type whose instances all went,
     /// kept for the next type mounted (a route's components come back):
     /// one table at most, so what it keeps is bounded by the largest
@@ -56,26 +56,43 @@ fn snapshot_order(a: &Registration, b: &Registration) -> std::cmp::Ordering {
 }
 
 pub(crate) struct State {
-    pub(crate) version: u64,
-    pub(crate) live: FxHashMap<Arc<str>, Arc<Registration>>,
+    pub(super) version: u64,
+    pub(super) live: FxHashMap<Arc<str>, Arc<Registration>>,
     /// Live registrations per component type, by instance (unordered: a
     /// reader that needs an order sorts by instance).
-    pub(crate) by_type: FxHashMap<Arc<str>, Instances>,
+    pub(super) by_type: FxHashMap<Arc<str>, Instances>,
     /// Live registrations in snapshot order, rebuilt lazily after mutations.
     pub(super) ordered: Option<Arc<Vec<Arc<Registration>>>>,
     /// What recent unmounts left, made by the first unmount: a registry
     /// that never unmounts (most are dropped whole) is created and dropped
     /// without it.
-    pub(crate) recent: Option<Box<Recent>>,
+    pub(super) recent: Option<Box<Recent>>,
     /// The bounds of [`Recent`] (its capacity and time to live, ms), a copy
     /// of the configuration's. Derivable, but kept: without it the
     /// registry's shared state is 608 bytes, and `per_op`'s registry
     /// creation measured 1,076 instructions against 842 at this size, the
     /// allocator taking its slow path for the smaller block.
-    pub(crate) tombstone_bounds: (usize, u64),
-    pub(crate) known_procedures: Vec<Arc<str>>,
+    pub(super) tombstone_bounds: (usize, u64),
+    pub(super) known_procedures: Vec<Arc<str>>,
     /// Live registrations exposing each procedure, in mount order.
-    pub(crate) by_procedure: FxHashMap<Arc<str>, Vec<Arc<Registration>>>,
+    pub(super) by_procedure: FxHashMap<Arc<str>, Vec<Arc<Registration>>>,
+}
+
+impl State {
+    /// The surface version.
+    pub(crate) fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The live registrations of `component_type`, by instance.
+    pub(crate) fn of_type(&self, component_type: &str) -> Option<&Instances> {
+        self.by_type.get(component_type)
+    }
+
+    /// The live registrations exposing procedure `id`, in mount order.
+    pub(crate) fn exposing(&self, id: &str) -> Option<&[Arc<Registration>]> {
+        self.by_procedure.get(id).map(Vec::as_slice)
+    }
 }
 
 impl State {

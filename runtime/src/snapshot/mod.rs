@@ -121,6 +121,7 @@ impl Budget {
 pub use crate::ids::in_scope;
 
 pub use handles::{ReferenceHandle, RegistrationHandle};
+pub(crate) use take::take;
 pub use views::{CapabilityView, ComponentView, ProcedureView};
 
 /// What one consumer can see right now.

@@ -9,16 +9,25 @@ use super::{ComponentView, ProcedureView, Snapshot, SnapshotOptions, in_scope};
 use crate::context::HostContext;
 use crate::contract::CheckedCapability;
 use crate::policy::Decision;
-use crate::registry::{Availability, Registration, Registry};
+use crate::registry::{Availability, Registration, Services};
 
-impl Registry {
-    /// What `options.consumer` can see right now. Synchronous; never runs an
-    /// observation.
-    pub fn snapshot(&self, options: &SnapshotOptions) -> Snapshot {
-        let inner = &self.inner;
+/// What `options.consumer` can see right now on `services`. Synchronous;
+/// never runs an observation.
+pub(crate) fn take(services: &Services, options: &SnapshotOptions) -> Snapshot {
+    Taking { services }.snapshot(options)
+}
+
+/// A snapshot being taken, over the registry's services.
+struct Taking<'a> {
+    services: &'a Services,
+}
+
+impl Taking<'_> {
+    fn snapshot(&self, options: &SnapshotOptions) -> Snapshot {
+        let inner = self.services;
         let (ordered, version) = {
             let mut state = inner.state();
-            (state.ordered(), state.version)
+            (state.ordered(), state.version())
         };
         let mut host: Option<HostContext> = None;
         let mut components = Vec::with_capacity(ordered.len());
@@ -74,10 +83,10 @@ impl Registry {
             });
         }
         Snapshot {
-            surface_id: Arc::clone(&inner.surface_id),
+            surface_id: Arc::clone(inner.surface_id()),
             surface_version: version,
             captured_at_ms: inner.now_ms(),
-            route: inner.config.route.as_ref().and_then(|route| {
+            route: inner.config().route.as_ref().and_then(|route| {
                 crate::util::contain::contained("route provider", || route()).flatten()
             }),
             components,
@@ -100,7 +109,7 @@ impl Registry {
         host: &mut Option<HostContext>,
         out: &mut Vec<ProcedureView>,
     ) {
-        let inner = &self.inner;
+        let inner = self.services;
         for reference in registration.references.iter() {
             if !reference.is_exposed() {
                 continue;
@@ -145,7 +154,7 @@ impl Registry {
         options: &SnapshotOptions,
         host: &mut Option<HostContext>,
     ) -> Option<ComponentView> {
-        let inner = &self.inner;
+        let inner = self.services;
         let capabilities = registration.contract.capabilities();
         let needs_component = capabilities.iter().any(CheckedCapability::has_when);
         let component = if needs_component {

@@ -210,9 +210,9 @@ impl InFlight<'_> {
         if Cancelled(self.options.cancellation.as_ref()).fired() {
             return Err(ErrorPayload::cancelled());
         }
-        let inner = &self.registry.inner;
+        let inner = &self.services;
         let binding = Binding {
-            surface_id: &inner.surface_id,
+            surface_id: inner.surface_id(),
             registration_id: &registration.id,
             capability_id: self.capability_id(),
             consumer_key: self.consumer.key(),
@@ -223,8 +223,8 @@ impl InFlight<'_> {
             Some(confirmation_id) => {
                 let redeemed =
                     inner
-                        .confirmations
-                        .redeem(&self.registry.inner, confirmation_id, &binding);
+                        .confirmations()
+                        .redeem(self.services, confirmation_id, &binding);
                 match redeemed {
                     Ok(reservation) => Ok(Some(reservation)),
                     // The surface moved and this is no approval of this
@@ -277,8 +277,8 @@ impl InFlight<'_> {
         subject: &Subject,
     ) -> Result<(Slot<'_>, Duration), ErrorPayload> {
         let capability = subject.capability();
-        let inner = &self.registry.inner;
-        let limits = &inner.config.limits;
+        let inner = &self.services;
+        let limits = &inner.limits();
         let external = Cancelled(self.options.cancellation.as_ref());
         if external.fired() {
             return Err(ErrorPayload::cancelled());
@@ -296,7 +296,7 @@ impl InFlight<'_> {
                 queued_per_consumer: limits.max_queued_observations_per_consumer,
             };
             return match inner
-                .admission
+                .admission()
                 .enter(self.consumer.principal(), admission_limits)
             {
                 Ok(Ticket::Admitted(admitted)) => Ok((Slot::Observation(admitted), Duration::ZERO)),
@@ -309,7 +309,7 @@ impl InFlight<'_> {
                                 .map(|admitted| (Slot::Observation(admitted), waiting_since.elapsed()))
                                 .map_err(|_| ErrorPayload::cancelled()),
                             () = external.wait() => Err(ErrorPayload::cancelled()),
-                            () = inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+                            () = inner.disposal().cancelled() => Err(ErrorPayload::cancelled()),
                         }
                     })
                     .await
@@ -353,7 +353,7 @@ impl InFlight<'_> {
                     tokio::select! {
                         biased;
                         () = external.wait() => Err(ErrorPayload::cancelled()),
-                        () = inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+                        () = inner.disposal().cancelled() => Err(ErrorPayload::cancelled()),
                         () = unmounted.cancelled() => Err(ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight)),
                         permit = waiting.slot() => permit.map_err(|_| ErrorPayload::cancelled()),
                     }

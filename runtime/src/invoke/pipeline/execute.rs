@@ -43,7 +43,7 @@ impl InFlight<'_> {
         trace: &mut Trace,
     ) -> Result<F::Output, Interrupt> {
         let external = Cancelled(self.options.cancellation.as_ref());
-        let disposed = &self.registry.inner.disposed;
+        let disposed = &self.services.disposal();
         // The work comes first (the race is biased to it): settled on its
         // first poll, the race is never built.
         let settled = match super::first_poll(work).await {
@@ -87,8 +87,8 @@ impl InFlight<'_> {
         evidence: Option<crate::confirmation::Reservation>,
         trace: &mut Trace,
     ) -> Result<Option<Value>, ErrorPayload> {
-        let inner = &self.registry.inner;
-        let limits = &inner.config.limits;
+        let inner = &self.services;
+        let limits = &inner.limits();
         let external = Cancelled(self.options.cancellation.as_ref());
         // Taken before the liveness check: an unmount after it fires the
         // token. The handlers are phase 3's (an unmount since then took
@@ -208,7 +208,7 @@ impl InFlight<'_> {
         evidence: Option<crate::confirmation::Reservation>,
         trace: &mut Trace,
     ) -> Result<Option<Value>, ErrorPayload> {
-        let inner = &self.registry.inner;
+        let inner = &self.services;
         let capability = &reference.capability;
         let external = Cancelled(self.options.cancellation.as_ref());
         let unmounted = registration.unmounted();
@@ -227,7 +227,7 @@ impl InFlight<'_> {
         let timeout = self.options.timeout.unwrap_or_else(|| {
             capability
                 .timeout_ms()
-                .map_or(inner.config.limits.procedure_timeout, Duration::from_millis)
+                .map_or(inner.limits().procedure_timeout, Duration::from_millis)
         });
         // The backend is called now: the approval is used up.
         let evidence: Option<ConfirmationEvidence> = evidence
@@ -288,7 +288,7 @@ impl InFlight<'_> {
         if subject.capability().audit() == Audit::None {
             return;
         }
-        let inner = &self.registry.inner;
+        let inner = &self.services;
         let mut event = AuditEvent::new(AuditKind::InvocationStarted, inner.ms_at(at));
         event.capability_id = Some(Arc::clone(self.capability_id()));
         event.registration_id = Some(Arc::clone(&registration.id));
@@ -306,7 +306,7 @@ impl InFlight<'_> {
         error: ProcedureError,
         trace: &Trace,
     ) -> ErrorPayload {
-        let inner = &self.registry.inner;
+        let inner = &self.services;
         match error {
             ProcedureError::Cancelled => ErrorPayload::cancelled(),
             ProcedureError::ApprovalRequired { summary } => {
@@ -314,7 +314,7 @@ impl InFlight<'_> {
                     return ErrorPayload::execution_failed(FailureReason::Transport);
                 };
                 let binding = Binding {
-                    surface_id: &inner.surface_id,
+                    surface_id: inner.surface_id(),
                     registration_id: &registration.id,
                     capability_id: self.capability_id(),
                     consumer_key: self.consumer.key(),
@@ -336,7 +336,7 @@ impl InFlight<'_> {
                 self.ask(&binding, &reference.capability, summary, "server")
             }
             error => {
-                let mapped = inner.config.procedure_errors.as_ref().and_then(|map| {
+                let mapped = inner.config().procedure_errors.as_ref().and_then(|map| {
                     crate::util::contain::catch(|| map(self.capability_id(), &error))
                         .unwrap_or_else(|_| {
                             tracing::error!(
@@ -364,7 +364,7 @@ impl InFlight<'_> {
         if !crate::util::time::can_spawn() {
             return;
         }
-        let weak = Arc::downgrade(&self.registry.inner);
+        let weak = Arc::downgrade(self.services);
         let invocation_id = Arc::clone(&self.invocation_id);
         let capability_id = Arc::clone(capability.id().as_arc());
         crate::util::time::spawn(async move {

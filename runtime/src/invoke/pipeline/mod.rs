@@ -23,7 +23,7 @@ use crate::error::ErrorPayload;
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions};
 use crate::policy::{Decision, PolicyContext};
 use crate::procedure::Reference;
-use crate::registry::{Chain, Registration, Registry};
+use crate::registry::{Chain, Registration, Services};
 use agent_surface_rules::Kind;
 
 mod admit;
@@ -33,7 +33,7 @@ mod settle;
 
 /// One call in flight through phases 2–10.
 pub(super) struct InFlight<'r> {
-    pub(super) registry: &'r Registry,
+    pub(super) services: &'r Arc<Services>,
     pub(super) request: Invocation,
     /// The agent's input, taken out of the request (handed to phase 5).
     pub(super) input: Option<Value>,
@@ -260,7 +260,7 @@ impl InFlight<'_> {
                 biased;
                 output = &mut work => Ok(output),
                 () = external.wait() => Err(ErrorPayload::cancelled()),
-                () = self.registry.inner.disposed.cancelled() => Err(ErrorPayload::cancelled()),
+                () = self.services.disposal().cancelled() => Err(ErrorPayload::cancelled()),
                 () = unmounted.cancelled() => Err(ErrorPayload::unmounted(crate::error::UnmountedPhase::MidFlight)),
             }
         })
@@ -276,7 +276,7 @@ impl InFlight<'_> {
             invocation = %self.invocation_id,
             consumer = %self.consumer.key(),
         );
-        self.registry.inner.dispatcher.emit_with(|| {
+        self.services.dispatcher().emit_with(|| {
             [crate::events::SurfaceEvent::InvocationStarted {
                 invocation_id: Arc::clone(&self.invocation_id),
                 capability_id: Arc::clone(self.capability_id()),
@@ -305,7 +305,7 @@ impl InFlight<'_> {
         if Cancelled(self.options.cancellation.as_ref()).fired() {
             return Err(ErrorPayload::cancelled());
         }
-        let host = self.registry.inner.host_for(&self.consumer);
+        let host = self.services.host_for(&self.consumer);
         let Target {
             registration,
             subject,
@@ -407,8 +407,7 @@ impl InFlight<'_> {
         capability: &'a CheckedCapability,
         host: &'a HostContext,
     ) -> PolicyContext<'a> {
-        self.registry
-            .inner
+        self.services
             .policy_context(registration, capability, &self.consumer, host)
     }
 
@@ -446,7 +445,7 @@ impl Drop for InFlight<'_> {
         // could) is given back, so joiners do not wait forever.
         if let Some(leadership) = self.leadership.take() {
             leadership.abandon(
-                self.registry,
+                self.services,
                 crate::primitives::dedupe::KeyRef(self.consumer.key(), &self.invocation_id),
             );
         }
@@ -515,7 +514,7 @@ impl InFlight<'_> {
         summary: String,
         origin: &'static str,
     ) -> ErrorPayload {
-        let inner = &self.registry.inner;
+        let inner = &self.services;
         // Asked again while the person reads: the same request, not
         // presented (host code) anew.
         let live = || {
@@ -523,7 +522,7 @@ impl InFlight<'_> {
                 .as_ref()
                 .is_some_and(|(registration, _)| registration.is_active())
         };
-        if let Some(pending) = inner.confirmations.already_pending(binding, live) {
+        if let Some(pending) = inner.confirmations().already_pending(binding, live) {
             return pending;
         }
         let requester = self.consumer.label().map(|label| {
@@ -540,7 +539,7 @@ impl InFlight<'_> {
             input: binding.effective_input,
             requester: requester.as_deref(),
         };
-        let presented = inner.config.presenter.as_ref().and_then(|present| {
+        let presented = inner.config().presenter.as_ref().and_then(|present| {
             crate::util::contain::catch(|| present(&request)).unwrap_or_else(|panic| {
                 tracing::error!(panic = %panic.message, "the confirmation presenter panicked; the description is presented");
                 None
@@ -551,7 +550,7 @@ impl InFlight<'_> {
                 crate::confirmation::Presentation::fallback(description, binding.effect)
             })
             .sanitized(description);
-        inner.confirmations.request(
+        inner.confirmations().request(
             inner,
             binding,
             crate::confirmation::Ask {

@@ -96,14 +96,14 @@ impl InFlight<'_> {
     /// id), and the tombstone of the presented registration id — or, with
     /// none presented, of the type's latest unmount.
     fn view_candidates(&self, component_type: &str) -> Candidates {
-        let inner = &self.registry.inner;
+        let inner = &self.services;
         let instance = self.request.instance_id.as_deref();
         let registration_id = self.request.registration_id.as_deref();
         // Before the lock: a host's clock is never read under it (the
         // default clock's reading is taken only if a tombstone is looked up).
         let now = inner.ms_at_for_lock(self.started);
         let state = inner.state();
-        let instances = state.by_type.get(component_type);
+        let instances = state.of_type(component_type);
         let candidates: SmallVec<[Arc<Registration>; 4]> = match (instances, instance) {
             (None, _) => SmallVec::new(),
             (Some(instances), Some(i)) => instances.get(i).cloned().into_iter().collect(),
@@ -154,7 +154,7 @@ impl InFlight<'_> {
                     None => only(visible),
                 };
                 Err(super::dead_registration(
-                    self.registry.inner.ids.minted_here(registration_id),
+                    self.services.ids().minted_here(registration_id),
                     successor
                         .and_then(|index| visible.get(index))
                         .map(|t| &*t.registration.id),
@@ -250,15 +250,14 @@ impl InFlight<'_> {
     /// reference to the procedure, and the tombstone of a presented
     /// registration id that holds none of them.
     fn domain_candidates(&self) -> Candidates {
-        let inner = &self.registry.inner;
+        let inner = &self.services;
         let registration_id = self.request.registration_id.as_deref();
         // Before the lock: a host's clock is never read under it (the
         // default clock's reading is taken only if a tombstone is looked up).
         let now = inner.ms_at_for_lock(self.started);
         let state = inner.state();
         let holders: SmallVec<[Arc<Registration>; 4]> = state
-            .by_procedure
-            .get(self.requested_id())
+            .exposing(self.requested_id())
             .map(|holders| holders.iter().cloned().collect())
             .unwrap_or_default();
         let tombstone = match registration_id {
@@ -285,7 +284,7 @@ impl InFlight<'_> {
                     && t.registration.instance == *tomb.instance()
             })
         });
-        let minted_here = self.registry.inner.ids.minted_here(registration_id);
+        let minted_here = self.services.ids().minted_here(registration_id);
         let live = match (minted_here, visible) {
             (false, [sole]) => Some(&*sole.registration.id),
             _ => successor.map(|t| &*t.registration.id),
@@ -345,10 +344,10 @@ impl InFlight<'_> {
     fn check_version_hint(&self, target: &Target) -> Result<(), ErrorPayload> {
         if let Some(hint) = self.request.surface_version.as_deref()
             && target.subject.capability().effect().enforces_version_hint()
-            && hint != self.registry.inner.version().to_string()
+            && hint != self.services.version().to_string()
         {
             if let Some(confirmation_id) = self.request.confirmation_id.as_deref()
-                && self.registry.inner.confirmations.is_approved_for(
+                && self.services.confirmations().is_approved_for(
                     confirmation_id,
                     &target.registration.id,
                     self.capability_id(),

@@ -37,7 +37,7 @@ impl InFlight<'_> {
         // (the validator, serializers, the dedupe copy); outputs share the
         // input depth bound, as they are often sent back as inputs. The
         // same walk sizes it (stopping past the output limit).
-        let limits = &self.registry.inner.config.limits;
+        let limits = &self.services.limits();
         let max_depth = limits.max_input_depth;
         // A schema that bounds every valid value within the limits needs no
         // walk first when nobody needs the output's size (only a dedupe
@@ -107,7 +107,7 @@ impl InFlight<'_> {
             "output does not match its schema: {}",
             listed.join("; ")
         ));
-        if self.registry.inner.config.environment == crate::context::Environment::Development {
+        if self.services.config().environment == crate::context::Environment::Development {
             tracing::error!(capability = %subject.capability().id(), issues = %listed.join("; "), "handler output does not match its schema");
         }
         Err(ErrorPayload::execution_failed(FailureReason::OutputInvalid))
@@ -121,7 +121,7 @@ impl InFlight<'_> {
     ) -> InvocationResult {
         self.settled = true;
         let (started, version_at_start) = (self.started, self.version_at_start);
-        let inner = &self.registry.inner;
+        let inner = &self.services;
         let version = inner.version();
         let changed = version != version_at_start;
         let invocation_id = Arc::clone(&self.invocation_id);
@@ -149,7 +149,7 @@ impl InFlight<'_> {
         // The dedupe record first: no host hook below can abandon it.
         if let Some(leadership) = self.leadership.take() {
             leadership.finish(
-                self.registry,
+                self.services,
                 crate::primitives::dedupe::KeyRef(self.consumer.key(), &self.invocation_id),
                 &result,
                 trace.output_bytes,
@@ -193,7 +193,7 @@ impl InFlight<'_> {
                 .map(|chain| &*chain.audit_sinks);
             inner.record_with(event, sinks);
         }
-        inner.dispatcher.emit_with(|| {
+        inner.dispatcher().emit_with(|| {
             [crate::events::SurfaceEvent::InvocationSettled {
                 invocation_id: Arc::clone(&self.invocation_id),
                 capability_id: Arc::clone(self.capability_id()),
@@ -218,7 +218,7 @@ impl InFlight<'_> {
         input: Option<&Value>,
         output: Option<&Value>,
     ) -> Map<String, Value> {
-        let config = &self.registry.inner.config;
+        let config = &self.services.config();
         let cap = config.limits.max_audit_payload_bytes;
         let prepare = |value: &Value| -> Value {
             let value = match &config.redact {
