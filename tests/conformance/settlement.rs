@@ -7,8 +7,9 @@
 //! settlement (or, after its identity was forgotten, a fresh request) —
 //! never `INVOCATION_CONFLICT`.
 
+use agent_surface::adapter::{ToolCall, ask_the_person};
 use agent_surface::prelude::*;
-use agent_surface::toolset::{ExecuteOptions, ToolCall, Toolset, Topology, ask_the_person};
+use agent_surface::toolset::{ExecuteOptions, Toolset, Topology};
 use proptest::prelude::*;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

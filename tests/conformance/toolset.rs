@@ -974,7 +974,7 @@ async fn as_meta_007_a_verb_of_the_wrong_kind_gets_the_toolsets_hint_and_the_cor
 
 #[tokio::test]
 async fn as_adapter_005_a_stale_name_run_by_an_adapter_keeps_the_toolsets_reach() {
-    use agent_surface::toolset::ToolCall;
+    use agent_surface::adapter::ToolCall;
     use tokio_util::sync::CancellationToken;
     let registry = registry();
     let probe = Probe::new();
@@ -1035,7 +1035,7 @@ async fn as_adapter_005_a_stale_name_run_by_an_adapter_keeps_the_toolsets_reach(
 
 #[tokio::test]
 async fn as_confirm_006_a_stale_name_keeps_its_confirmation_round_trip() {
-    use agent_surface::toolset::ToolCall;
+    use agent_surface::adapter::ToolCall;
     use tokio_util::sync::CancellationToken;
     let backend = FakeBackend::agreeing();
     let registry = registry_with(&backend);

@@ -9,8 +9,8 @@ use agent_surface::canonical::canonical_json;
 use serde_json::{Value, json};
 
 use crate::args::{FailOn, Format};
-use crate::finding::Finding;
 use crate::contributors::Contributor;
+use crate::finding::Finding;
 use crate::style::{self, Style};
 
 /// What `check` found.

@@ -12,7 +12,12 @@ use crate::surface;
 /// Internal metadata, seen only through its digest: policies read it
 /// (`tenant_boundary` reads `tenant`), and the gate cannot tell which way
 /// a change goes, so any change is widening.
-pub(crate) fn internal_change(subject: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+pub(crate) fn internal_change(
+    subject: &str,
+    before: &Value,
+    after: &Value,
+    out: &mut Vec<Finding>,
+) {
     if before.get("internalDigest") != after.get("internalDigest") {
         let change = "internal metadata changed (policies read it; review the source)".to_owned();
         out.push(Finding::new(Class::Widening, subject, change));
@@ -22,7 +27,13 @@ pub(crate) fn internal_change(subject: &str, before: &Value, after: &Value, out:
 /// A claim that makes an agent bolder: `idempotent` tells it a failed call
 /// may be repeated, `reversible` that it can be undone. Making one is
 /// widening; withdrawing it narrowing.
-pub(crate) fn claim_change(subject: &str, what: &str, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+pub(crate) fn claim_change(
+    subject: &str,
+    what: &str,
+    before: &Value,
+    after: &Value,
+    out: &mut Vec<Finding>,
+) {
     match (
         before.get(what).and_then(Value::as_bool),
         after.get(what).and_then(Value::as_bool),

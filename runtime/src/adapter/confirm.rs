@@ -9,7 +9,7 @@
 //! records it with the channel and the client's name. An adapter whose
 //! requests are answered in the application's own dialog (a page's
 //! in-browser agent) never calls it: it waits for the person instead
-//! ([`ask_the_person`](crate::toolset::ask_the_person) with nothing to ask).
+//! ([`ask_the_person`](crate::adapter::ask_the_person) with nothing to ask).
 
 use crate::context::Consumer;
 use crate::registry::Registry;

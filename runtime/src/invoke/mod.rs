@@ -2,7 +2,7 @@
 //! every call through the ten phases on the registry's services (phase 1
 //! here, phases 2–10 in the private `pipeline` module). Build an
 //! [`Invocation`] and [`InvokeOptions`] and run them with
-//! `Registry::invoke`, which calls [`invoke`] here.
+//! `Registry::invoke`, which calls this module's `invoke`.
 //!
 //! The result is a value, never a panic or an `Err`: everything agent-facing,
 //! including `CONFIRMATION_REQUIRED`, is an [`InvocationResult`] whose error

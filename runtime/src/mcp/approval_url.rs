@@ -32,10 +32,10 @@ use tokio_util::sync::CancellationToken;
 use super::McpSession;
 use super::caller::Acting;
 use super::convert::to_call_result;
+use crate::adapter::{ToolCall, ask_the_person};
 use crate::confirmation::PendingConfirmation;
 use crate::error::ErrorCode;
 use crate::invoke::InvocationResult;
-use crate::toolset::{ToolCall, ask_the_person};
 
 /// The host's approval page for a request: its URL, or `None`.
 pub(super) type ApprovalPage = Arc<dyn Fn(&PendingConfirmation) -> Option<String> + Send + Sync>;

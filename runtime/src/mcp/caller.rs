@@ -31,8 +31,8 @@ use rmcp::service::Peer;
 
 use super::McpSession;
 use super::auth::Authenticated;
+use crate::adapter::ConsumerView;
 use crate::context::{Consumer, ConsumerKind};
-use crate::toolset::ConsumerView;
 
 /// How a request's identity was established.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 //! tools it may use right now.
 
 use super::McpServer;
+use crate::adapter::served;
 use crate::context::Consumer;
-use crate::toolset::served;
 
 /// A client the server serves now.
 #[derive(Clone, Debug, PartialEq)]

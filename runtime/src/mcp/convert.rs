@@ -12,9 +12,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value};
 
+use crate::adapter::Tool;
 use crate::error::ErrorCode;
 use crate::invoke::InvocationResult;
-use crate::toolset::Tool;
 
 /// Tool annotations from effect and kind.
 fn annotations(tool: &Tool) -> Option<ToolAnnotations> {

@@ -100,9 +100,9 @@ use rmcp::ServiceExt;
 use rmcp::service::RunningService;
 
 use crate::adapter::Lru;
+use crate::adapter::{CallActivity, ConsumerView, ConsumerViews, Mark, Topology};
 use crate::context::ConsumerKind;
 use crate::registry::Registry;
-use crate::toolset::{CallActivity, ConsumerView, ConsumerViews, Mark, Topology};
 
 pub use clients::ConnectedClient;
 pub use endpoint::HttpServer;

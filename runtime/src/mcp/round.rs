@@ -8,7 +8,7 @@ use rmcp::model::{CallToolResponse, ElicitRequest, InputRequest, InputRequiredRe
 
 use super::caller::{Acting, Caller};
 use super::{CONFIRM_KEY, McpSession, PendingElicitation};
-use crate::toolset::ToolCall;
+use crate::adapter::ToolCall;
 
 impl McpSession {
     /// Remembers the round of `call` asking about `confirmation_id` under

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::convert::to_mcp_tool;
-use crate::toolset::{ChangeWatcher, ConsumerView, Mark, served};
+use crate::adapter::{ChangeWatcher, ConsumerView, Mark, served};
 
 /// A handler's lifetime: dropping the last clone of the handler (the
 /// session ended, or a stateless request was answered) stops its background

@@ -29,11 +29,11 @@ use super::convert::{
     approval_schema, approves, confirmation_of, is_modern, secret_state, to_call_result,
 };
 use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession};
+use crate::adapter::{ToolCall, ask_the_person};
 use crate::adapter::{answer_on_connection, approval_prompt, bounds, refused};
 use crate::context::{Consumer, ConsumerKind};
 use crate::error::ErrorPayload;
 use crate::invoke::InvocationResult;
-use crate::toolset::{ToolCall, ask_the_person};
 
 impl McpSession {
     /// Handles `tools/call`.

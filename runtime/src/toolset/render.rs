@@ -31,7 +31,7 @@
 
 use serde_json::{Value, json};
 
-use super::Tool;
+use crate::adapter::Tool;
 use crate::invoke::InvocationResult;
 
 /// Anthropic Messages API `tools`: `[{name, description, input_schema}]`.

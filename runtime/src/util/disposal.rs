@@ -15,36 +15,26 @@ use tokio_util::sync::WaitForCancellationFuture;
 /// behind [`cancelled`](Self::cancelled) is made only when something waits
 /// and is fired by [`cancel`](Self::cancel) after the flag is set, so a
 /// waiter never misses it.
-///
-/// ```
-/// use agent_surface::adapter::Disposal;
-///
-/// let disposal = Disposal::default();
-/// assert!(!disposal.is_cancelled());
-/// assert!(disposal.cancel(), "the first call tears down");
-/// assert!(!disposal.cancel(), "later ones do nothing");
-/// assert!(disposal.is_cancelled());
-/// ```
 #[derive(Debug, Default)]
-pub struct Disposal {
+pub(crate) struct Disposal {
     flag: AtomicBool,
     token: LazyLock<CancellationToken>,
 }
 
 impl Disposal {
     /// Whether [`cancel`](Self::cancel) was called.
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.flag.load(Ordering::Acquire)
     }
 
     /// Completes once [`cancel`](Self::cancel) was called.
-    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+    pub(crate) fn cancelled(&self) -> WaitForCancellationFuture<'_> {
         self.token.cancelled()
     }
 
     /// Sets the flag and fires the token; `true` only for the first call
     /// (exactly one caller tears down).
-    pub fn cancel(&self) -> bool {
+    pub(crate) fn cancel(&self) -> bool {
         if self.flag.swap(true, Ordering::AcqRel) {
             return false;
         }

@@ -8,7 +8,7 @@ type Callback<A> = Arc<dyn Fn(&A) + Send + Sync>;
 
 /// Listeners of `&A`, each with the id [`Listeners::add`] returned; called
 /// outside the lock, a panicking one logged and the others still called.
-pub struct Listeners<A: ?Sized> {
+pub(crate) struct Listeners<A: ?Sized> {
     next: AtomicU64,
     list: Mutex<Vec<(u64, Callback<A>)>>,
 }
@@ -24,7 +24,7 @@ impl<A: ?Sized> Default for Listeners<A> {
 
 impl<A: ?Sized> Listeners<A> {
     /// Adds a listener; the id removes it.
-    pub fn add(&self, listener: impl Fn(&A) + Send + Sync + 'static) -> u64 {
+    pub(crate) fn add(&self, listener: impl Fn(&A) + Send + Sync + 'static) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().push((id, Arc::new(listener)));
         id
@@ -32,7 +32,7 @@ impl<A: ?Sized> Listeners<A> {
 
     /// Removes a listener; its closure is dropped outside the lock (it may
     /// own a mount handle), with a panicking destructor contained.
-    pub fn remove(&self, id: u64) {
+    pub(crate) fn remove(&self, id: u64) {
         let removed: Vec<(u64, Callback<A>)> = {
             let mut list = self.lock();
             let (removed, kept) = std::mem::take(&mut *list)
@@ -45,19 +45,19 @@ impl<A: ?Sized> Listeners<A> {
     }
 
     /// Removes every listener, dropping them outside the lock.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let removed = std::mem::take(&mut *self.lock());
         crate::util::contain::drop_contained("listener destructor", removed);
     }
 
     /// Whether no listener is registered.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
 
     /// Calls every listener with `value`, outside the lock; a panicking
     /// listener is logged (as `what`) and the others still run.
-    pub fn call(&self, value: &A, what: &str) {
+    pub(crate) fn call(&self, value: &A, what: &str) {
         let listeners: Vec<Callback<A>> = self
             .lock()
             .iter()

@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::adapter::Tool;
 use crate::invoke::InvocationResult;
-use crate::toolset::Tool;
 
 /// One message from the page.
 #[derive(Clone, Debug, PartialEq)]

@@ -73,13 +73,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::adapter::{
+    CallActivity, ChangeWatcher, ConsumerView, ConsumerViews, Mark, ToolCall, Topology, served,
+};
 use crate::adapter::{bounds, refused};
 use crate::context::{Consumer, ConsumerKind};
 use crate::error::{ErrorPayload, RateLimitReason};
 use crate::registry::Registry;
-use crate::toolset::{
-    CallActivity, ChangeWatcher, ConsumerView, ConsumerViews, Mark, ToolCall, Topology, served,
-};
 
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 pub use in_page::{InPage, serve_in_page};

@@ -27,7 +27,7 @@
 //!
 //! ```
 //! use agent_surface::context::ConsumerKind;
-//! use agent_surface::toolset::{ConsumerViews, Topology};
+//! use agent_surface::adapter::{ConsumerViews, Topology};
 //!
 //! let registry = agent_surface::Registry::default();
 //! let views = ConsumerViews::new(&registry, ConsumerKind::Other, Topology::Remote);
@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tokio::sync::watch;
 
-use super::tool::Catalog;
+use super::projection::Catalog;
 use super::{Tool, Toolset, Topology};
 use crate::context::{Consumer, ConsumerKind, HostContext};
 use crate::registry::Registry;

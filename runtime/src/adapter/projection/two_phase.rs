@@ -12,7 +12,7 @@ use crate::error::ErrorCode;
 use crate::invoke::InvocationResult;
 
 /// Identifies "the same call again": the tool and the canonical input.
-pub(super) fn retry_key(name: &str, input: &Value) -> u64 {
+pub(in crate::adapter) fn retry_key(name: &str, input: &Value) -> u64 {
     let mut hasher = crate::canonical::Fnv1a64::new();
     crate::canonical::write_string(name, &mut hasher);
     write_canonical(input, &mut hasher);
@@ -20,7 +20,7 @@ pub(super) fn retry_key(name: &str, input: &Value) -> u64 {
 }
 impl Shared {
     /// The confirmation a previous attempt of the same call was asked for.
-    pub(super) fn remembered(&self, key: u64) -> Option<String> {
+    pub(in crate::adapter) fn remembered(&self, key: u64) -> Option<String> {
         if self.confirmations != ConfirmationMode::TwoPhase {
             return None;
         }
@@ -34,7 +34,7 @@ impl Shared {
 
     /// Forgets the confirmation remembered for `key`: the call is settled
     /// as the agent sent it, without evidence.
-    pub(super) fn unremember(&self, key: u64) {
+    pub(in crate::adapter) fn unremember(&self, key: u64) {
         if self.confirmations == ConfirmationMode::TwoPhase {
             self.asked
                 .lock()
@@ -45,7 +45,7 @@ impl Shared {
 
     /// Remembers a confirmation request (two-phase), forgets it once the
     /// call settled any other way. Bounded by the pending-confirmation limit.
-    pub(super) fn remember(&self, key: u64, result: &InvocationResult) {
+    pub(in crate::adapter) fn remember(&self, key: u64, result: &InvocationResult) {
         if self.confirmations != ConfirmationMode::TwoPhase {
             return;
         }

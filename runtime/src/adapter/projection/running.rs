@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::{ConfirmationMode, Mode, Shared};
 use crate::adapter::bounds;
 use crate::adapter::key_pointer;
+use crate::adapter::wait::{self, Waited};
 use crate::confirmation::{Withdrawal, settle_now};
 use crate::error::{ErrorCode, ErrorPayload};
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions, Kinds};
@@ -21,7 +22,7 @@ impl Shared {
     /// the toolset walks them (a retry key, a copy of the request); the
     /// pipeline checks every other bound itself. In meta mode the bound
     /// applies to each envelope field, named in the issue.
-    pub(super) fn check_depth(&self, input: &Value) -> Result<(), ErrorPayload> {
+    pub(in crate::adapter) fn check_depth(&self, input: &Value) -> Result<(), ErrorPayload> {
         let max = self.registry.limits().max_input_depth;
         let issue = match (self.mode, input) {
             (Mode::Meta, Value::Object(fields)) => fields
@@ -40,7 +41,7 @@ impl Shared {
     /// error, discovery), under the tool-call id or a fresh invocation id.
     /// A tool-call id or tool name over `max_id_bytes` is never echoed: the
     /// id is replaced by a fresh one, the name cut to the limit.
-    pub(super) fn settled(
+    pub(in crate::adapter) fn settled(
         &self,
         name: &str,
         tool_call_id: Option<&str>,
@@ -60,7 +61,7 @@ impl Shared {
         )
     }
 
-    pub(super) fn immediate(
+    pub(in crate::adapter) fn immediate(
         &self,
         name: &str,
         tool_call_id: Option<&str>,
@@ -72,7 +73,7 @@ impl Shared {
     /// What every call through this toolset meets before anything else: a
     /// disposed toolset settles it `CANCELLED`, and input nested deeper
     /// than the pipeline accepts is refused before it is walked or copied.
-    pub(super) fn refused_early(
+    pub(in crate::adapter) fn refused_early(
         &self,
         name: &str,
         tool_call_id: Option<&str>,
@@ -90,7 +91,7 @@ impl Shared {
     /// `key` (see `retry_key`): the confirmation the agent was asked for
     /// under the same name and arguments goes with it (two-phase), or the
     /// person is waited for (wait mode), exactly as for every tool.
-    pub(super) async fn run_direct(
+    pub(in crate::adapter) async fn run_direct(
         &self,
         key: u64,
         mut request: Invocation,
@@ -107,7 +108,7 @@ impl Shared {
 
     /// One call through the pipeline; in wait mode a confirmation request
     /// waits for the user and the call is retried with the evidence.
-    pub(super) async fn run(
+    pub(in crate::adapter) async fn run(
         &self,
         request: Invocation,
         kinds: Kinds,
@@ -178,70 +179,66 @@ impl Shared {
             let id = confirmation_id.clone();
             move |withdrawal: Withdrawal| {
                 // Ended with its session: nothing is kept for its identity.
-                if withdrawal != Withdrawal::Awaited && !agent_left(&registry, &id) {
+                if withdrawal != Withdrawal::Awaited && !wait::agent_left(&registry, &id) {
                     let _ = settle_now(settle_cancelled(&registry, request, options));
                 }
             }
         };
-        let mut waiting = self.registry.confirmations().wait_guard(
-            &confirmation_id,
-            &self.options.consumer,
-            abandoned,
-        );
-        let cancelled = async {
-            match &external {
-                Some(token) => token.cancelled().await,
-                None => std::future::pending().await,
+        let interrupted = async {
+            let cancelled = async {
+                match &external {
+                    Some(token) => token.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = cancelled => {}
+                () = self.disposed.cancelled() => {}
             }
         };
-        let interrupted = tokio::select! {
-            _ = waiting.outcome() => false,
-            () = cancelled => true,
-            () = self.disposed.cancelled() => true,
-        };
-        // Its consumer was forgotten (its session ended) or its toolset
-        // disposed: it ends here, through nothing that keeps a record its
-        // identity could later replay or conflict with.
-        if self.disposed.is_cancelled() || agent_left(&self.registry, &confirmation_id) {
-            let _ = waiting.cancel();
-            return self.immediate(
+        let waited = wait::for_the_person(
+            &self.registry,
+            &self.options.consumer,
+            &confirmation_id,
+            std::future::pending(),
+            interrupted,
+            abandoned,
+        )
+        .await;
+        let cancelled = || {
+            self.immediate(
                 first.capability_id(),
                 Some(first.invocation_id()),
                 ErrorPayload::cancelled(),
-            );
+            )
+        };
+        // Its toolset disposed: it ends here, through nothing that keeps a
+        // record its identity could later replay or conflict with.
+        if self.disposed.is_cancelled() {
+            return cancelled();
         }
-        if interrupted {
-            // Nobody waits any more: the person is no longer asked, and the
-            // call settles CANCELLED through the pipeline (audited, and kept
-            // for its invocation id like any terminal result) — unless
-            // another call still waits on the same request, whose attempt
+        match waited {
+            Waited::AgentLeft => cancelled(),
+            Waited::Interrupted(_) if wait::agent_left(&self.registry, &confirmation_id) => {
+                cancelled()
+            }
+            // Another call still waits on the same request, whose attempt
             // this one shares: it ends alone.
-            return match waiting.cancel() {
-                Withdrawal::Awaited => self.immediate(
-                    first.capability_id(),
-                    Some(first.invocation_id()),
-                    ErrorPayload::cancelled(),
-                ),
-                Withdrawal::Withdrawn | Withdrawal::NotOpen => {
-                    settle_cancelled(&self.registry, request, options).await
-                }
-            };
+            Waited::Interrupted(Withdrawal::Awaited) => cancelled(),
+            // Nobody waits any more: the call settles CANCELLED through
+            // the pipeline (audited, and kept for its invocation id like
+            // any terminal result).
+            Waited::Interrupted(Withdrawal::Withdrawn | Withdrawal::NotOpen) => {
+                settle_cancelled(&self.registry, request, options).await
+            }
+            // Approved, denied or expired: the retry reports which.
+            Waited::Asked(_) | Waited::Ended => {
+                self.registry
+                    .invoke(request.confirmation(confirmation_id), options)
+                    .await
+            }
         }
-        drop(waiting);
-        // Approved, denied or expired: the retry reports which.
-        self.registry
-            .invoke(request.confirmation(confirmation_id), options)
-            .await
     }
-}
-
-/// Whether `confirmation_id` was withdrawn because its consumer was
-/// forgotten ([`AGENT_LEFT`](crate::confirmation::AGENT_LEFT)).
-pub(super) fn agent_left(registry: &Registry, confirmation_id: &str) -> bool {
-    registry
-        .confirmations()
-        .resolution(confirmation_id)
-        .is_some_and(|resolution| resolution.reason == Some(crate::confirmation::AGENT_LEFT))
 }
 
 /// Settles `request` (the agent's own, without evidence: its retry with the

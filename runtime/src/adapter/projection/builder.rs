@@ -5,10 +5,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use super::{Shared, Toolset};
-use crate::adapter::Listeners;
 use crate::context::Consumer;
 use crate::registry::Registry;
 use crate::snapshot::{Budget, SnapshotOptions};
+use crate::util::listeners::Listeners;
 
 /// One tool per capability, or three generic tools.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -78,13 +78,13 @@ impl std::error::Error for ToolsetError {}
 #[must_use]
 #[derive(Debug)]
 pub struct ToolsetBuilder {
-    pub(super) registry: Registry,
-    pub(super) consumer: Option<Consumer>,
-    pub(super) mode: Mode,
-    pub(super) topology: Option<Topology>,
-    pub(super) confirmations: Option<ConfirmationMode>,
-    pub(super) scope: Vec<String>,
-    pub(super) budget: Option<Budget>,
+    pub(in crate::adapter) registry: Registry,
+    pub(in crate::adapter) consumer: Option<Consumer>,
+    pub(in crate::adapter) mode: Mode,
+    pub(in crate::adapter) topology: Option<Topology>,
+    pub(in crate::adapter) confirmations: Option<ConfirmationMode>,
+    pub(in crate::adapter) scope: Vec<String>,
+    pub(in crate::adapter) budget: Option<Budget>,
 }
 
 impl ToolsetBuilder {
@@ -156,7 +156,7 @@ impl ToolsetBuilder {
                 watch: Mutex::new(None),
                 notified: Mutex::new(None),
                 asked: Mutex::new(Vec::new()),
-                disposed: crate::adapter::Disposal::default(),
+                disposed: crate::util::disposal::Disposal::default(),
             }),
         })
     }

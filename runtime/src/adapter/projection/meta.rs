@@ -80,7 +80,7 @@ fn meta_definitions() -> &'static [MetaTool; 3] {
     })
 }
 
-pub(super) fn meta_tools() -> &'static Arc<Vec<Tool>> {
+pub(in crate::adapter) fn meta_tools() -> &'static Arc<Vec<Tool>> {
     static TOOLS: std::sync::OnceLock<Arc<Vec<Tool>>> = std::sync::OnceLock::new();
     TOOLS.get_or_init(|| {
         Arc::new(
@@ -222,7 +222,11 @@ impl Toolset {
             .settled(name, tool_call_id, Ok(Some(Arc::new(output))))
     }
 
-    pub(super) fn discover(&self, input: Value, tool_call_id: Option<&str>) -> InvocationResult {
+    pub(in crate::adapter) fn discover(
+        &self,
+        input: Value,
+        tool_call_id: Option<&str>,
+    ) -> InvocationResult {
         let shared = &self.shared;
         let envelope = match Envelope::check(input, &[], &[], &["scope"]) {
             Ok(envelope) => envelope,
@@ -313,7 +317,7 @@ impl Toolset {
         self.ok(DISCOVER, tool_call_id, output)
     }
 
-    pub(super) async fn read(
+    pub(in crate::adapter) async fn read(
         &self,
         input: Value,
         tool_call_id: Option<&str>,
@@ -338,7 +342,7 @@ impl Toolset {
         shared.run(request, Kinds::Observations, cancellation).await
     }
 
-    pub(super) async fn act(
+    pub(in crate::adapter) async fn act(
         &self,
         input: Value,
         tool_call_id: Option<&str>,

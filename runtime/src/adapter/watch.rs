@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use agent_surface::context::ConsumerKind;
-//! use agent_surface::toolset::{CallActivity, ChangeWatcher, ConsumerViews, Mark, Topology};
+//! use agent_surface::adapter::{CallActivity, ChangeWatcher, ConsumerViews, Mark, Topology};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let registry = agent_surface::Registry::default();

@@ -70,16 +70,16 @@ pub struct ToolTarget<'a> {
 }
 
 /// One meta-mode verb.
-pub(super) struct MetaTool {
-    pub(super) name: &'static str,
-    pub(super) description: &'static str,
-    pub(super) schema: Value,
+pub(in crate::adapter) struct MetaTool {
+    pub(in crate::adapter) name: &'static str,
+    pub(in crate::adapter) description: &'static str,
+    pub(in crate::adapter) schema: Value,
 }
 
 /// Where a tool's definition comes from. Definitions are borrowed from the
 /// static contracts and the registrations, never copied.
 #[derive(Clone)]
-pub(super) enum Source {
+pub(in crate::adapter) enum Source {
     View {
         registration: RegistrationHandle,
         capability: &'static CheckedCapability,
@@ -97,11 +97,11 @@ pub(super) enum Source {
 /// One tool as a model sees it, plus its live state and target.
 #[derive(Clone)]
 pub struct Tool {
-    pub(super) source: Source,
+    pub(in crate::adapter) source: Source,
     /// A shortened name, when the canonical one is too long.
-    pub(super) renamed: Option<Box<str>>,
-    pub(super) state: ToolState,
-    pub(super) surface_version: u64,
+    pub(in crate::adapter) renamed: Option<Box<str>>,
+    pub(in crate::adapter) state: ToolState,
+    pub(in crate::adapter) surface_version: u64,
 }
 
 impl fmt::Debug for Tool {
@@ -250,16 +250,16 @@ pub fn wire_name(capability: &CheckedCapability) -> &str {
 }
 
 /// One built catalog: the tools and a lazily built name index.
-pub(super) struct Catalog {
-    pub(super) tools: Arc<Vec<Tool>>,
+pub(in crate::adapter) struct Catalog {
+    pub(in crate::adapter) tools: Arc<Vec<Tool>>,
     by_name: std::sync::OnceLock<FxHashMap<u64, usize>>,
     /// Built from a snapshot a discovery policy decided part of (see
     /// [`Snapshot::depends_on_consumer`]): it is its consumer's alone.
-    pub(super) consumer_dependent: bool,
+    pub(in crate::adapter) consumer_dependent: bool,
     /// Built from a snapshot neither live nor consumer-dependent: every
     /// build at the same surface version serves the same tools (see
     /// [`Snapshot::is_live`]).
-    pub(super) fixed: bool,
+    pub(in crate::adapter) fixed: bool,
 }
 
 fn name_hash(name: &str) -> u64 {
@@ -279,7 +279,7 @@ impl Catalog {
     }
 
     /// The tool named `name` (names are unique within a catalog).
-    pub(super) fn find(&self, name: &str) -> Option<&Tool> {
+    pub(in crate::adapter) fn find(&self, name: &str) -> Option<&Tool> {
         let index = self.by_name.get_or_init(|| {
             let mut map = FxHashMap::default();
             map.reserve(self.tools.len());
@@ -296,7 +296,7 @@ impl Catalog {
     }
 
     /// Definitions and live state, for change notifications.
-    pub(super) fn fingerprint(&self) -> u64 {
+    pub(in crate::adapter) fn fingerprint(&self) -> u64 {
         let mut hasher = rustc_hash::FxHasher::default();
         for tool in self.tools.iter() {
             tool.name().hash(&mut hasher);
@@ -311,7 +311,7 @@ impl Catalog {
 }
 
 /// Builds the tools of one snapshot.
-pub(super) fn build_catalog(snapshot: &Snapshot) -> Catalog {
+pub(in crate::adapter) fn build_catalog(snapshot: &Snapshot) -> Catalog {
     let components = snapshot.components();
     let procedures = snapshot.procedures();
     let version = snapshot.surface_version();

@@ -11,7 +11,7 @@ use super::{Mode, Shared, Toolset};
 impl Toolset {
     /// A fresh direct-mode catalog, kept as the one later calls resolve
     /// against (`None` in meta mode, whose tools are constant).
-    pub(super) fn rebuild_catalog(&self) -> Option<Arc<Catalog>> {
+    pub(in crate::adapter) fn rebuild_catalog(&self) -> Option<Arc<Catalog>> {
         (self.shared.mode == Mode::Direct).then(|| self.shared.rebuild())
     }
 
@@ -20,7 +20,7 @@ impl Toolset {
     /// exactly what this consumer's own build would have been), as if it
     /// had been built here. `false` (nothing adopted) in meta mode or for
     /// a catalog a discovery policy decided.
-    pub(super) fn adopt(&self, catalog: Arc<Catalog>) -> bool {
+    pub(in crate::adapter) fn adopt(&self, catalog: Arc<Catalog>) -> bool {
         if self.shared.mode != Mode::Direct || catalog.consumer_dependent {
             return false;
         }
@@ -37,7 +37,7 @@ impl Toolset {
 
 impl Shared {
     /// The catalog the model last saw (built now if there is none).
-    pub(super) fn catalog(&self) -> Arc<Catalog> {
+    pub(in crate::adapter) fn catalog(&self) -> Arc<Catalog> {
         let built = self
             .built
             .lock()
@@ -47,7 +47,7 @@ impl Shared {
     }
 
     /// A fresh catalog, kept as the one later calls resolve against.
-    pub(super) fn rebuild(&self) -> Arc<Catalog> {
+    pub(in crate::adapter) fn rebuild(&self) -> Arc<Catalog> {
         let catalog = Arc::new(self.build());
         let previous = self
             .built
@@ -66,7 +66,7 @@ impl Shared {
         build_catalog(&snapshot)
     }
 
-    pub(super) fn notify_if_changed(&self) {
+    pub(in crate::adapter) fn notify_if_changed(&self) {
         if self.disposed.is_cancelled() || self.mode == Mode::Meta {
             return;
         }

@@ -21,6 +21,7 @@ use std::future::Future;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::wait::{self, Waited};
 use super::{ExecuteOptions, Toolset};
 use crate::confirmation::{Withdrawal, settle_now};
 use crate::error::{ErrorCode, ErrorPayload};
@@ -69,7 +70,7 @@ impl ToolCall {
     async fn settle_cancelled(&self, toolset: &Toolset) -> InvocationResult {
         toolset
             .shared
-            .unremember(super::retry_key(&self.name, &self.arguments));
+            .unremember(super::projection::retry_key(&self.name, &self.arguments));
         let token = CancellationToken::new();
         token.cancel();
         self.run(toolset, None, token).await
@@ -143,7 +144,7 @@ impl ToolCall {
         {
             return Some(refused);
         }
-        let key = super::retry_key(&self.name, &self.arguments);
+        let key = super::projection::retry_key(&self.name, &self.arguments);
         let mut invocation = Invocation::new(id.as_str()).input(self.arguments.clone());
         invocation.instance_id = instance.map(|instance| instance.as_str().to_owned());
         invocation.invocation_id = self.invocation_id.clone();
@@ -223,50 +224,43 @@ pub async fn ask_the_person(
             let _ = settle_now(call.settle_cancelled(&toolset));
         }
     };
-    let mut waiting = toolset.registry().confirmations().wait_guard(
-        confirmation_id,
+    let waited = wait::for_the_person(
+        toolset.registry(),
         toolset.consumer(),
+        confirmation_id,
+        ask,
+        cancel.cancelled(),
         abandoned,
-    );
-    let asked = tokio::select! {
-        approved = ask => Some(approved),
-        // Ended elsewhere (answered in the app, withdrawn by an unmount,
-        // expired): the retry below reports how, at once.
-        _ = waiting.outcome() => None,
-        () = cancel.cancelled() => {
-            return match waiting.cancel() {
-                // Another call still waits on the same request: this one
-                // ends alone.
-                Withdrawal::Awaited => crate::adapter::refused(
-                    toolset.registry(),
-                    call.name(),
-                    call.invocation_id.clone(),
-                    ErrorPayload::cancelled(),
-                ),
-                // The agent's own request, without evidence: its retry
-                // with the same id gets this CANCELLED, never a conflict.
-                Withdrawal::Withdrawn | Withdrawal::NotOpen => call.settle_cancelled(toolset).await,
-            };
-        }
-    };
-    // The wait is over; nothing is withdrawn.
-    waiting.finish();
-    if asked.is_none() && super::running::agent_left(toolset.registry(), confirmation_id) {
-        // Its consumer was forgotten (its session ended): it ends here,
-        // leaving nothing its identity could later replay or conflict with
-        // (not even the request this toolset remembers for it).
-        toolset
-            .shared
-            .unremember(super::retry_key(&call.name, &call.arguments));
-        return crate::adapter::refused(
+    )
+    .await;
+    let cancelled = || {
+        crate::adapter::refused(
             toolset.registry(),
             call.name(),
             call.invocation_id.clone(),
             ErrorPayload::cancelled(),
-        );
-    }
-    if let Some(approved) = asked {
-        answer(approved);
+        )
+    };
+    match waited {
+        // Another call still waits on the same request: this one ends
+        // alone.
+        Waited::Interrupted(Withdrawal::Awaited) => return cancelled(),
+        // The agent's own request, without evidence: its retry with the
+        // same id gets this CANCELLED, never a conflict.
+        Waited::Interrupted(Withdrawal::Withdrawn | Withdrawal::NotOpen) => {
+            return call.settle_cancelled(toolset).await;
+        }
+        Waited::AgentLeft => {
+            // Nothing is left that its identity could later replay or
+            // conflict with (not even the request this toolset remembers
+            // for it).
+            toolset
+                .shared
+                .unremember(super::projection::retry_key(&call.name, &call.arguments));
+            return cancelled();
+        }
+        Waited::Asked(approved) => answer(approved),
+        Waited::Ended => {}
     }
     // Denied: the retry reports CONFIRMATION_INVALID {denied}.
     call.run(toolset, Some(confirmation_id), cancel).await
