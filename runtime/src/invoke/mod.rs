@@ -11,7 +11,7 @@
 pub(crate) mod bounds;
 mod join;
 mod pipeline;
-mod reach;
+mod dedupe_fingerprint;
 
 pub use crate::invocation::{
     IS_AN_OBSERVATION, IS_NOT_AN_OBSERVATION, Invocation, InvocationResult, InvokeOptions, Kinds,
@@ -153,7 +153,7 @@ fn begin(
     let leadership = if let Some(fingerprint) = fingerprint {
         // The same id and request under another reach is a conflict,
         // never a way past a scope floor, a verb or missing grants.
-        let fingerprint = reach::dedupe_fingerprint(
+        let fingerprint = dedupe_fingerprint::of_call(
             fingerprint,
             &options.scope,
             options.kinds,

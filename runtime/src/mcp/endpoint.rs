@@ -31,7 +31,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::{AuthGate, auth_gate};
-use super::gate::{Gate, gate};
+use super::http_gate::{Gate, gate};
 use super::origin::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS, OriginGate};
 use super::{McpServeError, McpServer, McpSession};
 
@@ -120,7 +120,7 @@ impl McpServer {
             max_body_bytes: options.max_body_bytes,
             max_id_bytes: self.shared.registry.limits().max_id_bytes,
             admission: tokio::sync::Mutex::new(()),
-            in_flight: Arc::new(Semaphore::new(super::gate::mcp_share(
+            in_flight: Arc::new(Semaphore::new(super::http_gate::mcp_share(
                 options.max_connections,
             ))),
         });
@@ -143,7 +143,7 @@ impl McpServer {
                     self.origin_gate(),
                     sessions,
                     options.max_sessions,
-                    super::gate::mcp_share(options.max_connections),
+                    super::http_gate::mcp_share(options.max_connections),
                 );
                 router.layer(axum::middleware::from_fn_with_state(
                     Arc::new(auth),

@@ -80,7 +80,7 @@ mod clients;
 mod connections;
 mod convert;
 mod endpoint;
-mod gate;
+mod http_gate;
 mod held;
 mod origin;
 mod peek;

@@ -330,7 +330,7 @@ pub(crate) async fn auth_gate(
     let consumer = authenticated.consumer.clone();
     // The share is the subject's: its credentials together hold one.
     let Some(slot) = gate.slot(&authenticated.subject) else {
-        return crate::mcp::gate::busy(
+        return crate::mcp::http_gate::busy(
             None,
             crate::error::RateLimitReason::QueueFull,
             "Server busy: too many requests or streams in flight for this subject; retry later \

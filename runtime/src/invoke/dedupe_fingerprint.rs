@@ -42,7 +42,7 @@ fn key() -> &'static std::hash::RandomState {
 /// a random key) of `request` and the reach. The scope and the grants are
 /// sets: their order and repeats do not matter (a host that rebuilds a
 /// consumer with the same grants in another order is the same reach).
-pub(crate) fn dedupe_fingerprint(
+pub(crate) fn of_call(
     request: u64,
     scope: &[String],
     kinds: Kinds,
@@ -83,7 +83,7 @@ mod tests {
 
     #[test]
     fn the_full_reach_keeps_the_request_fingerprint() {
-        assert_eq!(dedupe_fingerprint(42, &[], Kinds::All, &[]), 42);
+        assert_eq!(of_call(42, &[], Kinds::All, &[]), 42);
     }
 
     #[test]
@@ -103,21 +103,21 @@ mod tests {
         assert!(seen.insert(42));
         for (scope, kinds, grants) in &reaches {
             assert!(
-                seen.insert(dedupe_fingerprint(42, scope, *kinds, grants)),
+                seen.insert(of_call(42, scope, *kinds, grants)),
                 "{scope:?} {kinds:?} {grants:?}"
             );
         }
         assert_ne!(
-            dedupe_fingerprint(42, &strings(&["devices"]), Kinds::All, &[]),
-            dedupe_fingerprint(43, &strings(&["devices"]), Kinds::All, &[]),
+            of_call(42, &strings(&["devices"]), Kinds::All, &[]),
+            of_call(43, &strings(&["devices"]), Kinds::All, &[]),
         );
     }
 
     #[test]
     fn a_list_in_set_form_hashes_as_its_sorted_copy() {
         assert_eq!(
-            dedupe_fingerprint(7, &strings(&["a", "b"]), Kinds::All, &strings(&["x"])),
-            dedupe_fingerprint(
+            of_call(7, &strings(&["a", "b"]), Kinds::All, &strings(&["x"])),
+            of_call(
                 7,
                 &strings(&["b", "a", "b"]),
                 Kinds::All,
@@ -129,13 +129,13 @@ mod tests {
     #[test]
     fn scope_and_grants_are_sets() {
         assert_eq!(
-            dedupe_fingerprint(
+            of_call(
                 7,
                 &strings(&["a", "b", "a"]),
                 Kinds::All,
                 &strings(&["x", "y"])
             ),
-            dedupe_fingerprint(
+            of_call(
                 7,
                 &strings(&["b", "a"]),
                 Kinds::All,
