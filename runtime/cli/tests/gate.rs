@@ -472,11 +472,7 @@ fn declarations_hidden_from_the_build_in_every_way_the_source_allows_are_widenin
     std::fs::remove_file(dir.join("src/lib.rs")).unwrap();
     write(&dir, "src/core.rs", &format!("{GATED}\n{FIRST_CTOR}"));
     write(&dir, "src/benign.rs", "");
-    let snapshot = run(&dir, &["snapshot"]);
-    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-q", "-m", "base"]);
+    commit_snapshot(&dir, &[]);
     write(
         &dir,
         "src/core.rs",
@@ -613,11 +609,7 @@ fn a_local_dependency_is_read_too_and_a_malformed_base_is_refused() {
     )
     .unwrap();
     edit(&dir, "//MORE", "use widgets as _;");
-    let snapshot = run(&dir, &["snapshot"]);
-    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-q", "-m", "base"]);
+    commit_snapshot(&dir, &[]);
     let lib = format!(
         "use agent_surface::prelude::*;\n/// Lax.\n#[cfg(target_os = \"windows\")]\n\
          #[agent_component(type = \"w.lax\")]\nimpl Lax {{\n    /// Go.\n    #[action(effect = \"navigation\")]\n    fn go(&self) {{}}\n}}\n\
@@ -1153,11 +1145,7 @@ fn a_build_script_that_starts_generating_a_component_is_a_change_review_sees() {
     let dir = fixtures().join("generated");
     fixture(&dir, "generated", GENERATED, "");
     write(&dir, "build.rs", &build_script(""));
-    let snapshot = run(&dir, &["snapshot"]);
-    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-q", "-m", "base"]);
+    commit_snapshot(&dir, &[]);
     // The build script now emits a component, in release builds only: the
     // gate's build does not link it, its source does not name it.
     write(
@@ -1180,38 +1168,53 @@ fn a_build_script_that_starts_generating_a_component_is_a_change_review_sees() {
     );
 }
 
+/// A crate `name` of the fixture's workspace at `dir/name`: its manifest's
+/// `extra` tables and its `src/lib.rs`.
+fn member_crate(dir: &std::path::Path, name: &str, extra: &str, lib: &str) -> std::path::PathBuf {
+    let member = dir.join(name);
+    let _ = std::fs::remove_dir_all(&member);
+    write(
+        &member,
+        "Cargo.toml",
+        &format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
+             publish = false\n{extra}"
+        ),
+    );
+    write(&member, "src/lib.rs", lib);
+    member
+}
+
+/// The fixture's workspace with `members`.
+fn with_members(dir: &std::path::Path, members: &[&str]) {
+    let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let listed: Vec<String> = members.iter().map(|m| format!("\"{m}\"")).collect();
+    let with = format!("[workspace]\nmembers = [{}]\n", listed.join(", "));
+    std::fs::write(dir.join("Cargo.toml"), text.replace("[workspace]\n", &with)).unwrap();
+}
+
+/// A proc-macro `make!` expanding to `code`.
+fn expands_to(code: &str) -> String {
+    format!(
+        "extern crate proc_macro;\nuse proc_macro::TokenStream;\n\n\
+         #[proc_macro]\npub fn make(_: TokenStream) -> TokenStream {{\n    {code:?}.parse().unwrap()\n}}\n"
+    )
+}
+
 #[test]
 fn a_local_proc_macro_crate_that_changes_is_a_change_review_sees() {
     let dir = fixtures().join("macro-user");
-    let generator = dir.join("maker");
     fixture(&dir, "macro-user", GATED, "maker = { path = \"maker\" }\n");
     // A proc-macro crate of the workspace, with no dependency of its own.
-    let _ = std::fs::remove_dir_all(&generator);
-    write(
-        &generator,
-        "Cargo.toml",
-        "[package]\nname = \"maker\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [lib]\nproc-macro = true\n",
+    let generator = member_crate(
+        &dir,
+        "maker",
+        "\n[lib]\nproc-macro = true\n",
+        &expands_to(""),
     );
-    let expands_to = |code: &str| {
-        format!(
-            "extern crate proc_macro;\nuse proc_macro::TokenStream;\n\n\
-             #[proc_macro]\npub fn make(_: TokenStream) -> TokenStream {{\n    {code:?}.parse().unwrap()\n}}\n"
-        )
-    };
-    write(&generator, "src/lib.rs", &expands_to(""));
-    let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        text.replace("[workspace]\n", "[workspace]\nmembers = [\"maker\"]\n"),
-    )
-    .unwrap();
+    with_members(&dir, &["maker"]);
     edit(&dir, "//MORE", "maker::make!();");
-    let snapshot = run(&dir, &["snapshot"]);
-    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-q", "-m", "base"]);
+    commit_snapshot(&dir, &[]);
     // The generator now emits a component, in release builds only.
     write(
         &generator,
@@ -1263,11 +1266,7 @@ fn a_data_file_a_build_script_reads_is_a_change_review_sees() {
     fixture(&dir, "generated-data", GENERATED, "");
     write(&dir, "build.rs", DATA_SCRIPT);
     write(&dir, "components.txt", "");
-    let snapshot = run(&dir, &["snapshot"]);
-    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-q", "-m", "base"]);
+    commit_snapshot(&dir, &[]);
     // Only the data changes: the script and the source are as reviewed.
     write(&dir, "components.txt", WIPE);
     let (code, findings, output) = drift(&dir, "widening");
@@ -1281,26 +1280,17 @@ fn a_data_file_a_build_script_reads_is_a_change_review_sees() {
 #[test]
 fn what_a_local_proc_macro_links_and_reads_is_a_change_review_sees() {
     let dir = fixtures().join("macro-inputs");
-    let generator = dir.join("maker");
-    let core = dir.join("maker-core");
     fixture(
         &dir,
         "macro-inputs",
         GATED,
         "maker = { path = \"maker\" }\n",
     );
-    let _ = std::fs::remove_dir_all(&generator);
-    let _ = std::fs::remove_dir_all(&core);
-    write(
-        &generator,
-        "Cargo.toml",
-        "[package]\nname = \"maker\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [lib]\nproc-macro = true\n\n[dependencies]\nmaker-core = { path = \"../maker-core\" }\n",
-    );
     // The generator emits what its library says, then the user's spec.
-    write(
-        &generator,
-        "src/lib.rs",
+    member_crate(
+        &dir,
+        "maker",
+        "\n[lib]\nproc-macro = true\n\n[dependencies]\nmaker-core = { path = \"../maker-core\" }\n",
         "extern crate proc_macro;\nuse proc_macro::TokenStream;\n\n\
          #[proc_macro]\npub fn make(_: TokenStream) -> TokenStream {\n    \
          let dir = std::env::var(\"CARGO_MANIFEST_DIR\").unwrap();\n    \
@@ -1308,28 +1298,11 @@ fn what_a_local_proc_macro_links_and_reads_is_a_change_review_sees() {
          format!(\"{}{spec}\", maker_core::code()).parse().unwrap()\n}\n",
     );
     let core_code = |code: &str| format!("pub fn code() -> &'static str {{\n    {code:?}\n}}\n");
-    write(
-        &core,
-        "Cargo.toml",
-        "[package]\nname = \"maker-core\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n",
-    );
-    write(&core, "src/lib.rs", &core_code(""));
+    let core = member_crate(&dir, "maker-core", "", &core_code(""));
     write(&dir, "spec.txt", "");
-    let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        text.replace(
-            "[workspace]\n",
-            "[workspace]\nmembers = [\"maker\", \"maker-core\"]\n",
-        ),
-    )
-    .unwrap();
+    with_members(&dir, &["maker", "maker-core"]);
     edit(&dir, "//MORE", "maker::make!();");
-    let snapshot = run(&dir, &["snapshot"]);
-    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-q", "-m", "base"]);
+    commit_snapshot(&dir, &[]);
     // The library the generator links now emits a component.
     write(&core, "src/lib.rs", &core_code(WIPE));
     let (code, findings, output) = drift(&dir, "widening");
@@ -1411,11 +1384,7 @@ fn pulled_file_changes_are_widening(name: &str, lib: &str) {
     let dir = fixtures().join(name);
     fixture(&dir, name, lib, "\n[features]\nextra = []\n");
     write(&dir, "src/extra.rs", PULLED);
-    let snapshot = run(&dir, &["snapshot", "--no-default-features"]);
-    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-q", "-m", "base"]);
+    commit_snapshot(&dir, &["--no-default-features"]);
     let text = std::fs::read_to_string(dir.join("src/extra.rs")).unwrap();
     write(
         &dir,

@@ -122,12 +122,21 @@ pub(crate) fn committed(name: &str) -> PathBuf {
 pub(crate) fn committed_with(name: &str, lib: &str, extra: &str) -> PathBuf {
     let dir = fixtures().join(name);
     fixture(&dir, name, lib, extra);
-    let snapshot = run(&dir, &["snapshot"]);
-    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-q", "-m", "base"]);
+    commit_snapshot(&dir, &[]);
     dir
+}
+
+/// Snapshots the fixture at `dir` (with `args` after `snapshot`), then
+/// commits it as the base review compares with.
+pub(crate) fn commit_snapshot(dir: &Path, args: &[&str]) {
+    let args: Vec<&str> = std::iter::once("snapshot")
+        .chain(args.iter().copied())
+        .collect();
+    let snapshot = run(dir, &args);
+    assert_eq!(snapshot.status.code(), Some(0), "{}", describe(&snapshot));
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-q", "-m", "base"]);
 }
 
 pub(crate) fn edit(dir: &Path, from: &str, to: &str) {
