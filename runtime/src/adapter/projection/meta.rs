@@ -232,6 +232,14 @@ impl Toolset {
             Ok(envelope) => envelope,
             Err(error) => return shared.immediate(DISCOVER, tool_call_id, error),
         };
+        let not_strings = || {
+            let issue = Issue::new("/scope", "must be an array of strings");
+            shared.immediate(
+                DISCOVER,
+                tool_call_id,
+                ErrorPayload::invalid_input(&[issue]),
+            )
+        };
         let requested = match envelope.0.get("scope") {
             None | Some(Value::Null) => None,
             Some(Value::Array(items)) => {
@@ -239,54 +247,34 @@ impl Toolset {
                     .iter()
                     .map(|item| item.as_str().map(str::to_owned))
                     .collect();
-                match strings {
-                    Some(strings) => {
-                        // Bounded: the rejected prefixes are echoed back.
-                        let max_bytes = shared.registry.limits().max_id_bytes;
-                        let issue = if strings.len() > MAX_SCOPE_PREFIXES {
-                            Some(Issue::new(
-                                "/scope",
-                                format!("must list at most {MAX_SCOPE_PREFIXES} prefixes"),
-                            ))
-                        } else {
-                            strings.iter().position(|p| p.len() > max_bytes).map(|at| {
-                                Issue::new(
-                                    format!("/scope/{at}"),
-                                    format!("must be at most {max_bytes} bytes long"),
-                                )
-                            })
-                        };
-                        if let Some(issue) = issue {
-                            return shared.immediate(
-                                DISCOVER,
-                                tool_call_id,
-                                ErrorPayload::invalid_input(&[issue]),
-                            );
-                        }
-                        Some(strings)
-                    }
-                    None => {
-                        return shared.immediate(
-                            DISCOVER,
-                            tool_call_id,
-                            ErrorPayload::invalid_input(&[Issue::new(
-                                "/scope",
-                                "must be an array of strings",
-                            )]),
-                        );
-                    }
-                }
-            }
-            Some(_) => {
-                return shared.immediate(
-                    DISCOVER,
-                    tool_call_id,
-                    ErrorPayload::invalid_input(&[Issue::new(
+                let Some(strings) = strings else {
+                    return not_strings();
+                };
+                // Bounded: the rejected prefixes are echoed back.
+                let max_bytes = shared.registry.limits().max_id_bytes;
+                let issue = if strings.len() > MAX_SCOPE_PREFIXES {
+                    Some(Issue::new(
                         "/scope",
-                        "must be an array of strings",
-                    )]),
-                );
+                        format!("must list at most {MAX_SCOPE_PREFIXES} prefixes"),
+                    ))
+                } else {
+                    strings.iter().position(|p| p.len() > max_bytes).map(|at| {
+                        Issue::new(
+                            format!("/scope/{at}"),
+                            format!("must be at most {max_bytes} bytes long"),
+                        )
+                    })
+                };
+                if let Some(issue) = issue {
+                    return shared.immediate(
+                        DISCOVER,
+                        tool_call_id,
+                        ErrorPayload::invalid_input(&[issue]),
+                    );
+                }
+                Some(strings)
             }
+            Some(_) => return not_strings(),
         };
         let scoped = narrow(&shared.options.scope, requested);
         let mut output = if scoped.empty {
