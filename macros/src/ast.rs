@@ -36,6 +36,8 @@ pub(crate) struct ComponentAttrs {
     /// Whether `type` was written (possibly malformed, already reported).
     pub(crate) type_given: bool,
     pub(crate) description: Option<Spanned<String>>,
+    /// Whether `description` was written (possibly malformed, already reported).
+    pub(crate) description_given: bool,
     pub(crate) instance: Option<LitStr>,
     pub(crate) priority: Option<i32>,
     pub(crate) origin: Option<LitStr>,
@@ -108,6 +110,8 @@ pub(crate) struct Capability<'a> {
     /// Whether the name comes from the method name (no `name = …`).
     pub(crate) name_derived: bool,
     pub(crate) description: Option<Spanned<String>>,
+    /// Whether `description` was written (possibly malformed, already reported).
+    pub(crate) description_given: bool,
     pub(crate) effect: Option<Spanned<Effect>>,
     /// Whether `effect` was written (possibly malformed, already reported).
     pub(crate) effect_given: bool,
@@ -163,24 +167,90 @@ impl Capability<'_> {
     }
 }
 
-/// The doc comment of an item, joined into a description.
+/// One `#[doc = …]` of an item (a `///` line is one), or one `doc = …` a
+/// `#[cfg_attr(pred, …)]` applies, with its predicate.
+struct DocPart {
+    value: syn::Expr,
+    condition: Option<syn::Meta>,
+    span: Span,
+}
+
+/// The `doc = …` values among `attrs`, in order: `#[doc = …]` (and `///`),
+/// and those inside `#[cfg_attr(pred, doc = …)]`, which rustc has not
+/// applied yet on a method (only on the attributes above the macro's own).
+fn doc_parts(attrs: &[syn::Attribute]) -> Vec<DocPart> {
+    let mut parts = Vec::new();
+    for attr in attrs {
+        if attr.path().is_ident("doc") {
+            if let syn::Meta::NameValue(pair) = &attr.meta {
+                parts.push(DocPart {
+                    value: pair.value.clone(),
+                    condition: None,
+                    span: attr.span(),
+                });
+            }
+        } else if let Some((condition, values)) = cfg_attr_docs(attr) {
+            parts.extend(values.into_iter().map(|value| DocPart {
+                value,
+                condition: Some(condition.clone()),
+                span: attr.span(),
+            }));
+        }
+    }
+    parts
+}
+
+/// The predicate of a `#[cfg_attr(pred, …)]` and the values of the
+/// `doc = …` it applies (none when it applies no doc).
+fn cfg_attr_docs(attr: &syn::Attribute) -> Option<(syn::Meta, Vec<syn::Expr>)> {
+    if !attr.path().is_ident("cfg_attr") {
+        return None;
+    }
+    let syn::Meta::List(list) = &attr.meta else {
+        return None;
+    };
+    list.parse_args_with(|input: syn::parse::ParseStream<'_>| {
+        let condition: syn::Meta = input.parse()?;
+        input.parse::<syn::Token![,]>()?;
+        let metas =
+            syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated(input)?;
+        let values = metas
+            .into_iter()
+            .filter_map(|meta| match meta {
+                syn::Meta::NameValue(pair) if pair.path.is_ident("doc") => Some(pair.value),
+                _ => None,
+            })
+            .collect();
+        Ok((condition, values))
+    })
+    .ok()
+}
+
+fn is_literal(value: &syn::Expr) -> bool {
+    matches!(
+        value,
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(_),
+            ..
+        })
+    )
+}
+
+/// The doc comment of an item, joined into a description, when every part
+/// of it is a literal written unconditionally (else see [`doc_expression`]).
 pub(crate) fn doc_description(attrs: &[syn::Attribute]) -> Option<Spanned<String>> {
     let mut lines = Vec::new();
     let mut span = None;
-    for attr in attrs {
-        if !attr.path().is_ident("doc") {
+    for part in doc_parts(attrs) {
+        if part.condition.is_some() {
             continue;
         }
-        if let syn::Meta::NameValue(syn::MetaNameValue {
-            value:
-                syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(lit),
-                    ..
-                }),
+        if let syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
             ..
-        }) = &attr.meta
+        }) = &part.value
         {
-            span.get_or_insert_with(|| attr.span());
+            span.get_or_insert(part.span);
             lines.push(lit.value());
         }
     }
@@ -189,29 +259,64 @@ pub(crate) fn doc_description(attrs: &[syn::Attribute]) -> Option<Spanned<String
     Some(Spanned { value: text, span })
 }
 
-/// The doc comment as one `concat!` expression, when a part of it is not a
-/// literal (`#[doc = include_str!("…")]`, `#[doc = concat!(…)]`): its text
-/// is known only to the compiler, so the runtime normalizes and checks it
-/// (at registration and in the generated test).
+/// The doc comment as an expression the compiler computes, when a part of
+/// it is not a literal (`#[doc = include_str!("…")]`, `#[doc = concat!(…)]`)
+/// or is applied by a `#[cfg_attr(pred, doc = …)]`: its text is known only
+/// to the compiler, so the runtime normalizes and checks it (at
+/// registration and in the generated test), and a constant of the
+/// expansion checks its limits. Unconditional parts are one `concat!`; a
+/// part under a predicate is in the text when `cfg!(pred)` holds, joined
+/// by a constant evaluation.
 pub(crate) fn doc_expression(attrs: &[syn::Attribute]) -> Option<TokenStream> {
-    let values: Vec<&syn::Expr> = attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident("doc"))
-        .filter_map(|attr| match &attr.meta {
-            syn::Meta::NameValue(pair) => Some(&pair.value),
-            _ => None,
-        })
-        .collect();
-    let computed = values.iter().any(|value| {
-        !matches!(
-            value,
-            syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(_),
-                ..
-            })
-        )
+    let parts = doc_parts(attrs);
+    if parts.iter().all(|part| part.condition.is_none()) {
+        let values: Vec<&syn::Expr> = parts.iter().map(|part| &part.value).collect();
+        let computed = values.iter().any(|value| !is_literal(value));
+        return computed.then(|| quote::quote!(::core::concat!(#(#values, "\n"),*)));
+    }
+    let pieces = parts.iter().map(|part| {
+        let value = &part.value;
+        match &part.condition {
+            None => quote::quote!(::core::concat!(#value, "\n")),
+            Some(condition) => quote::quote! {
+                if ::core::cfg!(#condition) { ::core::concat!(#value, "\n") } else { "" }
+            },
+        }
     });
-    computed.then(|| quote::quote!(::core::concat!(#(#values, "\n"),*)))
+    Some(quote::quote! {{
+        const PARTS: &[&str] = &[#(#pieces),*];
+        const LEN: usize = {
+            let mut len = 0;
+            let mut i = 0;
+            while i < PARTS.len() {
+                len += PARTS[i].len();
+                i += 1;
+            }
+            len
+        };
+        const BYTES: [u8; LEN] = {
+            let mut out = [0u8; LEN];
+            let mut at = 0;
+            let mut i = 0;
+            while i < PARTS.len() {
+                let bytes = PARTS[i].as_bytes();
+                let mut j = 0;
+                while j < bytes.len() {
+                    out[at] = bytes[j];
+                    at += 1;
+                    j += 1;
+                }
+                i += 1;
+            }
+            out
+        };
+        // Whole `&str`s joined: valid UTF-8 by construction.
+        const TEXT: &str = match ::core::str::from_utf8(&BYTES) {
+            ::core::result::Result::Ok(text) => text,
+            ::core::result::Result::Err(_) => "",
+        };
+        TEXT
+    }})
 }
 
 /// `meta(k = v, …)` or `internal(k = v, …)` as JSON object text.
@@ -358,6 +463,7 @@ impl ComponentAttrs {
             type_given: set.has(TYPE) || set.had_unknown_keys(),
             component_type: set.string(TYPE),
             description,
+            description_given: has_description,
             instance: set.string(INSTANCE),
             priority: set.int(PRIORITY).map(|(n, _)| n),
             origin: set.string(ORIGIN),
@@ -425,7 +531,8 @@ impl<'a> Capability<'a> {
                 span: method.sig.ident.span(),
             },
         };
-        let doc_expr = if set.has(DESCRIPTION) {
+        let description_given = set.has(DESCRIPTION);
+        let doc_expr = if description_given {
             None
         } else {
             doc_expression(&method.attrs)
@@ -495,6 +602,7 @@ impl<'a> Capability<'a> {
             name,
             name_derived,
             description,
+            description_given,
             effect,
             effect_given,
             idempotent: set.flag(IDEMPOTENT).map(|(b, _)| b),

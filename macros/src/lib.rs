@@ -29,6 +29,7 @@ mod reach;
 mod recover;
 mod schema;
 mod self_type;
+mod serde_shape;
 mod signature;
 mod symbol;
 mod valid;
@@ -101,13 +102,14 @@ pub fn agent_component(args: TokenStream, input: TokenStream) -> TokenStream {
     let uses = imports::helper_uses(&item);
     let component = ast::Component::from_ast(&cx, args.into(), &item);
     valid::check(&cx, &component);
+    let duplicates = valid::conditional_duplicates(&component);
     if cx.has_errors() {
         let fallback = fallback::expand(&component);
         let errors = cx.into_compile_errors();
-        return quote!(#uses #fallback #errors #twice).into();
+        return quote!(#uses #fallback #errors #duplicates #twice).into();
     }
     let expanded = expand::expand(&component);
-    quote!(#uses #expanded #twice).into()
+    quote!(#uses #expanded #duplicates #twice).into()
 }
 
 /// An impl block with a syntax error that rustc reports (see `recover`).
@@ -122,9 +124,10 @@ fn recover_impl(
     let cx = ctxt::Ctxt::default();
     let component = ast::Component::from_ast(&cx, args, &item);
     valid::check(&cx, &component);
+    let duplicates = valid::conditional_duplicates(&component);
     let placeholder = fallback::component_impl(&component);
     let errors = cx.into_compile_errors();
-    quote!(#original #placeholder #errors)
+    quote!(#original #placeholder #errors #duplicates)
 }
 
 /// Marks a method of an `#[agent_component]` impl block as an observation:
@@ -263,7 +266,9 @@ pub fn agent_procedure(args: TokenStream, input: TokenStream) -> TokenStream {
 /// An `Option<Option<T>>` field read with `#[serde(default,
 /// deserialize_with = …)]` tells an absent field (`None`: leave it as it
 /// is), `null` (`Some(None)`: clear it) and a value apart: the registry
-/// never fills an absent field with a `null` default. An `f32` field takes
+/// never fills an absent field with a `null` default. Without
+/// `deserialize_with` serde reads both as `None`, so an input's
+/// `Option<Option<T>>` field without it is a compile error. An `f32` field takes
 /// only numbers a finite `f32` holds.
 ///
 /// Every string, list, map or free-form value an agent can send is bounded

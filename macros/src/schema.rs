@@ -10,6 +10,7 @@ use syn::{Attribute, Data, DeriveInput, Fields, Generics, Ident, LitStr, Type};
 
 use crate::ast::SchemaOptions;
 use crate::ctxt::Ctxt;
+use crate::wire;
 
 /// Whether the item already derives the trait named `name`.
 pub(crate) fn derives(attrs: &[Attribute], name: &str) -> bool {
@@ -319,16 +320,79 @@ fn without_helpers(item: &DeriveInput) -> DeriveInput {
     let mut item = item.clone();
     let keep_serde = derives(&item.attrs, "Serialize") || derives(&item.attrs, "Deserialize");
     let keep_schemars = derives(&item.attrs, "JsonSchema");
+    let ours = |attr: &Attribute| {
+        (attr.path().is_ident("serde") && !keep_serde)
+            || (attr.path().is_ident("schemars") && !keep_schemars)
+    };
+    // Those inside `cfg_attr(pred, serde(…))` too: with no derive to
+    // declare them, each would be an unknown attribute.
     let strip = |attrs: &mut Vec<Attribute>| {
-        attrs.retain(|attr| {
-            let ours = (attr.path().is_ident("serde") && !keep_serde)
-                || (attr.path().is_ident("schemars") && !keep_schemars);
-            !ours
-        });
+        attrs.retain(|attr| !ours(attr));
+        crate::cfg::unwrap_helpers(attrs, ours);
     };
     strip(&mut item.attrs);
     inner_attrs_mut(&mut item, strip);
     item
+}
+
+/// For each field read with `deserialize_with` (or `with`) and no
+/// `default`, whose type the macro cannot see is an `Option` (an alias,
+/// `type MaybeText = Option<String>`): a constant the compiler evaluates,
+/// failing with the rule when the type is an `Option` after all (the
+/// inherent `OPTION` of a probe over `Option<T>` shadows the trait's
+/// `false` for every other type). Fields over the item's generics are not
+/// probed (the constant is outside the item).
+fn option_read_probes(item: &DeriveInput, deserialize: bool) -> proc_macro2::TokenStream {
+    if !deserialize
+        || wire::find(&wire::metas_with_cfg_attr(&item.attrs, "serde"), "default").is_some()
+    {
+        return proc_macro2::TokenStream::new();
+    }
+    let mut probes = Vec::new();
+    for (field, cfgs) in fields_of(&item.data) {
+        let read = wire::metas_with_cfg_attr(&field.attrs, "serde");
+        let Some(reader) =
+            wire::find(&read, "deserialize_with").or_else(|| wire::find(&read, "with"))
+        else {
+            continue;
+        };
+        if wire::find(&read, "default").is_some()
+            || wire::is_option(&field.ty)
+            || mentions_generics(&field.ty, &item.generics)
+            || wire::holds_item(&field.ty, &item.ident)
+        {
+            continue;
+        }
+        let name = field
+            .ident
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let message = wire::option_read_without_default(&name, &reader.key);
+        let ty = &field.ty;
+        probes.push(quote_spanned! {ty.span()=>
+            #(#cfgs)*
+            const _: () = ::core::assert!(!__AgentSurfaceProbe::<#ty>::OPTION, "{}", #message);
+        });
+    }
+    if probes.is_empty() {
+        return proc_macro2::TokenStream::new();
+    }
+    quote! {
+        #[doc(hidden)]
+        #[allow(dead_code)]
+        const _: () = {
+            struct __AgentSurfaceProbe<T: ?::core::marker::Sized>(::core::marker::PhantomData<T>);
+            impl<T> __AgentSurfaceProbe<::core::option::Option<T>> {
+                const OPTION: bool = true;
+            }
+            trait __AgentSurfaceNotOption {
+                const OPTION: bool = false;
+            }
+            impl<T: ?::core::marker::Sized> __AgentSurfaceNotOption for __AgentSurfaceProbe<T> {}
+            #(#probes)*
+        };
+    }
 }
 
 pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
@@ -368,6 +432,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     // defaults, so uses of the type raise no follow-on errors.
 
     crate::wire::check(&cx, &item, options.serialize, options.deserialize);
+    crate::serde_shape::check(&cx, &item, options.serialize, options.deserialize);
     let bounded = crate::bounded::impls(&cx, &item, options.deserialize, options.unbounded);
     crate::bounded::strip_markers(&mut item);
     if cx.has_errors() && item.generics.params.is_empty() {
@@ -586,6 +651,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut bare = item.clone();
     bare.attrs.clear();
 
+    let option_reads = option_read_probes(&item, options.deserialize);
     let errors = cx.into_compile_errors();
     quote! {
         #(#user_derives)*
@@ -603,6 +669,8 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             #bounded
             #assert_fields
         };
+
+        #option_reads
 
         #errors
     }

@@ -171,7 +171,10 @@ pub(crate) fn signature<'a>(
                         "a handler returning a future is written `async fn` returning its output: \
                          `async fn {}(…) -> {}` (a `Pin<Box<dyn Future>>` return would be read as the result itself)",
                         sig.ident,
-                        quote::ToTokens::to_token_stream(output)
+                        output.map_or_else(
+                            || "…".to_owned(),
+                            |output| quote::ToTokens::to_token_stream(output).to_string()
+                        )
                     ),
                 );
             } else if let Some(borrowed) = borrowed_part(ty) {
@@ -191,10 +194,12 @@ pub(crate) fn signature<'a>(
     (params, output)
 }
 
-/// The `Output` of a `Pin<Box<dyn Future<Output = T> …>>` (or a
-/// `Box<dyn Future …>`, or a `BoxFuture<'_, T>`) return: a future written
-/// by hand.
-fn boxed_future_output(ty: &Type) -> Option<&Type> {
+/// A future written by hand as the return type: `Some(Some(T))` for a
+/// `Pin<Box<dyn Future<Output = T> …>>` (or a `Box<dyn Future …>`), and for
+/// a type whose name ends in `Fut` or `Future` (`BoxFuture<'_, T>`,
+/// `LocalBoxFuture`, an alias such as `BoxFut<'a, T>`), with its first type
+/// argument taken as the output (`Some(None)` without one).
+fn boxed_future_output(ty: &Type) -> Option<Option<&Type>> {
     let Type::Path(path) = ty else { return None };
     let last = path.path.segments.last()?;
     fn inner(segment: &syn::PathSegment) -> Vec<&Type> {
@@ -210,8 +215,9 @@ fn boxed_future_output(ty: &Type) -> Option<&Type> {
             _ => Vec::new(),
         }
     }
-    if last.ident == "BoxFuture" || last.ident == "LocalBoxFuture" {
-        return inner(last).first().copied();
+    let name = last.ident.to_string();
+    if name.ends_with("Fut") || name.ends_with("Future") {
+        return Some(inner(last).first().copied());
     }
     let boxed = if last.ident == "Pin" {
         match inner(last).first() {
@@ -227,7 +233,7 @@ fn boxed_future_output(ty: &Type) -> Option<&Type> {
     let Some(Type::TraitObject(object)) = inner(boxed).first().copied() else {
         return None;
     };
-    object.bounds.iter().find_map(|bound| {
+    let output = object.bounds.iter().find_map(|bound| {
         let syn::TypeParamBound::Trait(bound) = bound else {
             return None;
         };
@@ -239,7 +245,8 @@ fn boxed_future_output(ty: &Type) -> Option<&Type> {
             syn::GenericArgument::AssocType(assoc) if assoc.ident == "Output" => Some(&assoc.ty),
             _ => None,
         })
-    })
+    });
+    output.map(Some)
 }
 
 /// The error type of `Result<_, Box<dyn Trait>>` when the trait object

@@ -6,6 +6,9 @@ use agent_surface_rules::{
     Effect, Kind, MAX_CAPABILITY_DESCRIPTION, MAX_COMPONENT_DESCRIPTION, MAX_META_BYTES, ids,
 };
 
+use proc_macro2::TokenStream;
+use quote::quote;
+
 use crate::ast::{Capability, Component, Spanned};
 use crate::ctxt::Ctxt;
 
@@ -52,7 +55,8 @@ fn check_component(cx: &Ctxt, component: &Component<'_>) {
     }
     // A computed doc comment (`include_str!`, `concat!`) is checked by a
     // constant the expansion evaluates (`expand::computed_descriptions`).
-    if attrs.doc_expr.is_none() {
+    // A malformed `description = …` was reported where it is written.
+    if attrs.doc_expr.is_none() && !(attrs.description_given && attrs.description.is_none()) {
         check_description(
             cx,
             attrs.description.as_ref(),
@@ -133,7 +137,10 @@ fn check_capability(cx: &Ctxt, component: &Component<'_>, capability: &Capabilit
         Kind::Observation => "observation",
         _ => "action",
     };
-    if capability.doc_expr.is_none() {
+    // A malformed `description = …` was reported where it is written.
+    if capability.doc_expr.is_none()
+        && !(capability.description_given && capability.description.is_none())
+    {
         check_description(
             cx,
             capability.description.as_ref(),
@@ -288,37 +295,90 @@ fn check_named_method<'a>(
 fn check_unique_names(cx: &Ctxt, component: &Component<'_>) {
     for (index, capability) in component.capabilities.iter().enumerate() {
         if let Some(earlier) = component.capabilities.iter().take(index).find(|earlier| {
-            earlier.name.value == capability.name.value && !exclusive_by_cfg(earlier, capability)
+            earlier.name.value == capability.name.value && same_conditions(earlier, capability)
         }) {
-            cx.error_at(
-                capability.name.span,
-                format!(
-                    "DUPLICATE_CAPABILITY: `{}` already declares capability `{}`; give one of them another `name = \"…\"`",
-                    earlier.ident(),
-                    capability.name.value
-                ),
-            );
+            cx.error_at(capability.name.span, duplicate_message(earlier, capability));
         }
     }
 }
 
-/// Two capabilities of one name, each under different `#[cfg]`s: the usual
-/// way to give one capability two implementations (one method or two).
-/// Under the same conditions both are compiled in, or neither: a duplicate
-/// whatever the build. Under different ones that may still hold together,
-/// rustc reports a duplicate method, or the contract check a duplicate
-/// capability, at registration and in the generated test.
-fn exclusive_by_cfg(a: &Capability<'_>, b: &Capability<'_>) -> bool {
-    let conditions = |capability: &Capability<'_>| {
-        let mut written: Vec<String> = capability
-            .cfg_attributes()
+fn duplicate_message(earlier: &Capability<'_>, capability: &Capability<'_>) -> String {
+    format!(
+        "DUPLICATE_CAPABILITY: `{}` already declares capability `{}`; give one of them another `name = \"…\"`",
+        earlier.ident(),
+        capability.name.value
+    )
+}
+
+/// The `#[cfg]`s a capability is under, as written, sorted and deduplicated.
+fn written_conditions(capability: &Capability<'_>) -> Vec<String> {
+    let mut written: Vec<String> = capability
+        .cfg_attributes()
+        .iter()
+        .map(|attr| quote::ToTokens::to_token_stream(&attr.meta).to_string())
+        .collect();
+    written.sort();
+    written.dedup();
+    written
+}
+
+/// Two capabilities of one name under the same written `#[cfg]`s (or none):
+/// both are compiled in, or neither — a duplicate whatever the build,
+/// reported at once by `check_unique_names`.
+fn same_conditions(a: &Capability<'_>, b: &Capability<'_>) -> bool {
+    written_conditions(a) == written_conditions(b)
+}
+
+/// One predicate holding when the capability is compiled in: `all(…)` of
+/// its `#[cfg]`s (`all()`, always true, without any).
+fn condition(capability: &Capability<'_>) -> TokenStream {
+    let predicates = capability
+        .cfg_attributes()
+        .into_iter()
+        .filter_map(|attr| match attr.meta {
+            syn::Meta::List(list) => Some(list.tokens),
+            _ => None,
+        });
+    quote!(all(#(#predicates),*))
+}
+
+/// Two capabilities of one name under different `#[cfg]`s: the usual way to
+/// give one capability two implementations (one method or two), when the
+/// conditions exclude each other. Whether they do is the compiler's to
+/// decide, not the spelling's (`all(unix, test)` and `all(test, unix)`,
+/// stacked `#[cfg]`s, `not(not(unix))`, or `unix` beside `test`): each
+/// later declaration gets `#[cfg(all(<its>, <earlier>))] compile_error!(…)`
+/// at its name, so a build compiling both in fails with the duplicate, and
+/// only one error per declaration (the pair with the first earlier
+/// declaration compiled in).
+pub(crate) fn conditional_duplicates(component: &Component<'_>) -> TokenStream {
+    let mut out = TokenStream::new();
+    for (index, capability) in component.capabilities.iter().enumerate() {
+        let earlier: Vec<&Capability<'_>> = component
+            .capabilities
             .iter()
-            .map(|attr| quote::ToTokens::to_token_stream(&attr.meta).to_string())
+            .take(index)
+            .filter(|earlier| earlier.name.value == capability.name.value)
             .collect();
-        written.sort();
-        written.dedup();
-        written
-    };
-    let (a, b) = (conditions(a), conditions(b));
-    !a.is_empty() && !b.is_empty() && a != b
+        if earlier
+            .iter()
+            .any(|earlier| same_conditions(earlier, capability))
+        {
+            continue;
+        }
+        let own = condition(capability);
+        let mut before: Vec<TokenStream> = Vec::new();
+        for earlier in earlier {
+            let theirs = condition(earlier);
+            let error =
+                syn::Error::new(capability.name.span, duplicate_message(earlier, capability))
+                    .to_compile_error();
+            out.extend(quote! {
+                #[cfg(all(#own, #theirs, not(any(#(#before),*))))]
+                #error
+            });
+            before.push(theirs);
+        }
+    }
+    out
 }

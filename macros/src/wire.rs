@@ -3,8 +3,11 @@
 //! the serializer may omit while the schema requires it, a `flatten` of
 //! something that is not an object, an internally tagged enum whose newtype
 //! variant carries no object, bounds that admit no value, a pattern the
-//! runtime cannot compile, two fields or variants with one wire name, and a
-//! `transparent` type offered as an object input.
+//! runtime cannot compile, two fields or variants with one wire name, a
+//! `transparent` type offered as an object input, an `Option` read with
+//! `deserialize_with` and no `default`, an `Option<Option<T>>` read without
+//! `deserialize_with` (absent and `null` both `None`), and a map whose
+//! values hold the type itself.
 
 use std::collections::BTreeMap;
 
@@ -144,7 +147,7 @@ pub(crate) fn metas_with_cfg_attr(attrs: &[Attribute], namespace: &str) -> Vec<M
     out
 }
 
-fn find<'a>(metas: &'a [Meta], key: &str) -> Option<&'a Meta> {
+pub(crate) fn find<'a>(metas: &'a [Meta], key: &str) -> Option<&'a Meta> {
     metas.iter().find(|meta| meta.key == key)
 }
 
@@ -212,7 +215,7 @@ fn not_an_object(ty: &Type) -> Option<&'static str> {
     }
 }
 
-fn is_option(ty: &Type) -> bool {
+pub(crate) fn is_option(ty: &Type) -> bool {
     head(ty).is_some_and(|(name, _)| name == "Option")
 }
 
@@ -321,6 +324,87 @@ fn collisions<'a>(
     }
 }
 
+/// The rule an `Option` field read with `deserialize_with` (or `with`)
+/// and no `default` breaks.
+pub(crate) fn option_read_without_default(name: &str, key: &str) -> String {
+    format!(
+        "`{name}` is read with `{key}`, so serde no longer takes a missing `{name}` as `None`: \
+         an agent that leaves it out (as the schema allows) gets INVALID_INPUT; \
+         add `default` (`#[serde(default, {key} = …)]`)"
+    )
+}
+
+/// Whether `ty` names the item (`Self`, or its own name) anywhere.
+pub(crate) fn holds_item(ty: &Type, item: &Ident) -> bool {
+    struct Finder<'a> {
+        item: &'a Ident,
+        found: bool,
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Finder<'_> {
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            if path.segments.len() == 1
+                && path
+                    .segments
+                    .first()
+                    .is_some_and(|s| s.ident == *self.item || s.ident == "Self")
+            {
+                self.found = true;
+            }
+            syn::visit::visit_path(self, path);
+        }
+    }
+    let mut finder = Finder { item, found: false };
+    syn::visit::Visit::visit_type(&mut finder, ty);
+    finder.found
+}
+
+/// A map whose values hold the item itself (`HashMap<String, Self>`,
+/// `BTreeMap<String, Tree>` inside `Tree`), anywhere in `ty`: a typed map
+/// value, outside the subset like any other. The check the other field
+/// types get (a trait bound on the field's type) is not made for a field
+/// that holds the item, so the rule is stated here.
+fn typed_self_maps(cx: &Ctxt, ty: &Type, item: &Ident) {
+    struct Maps<'c, 'a> {
+        cx: &'c Ctxt,
+        item: &'a Ident,
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Maps<'_, '_> {
+        fn visit_type_path(&mut self, path: &'ast syn::TypePath) {
+            if let Some(segment) = path.path.segments.last()
+                && matches!(segment.ident.to_string().as_str(), "HashMap" | "BTreeMap")
+                && let syn::PathArguments::AngleBracketed(args) = &segment.arguments
+                && let Some(value) = args
+                    .args
+                    .iter()
+                    .filter_map(|arg| match arg {
+                        syn::GenericArgument::Type(ty) => Some(ty),
+                        _ => None,
+                    })
+                    .nth(1)
+                && holds_item(value, self.item)
+            {
+                let shown = if matches!(value, Type::Path(p) if p.path.is_ident("Self")) {
+                    self.item.to_string()
+                } else {
+                    crate::helpers::type_text(value)
+                };
+                self.cx.error_spanned_by(
+                    path,
+                    format!(
+                        "maps with `{shown}` values are outside the agent-surface subset: \
+                         a typed map value needs `additionalProperties: {{schema}}`, which the subset does not allow; \
+                         use a Vec of `#[agent_schema]` entry structs with named `key` and `value` fields, \
+                         or a struct with named fields, or serde_json::Value values"
+                    ),
+                );
+                return;
+            }
+            syn::visit::visit_type_path(self, path);
+        }
+    }
+    syn::visit::Visit::visit_type(&mut Maps { cx, item }, ty);
+}
+
 fn bounds(cx: &Ctxt, attrs: &[Attribute]) {
     for namespace in ["schemars", "validate", "garde"] {
         for meta in metas(attrs, namespace) {
@@ -399,7 +483,7 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
         Data::Union(_) => {}
     }
     let container = metas(&item.attrs, "serde");
-    let has_default = find(&container, "default").is_some();
+    let has_default = find(&metas_with_cfg_attr(&item.attrs, "serde"), "default").is_some();
     let rule = find(&container, "rename_all")
         .and_then(|meta| {
             meta.text.as_ref().map(LitStr::value).or_else(|| {
@@ -433,28 +517,44 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
                     ),
                 );
             }
+            // What serde reads the field with, `cfg_attr(…, serde(…))` included.
+            let read = metas_with_cfg_attr(&field.attrs, "serde");
+            let reader = find(&read, "deserialize_with").or_else(|| find(&read, "with"));
+            let name = field
+                .ident
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
             if deserialize
                 && is_option(&field.ty)
-                && find(&serde, "default").is_none()
+                && find(&read, "default").is_none()
                 && !has_default
-                && let Some(reader) =
-                    find(&serde, "deserialize_with").or_else(|| find(&serde, "with"))
+                && let Some(reader) = reader
             {
-                let name = field
-                    .ident
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
-                let key = &reader.key;
-                cx.error_at(
-                    reader.span,
+                cx.error_at(reader.span, option_read_without_default(&name, &reader.key));
+            }
+            if deserialize
+                && reader.is_none()
+                && !read
+                    .iter()
+                    .any(|meta| matches!(meta.key.as_str(), "skip" | "skip_deserializing"))
+                && let Some((outer, Some(inner))) = head(&field.ty)
+                && outer == "Option"
+                && is_option(inner)
+            {
+                let inner = crate::helpers::type_text(inner);
+                cx.error_spanned_by(
+                    &field.ty,
                     format!(
-                        "`{name}` is read with `{key}`, so serde no longer takes a missing `{name}` as `None`: \
-                         an agent that leaves it out (as the schema allows) gets INVALID_INPUT; \
-                         add `default` (`#[serde(default, {key} = …)]`)"
+                        "serde reads both a missing `{name}` and `null` as `None`, so this `Option<Option<…>>` \
+                         never holds `Some(None)`: read it with `#[serde(default, deserialize_with = \"present\")]` \
+                         and `fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<{inner}>, D::Error> \
+                         {{ Option::deserialize(d).map(Some) }}` (absent is `None`, `null` is `Some(None)`), \
+                         or make it `{inner}`"
                     ),
                 );
             }
+            typed_self_maps(cx, &field.ty, &item.ident);
             if let Some(flatten) = find(&serde, "flatten")
                 && let Some(shape) = not_an_object(&field.ty)
             {

@@ -59,12 +59,23 @@ fn main() {
         let rust_type = format!("{}::{rust_type}", module_path!());
         serde_json::json!({"policy": "custom", "name": name, "type": rust_type})
     };
+    // A custom policy is declared with the names it reads (for review);
+    // its identity is otherwise its name and type.
+    assert_eq!(json["policies"][0]["declared"]["reads"], serde_json::json!(["BetaOnly"]));
+    assert_eq!(json["policies"][1]["declared"]["reads"], serde_json::json!(["audited"]));
+    let identity = |value: &serde_json::Value| {
+        let mut value = value.clone();
+        for policy in value.as_array_mut().into_iter().flatten() {
+            policy.as_object_mut().map(|policy| policy.remove("declared"));
+        }
+        value
+    };
     assert_eq!(
-        json["policies"],
+        identity(&json["policies"]),
         serde_json::json!([custom("betaOnly", "BetaOnly"), custom("audited", "Named")])
     );
     assert_eq!(
-        json["observations"][0]["policies"],
+        identity(&json["observations"][0]["policies"]),
         serde_json::json!([custom("countPolicy", "Named")])
     );
 }

@@ -1,0 +1,14 @@
+use std::collections::HashMap;
+
+use agent_surface::prelude::*;
+
+/// A folder.
+#[agent_schema]
+pub struct Folder {
+    /// The folders inside, by name.
+    #[serde(default)]
+    #[schemars(length(max = 4))]
+    pub children: HashMap<String, Self>,
+}
+
+fn main() {}
