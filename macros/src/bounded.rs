@@ -336,6 +336,7 @@ pub(crate) fn impls(
     item: &DeriveInput,
     deserialize: bool,
     container_unbounded: bool,
+    converted: Option<&Type>,
 ) -> TokenStream {
     check_markers(cx, item, deserialize);
     let ident = &item.ident;
@@ -355,6 +356,32 @@ pub(crate) fn impls(
             #[automatically_derived]
             impl #deeper_generics ::agent_surface::macro_support::Bounded<#depth> for #ident #ty_generics #where_clause {
                 const UNBOUNDED: ::core::option::Option<&'static str> = ::core::option::Option::None;
+            }
+        };
+    }
+    // Read `from`/`try_from` another type: on the wire it is that type, so
+    // it is bounded as that type is: a `String` source is an unbounded
+    // string wherever the type is a field (the field that holds it is
+    // named); the fix is a bounded source type.
+    if let Some(source) = converted {
+        let bounded = quote!(<#source as ::agent_surface::macro_support::Bounded<#depth>>);
+        let mut predicates: Vec<TokenStream> = where_clause
+            .map(|clause| clause.predicates.iter().map(|p| quote!(#p)).collect())
+            .unwrap_or_default();
+        predicates.push(quote!(#source: ::agent_surface::macro_support::Bounded<#depth>));
+        return quote! {
+            #[automatically_derived]
+            impl #deeper_generics ::agent_surface::macro_support::Bounded<#depth> for #ident #ty_generics
+            where #(#predicates),*
+            {
+                // Unseen: named at the field that holds it (taken directly
+                // as an input, the source type's own rule applies).
+                const UNBOUNDED: ::core::option::Option<&'static str> =
+                    if #bounded::UNSEEN { ::core::option::Option::None } else { #bounded::UNBOUNDED };
+                const UNSEEN: bool = #bounded::UNSEEN;
+                // Its schema is a reference to the source's: a length on
+                // the field holding it does not reach the string.
+                const LENGTH_BOUNDS: bool = false;
             }
         };
     }
@@ -414,15 +441,17 @@ pub(crate) fn impls(
             let message = if length {
                 format!(
                     "{} of `{type_name}`: its `length(max = …)` bounds how many, not what each holds (free-form \
-                     JSON, a map, or a list or tuple of strings reached through a generic parameter or an alias): \
-                     bound the strings where their type is declared, or mark the field `#[agent_schema(unbounded)]`",
+                     JSON, a map, or a list or tuple of strings reached through a generic parameter or an alias, \
+                     or a type read `from` one): bound the strings where their type is declared, or mark the \
+                     field `#[agent_schema(unbounded)]`",
                     slot.name
                 )
             } else {
                 format!(
                     "{} of `{type_name}` holds a string, list, map or free-form JSON with no bound (through a generic \
-                     parameter, a tuple or an alias): bound the field (`#[schemars(length(max = …))]`, \
-                     `inner(length(max = …))` for a list's items) or mark it `#[agent_schema(unbounded)]`",
+                     parameter, a tuple, an alias or a type read `from` one): bound the field (`#[schemars(length(max = …))]`, \
+                     `inner(length(max = …))` for a list's items; a type read `from` a string: read it from a bounded \
+                     `#[agent_schema]` type instead) or mark it `#[agent_schema(unbounded)]`",
                     slot.name
                 )
             };

@@ -433,7 +433,25 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
 
     crate::wire::check(&cx, &item, options.serialize, options.deserialize);
     crate::serde_shape::check(&cx, &item, options.serialize, options.deserialize);
-    let bounded = crate::bounded::impls(&cx, &item, options.deserialize, options.unbounded);
+    // Read `from` another type (`#[serde(from = "…")]`, `try_from`): on the
+    // wire it is that type, so it is an action input where that type is
+    // one (a `String` is not: using it as one names the rule).
+    let converted_from = attr_args(&item.attrs, "serde")
+        .into_iter()
+        .find(|(key, _)| key == "from" || key == "try_from")
+        .and_then(|(_, value)| value)
+        .and_then(|lit| {
+            syn::parse_str::<Type>(&lit.value())
+                .ok()
+                .map(|ty| (ty, lit.span()))
+        });
+    let bounded = crate::bounded::impls(
+        &cx,
+        &item,
+        options.deserialize,
+        options.unbounded,
+        converted_from.as_ref().map(|(source, _)| source),
+    );
     crate::bounded::strip_markers(&mut item);
     if cx.has_errors() && item.generics.params.is_empty() {
         // The wire shape is wrong: the type gets the traits it would have,
@@ -579,18 +597,6 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let concrete = item.generics.params.is_empty();
     // A `transparent` struct is its one field on the wire, not an object:
     // it is no action input (using it as one names the rule).
-    // Read `from` another type (`#[serde(from = "…")]`, `try_from`): on the
-    // wire it is that type, so it is an action input where that type is
-    // one (a `String` is not: using it as one names the rule).
-    let converted_from = attr_args(&item.attrs, "serde")
-        .into_iter()
-        .find(|(key, _)| key == "from" || key == "try_from")
-        .and_then(|(_, value)| value)
-        .and_then(|lit| {
-            syn::parse_str::<Type>(&lit.value())
-                .ok()
-                .map(|ty| (ty, lit.span()))
-        });
     let input_impl = (named_struct && options.deserialize && !has("transparent")).then(|| {
         if let Some((source, span)) = &converted_from {
             let source = quote_spanned!(*span=> #source);
