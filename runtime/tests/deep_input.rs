@@ -12,14 +12,17 @@
 
 mod support;
 
+use agent_surface::adapter::ToolCall;
 use agent_surface::adapter::bounds::dispose;
 use agent_surface::context::{Consumer, ConsumerKind};
 use agent_surface::error::ErrorCode;
 use agent_surface::invoke::{Invocation, InvokeOptions};
-use agent_surface::toolset::{ToolCall, Toolset, Topology};
+use agent_surface::registry::{Mounted, Registry};
+use agent_surface::toolset::{Toolset, Topology};
 use agent_surface::webmcp::{PageAgent, PageMessage};
 use serde_json::{Value, json};
-use support::{App, User};
+use std::sync::Arc;
+use support::User;
 use tokio_util::sync::CancellationToken;
 
 const LEVELS: usize = 1_000_000;
@@ -66,6 +69,23 @@ fn on_a_stack(stack: usize, test: impl AsyncFnOnce() + Send + 'static) {
         .expect("no overflow, no panic");
 }
 
+/// The devices console (the example's page and navigation) on the
+/// example's registry for the admin, without the application's backend
+/// session: an MCP handshake, whose frames a debug build cannot fit in
+/// `STACK`, and which nothing here reaches (deep input is refused before
+/// any procedure could run).
+fn console() -> (Registry, Vec<Mounted>) {
+    let registry = devices::registry_for(&User::admin(), |builder| builder);
+    let backend = registry
+        .host_context()
+        .extension::<Arc<devices::Backend>>()
+        .cloned()
+        .expect("the registry names its backend");
+    let mounted = devices::mount_console(&registry, &devices::Console::new(backend))
+        .expect("the console mounts");
+    (registry, mounted)
+}
+
 fn refused_as_too_deep(error: Option<&agent_surface::error::ErrorPayload>) {
     let error = error.expect("refused");
     assert_eq!(error.code(), ErrorCode::InvalidInput, "{error:?}");
@@ -74,8 +94,8 @@ fn refused_as_too_deep(error: Option<&agent_surface::error::ErrorPayload>) {
 #[test]
 fn deep_arguments_are_refused_by_the_registry_the_toolset_and_a_tool_call() {
     on_a_small_stack(async || {
-        let app = App::start(User::admin()).await;
-        let registry = app.registry();
+        let (registry, _mounted) = console();
+        let registry = &registry;
 
         let result = registry
             .invoke(
@@ -103,15 +123,14 @@ fn deep_arguments_are_refused_by_the_registry_the_toolset_and_a_tool_call() {
         assert!(result.error().is_some());
         drop(call);
         drop(stale);
-        app.stop().await;
     });
 }
 
 #[test]
 fn deep_page_messages_are_refused_by_the_webmcp_page_agent() {
     on_a_small_stack(async || {
-        let app = App::start(User::admin()).await;
-        let agent = PageAgent::new(app.registry(), "tab-deep", "In-page agent").unwrap();
+        let (registry, _mounted) = console();
+        let agent = PageAgent::new(&registry, "tab-deep", "In-page agent").unwrap();
         let mut message = wrap("arguments", deep());
         let fields = message.as_object_mut().unwrap();
         fields.insert("type".into(), json!("call"));
@@ -130,7 +149,6 @@ fn deep_page_messages_are_refused_by_the_webmcp_page_agent() {
             "{result}"
         );
         dispose(message);
-        app.stop().await;
     });
 }
 
@@ -180,14 +198,13 @@ fn a_host_raising_the_depth_limit_gets_at_most_what_json_text_parses_to() {
     // after the check (validation, copies, drops) stay within the stack.
     on_a_small_stack(async || {
         use agent_surface::registry::Limits;
-        use std::sync::Arc;
         let registry = agent_surface::Registry::builder()
             .limits(Limits::default().max_input_depth(20_000))
             .build();
         assert_eq!(registry.limits().max_input_depth, 128);
-        let console = support::console::Console::new(Arc::new(support::fleet::Backend::fleet()));
+        let console = devices::Console::new(Arc::new(devices::Backend::demo()));
         let _table = registry
-            .mount(Arc::new(support::console::DevicesTable(console)))
+            .mount(Arc::new(devices::DevicesTable(console)))
             .unwrap();
         let mut ids = Value::Null;
         for _ in 0..19_000 {

@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use agent_surface::mcp::McpServer;
 use agent_surface::prelude::*;
+use devices::components::Route;
 use rmcp::model::{CallToolRequestParams, ProtocolVersion, SubscriptionFilter};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::json;
-use support::console::Route;
 use support::{App, User};
 use tokio::sync::watch;
 
@@ -115,7 +115,7 @@ async fn change(i: usize, app: &App, client: &RunningService<RoleClient, Pushes>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn as_adapter_003_a_change_right_after_the_listen_acknowledgment_is_always_notified() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let server = McpServer::builder(app.registry()).build();
     let (client, _) = connect(&server, true).await;
     for i in 0..60 {
@@ -142,7 +142,7 @@ async fn as_adapter_003_a_change_right_after_the_listen_acknowledgment_is_always
 /// succession (gathered, then re-checked).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn as_adapter_003_a_stateless_call_reaches_an_anonymous_listen_stream() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let server = McpServer::builder(app.registry()).build();
     let http = server
         .serve_http("127.0.0.1:0".parse().unwrap())
@@ -177,7 +177,7 @@ async fn as_adapter_003_a_stateless_call_reaches_an_anonymous_listen_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn as_adapter_003_a_change_right_after_initialized_is_always_notified() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let server = McpServer::builder(app.registry()).build();
     for i in 0..60 {
         // The handshake ends when the client sent `initialized`.
@@ -215,7 +215,7 @@ impl Gauge {
 /// Availability evaluations over `calls` calls by one session while
 /// `idle` other sessions (each with its own list_changed notifier) wait.
 async fn evaluations_per_call(idle: usize, calls: usize) -> usize {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let gauge = Arc::new(Gauge {
         evaluations: AtomicUsize::new(0),
     });

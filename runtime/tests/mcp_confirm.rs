@@ -132,7 +132,7 @@ async fn two_phase_journey(app: &App, client: &Client) {
 }
 
 async fn over_stdio(modern: bool) {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let server = McpServer::builder(app.registry()).build();
     let (client_io, server_io) = tokio::io::duplex(256 * 1024);
     tokio::spawn(async move {

@@ -214,7 +214,7 @@ async fn auth_admin_and_viewer_tokens_on_one_server_see_different_tools() {
         hidden["error"]["code"], missing["error"]["code"],
         "{hidden} vs {missing}"
     );
-    assert!(served.app.received().is_empty());
+    assert!(served.app.server().received().is_empty());
 }
 
 #[tokio::test]
@@ -362,7 +362,7 @@ async fn auth_confirmations_and_dedupe_are_per_identity_and_a_token_is_no_approv
     let presented = presented.response(&json!(4)).unwrap();
     assert_ne!(payload(presented), &json!({"disabled": 1}), "{presented}");
     assert!(
-        served.app.received().is_empty(),
+        served.app.server().received().is_empty(),
         "nothing reached the backend"
     );
 }
@@ -435,7 +435,7 @@ async fn auth_refusals_never_reveal_whether_a_tool_exists() {
         assert!(bodies.windows(2).all(|w| w[0] == w[1]), "{bodies:?}");
         seen.extend(bodies);
     }
-    assert!(served.app.received().is_empty());
+    assert!(served.app.server().received().is_empty());
 }
 
 /// A JWT over `claims`, signed with `key` (HS256).
@@ -839,7 +839,7 @@ async fn auth_another_tokens_session_stream_and_confirmation_are_out_of_reach() 
         presented["error"]["code"], missing["error"]["code"],
         "{presented} vs {missing}"
     );
-    assert!(served.app.received().is_empty());
+    assert!(served.app.server().received().is_empty());
     // Still the admin's, still pending.
     assert_eq!(served.app.registry().confirmations().pending().len(), 1);
 }

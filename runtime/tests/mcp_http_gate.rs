@@ -173,7 +173,7 @@ async fn a_second_initialize_is_refused_and_the_session_keeps_its_protocol() {
 
 #[tokio::test]
 async fn a_second_initialize_is_refused_on_a_stream_transport() {
-    let app = support::App::start(support::User::admin()).await;
+    let app = support::App::start(support::User::admin()).await.unwrap();
     let server = agent_surface::mcp::McpServer::builder(app.registry()).build();
     let (client, server_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
@@ -661,7 +661,7 @@ async fn serve_routes(
     cap: usize,
     routes: axum::Router,
 ) -> (support::App, agent_surface::mcp::HttpServer) {
-    let app = support::App::start(support::User::admin()).await;
+    let app = support::App::start(support::User::admin()).await.unwrap();
     let server = agent_surface::mcp::McpServer::builder(app.registry())
         .max_connections(cap)
         .build();

@@ -150,7 +150,7 @@ async fn as_ident_004_stateless_callers_are_distinct_consumers_whatever_they_cla
     );
 }
 
-/// The fixture app served with an `identify` hook: the principal is the
+/// The devices app served with an `identify` hook: the principal is the
 /// `x-user` header's value.
 async fn serve_principals() -> support::Served {
     serve(|b| {
@@ -339,7 +339,7 @@ async fn as_confirm_004_an_input_request_is_answerable_only_by_the_caller_it_was
         assert!(stolen.get("error").is_some(), "{stolen}");
         assert_eq!(confirmations.pending().len(), 1, "nothing was resolved");
     }
-    assert!(served.app.received().is_empty());
+    assert!(served.app.server().received().is_empty());
     let done = answer(&served, 4, &state, &[("x-user", "ann")]).await;
     assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
 }

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_surface::mcp::{McpServer, McpServerBuilder};
+use devices::components::Route;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, ProtocolVersion, SubscriptionFilter,
@@ -101,7 +102,7 @@ async fn connect_tuned(
     probe: Probe,
     tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder,
 ) -> Connected {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let server = tune(McpServer::builder(app.registry()).name("devices")).build();
     let (client_io, server_io) = tokio::io::duplex(256 * 1024);
     tokio::spawn(async move {
@@ -212,10 +213,7 @@ async fn as_adapter_003_only_available_capabilities_are_served_and_the_list_foll
         // A surface change made by the application itself, not by a call.
         let mut pushed = connected.probe.changed.subscribe();
         pushed.mark_unchanged();
-        connected
-            .app
-            .console()
-            .navigate(support::console::Route::Settings);
+        connected.app.console().navigate(Route::Settings);
         match &mut subscription {
             Some(subscription) => {
                 tokio::time::timeout(Duration::from_secs(5), subscription.next())
@@ -424,7 +422,7 @@ async fn as_conc_010_a_request_ended_in_the_app_ends_the_elicitation_wait_at_onc
     let error = payload(&done);
     assert_eq!(error["code"], "CONFIRMATION_INVALID", "{error}");
     assert_eq!(error["details"]["reason"], "denied");
-    assert!(connected.app.received().is_empty());
+    assert!(connected.app.server().received().is_empty());
     connected.app.stop().await;
 }
 
@@ -444,7 +442,7 @@ async fn a_declined_elicitation_is_a_final_denial() {
         assert_eq!(error["code"], "CONFIRMATION_INVALID");
         assert_eq!(error["details"]["reason"], "denied");
         assert_eq!(error["retry"], "no");
-        assert!(connected.app.received().is_empty());
+        assert!(connected.app.server().received().is_empty());
         connected.app.stop().await;
     }
 }
@@ -480,7 +478,7 @@ async fn a_stale_tool_after_navigation_fails_precisely() {
 
 #[tokio::test]
 async fn sessions_are_distinct_consumers() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let server = McpServer::builder(app.registry()).build();
     let mut clients = Vec::new();
     for _ in 0..2 {

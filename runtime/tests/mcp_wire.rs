@@ -110,7 +110,7 @@ impl Wire {
 
 #[tokio::test]
 async fn non_object_arguments_are_invalid_params() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let server = McpServer::builder(app.registry()).build();
     let mut wire = Wire::connect(&server).await;
     let shapes = [
@@ -169,7 +169,7 @@ impl Slow {
 
 #[tokio::test]
 async fn a_client_cancellation_cancels_the_running_invocation() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let slow = Arc::new(Slow {
         started: watch::channel(false).0,
         cancelled: watch::channel(false).0,
@@ -230,7 +230,7 @@ async fn a_client_cancellation_cancels_the_running_invocation() {
 #[tokio::test]
 async fn as_policy_003_a_hidden_tool_answers_as_a_nonexistent_one_over_mcp() {
     // The viewer lacks `devices:write`: `domain:devices.disable` is hidden.
-    let app = App::start(User::viewer()).await;
+    let app = App::start(User::viewer()).await.unwrap();
     let server = McpServer::builder(app.registry()).build();
     let mut wire = Wire::connect(&server).await;
     wire.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))

@@ -1,5 +1,5 @@
 //! The WebMCP adapter without a browser: a page agent
-//! (`agent_surface::webmcp::PageAgent`) over the fixture console, fed the
+//! (`agent_surface::webmcp::PageAgent`) over the devices console, fed the
 //! page's messages as the page glue sends them (AS-ADAPTER-003: it
 //! registers only what the in-page agent may use now and follows the
 //! surface; every call runs through the pipeline; the person answers).
@@ -16,8 +16,8 @@ mod support;
 use std::time::Duration;
 
 use agent_surface::webmcp::{MAX_CALLS_IN_FLIGHT, PageAgent, PageMessage};
+use devices::components::Route;
 use serde_json::{Value, json};
-use support::console::Route;
 use support::{App, User};
 
 const DISABLE: &str = "domain_devices__disable";
@@ -43,7 +43,7 @@ async fn run(agent: &PageAgent, message: Value) -> Value {
 
 #[tokio::test]
 async fn as_adapter_003_webmcp_lists_only_what_the_in_page_agent_may_use_and_follows_the_surface() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
     let tools = names(&agent.tools_message());
     assert!(tools.iter().any(|t| t == SELECT), "{tools:?}");
@@ -92,7 +92,7 @@ async fn as_adapter_003_webmcp_lists_only_what_the_in_page_agent_may_use_and_fol
 
 #[tokio::test]
 async fn as_adapter_003_webmcp_never_lists_a_hidden_capability_and_calling_it_is_not_found() {
-    let app = App::start(User::viewer()).await;
+    let app = App::start(User::viewer()).await.unwrap();
     let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
     run(&agent, call(0, SELECT, json!({"ids": ["d2"]}))).await;
     assert!(!names(&agent.tools_message()).iter().any(|t| t == DISABLE));
@@ -112,7 +112,7 @@ async fn as_adapter_003_webmcp_never_lists_a_hidden_capability_and_calling_it_is
 
 #[tokio::test]
 async fn as_adapter_003_webmcp_calls_run_through_the_pipeline_with_the_exact_payload() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
     let ok = run(&agent, call(7, SELECT, json!({"ids": ["d1"]}))).await;
     assert_eq!(ok["type"], "result");
@@ -151,7 +151,7 @@ async fn as_adapter_003_webmcp_calls_run_through_the_pipeline_with_the_exact_pay
 
 #[tokio::test]
 async fn as_adapter_003_webmcp_a_confirmation_waits_for_the_person_and_the_agent_cannot_answer() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
     run(&agent, call(0, SELECT, json!({"ids": ["d2", "d3"]}))).await;
     let disable = tokio::spawn(run_owned(agent.clone(), call(1, DISABLE, json!({}))));
@@ -195,7 +195,7 @@ async fn as_adapter_003_webmcp_a_confirmation_waits_for_the_person_and_the_agent
 #[tokio::test]
 async fn as_adapter_003_webmcp_cancel_withdraws_the_request_and_ending_the_page_forgets_the_agent()
 {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
     run(&agent, call(1000, SELECT, json!({"ids": ["d2"]}))).await;
     let disable = tokio::spawn(run_owned(agent.clone(), call(1, DISABLE, json!({}))));
@@ -237,7 +237,7 @@ async fn as_adapter_003_webmcp_cancel_withdraws_the_request_and_ending_the_page_
 
 #[tokio::test]
 async fn as_adapter_003_webmcp_calls_in_flight_are_bounded_and_bad_messages_ignored() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
     run(&agent, call(1000, SELECT, json!({"ids": ["d2"]}))).await;
     let mut held = Vec::new();
@@ -360,7 +360,7 @@ async fn as_adapter_003_webmcp_a_change_is_not_lost_when_the_wait_for_it_is_inte
     // messages and call results: whichever comes first interrupts the
     // other. A change the interrupted wait had already seen must still be
     // reported by the next wait, or the page keeps a stale tool list.
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
     let (mut watcher, due) = agent.watch(agent.mark());
     assert!(!due);
@@ -385,7 +385,7 @@ async fn as_adapter_003_webmcp_a_stale_name_waits_for_the_person_as_its_tool_doe
     // on a surface where its instance is unambiguous: not in the agent's
     // tools, so run as a stale name — and it must wait for the person,
     // never leave a request in the dialog that nobody waits for.
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
     run(&agent, call(0, SELECT, json!({"ids": ["d2"]}))).await;
     let snapshot = app
@@ -403,7 +403,7 @@ async fn as_adapter_003_webmcp_a_stale_name_waits_for_the_person_as_its_tool_doe
 
 #[tokio::test]
 async fn as_adapter_003_webmcp_a_call_dropped_before_it_ran_gives_its_place_back() {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin()).await.unwrap();
     let agent = PageAgent::new(app.registry(), "tab-1", "In-page agent").unwrap();
     for number in 0..MAX_CALLS_IN_FLIGHT as u64 * 2 {
         // The host drops the call (its connection went, a select lost)

@@ -14,12 +14,14 @@
 )] // test code
 
 mod canonical;
-mod console;
 mod meta;
 mod strict;
 mod validator;
 mod wire;
 
+use std::sync::Arc;
+
+use agent_surface::registry::{Mounted, Registry};
 use agent_surface::schema::{Issue, MAX_ISSUES};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -34,6 +36,16 @@ pub(crate) fn full() -> u32 {
         .ok()
         .and_then(|cases| cases.parse().ok())
         .unwrap_or(100_000)
+}
+
+/// Mounts the devices example's console on `registry` over a fresh demo
+/// backend: the filter bar, the table with its reference to
+/// `domain:devices.disable`, the drawer and the navigation — every kind of
+/// schema an application's surface has (enums, optional and nullable
+/// fields, nested lists, bounds). Dropping the handles unmounts.
+pub(crate) fn mount_console(registry: &Registry) -> Vec<Mounted> {
+    let console = devices::Console::new(Arc::new(devices::Backend::demo()));
+    devices::mount_console(registry, &console).unwrap()
 }
 
 /// Runs `test` over `cases` values of `strategy`; a failure panics with the

@@ -23,7 +23,7 @@ fn field() -> impl Strategy<Value = String> {
     ]
 }
 
-/// A field value: any JSON, or a capability id of the fixture console.
+/// A field value: any JSON, or a capability id of the devices console.
 fn field_value() -> impl Strategy<Value = Value> {
     prop_oneof![
         3 => json_value(),
@@ -63,7 +63,7 @@ fn harness() -> Harness {
         .build()
         .unwrap();
     let registry = Registry::builder().environment(Environment::Test).build();
-    let mounted = crate::console::mount(&registry);
+    let mounted = crate::mount_console(&registry);
     let toolset = Toolset::builder(&registry)
         .mode(Mode::Meta)
         .topology(Topology::Remote)

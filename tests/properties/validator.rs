@@ -1,5 +1,5 @@
 //! The validator never panics and reports a bounded, clean list of issues
-//! for any JSON against the fixture console's schemas and a few fixture
+//! for any JSON against the devices console's schemas and a few fixture
 //! schemas, and accepts every value its schema allows.
 
 use std::sync::OnceLock;
@@ -48,12 +48,12 @@ fn union_schema() -> Value {
     ]})
 }
 
-/// Every input and output schema of the fixture console, and the fixtures.
+/// Every input and output schema of the devices console, and the fixtures.
 fn validators() -> &'static [CompiledSchema] {
     static VALIDATORS: OnceLock<Vec<CompiledSchema>> = OnceLock::new();
     VALIDATORS.get_or_init(|| {
         let registry = Registry::builder().environment(Environment::Test).build();
-        let _mounted = crate::console::mount(&registry);
+        let _mounted = crate::mount_console(&registry);
         let snapshot = registry.snapshot(
             &SnapshotOptions::for_consumer(Consumer::new(ConsumerKind::Test, "props"))
                 .include_unavailable(true),
@@ -65,7 +65,7 @@ fn validators() -> &'static [CompiledSchema] {
                 schemas.extend(capability.output_schema().cloned());
             }
         }
-        assert!(schemas.len() > 10, "the fixture console has schemas");
+        assert!(schemas.len() > 10, "the devices console has schemas");
         schemas
             .iter()
             .map(|schema| compile(schema).unwrap())

@@ -42,12 +42,7 @@ fn key() -> &'static std::hash::RandomState {
 /// a random key) of `request` and the reach. The scope and the grants are
 /// sets: their order and repeats do not matter (a host that rebuilds a
 /// consumer with the same grants in another order is the same reach).
-pub(crate) fn of_call(
-    request: u64,
-    scope: &[String],
-    kinds: Kinds,
-    grants: &[String],
-) -> u64 {
+pub(crate) fn of_call(request: u64, scope: &[String], kinds: Kinds, grants: &[String]) -> u64 {
     if scope.is_empty() && kinds == Kinds::All && grants.is_empty() {
         return request;
     }

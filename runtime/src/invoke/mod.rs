@@ -9,9 +9,9 @@
 //! carries a code, a retry hint and structured details.
 
 pub(crate) mod bounds;
+mod dedupe_fingerprint;
 mod join;
 mod pipeline;
-mod dedupe_fingerprint;
 
 pub use crate::invocation::{
     IS_AN_OBSERVATION, IS_NOT_AN_OBSERVATION, Invocation, InvocationResult, InvokeOptions, Kinds,

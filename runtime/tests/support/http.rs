@@ -1,15 +1,15 @@
-//! The fixture app served over HTTP for the raw MCP client
+//! The devices example's app served over HTTP for the raw MCP client
 //! ([`RawMcp`](super::raw_mcp::RawMcp)): `/mcp` alone, or beside a web
 //! console's pages.
 
 use agent_surface::mcp::{HttpServer, McpServer, McpServerBuilder};
 use axum::http::StatusCode as PageStatus;
 
-use super::app::App;
-use super::fleet::User;
+use devices::{App, User};
+
 use super::raw_mcp::RawMcp;
 
-/// The fixture app served over HTTP on a loopback port: `/mcp` alone
+/// The devices app served over HTTP on a loopback port: `/mcp` alone
 /// (`serve`), or beside a web console's pages (`serve_console`).
 pub struct Served {
     pub app: App,
@@ -45,7 +45,9 @@ fn pages() -> axum::Router {
 /// A fresh app for the admin served with `/mcp` beside the console's
 /// pages (one listener, one gate), the builder adjusted by `tune`.
 pub async fn serve_console(tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder) -> Served {
-    let app = App::start(User::admin()).await;
+    let app = App::start(User::admin())
+        .await
+        .expect("the devices app starts");
     let server = tune(McpServer::builder(app.registry()).name("devices")).build();
     let http = server
         .serve_with("127.0.0.1:0".parse().unwrap(), pages())
@@ -65,7 +67,7 @@ pub async fn serve_as(
     user: User,
     tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder,
 ) -> Served {
-    let app = App::start(user).await;
+    let app = App::start(user).await.expect("the devices app starts");
     let server = tune(McpServer::builder(app.registry()).name("devices")).build();
     let http = server
         .serve_http("127.0.0.1:0".parse().unwrap())

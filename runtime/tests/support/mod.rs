@@ -1,7 +1,6 @@
-//! The fixture the MCP adapter's tests share: a small device console (a
-//! fleet and its `domain:devices.disable` procedure, the console's
-//! components, the application and its router) and a raw HTTP client for
-//! the streamable HTTP endpoint.
+//! What the MCP adapter's tests share: the devices example (the fixture:
+//! its console, backend and application, through its public API), served
+//! over HTTP, and a raw HTTP client for the streamable HTTP endpoint.
 
 #![allow(
     dead_code,
@@ -13,13 +12,9 @@
     clippy::panic
 )] // test code
 
-pub mod app;
-pub mod console;
-pub mod fleet;
 pub mod http;
 pub mod raw_mcp;
 
-pub use app::App;
-pub use fleet::{Status, User};
+pub use devices::{App, Status, User};
 pub use http::{Served, serve, serve_console};
 pub use raw_mcp::{LEGACY, PATIENCE, eventually, payload};
