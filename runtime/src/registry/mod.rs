@@ -34,13 +34,11 @@
 //! # Ok::<(), agent_surface::registry::MountError>(())
 //! ```
 
-mod adapter_needs;
 mod authority;
 mod calls;
 mod config;
 mod confirmations;
-mod consumer_host;
-mod forget_consumer;
+mod consumers;
 mod handle;
 mod insertion;
 mod limits;
