@@ -61,6 +61,21 @@ const BUILT_IN: &[&str] = &[
     "tenant_boundary",
 ];
 
+/// The builder methods of the built-in policies (their effect shows in the
+/// identity: a `when` as `when=custom`, a summary by its text).
+const BUILDER_METHODS: &[&str] = &["level", "summary", "when"];
+
+/// Whether a `|` after `previous` starts a closure (an expression begins
+/// there) rather than being an operator after an operand.
+fn starts_expression(previous: Option<&TokenTree>) -> bool {
+    match previous {
+        None => true,
+        Some(TokenTree::Punct(p)) => matches!(p.as_char(), ',' | '=' | ';' | '(' | '!' | '&' | '|'),
+        Some(TokenTree::Ident(ident)) => ident == "move" || ident == "return",
+        _ => false,
+    }
+}
+
 /// Words that never name an item of the user's crate.
 const KEYWORDS: &[&str] = &[
     "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "false",
@@ -103,12 +118,22 @@ impl Hidden {
         while let Some(tree) = trees.get(i) {
             match tree {
                 TokenTree::Punct(p) if p.as_char() == '|' => {
-                    self.closure = true;
-                    // `||` is one empty parameter list; otherwise the
-                    // names up to the next `|` are the closure's own.
-                    if !(p.spacing() == proc_macro2::Spacing::Joint && punct(Some(i + 1), '|')) {
-                        self.params = !self.params;
-                    } else {
+                    let joint =
+                        p.spacing() == proc_macro2::Spacing::Joint && punct(Some(i + 1), '|');
+                    if self.params {
+                        // The end of a closure's parameter list.
+                        self.params = false;
+                    } else if starts_expression(i.checked_sub(1).and_then(|j| trees.get(j))) {
+                        // A closure: `||` has no parameters; otherwise the
+                        // names up to the next `|` are its own.
+                        self.closure = true;
+                        if joint {
+                            i += 1;
+                        } else {
+                            self.params = true;
+                        }
+                    } else if joint {
+                        // `a || b`, after an operand: an operator.
                         i += 1;
                     }
                 }
@@ -123,17 +148,34 @@ impl Hidden {
                 TokenTree::Ident(ident) => {
                     let name = ident.to_string();
                     let after_dot = i.checked_sub(1).is_some_and(|j| punct(Some(j), '.'));
+                    let after_path = i.checked_sub(1).is_some_and(|j| punct(Some(j), ':'));
                     let is_macro = punct(Some(i + 1), '!');
+                    let called = matches!(
+                        trees.get(i + 1),
+                        Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis
+                    );
                     if self.params {
                         self.locals.push(name);
-                    } else if !after_dot && !is_macro && !KEYWORDS.contains(&name.as_str()) {
-                        let called = matches!(
-                            trees.get(i + 1),
-                            Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis
-                        );
+                    } else if after_dot {
+                        // A method of the user's (`Checks::default().risky()`):
+                        // what it returns is not in the expression.
+                        if called && !BUILDER_METHODS.contains(&name.as_str()) {
+                            self.named_value = true;
+                            self.reads.push(format!(".{name}"));
+                        }
+                    } else if is_macro {
+                        // A macro's expansion is not in the expression either.
+                        if !matches!(name.as_str(), "cfg" | "vec") {
+                            self.named_value = true;
+                            self.reads.push(format!("{name}!"));
+                        }
+                    } else if !KEYWORDS.contains(&name.as_str()) {
                         let path = punct(Some(i + 1), ':');
                         let lower = name.starts_with(|c: char| c.is_ascii_lowercase());
-                        if lower && !called && !path {
+                        // A value named (a predicate), or a function of the
+                        // user's called (`pick()`): its body decides.
+                        let user_call = called && !after_path && !BUILT_IN.contains(&name.as_str());
+                        if lower && ((!called && !path) || user_call) {
                             self.named_value = true;
                         }
                         if name.chars().any(|c| c.is_ascii_uppercase())
@@ -277,6 +319,24 @@ mod tests {
         assert!(
             !closure.contains("\"len\""),
             "a method is not an item: {closure}"
+        );
+        // `a | b` is an operator, not a closure's parameters: both are read.
+        let or = installed(quote!(
+            require_confirmation().when(|ctx| never(ctx) | bor_risky(ctx))
+        ));
+        assert!(
+            or.contains("\"bor_risky\"") && or.contains("\"never\""),
+            "{or}"
+        );
+        // A method of the user's or a function called: declared.
+        let method = installed(quote!(
+            require_confirmation().when(Checks::default().risky())
+        ));
+        assert!(method.contains("\".risky\""), "{method}");
+        let called = installed(quote!(require_confirmation().when(pick())));
+        assert!(
+            called.contains("__declared") && called.contains("\"pick\""),
+            "{called}"
         );
         // A built-in whose parameters are written out needs no declaration;
         // one reading a const does (its value may be chosen by build).

@@ -200,11 +200,19 @@ pub(crate) fn outside_build(before: &Value, after: &Value, out: &mut Vec<Finding
     }
     let (b, a) = (list(before, "linkLevel"), list(after, "linkLevel"));
     for entry in a.iter().filter(|line| !b.contains(line)) {
-        let change = "new code at link level: it runs outside what the gate checks".to_owned();
-        out.push(Finding::new(
-            Class::Widening,
-            entry.as_str().unwrap_or_default(),
-            change,
-        ));
+        let line = entry.as_str().unwrap_or_default();
+        // What generators run or read: what they generate from it is not
+        // in this build's catalog when it declares reach only in others.
+        let generated = line.starts_with("files a generator may read")
+            || line.starts_with("the package's build script")
+            || line.starts_with("the build script links")
+            || line.contains("a local proc-macro crate");
+        let change = if generated {
+            "changed what a generator runs or reads: what it generates may declare reach this \
+             build does not show; review the change and what the generator makes of it"
+        } else {
+            "new code at link level: it runs outside what the gate checks"
+        };
+        out.push(Finding::new(Class::Widening, line, change.to_owned()));
     }
 }

@@ -189,7 +189,12 @@ fn declared_of(object: &serde_json::Map<String, Value>) -> Vec<String> {
         // Shortened for reading: policies are compared by the whole digest.
         let digest = text(read, "digest");
         let digest = digest.get(..16).unwrap_or(digest);
-        hidden.push(format!("reading {shown} as {digest}"));
+        let partial = if read.get("partial") == Some(&Value::Bool(true)) {
+            " (partially: too much to follow whole)"
+        } else {
+            ""
+        };
+        hidden.push(format!("reading {shown} as {digest}{partial}"));
     }
     hidden
 }

@@ -1261,6 +1261,43 @@ fn finding_on(findings: &[serde_json::Value], text: &str) -> bool {
 }
 
 #[test]
+fn a_build_script_is_reviewed_whatever_it_emits_and_prose_is_not_a_change() {
+    let dir = fixtures().join("build-script");
+    fixture(&dir, "build-script", GATED, "");
+    write(&dir, "build.rs", "fn main() {}\n");
+    write(&dir, "data/mode.rs", "on\n");
+    commit_snapshot(&dir, &[]);
+    // Prose and a local file git ignores are not what a generator reads.
+    write(&dir, "README.md", "# The fixture\n");
+    write(&dir, ".gitignore", "/scratch\n");
+    write(&dir, "scratch/notes.txt", "local\n");
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(0), "{findings:?} {}", describe(&output));
+    // A build script that starts setting a cfg (which a predicate may
+    // read) is a change review sees.
+    write(
+        &dir,
+        "build.rs",
+        "fn main() { println!(\"cargo::rustc-cfg=lax\"); }\n",
+    );
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        finding_on(&findings, "the package's build script"),
+        "{findings:?}"
+    );
+    // A `.rs` data file outside the module tree is data a generator reads.
+    git(&dir, &["checkout", "-q", "--", "build.rs"]);
+    write(&dir, "data/mode.rs", "off\n");
+    let (code, findings, output) = drift(&dir, "widening");
+    assert_eq!(code, Some(1), "{}", describe(&output));
+    assert!(
+        finding_on(&findings, "files a generator may read"),
+        "{findings:?}"
+    );
+}
+
+#[test]
 fn a_data_file_a_build_script_reads_is_a_change_review_sees() {
     let dir = fixtures().join("generated-data");
     fixture(&dir, "generated-data", GENERATED, "");

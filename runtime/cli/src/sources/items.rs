@@ -18,7 +18,7 @@ use crate::source_attrs::digest;
 const MAX_NAMES: usize = 200_000;
 /// At most this many names an item reads are kept (the rest is in its
 /// digest still, only not followed further).
-const MAX_READS_PER_ITEM: usize = 1_024;
+const MAX_READS_PER_ITEM: usize = 4_096;
 /// At most this many items are followed from one policy.
 const MAX_FOLLOWED: usize = 4_096;
 
@@ -39,10 +39,11 @@ pub(crate) struct ItemText {
 /// name; a method or associated const under `Type::name`.
 pub(crate) type Items = BTreeMap<String, BTreeSet<ItemText>>;
 
-/// Names in `tokens` that may be items: every identifier not after `.`
-/// (a method or field), not a macro's name and not a keyword, and
-/// `Type::item` where a capitalized name is followed by a path segment.
-fn names_in(tokens: TokenStream, out: &mut BTreeSet<String>, conditions: &mut BTreeSet<String>) {
+/// Names in `tokens` that may be items: every identifier that is not a
+/// keyword or a local binding (`let x`), `Type::item` where a capitalized
+/// name is followed by a path segment (`Self::item` as the impl's own
+/// type's), `.method` for a method called, and `name!` for a macro.
+fn names_in(tokens: TokenStream, within: Option<&str>, out: &mut Reads) {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     let punct = |i: usize, c: char| {
         trees
@@ -50,42 +51,91 @@ fn names_in(tokens: TokenStream, out: &mut BTreeSet<String>, conditions: &mut BT
             .is_some_and(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == c))
     };
     for (i, tree) in trees.iter().enumerate() {
-        if out.len() >= MAX_READS_PER_ITEM {
+        if out.names.len() >= MAX_READS_PER_ITEM {
+            out.partial = true;
             return;
         }
         match tree {
-            TokenTree::Group(group) => names_in(group.stream(), out, conditions),
+            TokenTree::Group(group) => names_in(group.stream(), within, out),
             TokenTree::Ident(ident) => {
                 let after_dot = i.checked_sub(1).is_some_and(|j| punct(j, '.'));
+                let is_macro = punct(i + 1, '!');
+                let called = matches!(
+                    trees.get(i + 1),
+                    Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis
+                );
                 if ident == "cfg"
-                    && punct(i + 1, '!')
+                    && is_macro
                     && let Some(TokenTree::Group(group)) = trees.get(i + 2)
                 {
                     // As the macros write a condition: tokens spaced.
                     let text: Vec<String> =
                         group.stream().into_iter().map(|t| t.to_string()).collect();
-                    conditions.insert(text.join(" "));
+                    out.conditions.insert(text.join(" "));
+                    continue;
                 }
-                if after_dot || punct(i + 1, '!') || is_keyword(ident) {
+                // `let x` / `let mut x`: a local, never an item.
+                let after_let = i
+                    .checked_sub(1)
+                    .and_then(|j| trees.get(j))
+                    .is_some_and(|t| {
+                        matches!(t, TokenTree::Ident(p) if p == "let")
+                            || matches!(t, TokenTree::Ident(p) if p == "mut")
+                                && i.checked_sub(2)
+                                    .and_then(|k| trees.get(k))
+                                    .is_some_and(|t| matches!(t, TokenTree::Ident(p) if p == "let"))
+                    });
+                if after_let && !is_keyword(ident) {
+                    out.locals.insert(ident.to_string());
+                    continue;
+                }
+                if after_dot {
+                    if called {
+                        out.names.insert(format!(".{ident}"));
+                    }
+                    continue;
+                }
+                if is_macro {
+                    out.names.insert(format!("{ident}!"));
+                    continue;
+                }
+                let path_follows = punct(i + 1, ':') && punct(i + 2, ':');
+                if ident == "Self"
+                    && path_follows
+                    && let (Some(own), Some(TokenTree::Ident(item))) = (within, trees.get(i + 3))
+                {
+                    out.names.insert(format!("{own}::{item}"));
+                    continue;
+                }
+                if is_keyword(ident) {
                     continue;
                 }
                 let name = ident.to_string();
                 let typed = name.starts_with(|c: char| c.is_ascii_uppercase());
                 if typed
-                    && punct(i + 1, ':')
-                    && punct(i + 2, ':')
+                    && path_follows
                     && let Some(TokenTree::Ident(item)) = trees.get(i + 3)
                 {
-                    out.insert(format!("{name}::{item}"));
+                    out.names.insert(format!("{name}::{item}"));
                 }
                 // A module on the way (`config::`) is no item.
                 if typed || !punct(i + 1, ':') {
-                    out.insert(name);
+                    out.names.insert(name);
                 }
             }
             _ => {}
         }
     }
+}
+
+/// What one item reads.
+#[derive(Default)]
+struct Reads {
+    names: BTreeSet<String>,
+    locals: BTreeSet<String>,
+    conditions: BTreeSet<String>,
+    /// Past [`MAX_READS_PER_ITEM`]: the rest is not followed.
+    partial: bool,
 }
 
 fn is_keyword(ident: &proc_macro2::Ident) -> bool {
@@ -98,18 +148,56 @@ fn is_keyword(ident: &proc_macro2::Ident) -> bool {
     KEYWORDS.iter().any(|k| ident == k)
 }
 
-/// Records `item` under `name`.
-fn record(items: &mut Items, name: String, item: &impl ToTokens) {
+/// Records `item` under `name` (`within`: the type of the impl it is
+/// part of, for `Self::…`). Its digest leaves out its doc comments: what
+/// it does is its code.
+fn record(items: &mut Items, name: String, within: Option<&str>, item: &impl ToTokens) {
     if items.len() >= MAX_NAMES && !items.contains_key(&name) {
         return;
     }
-    let (mut reads, mut conditions) = (BTreeSet::new(), BTreeSet::new());
-    names_in(item.to_token_stream(), &mut reads, &mut conditions);
+    let tokens = without_docs(item.to_token_stream());
+    let mut reads = Reads::default();
+    names_in(tokens.clone(), within, &mut reads);
+    let mut names: Vec<String> = reads.names.difference(&reads.locals).cloned().collect();
+    if reads.partial {
+        names.push(PARTIAL.to_owned());
+    }
     items.entry(name).or_default().insert(ItemText {
-        digest: digest(item),
-        reads: reads.into_iter().collect(),
-        conditions: conditions.into_iter().collect(),
+        digest: digest(&tokens),
+        reads: names,
+        conditions: reads.conditions.into_iter().collect(),
     });
+}
+
+/// Marks the reads of an item too long to follow whole.
+const PARTIAL: &str = "…";
+
+/// `tokens` without `#[doc = …]` attributes (what `///` lines become).
+fn without_docs(tokens: TokenStream) -> TokenStream {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = Vec::with_capacity(trees.len());
+    let mut i = 0;
+    while let Some(tree) = trees.get(i) {
+        let is_doc = matches!(tree, TokenTree::Punct(p) if p.as_char() == '#')
+            && matches!(trees.get(i + 1), Some(TokenTree::Group(g))
+                if g.delimiter() == proc_macro2::Delimiter::Bracket
+                    && g.stream().into_iter().next().is_some_and(|t| t.to_string() == "doc"));
+        if is_doc {
+            i += 2;
+            continue;
+        }
+        out.push(match tree {
+            TokenTree::Group(group) => {
+                let mut inner =
+                    proc_macro2::Group::new(group.delimiter(), without_docs(group.stream()));
+                inner.set_span(group.span());
+                TokenTree::Group(inner)
+            }
+            other => other.clone(),
+        });
+        i += 1;
+    }
+    out.into_iter().collect()
 }
 
 /// The name of an impl's self type (its last path segment).
@@ -117,6 +205,22 @@ fn self_type(ty: &syn::Type) -> Option<String> {
     match ty {
         syn::Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),
         _ => None,
+    }
+}
+
+/// `(original, renamed)` of every `… as renamed` in a `use` tree.
+fn renames_in(tree: &syn::UseTree, out: &mut Vec<(String, String)>) {
+    match tree {
+        syn::UseTree::Path(path) => renames_in(&path.tree, out),
+        syn::UseTree::Rename(rename) => {
+            out.push((rename.ident.to_string(), rename.rename.to_string()));
+        }
+        syn::UseTree::Group(group) => {
+            for tree in &group.items {
+                renames_in(tree, out);
+            }
+        }
+        syn::UseTree::Name(_) | syn::UseTree::Glob(_) => {}
     }
 }
 
@@ -137,26 +241,56 @@ impl<'ast> Visit<'ast> for Indexer<'_> {
             _ => None,
         };
         if let Some(name) = name {
-            record(self.0, name, item);
+            record(self.0, name, None, item);
+        }
+        // `use path::item as name`: the name reads the item.
+        if let Item::Use(used) = item {
+            let mut renames = Vec::new();
+            renames_in(&used.tree, &mut renames);
+            for (original, renamed) in renames {
+                let entry = self.0.entry(renamed).or_default();
+                entry.insert(ItemText {
+                    digest: digest(used),
+                    reads: vec![original],
+                    conditions: Vec::new(),
+                });
+            }
+        }
+        // `macro_rules! name`: what `name!(…)` expands to.
+        if let Item::Macro(mac) = item
+            && mac.mac.path.is_ident("macro_rules")
+            && let Some(ident) = &mac.ident
+        {
+            record(self.0, format!("{ident}!"), None, item);
         }
         if let Item::Impl(i) = item
             && let Some(ty) = self_type(&i.self_ty)
         {
-            // A trait impl is what the type does as that trait (a
-            // custom policy's checks): part of the type.
+            // A trait impl is what the type does as that trait (a custom
+            // policy's checks): followed with the type when the type is
+            // the crate's own.
             if i.trait_.is_some() {
-                record(self.0, ty.clone(), i);
+                record(self.0, format!("impl {ty}"), Some(&ty), i);
             }
             for impl_item in &i.items {
-                match impl_item {
-                    syn::ImplItem::Fn(f) => {
-                        record(self.0, format!("{ty}::{}", f.sig.ident), f);
-                    }
-                    syn::ImplItem::Const(c) => {
-                        record(self.0, format!("{ty}::{}", c.ident), c);
-                    }
-                    _ => {}
-                }
+                let (item_name, tokens): (String, &dyn ToTokens) = match impl_item {
+                    syn::ImplItem::Fn(f) => (f.sig.ident.to_string(), f),
+                    syn::ImplItem::Const(c) => (c.ident.to_string(), c),
+                    _ => continue,
+                };
+                record(
+                    self.0,
+                    format!("{ty}::{item_name}"),
+                    Some(&ty),
+                    &tokens.to_token_stream(),
+                );
+                // Called as a method (`x.item()`), by name alone.
+                record(
+                    self.0,
+                    format!(".{item_name}"),
+                    Some(&ty),
+                    &tokens.to_token_stream(),
+                );
             }
         }
         syn::visit::visit_item(self, item);
@@ -177,6 +311,9 @@ struct Followed {
     digest: String,
     /// The `cfg!(…)` conditions in them.
     conditions: Vec<String>,
+    /// Whether what they read was too much to follow whole (an item past
+    /// its reads' bound, or more items than one policy follows).
+    partial: bool,
 }
 
 /// The items `reads` names, and those they read in turn, as found in the
@@ -189,18 +326,29 @@ fn followed(reads: &[&str], items: &Items) -> Option<Followed> {
     let mut found: Vec<String> = Vec::new();
     let mut texts: BTreeSet<&str> = BTreeSet::new();
     let mut conditions: BTreeSet<String> = BTreeSet::new();
+    let mut partial = false;
     while let Some(name) = queue.pop() {
-        if seen.len() >= MAX_FOLLOWED || !seen.insert(name.clone()) {
+        if seen.contains(&name) {
             continue;
         }
+        if seen.len() >= MAX_FOLLOWED {
+            partial = true;
+            break;
+        }
+        seen.insert(name.clone());
         let Some(defined) = items.get(&name) else {
             continue;
         };
+        // A type of the crate's own: its trait impls are what it does.
+        if name.starts_with(|c: char| c.is_ascii_uppercase()) && !name.contains("::") {
+            queue.push(format!("impl {name}"));
+        }
         if reads.contains(&name.as_str()) {
             found.push(name);
         }
         for text in defined {
             texts.insert(&text.digest);
+            partial |= text.reads.iter().any(|read| read == PARTIAL);
             queue.extend(text.reads.iter().cloned());
             conditions.extend(text.conditions.iter().cloned());
         }
@@ -214,6 +362,7 @@ fn followed(reads: &[&str], items: &Items) -> Option<Followed> {
         names: found,
         digest: super::bytes_digest(joined.join("\n").as_bytes()),
         conditions: conditions.into_iter().collect(),
+        partial,
     })
 }
 
@@ -273,11 +422,17 @@ pub(crate) fn annotate(value: &mut Value, items: &Items) {
                     .filter_map(Value::as_str)
                     .collect();
                 if let Some(read) = followed(&reads, items) {
-                    let read = json!({
+                    let mut read_json = json!({
                         "names": read.names,
                         "digest": read.digest,
                         "conditions": read.conditions,
                     });
+                    if read.partial
+                        && let Some(object) = read_json.as_object_mut()
+                    {
+                        object.insert("partial".into(), Value::Bool(true));
+                    }
+                    let read = read_json;
                     declared.insert("readsSource".into(), read);
                 }
             }
@@ -346,9 +501,55 @@ mod tests {
         let reads = ["Quota", "Quota::new"];
         let a = followed(&reads, &indexed(&text(""))).unwrap();
         assert_eq!(a.names, ["Quota", "Quota::new"]);
+        // Its doc comment is not what it does.
+        let documented = text("").replace("struct Quota", "/// Quota.\nstruct Quota");
+        assert_eq!(
+            a.digest,
+            followed(&reads, &indexed(&documented)).unwrap().digest
+        );
         let b = followed(&reads, &indexed(&text("fn on_discovery(&self) {}"))).unwrap();
         assert_ne!(a.digest, b.digest, "the trait impl changed");
         let c = text("").replace("fn other() {}", "fn other() { let _ = 2; }");
         assert_eq!(a.digest, followed(&reads, &indexed(&c)).unwrap().digest);
+    }
+
+    #[test]
+    fn locals_renames_methods_macros_and_self_paths_are_read_as_they_are() {
+        // `let limit` is a local: the free `limit` is not read.
+        let local = indexed(
+            "fn limit() -> u32 { 1 }\n\
+             fn is_risky() -> bool { let limit = 3; limit > 2 }",
+        );
+        let changed = indexed(
+            "fn limit() -> u32 { 2 }\n\
+             fn is_risky() -> bool { let limit = 3; limit > 2 }",
+        );
+        let read = |items: &Items| followed(&["is_risky"], items).unwrap().digest;
+        assert_eq!(read(&local), read(&changed));
+        // `use … as renamed`, a method called, a macro, `Self::item`.
+        let text = |body: &str| {
+            format!(
+                "mod preds {{ pub fn really_risky() -> bool {{ {body} }} }}\n\
+                 use preds::really_risky as renamed;\n\
+                 macro_rules! threshold {{ () => {{ 3 }} }}\n\
+                 const T: u32 = threshold!();\n\
+                 struct Gate;\n\
+                 impl Gate {{ fn shut() -> bool {{ T > 1 }} fn over(&self) -> bool {{ Self::shut() }} }}"
+            )
+        };
+        let (a, b) = (indexed(&text("true")), indexed(&text("false")));
+        let via = |items: &Items, name: &str| followed(&[name], items).unwrap().digest;
+        assert_ne!(via(&a, "renamed"), via(&b, "renamed"));
+        let macro_changed = indexed(&text("true").replace("{ 3 }", "{ 30 }"));
+        assert_ne!(via(&a, ".over"), via(&macro_changed, ".over"));
+    }
+
+    #[test]
+    fn past_the_bound_the_reads_are_said_to_be_partial() {
+        let lets: String = (0..5_000).map(|i| format!("let v{i} = x{i};")).collect();
+        let items = indexed(&format!(
+            "fn padded() -> bool {{ {lets} tail() }}\nfn tail() -> bool {{ true }}"
+        ));
+        assert!(followed(&["padded"], &items).unwrap().partial);
     }
 }

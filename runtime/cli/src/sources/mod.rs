@@ -394,21 +394,29 @@ fn scan_root(root: &ScanRoot, scan: &mut Scan, shared: &mut Shared) {
             .visit_file(file);
         }
     }
+    // The files read (a call pulling one of them in is read with it).
+    let read: BTreeSet<PathBuf> = parsed.iter().map(|(path, _, _)| path.clone()).collect();
     // Dropping a syntax tree recurses as deep as parsing it did.
     for (path, file, _) in parsed {
         isolated::at(&path);
         drop(file);
     }
     // A call whose files are computed or not found may pull in any Rust
-    // file of the package: their digest stands for them (taken once).
+    // file of the package the scan did not read: their digest stands for
+    // them (taken once).
     let mut rust_files = None;
     for (_, _, _, digest) in &mut invocations {
         if let Some(call) = digest.strip_suffix(COMPUTED) {
             let tree = rust_files.get_or_insert_with(|| {
-                let other = |path: &Path| path.extension().is_none_or(|ext| ext != "rs");
+                let other = |path: &Path| {
+                    path.extension().is_none_or(|ext| ext != "rs")
+                        || std::fs::canonicalize(path).is_ok_and(|path| read.contains(&path))
+                };
                 digest::of_tree_except(&base, &mut shared.digest_budget, &other)
             });
-            *digest = format!("{call}, may pull in any Rust file of the package: {tree}");
+            *digest = format!(
+                "{call}, may pull in any Rust file of the package it does not read as a module: {tree}"
+            );
         }
     }
     shared.invocations.extend(
