@@ -10,6 +10,8 @@ use syn::{Ident, ImplItem, ImplItemFn, ItemImpl, LitStr, Type};
 
 use crate::attr::{self, ArgSet};
 use crate::ctxt::Ctxt;
+use crate::reference::Reference;
+use crate::signature::Param;
 use crate::symbol::*;
 
 /// A string with the span it came from.
@@ -25,7 +27,7 @@ pub(crate) struct Component<'a> {
     pub(crate) attrs: ComponentAttrs,
     pub(crate) capabilities: Vec<Capability<'a>>,
     pub(crate) methods: Vec<&'a ImplItemFn>,
-    pub(crate) references: Vec<crate::reach::Reference>,
+    pub(crate) references: Vec<Reference>,
     pub(crate) attr_span: Span,
 }
 
@@ -92,14 +94,6 @@ impl ConcurrencySpec {
             }
         })
     }
-}
-
-/// How a handler parameter is used.
-pub(crate) enum Param<'a> {
-    /// The typed input (by value).
-    Input(&'a Type),
-    /// The context (`&ActionContext` or `&ReadContext`).
-    Context(&'a Type),
 }
 
 /// One `#[observation]` or `#[action]` method.
@@ -327,19 +321,6 @@ fn metadata(cx: &Ctxt, set: &mut ArgSet<'_>, key: &str) -> Option<Spanned<String
     })
 }
 
-/// Whether `attr` is the helper attribute `name` (`#[name]` or `#[agent_surface::name]`).
-pub(crate) fn is_helper(attr: &syn::Attribute, name: &str) -> bool {
-    let path = attr.path();
-    path.segments
-        .last()
-        .is_some_and(|segment| segment.ident == name)
-        && (path.segments.len() == 1
-            || path
-                .segments
-                .first()
-                .is_some_and(|first| first.ident == "agent_surface"))
-}
-
 fn helper_kind(attr: &syn::Attribute) -> Option<Kind> {
     if is_helper(attr, OBSERVATION) {
         Some(Kind::Observation)
@@ -407,7 +388,7 @@ impl<'a> Component<'a> {
             attrs,
             capabilities,
             methods,
-            references: crate::reach::references(cx, item),
+            references: crate::reference::references(cx, item),
             attr_span,
         }
     }

@@ -18,7 +18,7 @@ use quote::quote;
 use syn::{Attribute, Data, DeriveInput, GenericArgument, Ident, PathArguments, Type};
 
 use crate::ctxt::Ctxt;
-use crate::wire::{Form, Meta, metas, metas_with_cfg_attr};
+use crate::wire_attrs::{Form, Meta, metas, metas_with_cfg_attr};
 
 /// What the macro sees of a field type.
 enum Shape<'a> {
@@ -265,7 +265,7 @@ fn check_markers(cx: &Ctxt, item: &DeriveInput, deserialize: bool) {
 /// Removes the `#[agent_schema(unbounded)]` markers of `item`'s fields:
 /// they are this macro's, and nothing after it knows them.
 pub(crate) fn strip_markers(item: &mut DeriveInput) {
-    crate::schema::inner_attrs_mut(item, |attrs| {
+    crate::wire_attrs::inner_attrs_mut(item, |attrs| {
         attrs.retain(|attr| !attr.path().is_ident("agent_schema"));
     });
 }

@@ -7,8 +7,10 @@ use quote::{quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use crate::ast::{Capability, Component, Param};
-use crate::expand::{cfg_attrs, hygienic, marker};
+use crate::ast::{Capability, Component};
+use crate::marker::{cfg_attrs, marker};
+use crate::signature::Param;
+use crate::tokens::hygienic;
 
 /// `fn __when`: one arm per capability with a `when` method.
 pub(crate) fn when_method(component: &Component<'_>, patterns: &[TokenStream]) -> TokenStream {

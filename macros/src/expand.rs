@@ -6,16 +6,16 @@
 //!   `Component` impl that dispatches to the handlers, and the catalog entry;
 //! - a `#[test]` that checks the generated schemas against the subset.
 
-use agent_surface_rules::{Audit, Confirmation, Effect, Kind};
+use agent_surface_rules::{Effect, Kind};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
-use syn::ext::IdentExt;
-use syn::spanned::Spanned;
 use syn::{ImplItem, ItemImpl, LitStr};
 
-use crate::ast::{Capability, Component, ConcurrencySpec, is_helper};
+use crate::ast::{Capability, Component, ConcurrencySpec};
 use crate::dispatch::{invoke_arm, precondition_method, reason_method, when_method};
-use crate::symbol::{ACTION, OBSERVATION};
+use crate::marker::{cfg_attrs, marker, marker_items};
+use crate::symbol::{ACTION, OBSERVATION, REFERENCE, is_helper};
+use crate::tokens::{audit_tokens, confirmation_tokens, effect_tokens, policies_fn, source_tokens};
 
 /// What tells two components' generated tests apart in one module: the
 /// full self type (`ListView<Device>`, `a::Panel`) and the component type,
@@ -30,21 +30,13 @@ fn test_suffix(component: &Component<'_>) -> u32 {
         .unwrap_or_default();
     let text = format!("{} {component_type}", quote!(#self_ty));
     // The low 32 bits: short, and enough to tell a module's components apart.
-    (crate::helpers::fnv64(&text) & 0xffff_ffff) as u32
-}
-
-/// `span`'s location with the call site's hygiene: identifiers the
-/// expansion introduces (`input`, `_ctx`) resolve where the expansion is,
-/// even when the span comes from a `macro_rules!` fragment.
-pub(crate) fn hygienic(span: proc_macro2::Span) -> proc_macro2::Span {
-    proc_macro2::Span::call_site().located_at(span)
+    (crate::digest::fnv64(&text) & 0xffff_ffff) as u32
 }
 
 /// The user's impl block without `#[observation]` / `#[action]` attributes.
 pub(crate) fn strip_helpers(item: &ItemImpl) -> ItemImpl {
     let mut item = item.clone();
-    item.attrs
-        .retain(|attr| !is_helper(attr, crate::reach::REFERENCE));
+    item.attrs.retain(|attr| !is_helper(attr, REFERENCE));
     for inner in &mut item.items {
         let attrs = match inner {
             ImplItem::Fn(item) => &mut item.attrs,
@@ -61,88 +53,8 @@ pub(crate) fn strip_helpers(item: &ItemImpl) -> ItemImpl {
     item
 }
 
-pub(crate) fn effect_tokens(effect: Effect) -> TokenStream {
-    let variant = match effect {
-        Effect::Read => quote!(Read),
-        Effect::LocalState => quote!(LocalState),
-        Effect::Navigation => quote!(Navigation),
-        Effect::ServerQuery => quote!(ServerQuery),
-        Effect::ServerMutation => quote!(ServerMutation),
-        Effect::ExternalSideEffect => quote!(ExternalSideEffect),
-        Effect::Destructive => quote!(Destructive),
-    };
-    quote!(::agent_surface::macro_support::Effect::#variant)
-}
-
-pub(crate) fn confirmation_tokens(confirmation: Confirmation) -> TokenStream {
-    let variant = match confirmation {
-        Confirmation::Never => quote!(Never),
-        Confirmation::Optional => quote!(Optional),
-        Confirmation::Required => quote!(Required),
-    };
-    quote!(::agent_surface::macro_support::Confirmation::#variant)
-}
-
-pub(crate) fn audit_tokens(audit: Audit) -> TokenStream {
-    let variant = match audit {
-        Audit::None => quote!(None),
-        Audit::Metadata => quote!(Metadata),
-        Audit::Full => quote!(Full),
-    };
-    quote!(::agent_surface::macro_support::Audit::#variant)
-}
-
-/// The `Source` of an authored item: its module, Rust type and the file and
-/// line of `at`.
-pub(crate) fn source_tokens(rust_type: &LitStr, at: Span) -> TokenStream {
-    quote_spanned! {at=>
-        ::agent_surface::macro_support::Source::new(
-            ::core::module_path!(),
-            #rust_type,
-            ::core::file!(),
-            ::core::line!(),
-        )
-    }
-}
-
 fn lit(text: &str) -> LitStr {
     LitStr::new(text, Span::call_site())
-}
-
-/// The handler's return type (`()` when it declares none).
-fn return_type(capability: &Capability<'_>) -> TokenStream {
-    match capability.output {
-        Some(ty) => quote!(#ty),
-        None => quote!(()),
-    }
-}
-
-/// The marker type naming one capability's input and return types.
-pub(crate) fn marker(capability: &Capability<'_>) -> syn::Ident {
-    format_ident!("__{}", capability.ident().unraw())
-}
-
-/// `fn policies()` building a fresh chain from the attribute's expressions,
-/// each checked against `Policy` where it was written.
-fn policies_fn(policies: Option<&Vec<syn::Expr>>, self_ty: &syn::Type) -> TokenStream {
-    let Some(policies) = policies else {
-        return TokenStream::new();
-    };
-    let items = policies.iter().map(|expr| {
-        crate::declared_policy::install(crate::self_type::replace(quote!(#expr), self_ty))
-    });
-    quote! {
-        fn policies() -> ::std::vec::Vec<::agent_surface::policy::PolicyRef> {
-            ::std::vec![#(#items),*]
-        }
-    }
-}
-
-/// The `#[cfg]` attributes of a capability's method, for every item and arm
-/// generated for it.
-pub(crate) fn cfg_attrs(capability: &Capability<'_>) -> TokenStream {
-    let attrs = capability.cfg_attributes();
-    quote!(#(#attrs)*)
 }
 
 /// The match pattern selecting each capability by its index in the
@@ -170,99 +82,6 @@ fn index_patterns(component: &Component<'_>) -> Vec<TokenStream> {
             quote!(__index if __index == 0usize #(+ #terms)*)
         })
         .collect()
-}
-
-/// The marker type and its `Takes`/`Returns` impls: the one place where the
-/// input and return types are checked, at the tokens the user wrote.
-fn marker_items(
-    capability: &Capability<'_>,
-    self_ty: &syn::Type,
-    check_bounds: bool,
-) -> TokenStream {
-    let policies = policies_fn(capability.policies.as_ref(), self_ty);
-    marker_items_with(capability, self_ty, policies, check_bounds)
-}
-
-/// After errors: the marker items of every capability whose signature is
-/// well formed (one per method name), without policies, so the input and
-/// return types are still checked in the same build.
-pub(crate) fn type_checks(component: &Component<'_>) -> TokenStream {
-    let mut seen = Vec::new();
-    let markers = component.capabilities.iter().filter_map(|capability| {
-        // An observation without a return type is reported already.
-        let reported = !capability.signature_ok
-            || (capability.kind == Kind::Observation && capability.output.is_none());
-        if reported || seen.contains(&capability.ident()) {
-            return None;
-        }
-        seen.push(capability.ident());
-        // Bounds are a finding of their own, reported once the rest holds.
-        Some(marker_items_with(
-            capability,
-            component.self_ty,
-            TokenStream::new(),
-            false,
-        ))
-    });
-    quote! {
-        #[allow(dead_code)]
-        const _: () = {
-            #(#markers)*
-        };
-    }
-}
-
-fn marker_items_with(
-    capability: &Capability<'_>,
-    self_ty: &syn::Type,
-    policies: TokenStream,
-    check_bounds: bool,
-) -> TokenStream {
-    let marker = marker(capability);
-    let cfg = cfg_attrs(capability);
-    let returns = crate::self_type::replace(return_type(capability), self_ty);
-    let returns_span = capability
-        .output
-        .map_or(capability.ident().span(), Spanned::span);
-    let output = quote_spanned! {returns_span=> type Output = #returns; };
-    let returns_impl = match capability.kind {
-        Kind::Observation => quote! {
-            #cfg
-            impl ::agent_surface::macro_support::Observes for #marker {
-                #output
-            }
-        },
-        _ => quote! {
-            #cfg
-            impl ::agent_surface::macro_support::Returns for #marker {
-                #output
-            }
-        },
-    };
-    let takes = capability.input().map(|input| {
-        let span = input.span();
-        let input = crate::self_type::replace(quote!(#input), self_ty);
-        let ty = quote_spanned! {span=> type Input = #input; };
-        let bounded = check_bounds.then(|| crate::bounded::assert_input(&quote!(#marker), span));
-        quote! {
-            #cfg
-            impl ::agent_surface::macro_support::Takes for #marker {
-                #ty
-            }
-            #cfg
-            #bounded
-        }
-    });
-    let inherent = (!policies.is_empty()).then(|| quote!(#cfg impl #marker { #policies }));
-    quote! {
-        #cfg
-        #[allow(non_camel_case_types)]
-        enum #marker {}
-
-        #inherent
-        #takes
-        #returns_impl
-    }
 }
 
 fn capability_contract(capability: &Capability<'_>) -> TokenStream {
@@ -514,7 +333,11 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
         })
         .collect();
     let description_checks = computed_descriptions(component);
-    let component_policies = policies_fn(component.attrs.policies.as_ref(), self_ty);
+    let component_policies = component
+        .attrs
+        .policies
+        .as_deref()
+        .map_or_else(TokenStream::new, |policies| policies_fn(policies, self_ty));
     let reference_items = crate::reach::contract_calls(component).1;
     let component_marker = (!component_policies.is_empty()).then(|| {
         quote! {

@@ -7,11 +7,12 @@ use quote::quote;
 
 use crate::ast::Component;
 use crate::expand::strip_helpers;
+use crate::marker::type_checks;
 
 pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
     let item = strip_helpers(component.item);
     let placeholder = component_impl(component);
-    let type_checks = crate::expand::type_checks(component);
+    let type_checks = type_checks(component);
     quote! {
         #item
 

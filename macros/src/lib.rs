@@ -8,10 +8,26 @@
 //! block, reporting malformed attributes) → `valid` (checks across the
 //! block, with `helpers` for the signatures of named helper methods) →
 //! `expand` (the contract, the dispatch, the catalog entry, the schema
-//! test), or `fallback` after errors. `#[agent_procedure]` and
-//! `#[agent_schema]` follow the same parse → validate → expand → fallback
-//! order in one file each. Every error is reported at the token that is
-//! wrong, all of them in one build.
+//! test), or `fallback` after errors. `#[agent_procedure]` (the `procedure`
+//! folder) and `#[agent_schema]` follow the same parse → check → expand →
+//! fallback order. Every error is reported at the token that is wrong, all
+//! of them in one build.
+//!
+//! Modules import in one direction, stage by stage (no import cycle):
+//!
+//! - leaves, importing no stage: `ctxt` (the error sink), `attr` (attribute
+//!   arguments), `symbol` (attribute names and keys), `cfg`, `self_type`,
+//!   `types` (Rust types as written), `digest`, `declared_policy`, `tokens`
+//!   (token builders the expansions share), `recover`, `imports`;
+//! - the model: `ast`, with `signature` (handler signatures) and
+//!   `reference` (`#[reference(…)]`) below it, `wire_attrs` (a schema
+//!   type's serde and schemars attributes) and `procedure::parse`;
+//! - checks, over the model: `valid`, `helpers`, `wire`, `wire_keys`,
+//!   `serde_shape`, `bounded` (with the bound assertions it generates) and
+//!   `procedure::check`;
+//! - expansion, over the model and the checks: `marker`, `dispatch`,
+//!   `reach`, `expand`, `fallback`, `schema` and `procedure::expand`;
+//! - this file wires the entry points.
 
 mod ast;
 mod attr;
@@ -19,21 +35,27 @@ mod bounded;
 mod cfg;
 mod ctxt;
 mod declared_policy;
+mod digest;
 mod dispatch;
 mod expand;
 mod fallback;
 mod helpers;
 mod imports;
+mod marker;
 mod procedure;
 mod reach;
 mod recover;
+mod reference;
 mod schema;
 mod self_type;
 mod serde_shape;
 mod signature;
 mod symbol;
+mod tokens;
+mod types;
 mod valid;
 mod wire;
+mod wire_attrs;
 mod wire_keys;
 
 use proc_macro::TokenStream;

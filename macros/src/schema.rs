@@ -6,91 +6,12 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
-use syn::{Attribute, Data, DeriveInput, Fields, Generics, Ident, LitStr, Type};
+use syn::{Attribute, Data, DeriveInput, Fields, Generics, Ident, Type};
 
 use crate::ast::SchemaOptions;
 use crate::ctxt::Ctxt;
 use crate::wire;
-
-/// Whether the item already derives the trait named `name`.
-pub(crate) fn derives(attrs: &[Attribute], name: &str) -> bool {
-    attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident("derive"))
-        .any(|attr| {
-            let mut found = false;
-            let _ = attr.parse_nested_meta(|meta| {
-                if meta
-                    .path
-                    .segments
-                    .last()
-                    .is_some_and(|segment| segment.ident == name)
-                {
-                    found = true;
-                }
-                Ok(())
-            });
-            found
-        })
-}
-
-/// Whether `#[agent_schema]` already expanded on this item (it was written
-/// above another attribute macro), read from its `#[serde(crate = …)]`:
-/// `Some(true)` when it made the type serialize-only.
-pub(crate) fn already_expanded(attrs: &[Attribute]) -> Option<bool> {
-    attr_args(attrs, "serde").iter().find_map(|(key, value)| {
-        match value.as_ref().map(LitStr::value) {
-            Some(path) if key == "crate" && path == "::agent_surface::macro_support::serde" => {
-                Some(false)
-            }
-            Some(path)
-                if key == "crate"
-                    && path == "::agent_surface::macro_support::serde_output_only" =>
-            {
-                Some(true)
-            }
-            _ => None,
-        }
-    })
-}
-
-/// The arguments of the item's `#[serde(...)]` (or `#[schemars(...)]`)
-/// attributes: each key, with its value when it is a string literal.
-pub(crate) fn attr_args(attrs: &[Attribute], namespace: &str) -> Vec<(String, Option<LitStr>)> {
-    let mut args = Vec::new();
-    for attr in attrs.iter().filter(|attr| attr.path().is_ident(namespace)) {
-        let _ = attr.parse_nested_meta(|meta| {
-            let key = meta.path.get_ident().map(ToString::to_string);
-            // Read (or skip) the value, whatever its shape.
-            let mut value = None;
-            if meta.input.peek(syn::Token![=]) {
-                if let syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(lit),
-                    ..
-                }) = meta.value()?.parse::<syn::Expr>()?
-                {
-                    value = Some(lit);
-                }
-            } else if meta.input.peek(syn::token::Paren) {
-                let _content;
-                syn::parenthesized!(_content in meta.input);
-            }
-            if let Some(key) = key {
-                args.push((key, value));
-            }
-            Ok(())
-        });
-    }
-    args
-}
-
-/// The keys used in the item's `#[serde(...)]` (or `#[schemars(...)]`) attributes.
-fn attr_keys(attrs: &[Attribute], namespace: &str) -> Vec<String> {
-    attr_args(attrs, namespace)
-        .into_iter()
-        .map(|(key, _)| key)
-        .collect()
-}
+use crate::wire_attrs::{self, already_expanded, attr_args, attr_keys, derives, inner_attrs_mut};
 
 /// Field attributes after which the field's own type no longer decides its
 /// schema (skipped, or replaced by `with`): the runtime check covers those.
@@ -297,23 +218,6 @@ fn union_fallback(item: &DeriveInput) -> TokenStream {
     }
 }
 
-/// Calls `f` on the attributes of every variant and field of `item`.
-pub(crate) fn inner_attrs_mut(item: &mut DeriveInput, mut f: impl FnMut(&mut Vec<Attribute>)) {
-    match &mut item.data {
-        Data::Struct(data) => data.fields.iter_mut().for_each(|field| f(&mut field.attrs)),
-        Data::Enum(data) => {
-            for variant in &mut data.variants {
-                f(&mut variant.attrs);
-                variant
-                    .fields
-                    .iter_mut()
-                    .for_each(|field| f(&mut field.attrs));
-            }
-        }
-        Data::Union(_) => {}
-    }
-}
-
 /// `item` without the serde and schemars helper attributes our derives
 /// would have read (the user's own derives keep theirs).
 fn without_helpers(item: &DeriveInput) -> DeriveInput {
@@ -344,19 +248,23 @@ fn without_helpers(item: &DeriveInput) -> DeriveInput {
 /// probed (the constant is outside the item).
 fn option_read_probes(item: &DeriveInput, deserialize: bool) -> proc_macro2::TokenStream {
     if !deserialize
-        || wire::find(&wire::metas_with_cfg_attr(&item.attrs, "serde"), "default").is_some()
+        || wire_attrs::find(
+            &wire_attrs::metas_with_cfg_attr(&item.attrs, "serde"),
+            "default",
+        )
+        .is_some()
     {
         return proc_macro2::TokenStream::new();
     }
     let mut probes = Vec::new();
     for (field, cfgs) in fields_of(&item.data) {
-        let read = wire::metas_with_cfg_attr(&field.attrs, "serde");
+        let read = wire_attrs::metas_with_cfg_attr(&field.attrs, "serde");
         let Some(reader) =
-            wire::find(&read, "deserialize_with").or_else(|| wire::find(&read, "with"))
+            wire_attrs::find(&read, "deserialize_with").or_else(|| wire_attrs::find(&read, "with"))
         else {
             continue;
         };
-        if wire::find(&read, "default").is_some()
+        if wire_attrs::find(&read, "default").is_some()
             || wire::is_option(&field.ty)
             || mentions_generics(&field.ty, &item.generics)
             || wire::holds_item(&field.ty, &item.ident)

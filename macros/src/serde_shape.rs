@@ -10,7 +10,7 @@ use syn::visit::Visit;
 use syn::{Data, DeriveInput, Fields, LitStr, Type};
 
 use crate::ctxt::Ctxt;
-use crate::wire::{Form, Meta, metas};
+use crate::wire_attrs::{Form, Meta, find, metas};
 
 /// Checks `item`'s serde attributes; `serialize`/`deserialize` say which
 /// derives run.
@@ -53,17 +53,13 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
     }
 }
 
-fn find<'a>(metas: &'a [Meta], key: &str) -> Option<&'a Meta> {
-    metas.iter().find(|meta| meta.key == key)
-}
-
 fn field_keys(cx: &Ctxt, field: &syn::Field) {
     let serde = metas(&field.attrs, "serde");
     given_once(cx, &serde, "field");
     if let Some(borrow) = find(&serde, "borrow")
         && !has_lifetime(&field.ty)
     {
-        let ty = crate::helpers::type_text(&field.ty);
+        let ty = crate::types::type_text(&field.ty);
         cx.error_at(
             borrow.span,
             format!(

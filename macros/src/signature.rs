@@ -1,14 +1,23 @@
-//! Handler signatures: `&self`, at most one input taken by value, at most
-//! one context borrowed (recognised by place, checked by trait), and an
-//! owned, `Send` return type, each mismatch reported at its token with the
-//! signature that is expected.
+//! Handler signatures, read into the model of a capability: its parameters
+//! classified as the input or the context, and its return type. Reading
+//! one reports every mismatch with the expected shape (`&self`, at most one
+//! input taken by value, at most one context borrowed, recognised by place
+//! and checked by trait, and an owned, `Send` return type) at its token,
+//! with the signature that is expected.
 
 use agent_surface_rules::Kind;
 use proc_macro2::TokenStream;
 use syn::{FnArg, ImplItemFn, Pat, ReturnType, Type};
 
-use crate::ast::Param;
 use crate::ctxt::Ctxt;
+
+/// How a handler parameter is used.
+pub(crate) enum Param<'a> {
+    /// The typed input (by value).
+    Input(&'a Type),
+    /// The context (`&ActionContext` or `&ReadContext`).
+    Context(&'a Type),
+}
 
 /// Checks the handler signature and classifies its parameters.
 pub(crate) fn signature<'a>(
@@ -44,7 +53,7 @@ pub(crate) fn signature<'a>(
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
         Some(FnArg::Receiver(receiver)) => {
-            if crate::helpers::is_shared_self(receiver) {
+            if crate::types::is_shared_self(receiver) {
                 // `&self`, or `self: &Self`.
             } else if receiver.colon_token.is_some() {
                 cx.error_spanned_by(
@@ -80,7 +89,7 @@ pub(crate) fn signature<'a>(
     let names_a_context = sig
         .inputs
         .iter()
-        .any(|arg| matches!(arg, FnArg::Typed(typed) if crate::helpers::is_context_ref(&typed.ty)));
+        .any(|arg| matches!(arg, FnArg::Typed(typed) if crate::types::is_context_ref(&typed.ty)));
     for arg in inputs {
         let FnArg::Typed(typed) = arg else { continue };
         if !matches!(
@@ -90,8 +99,8 @@ pub(crate) fn signature<'a>(
             cx.error_spanned_by(&typed.pat, "use a plain parameter name here");
         }
         let ty = &*typed.ty;
-        if crate::helpers::is_handler_context(ty)
-            && (!names_a_context || crate::helpers::is_context_ref(ty))
+        if crate::types::is_handler_context(ty)
+            && (!names_a_context || crate::types::is_context_ref(ty))
         {
             match ty {
                 Type::Reference(reference) if reference.mutability.is_some() => cx.error_spanned_by(
@@ -118,19 +127,19 @@ pub(crate) fn signature<'a>(
                 format!(
                     "an action takes its input by value: write `{}: {}` without `&`; only the context is borrowed (`&ActionContext` or `&ReadContext`, or an alias of one)",
                     param_name(&typed.pat),
-                    crate::helpers::type_text(&reference.elem)
+                    crate::types::type_text(&reference.elem)
                 ),
             ),
             Type::ImplTrait(_) => cx.error_spanned_by(
                 ty,
                 "`impl Trait` inputs have no schema; use a struct annotated with `#[agent_schema]`",
             ),
-            ty if crate::helpers::is_context_name(ty) => cx.error_spanned_by(
+            ty if crate::types::is_context_name(ty) => cx.error_spanned_by(
                 ty,
                 format!(
                     "the context is borrowed: write `{}: &{}`",
                     param_name(&typed.pat),
-                    crate::helpers::type_text(ty)
+                    crate::types::type_text(ty)
                 ),
             ),
             ty => {

@@ -1,8 +1,12 @@
-//! Attribute names and keys, in one place.
+//! Attribute names and keys, in one place, and how a helper attribute is
+//! recognised by its name.
 
 /// The capability helper attributes.
 pub(crate) const OBSERVATION: &str = "observation";
 pub(crate) const ACTION: &str = "action";
+
+/// The helper attribute declaring a reference.
+pub(crate) const REFERENCE: &str = "reference";
 
 // Keys of `#[agent_component(...)]`.
 pub(crate) const TYPE: &str = "type";
@@ -107,3 +111,16 @@ pub(crate) const SCHEMA_KEYS: &[&str] = &[
     ALLOW_UNKNOWN_FIELDS,
     SCHEMA_UNBOUNDED,
 ];
+
+/// Whether `attr` is the helper attribute `name` (`#[name]` or `#[agent_surface::name]`).
+pub(crate) fn is_helper(attr: &syn::Attribute, name: &str) -> bool {
+    let path = attr.path();
+    path.segments
+        .last()
+        .is_some_and(|segment| segment.ident == name)
+        && (path.segments.len() == 1
+            || path
+                .segments
+                .first()
+                .is_some_and(|first| first.ident == "agent_surface"))
+}

@@ -16,140 +16,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Ident, LitStr, Type};
 
 use crate::ctxt::Ctxt;
-
-/// One `key` or `key = value` of a `#[serde(…)]`/`#[schemars(…)]`, with its
-/// span; `nested` holds `key(…)`'s own keys.
-pub(crate) struct Meta {
-    pub(crate) key: String,
-    pub(crate) span: Span,
-    pub(crate) form: Form,
-    pub(crate) text: Option<LitStr>,
-    pub(crate) number: Option<f64>,
-    pub(crate) nested: Vec<Meta>,
-}
-
-/// How a meta is written: `key`, `key = value` or `key(…)`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Form {
-    /// `key`.
-    Path,
-    /// `key = value`.
-    Value,
-    /// `key(…)`.
-    List,
-}
-
-fn number_of(expr: &syn::Expr) -> Option<f64> {
-    match expr {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(int),
-            ..
-        }) => int.base10_parse().ok(),
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Float(float),
-            ..
-        }) => float.base10_parse().ok(),
-        syn::Expr::Unary(syn::ExprUnary {
-            op: syn::UnOp::Neg(_),
-            expr,
-            ..
-        }) => number_of(expr).map(|n| -n),
-        syn::Expr::Group(group) => number_of(&group.expr),
-        _ => None,
-    }
-}
-
-fn metas_of(input: syn::meta::ParseNestedMeta<'_>, out: &mut Vec<Meta>) -> syn::Result<()> {
-    let key = input
-        .path
-        .segments
-        .last()
-        .map(|segment| segment.ident.to_string())
-        .unwrap_or_default();
-    let span = input.path.span();
-    let mut meta = Meta {
-        key,
-        span,
-        form: Form::Path,
-        text: None,
-        number: None,
-        nested: Vec::new(),
-    };
-    if input.input.peek(syn::Token![=]) {
-        meta.form = Form::Value;
-        let expr: syn::Expr = input.value()?.parse()?;
-        if let syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Str(lit),
-            ..
-        }) = &expr
-        {
-            meta.text = Some(lit.clone());
-        }
-        meta.number = number_of(&expr);
-    } else if input.input.peek(syn::token::Paren) {
-        meta.form = Form::List;
-        let content;
-        syn::parenthesized!(content in input.input);
-        let fork = content.fork();
-        let nested = syn::meta::parser(|inner| metas_of(inner, &mut meta.nested));
-        if syn::parse::Parser::parse2(nested, fork.parse::<proc_macro2::TokenStream>()?).is_err() {
-            // `pattern("…")` and other expression arguments.
-            if let Ok(lit) = content.parse::<LitStr>() {
-                meta.text = Some(lit);
-            }
-        }
-        let _ = content.parse::<proc_macro2::TokenStream>();
-    }
-    out.push(meta);
-    Ok(())
-}
-
-/// The metas of every `#[namespace(…)]` among `attrs` (unparsable ones are
-/// left to serde and schemars to report).
-pub(crate) fn metas(attrs: &[Attribute], namespace: &str) -> Vec<Meta> {
-    let mut out = Vec::new();
-    for attr in attrs.iter().filter(|attr| attr.path().is_ident(namespace)) {
-        let _ = attr.parse_nested_meta(|meta| metas_of(meta, &mut out));
-    }
-    out
-}
-
-/// [`metas`], and those inside `#[cfg_attr(pred, namespace(…))]` as well:
-/// what the schema may hold (a bound under `cfg_attr` counts).
-pub(crate) fn metas_with_cfg_attr(attrs: &[Attribute], namespace: &str) -> Vec<Meta> {
-    let mut out = Vec::new();
-    for attr in attrs {
-        if attr.path().is_ident(namespace) {
-            let _ = attr.parse_nested_meta(|meta| metas_of(meta, &mut out));
-        } else if attr.path().is_ident("cfg_attr") {
-            // `#[cfg_attr(pred, schemars(…))]`: read as if written alone
-            // (the schema then has it whenever the predicate holds).
-            let mut first = true;
-            let _ = attr.parse_nested_meta(|meta| {
-                if std::mem::take(&mut first) {
-                    if meta.input.peek(syn::token::Paren) {
-                        let _content;
-                        syn::parenthesized!(_content in meta.input);
-                    } else if meta.input.peek(syn::Token![=]) {
-                        let _ = meta.value()?.parse::<syn::Expr>()?;
-                    }
-                    return Ok(());
-                }
-                if meta.path.is_ident(namespace) {
-                    meta.parse_nested_meta(|inner| metas_of(inner, &mut out))
-                } else {
-                    let _ = meta.input.parse::<proc_macro2::TokenStream>();
-                    Ok(())
-                }
-            });
-        }
-    }
-    out
-}
-
-pub(crate) fn find<'a>(metas: &'a [Meta], key: &str) -> Option<&'a Meta> {
-    metas.iter().find(|meta| meta.key == key)
-}
+use crate::wire_attrs::{find, metas, metas_with_cfg_attr, wire_names};
 
 /// The last path segment of a type, and its generic arguments' first type.
 fn head(ty: &Type) -> Option<(String, Option<&Type>)> {
@@ -217,74 +84,6 @@ fn not_an_object(ty: &Type) -> Option<&'static str> {
 
 pub(crate) fn is_option(ty: &Type) -> bool {
     head(ty).is_some_and(|(name, _)| name == "Option")
-}
-
-fn rename_variant(variant: &str, rule: &str) -> Option<String> {
-    let snake = || {
-        let mut out = String::new();
-        for (i, c) in variant.char_indices() {
-            if c.is_uppercase() && i > 0 {
-                out.push('_');
-            }
-            out.extend(c.to_lowercase());
-        }
-        out
-    };
-    Some(match rule {
-        "lowercase" => variant.to_lowercase(),
-        "UPPERCASE" => variant.to_uppercase(),
-        "PascalCase" => variant.to_owned(),
-        "camelCase" => {
-            let mut chars = variant.chars();
-            chars.next().map_or_else(String::new, |first| {
-                first.to_lowercase().collect::<String>() + chars.as_str()
-            })
-        }
-        "snake_case" => snake(),
-        "SCREAMING_SNAKE_CASE" => snake().to_uppercase(),
-        "kebab-case" => snake().replace('_', "-"),
-        "SCREAMING-KEBAB-CASE" => snake().replace('_', "-").to_uppercase(),
-        _ => return None,
-    })
-}
-
-/// The names one field or variant answers to on the wire (its name, and
-/// its aliases when it is read), given the container's rule.
-fn wire_names(attrs: &[Attribute], rust: &str, rule: Option<&str>, variant: bool) -> Vec<String> {
-    let serde = metas(attrs, "serde");
-    let renamed = find(&serde, "rename").and_then(|meta| {
-        meta.text.as_ref().map(LitStr::value).or_else(|| {
-            // `rename(deserialize = "…")`: what the agent sends.
-            find(&meta.nested, "deserialize").and_then(|m| m.text.as_ref().map(LitStr::value))
-        })
-    });
-    let rust = rust.strip_prefix("r#").unwrap_or(rust);
-    let mut names = vec![renamed.unwrap_or_else(|| {
-        rule.and_then(|rule| {
-            if variant {
-                rename_variant(rust, rule)
-            } else {
-                agent_surface_rules::rename_field(rust, rule)
-            }
-        })
-        .unwrap_or_else(|| rust.to_owned())
-    })];
-    names.extend(
-        serde
-            .iter()
-            .filter(|meta| meta.key == "alias")
-            .filter_map(|meta| meta.text.as_ref().map(LitStr::value)),
-    );
-    names
-}
-
-/// The wire name of a field as the agent sends it: its `rename` (or
-/// `rename(deserialize = …)`), else `rule` applied to its Rust name.
-pub(crate) fn field_wire_name(attrs: &[Attribute], rust: &str, rule: Option<&str>) -> String {
-    wire_names(attrs, rust, rule, false)
-        .into_iter()
-        .next()
-        .unwrap_or_default()
 }
 
 fn skipped(attrs: &[Attribute]) -> bool {
@@ -386,7 +185,7 @@ fn typed_self_maps(cx: &Ctxt, ty: &Type, item: &Ident) {
                 let shown = if matches!(value, Type::Path(p) if p.path.is_ident("Self")) {
                     self.item.to_string()
                 } else {
-                    crate::helpers::type_text(value)
+                    crate::types::type_text(value)
                 };
                 self.cx.error_spanned_by(
                     path,
@@ -542,7 +341,7 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
                 && outer == "Option"
                 && is_option(inner)
             {
-                let inner = crate::helpers::type_text(inner);
+                let inner = crate::types::type_text(inner);
                 cx.error_spanned_by(
                     &field.ty,
                     format!(

@@ -8,7 +8,7 @@
 use syn::Attribute;
 
 use crate::ctxt::Ctxt;
-use crate::wire::{Form, Meta, metas};
+use crate::wire_attrs::{Form, Meta, metas};
 
 /// serde's attributes, by where they go (serde.rs/attributes).
 pub(crate) const SERDE_CONTAINER: &[&str] = &[
