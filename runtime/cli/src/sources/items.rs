@@ -152,21 +152,34 @@ fn is_keyword(ident: &proc_macro2::Ident) -> bool {
 /// part of, for `Self::…`). Its digest leaves out its doc comments: what
 /// it does is its code.
 fn record(items: &mut Items, name: String, within: Option<&str>, item: &impl ToTokens) {
-    if items.len() >= MAX_NAMES && !items.contains_key(&name) {
+    record_as(items, &[name], within, item);
+}
+
+/// [`record`] under each of `names` (one item read once, filed under every
+/// name it is called by).
+fn record_as(items: &mut Items, names: &[String], within: Option<&str>, item: &impl ToTokens) {
+    let names: Vec<&String> = names
+        .iter()
+        .filter(|name| items.len() < MAX_NAMES || items.contains_key(*name))
+        .collect();
+    if names.is_empty() {
         return;
     }
     let tokens = without_docs(item.to_token_stream());
     let mut reads = Reads::default();
     names_in(tokens.clone(), within, &mut reads);
-    let mut names: Vec<String> = reads.names.difference(&reads.locals).cloned().collect();
+    let mut read: Vec<String> = reads.names.difference(&reads.locals).cloned().collect();
     if reads.partial {
-        names.push(PARTIAL.to_owned());
+        read.push(PARTIAL.to_owned());
     }
-    items.entry(name).or_default().insert(ItemText {
+    let text = ItemText {
         digest: digest(&tokens),
-        reads: names,
+        reads: read,
         conditions: reads.conditions.into_iter().collect(),
-    });
+    };
+    for name in names {
+        items.entry(name.clone()).or_default().insert(text.clone());
+    }
 }
 
 /// Marks the reads of an item too long to follow whole.
@@ -248,6 +261,9 @@ impl<'ast> Visit<'ast> for Indexer<'_> {
             let mut renames = Vec::new();
             renames_in(&used.tree, &mut renames);
             for (original, renamed) in renames {
+                if self.0.len() >= MAX_NAMES && !self.0.contains_key(&renamed) {
+                    continue;
+                }
                 let entry = self.0.entry(renamed).or_default();
                 entry.insert(ItemText {
                     digest: digest(used),
@@ -278,19 +294,10 @@ impl<'ast> Visit<'ast> for Indexer<'_> {
                     syn::ImplItem::Const(c) => (c.ident.to_string(), c),
                     _ => continue,
                 };
-                record(
-                    self.0,
-                    format!("{ty}::{item_name}"),
-                    Some(&ty),
-                    &tokens.to_token_stream(),
-                );
-                // Called as a method (`x.item()`), by name alone.
-                record(
-                    self.0,
-                    format!(".{item_name}"),
-                    Some(&ty),
-                    &tokens.to_token_stream(),
-                );
+                // Called by path (`Type::item`) or as a method (`x.item()`,
+                // by name alone): one reading, filed under both.
+                let names = [format!("{ty}::{item_name}"), format!(".{item_name}")];
+                record_as(self.0, &names, Some(&ty), &tokens.to_token_stream());
             }
         }
         syn::visit::visit_item(self, item);
