@@ -1047,64 +1047,51 @@ impl Table {
 pub struct Table;
 "#;
 
+/// An edit (from, to) and the (class, change) findings it must give.
+type Edit = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
 #[test]
 fn a_predicate_named_a_const_it_reads_and_a_custom_policys_impl_are_read_by_review() {
     let dir = committed_with("reads", READS, "");
-    // The predicate now never asks (through the const it reads), and the
-    // custom policy refuses nothing it refused... both read by review.
-    edit(
-        &dir,
-        "const THRESHOLD: usize = 3;",
-        "const THRESHOLD: usize = 30;",
-    );
-    let (code, findings, output) = drift(&dir, "widening");
-    assert_eq!(code, Some(1), "{}", describe(&output));
     let wipe = "view:fixture.table.wipe";
-    assert!(
-        has(&findings, "widening", wipe, "reading is_risky as "),
-        "{findings:?}"
-    );
-    // A custom policy's checks changed: another finding on the same line.
-    git(&dir, &["checkout", "-q", "--", "."]);
-    edit(
-        &dir,
-        "        next.run()\n",
-        "        let _ = 1;\n        next.run()\n",
-    );
-    let (code, findings, output) = drift(&dir, "widening");
-    assert_eq!(code, Some(1), "{}", describe(&output));
-    assert!(
-        has(&findings, "widening", wipe, "reading Quota as "),
-        "{findings:?}"
-    );
-    // The limit, read from a const, is now chosen by build: the release
-    // build allows a million calls.
-    git(&dir, &["checkout", "-q", "--", "."]);
-    edit(
-        &dir,
-        "const LIMIT: u32 = 10;",
-        "const LIMIT: u32 = if cfg!(debug_assertions) { 10 } else { 1_000_000 };",
-    );
-    let (code, findings, output) = drift(&dir, "widening");
-    assert_eq!(code, Some(1), "{}", describe(&output));
-    assert!(
-        has(
-            &findings,
-            "widening",
-            wipe,
-            "policy rateLimit(10/60000ms) [declared as "
+    // Each edit, from the base: what review must see of it.
+    let cases: [Edit; 3] = [
+        // The predicate now never asks, through the const it reads.
+        (
+            "const THRESHOLD: usize = 3;",
+            "const THRESHOLD: usize = 30;",
+            &[("widening", "reading is_risky as ")],
         ),
-        "{findings:?}"
-    );
-    assert!(
-        has(
-            &findings,
-            "narrowing",
-            wipe,
-            "depends on cfg!(debug_assertions)"
+        // A custom policy's checks changed.
+        (
+            "        next.run()\n",
+            "        let _ = 1;\n        next.run()\n",
+            &[("widening", "reading Quota as ")],
         ),
-        "{findings:?}"
-    );
+        // The limit, read from a const, is now chosen by build: the
+        // release build allows a million calls.
+        (
+            "const LIMIT: u32 = 10;",
+            "const LIMIT: u32 = if cfg!(debug_assertions) { 10 } else { 1_000_000 };",
+            &[
+                ("widening", "policy rateLimit(10/60000ms) [declared as "),
+                ("narrowing", "depends on cfg!(debug_assertions)"),
+            ],
+        ),
+    ];
+    for (from, to, expected) in cases {
+        git(&dir, &["checkout", "-q", "--", "."]);
+        edit(&dir, from, to);
+        let (code, findings, output) = drift(&dir, "widening");
+        assert_eq!(code, Some(1), "{to}: {}", describe(&output));
+        for (class, change) in expected {
+            assert!(has(&findings, class, wipe, change), "{to}: {findings:?}");
+        }
+    }
     // An unrelated edit elsewhere is no policy change.
     git(&dir, &["checkout", "-q", "--", "."]);
     edit(&dir, "/// The table.", "/// The table of rows.");

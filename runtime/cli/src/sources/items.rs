@@ -160,7 +160,7 @@ fn record(items: &mut Items, name: String, within: Option<&str>, item: &impl ToT
 fn record_as(items: &mut Items, names: &[String], within: Option<&str>, item: &impl ToTokens) {
     let names: Vec<&String> = names
         .iter()
-        .filter(|name| items.len() < MAX_NAMES || items.contains_key(*name))
+        .filter(|name| within_bound(items, name))
         .collect();
     if names.is_empty() {
         return;
@@ -180,6 +180,18 @@ fn record_as(items: &mut Items, names: &[String], within: Option<&str>, item: &i
     for name in names {
         items.entry(name.clone()).or_default().insert(text.clone());
     }
+}
+
+/// Whether `name` may be filed: the index is under its bound, or already
+/// has it. Past the bound the index says so (under [`PARTIAL`]), and every
+/// policy that reads from it is labelled partially followed: what was
+/// left out is never taken for nothing.
+fn within_bound(items: &mut Items, name: &str) -> bool {
+    if items.len() < MAX_NAMES || items.contains_key(name) {
+        return true;
+    }
+    items.entry(PARTIAL.to_owned()).or_default();
+    false
 }
 
 /// Marks the reads of an item too long to follow whole.
@@ -261,7 +273,7 @@ impl<'ast> Visit<'ast> for Indexer<'_> {
             let mut renames = Vec::new();
             renames_in(&used.tree, &mut renames);
             for (original, renamed) in renames {
-                if self.0.len() >= MAX_NAMES && !self.0.contains_key(&renamed) {
+                if !within_bound(self.0, &renamed) {
                     continue;
                 }
                 let entry = self.0.entry(renamed).or_default();
@@ -333,7 +345,8 @@ fn followed(reads: &[&str], items: &Items) -> Option<Followed> {
     let mut found: Vec<String> = Vec::new();
     let mut texts: BTreeSet<&str> = BTreeSet::new();
     let mut conditions: BTreeSet<String> = BTreeSet::new();
-    let mut partial = false;
+    // An index past its bound may lack what is read.
+    let mut partial = items.contains_key(PARTIAL);
     while let Some(name) = queue.pop() {
         if seen.contains(&name) {
             continue;
@@ -558,5 +571,17 @@ mod tests {
             "fn padded() -> bool {{ {lets} tail() }}\nfn tail() -> bool {{ true }}"
         ));
         assert!(followed(&["padded"], &items).unwrap().partial);
+    }
+
+    #[test]
+    fn an_index_past_its_bound_labels_every_policy_partial() {
+        let mut items = indexed("fn is_risky() -> bool { true }");
+        assert!(!followed(&["is_risky"], &items).unwrap().partial);
+        for i in 0..MAX_NAMES {
+            items.entry(format!("filler{i}")).or_default();
+        }
+        assert!(!within_bound(&mut items, "late"));
+        assert!(within_bound(&mut items, "is_risky"), "a name it has stays");
+        assert!(followed(&["is_risky"], &items).unwrap().partial);
     }
 }
