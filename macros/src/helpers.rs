@@ -17,10 +17,36 @@ pub(crate) fn check_when(cx: &Ctxt, method: &ImplItemFn) {
     let sig = &method.sig;
     let name = &sig.ident;
     let rule = "`when` must name a synchronous `fn(&self) -> bool` in this impl block";
+    check_self_only(
+        cx,
+        sig,
+        rule,
+        "availability is decided synchronously, so read the state from `&self`",
+    );
+    match &sig.output {
+        ReturnType::Type(_, ty) if is_bool(ty) => {}
+        ReturnType::Type(_, ty) => cx.error_spanned_by(
+            ty,
+            format!(
+                "{rule}: `{name}` must return `bool`, not `{}`",
+                type_text(ty)
+            ),
+        ),
+        ReturnType::Default => cx.error_spanned_by(
+            &sig.ident,
+            format!("{rule}: `{name}` returns nothing; add `-> bool`"),
+        ),
+    }
+}
+
+/// The shape `when` and `unavailable_reason` share: synchronous, `&self`
+/// and nothing else. `why_sync` says why `async` is refused.
+fn check_self_only(cx: &Ctxt, sig: &syn::Signature, rule: &str, why_sync: &str) {
+    let name = &sig.ident;
     if let Some(asyncness) = &sig.asyncness {
         cx.error_spanned_by(
             asyncness,
-            format!("{rule}: `{name}` is `async`; availability is decided synchronously, so read the state from `&self`"),
+            format!("{rule}: `{name}` is `async`; {why_sync}"),
         );
     }
     let mut inputs = sig.inputs.iter();
@@ -43,20 +69,6 @@ pub(crate) fn check_when(cx: &Ctxt, method: &ImplItemFn) {
             extra,
             format!("{rule}: `{name}` takes no other parameter; remove this one"),
         );
-    }
-    match &sig.output {
-        ReturnType::Type(_, ty) if is_bool(ty) => {}
-        ReturnType::Type(_, ty) => cx.error_spanned_by(
-            ty,
-            format!(
-                "{rule}: `{name}` must return `bool`, not `{}`",
-                type_text(ty)
-            ),
-        ),
-        ReturnType::Default => cx.error_spanned_by(
-            &sig.ident,
-            format!("{rule}: `{name}` returns nothing; add `-> bool`"),
-        ),
     }
 }
 
@@ -87,12 +99,7 @@ pub(crate) fn check_precondition(cx: &Ctxt, method: &ImplItemFn, input: &Type) {
             return;
         }
     }
-    let params: Vec<&syn::PatType> = inputs
-        .filter_map(|arg| match arg {
-            FnArg::Typed(typed) => Some(typed),
-            FnArg::Receiver(_) => None,
-        })
-        .collect();
+    let params: Vec<&syn::PatType> = typed_params(method).collect();
     match params.as_slice() {
         [] => cx.error_spanned_by(&sig.inputs, format!("{expected}; add the input parameter")),
         [first, rest @ ..] => {
@@ -162,27 +169,12 @@ pub(crate) fn check_reason(cx: &Ctxt, method: &ImplItemFn) {
     let sig = &method.sig;
     let name = &sig.ident;
     let rule = "`unavailable_reason = method` must name a synchronous `fn(&self) -> String` in this impl block";
-    if let Some(asyncness) = &sig.asyncness {
-        cx.error_spanned_by(
-            asyncness,
-            format!("{rule}: `{name}` is `async`; the reason is read synchronously, from `&self`"),
-        );
-    }
-    let mut inputs = sig.inputs.iter();
-    match inputs.next() {
-        Some(FnArg::Receiver(receiver)) if is_shared_self(receiver) => {}
-        Some(other) => cx.error_spanned_by(other, format!("{rule}: take `&self` here")),
-        None => cx.error_spanned_by(
-            &sig.ident,
-            format!("{rule}: `{name}` has no `self`; add `&self` as its only parameter"),
-        ),
-    }
-    for extra in inputs {
-        cx.error_spanned_by(
-            extra,
-            format!("{rule}: `{name}` takes no other parameter; remove this one"),
-        );
-    }
+    check_self_only(
+        cx,
+        sig,
+        rule,
+        "the reason is read synchronously, from `&self`",
+    );
     if matches!(sig.output, ReturnType::Default) {
         cx.error_spanned_by(
             &sig.ident,

@@ -95,24 +95,9 @@ const SCHEMARS_LISTS: &[(&str, &str)] = &[
     ("extend", "extend(\"x-unit\" = \"ms\")"),
 ];
 
-/// `#[schemars(…)]` keys that take a value: `title = "…"`.
-const SCHEMARS_VALUES: &[&str] = &[
-    "title",
-    "description",
-    "example",
-    "transform",
-    "crate",
-    "with",
-    "schema_with",
-    "tag",
-    "content",
-    "bound",
-    "skip_serializing_if",
-    "remote",
-    "into",
-    "from",
-    "try_from",
-];
+/// `#[schemars(…)]` keys that take a value other than a string literal
+/// (an expression); the string-valued keys are [`STRING_VALUES`].
+const EXPRESSION_VALUES: &[&str] = &["example", "transform"];
 
 /// `#[schemars(…)]` keys written either way: `rename = "…"` or
 /// `rename(deserialize = "…")`, `default` or `default = "path"`.
@@ -128,7 +113,8 @@ fn schemars_keys() -> Vec<&'static str> {
     SCHEMARS_PATHS
         .iter()
         .chain(SCHEMARS_LISTS.iter().map(|(key, _)| key))
-        .chain(SCHEMARS_VALUES)
+        .chain(STRING_VALUES)
+        .chain(EXPRESSION_VALUES)
         .chain(SCHEMARS_EITHER)
         .copied()
         .collect()
@@ -269,7 +255,9 @@ fn schemars_forms(cx: &Ctxt, metas: &[Meta]) {
                 meta.span,
                 format!("`{key}` takes its settings in parentheses: `#[schemars({example})]`"),
             );
-        } else if SCHEMARS_VALUES.contains(&key) && meta.form != Form::Value {
+        } else if (STRING_VALUES.contains(&key) || EXPRESSION_VALUES.contains(&key))
+            && meta.form != Form::Value
+        {
             cx.error_at(
                 meta.span,
                 format!("`{key}` takes a value: `#[schemars({key} = …)]`"),
@@ -289,7 +277,7 @@ fn schemars_forms(cx: &Ctxt, metas: &[Meta]) {
     }
 }
 
-/// `#[schemars(…)]` keys whose value is a string literal.
+/// `#[schemars(…)]` keys that take a value, a string literal: `title = "…"`.
 const STRING_VALUES: &[&str] = &[
     "title",
     "description",

@@ -25,6 +25,7 @@ mod contributors;
 mod export;
 mod finding;
 mod gates_diff;
+mod generated_reach;
 mod git;
 mod inspect;
 mod metadata;
@@ -156,101 +157,6 @@ fn unseen(artifact: &Value) -> Vec<String> {
     out
 }
 
-/// What decides the code that generators write, by digest: a local
-/// proc-macro crate with the local crates it links (their code runs when it
-/// generates), the local crates the build script links, and — when either
-/// kind of generator is there — the package's data files, which a
-/// generator may read (a spec, a data file, a template, a `.rs` file
-/// outside the module tree); and the build script itself, always (it can
-/// emit cfgs and environment variables). A change to any is a change review sees (a new
-/// line, or a changed one, is widening).
-fn generated_reach(package: &metadata::Package, artifact: &std::path::Path) -> Vec<String> {
-    let mut budget = sources::digest::MAX_DIGESTED_BYTES;
-    let mut trees = |dirs: &[std::path::PathBuf]| {
-        let digests: Vec<String> = dirs
-            .iter()
-            .map(|dir| sources::digest::of_tree(dir, &mut budget))
-            .collect();
-        sources::bytes_digest(digests.join("\n").as_bytes())
-    };
-    let mut lines = Vec::new();
-    for (label, dirs) in &package.generators {
-        lines.push(format!(
-            "{label}: a local proc-macro crate, whose output is decided when it runs: its files \
-             and those of the local crates it links ({}) have digest {}",
-            dirs.len().saturating_sub(1),
-            trees(dirs)
-        ));
-    }
-    if !package.build_dependencies.is_empty() {
-        lines.push(format!(
-            "the build script links local crates ({}), whose files have digest {}",
-            package.build_dependencies.len(),
-            trees(&package.build_dependencies)
-        ));
-    }
-    // A build script can emit cfgs and environment variables as well as
-    // files: any change to it is a change review sees.
-    let build_script = sources::build_script::generator_of(&package.dir);
-    if let Some(script) = &build_script {
-        lines.push(format!("the package's build script: {script}"));
-    }
-    if !package.generators.is_empty() || build_script.is_some() {
-        let artifact = std::fs::canonicalize(artifact).unwrap_or_else(|_| artifact.to_path_buf());
-        let ignored = ignored_by_git(&package.dir);
-        let source = package.dir.join("src");
-        let left_out = |path: &std::path::Path| {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            // The module tree the scan reads; the manifest and lock file
-            // (dependency changes); prose; what git ignores (local files
-            // of one machine); the artifact itself.
-            (path.starts_with(&source) && path.extension().is_some_and(|ext| ext == "rs"))
-                || matches!(name.as_str(), "Cargo.toml" | "Cargo.lock" | ".gitignore")
-                || name.ends_with(".md")
-                || name.starts_with("LICENSE")
-                || ignored.iter().any(|ignored| path.starts_with(ignored))
-                || std::fs::canonicalize(path).is_ok_and(|p| p == artifact)
-        };
-        lines.push(format!(
-            "files a generator may read: the package's data files (all but its module tree, \
-             manifest, lock file, prose, what git ignores and the artifact) have digest {}",
-            sources::digest::of_tree_except(&package.dir, &mut budget, &left_out)
-        ));
-    }
-    lines
-}
-
-/// What git ignores under `dir` (files and directories not tracked and
-/// ignored), as absolute paths; empty outside a git checkout.
-fn ignored_by_git(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let output = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "ls-files",
-            "--others",
-            "--ignored",
-            "--exclude-standard",
-            "--directory",
-            "-z",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    let Some(output) = output.ok().filter(|o| o.status.success()) else {
-        return Vec::new();
-    };
-    output
-        .stdout
-        .split(|byte| *byte == 0)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| dir.join(String::from_utf8_lossy(entry).trim_end_matches('/')))
-        .collect()
-}
-
 fn run(options: &Options) -> Result<u8, Fatal> {
     let package = metadata::locate(options)?;
     let (path, name) = artifact_location(options, &package.dir);
@@ -261,7 +167,7 @@ fn run(options: &Options) -> Result<u8, Fatal> {
              what the gate checks; review it by hand"
         );
     }
-    for line in generated_reach(&package, &path) {
+    for line in generated_reach::lines(&package, &path) {
         eprintln!("agent-surface: not seen by this build: {line}; review it by hand");
         scan.link_level.push(line);
     }

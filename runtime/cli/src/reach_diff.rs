@@ -203,10 +203,7 @@ pub(crate) fn outside_build(before: &Value, after: &Value, out: &mut Vec<Finding
         let line = entry.as_str().unwrap_or_default();
         // What generators run or read: what they generate from it is not
         // in this build's catalog when it declares reach only in others.
-        let generated = line.starts_with("files a generator may read")
-            || line.starts_with("the package's build script")
-            || line.starts_with("the build script links")
-            || line.contains("a local proc-macro crate");
+        let generated = crate::generated_reach::is_generator_input(line);
         let change = if generated {
             "changed what a generator runs or reads: what it generates may declare reach this \
              build does not show; review the change and what the generator makes of it"

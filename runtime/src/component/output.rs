@@ -216,12 +216,12 @@ impl Serializer for Probe {
 }
 
 macro_rules! compound {
-    ($($trait:ident :: $method:ident),* $(,)?) => {
+    ($($trait:ident :: $method:ident $(($key:ident))?),* $(,)?) => {
         $(impl ser::$trait for Probe {
             type Ok = ();
             type Error = Fault;
 
-            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Done {
+            fn $method<T: Serialize + ?Sized>(&mut self, $($key: &'static str,)? value: &T) -> Done {
                 value.serialize(*self)
             }
 
@@ -237,6 +237,8 @@ compound!(
     SerializeTuple::serialize_element,
     SerializeTupleStruct::serialize_field,
     SerializeTupleVariant::serialize_field,
+    SerializeStruct::serialize_field(_key),
+    SerializeStructVariant::serialize_field(_key),
 );
 
 impl ser::SerializeMap for Probe {
@@ -248,32 +250,6 @@ impl ser::SerializeMap for Probe {
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Done {
-        value.serialize(*self)
-    }
-
-    fn end(self) -> Done {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStruct for Probe {
-    type Ok = ();
-    type Error = Fault;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, _key: &'static str, value: &T) -> Done {
-        value.serialize(*self)
-    }
-
-    fn end(self) -> Done {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStructVariant for Probe {
-    type Ok = ();
-    type Error = Fault;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, _key: &'static str, value: &T) -> Done {
         value.serialize(*self)
     }
 

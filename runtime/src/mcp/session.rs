@@ -41,7 +41,33 @@ pub(super) struct Life {
     opened: Mutex<Mark>,
     /// `subscriptions/listen` requests acknowledged (or about to be) whose
     /// stream has not started, and the earliest mark among them.
-    listens: Mutex<(usize, Mark)>,
+    listens: PendingListens,
+}
+
+/// The `subscriptions/listen` requests acknowledged whose stream has not
+/// started, and the earliest mark among them.
+struct PendingListens(Mutex<(usize, Mark)>);
+
+impl PendingListens {
+    /// One more acknowledged listen, whose stream covers from `mark`.
+    fn acknowledge(&self, mark: Mark) {
+        let mut listens = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if listens.0 == 0 {
+            listens.1 = mark;
+        }
+        listens.0 += 1;
+    }
+
+    /// The mark a starting stream covers from: the earliest among the
+    /// acknowledged listens not yet started (never later than its own).
+    fn take(&self) -> Mark {
+        let mut listens = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if listens.0 == 0 {
+            return Mark::unknown();
+        }
+        listens.0 -= 1;
+        listens.1
+    }
 }
 
 impl Drop for Life {
@@ -88,7 +114,7 @@ impl McpSession {
             stop: CancellationToken::new(),
             shared: Arc::clone(shared),
             opened: Mutex::new(opened),
-            listens: Mutex::new((0, opened)),
+            listens: PendingListens(Mutex::new((0, opened))),
         };
         if let Some(session) = session {
             let _ = life.session.set(session);
@@ -102,16 +128,7 @@ impl McpSession {
     /// The mark a starting listen stream covers from: the earliest among
     /// the acknowledged listens not yet started (never later than its own).
     fn take_listen_mark(&self) -> Mark {
-        let mut listens = self
-            .life
-            .listens
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if listens.0 == 0 {
-            return Mark::unknown();
-        }
-        listens.0 -= 1;
-        listens.1
+        self.life.listens.take()
     }
 
     /// Handshake-era sessions: pushes `list_changed` from a task that ends
@@ -246,16 +263,7 @@ impl ServerHandler for McpSession {
     ) -> Option<SubscriptionFilter> {
         // Runs before the acknowledgment is sent: the stream covers from here.
         let mark = self.shared.mark();
-        let mut listens = self
-            .life
-            .listens
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if listens.0 == 0 {
-            listens.1 = mark;
-        }
-        listens.0 += 1;
-        drop(listens);
+        self.life.listens.acknowledge(mark);
         Some(requested.supported_by(&self.get_info().capabilities))
     }
 

@@ -9,7 +9,7 @@
 
 mod builder;
 mod catalog_cache;
-mod meta;
+mod meta_mode;
 mod running;
 mod tool;
 mod two_phase;
@@ -30,10 +30,10 @@ use crate::snapshot::{Budget, SnapshotOptions};
 use crate::util::listeners::Listeners;
 
 pub use builder::{ConfirmationMode, Mode, ToolsetBuilder, ToolsetError, Topology};
-pub use meta::{ACT, DISCOVER, READ, meta_block_size};
+pub use meta_mode::{ACT, DISCOVER, READ, meta_block_size};
 pub use tool::{Tool, ToolHints, ToolState, ToolTarget, tool_description, wire_name};
 
-use meta::meta_tools;
+use meta_mode::meta_tools;
 pub(in crate::adapter) use tool::Catalog;
 pub(in crate::adapter) use two_phase::retry_key;
 

@@ -10,7 +10,6 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use crate::component::Component;
-use crate::confirmation::Binding;
 use crate::context::{HostContext, ReadContext};
 use crate::contract::{CheckedCapability, Concurrency, TypedInput};
 use crate::error::{ErrorPayload, FailureReason};
@@ -211,14 +210,7 @@ impl InFlight<'_> {
             return Err(ErrorPayload::cancelled());
         }
         let inner = &self.services;
-        let binding = Binding {
-            surface_id: inner.surface_id(),
-            registration_id: &registration.id,
-            capability_id: self.capability_id(),
-            consumer_key: self.consumer.key(),
-            effective_input: effective,
-            effect: capability.effect(),
-        };
+        let binding = self.binding(registration, effective, capability.effect());
         match self.request.confirmation_id.as_deref() {
             Some(confirmation_id) => {
                 let redeemed =

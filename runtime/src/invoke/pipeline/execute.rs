@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use crate::audit::{AuditEvent, AuditKind};
 use crate::component::Component;
-use crate::confirmation::Binding;
 use crate::context::{
     ActionContext, ConfirmationEvidence, Consumer, ContextParts, ContextSource, HostContext,
 };
@@ -90,18 +89,7 @@ impl InFlight<'_> {
         let inner = &self.services;
         let limits = &inner.limits();
         let external = Cancelled(self.options.cancellation.as_ref());
-        // Taken before the liveness check: an unmount after it fires the
-        // token. The handlers are phase 3's (an unmount since then took
-        // them out of the registration and cleared `active`).
-        let unmounted = registration.unmounted();
-        if !registration.is_active() {
-            return Err(ErrorPayload::unmounted(
-                crate::error::UnmountedPhase::MidFlight,
-            ));
-        }
-        if external.fired() {
-            return Err(ErrorPayload::cancelled());
-        }
+        let unmounted = self.still_live(registration, external)?;
         let timeout = self
             .options
             .timeout
@@ -211,15 +199,7 @@ impl InFlight<'_> {
         let inner = &self.services;
         let capability = &reference.capability;
         let external = Cancelled(self.options.cancellation.as_ref());
-        let unmounted = registration.unmounted();
-        if !registration.is_active() {
-            return Err(ErrorPayload::unmounted(
-                crate::error::UnmountedPhase::MidFlight,
-            ));
-        }
-        if external.fired() {
-            return Err(ErrorPayload::cancelled());
-        }
+        let unmounted = self.still_live(registration, external)?;
         // Removed since resolution: nothing can run the call.
         let Some(executor) = inner.executor() else {
             return Err(ErrorPayload::not_found());
@@ -313,14 +293,7 @@ impl InFlight<'_> {
                 let Some(effective) = trace.effective_input.as_ref() else {
                     return ErrorPayload::execution_failed(FailureReason::Transport);
                 };
-                let binding = Binding {
-                    surface_id: inner.surface_id(),
-                    registration_id: &registration.id,
-                    capability_id: self.capability_id(),
-                    consumer_key: self.consumer.key(),
-                    effective_input: effective,
-                    effect: reference.capability.effect(),
-                };
+                let binding = self.binding(registration, effective, reference.capability.effect());
                 let summary = summary
                     .filter(|s| !s.trim().is_empty())
                     .map(|s| {
