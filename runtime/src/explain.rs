@@ -203,14 +203,11 @@ fn explain_one(
 /// Explains what `options.consumer` can see, and why.
 pub fn explain_surface(registry: &Registry, options: &SnapshotOptions) -> Explanation {
     let inner = registry.services();
-    let (ordered, version) = {
-        let mut state = inner.state();
-        (state.ordered(), state.version())
-    };
+    let (ordered, version) = inner.ordered();
     let host: HostContext = inner.host_for(&options.consumer);
     let mut components = Vec::new();
     for registration in ordered.iter() {
-        let contract = registration.contract;
+        let contract = registration.contract();
         if !in_scope(contract.component_type().as_str(), &options.scope) {
             continue;
         }
@@ -233,7 +230,7 @@ pub fn explain_surface(registry: &Registry, options: &SnapshotOptions) -> Explan
             })
             .collect();
         let procedures = registration
-            .references
+            .references()
             .iter()
             .filter(|reference| reference.is_exposed())
             .map(|reference| {
@@ -251,8 +248,8 @@ pub fn explain_surface(registry: &Registry, options: &SnapshotOptions) -> Explan
             .collect();
         components.push(ComponentExplanation {
             component_type: contract.component_type().to_string(),
-            instance_id: registration.instance.to_string(),
-            registration_id: registration.id.to_string(),
+            instance_id: registration.instance().to_string(),
+            registration_id: registration.id().to_string(),
             capabilities,
             procedures,
         });

@@ -112,7 +112,7 @@
 //! | foundations | the grammar (`agent-surface-rules`), [`ids`], [`canonical`], [`wire`], [`clock`], [`schema`], [`error`], [`audit`], [`context`], [`events`], the call types ([`invoke::Invocation`], …), internal metadata ([`contract::Internal`]) |
 //! | contracts | [`policy`] (the vocabulary contracts declare), [`contract`], [`component`], [`procedure`] contracts, their content hashes, the [`catalog`] of every linked contract |
 //! | primitives | deduplication, admission and action queues, the [`confirmation`] store (over a narrow services handle the registry implements), the procedure executor trait |
-//! | core | [`registry`] (mounts, procedure references), [`invoke`] (the pipeline), [`snapshot`], [`explain`], the [`adapter`] kit (what adapters use of the core) |
+//! | core | [`registry`] (mounts, procedure references, its services handle), [`invoke`] (the pipeline), [`snapshot`], [`explain`], `registry::calls` (the `Registry` methods that run them), the [`adapter`] kit (what adapters use of the core) |
 //! | adapters | [`toolset`], `mcp`, [`webmcp`], `testing`, the MCP procedure executor |
 //! | generated code | `macro_support` (hidden): what the macros' expansions call and the bounds they check types against, not for direct use |
 //!

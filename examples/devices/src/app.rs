@@ -16,8 +16,8 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
 
 use crate::backend::Backend;
+use crate::components::disable_reference;
 use crate::components::{Console, DevicesTable, Drawer, FilterBar, Navigation, Route};
-use crate::domain::disable_reference;
 use crate::server::{BackendServer, User};
 
 /// Why the application could not start.

@@ -368,6 +368,30 @@ impl FilterBar {
     }
 }
 
+/// The console's reference to `domain:devices.disable`: `deviceIds` is the
+/// table's live selection, locked against the agent; available while
+/// something is selected; visible only to signed-in users who may write
+/// (the policies the table's `#[reference]` declares, installed on it).
+pub fn disable_reference(console: &Arc<Console>) -> ProcedureRef<crate::domain::DisableDevices> {
+    let selection = Arc::clone(console);
+    let when = Arc::clone(console);
+    let note = Arc::clone(console);
+    ProcedureRef::<crate::domain::DisableDevices>::new()
+        .bind(
+            crate::domain::DisableDevices::fields().device_ids,
+            move || selection.selected(),
+        )
+        .when(move || !when.selected().is_empty())
+        .unavailable_reason("Select at least one device first")
+        .describe(move || {
+            let selected = note.selected();
+            match selected.len() {
+                0 => "Nothing is selected".to_owned(),
+                n => format!("Disables the {n} selected devices: {}", selected.join(", ")),
+            }
+        })
+}
+
 /// The devices table.
 #[derive(Debug)]
 pub struct DevicesTable(pub Arc<Console>);

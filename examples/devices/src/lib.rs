@@ -15,8 +15,8 @@ pub use app::{
     registry_for, registry_for_authenticated,
 };
 pub use backend::{Backend, City, Device, Status};
-pub use components::{Console, DevicesTable, Drawer, FilterBar, Navigation};
-pub use domain::{DisableDevices, Disabled, disable_reference};
+pub use components::{Console, DevicesTable, Drawer, FilterBar, Navigation, disable_reference};
+pub use domain::{DisableDevices, Disabled};
 pub use server::{BackendServer, User};
 
 use std::sync::Arc;

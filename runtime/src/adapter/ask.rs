@@ -1,7 +1,8 @@
-//! Holding a call open while the person answers its confirmation, then
-//! retrying it with the evidence: the confirmation round trip every
-//! transport adapter shares (MCP elicitation, a page whose own dialog
-//! answers its in-browser agent).
+//! A tool call held open while the person answers its confirmation, then
+//! retried with the evidence: the confirmation round trip of a transport
+//! whose client can ask its own person (MCP elicitation and URL approvals),
+//! on the kit's one wait ([`wait`](super::wait)), with the [`ToolCall`] it
+//! runs again.
 //!
 //! The call's wait is a [`WaitGuard`](crate::confirmation::WaitGuard): the
 //! person is never left asked for something nobody waits for. It ends one
@@ -21,9 +22,9 @@ use std::future::Future;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::wait::{self, Waited};
+use super::wait::{self, Then};
 use super::{ExecuteOptions, Toolset};
-use crate::confirmation::{Withdrawal, settle_now};
+use crate::confirmation::settle_now;
 use crate::error::{ErrorCode, ErrorPayload};
 use crate::invoke::{Invocation, InvocationResult};
 
@@ -212,55 +213,46 @@ pub async fn ask_the_person(
     cancel: CancellationToken,
 ) -> InvocationResult {
     // If this future is dropped while the person is asked (the connection
-    // went away), the guard withdraws the request and settles the call
-    // CANCELLED, there and then.
-    let abandoned = {
+    // went away), the request is withdrawn and the call settled CANCELLED,
+    // there and then.
+    let settle_abandoned = {
         let toolset = toolset.clone();
         let call = call.clone();
-        move |withdrawal: Withdrawal| {
-            if withdrawal == Withdrawal::Awaited {
-                return;
-            }
+        move || {
             let _ = settle_now(call.settle_cancelled(&toolset));
         }
     };
-    let waited = wait::for_the_person(
+    let then = wait::for_the_person(
         toolset.registry(),
         toolset.consumer(),
         confirmation_id,
         ask,
         cancel.cancelled(),
-        abandoned,
+        settle_abandoned,
     )
     .await;
-    let cancelled = || {
-        crate::adapter::refused(
-            toolset.registry(),
-            call.name(),
-            call.invocation_id.clone(),
-            ErrorPayload::cancelled(),
-        )
-    };
-    match waited {
-        // Another call still waits on the same request: this one ends
-        // alone.
-        Waited::Interrupted(Withdrawal::Awaited) => return cancelled(),
+    match then {
+        Then::EndAlone { agent_left } => {
+            if agent_left {
+                // Nothing is left that its identity could later replay or
+                // conflict with (not even the request this toolset
+                // remembers for it).
+                toolset
+                    .shared
+                    .unremember(super::projection::retry_key(&call.name, &call.arguments));
+            }
+            return crate::adapter::refused(
+                toolset.registry(),
+                call.name(),
+                call.invocation_id.clone(),
+                ErrorPayload::cancelled(),
+            );
+        }
         // The agent's own request, without evidence: its retry with the
         // same id gets this CANCELLED, never a conflict.
-        Waited::Interrupted(Withdrawal::Withdrawn | Withdrawal::NotOpen) => {
-            return call.settle_cancelled(toolset).await;
-        }
-        Waited::AgentLeft => {
-            // Nothing is left that its identity could later replay or
-            // conflict with (not even the request this toolset remembers
-            // for it).
-            toolset
-                .shared
-                .unremember(super::projection::retry_key(&call.name, &call.arguments));
-            return cancelled();
-        }
-        Waited::Asked(approved) => answer(approved),
-        Waited::Ended => {}
+        Then::SettleCancelled => return call.settle_cancelled(toolset).await,
+        Then::Retry(Some(approved)) => answer(approved),
+        Then::Retry(None) => {}
     }
     // Denied: the retry reports CONFIRMATION_INVALID {denied}.
     call.run(toolset, Some(confirmation_id), cancel).await

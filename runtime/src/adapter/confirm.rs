@@ -8,8 +8,8 @@
 //! answers only the requests of the connection's own consumer, and audit
 //! records it with the channel and the client's name. An adapter whose
 //! requests are answered in the application's own dialog (a page's
-//! in-browser agent) never calls it: it waits for the person instead
-//! ([`ask_the_person`](crate::adapter::ask_the_person) with nothing to ask).
+//! in-browser agent) never calls it: its toolset waits for the person
+//! instead (wait mode, on the kit's one wait).
 
 use crate::context::Consumer;
 use crate::registry::Registry;

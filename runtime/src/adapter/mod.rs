@@ -11,7 +11,7 @@
 //! | project the surface as tools | [`Toolset`] ([`ToolsetBuilder`], [`Tool`], [`ToolState`], [`wire_name`]): direct or meta mode, the name → target map |
 //! | tell a client its tools changed | [`ChangeWatcher`], [`Mark`], [`CallActivity`], [`served`], [`same_served`] |
 //! | run a call | [`ToolCall`]: through the pipeline under the consumer's reach, a stale name decoded and explained |
-//! | the confirmation round trip | remote topology: `CONFIRMATION_REQUIRED` handed to the agent, whose retry carries the evidence; wait topology: [`ask_the_person`] holds the call while the person answers (in the application, or asked by the client: [`approval_prompt`], [`answer_on_connection`]) and retries it — the one wait every adapter uses |
+//! | the confirmation round trip | remote topology: `CONFIRMATION_REQUIRED` handed to the agent, whose retry carries the evidence; wait topology: the toolset's wait mode holds the call while the person answers in the application (the in-process loop, WebMCP's page agent), [`ask_the_person`] while a client asks its own person too ([`approval_prompt`], [`answer_on_connection`]); both retry it with the evidence, on one wait that decides how every wait ends |
 //! | refuse before the pipeline | [`bounds`] (identifier lengths, input depth, with the pipeline's issue texts), [`refused`] |
 //! | stay bounded and contained | [`Lru`] (a count and a time to live: a table an agent can grow), [`contain`] (host callbacks that panic), [`text`] (agent text shown to a person), [`time`] (waits that work in a browser page too) |
 //!
@@ -167,7 +167,5 @@ pub mod text {
     pub use crate::util::display_text::{escape, truncate};
 }
 
-pub use crate::invoke::{IS_AN_OBSERVATION, IS_NOT_AN_OBSERVATION};
-pub use crate::schema::{Issues, key_pointer};
 pub use crate::util::lru::Lru;
 pub use crate::util::millis::millis;

@@ -82,7 +82,7 @@ pub(super) fn limit(
                 let component_type = parsed.component_type(capability_id)?;
                 let registration = state.of_type(component_type)?.values().next()?;
                 registration
-                    .contract
+                    .contract()
                     .capabilities()
                     .iter()
                     .find(|capability| capability.id().as_str() == capability_id)

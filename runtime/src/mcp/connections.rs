@@ -64,7 +64,7 @@ pub(super) struct ConnectionState {
 
 impl ConnectionState {
     fn now_ms(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+        crate::adapter::millis(self.epoch.elapsed())
     }
 
     fn enter(&self, state: u8) {
@@ -161,7 +161,7 @@ impl ConnectionState {
             0 => 0,
             blocked => now_ms.saturating_sub(blocked - 1),
         };
-        let stall_grace = u64::try_from(STALL_GRACE.as_millis()).unwrap_or(u64::MAX);
+        let stall_grace = crate::adapter::millis(STALL_GRACE);
         if stalled > stall_grace {
             // Its client stopped reading: the longest stalled first.
             return Some((2, u64::MAX - stalled));
@@ -170,7 +170,7 @@ impl ConnectionState {
             // Idle longest first.
             IDLE => Some((0, u64::MAX - for_ms)),
             UPLOADING => {
-                let grace = u64::try_from(BODY_GRACE.as_millis()).unwrap_or(u64::MAX);
+                let grace = crate::adapter::millis(BODY_GRACE);
                 let owed = for_ms.saturating_sub(grace).saturating_mul(MIN_BODY_RATE) / 1000;
                 let received = self.received.load(Ordering::Relaxed);
                 // Behind the minimum rate: the furthest behind first.
@@ -245,7 +245,7 @@ impl Connections {
     }
 
     fn try_admit(self: &Arc<Self>) -> Option<Place> {
-        let now_ms = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now_ms = crate::adapter::millis(self.epoch.elapsed());
         let mut guard = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let (open, next) = &mut *guard;
         if open.len() >= self.cap {

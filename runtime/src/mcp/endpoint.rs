@@ -1,4 +1,4 @@
-//! Streamable HTTP: the MCP endpoint behind the [gate](super::gate), served
+//! Streamable HTTP: the MCP endpoint behind the [gate](super::http_gate), served
 //! with a connection limit and read timeouts.
 //!
 //! Defaults, all settable on the builder: loopback origins and hosts only;
@@ -265,8 +265,8 @@ async fn read_body(
     }
     let (parts, mut body) = request.into_parts();
     let started = tokio::time::Instant::now();
-    let grace_ms = u64::try_from(BODY_GRACE.as_millis()).unwrap_or(u64::MAX);
-    let total_ms = u64::try_from(read_timeout.as_millis()).unwrap_or(u64::MAX);
+    let grace_ms = crate::adapter::millis(BODY_GRACE);
+    let total_ms = crate::adapter::millis(read_timeout);
     let mut bytes = Vec::with_capacity(declared.map_or(0, |n| usize::try_from(n).unwrap_or(0)));
     loop {
         // Each byte buys `1000 / MIN_BODY_RATE` ms more, up to the timeout.

@@ -52,7 +52,7 @@
 //!   identities with their own host context, `401`/`403` challenges name
 //!   the Protected Resource Metadata, and sessions are bound to the
 //!   credential that opened them. Without it, HTTP is for loopback.
-//! - **HTTP** (see `endpoint` and `gate`): loopback origins and hosts by
+//! - **HTTP** (see `endpoint` and `http_gate`): loopback origins and hosts by
 //!   default (`403` otherwise, every verb), a session cap with a typed
 //!   refusal, idle expiry, a body limit, read timeouts and a connection
 //!   limit; a second `initialize` is refused, a malformed body is `400`, a

@@ -216,7 +216,7 @@ impl ServerHandler for McpSession {
             return Ok(ListToolsResult::with_all_items(Vec::new()));
         };
         let view = acting.view;
-        let tools: Vec<McpTool> = served(&view.toolset().tools()).map(to_mcp_tool).collect();
+        let tools: Vec<McpTool> = served(&view.current()).map(to_mcp_tool).collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 

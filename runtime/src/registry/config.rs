@@ -109,6 +109,7 @@ type ErrorHook =
 
 /// Builds a [`Registry`].
 #[must_use]
+#[derive(Default)]
 pub struct RegistryBuilder {
     pub(super) environment: Environment,
     pub(super) host: Option<HostProvider>,

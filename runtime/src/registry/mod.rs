@@ -169,6 +169,13 @@ impl Services {
         self.anonymous
     }
 
+    /// The live registrations in surface order, with the surface version
+    /// they are at (read together, under one lock).
+    pub(crate) fn ordered(&self) -> (Arc<Vec<Arc<Registration>>>, u64) {
+        let mut state = self.state();
+        (state.ordered(), state.version())
+    }
+
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -413,24 +420,7 @@ impl Registry {
 
     /// A builder with the specification's defaults.
     pub fn builder() -> RegistryBuilder {
-        RegistryBuilder {
-            environment: Environment::default(),
-            host: None,
-            policies: Vec::new(),
-            audit: None,
-            guard: None,
-            duplicates: DuplicatePolicy::default(),
-            suffixes: SuffixPolicy::default(),
-            route: None,
-            limits: None,
-            clock: None,
-            redact: None,
-            procedure_errors: None,
-            expected_manifest: None,
-            approval_channels: Vec::new(),
-            presenter: None,
-            presence: None,
-        }
+        RegistryBuilder::default()
     }
 
     /// `srf_` + 22 base62 characters, minted per registry.

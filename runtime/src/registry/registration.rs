@@ -59,28 +59,28 @@ fn mark(availability: &Availability) -> u64 {
 
 /// A live (or just unmounted) registration.
 pub(crate) struct Registration {
-    pub(crate) id: Arc<str>,
-    pub(crate) contract: &'static CheckedContract,
-    pub(crate) instance: InstanceId,
+    pub(super) id: Arc<str>,
+    pub(super) contract: &'static CheckedContract,
+    pub(super) instance: InstanceId,
     /// The handlers; emptied at unmount so no executable reference remains.
-    pub(crate) component: RwLock<Option<Arc<dyn Component>>>,
-    pub(crate) enabled: AtomicBool,
+    pub(super) component: RwLock<Option<Arc<dyn Component>>>,
+    pub(super) enabled: AtomicBool,
     overrides: RwLock<Option<Box<[Option<Override>]>>>,
     /// Whether any override was ever pushed (skips the lock otherwise).
     overridden: AtomicBool,
-    pub(crate) chains: Chains,
+    pub(super) chains: Chains,
     /// Fired at unmount: in-flight non-navigation invocations settle
     /// COMPONENT_UNMOUNTED.
     /// Created on first use (most registrations are never mid-flight when
     /// they unmount).
     cancel: std::sync::OnceLock<CancellationToken>,
-    pub(crate) active: AtomicBool,
+    pub(super) active: AtomicBool,
     /// The instance queue (the default group), created on first use.
     instance_queue: std::sync::OnceLock<Arc<ActionQueue>>,
     /// Queues of other groups.
     queues: Mutex<Vec<(QueueKey, Arc<ActionQueue>)>>,
     /// Procedure references made by this mount (exposed or not).
-    pub(crate) references: Box<[Arc<Reference>]>,
+    pub(super) references: Box<[Arc<Reference>]>,
     /// Instance-qualified tool names, built on first use.
     tool_names: std::sync::OnceLock<Box<[Box<str>]>>,
     /// The state-derived availability last published (see [`Registration::reevaluate`]).
@@ -271,6 +271,26 @@ impl Registration {
         if let Some(token) = self.cancel.get() {
             token.cancel();
         }
+    }
+
+    /// Its registration id.
+    pub(crate) fn id(&self) -> &Arc<str> {
+        &self.id
+    }
+
+    /// The contract it was mounted with.
+    pub(crate) fn contract(&self) -> &'static CheckedContract {
+        self.contract
+    }
+
+    /// Its instance id.
+    pub(crate) fn instance(&self) -> &InstanceId {
+        &self.instance
+    }
+
+    /// The procedure references this mount made (exposed or not).
+    pub(crate) fn references(&self) -> &[Arc<Reference>] {
+        &self.references
     }
 
     pub(crate) fn is_active(&self) -> bool {

@@ -15,10 +15,15 @@ use crate::util::lru::Lru;
 /// Its handlers and closures are gone (taken out at unmount).
 #[derive(Clone, Debug)]
 pub(crate) struct Tombstone {
-    pub(crate) registration: Arc<Registration>,
+    pub(super) registration: Arc<Registration>,
 }
 
 impl Tombstone {
+    /// The registration it stands for.
+    pub(crate) fn registration(&self) -> &Arc<Registration> {
+        &self.registration
+    }
+
     /// The instance it had.
     pub(crate) fn instance(&self) -> &InstanceId {
         &self.registration.instance

@@ -24,17 +24,17 @@ pub struct RegistrationHandle(pub(crate) Arc<Registration>);
 impl RegistrationHandle {
     /// The registration id (the staleness token).
     pub fn registration_id(&self) -> &str {
-        &self.0.id
+        self.0.id()
     }
 
     /// The instance id.
     pub fn instance_id(&self) -> &str {
-        self.0.instance.as_str()
+        self.0.instance().as_str()
     }
 
     /// The component type.
     pub fn component_type(&self) -> &str {
-        self.0.contract.component_type().as_str()
+        self.0.contract().component_type().as_str()
     }
 
     /// The wire name of the contract's capability number `index`, qualified

@@ -26,7 +26,7 @@ impl Serialize for ProcedureView {
             map.serialize_entry("unavailableReason", &**reason)?;
         }
         map.serialize_entry("boundFields", &self.bound_fields())?;
-        map.serialize_entry("registrationId", &*self.registration.id)?;
+        map.serialize_entry("registrationId", &**self.registration.id())?;
         map.serialize_entry(
             "context",
             &serde_json::json!({"type": self.component_type(), "instanceId": self.instance_id()}),
@@ -73,11 +73,11 @@ impl Serialize for Capabilities<'_> {
 
 impl Serialize for ComponentView {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let contract = self.registration.contract;
+        let contract = self.registration.contract();
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("type", contract.component_type())?;
-        map.serialize_entry("instanceId", &self.registration.instance)?;
-        map.serialize_entry("registrationId", &*self.registration.id)?;
+        map.serialize_entry("instanceId", &self.registration.instance())?;
+        map.serialize_entry("registrationId", &**self.registration.id())?;
         map.serialize_entry("description", &**contract.description())?;
         if let Some((parent_type, instance)) = contract.parent() {
             map.serialize_entry(

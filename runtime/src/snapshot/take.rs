@@ -25,17 +25,14 @@ struct Taking<'a> {
 impl Taking<'_> {
     fn snapshot(&self, options: &SnapshotOptions) -> Snapshot {
         let inner = self.services;
-        let (ordered, version) = {
-            let mut state = inner.state();
-            (state.ordered(), state.version())
-        };
+        let (ordered, version) = inner.ordered();
         let mut host: Option<HostContext> = None;
         let mut components = Vec::with_capacity(ordered.len());
         let mut procedures = Vec::new();
         let mut live = false;
         for registration in ordered.iter() {
             if !in_scope(
-                registration.contract.component_type().as_str(),
+                registration.contract().component_type().as_str(),
                 &options.scope,
             ) {
                 continue;
@@ -44,7 +41,7 @@ impl Taking<'_> {
             if let Some(view) = self.view(registration, options, &mut host) {
                 components.push(view);
             }
-            if !registration.references.is_empty() {
+            if !registration.references().is_empty() {
                 self.procedure_views(registration, options, &mut host, &mut procedures);
             }
         }
@@ -110,7 +107,7 @@ impl Taking<'_> {
         out: &mut Vec<ProcedureView>,
     ) {
         let inner = self.services;
-        for reference in registration.references.iter() {
+        for reference in registration.references().iter() {
             if !reference.is_exposed() {
                 continue;
             }
@@ -155,7 +152,7 @@ impl Taking<'_> {
         host: &mut Option<HostContext>,
     ) -> Option<ComponentView> {
         let inner = self.services;
-        let capabilities = registration.contract.capabilities();
+        let capabilities = registration.contract().capabilities();
         let needs_component = capabilities.iter().any(CheckedCapability::has_when);
         let component = if needs_component {
             registration.component()

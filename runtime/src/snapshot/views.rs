@@ -32,7 +32,7 @@ pub struct ComponentView {
 impl std::fmt::Debug for ComponentView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ComponentView")
-            .field("registration", &self.registration.id)
+            .field("registration", &self.registration.id())
             .finish_non_exhaustive()
     }
 }
@@ -105,15 +105,15 @@ impl<'a> CapabilityView<'a> {
 impl ComponentView {
     /// The component type.
     pub fn component_type(&self) -> &str {
-        self.registration.contract.component_type().as_str()
+        self.registration.contract().component_type().as_str()
     }
     /// The instance id.
     pub fn instance_id(&self) -> &str {
-        self.registration.instance.as_str()
+        self.registration.instance().as_str()
     }
     /// The registration id (the staleness token).
     pub fn registration_id(&self) -> &str {
-        &self.registration.id
+        self.registration.id()
     }
 
     /// A handle on the registration, for an adapter that keeps definitions
@@ -126,7 +126,7 @@ impl ComponentView {
     /// [`RegistrationHandle::qualified_tool_name`] takes).
     pub fn capabilities_indexed(&self) -> impl Iterator<Item = (usize, CapabilityView<'_>)> {
         self.registration
-            .contract
+            .contract()
             .capabilities()
             .iter()
             .enumerate()
@@ -138,11 +138,11 @@ impl ComponentView {
     }
     /// The description.
     pub fn description(&self) -> &str {
-        self.registration.contract.description()
+        self.registration.contract().description()
     }
     /// The snapshot priority.
     pub fn priority(&self) -> i32 {
-        self.registration.contract.priority()
+        self.registration.contract().priority()
     }
 
     /// Visible capabilities (hidden ones are absent).
@@ -178,7 +178,7 @@ impl std::fmt::Debug for ProcedureView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProcedureView")
             .field("procedure", &self.procedure_id())
-            .field("registration", &self.registration.id)
+            .field("registration", &self.registration.id())
             .finish_non_exhaustive()
     }
 }
@@ -243,7 +243,7 @@ impl ProcedureView {
 
     /// The referencing registration (send it back to address this reference).
     pub fn registration_id(&self) -> &str {
-        &self.registration.id
+        self.registration.id()
     }
 
     /// A handle on the referencing registration (one reference count).
@@ -258,12 +258,12 @@ impl ProcedureView {
 
     /// The referencing component's type.
     pub fn component_type(&self) -> &str {
-        self.registration.contract.component_type().as_str()
+        self.registration.contract().component_type().as_str()
     }
 
     /// The referencing component's instance.
     pub fn instance_id(&self) -> &str {
-        self.registration.instance.as_str()
+        self.registration.instance().as_str()
     }
 
     /// The reference seen as a capability (tool description, schema).

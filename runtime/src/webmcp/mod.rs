@@ -104,11 +104,12 @@ pub const MAX_CALLS_IN_FLIGHT: usize = 16;
 /// confirmations go with it.
 #[derive(Clone, Debug)]
 pub struct PageAgent {
-    shared: Arc<Inner>,
+    session: Arc<Session>,
 }
 
+/// One page agent's session: its view, its calls in flight.
 #[derive(Debug)]
-struct Inner {
+struct Session {
     registry: Registry,
     views: ConsumerViews,
     view: Arc<ConsumerView>,
@@ -118,7 +119,7 @@ struct Inner {
     calls: Mutex<BTreeMap<u64, CancellationToken>>,
 }
 
-impl Drop for Inner {
+impl Drop for Session {
     fn drop(&mut self) {
         for (_, call) in
             std::mem::take(&mut *self.calls.lock().unwrap_or_else(PoisonError::into_inner))
@@ -147,7 +148,7 @@ impl PageAgent {
         let views = ConsumerViews::new(registry, ConsumerKind::WebMcp, Topology::Embedded);
         let view = views.get(agent_id, Some(label))?;
         Some(PageAgent {
-            shared: Arc::new(Inner {
+            session: Arc::new(Session {
                 registry: registry.clone(),
                 views,
                 view,
@@ -160,13 +161,13 @@ impl PageAgent {
 
     /// The consumer its calls are made as.
     pub fn consumer(&self) -> &Consumer {
-        self.shared.view.toolset().consumer()
+        self.session.view.toolset().consumer()
     }
 
     /// Now, as a moment a [`watch`](Self::watch) covers from: take it
     /// *before* sending a tool list.
     pub fn mark(&self) -> Mark {
-        Mark::now(&self.shared.registry, &self.shared.activity)
+        Mark::now(&self.session.registry, &self.session.activity)
     }
 
     /// The message that ends the page's serving (`{"type": "end",
@@ -177,28 +178,28 @@ impl PageAgent {
     /// serving, their requests to the person withdrawn), so no call of the
     /// in-page agent is left waiting for an answer that will never come.
     pub fn end_message(&self) -> Value {
-        let cancelled = refused(&self.shared.registry, "", None, ErrorPayload::cancelled());
+        let cancelled = refused(&self.session.registry, "", None, ErrorPayload::cancelled());
         serde_json::json!({ "type": "end", "result": call_result(&cancelled) })
     }
 
     /// The tools message for the page: the tools the in-page agent may
     /// use right now (`{"type": "tools", "tools": [...]}`).
     pub fn tools_message(&self) -> Value {
-        let tools = self.shared.view.current();
+        let tools = self.session.view.current();
         let entries: Vec<Value> = served(&tools).map(tool_entry).collect();
         serde_json::json!({
             "type": "tools",
             "tools": entries,
             // Arguments over twice this the page does not send (see
             // `PageMessage::TooLarge`): the pipeline refuses them anyway.
-            "maxArgumentBytes": self.shared.registry.limits().max_input_bytes.saturating_mul(2),
+            "maxArgumentBytes": self.session.registry.limits().max_input_bytes.saturating_mul(2),
             // Arguments nesting deeper than this the page does not send
             // either (`PageMessage::TooDeep`): one level over what the
             // pipeline takes, so it still says exactly what is too deep,
             // and never deeper than the page's message (one level more)
             // can be parsed as JSON text.
             "maxArgumentDepth": self
-                .shared
+                .session
                 .registry
                 .limits()
                 .max_input_depth
@@ -212,9 +213,9 @@ impl PageAgent {
     /// [`ChangeWatcher::changed`] returns (and at once when `due`).
     pub fn watch(&self, since: Mark) -> (ChangeWatcher, bool) {
         ChangeWatcher::attach(
-            &self.shared.registry,
-            &self.shared.activity,
-            Arc::clone(&self.shared.view),
+            &self.session.registry,
+            &self.session.activity,
+            Arc::clone(&self.session.view),
             since,
         )
     }
@@ -225,23 +226,23 @@ impl PageAgent {
     /// hello and anything unreadable come back as `None` (a cancellation
     /// has taken effect).
     pub fn receive(&self, message: &Value) -> Option<Pending> {
-        match PageMessage::parse(message, self.shared.registry.limits().max_id_bytes)? {
+        match PageMessage::parse(message, self.session.registry.limits().max_id_bytes)? {
             PageMessage::Call {
                 call,
                 name,
                 arguments,
             } => Some(Box::pin(self.call(call, name, arguments)) as Pending),
             PageMessage::TooLarge { call, name } => {
-                let max = self.shared.registry.limits().max_input_bytes;
+                let max = self.session.registry.limits().max_input_bytes;
                 Some(self.refuse(call, &name, bounds::too_large("", max)))
             }
             PageMessage::TooDeep { call, name } => {
-                let max = self.shared.registry.limits().max_input_depth;
+                let max = self.session.registry.limits().max_input_depth;
                 Some(self.refuse(call, &name, bounds::too_deep("", max)))
             }
             PageMessage::Cancel { call } => {
                 if let Some(token) = self
-                    .shared
+                    .session
                     .calls
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -259,7 +260,7 @@ impl PageAgent {
     /// `issue` (as the pipeline would refuse it).
     fn refuse(&self, call: u64, name: &str, issue: crate::schema::Issue) -> Pending {
         let refusal = refused(
-            &self.shared.registry,
+            &self.session.registry,
             name,
             None,
             ErrorPayload::invalid_input(&[issue]),
@@ -274,10 +275,10 @@ impl PageAgent {
         name: String,
         arguments: Value,
     ) -> impl Future<Output = Value> + Send + 'static {
-        let shared = Arc::clone(&self.shared);
+        let session = Arc::clone(&self.session);
         let cancel = CancellationToken::new();
         let admitted = {
-            let mut calls = shared.calls.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut calls = session.calls.lock().unwrap_or_else(PoisonError::into_inner);
             let room = calls.len() < MAX_CALLS_IN_FLIGHT && !calls.contains_key(&call);
             if room {
                 calls.insert(call, cancel.clone());
@@ -287,16 +288,16 @@ impl PageAgent {
         // Forgotten when the call ends, or when its future is dropped —
         // even before its first poll: the guard exists before the future.
         let slot = admitted.then(|| Slot {
-            shared: Arc::clone(&shared),
+            session: Arc::clone(&session),
             call,
         });
         async move {
             let _slot = slot;
-            let max_id = shared.registry.limits().max_id_bytes;
+            let max_id = session.registry.limits().max_id_bytes;
             let name = bounds::truncated(&name, max_id).to_owned();
             if !admitted {
                 let refusal = refused(
-                    &shared.registry,
+                    &session.registry,
                     &name,
                     None,
                     ErrorPayload::rate_limited(RateLimitReason::QueueFull, None),
@@ -306,15 +307,15 @@ impl PageAgent {
             let result = {
                 // Until this call ends: then the agent's tools are checked
                 // again (a call may change what is available).
-                let _busy = shared.activity.begin(Arc::clone(&shared.view), false);
-                let toolset = shared.view.toolset();
+                let _busy = session.activity.begin(Arc::clone(&session.view), false);
+                let toolset = session.view.toolset();
                 let call = ToolCall::new(name.clone(), arguments);
                 if toolset.tool(&name).is_some() {
                     call.run(toolset, None, cancel).await
                 } else {
                     match call.run_stale(toolset, None, cancel).await {
                         Some(result) => result,
-                        None => refused(&shared.registry, &name, None, ErrorPayload::not_found()),
+                        None => refused(&session.registry, &name, None, ErrorPayload::not_found()),
                     }
                 }
             };
@@ -325,13 +326,13 @@ impl PageAgent {
 
 /// A call's place among the calls in flight, given up when it ends.
 struct Slot {
-    shared: Arc<Inner>,
+    session: Arc<Session>,
     call: u64,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.shared
+        self.session
             .calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -15,10 +15,10 @@ use super::agent_panel::AgentPanel;
 use super::dialog::ConfirmDialog;
 use super::watch::{Revision, use_watch};
 use super::{OpenedOn, Shared, TabId};
+use crate::components::disable_reference;
 use crate::components::{
     Console, DevicesTable, Drawer, FilterBar, Navigation, Route, SortDir, SortKey, StatusFilter,
 };
-use crate::domain::disable_reference;
 
 /// Moves when the person acted in this tab.
 #[derive(Clone, Copy)]

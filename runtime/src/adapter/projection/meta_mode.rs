@@ -9,11 +9,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::Toolset;
 use super::tool::{MetaTool, Source, Tool, ToolState};
-use crate::adapter::{Issues, key_pointer};
 use crate::canonical::{Sink, write_canonical};
 use crate::error::ErrorPayload;
 use crate::invoke::{Invocation, InvocationResult, Kinds};
 use crate::schema::Issue;
+use crate::schema::{Issues, key_pointer};
 use crate::snapshot::{SnapshotOptions, in_scope};
 
 // ---------------------------------------------------------------------------

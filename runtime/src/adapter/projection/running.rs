@@ -9,13 +9,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::{ConfirmationMode, Mode, Shared};
 use crate::adapter::bounds;
-use crate::adapter::key_pointer;
-use crate::adapter::wait::{self, Waited};
-use crate::confirmation::{Withdrawal, settle_now};
+use crate::adapter::wait::{self, Then};
+use crate::confirmation::settle_now;
 use crate::error::{ErrorCode, ErrorPayload};
 use crate::invoke::{Invocation, InvocationResult, InvokeOptions, Kinds};
 use crate::registry::Registry;
 use crate::schema::Issue;
+use crate::schema::key_pointer;
 
 impl Shared {
     /// Refuses arguments nested deeper than the pipeline accepts before
@@ -173,15 +173,11 @@ impl Shared {
         // aborted), the guard withdraws the request (unless another call
         // waits on it) and settles the call CANCELLED through the pipeline,
         // there and then.
-        let abandoned = {
+        let settle_abandoned = {
             let (registry, request, options) =
                 (self.registry.clone(), request.clone(), options.clone());
-            let id = confirmation_id.clone();
-            move |withdrawal: Withdrawal| {
-                // Ended with its session: nothing is kept for its identity.
-                if withdrawal != Withdrawal::Awaited && !wait::agent_left(&registry, &id) {
-                    let _ = settle_now(settle_cancelled(&registry, request, options));
-                }
+            move || {
+                let _ = settle_now(settle_cancelled(&registry, request, options));
             }
         };
         let interrupted = async {
@@ -196,13 +192,13 @@ impl Shared {
                 () = self.disposed.cancelled() => {}
             }
         };
-        let waited = wait::for_the_person(
+        let then = wait::for_the_person(
             &self.registry,
             &self.options.consumer,
             &confirmation_id,
             std::future::pending(),
             interrupted,
-            abandoned,
+            settle_abandoned,
         )
         .await;
         let cancelled = || {
@@ -217,22 +213,11 @@ impl Shared {
         if self.disposed.is_cancelled() {
             return cancelled();
         }
-        match waited {
-            Waited::AgentLeft => cancelled(),
-            Waited::Interrupted(_) if wait::agent_left(&self.registry, &confirmation_id) => {
-                cancelled()
-            }
-            // Another call still waits on the same request, whose attempt
-            // this one shares: it ends alone.
-            Waited::Interrupted(Withdrawal::Awaited) => cancelled(),
-            // Nobody waits any more: the call settles CANCELLED through
-            // the pipeline (audited, and kept for its invocation id like
-            // any terminal result).
-            Waited::Interrupted(Withdrawal::Withdrawn | Withdrawal::NotOpen) => {
-                settle_cancelled(&self.registry, request, options).await
-            }
+        match then {
+            Then::EndAlone { .. } => cancelled(),
+            Then::SettleCancelled => settle_cancelled(&self.registry, request, options).await,
             // Approved, denied or expired: the retry reports which.
-            Waited::Asked(_) | Waited::Ended => {
+            Then::Retry(_) => {
                 self.registry
                     .invoke(request.confirmation(confirmation_id), options)
                     .await
@@ -277,10 +262,10 @@ fn with_verb_hint(result: InvocationResult) -> InvocationResult {
                 .and_then(|issue| issue.get("message"))
                 .and_then(Value::as_str);
             match issue {
-                Some(crate::adapter::IS_AN_OBSERVATION) => {
+                Some(crate::invoke::IS_AN_OBSERVATION) => {
                     "this capability is an observation; read it with surface_read"
                 }
-                Some(crate::adapter::IS_NOT_AN_OBSERVATION) => {
+                Some(crate::invoke::IS_NOT_AN_OBSERVATION) => {
                     "this capability is not an observation; call it with surface_act"
                 }
                 _ => return result,

@@ -195,7 +195,7 @@ impl InFlight<'_> {
         let stale = || {
             ErrorPayload::stale(
                 crate::error::StaleReason::SurfaceVersionMismatch,
-                Some(&registration.id),
+                Some(registration.id()),
             )
         };
         if !required && !answers_server {

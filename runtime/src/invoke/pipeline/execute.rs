@@ -126,7 +126,7 @@ impl InFlight<'_> {
             }),
             Handed::Host(host) => ContextSource::parts(ContextParts {
                 capability_id: capability.id(),
-                registration_id: &registration.id,
+                registration_id: registration.id(),
                 consumer: &self.consumer,
                 host,
                 invocation_id: &self.invocation_id,
@@ -271,7 +271,7 @@ impl InFlight<'_> {
         let inner = &self.services;
         let mut event = AuditEvent::new(AuditKind::InvocationStarted, inner.ms_at(at));
         event.capability_id = Some(Arc::clone(self.capability_id()));
-        event.registration_id = Some(Arc::clone(&registration.id));
+        event.registration_id = Some(Arc::clone(registration.id()));
         event.invocation_id = Some(Arc::clone(&self.invocation_id));
         event.consumer_id = Some(Arc::clone(self.consumer.key()));
         let sinks = subject.chain(registration).map(|chain| &*chain.audit_sinks);
@@ -400,5 +400,28 @@ impl Future for Invoked {
                 })))
             }
         }
+    }
+}
+
+impl InFlight<'_> {
+    /// Phase 9's entry check: the registration still mounted and the caller
+    /// not gone. The unmount token is taken before the check, so an unmount
+    /// after it fires the token; the handlers are phase 3's (an unmount
+    /// since then took them out of the registration and cleared `active`).
+    fn still_live<'r>(
+        &self,
+        registration: &'r Registration,
+        external: Cancelled<'_>,
+    ) -> Result<&'r tokio_util::sync::CancellationToken, ErrorPayload> {
+        let unmounted = registration.unmounted();
+        if !registration.is_active() {
+            return Err(ErrorPayload::unmounted(
+                crate::error::UnmountedPhase::MidFlight,
+            ));
+        }
+        if external.fired() {
+            return Err(ErrorPayload::cancelled());
+        }
+        Ok(unmounted)
     }
 }

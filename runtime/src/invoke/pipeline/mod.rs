@@ -218,27 +218,6 @@ impl InFlight<'_> {
         &self.request.capability_id
     }
 
-    /// Phase 9's entry check: the registration still mounted and the caller
-    /// not gone. The unmount token is taken before the check, so an unmount
-    /// after it fires the token; the handlers are phase 3's (an unmount
-    /// since then took them out of the registration and cleared `active`).
-    fn still_live<'r>(
-        &self,
-        registration: &'r Registration,
-        external: Cancelled<'_>,
-    ) -> Result<&'r tokio_util::sync::CancellationToken, ErrorPayload> {
-        let unmounted = registration.unmounted();
-        if !registration.is_active() {
-            return Err(ErrorPayload::unmounted(
-                crate::error::UnmountedPhase::MidFlight,
-            ));
-        }
-        if external.fired() {
-            return Err(ErrorPayload::cancelled());
-        }
-        Ok(unmounted)
-    }
-
     /// What a confirmation of this call is bound to: this surface, this
     /// registration, this capability, this consumer, this effective input.
     fn binding<'b>(
@@ -249,7 +228,7 @@ impl InFlight<'_> {
     ) -> crate::confirmation::Binding<'b> {
         crate::confirmation::Binding {
             surface_id: self.services.surface_id(),
-            registration_id: &registration.id,
+            registration_id: registration.id(),
             capability_id: self.capability_id(),
             consumer_key: self.consumer.key(),
             effective_input,
@@ -394,7 +373,7 @@ impl InFlight<'_> {
                 let read = if capability.has_precondition() && typed.is_some() {
                     let read = ReadContext::new(
                         capability.id().clone(),
-                        Arc::clone(&registration.id),
+                        Arc::clone(registration.id()),
                         Consumer::clone(&this.consumer),
                         host,
                     );

@@ -33,7 +33,7 @@ type Visible = SmallVec<[Target; 2]>;
 fn of_instance(visible: &[Target], instance: &str) -> Option<usize> {
     visible
         .iter()
-        .position(|t| t.registration.instance.as_str() == instance)
+        .position(|t| t.registration.instance().as_str() == instance)
 }
 
 /// The position of the only visible target, if there is exactly one.
@@ -73,7 +73,7 @@ impl InFlight<'_> {
         }
         // A tombstone counts only if this consumer could see what it offered.
         let tombstone = tombstone.filter(|tomb| {
-            self.view_target(Arc::clone(&tomb.registration))
+            self.view_target(Arc::clone(tomb.registration()))
                 .is_some_and(|target| self.visible(&target, host))
         });
         let chosen = match self.request.registration_id.as_deref() {
@@ -111,13 +111,13 @@ impl InFlight<'_> {
                 let mut all: SmallVec<[Arc<Registration>; 4]> =
                     instances.values().cloned().collect();
                 // Deterministic: by instance id.
-                all.sort_unstable_by(|a, b| a.instance.cmp(&b.instance));
+                all.sort_unstable_by(|a, b| a.instance().cmp(b.instance()));
                 all
             }
         };
         let tombstone = match registration_id {
             _ if !state.has_tombstones() => None,
-            Some(id) if candidates.iter().any(|r| &*r.id == id) => None,
+            Some(id) if candidates.iter().any(|r| &**r.id() == id) => None,
             Some(id) => state.tombstone(id, now).cloned(),
             None => state.tombstone_of_type(component_type, now).cloned(),
         };
@@ -138,13 +138,13 @@ impl InFlight<'_> {
             Some(i) => of_instance(visible, i),
             None => visible
                 .iter()
-                .position(|t| &*t.registration.id == registration_id),
+                .position(|t| &**t.registration.id() == registration_id),
         };
         match live {
             Some(index)
                 if visible
                     .get(index)
-                    .is_some_and(|t| &*t.registration.id == registration_id) =>
+                    .is_some_and(|t| &**t.registration.id() == registration_id) =>
             {
                 Ok(index)
             }
@@ -157,7 +157,7 @@ impl InFlight<'_> {
                     self.services.ids().minted_here(registration_id),
                     successor
                         .and_then(|index| visible.get(index))
-                        .map(|t| &*t.registration.id),
+                        .map(|t| &**t.registration.id()),
                     tombstone.is_some(),
                 ))
             }
@@ -194,7 +194,7 @@ impl InFlight<'_> {
         let (holders, tombstone) = self.domain_candidates();
         let in_floor = |registration: &Registration| {
             in_scope(
-                registration.contract.component_type().as_str(),
+                registration.contract().component_type().as_str(),
                 &self.options.scope,
             )
         };
@@ -206,19 +206,19 @@ impl InFlight<'_> {
             .collect();
         let tombstone: Option<Tombstone> = tombstone.filter(|tomb| {
             tomb.exposed(self.requested_id())
-                && in_floor(&tomb.registration)
+                && in_floor(tomb.registration())
                 && self
-                    .domain_target(&tomb.registration)
+                    .domain_target(tomb.registration())
                     .is_some_and(|target| self.visible(&target, host))
         });
         let instance = self.request.instance_id.as_deref();
         let of_named_instance =
-            |t: &Target| instance.is_none_or(|i| t.registration.instance.as_str() == i);
+            |t: &Target| instance.is_none_or(|i| t.registration.instance().as_str() == i);
 
         let chosen = if let Some(registration_id) = self.request.registration_id.as_deref() {
             match visible
                 .iter()
-                .position(|t| &*t.registration.id == registration_id)
+                .position(|t| &**t.registration.id() == registration_id)
             {
                 Some(index) if visible.get(index).is_some_and(of_named_instance) => Some(index),
                 Some(_) => None,
@@ -261,7 +261,9 @@ impl InFlight<'_> {
             .map(|holders| holders.iter().cloned().collect())
             .unwrap_or_default();
         let tombstone = match registration_id {
-            Some(id) if !holders.iter().any(|r| &*r.id == id) => state.tombstone(id, now).cloned(),
+            Some(id) if !holders.iter().any(|r| &**r.id() == id) => {
+                state.tombstone(id, now).cloned()
+            }
             _ => None,
         };
         (holders, tombstone)
@@ -279,22 +281,22 @@ impl InFlight<'_> {
     ) -> ErrorPayload {
         let successor = tombstone.and_then(|tomb| {
             visible.iter().find(|t| {
-                t.registration.contract.component_type()
-                    == tomb.registration.contract.component_type()
-                    && t.registration.instance == *tomb.instance()
+                t.registration.contract().component_type()
+                    == tomb.registration().contract().component_type()
+                    && t.registration.instance() == tomb.instance()
             })
         });
         let minted_here = self.services.ids().minted_here(registration_id);
         let live = match (minted_here, visible) {
-            (false, [sole]) => Some(&*sole.registration.id),
-            _ => successor.map(|t| &*t.registration.id),
+            (false, [sole]) => Some(&**sole.registration.id()),
+            _ => successor.map(|t| &**t.registration.id()),
         };
         super::dead_registration(minted_here, live, tombstone.is_some())
     }
 
     /// The view target of `registration` for this call's capability id.
     fn view_target(&self, registration: Arc<Registration>) -> Option<Target> {
-        let capabilities = registration.contract.capabilities();
+        let capabilities = registration.contract().capabilities();
         let index = capabilities
             .iter()
             .position(|c| c.id().as_str() == self.requested_id())?;
@@ -349,7 +351,7 @@ impl InFlight<'_> {
             if let Some(confirmation_id) = self.request.confirmation_id.as_deref()
                 && self.services.confirmations().is_approved_for(
                     confirmation_id,
-                    &target.registration.id,
+                    target.registration.id(),
                     self.capability_id(),
                     self.consumer.key(),
                 )
@@ -360,7 +362,7 @@ impl InFlight<'_> {
             }
             return Err(ErrorPayload::stale(
                 crate::error::StaleReason::SurfaceVersionMismatch,
-                Some(&target.registration.id),
+                Some(target.registration.id()),
             ));
         }
         Ok(())
@@ -375,12 +377,12 @@ impl InFlight<'_> {
                 let description = match &target.subject {
                     Subject::Domain(reference) => reference
                         .contextual_note()
-                        .unwrap_or_else(|| registration.contract.description().to_string()),
-                    Subject::View { .. } => registration.contract.description().to_string(),
+                        .unwrap_or_else(|| registration.contract().description().to_string()),
+                    Subject::View { .. } => registration.contract().description().to_string(),
                 };
                 serde_json::json!({
-                    "instanceId": registration.instance.as_str(),
-                    "registrationId": &*registration.id,
+                    "instanceId": registration.instance().as_str(),
+                    "registrationId": &**registration.id(),
                     "description": description,
                 })
             })

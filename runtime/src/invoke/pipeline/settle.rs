@@ -169,7 +169,7 @@ impl InFlight<'_> {
             event.registration_id = self
                 .resolved
                 .as_ref()
-                .map(|(registration, _)| Arc::clone(&registration.id));
+                .map(|(registration, _)| Arc::clone(registration.id()));
             event.invocation_id = Some(Arc::clone(&self.invocation_id));
             event.consumer_id = Some(Arc::clone(self.consumer.key()));
             event.status = Some(status);
