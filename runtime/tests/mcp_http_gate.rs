@@ -17,7 +17,7 @@ use std::time::Duration;
 use agent_surface::mcp::McpServerBuilder;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::{LEGACY, PATIENCE, Served, payload, serve, serve_console};
+use support::{LEGACY, PATIENCE, Served, payload, serve, serve_beside_pages};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -403,7 +403,10 @@ async fn stalled_headers_and_bodies_are_cut_off() {
     // and `/mcp` alike.
     for (served, paths) in [
         (serve(tune).await, &["/mcp"][..]),
-        (serve_console(tune).await, &["/mcp", "/devices", "/ws"][..]),
+        (
+            serve_beside_pages(tune).await,
+            &["/mcp", "/devices", "/ws"][..],
+        ),
     ] {
         let address = served.address();
         for path in paths {
@@ -446,7 +449,7 @@ async fn connections_beyond_the_limit_wait_for_a_free_one() {
         b.max_connections(2)
             .read_timeout(Duration::from_millis(400))
     };
-    for served in [serve(tune).await, serve_console(tune).await] {
+    for served in [serve(tune).await, serve_beside_pages(tune).await] {
         connections_wait(&served).await;
     }
 }
@@ -493,7 +496,7 @@ async fn connections_wait(served: &Served) {
 #[tokio::test]
 async fn mcp_streams_never_take_the_connections_the_console_pages_need() {
     // Eight connections: `/mcp` holds at most six at once.
-    let served = serve_console(|b| b.max_connections(8)).await;
+    let served = serve_beside_pages(|b| b.max_connections(8)).await;
     let address = served.address();
     let session = served.open_session().await;
     let mut streams = Vec::new();
@@ -560,7 +563,7 @@ async fn mcp_streams_never_take_the_connections_the_console_pages_need() {
 async fn a_missing_or_repeated_host_is_a_bad_request() {
     // RFC 9112 §3.2: a request without exactly one Host is malformed (400),
     // on `/mcp` alone and beside a console's pages.
-    for served in [serve(|b| b).await, serve_console(|b| b).await] {
+    for served in [serve(|b| b).await, serve_beside_pages(|b| b).await] {
         let address = served.address();
         for (what, hosts, expected) in [
             ("no Host", "", "HTTP/1.1 400"),
@@ -605,7 +608,7 @@ async fn slow_upload(address: std::net::SocketAddr) -> TcpStream {
 #[tokio::test]
 async fn slow_uploads_and_idle_connections_never_keep_anyone_out() {
     // On `/mcp` alone and beside a console's pages, at the default limits.
-    for served in [serve(|b| b).await, serve_console(|b| b).await] {
+    for served in [serve(|b| b).await, serve_beside_pages(|b| b).await] {
         let address = served.address();
         let session = served.open_session().await;
         // 250 uploads trickling a byte now and then: under the connection

@@ -10,7 +10,7 @@ use devices::{App, User};
 use super::raw_mcp::RawMcp;
 
 /// The devices app served over HTTP on a loopback port: `/mcp` alone
-/// (`serve`), or beside a web console's pages (`serve_console`).
+/// (`serve`), or beside a web console's pages (`serve_beside_pages`).
 pub struct Served {
     pub app: App,
     pub server: McpServer,
@@ -44,7 +44,7 @@ fn pages() -> axum::Router {
 
 /// A fresh app for the admin served with `/mcp` beside the console's
 /// pages (one listener, one gate), the builder adjusted by `tune`.
-pub async fn serve_console(tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder) -> Served {
+pub async fn serve_beside_pages(tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder) -> Served {
     let app = App::start(User::admin())
         .await
         .expect("the devices app starts");

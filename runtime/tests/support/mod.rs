@@ -16,5 +16,5 @@ pub mod http;
 pub mod raw_mcp;
 
 pub use devices::{App, Status, User};
-pub use http::{Served, serve, serve_console};
+pub use http::{Served, serve, serve_beside_pages};
 pub use raw_mcp::{LEGACY, PATIENCE, eventually, payload};
