@@ -557,3 +557,5 @@ pub use builtins::{
     environment, has_permission, has_permission_with, rate_limit, require_confirmation,
     tenant_boundary,
 };
+#[cfg(not(target_family = "wasm"))]
+pub use builtins::{AuditRequired, audit_required};

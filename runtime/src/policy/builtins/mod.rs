@@ -1,9 +1,13 @@
 //! The built-in policies. None needs an external service; each reads time
 //! only through the context's clock.
 
+#[cfg(not(target_family = "wasm"))]
+mod audit_required;
 mod buckets;
 mod rate_limit;
 
+#[cfg(not(target_family = "wasm"))]
+pub use audit_required::{AuditRequired, audit_required};
 pub use rate_limit::{MAX_RATE_LIMIT_BUCKETS, RateLimit, rate_limit};
 
 use std::sync::Arc;

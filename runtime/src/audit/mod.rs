@@ -1,6 +1,8 @@
 //! The audit trail: what happened, to which capability, for whom, how long it
 //! waited and how long it ran. Read it from the registry's default
-//! [`MemoryAuditSink`], or send it elsewhere with your own [`AuditSink`].
+//! [`MemoryAuditSink`], keep it across restarts in an [`AuditLog`] on disk
+//! (not in a browser page), or send it elsewhere with your own
+//! [`AuditSink`].
 //!
 //! A sink never fails the pipeline and never blocks it: the registry calls
 //! [`AuditSink::record`] synchronously, contains panics, and sinks are
@@ -13,14 +15,27 @@ use std::io::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::clock::rfc3339;
 use crate::error::ErrorCode;
 
+#[cfg(not(target_family = "wasm"))]
+mod durable;
+#[cfg(not(target_family = "wasm"))]
+mod read;
+
+#[cfg(not(target_family = "wasm"))]
+pub use durable::{
+    AuditLog, AuditLogBuilder, AuditLogFailure, DEFAULT_MAX_BYTES, DEFAULT_MAX_RECORD_BYTES,
+    DEFAULT_SEGMENT_BYTES, Durability,
+};
+#[cfg(not(target_family = "wasm"))]
+pub use read::{AuditQuery, AuditRead, AuditRecord, DEFAULT_QUERY_LIMIT, RecordedEvent, read_dir};
+
 /// Kinds of audit events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AuditKind {
     /// A component was mounted.
