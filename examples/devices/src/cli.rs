@@ -53,6 +53,8 @@ pub(crate) struct Options {
     /// (the host's declaration that every client reaching it asks its
     /// person; off by default: any local process could connect).
     pub(crate) elicitation: bool,
+    /// `--audit-dir`: where the web console keeps its audit record.
+    pub(crate) audit_dir: Option<std::path::PathBuf>,
 }
 
 /// Where `--mcp http` listens when no address is given.
@@ -156,6 +158,18 @@ fn command() -> Command {
                      confirmation can be approved over HTTP)",
                 ),
         )
+        .arg(
+            Arg::new("audit-dir")
+                .long("audit-dir")
+                .value_name("DIR")
+                .value_parser(clap::value_parser!(std::path::PathBuf))
+                .help(
+                    "Where the web console keeps its audit record, across restarts (default: \
+                     $XDG_STATE_HOME/agent-surface-devices/audit, or \
+                     ~/.local/state/agent-surface-devices/audit); read it with \
+                     `cargo agent-surface audit --dir DIR`",
+                ),
+        )
         .group(
             ArgGroup::new("mode")
                 .args(["listen", "script", "catalog", "snapshot", "explain", "mcp"])
@@ -245,6 +259,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         auth,
         resource: matches.get_one::<String>("resource").cloned(),
         authorization_server: matches.get_one::<String>("authorization-server").cloned(),
+        audit_dir: matches.get_one::<std::path::PathBuf>("audit-dir").cloned(),
     })
 }
 

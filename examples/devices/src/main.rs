@@ -30,6 +30,10 @@
 //!   its caller sees; `--resource URL` is the public URI tokens must name
 //!   (default `http://ADDR/mcp`), `--authorization-server URL` the one the
 //!   metadata advertises;
+//! - `--audit-dir DIR` — where the web console keeps its audit record
+//!   across restarts (default `$XDG_STATE_HOME/agent-surface-devices/audit`,
+//!   or under `~/.local/state`): the activity list starts with what it
+//!   kept, and `cargo agent-surface audit --dir DIR` prints it;
 //! - `--help`.
 
 mod auth;
@@ -57,8 +61,31 @@ fn mcp_builder(app: &App) -> McpServerBuilder {
         )
 }
 
-/// Serves the web console (and MCP at `/mcp`) until interrupted.
-async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
+/// Where the web console keeps its audit record unless told:
+/// `$XDG_STATE_HOME/agent-surface-devices/audit`, or under
+/// `~/.local/state`, or (no home) `./devices-audit`.
+fn default_audit_dir() -> std::path::PathBuf {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .map(|home| std::path::PathBuf::from(home).join(".local/state"))
+        });
+    match state {
+        Some(state) => state.join("agent-surface-devices/audit"),
+        None => std::path::PathBuf::from("devices-audit"),
+    }
+}
+
+/// Serves the web console (and MCP at `/mcp`) until interrupted, keeping
+/// its audit record in `audit_dir` across restarts.
+async fn web_console(
+    user: User,
+    address: std::net::SocketAddr,
+    audit_dir: std::path::PathBuf,
+) -> ExitCode {
     // A page that sends what the page library cannot read ends its own
     // connection: said in one line, never with what it sent or a backtrace.
     agent_surface_dioxus::contain_page_panics();
@@ -69,7 +96,17 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let registry = devices::web::registry_with(&user, &approvals, devices::pinned);
+    let record = match agent_surface::audit::AuditLog::builder(&audit_dir).open() {
+        Ok(record) => record,
+        Err(err) => {
+            eprintln!("error: cannot open the audit record in {}: {err}", audit_dir.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let sink = std::sync::Arc::new(record.clone());
+    let registry = devices::web::registry_with(&user, &approvals, |builder| {
+        devices::pinned(builder).audit_sink(sink)
+    });
     let app = match App::connect(registry, user).await {
         Ok(app) => app,
         Err(err) => {
@@ -82,7 +119,15 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
     let server = mcp_builder(&app)
         .approval_page(approvals.pages().hook())
         .build();
-    let console = match devices::web::serve(app.clone(), &approvals, &server, address).await {
+    let console = match devices::web::serve_with_record(
+        app.clone(),
+        &approvals,
+        &server,
+        address,
+        Some(&record),
+    )
+    .await
+    {
         Ok(console) => console,
         Err(err) => {
             eprintln!("error: cannot listen on {address}: {err}");
@@ -94,6 +139,7 @@ async fn web_console(user: User, address: std::net::SocketAddr) -> ExitCode {
     // The sign-in link is the person's secret: the agent gets only /mcp.
     println!("devices console: {}", console.url());
     println!("MCP (streamable HTTP): {}", console.mcp_url());
+    println!("audit record: {}", audit_dir.display());
     let mut logins = console.login_urls();
     let base = format!("{}/login?token=", console.origin());
     println!(
@@ -176,7 +222,8 @@ async fn main() -> ExitCode {
         };
     }
     if let Show::Web(address) = show {
-        return web_console(user, address).await;
+        let audit_dir = options.audit_dir.clone().unwrap_or_else(default_audit_dir);
+        return web_console(user, address, audit_dir).await;
     }
     // The binary runs only the reviewed surface (the committed artifact).
     // Authenticated callers bring their own identity; nobody else has one.

@@ -16,6 +16,8 @@ pub(crate) enum Mode {
     Snapshot,
     /// Integrity, contributors and drift; fails per `--policy`.
     Check,
+    /// Print a durable audit record.
+    Audit,
 }
 
 /// How output is written.
@@ -93,6 +95,8 @@ pub(crate) struct Options {
     /// `--export-timeout`: how long the binary that exports the catalog
     /// may run.
     pub(crate) export_timeout: std::time::Duration,
+    /// What `audit` reads (the `audit` subcommand only).
+    pub(crate) audit: Option<crate::audit::AuditOptions>,
 }
 
 fn shared(command: Command) -> Command {
@@ -221,6 +225,95 @@ fn command() -> Command {
                     .help("Which drift findings fail the check"),
             ),
         )
+        .subcommand(
+            Command::new("audit")
+                .about(
+                    "Print an application's durable audit record: who asked, who approved \
+                     through which channel, what ran",
+                )
+                .arg(
+                    Arg::new("dir")
+                        .long("dir")
+                        .value_name("DIR")
+                        .required(true)
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("The audit log's directory (the application's AuditLog)"),
+                )
+                .arg(
+                    Arg::new("since")
+                        .long("since")
+                        .value_name("WHEN")
+                        .help("Only records since: 30m, 24h, 7d, or milliseconds since the epoch"),
+                )
+                .arg(Arg::new("consumer").long("consumer").value_name("ID").help("Only this consumer's records"))
+                .arg(
+                    Arg::new("capability")
+                        .long("capability")
+                        .value_name("ID")
+                        .help("Only this capability's records"),
+                )
+                .arg(
+                    Arg::new("kind")
+                        .long("kind")
+                        .value_name("KIND")
+                        .action(ArgAction::Append)
+                        .help("Only records of this kind (confirmation-approved, invocation-settled, …); repeatable"),
+                )
+                .arg(
+                    Arg::new("status")
+                        .long("status")
+                        .value_name("STATUS")
+                        .value_parser(["ok", "error"])
+                        .help("Only settled calls with this outcome"),
+                )
+                .arg(
+                    Arg::new("limit")
+                        .long("limit")
+                        .value_name("N")
+                        .value_parser(clap::value_parser!(usize))
+                        .default_value("100")
+                        .help("At most the newest N records"),
+                )
+                .arg(
+                    Arg::new("format")
+                        .long("format")
+                        .value_name("FORMAT")
+                        .value_parser(["human", "json"])
+                        .default_value("human")
+                        .help("Words, or one JSON object per line"),
+                ),
+        )
+}
+
+/// The `audit` subcommand's options.
+fn audit_options(sub: &ArgMatches) -> Result<crate::audit::AuditOptions, clap::Error> {
+    let invalid = |message: String| {
+        command().error(clap::error::ErrorKind::InvalidValue, message)
+    };
+    let since_ms = match string(sub, "since") {
+        None => None,
+        Some(text) => Some(crate::audit::since_ms(&text, crate::audit::now_ms()).ok_or_else(
+            || invalid(format!("`--since {text}`: write 30m, 24h, 7d or milliseconds since the epoch")),
+        )?),
+    };
+    let mut kinds = Vec::new();
+    for name in sub.try_get_many::<String>("kind").ok().flatten().into_iter().flatten() {
+        kinds.push(crate::audit::kind(name).ok_or_else(|| {
+            invalid(format!(
+                "`--kind {name}`: a record kind such as confirmation-approved or invocation-settled"
+            ))
+        })?);
+    }
+    Ok(crate::audit::AuditOptions {
+        dir: path(sub, "dir").unwrap_or_default(),
+        since_ms,
+        consumer: string(sub, "consumer"),
+        capability: string(sub, "capability"),
+        kinds,
+        status: string(sub, "status"),
+        limit: sub.try_get_one::<usize>("limit").ok().flatten().copied().unwrap_or(100),
+        json: string(sub, "format").as_deref() == Some("json"),
+    })
 }
 
 fn string(matches: &ArgMatches, id: &str) -> Option<String> {
@@ -244,6 +337,7 @@ pub(crate) fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
     let (mode, sub) = match matches.subcommand() {
         Some(("inspect", sub)) => (Mode::Inspect, sub),
         Some(("snapshot", sub)) => (Mode::Snapshot, sub),
+        Some(("audit", sub)) => (Mode::Audit, sub),
         Some((_, sub)) => (Mode::Check, sub),
         None => {
             return Err(command().error(
@@ -287,7 +381,12 @@ pub(crate) fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
     let no_default_features = flag("no-default-features");
     let all_features = flag("all-features") || (features.is_empty() && !no_default_features);
     let profile = string(sub, "profile").or_else(|| flag("release").then(|| "release".to_owned()));
+    let audit = match mode {
+        Mode::Audit => Some(audit_options(sub)?),
+        _ => None,
+    };
     Ok(Options {
+        audit,
         mode,
         manifest_path: path(sub, "manifest-path"),
         package: string(sub, "package"),

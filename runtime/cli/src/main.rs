@@ -18,6 +18,7 @@
 
 mod args;
 mod artifact;
+mod audit;
 mod cargo;
 mod check;
 mod classify;
@@ -67,7 +68,11 @@ fn main() -> ExitCode {
             };
         }
     };
-    match run(&options) {
+    let ran = match &options.audit {
+        Some(audit) => audit::run(audit),
+        None => run(&options),
+    };
+    match ran {
         Ok(code) => ExitCode::from(code),
         Err(Fatal(message)) => {
             eprintln!("error: {message}");
@@ -227,6 +232,8 @@ fn run(options: &Options) -> Result<u8, Fatal> {
             ));
             Ok(0)
         }
+        // Read before any build, in `main`.
+        Mode::Audit => Ok(0),
         Mode::Check => {
             let committed = artifact::load(&path)?;
             let (integrity, stale) = match &committed {

@@ -85,10 +85,31 @@ impl ActivityLog {
     /// `capacity` entries (at most [`MAX_ACTIVITY`]). It keeps the registry
     /// alive while it lives (it listens to it and reads its clock).
     pub fn start(registry: &Registry, capacity: usize) -> ActivityLog {
+        ActivityLog::start_with_history(registry, capacity, Vec::new())
+    }
+
+    /// [`start`](Self::start), the log beginning with `history` (newest
+    /// first): what happened before this process started, read back from
+    /// a durable audit log with
+    /// [`activity_from_audit`](crate::activity_from_audit).
+    pub fn start_with_history(
+        registry: &Registry,
+        capacity: usize,
+        history: Vec<ActivityEntry>,
+    ) -> ActivityLog {
+        let capacity = capacity.clamp(1, MAX_ACTIVITY);
+        let mut kept = Kept::default();
+        for entry in history.into_iter().take(capacity) {
+            if kept.bytes.saturating_add(entry.text_bytes()) > MAX_LOG_BYTES {
+                break;
+            }
+            kept.bytes = kept.bytes.saturating_add(entry.text_bytes());
+            kept.entries.push_back(entry);
+        }
         let inner = Arc::new(Inner {
-            kept: Mutex::new(Kept::default()),
+            kept: Mutex::new(kept),
             changed: watch::channel(0).0,
-            capacity: capacity.clamp(1, MAX_ACTIVITY),
+            capacity,
         });
         let weak = Arc::downgrade(&inner);
         let clock = registry.clone();

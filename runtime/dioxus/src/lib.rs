@@ -52,6 +52,8 @@ mod activity;
 mod activity_log;
 mod component;
 mod confirmations;
+#[cfg(not(target_family = "wasm"))]
+mod history;
 mod page_panics;
 pub mod passkey;
 mod provider;
@@ -66,6 +68,8 @@ pub use component::{
 pub use confirmations::{
     ANSWER_DELAY_MS, AnswerError, PendingConfirmations, Presented, use_pending_confirmations,
 };
+#[cfg(not(target_family = "wasm"))]
+pub use history::activity_from_audit;
 pub use page_panics::contain_page_panics;
 pub use provider::{use_agent_surface_provider, use_registry};
 pub use revision::use_surface_revision;

@@ -203,13 +203,17 @@ fn merged(entries: &[ActivityEntry]) -> Vec<(String, &'static str, u64, usize)> 
     lines
 }
 
-/// "just now", "12 s ago", "3 min ago".
+/// "just now", "12 s ago", "3 min ago", "5 h ago", "yesterday", "3 days
+/// ago" (the record outlives the process: entries can be days old).
 fn ago(now_ms: u64, at_ms: u64) -> String {
     let seconds = now_ms.saturating_sub(at_ms) / 1000;
     match seconds {
         0..=4 => "just now".to_owned(),
         5..=59 => format!("{seconds} s ago"),
-        _ => format!("{} min ago", seconds / 60),
+        60..=3_599 => format!("{} min ago", seconds / 60),
+        3_600..=86_399 => format!("{} h ago", seconds / 3_600),
+        86_400..=172_799 => "yesterday".to_owned(),
+        _ => format!("{} days ago", seconds / 86_400),
     }
 }
 

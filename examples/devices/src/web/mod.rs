@@ -237,6 +237,21 @@ pub async fn serve(
     mcp: &McpServer,
     address: SocketAddr,
 ) -> Result<WebConsole, std::io::Error> {
+    serve_with_record(app, approvals, mcp, address, None).await
+}
+
+/// [`serve`], the person's activity beginning with what `record` (the
+/// registry's durable audit log, if it has one) kept from before this
+/// process started: a restarted console shows yesterday's calls and
+/// approvals. Give the registry the same log as its audit sink
+/// ([`RegistryBuilder::audit_sink`]) so today's are kept too.
+pub async fn serve_with_record(
+    app: App,
+    approvals: &Approvals,
+    mcp: &McpServer,
+    address: SocketAddr,
+    record: Option<&agent_surface::audit::AuditLog>,
+) -> Result<WebConsole, std::io::Error> {
     let listener = tokio::net::TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
     let presence = approvals.presence();
@@ -256,7 +271,16 @@ pub async fn serve(
         .confirmations()
         .approver(CONSOLE_CHANNEL, &app.user().id)
         .ok();
-    let activity = agent_surface_dioxus::ActivityLog::start(app.registry(), activity::KEPT);
+    let history = match record {
+        Some(record) => {
+            let query = agent_surface::audit::AuditQuery::new().limit(activity::KEPT * 8);
+            let kept = record.read(&query)?;
+            agent_surface_dioxus::activity_from_audit(&kept.records, activity::KEPT)
+        }
+        None => Vec::new(),
+    };
+    let activity =
+        agent_surface_dioxus::ActivityLog::start_with_history(app.registry(), activity::KEPT, history);
     let shared = Shared {
         app,
         tabs: Arc::new(Tabs::default()),

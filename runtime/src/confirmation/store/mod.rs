@@ -255,10 +255,18 @@ impl ConfirmationStore {
         event.capability_id = Some(Arc::clone(&view.capability_id));
         event.registration_id = Some(Arc::clone(&view.registration_id));
         event.consumer_id = Some(Arc::clone(&view.consumer_key));
-        let mut detail = Map::from_iter([(
-            "confirmationId".to_owned(),
-            Value::from(&*view.confirmation_id),
-        )]);
+        // The title the person was shown, so a record read later (after a
+        // restart) says what was approved in the person's terms.
+        let mut detail = Map::from_iter([
+            (
+                "confirmationId".to_owned(),
+                Value::from(&*view.confirmation_id),
+            ),
+            (
+                "title".to_owned(),
+                Value::from(view.presentation.title.as_str()),
+            ),
+        ]);
         if let Some(resolution) = resolution {
             let fields = [
                 ("channel", resolution.channel.as_deref()),
