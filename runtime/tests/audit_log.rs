@@ -294,11 +294,12 @@ async fn quota_child() {
         "the refusal's own events are counted too"
     );
 
-    // Space again (the soft limit raised): the next write records the gap.
+    // Space again (the soft limit raised): asking for its health writes
+    // the gap at once; no event is needed for it to recover.
     raise_file_size_limit();
     let lost = log.lost();
+    assert!(log.health().is_ok(), "it recovers as soon as it can write");
     log.record(&event(1_000_000));
-    assert!(log.health().is_ok());
     assert!(
         registry
             .invoke(poke(), InvokeOptions::default())
@@ -394,29 +395,134 @@ async fn a_registrys_calls_and_a_persons_approval_are_read_back() {
             .await
             .is_ok()
     );
-    drop(registry);
+    drop(log);
 
-    // Read back in a fresh handle, as after a restart.
-    let reopened = AuditLog::builder(&dir).open().unwrap();
-    let approvals = reopened
-        .read(&AuditQuery::new().kind(AuditKind::ConfirmationApproved))
-        .unwrap();
+    // Read back as another process would (a reader takes no lock).
+    let read = |query: &AuditQuery| agent_surface::audit::read_dir(&dir, query);
+    let approvals = read(&AuditQuery::new().kind(AuditKind::ConfirmationApproved)).unwrap();
     let approval = events(&approvals)[0].clone();
     let detail = approval.detail.unwrap();
     assert_eq!(detail.get("approver"), Some(&json!("dana")), "{detail:?}");
     assert!(detail.contains_key("channel"), "{detail:?}");
-    let settled = reopened
-        .read(
-            &AuditQuery::new()
-                .kind(AuditKind::InvocationSettled)
-                .capability("view:test.panel.remove")
-                .consumer(consumer.key().to_string())
-                .status("ok"),
-        )
-        .unwrap();
+    let settled = read(
+        &AuditQuery::new()
+            .kind(AuditKind::InvocationSettled)
+            .capability("view:test.panel.remove")
+            .consumer(consumer.key().to_string())
+            .status("ok"),
+    )
+    .unwrap();
     assert_eq!(events(&settled).len(), 1);
-    let mounted = reopened
-        .read(&AuditQuery::new().kind(AuditKind::Registration))
-        .unwrap();
+    let mounted = read(&AuditQuery::new().kind(AuditKind::Registration)).unwrap();
     assert_eq!(events(&mounted).len(), 1);
+    drop((confirmations, _panel, registry));
+}
+
+#[test]
+fn a_log_whose_directory_is_deleted_writes_to_a_new_segment() {
+    let dir = scratch("deleted");
+    let log = AuditLog::builder(&dir).open().unwrap();
+    log.record(&event(1));
+    std::fs::remove_dir_all(&dir).unwrap();
+    for n in 2..=10 {
+        log.record(&event(n));
+    }
+    assert!(log.health().is_ok());
+    assert_eq!(log.lost(), 0);
+    let read = log.read(&AuditQuery::new()).unwrap();
+    let got = events(&read);
+    assert_eq!(got.len(), 9, "every event after the deletion is on disk");
+    assert_eq!(got[0].invocation_id.as_deref(), Some("inv-2"));
+}
+
+#[test]
+fn a_second_writer_on_the_same_directory_is_refused() {
+    let dir = scratch("two-writers");
+    let first = AuditLog::builder(&dir).open().unwrap();
+    let second = AuditLog::builder(&dir).open().unwrap_err();
+    assert_eq!(second.kind(), std::io::ErrorKind::WouldBlock);
+    assert!(second.to_string().contains("read_dir"), "{second}");
+    first.record(&event(1));
+    // Readers need no lock.
+    let read = agent_surface::audit::read_dir(&dir, &AuditQuery::new()).unwrap();
+    assert_eq!(read.records.len(), 1);
+    drop(first);
+    assert!(AuditLog::builder(&dir).open().is_ok(), "free once closed");
+}
+
+#[test]
+fn a_record_nested_too_deep_or_with_huge_ids_is_cut_to_fit_and_still_read() {
+    let dir = scratch("deep");
+    let log = AuditLog::builder(&dir)
+        .segment_bytes(8 << 10)
+        .max_bytes(64 << 10)
+        .max_record_bytes(2 << 10)
+        .open()
+        .unwrap();
+    let mut deep = Value::from(1);
+    for _ in 0..126 {
+        deep = json!([deep]);
+    }
+    let mut nested = event(1);
+    nested.payload = Some(Map::from_iter([("input".to_owned(), deep)]));
+    log.record(&nested);
+    let mut huge = event(2);
+    huge.consumer_id = Some(Arc::from("c".repeat(1 << 20).as_str()));
+    huge.capability_id = Some(Arc::from("x".repeat(1 << 20).as_str()));
+    log.record(&huge);
+    log.record(&event(3));
+    let read = log.read(&AuditQuery::new()).unwrap();
+    assert_eq!(read.damaged, 0);
+    let got = events(&read);
+    assert_eq!(got.len(), 3, "no record is hidden from the read-back");
+    assert!(got[0].detail.as_ref().unwrap().contains_key("truncated"));
+    assert!(got[1].consumer_id.as_ref().unwrap().len() <= 256);
+    assert!(disk_bytes(&dir) < 16 << 10);
+}
+
+#[test]
+fn a_stray_entry_named_like_a_segment_does_not_stop_the_log() {
+    let dir = scratch("undeletable");
+    std::fs::create_dir_all(dir.join("audit-0000000000.log")).unwrap();
+    let log = AuditLog::builder(&dir)
+        .segment_bytes(4 << 10)
+        .max_bytes(8 << 10)
+        .open()
+        .unwrap();
+    for n in 1..=200 {
+        log.record(&event(n));
+    }
+    assert!(log.health().is_ok());
+    assert_eq!(log.lost(), 0);
+    let read = log.read(&AuditQuery::new()).unwrap();
+    assert_eq!(events(&read).last().unwrap().seq, 200);
+}
+
+#[test]
+fn opening_cuts_only_a_torn_tail_and_keeps_a_damaged_whole_line() {
+    let dir = scratch("recovery");
+    {
+        let log = AuditLog::builder(&dir).open().unwrap();
+        for n in 1..=3 {
+            log.record(&event(n));
+        }
+    }
+    let segment = dir.join("audit-0000000001.log");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    // Damage the last whole line (a byte inside its JSON), then tear a
+    // line after it.
+    let len = bytes.len();
+    bytes[len - 5] ^= 0x20;
+    bytes.extend_from_slice(b"0123456789abcdef {\"seq\":4,\"atMs\"");
+    std::fs::write(&segment, &bytes).unwrap();
+    let log = AuditLog::builder(&dir).open().unwrap();
+    log.record(&event(4));
+    let read = log.read(&AuditQuery::new()).unwrap();
+    assert_eq!(read.damaged, 1, "the damaged line is counted, not dropped");
+    let seqs: Vec<u64> = read.records.iter().map(AuditRecord::seq).collect();
+    assert_eq!(
+        seqs,
+        vec![1, 2, 3],
+        "the torn tail is gone; numbering goes on after it"
+    );
 }

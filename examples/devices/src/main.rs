@@ -99,7 +99,10 @@ async fn web_console(
     let record = match agent_surface::audit::AuditLog::builder(&audit_dir).open() {
         Ok(record) => record,
         Err(err) => {
-            eprintln!("error: cannot open the audit record in {}: {err}", audit_dir.display());
+            eprintln!(
+                "error: cannot open the audit record in {}: {err}",
+                audit_dir.display()
+            );
             return ExitCode::FAILURE;
         }
     };

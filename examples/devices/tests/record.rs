@@ -97,10 +97,19 @@ async fn the_console_shows_yesterdays_approval_after_a_restart() {
     };
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("devices-record");
     let _ = std::fs::remove_dir_all(&dir);
-    {
-        let record = AuditLog::builder(&dir).open().unwrap();
-        yesterday(&record).await;
-    }
+    // Yesterday's process: its own runtime, gone (with every task that held
+    // its registry) before today's starts.
+    let yesterdays = dir.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let record = AuditLog::builder(&yesterdays).open().unwrap();
+        runtime.block_on(yesterday(&record));
+    })
+    .join()
+    .unwrap();
 
     // Today: a new process's console, on the same record.
     let record = AuditLog::builder(&dir).open().unwrap();

@@ -287,17 +287,25 @@ fn command() -> Command {
 
 /// The `audit` subcommand's options.
 fn audit_options(sub: &ArgMatches) -> Result<crate::audit::AuditOptions, clap::Error> {
-    let invalid = |message: String| {
-        command().error(clap::error::ErrorKind::InvalidValue, message)
-    };
+    let invalid = |message: String| command().error(clap::error::ErrorKind::InvalidValue, message);
     let since_ms = match string(sub, "since") {
         None => None,
-        Some(text) => Some(crate::audit::since_ms(&text, crate::audit::now_ms()).ok_or_else(
-            || invalid(format!("`--since {text}`: write 30m, 24h, 7d or milliseconds since the epoch")),
-        )?),
+        Some(text) => Some(
+            crate::audit::since_ms(&text, crate::audit::now_ms()).ok_or_else(|| {
+                invalid(format!(
+                    "`--since {text}`: write 30m, 24h, 7d or milliseconds since the epoch"
+                ))
+            })?,
+        ),
     };
     let mut kinds = Vec::new();
-    for name in sub.try_get_many::<String>("kind").ok().flatten().into_iter().flatten() {
+    for name in sub
+        .try_get_many::<String>("kind")
+        .ok()
+        .flatten()
+        .into_iter()
+        .flatten()
+    {
         kinds.push(crate::audit::kind(name).ok_or_else(|| {
             invalid(format!(
                 "`--kind {name}`: a record kind such as confirmation-approved or invocation-settled"
@@ -311,7 +319,12 @@ fn audit_options(sub: &ArgMatches) -> Result<crate::audit::AuditOptions, clap::E
         capability: string(sub, "capability"),
         kinds,
         status: string(sub, "status"),
-        limit: sub.try_get_one::<usize>("limit").ok().flatten().copied().unwrap_or(100),
+        limit: sub
+            .try_get_one::<usize>("limit")
+            .ok()
+            .flatten()
+            .copied()
+            .unwrap_or(100),
         json: string(sub, "format").as_deref() == Some("json"),
     })
 }

@@ -93,7 +93,11 @@ fn line(record: &AuditRecord) -> String {
             }
             if let Some(approver) = text(event, "approver") {
                 let channel = text(event, "channel").unwrap_or("?");
-                parts.push(format!("answered by {} through {}", shown(approver), shown(channel)));
+                parts.push(format!(
+                    "answered by {} through {}",
+                    shown(approver),
+                    shown(channel)
+                ));
             }
             if let Some(proof) = text(event, "personVerified") {
                 parts.push(format!("proven with {}", shown(proof)));

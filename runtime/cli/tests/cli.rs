@@ -457,3 +457,92 @@ fn a_dependency_named_like_a_binary_of_the_package_still_needs_approval_when_the
         "{report}"
     );
 }
+
+/// `cargo agent-surface audit`: an application's durable record, printed
+/// and filtered without the application running.
+#[test]
+fn audit_prints_and_filters_a_durable_record() {
+    use agent_surface::audit::{AuditEvent, AuditKind, AuditLog, AuditSink as _};
+    use std::sync::Arc;
+
+    let dir = fixtures().join("audit-record");
+    let _ = std::fs::remove_dir_all(&dir);
+    {
+        let log = AuditLog::builder(&dir).open().unwrap();
+        let mut approved = AuditEvent::new(AuditKind::ConfirmationApproved, 1_765_000_000_000);
+        approved.capability_id = Some(Arc::from("domain:devices.disable"));
+        approved.consumer_id = Some(Arc::from("mcp:claude"));
+        approved.detail = Some(serde_json::Map::from_iter([
+            ("approver".to_owned(), serde_json::json!("dana")),
+            ("channel".to_owned(), serde_json::json!("console")),
+            ("personVerified".to_owned(), serde_json::json!("webauthn")),
+            (
+                "title".to_owned(),
+                serde_json::json!("Disable 2 devices\u{1b}[2J"),
+            ),
+        ]));
+        log.record(&approved);
+        let mut settled = AuditEvent::new(AuditKind::InvocationSettled, 1_765_000_001_000);
+        settled.capability_id = Some(Arc::from("domain:devices.disable"));
+        settled.consumer_id = Some(Arc::from("mcp:claude"));
+        settled.status = Some("ok");
+        log.record(&settled);
+        let mut other = AuditEvent::new(AuditKind::InvocationSettled, 1_765_000_002_000);
+        other.capability_id = Some(Arc::from("view:devices.table.readState"));
+        other.consumer_id = Some(Arc::from("mcp:other"));
+        other.status = Some("ok");
+        log.record(&other);
+    }
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let all = run(&dir, &["audit", "--dir", &dir_arg]);
+    assert!(all.status.success(), "{}", describe(&all));
+    let text = stdout(&all);
+    assert!(text.contains("3 records"), "{text}");
+    assert!(
+        text.contains("confirmation-approved  domain:devices.disable  by mcp:claude  answered by dana through console  proven with webauthn"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "agent text cannot drive the terminal: {text}"
+    );
+
+    let approvals = run(
+        &dir,
+        &[
+            "audit",
+            "--dir",
+            &dir_arg,
+            "--kind",
+            "confirmation-approved",
+        ],
+    );
+    let records = stdout(&approvals)
+        .lines()
+        .filter(|line| line.contains("  #"))
+        .count();
+    assert_eq!(records, 1, "{}", describe(&approvals));
+    let theirs = run(
+        &dir,
+        &[
+            "audit",
+            "--dir",
+            &dir_arg,
+            "--consumer",
+            "mcp:other",
+            "--format",
+            "json",
+        ],
+    );
+    let lines: Vec<serde_json::Value> = stdout(&theirs)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", describe(&theirs));
+    assert_eq!(lines[0]["capabilityId"], "view:devices.table.readState");
+
+    let wrong = run(&dir, &["audit", "--dir", &dir_arg, "--kind", "approved"]);
+    assert_eq!(wrong.status.code(), Some(2), "{}", describe(&wrong));
+    let missing = run(&dir, &["audit", "--dir", "/nonexistent/audit"]);
+    assert_eq!(missing.status.code(), Some(2), "{}", describe(&missing));
+}

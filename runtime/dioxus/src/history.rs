@@ -65,7 +65,9 @@ fn surface_event(event: &RecordedEvent) -> Option<SurfaceEvent> {
             expires_at: String::new(),
             consumer_id,
             requester: None,
-            title: detail_text(event, "title").unwrap_or("a request").to_owned(),
+            title: detail_text(event, "title")
+                .unwrap_or("a request")
+                .to_owned(),
         }),
         AuditKind::ConfirmationApproved => Some(resolved("approved")),
         AuditKind::ConfirmationDenied => Some(resolved("denied")),

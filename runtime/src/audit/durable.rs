@@ -22,8 +22,10 @@
 //! abort), not a power loss; with [`Durability::Disk`] each line is also
 //! flushed to the disk (`fdatasync`) before `record` returns, at the cost
 //! of a disk flush per event. A line torn by a crash or a full disk is cut
-//! off when the log is next opened; a damaged line in the middle is
-//! counted ([`AuditRead::damaged`]), never returned as a record.
+//! off when the log is next opened; a whole line that fails its check is
+//! kept and counted by readers ([`AuditRead::damaged`]), never returned as
+//! a record. A record nested deeper than a reader can parse is cut like an
+//! oversized one.
 //!
 //! # Bounded
 //!
@@ -32,18 +34,32 @@
 //! [`max_bytes`](AuditLogBuilder::max_bytes): the log keeps the newest
 //! records, and [`AuditRead::first_seq`] says where what is kept begins.
 //!
+//! # One writer
+//!
+//! Opening a log takes a lock on [`LOCK_FILE`] in its directory for as
+//! long as the log is open: a second `AuditLog` on the same directory (in
+//! this process or another) is refused, since two writers would interleave
+//! their sequences and delete each other's segments. Other processes read
+//! with [`read_dir`](super::read_dir), which takes no lock.
+//!
 //! # When the disk fails
 //!
 //! A sink never fails the pipeline (the specification's rule): when a write
-//! fails (the disk is full, a quota is reached, the directory went away),
-//! the event is counted as lost, the failure is logged with `tracing`, and
+//! fails (the disk is full, a quota is reached, the directory cannot be
+//! recreated), the event is counted as lost, the failure is logged with `tracing`, and
 //! [`AuditLog::health`] reports it until a write succeeds again; the first
 //! record written then is a gap record saying how many events were lost
-//! ([`AuditRecord::Gap`]), so nothing is lost silently. A host for which an
+//! ([`AuditRecord::Gap`]), so nothing is lost silently; `health` itself
+//! tries that write again, so the log recovers as soon as the disk does. A
+//! segment removed or replaced under the log (its directory deleted) is
+//! noticed before the next write, which goes to a new segment. A failed
+//! flush with [`Durability::Disk`] leaves the record written (not lost)
+//! and `health` failing until a flush succeeds. A host for which an
 //! unrecorded call must not run guards those capabilities with the
 //! [`audit_required`](crate::policy::audit_required) policy, which refuses
 //! them (`CAPABILITY_NOT_AVAILABLE`, retry after a delay) while the log
-//! cannot write.
+//! cannot write — from the first write that failed: the call whose own
+//! record was the first to fail has already run.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
@@ -73,6 +89,17 @@ pub enum Durability {
 pub const DEFAULT_SEGMENT_BYTES: u64 = 8 << 20;
 /// The default bound of the whole log on disk: 256 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 256 << 20;
+/// The lock file that keeps a second writer out of a log's directory.
+pub const LOCK_FILE: &str = "audit.lock";
+
+/// How deep a record's payload and detail may nest and still be read back
+/// (the reader's JSON parser stops at 128 levels, three of which are the
+/// record, the event and the payload).
+const MAX_NESTING: usize = 100;
+
+/// The longest id, name or status a cut record keeps, in bytes.
+const MAX_CUT_FIELD: usize = 256;
+
 /// The default bound of one record: 64 KiB.
 pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 << 10;
 
@@ -122,7 +149,28 @@ impl AuditLogBuilder {
     /// be opened for appending.
     pub fn open(self) -> io::Result<AuditLog> {
         fs::create_dir_all(&self.dir)?;
+        // One writer per directory: a second would interleave sequence
+        // numbers and delete the segments the first writes to.
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join(LOCK_FILE))?;
+        if lock.try_lock().is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "another AuditLog (in this process or another) writes {}; read it with \
+                     agent_surface::audit::read_dir",
+                    self.dir.display()
+                ),
+            ));
+        }
         let max_bytes = self.max_bytes.max(self.segment_bytes.saturating_mul(2));
+        // A record fits in a segment with room to spare.
+        let max_record_bytes = self
+            .max_record_bytes
+            .min(usize::try_from(self.segment_bytes / 2).unwrap_or(usize::MAX));
         let segments = read::segments(&self.dir)?;
         let total: u64 = segments.iter().map(|(_, _, len)| len).sum();
         let (index, path) = match segments.last() {
@@ -157,15 +205,17 @@ impl AuditLogBuilder {
             total,
             next_seq: last_seq.map_or(1, |seq| seq.saturating_add(1)),
             lost: 0,
+            last_at_ms: 0,
         };
         Ok(AuditLog {
             shared: Arc::new(Shared {
                 dir: self.dir,
                 segment_bytes: self.segment_bytes,
                 max_bytes,
-                max_record_bytes: self.max_record_bytes,
+                max_record_bytes,
                 durability: self.durability,
                 writer: Mutex::new(writer),
+                _lock: lock,
                 failing: AtomicBool::new(false),
                 lost_total: AtomicU64::new(0),
             }),
@@ -209,6 +259,8 @@ struct Shared {
     failing: AtomicBool,
     /// Events lost since the log was opened.
     lost_total: AtomicU64,
+    /// Held locked while the log is open.
+    _lock: File,
 }
 
 #[derive(Debug)]
@@ -223,6 +275,8 @@ struct Writer {
     next_seq: u64,
     /// Events lost since the last successful write (a gap record says so).
     lost: u64,
+    /// When the last event was recorded (a gap written on a retry says so).
+    last_at_ms: u64,
 }
 
 /// Why the log cannot record now.
@@ -269,6 +323,10 @@ impl AuditLog {
     /// The last write failed: events are being lost (and counted).
     pub fn health(&self) -> Result<(), AuditLogFailure> {
         if self.shared.failing.load(Ordering::Acquire) {
+            // What it owes (the gap record, a flush) may go through now.
+            self.retry();
+        }
+        if self.shared.failing.load(Ordering::Acquire) {
             Err(AuditLogFailure { lost: self.lost() })
         } else {
             Ok(())
@@ -280,7 +338,8 @@ impl AuditLog {
         self.shared.lost_total.load(Ordering::Acquire)
     }
 
-    /// The records `query` selects, oldest first, from every segment kept.
+    /// The records `query` selects, oldest first, from every segment kept
+    /// (as [`read_dir`](super::read_dir) reads them).
     ///
     /// # Errors
     /// A segment cannot be read.
@@ -288,38 +347,70 @@ impl AuditLog {
         read::read_dir(&self.shared.dir, query)
     }
 
-    /// Writes one record line; `Err` when the write failed (the segment is
-    /// cut back to its last whole line).
-    fn append(&self, writer: &mut Writer, record: &Value) -> io::Result<()> {
-        let line = checked_line(record);
+    /// Writes one record line (`text`, checked here). The bookkeeping
+    /// moves as soon as the line is written; a failed flush to the disk
+    /// after that is [`Failure::NotDurable`], not a lost event.
+    fn append(&self, writer: &mut Writer, text: &str) -> Result<(), Failure> {
+        let line = checked_line(text);
         let len = u64::try_from(line.len()).unwrap_or(u64::MAX);
+        self.still_there(writer).map_err(Failure::NotWritten)?;
         if writer.segment_len > 0
             && writer.segment_len.saturating_add(len) > self.shared.segment_bytes
         {
-            self.rotate(writer)?;
+            self.rotate(writer).map_err(Failure::NotWritten)?;
         }
         while writer.total.saturating_add(len) > self.shared.max_bytes {
-            if !self.delete_oldest(writer)? {
+            if !self.delete_oldest(writer) {
                 break;
             }
         }
         if let Err(error) = writer.file.write_all(line.as_bytes()) {
             // A partial line would merge with the next: cut it off.
             let _ = writer.file.set_len(writer.segment_len);
-            return Err(error);
-        }
-        if self.shared.durability == Durability::Disk {
-            writer.file.sync_data()?;
+            return Err(Failure::NotWritten(error));
         }
         writer.segment_len = writer.segment_len.saturating_add(len);
         writer.total = writer.total.saturating_add(len);
+        if self.shared.durability == Durability::Disk {
+            writer.file.sync_data().map_err(Failure::NotDurable)?;
+        }
+        Ok(())
+    }
+
+    /// Reopens the current segment when its file was removed or replaced
+    /// (the directory deleted, a segment moved away): writes to a file
+    /// nobody can read would be lost without a sign.
+    fn still_there(&self, writer: &mut Writer) -> io::Result<()> {
+        let path = segment_path(&self.shared.dir, writer.index);
+        if same_file(&writer.file, &path) {
+            return Ok(());
+        }
+        tracing::warn!(
+            path = %path.display(),
+            "the audit log's segment was removed or replaced; writing to a new one"
+        );
+        fs::create_dir_all(&self.shared.dir)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&path)?;
+        writer.segment_len = file.metadata()?.len();
+        writer.total = read::segments(&self.shared.dir)?
+            .iter()
+            .map(|(_, _, len)| len)
+            .sum();
+        writer.file = file;
         Ok(())
     }
 
     /// Closes the current segment (flushed to the disk) and opens the next.
     fn rotate(&self, writer: &mut Writer) -> io::Result<()> {
         writer.file.sync_data()?;
-        let index = writer.index.saturating_add(1);
+        let index = writer
+            .index
+            .checked_add(1)
+            .ok_or_else(|| io::Error::other("no segment number is left after the last one"))?;
         let file = OpenOptions::new()
             .create(true)
             .read(true)
@@ -337,52 +428,187 @@ impl AuditLog {
     }
 
     /// Deletes the oldest segment other than the current one; `false` when
-    /// there is none.
-    fn delete_oldest(&self, writer: &mut Writer) -> io::Result<bool> {
-        let segments = read::segments(&self.shared.dir)?;
-        let Some((index, path, len)) = segments.into_iter().next() else {
-            return Ok(false);
+    /// none could be (the bound is then exceeded, and said, rather than the
+    /// event lost).
+    fn delete_oldest(&self, writer: &mut Writer) -> bool {
+        let Ok(segments) = read::segments(&self.shared.dir) else {
+            return false;
         };
-        if index >= writer.index {
-            return Ok(false);
+        for (index, path, len) in segments {
+            if index >= writer.index {
+                break;
+            }
+            match fs::remove_file(&path) {
+                Ok(()) => {
+                    writer.total = writer.total.saturating_sub(len);
+                    return true;
+                }
+                Err(error) => tracing::warn!(
+                    path = %path.display(),
+                    %error,
+                    "an old audit segment cannot be deleted; the log may exceed its bound"
+                ),
+            }
         }
-        fs::remove_file(path)?;
-        writer.total = writer.total.saturating_sub(len);
-        Ok(true)
+        false
     }
 
-    /// The record of `event` as written: whole, or cut to its identity
-    /// when longer than the bound.
-    fn record_of(&self, seq: u64, event: &AuditEvent) -> Value {
-        let whole = json!({ "seq": seq, "atMs": event.at_ms, "event": event });
-        let Ok(text) = serde_json::to_string(&whole) else {
-            return cut(seq, event, 0);
-        };
-        if text.len() + CHECK_LEN <= self.shared.max_record_bytes {
-            return whole;
+    /// The text of `event`'s record: whole, or cut to its identity when
+    /// longer than the bound or nested deeper than a reader can parse.
+    fn record_text(&self, seq: u64, event: &AuditEvent) -> String {
+        let text = line_text(seq, event.at_ms, Some(event), None);
+        let deep = [&event.payload, &event.detail]
+            .into_iter()
+            .flatten()
+            .any(|map| !nesting_within(map, MAX_NESTING));
+        if text.len() + CHECK_LEN <= self.shared.max_record_bytes && !deep {
+            return text;
         }
-        cut(seq, event, text.len())
+        line_text(seq, event.at_ms, Some(&cut(event, text.len())), None)
     }
+
+    /// While failing: tries again to write what it owes (the gap record,
+    /// or the flush), so the log recovers without waiting for an event.
+    fn retry(&self) {
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if !shared.failing.load(Ordering::Acquire) {
+            return;
+        }
+        let now = writer.last_at_ms;
+        let recovered = if writer.lost > 0 {
+            self.write_gap(&mut writer, now)
+        } else {
+            writer.file.sync_data().is_ok()
+        };
+        if recovered {
+            shared.failing.store(false, Ordering::Release);
+        }
+    }
+
+    /// Writes the gap record of the events lost; whether it was written.
+    fn write_gap(&self, writer: &mut Writer, at_ms: u64) -> bool {
+        let text = line_text(writer.next_seq, at_ms, None, Some(writer.lost));
+        match self.append(writer, &text) {
+            Ok(()) | Err(Failure::NotDurable(_)) => {
+                writer.next_seq = writer.next_seq.saturating_add(1);
+                writer.lost = 0;
+                true
+            }
+            Err(Failure::NotWritten(_)) => false,
+        }
+    }
+}
+
+/// How an append failed.
+enum Failure {
+    /// Nothing was written: the event is lost (and counted).
+    NotWritten(io::Error),
+    /// Written, but the flush to the disk failed.
+    NotDurable(io::Error),
+}
+
+/// Whether `file` is still the file at `path`.
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+/// Whether `file` is still the file at `path` (here: whether the path
+/// still names a file).
+#[cfg(not(unix))]
+fn same_file(_file: &File, path: &Path) -> bool {
+    path.is_file()
 }
 
 /// The check, a space, and the newline around a record.
 const CHECK_LEN: usize = 16 + 1 + 1;
 
-/// `event` without its payload and detail, saying how long the whole
-/// record was.
-fn cut(seq: u64, event: &AuditEvent, whole_len: usize) -> Value {
+/// One record's JSON: an event's, or a gap's.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Line<'a> {
+    seq: u64,
+    at_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event: Option<&'a AuditEvent>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gap: Option<Gap>,
+}
+
+#[derive(serde::Serialize)]
+struct Gap {
+    lost: u64,
+}
+
+fn line_text(seq: u64, at_ms: u64, event: Option<&AuditEvent>, lost: Option<u64>) -> String {
+    let line = Line {
+        seq,
+        at_ms,
+        event,
+        gap: lost.map(|lost| Gap { lost }),
+    };
+    serde_json::to_string(&line).unwrap_or_else(|_| {
+        // An event's fields are strings, numbers and JSON values: this is
+        // not reached; the record still says when and which.
+        format!("{{\"seq\":{seq},\"atMs\":{at_ms},\"gap\":{{\"lost\":0}}}}")
+    })
+}
+
+/// Whether `map` nests at most `max` levels (walked without recursion).
+fn nesting_within(map: &Map<String, Value>, max: usize) -> bool {
+    let mut stack: Vec<(&Value, usize)> = map.values().map(|v| (v, 1)).collect();
+    while let Some((value, depth)) = stack.pop() {
+        if depth > max {
+            return false;
+        }
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            Value::Object(fields) => stack.extend(fields.values().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    true
+}
+
+/// At most [`MAX_CUT_FIELD`] bytes of `text`, on a character boundary.
+fn capped(text: &Arc<str>) -> Arc<str> {
+    if text.len() <= MAX_CUT_FIELD {
+        return Arc::clone(text);
+    }
+    let mut end = MAX_CUT_FIELD;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Arc::from(text.get(..end).unwrap_or_default())
+}
+
+/// `event` without its payload and detail, its ids capped, saying how
+/// long the whole record was.
+fn cut(event: &AuditEvent, whole_len: usize) -> AuditEvent {
     let mut kept = event.clone();
     kept.payload = None;
+    for field in [
+        &mut kept.capability_id,
+        &mut kept.registration_id,
+        &mut kept.invocation_id,
+        &mut kept.consumer_id,
+    ] {
+        *field = field.as_ref().map(capped);
+    }
     kept.detail = Some(Map::from_iter([(
         "truncated".to_owned(),
         json!({ "recordBytes": whole_len }),
     )]));
-    json!({ "seq": seq, "atMs": event.at_ms, "event": kept })
+    kept
 }
 
 /// `<check> <record>\n`.
-fn checked_line(record: &Value) -> String {
-    let text = record.to_string();
+fn checked_line(text: &str) -> String {
     let check = Fnv1a64::hash(text.as_bytes());
     format!("{check:016x} {text}\n")
 }
@@ -400,27 +626,25 @@ struct Recovered {
     last_seq: Option<u64>,
 }
 
-/// Cuts the segment after its last whole, checked line.
+/// Cuts a final line a crash or a full disk left without its newline; a
+/// whole line that fails its check stays (readers count it damaged).
 fn recover(file: &mut File) -> io::Result<Recovered> {
     let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(0))?;
     file.read_to_end(&mut bytes)?;
-    let mut good = 0usize;
-    let mut last_seq = None;
-    let mut start = 0usize;
-    while let Some(offset) = bytes.get(start..).and_then(memchr_newline) {
-        let end = start + offset;
-        let line = bytes.get(start..end).unwrap_or_default();
-        // A damaged line in the middle stays (the reader counts it); only
-        // the tail after the last good line is cut.
-        if let Some(seq) = read::checked_record(line).and_then(read::seq_of) {
-            last_seq = Some(seq);
-            good = end + 1;
-        }
-        start = end + 1;
-    }
+    let whole = bytes
+        .iter()
+        .rposition(|byte| *byte == b'\n')
+        .map_or(0, |last| last + 1);
+    let last_seq = bytes
+        .get(..whole)
+        .unwrap_or_default()
+        .split(|byte| *byte == b'\n')
+        .filter_map(read::checked_record)
+        .filter_map(read::seq_of)
+        .next_back();
     let len = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    let keep = u64::try_from(good).unwrap_or(u64::MAX);
+    let keep = u64::try_from(whole).unwrap_or(u64::MAX);
     if keep < len {
         file.set_len(keep)?;
     }
@@ -442,41 +666,35 @@ fn last_record_seq(file: &mut File) -> io::Result<Option<u64>> {
         .next_back())
 }
 
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|byte| *byte == b'\n')
-}
-
 impl AuditSink for AuditLog {
     fn record(&self, event: &AuditEvent) {
         let shared = &self.shared;
         let mut writer = shared.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        if writer.lost > 0 {
-            let gap = json!({
-                "seq": writer.next_seq,
-                "atMs": event.at_ms,
-                "gap": { "lost": writer.lost },
-            });
-            if self.append(&mut writer, &gap).is_ok() {
-                writer.next_seq += 1;
-                writer.lost = 0;
-            }
+        writer.last_at_ms = event.at_ms;
+        if writer.lost > 0 && !self.write_gap(&mut writer, event.at_ms) {
+            // Still failing: this event is lost too.
+            writer.lost = writer.lost.saturating_add(1);
+            shared.lost_total.fetch_add(1, Ordering::AcqRel);
+            return;
         }
-        let record = if writer.lost == 0 {
-            Some(self.record_of(writer.next_seq, event))
-        } else {
-            None
-        };
-        let written = match record {
-            Some(record) => self.append(&mut writer, &record),
-            None => Err(io::Error::other("the gap record could not be written")),
-        };
-        match written {
+        let text = self.record_text(writer.next_seq, event);
+        match self.append(&mut writer, &text) {
             Ok(()) => {
-                writer.next_seq += 1;
+                writer.next_seq = writer.next_seq.saturating_add(1);
                 shared.failing.store(false, Ordering::Release);
             }
-            Err(error) => {
-                writer.lost += 1;
+            Err(Failure::NotDurable(error)) => {
+                writer.next_seq = writer.next_seq.saturating_add(1);
+                if !shared.failing.swap(true, Ordering::AcqRel) {
+                    tracing::error!(
+                        dir = %shared.dir.display(),
+                        %error,
+                        "the audit log cannot flush to the disk; records may not survive a power loss"
+                    );
+                }
+            }
+            Err(Failure::NotWritten(error)) => {
+                writer.lost = writer.lost.saturating_add(1);
                 shared.lost_total.fetch_add(1, Ordering::AcqRel);
                 if !shared.failing.swap(true, Ordering::AcqRel) {
                     tracing::error!(

@@ -29,10 +29,13 @@ mod read;
 #[cfg(not(target_family = "wasm"))]
 pub use durable::{
     AuditLog, AuditLogBuilder, AuditLogFailure, DEFAULT_MAX_BYTES, DEFAULT_MAX_RECORD_BYTES,
-    DEFAULT_SEGMENT_BYTES, Durability,
+    DEFAULT_SEGMENT_BYTES, Durability, LOCK_FILE,
 };
 #[cfg(not(target_family = "wasm"))]
-pub use read::{AuditQuery, AuditRead, AuditRecord, DEFAULT_QUERY_LIMIT, RecordedEvent, read_dir};
+pub use read::{
+    AuditQuery, AuditRead, AuditRecord, DEFAULT_QUERY_BYTES, DEFAULT_QUERY_LIMIT, RecordedEvent,
+    read_dir,
+};
 
 /// Kinds of audit events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -20,6 +20,10 @@ const MAX_LINE_BYTES: usize = 16 << 20;
 /// The default number of records a query returns (the newest).
 pub const DEFAULT_QUERY_LIMIT: usize = 10_000;
 
+/// The default bound of the records a query returns, in bytes of their
+/// lines (the newest kept).
+pub const DEFAULT_QUERY_BYTES: usize = 64 << 20;
+
 /// One audit event as read back from the log.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -119,6 +123,7 @@ pub struct AuditQuery {
     kinds: Vec<AuditKind>,
     status: Option<String>,
     limit: usize,
+    max_bytes: usize,
 }
 
 impl Default for AuditQuery {
@@ -138,6 +143,7 @@ impl AuditQuery {
             kinds: Vec::new(),
             status: None,
             limit: DEFAULT_QUERY_LIMIT,
+            max_bytes: DEFAULT_QUERY_BYTES,
         }
     }
 
@@ -180,6 +186,13 @@ impl AuditQuery {
     /// At most the newest `limit` records.
     pub fn limit(mut self, limit: usize) -> Self {
         self.limit = limit;
+        self
+    }
+
+    /// At most the newest records whose lines add up to `bytes` (the
+    /// default: [`DEFAULT_QUERY_BYTES`]): what a read holds in memory.
+    pub fn max_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = bytes;
         self
     }
 
@@ -228,12 +241,19 @@ pub(super) fn segments(dir: &Path) -> io::Result<Vec<(u64, PathBuf, u64)>> {
             .to_str()
             .and_then(|name| name.strip_prefix("audit-"))
             .and_then(|rest| rest.strip_suffix(".log"))
+            .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|digits| digits.parse::<u64>().ok())
         else {
             continue;
         };
-        let len = entry.metadata().map(|m| m.len()).unwrap_or(0);
-        found.push((index, entry.path(), len));
+        // A directory or a link named like a segment is not one.
+        let Ok(metadata) = entry.metadata() else {
+            continue;
+        };
+        if !entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            continue;
+        }
+        found.push((index, entry.path(), metadata.len()));
     }
     found.sort_by_key(|(index, _, _)| *index);
     Ok(found)
@@ -295,7 +315,8 @@ fn parse(record: &[u8]) -> Option<AuditRecord> {
 /// The directory or a segment cannot be read.
 pub fn read_dir(dir: &Path, query: &AuditQuery) -> io::Result<AuditRead> {
     let mut read = AuditRead::default();
-    let mut kept = VecDeque::new();
+    let mut kept: VecDeque<(AuditRecord, usize)> = VecDeque::new();
+    let mut kept_bytes = 0usize;
     let mut line = Vec::new();
     for (_, path, _) in segments(dir)? {
         let file = match File::open(&path) {
@@ -315,10 +336,10 @@ pub fn read_dir(dir: &Path, query: &AuditQuery) -> io::Result<AuditRead> {
             }
             let Some(whole) = line.strip_suffix(b"\n") else {
                 if n >= MAX_LINE_BYTES {
-                    // Too long to be a record: skip to its end.
+                    // Too long to be a record: skipped to its end without
+                    // holding it.
                     read.damaged += 1;
-                    let mut rest = Vec::new();
-                    reader.read_until(b'\n', &mut rest)?;
+                    skip_line(&mut reader)?;
                     continue;
                 }
                 // The last line, not yet whole: being written.
@@ -331,16 +352,38 @@ pub fn read_dir(dir: &Path, query: &AuditQuery) -> io::Result<AuditRead> {
             if read.first_seq.is_none() {
                 read.first_seq = Some(record.seq());
             }
-            if query.selects(&record) {
-                if kept.len() == query.limit {
-                    kept.pop_front();
-                }
-                if query.limit > 0 {
-                    kept.push_back(record);
+            if query.limit > 0 && query.selects(&record) {
+                kept_bytes = kept_bytes.saturating_add(n);
+                kept.push_back((record, n));
+                while kept.len() > query.limit || kept_bytes > query.max_bytes {
+                    let Some((_, bytes)) = kept.pop_front() else {
+                        break;
+                    };
+                    kept_bytes = kept_bytes.saturating_sub(bytes);
                 }
             }
         }
     }
-    read.records = kept.into();
+    read.records = kept.into_iter().map(|(record, _)| record).collect();
     Ok(read)
+}
+
+/// Skips to the end of the current line, a buffer at a time.
+fn skip_line(reader: &mut BufReader<File>) -> io::Result<()> {
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        match buffer.iter().position(|byte| *byte == b'\n') {
+            Some(end) => {
+                reader.consume(end + 1);
+                return Ok(());
+            }
+            None => {
+                let all = buffer.len();
+                reader.consume(all);
+            }
+        }
+    }
 }

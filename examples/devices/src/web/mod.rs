@@ -279,8 +279,11 @@ pub async fn serve_with_record(
         }
         None => Vec::new(),
     };
-    let activity =
-        agent_surface_dioxus::ActivityLog::start_with_history(app.registry(), activity::KEPT, history);
+    let activity = agent_surface_dioxus::ActivityLog::start_with_history(
+        app.registry(),
+        activity::KEPT,
+        history,
+    );
     let shared = Shared {
         app,
         tabs: Arc::new(Tabs::default()),
