@@ -526,3 +526,54 @@ fn opening_cuts_only_a_torn_tail_and_keeps_a_damaged_whole_line() {
         "the torn tail is gone; numbering goes on after it"
     );
 }
+
+#[test]
+fn the_lock_holds_when_the_directory_or_the_lock_file_is_removed() {
+    let dir = scratch("lock-removed");
+    let first = AuditLog::builder(&dir).open().unwrap();
+    first.record(&event(1));
+    // The directory deleted: the next write recreates it, lock included.
+    std::fs::remove_dir_all(&dir).unwrap();
+    first.record(&event(2));
+    assert!(AuditLog::builder(&dir).open().is_err(), "still one writer");
+
+    // The lock file alone removed: a second writer gets in, and the first
+    // stops writing (counted, and said), so no sequence is written twice.
+    std::fs::remove_file(dir.join(agent_surface::audit::LOCK_FILE)).unwrap();
+    let second = AuditLog::builder(&dir).open().unwrap();
+    first.record(&event(3));
+    assert!(first.health().is_err());
+    assert_eq!(first.lost(), 1);
+    second.record(&event(4));
+    let read = second.read(&AuditQuery::new()).unwrap();
+    // Event 1 went with the deleted directory; 2 (the first writer's) and
+    // 4 (the second's) follow each other, numbered once each.
+    let got: Vec<(u64, Option<&str>)> = events(&read)
+        .iter()
+        .map(|e| (e.seq, e.invocation_id.as_deref()))
+        .collect();
+    assert_eq!(got, vec![(2, Some("inv-2")), (3, Some("inv-4"))]);
+}
+
+#[test]
+fn a_link_named_like_the_next_segment_is_passed_over() {
+    let dir = scratch("link");
+    let elsewhere = scratch("link-target").join("elsewhere");
+    std::fs::write(&elsewhere, b"").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join("audit-0000000002.log")).unwrap();
+    let log = AuditLog::builder(&dir)
+        .segment_bytes(4 << 10)
+        .open()
+        .unwrap();
+    for n in 1..=100 {
+        log.record(&event(n));
+    }
+    assert!(log.health().is_ok());
+    assert_eq!(
+        std::fs::read(&elsewhere).unwrap().len(),
+        0,
+        "nothing written through"
+    );
+    let read = log.read(&AuditQuery::new()).unwrap();
+    assert_eq!(events(&read).len(), 100);
+}

@@ -103,6 +103,11 @@ async fn web_console(
                 "error: cannot open the audit record in {}: {err}",
                 audit_dir.display()
             );
+            if err.kind() == std::io::ErrorKind::WouldBlock {
+                eprintln!(
+                    "(is another console running on it? give this one its own with --audit-dir DIR)"
+                );
+            }
             return ExitCode::FAILURE;
         }
     };

@@ -59,9 +59,40 @@ fn text<'a>(event: &'a RecordedEvent, key: &str) -> Option<&'a str> {
     event.detail.as_ref()?.get(key).and_then(Value::as_str)
 }
 
-/// Agent text printed on a terminal: control characters shown, not obeyed.
+/// Agent text printed on a terminal: control, bidi, zero-width and filler
+/// characters shown as escapes, never obeyed.
 fn shown(text: &str) -> String {
-    text.chars().flat_map(char::escape_debug).collect()
+    let visible = agent_surface::adapter::text::escape(text);
+    visible
+        .chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+/// JSON for a terminal or a pipe: every character outside printable ASCII
+/// written as `\uXXXX` (still the same JSON), so no agent text reaches the
+/// terminal raw.
+fn ascii_json(value: &Value) -> String {
+    let text = value.to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if (' '..='~').contains(&c) {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
 }
 
 /// One record in words.
@@ -169,7 +200,7 @@ pub(crate) fn run(options: &AuditOptions) -> Result<u8, Fatal> {
     let mut out = String::new();
     for record in &read.records {
         if options.json {
-            out.push_str(&as_json(record).to_string());
+            out.push_str(&ascii_json(&as_json(record)));
         } else {
             out.push_str(&line(record));
         }

@@ -489,7 +489,7 @@ fn audit_prints_and_filters_a_durable_record() {
         log.record(&settled);
         let mut other = AuditEvent::new(AuditKind::InvocationSettled, 1_765_000_002_000);
         other.capability_id = Some(Arc::from("view:devices.table.readState"));
-        other.consumer_id = Some(Arc::from("mcp:other"));
+        other.consumer_id = Some(Arc::from("mcp:other\u{202e}\u{9b}"));
         other.status = Some("ok");
         log.record(&other);
     }
@@ -528,8 +528,8 @@ fn audit_prints_and_filters_a_durable_record() {
             "audit",
             "--dir",
             &dir_arg,
-            "--consumer",
-            "mcp:other",
+            "--capability",
+            "view:devices.table.readState",
             "--format",
             "json",
         ],
@@ -540,6 +540,17 @@ fn audit_prints_and_filters_a_durable_record() {
         .collect();
     assert_eq!(lines.len(), 1, "{}", describe(&theirs));
     assert_eq!(lines[0]["capabilityId"], "view:devices.table.readState");
+    // The same JSON, and nothing but printable ASCII reaches the terminal.
+    assert_eq!(lines[0]["consumerId"], "mcp:other\u{202e}\u{9b}");
+    assert!(
+        stdout(&theirs)
+            .chars()
+            .all(|c| c == '\n' || (' '..='~').contains(&c))
+    );
+    assert!(
+        !text.contains('\u{202e}') && !text.contains('\u{9b}'),
+        "{text}"
+    );
 
     let wrong = run(&dir, &["audit", "--dir", &dir_arg, "--kind", "approved"]);
     assert_eq!(wrong.status.code(), Some(2), "{}", describe(&wrong));

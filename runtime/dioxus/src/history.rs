@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use agent_surface::audit::{AuditKind, AuditRecord, RecordedEvent};
+use agent_surface::error::ErrorCode;
 use agent_surface::events::SurfaceEvent;
 use serde_json::Value;
 
@@ -49,6 +50,9 @@ fn surface_event(event: &RecordedEvent) -> Option<SurfaceEvent> {
         proof: known(detail_text(event, "personVerified"), PROOFS),
     };
     match event.kind {
+        // "Waiting for your answer" is true only while it waits: the
+        // request's own record says it was asked.
+        AuditKind::InvocationSettled if event.code == Some(ErrorCode::ConfirmationRequired) => None,
         AuditKind::InvocationSettled => Some(SurfaceEvent::InvocationSettled {
             invocation_id: Arc::from(event.invocation_id.as_deref().unwrap_or("")),
             capability_id,
@@ -84,19 +88,54 @@ pub fn activity_from_audit(records: &[AuditRecord], capacity: usize) -> Vec<Acti
     let capacity = capacity.clamp(1, MAX_ACTIVITY);
     let mut memory = Memory::default();
     let mut entries = VecDeque::with_capacity(capacity);
-    for record in records {
-        let AuditRecord::Event(event) = record else {
-            continue;
-        };
-        let Some(entry) =
-            surface_event(event).and_then(|e| memory.entry(&e, event.at_ms, capacity))
-        else {
-            continue;
-        };
+    // Requests asked and never answered in the record: the process that
+    // held them ended, and them with it.
+    let mut open: Vec<Arc<str>> = Vec::new();
+    let mut last_ms = 0;
+    let push = |entries: &mut VecDeque<ActivityEntry>, entry| {
         if entries.len() == capacity {
             entries.pop_back();
         }
         entries.push_front(entry);
+    };
+    for record in records {
+        let AuditRecord::Event(event) = record else {
+            continue;
+        };
+        last_ms = event.at_ms;
+        let Some(surface) = surface_event(event) else {
+            continue;
+        };
+        match &surface {
+            SurfaceEvent::ConfirmationRequested {
+                confirmation_id, ..
+            } => {
+                if open.len() == capacity {
+                    open.remove(0);
+                }
+                open.push(Arc::clone(confirmation_id));
+            }
+            SurfaceEvent::ConfirmationResolved {
+                confirmation_id, ..
+            } => open.retain(|id| id != confirmation_id),
+            _ => {}
+        }
+        if let Some(entry) = memory.entry(&surface, event.at_ms, capacity) {
+            push(&mut entries, entry);
+        }
+    }
+    for confirmation_id in open {
+        let ended = SurfaceEvent::ConfirmationResolved {
+            confirmation_id,
+            outcome: "withdrawn",
+            channel: None,
+            approver: None,
+            reason: Some("unmounted"),
+            proof: None,
+        };
+        if let Some(entry) = memory.entry(&ended, last_ms, capacity) {
+            push(&mut entries, entry);
+        }
     }
     entries.into()
 }

@@ -157,14 +157,7 @@ impl AuditLogBuilder {
             .write(true)
             .open(self.dir.join(LOCK_FILE))?;
         if lock.try_lock().is_err() {
-            return Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                format!(
-                    "another AuditLog (in this process or another) writes {}; read it with \
-                     agent_surface::audit::read_dir",
-                    self.dir.display()
-                ),
-            ));
+            return Err(taken(&self.dir));
         }
         let max_bytes = self.max_bytes.max(self.segment_bytes.saturating_mul(2));
         // A record fits in a segment with room to spare.
@@ -206,6 +199,7 @@ impl AuditLogBuilder {
             next_seq: last_seq.map_or(1, |seq| seq.saturating_add(1)),
             lost: 0,
             last_at_ms: 0,
+            lock,
         };
         Ok(AuditLog {
             shared: Arc::new(Shared {
@@ -215,7 +209,7 @@ impl AuditLogBuilder {
                 max_record_bytes,
                 durability: self.durability,
                 writer: Mutex::new(writer),
-                _lock: lock,
+                last_retry: Mutex::new(None),
                 failing: AtomicBool::new(false),
                 lost_total: AtomicU64::new(0),
             }),
@@ -259,9 +253,13 @@ struct Shared {
     failing: AtomicBool,
     /// Events lost since the log was opened.
     lost_total: AtomicU64,
-    /// Held locked while the log is open.
-    _lock: File,
+    /// When `health` last retried a failing log (at most every
+    /// [`RETRY_EVERY`]: a caller asking in a loop does not drive disk I/O).
+    last_retry: Mutex<Option<std::time::Instant>>,
 }
+
+/// How often `health` retries a failing log.
+const RETRY_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 #[derive(Debug)]
 struct Writer {
@@ -277,6 +275,8 @@ struct Writer {
     lost: u64,
     /// When the last event was recorded (a gap written on a retry says so).
     last_at_ms: u64,
+    /// The lock file, held locked while the log is open.
+    lock: File,
 }
 
 /// Why the log cannot record now.
@@ -333,6 +333,31 @@ impl AuditLog {
         }
     }
 
+    /// [`health`](Self::health) for a policy asked on every guarded call:
+    /// a failing log is retried at most every [`RETRY_EVERY`], so an agent
+    /// calling in a loop does not drive disk I/O.
+    pub(crate) fn health_checked_sparingly(&self) -> bool {
+        if self.shared.failing.load(Ordering::Acquire) && self.retry_due() {
+            self.retry();
+        }
+        !self.shared.failing.load(Ordering::Acquire)
+    }
+
+    /// Whether a retry is due (at most one every [`RETRY_EVERY`]).
+    fn retry_due(&self) -> bool {
+        let mut last = self
+            .shared
+            .last_retry
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        if last.is_some_and(|at| now.duration_since(at) < RETRY_EVERY) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+
     /// Events lost since the log was opened (writes that failed).
     pub fn lost(&self) -> u64 {
         self.shared.lost_total.load(Ordering::Acquire)
@@ -381,7 +406,23 @@ impl AuditLog {
     /// (the directory deleted, a segment moved away): writes to a file
     /// nobody can read would be lost without a sign.
     fn still_there(&self, writer: &mut Writer) -> io::Result<()> {
-        let path = segment_path(&self.shared.dir, writer.index);
+        let dir = &self.shared.dir;
+        // The lock first: a directory deleted and recreated, or a lock
+        // file removed, would let a second writer in.
+        let lock_path = dir.join(LOCK_FILE);
+        if !same_file(&writer.lock, &lock_path) {
+            fs::create_dir_all(dir)?;
+            let lock = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)?;
+            if lock.try_lock().is_err() {
+                return Err(taken(dir));
+            }
+            writer.lock = lock;
+        }
+        let path = segment_path(dir, writer.index);
         if same_file(&writer.file, &path) {
             return Ok(());
         }
@@ -389,17 +430,9 @@ impl AuditLog {
             path = %path.display(),
             "the audit log's segment was removed or replaced; writing to a new one"
         );
-        fs::create_dir_all(&self.shared.dir)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&path)?;
-        writer.segment_len = file.metadata()?.len();
-        writer.total = read::segments(&self.shared.dir)?
-            .iter()
-            .map(|(_, _, len)| len)
-            .sum();
+        let file = new_segment(&path)?;
+        writer.segment_len = 0;
+        writer.total = read::segments(dir)?.iter().map(|(_, _, len)| len).sum();
         writer.file = file;
         Ok(())
     }
@@ -407,15 +440,24 @@ impl AuditLog {
     /// Closes the current segment (flushed to the disk) and opens the next.
     fn rotate(&self, writer: &mut Writer) -> io::Result<()> {
         writer.file.sync_data()?;
-        let index = writer
-            .index
-            .checked_add(1)
-            .ok_or_else(|| io::Error::other("no segment number is left after the last one"))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(segment_path(&self.shared.dir, index))?;
+        // The next free number: a name already taken (a link or a file
+        // someone left there) is passed over, never written through.
+        let mut index = writer.index;
+        let mut opened = None;
+        for _ in 0..16 {
+            index = index
+                .checked_add(1)
+                .ok_or_else(|| io::Error::other("no segment number is left after the last one"))?;
+            match new_segment(&segment_path(&self.shared.dir, index)) {
+                Ok(file) => {
+                    opened = Some(file);
+                    break;
+                }
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let file = opened.ok_or_else(|| io::Error::other("every next segment name is taken"))?;
         if self.shared.durability == Durability::Disk
             && let Ok(dir) = File::open(&self.shared.dir)
         {
@@ -464,7 +506,18 @@ impl AuditLog {
         if text.len() + CHECK_LEN <= self.shared.max_record_bytes && !deep {
             return text;
         }
-        line_text(seq, event.at_ms, Some(&cut(event, text.len())), None)
+        let cut_text = line_text(seq, event.at_ms, Some(&cut(event, text.len())), None);
+        if cut_text.len() + CHECK_LEN <= self.shared.max_record_bytes {
+            return cut_text;
+        }
+        // Ids of escaped text can still be too long: what happened, when,
+        // and how it ended stay.
+        let mut bare = cut(event, text.len());
+        bare.capability_id = None;
+        bare.registration_id = None;
+        bare.invocation_id = None;
+        bare.consumer_id = None;
+        line_text(seq, event.at_ms, Some(&bare), None)
     }
 
     /// While failing: tries again to write what it owes (the gap record,
@@ -506,6 +559,18 @@ enum Failure {
     NotWritten(io::Error),
     /// Written, but the flush to the disk failed.
     NotDurable(io::Error),
+}
+
+/// The error of a log another writer holds.
+fn taken(dir: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        format!(
+            "another writer (in this process or another) has the audit log in {} open; one \
+             writer per directory (readers use agent_surface::audit::read_dir)",
+            dir.display()
+        ),
+    )
 }
 
 /// Whether `file` is still the file at `path`.
@@ -611,6 +676,16 @@ fn cut(event: &AuditEvent, whole_len: usize) -> AuditEvent {
 fn checked_line(text: &str) -> String {
     let check = Fnv1a64::hash(text.as_bytes());
     format!("{check:016x} {text}\n")
+}
+
+/// A new segment file: never an existing file or a link someone left at
+/// its name (whose target the log would otherwise write to).
+fn new_segment(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create_new(true)
+        .read(true)
+        .append(true)
+        .open(path)
 }
 
 fn segment_path(dir: &Path, index: u64) -> PathBuf {

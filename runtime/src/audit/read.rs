@@ -20,9 +20,13 @@ const MAX_LINE_BYTES: usize = 16 << 20;
 /// The default number of records a query returns (the newest).
 pub const DEFAULT_QUERY_LIMIT: usize = 10_000;
 
-/// The default bound of the records a query returns, in bytes of their
-/// lines (the newest kept).
+/// The default bound of what a query's records hold in memory, in bytes
+/// (the newest kept).
 pub const DEFAULT_QUERY_BYTES: usize = 64 << 20;
+
+/// What a parsed record holds in memory per byte of its line, at most:
+/// small JSON values (`[0,0,…]`) cost about this much once parsed.
+const PARSED_PER_LINE_BYTE: usize = 16;
 
 /// One audit event as read back from the log.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -189,8 +193,9 @@ impl AuditQuery {
         self
     }
 
-    /// At most the newest records whose lines add up to `bytes` (the
-    /// default: [`DEFAULT_QUERY_BYTES`]): what a read holds in memory.
+    /// At most the newest records that hold `bytes` in memory once parsed
+    /// (counted as 16 bytes per byte of their lines; the default:
+    /// [`DEFAULT_QUERY_BYTES`]).
     pub fn max_bytes(mut self, bytes: usize) -> Self {
         self.max_bytes = bytes;
         self
@@ -353,8 +358,9 @@ pub fn read_dir(dir: &Path, query: &AuditQuery) -> io::Result<AuditRead> {
                 read.first_seq = Some(record.seq());
             }
             if query.limit > 0 && query.selects(&record) {
-                kept_bytes = kept_bytes.saturating_add(n);
-                kept.push_back((record, n));
+                let weight = n.saturating_mul(PARSED_PER_LINE_BYTE);
+                kept_bytes = kept_bytes.saturating_add(weight);
+                kept.push_back((record, weight));
                 while kept.len() > query.limit || kept_bytes > query.max_bytes {
                     let Some((_, bytes)) = kept.pop_front() else {
                         break;

@@ -271,11 +271,14 @@ pub async fn serve_with_record(
         .confirmations()
         .approver(CONSOLE_CHANNEL, &app.user().id)
         .ok();
-    let history = match record {
-        Some(record) => {
-            let query = agent_surface::audit::AuditQuery::new().limit(activity::KEPT * 8);
-            let kept = record.read(&query)?;
-            agent_surface_dioxus::activity_from_audit(&kept.records, activity::KEPT)
+    // What the record kept from before; a record that cannot be read
+    // starts the list empty (it is still written to), and says so.
+    let query = agent_surface::audit::AuditQuery::new().limit(activity::KEPT * 8);
+    let history = match record.map(|record| record.read(&query)) {
+        Some(Ok(kept)) => agent_surface_dioxus::activity_from_audit(&kept.records, activity::KEPT),
+        Some(Err(err)) => {
+            tracing::warn!(%err, "the audit record cannot be read; the activity list starts empty");
+            Vec::new()
         }
         None => Vec::new(),
     };

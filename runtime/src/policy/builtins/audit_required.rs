@@ -47,7 +47,7 @@ impl Policy for AuditRequired {
         next: Next<'a, PolicyContext<'a>>,
     ) -> BoxFuture<'a, PolicyResult> {
         let _ = ctx;
-        if self.log.health().is_err() {
+        if !self.log.health_checked_sparingly() {
             let refused = ErrorPayload::not_available(REASON).with_retry(Retry::AfterDelay);
             return Box::pin(std::future::ready(Err(refused)));
         }
