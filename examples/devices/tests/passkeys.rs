@@ -171,8 +171,8 @@ async fn as_confirm_001_the_person_registers_a_passkey_and_approves_with_it_and_
         // reload withdrew.
         until("the record shows what happened before the reload", || async {
             text(&page, "#activity").await.is_some_and(|t| {
-                t.contains("admin approved with a passkey (through console): Disable 1 device: Air sensor Navigli")
-                    && t.contains("Withdrawn, the page it applied to was left or closed; nothing was done: Disable 1 device: Camera Duomo")
+                t.contains("admin approved with a passkey (through console): “Disable 1 device: Air sensor Navigli”")
+                    && t.contains("Withdrawn, the page it applied to was left or closed; nothing was done: “Disable 1 device: Camera Duomo”")
             })
         })
         .await;

@@ -107,7 +107,7 @@ async fn the_scripted_agent_disables_three_devices_from_a_fresh_console_and_from
         // The activity says what the approved action did.
         until("the activity shows the approved action", || async {
             text(&page, "#activity").await.is_some_and(|t| {
-                t.contains("Scripted agent did, with your approval: Disable 3 devices")
+                t.contains("Scripted agent did, with your approval: “Disable 3 devices")
             })
         })
         .await;
@@ -342,7 +342,7 @@ async fn the_activity_and_the_agents_panel_show_what_the_agent_does_and_may_do()
             "the activity shows the approval and its channel",
             || async {
                 text(&page, "#activity").await.is_some_and(|t| {
-                    t.contains("admin approved with the terminal's code (through console): Disable 2 devices")
+                    t.contains("admin approved with the terminal's code (through console): “Disable 2 devices")
                 })
             },
         )
@@ -354,7 +354,7 @@ async fn the_activity_and_the_agents_panel_show_what_the_agent_does_and_may_do()
             || async {
                 text(&page, "#activity")
                     .await
-                    .is_some_and(|t| t.contains("did, with your approval: Disable 2 devices"))
+                    .is_some_and(|t| t.contains("did, with your approval: “Disable 2 devices"))
             },
         )
         .await;

@@ -143,7 +143,7 @@ async fn the_console_shows_yesterdays_approval_after_a_restart() {
             sign_in(&page, &places).await;
             until("yesterday's approval in the activity list", || async {
                 text(&page, "#activity").await.is_some_and(|t| {
-                    t.contains("admin approved (through console): Switches a lamp off")
+                    t.contains("admin approved (through console): “Switches a lamp off")
                         && t.contains("yesterday")
                 })
             })

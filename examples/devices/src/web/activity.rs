@@ -97,7 +97,7 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
             ..
         } => {
             let _ = capability_id;
-            (format!("{who} did, with your approval: {title}"), "done")
+            (format!("{who} did, with your approval: “{title}”"), "done")
         }
         Activity::Call {
             capability_id,
@@ -133,7 +133,7 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
             ),
             "refused",
         ),
-        Activity::Asked { title, .. } => (format!("{who} asks for your approval: {title}"), "ask"),
+        Activity::Asked { title, .. } => (format!("{who} asks for your approval: “{title}”"), "ask"),
         Activity::Answered {
             outcome,
             channel,
@@ -142,7 +142,11 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
             proof,
             ..
         } => {
-            let what = title.clone().unwrap_or_else(|| "a request".to_owned());
+            // The title holds text the agent chose (names, ids): quoted, so it
+            // cannot read as more of the sentence around it.
+            let what = title
+                .as_ref()
+                .map_or_else(|| "a request".to_owned(), |title| format!("“{title}”"));
             let through = channel
                 .as_deref()
                 .map(|c| format!(" (through {c})"))
