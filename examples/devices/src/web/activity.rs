@@ -133,7 +133,9 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
             ),
             "refused",
         ),
-        Activity::Asked { title, .. } => (format!("{who} asks for your approval: “{title}”"), "ask"),
+        Activity::Asked { title, .. } => {
+            (format!("{who} asks for your approval: “{title}”"), "ask")
+        }
         Activity::Answered {
             outcome,
             channel,
