@@ -285,18 +285,6 @@ pub mod prelude {
     pub use agent_surface_rules::{Audit, Confirmation, Effect, Kind, Plane};
 }
 
-/// The README's examples and the `cargo agent-surface` guide, compiled as
-/// doctests (with the `testing` and MCP features, which some of them use).
-#[cfg(all(
-    doctest,
-    feature = "testing",
-    feature = "mcp-server",
-    feature = "mcp-client"
-))]
-#[doc = include_str!("../../README.md")]
-#[doc = include_str!("../cli/README.md")]
-pub struct ReadmeDoctests;
-
 /// Support for generated code. Not public API: no stability guarantees.
 #[doc(hidden)]
 pub mod macro_support;

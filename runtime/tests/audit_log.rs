@@ -395,6 +395,17 @@ async fn a_registrys_calls_and_a_persons_approval_are_read_back() {
             .await
             .is_ok()
     );
+    // A refusal's reason is recorded with it.
+    let refused = registry
+        .invoke(
+            Invocation::new("view:test.panel.remove")
+                .input(json!({"target": "lamp"}))
+                .confirmation("cnf_not_issued"),
+            options(),
+        )
+        .await;
+    let reason = refused.error().unwrap().detail("reason").cloned();
+    assert!(reason.is_some(), "{refused:?}");
     drop(log);
 
     // Read back as another process would (a reader takes no lock).
@@ -413,6 +424,14 @@ async fn a_registrys_calls_and_a_persons_approval_are_read_back() {
     )
     .unwrap();
     assert_eq!(events(&settled).len(), 1);
+    let refusals = read(
+        &AuditQuery::new()
+            .kind(AuditKind::InvocationSettled)
+            .status("error"),
+    )
+    .unwrap();
+    let last = events(&refusals).last().unwrap().detail.clone().unwrap();
+    assert_eq!(last.get("reason"), reason.as_ref(), "{last:?}");
     let mounted = read(&AuditQuery::new().kind(AuditKind::Registration)).unwrap();
     assert_eq!(events(&mounted).len(), 1);
     drop((confirmations, _panel, registry));

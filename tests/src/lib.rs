@@ -6,6 +6,15 @@
 
 use std::sync::Mutex;
 
+/// The README's examples and the `cargo agent-surface` guide, compiled as
+/// doctests (with the MCP features, which some of them use): here, in the
+/// workspace's tests, so the published crates include nothing from outside
+/// their packages.
+#[cfg(all(doctest, feature = "readme-doctests"))]
+#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../../runtime/cli/README.md")]
+pub struct ReadmeDoctests;
+
 use agent_surface::prelude::*;
 
 /// Marker carried in internal metadata; it must never appear in any output.

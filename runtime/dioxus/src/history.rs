@@ -2,8 +2,7 @@
 //! log's records (`agent_surface::audit::AuditLog`) read back as the
 //! activity entries the live log makes, through the same mapping, so a
 //! restarted console shows yesterday's calls and approvals in the same
-//! words as today's. (A refused call's reason is not in its record: after a
-//! restart it reads by its error code alone.)
+//! words as today's.
 
 use std::collections::VecDeque;
 use std::sync::Arc;

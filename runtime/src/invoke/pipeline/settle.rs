@@ -178,6 +178,15 @@ impl InFlight<'_> {
             event.queue_wait_ms = trace.queue_wait.map(crate::util::millis::millis);
             event.execution_ms = trace.execution.map(crate::util::millis::millis);
             let mut detail = trace.audit_annotations;
+            // Why it was refused, where the error says (`denied`,
+            // `queue-full`, …): a record read later says it as live events do.
+            if let Some(reason) = result
+                .error()
+                .and_then(|error| error.detail("reason"))
+                .and_then(Value::as_str)
+            {
+                detail.insert("reason".to_owned(), Value::from(reason));
+            }
             if let Some(operator) = trace.operator {
                 detail.insert("operator".to_owned(), Value::String(operator));
             }
