@@ -25,7 +25,9 @@ use agent_surface::clock::ManualClock;
 use agent_surface::context::{Consumer, ConsumerKind};
 use agent_surface::mcp::McpServer;
 use agent_surface::prelude::*;
-use browser_support::{Places, browser, open_browser, sign_in, start_driver, text, until};
+use browser_support::{
+    Places, browser_or_skip, journey_ended, open_browser, sign_in, start_driver, text, until,
+};
 use devices::{App, User, web};
 use serde_json::json;
 
@@ -85,15 +87,8 @@ async fn yesterday(record: &AuditLog) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_shows_yesterdays_approval_after_a_restart() {
-    let (chromium, driver) = match browser() {
-        Ok(found) => found,
-        Err(why) if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
-            panic!("{why}: CI must run the browser test (apt-get install chromium chromium-driver)")
-        }
-        Err(why) => {
-            eprintln!("skipped: {why} (apt-get install chromium chromium-driver to run it)");
-            return;
-        }
+    let Some((chromium, driver)) = browser_or_skip() else {
+        return;
     };
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("devices-record");
     let _ = std::fs::remove_dir_all(&dir);
@@ -159,11 +154,7 @@ async fn the_console_shows_yesterdays_approval_after_a_restart() {
     drop(driver);
     console.shutdown().await;
     app.stop().await;
-    match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(failed)) => std::panic::resume_unwind(failed.into_panic()),
-        Err(_) => panic!("the browser journey took over two minutes"),
-    }
+    journey_ended(outcome);
     // Today's mounts went to the same record, after yesterday's.
     let read = record
         .read(&AuditQuery::new().kind(AuditKind::Registration))

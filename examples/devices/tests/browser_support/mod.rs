@@ -314,15 +314,8 @@ where
     F: FnOnce(Client, Session, App, Places) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let (chromium, driver) = match browser() {
-        Ok(found) => found,
-        Err(why) if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
-            panic!("{why}: CI must run the browser test (apt-get install chromium chromium-driver)")
-        }
-        Err(why) => {
-            eprintln!("skipped: {why} (apt-get install chromium chromium-driver to run it)");
-            return;
-        }
+    let Some((chromium, driver)) = browser_or_skip() else {
+        return;
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let user = User::admin();
@@ -388,6 +381,30 @@ where
         .clear();
     console.shutdown().await;
     app.stop().await;
+    journey_ended(outcome);
+}
+
+/// Chromium and chromedriver, or `None` (said) where they are not
+/// installed; with `CI=true` their absence fails the test.
+pub fn browser_or_skip() -> Option<(PathBuf, PathBuf)> {
+    match browser() {
+        Ok(found) => Some(found),
+        Err(why) if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
+            panic!("{why}: CI must run the browser test (apt-get install chromium chromium-driver)")
+        }
+        Err(why) => {
+            eprintln!("skipped: {why} (apt-get install chromium chromium-driver to run it)");
+            None
+        }
+    }
+}
+
+/// How a journey run in its own task (so the browser is closed whatever
+/// happens) ended: its panic, or the two minutes it may take, fails the
+/// test.
+pub fn journey_ended(
+    outcome: Result<Result<(), tokio::task::JoinError>, tokio::time::error::Elapsed>,
+) {
     match outcome {
         Ok(Ok(())) => {}
         Ok(Err(failed)) => std::panic::resume_unwind(failed.into_panic()),
