@@ -62,18 +62,7 @@ fn text<'a>(event: &'a RecordedEvent, key: &str) -> Option<&'a str> {
 /// Agent text printed on a terminal: control, bidi, zero-width and filler
 /// characters shown as escapes, never obeyed.
 fn shown(text: &str) -> String {
-    let visible = agent_surface::adapter::text::escape(text);
-    visible
-        .chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
+    agent_surface::adapter::text::escape(text).into_owned()
 }
 
 /// JSON for a terminal or a pipe: every character outside printable ASCII

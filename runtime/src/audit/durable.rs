@@ -498,21 +498,28 @@ impl AuditLog {
     /// The text of `event`'s record: whole, or cut to its identity when
     /// longer than the bound or nested deeper than a reader can parse.
     fn record_text(&self, seq: u64, event: &AuditEvent) -> String {
-        let text = line_text(seq, event.at_ms, Some(event), None);
+        // Nesting first: a record too deep to read back is not serialized
+        // whole at all.
         let deep = [&event.payload, &event.detail]
             .into_iter()
             .flatten()
             .any(|map| !nesting_within(map, MAX_NESTING));
-        if text.len() + CHECK_LEN <= self.shared.max_record_bytes && !deep {
-            return text;
-        }
-        let cut_text = line_text(seq, event.at_ms, Some(&cut(event, text.len())), None);
+        let whole_len = if deep {
+            None
+        } else {
+            let text = line_text(seq, event.at_ms, Some(event), None);
+            if text.len() + CHECK_LEN <= self.shared.max_record_bytes {
+                return text;
+            }
+            Some(text.len())
+        };
+        let cut_text = line_text(seq, event.at_ms, Some(&cut(event, whole_len)), None);
         if cut_text.len() + CHECK_LEN <= self.shared.max_record_bytes {
             return cut_text;
         }
         // Ids of escaped text can still be too long: what happened, when,
         // and how it ended stay.
-        let mut bare = cut(event, text.len());
+        let mut bare = cut(event, whole_len);
         bare.capability_id = None;
         bare.registration_id = None;
         bare.invocation_id = None;
@@ -652,9 +659,9 @@ fn capped(text: &Arc<str>) -> Arc<str> {
     Arc::from(text.get(..end).unwrap_or_default())
 }
 
-/// `event` without its payload and detail, its ids capped, saying how
-/// long the whole record was.
-fn cut(event: &AuditEvent, whole_len: usize) -> AuditEvent {
+/// `event` without its payload and detail, its ids capped, saying why:
+/// how long the whole record was, or (`None`) that it nested too deep.
+fn cut(event: &AuditEvent, whole_len: Option<usize>) -> AuditEvent {
     let mut kept = event.clone();
     kept.payload = None;
     for field in [
@@ -667,7 +674,10 @@ fn cut(event: &AuditEvent, whole_len: usize) -> AuditEvent {
     }
     kept.detail = Some(Map::from_iter([(
         "truncated".to_owned(),
-        json!({ "recordBytes": whole_len }),
+        match whole_len {
+            Some(bytes) => json!({ "recordBytes": bytes }),
+            None => json!({ "nestedDeeperThan": MAX_NESTING }),
+        },
     )]));
     kept
 }

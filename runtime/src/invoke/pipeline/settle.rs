@@ -159,6 +159,12 @@ impl InFlight<'_> {
         let duration_ms = crate::util::millis::millis(ended - started);
         let code = result.error().map(ErrorPayload::code);
         let status = if result.is_ok() { "ok" } else { "error" };
+        // Why it was refused, where the error says (`denied`, `queue-full`,
+        // …): in the record and the event alike.
+        let reason = result
+            .error()
+            .and_then(|error| error.detail("reason"))
+            .and_then(Value::as_str);
         let level = self
             .resolved
             .as_ref()
@@ -178,13 +184,7 @@ impl InFlight<'_> {
             event.queue_wait_ms = trace.queue_wait.map(crate::util::millis::millis);
             event.execution_ms = trace.execution.map(crate::util::millis::millis);
             let mut detail = trace.audit_annotations;
-            // Why it was refused, where the error says (`denied`,
-            // `queue-full`, …): a record read later says it as live events do.
-            if let Some(reason) = result
-                .error()
-                .and_then(|error| error.detail("reason"))
-                .and_then(Value::as_str)
-            {
+            if let Some(reason) = reason {
                 detail.insert("reason".to_owned(), Value::from(reason));
             }
             if let Some(operator) = trace.operator {
@@ -210,11 +210,7 @@ impl InFlight<'_> {
                 consumer_label: self.consumer.label_arc().cloned(),
                 status,
                 code,
-                reason: result
-                    .error()
-                    .and_then(|error| error.detail("reason"))
-                    .and_then(Value::as_str)
-                    .map(Arc::from),
+                reason: reason.map(Arc::from),
                 duration_ms,
             }]
         });
