@@ -1,6 +1,8 @@
 //! The compile-time benchmark: clean `cargo check` and `cargo build` of a
-//! generated crate, incremental `cargo check` after editing one handler, and
-//! the expanded line count, for each flavour (see `generate`) and size.
+//! generated crate, incremental `cargo check` and `cargo build` after editing
+//! one handler, the time rustc spends expanding macros (`-Ztime-passes`'
+//! `macro_expand_crate`) and the expanded line count, for each flavour (see
+//! `generate`) and size.
 //!
 //! Each flavour has one package directory and one target directory under
 //! `target/compile-bench/`, reused across sizes: dependencies build once
@@ -24,10 +26,10 @@ pub(crate) struct Options {
 }
 
 impl Options {
-    /// Reads `--sizes 25,100,400`, `--runs 1` and `--flavours …`.
+    /// Reads `--sizes 10,50,200`, `--runs 1` and `--flavours …`.
     pub(crate) fn parse(args: &[String]) -> Result<Options, String> {
         let mut options = Options {
-            sizes: vec![25, 100, 400],
+            sizes: vec![10, 50, 200],
             runs: 1,
             flavours: Flavour::ALL.to_vec(),
         };
@@ -82,6 +84,9 @@ struct Sample {
     check: Duration,
     build: Duration,
     incremental: Duration,
+    incremental_build: Duration,
+    /// rustc's `macro_expand_crate` in a clean build of the crate.
+    expansion: Duration,
     lines: usize,
 }
 
@@ -105,11 +110,13 @@ pub(crate) fn run(options: &Options) -> Result<(), String> {
         for &n in &options.sizes {
             let sample = bench.measure(n, options.runs)?;
             eprintln!(
-                "[{}] n={n}: check {:.2}s, build {:.2}s, incremental check {:.2}s, {} expanded lines",
+                "[{}] n={n}: check {:.2}s, build {:.2}s, incremental check {:.2}s, incremental build {:.2}s, expansion {:.2}s, {} expanded lines",
                 flavour.label(),
                 sample.check.as_secs_f64(),
                 sample.build.as_secs_f64(),
                 sample.incremental.as_secs_f64(),
+                sample.incremental_build.as_secs_f64(),
+                sample.expansion.as_secs_f64(),
                 sample.lines
             );
             samples.push(sample);
@@ -188,11 +195,17 @@ impl Bench {
             self.write(n, false)?;
             self.clean()?;
             let (build, _) = self.cargo(&["build", "--quiet"], false)?;
+            self.write(n, true)?;
+            let (incremental_build, _) = self.cargo(&["build", "--quiet"], false)?;
+            self.write(n, false)?;
+            let expansion = self.expansion()?;
             let sample = Sample {
                 n,
                 check,
                 build,
                 incremental,
+                incremental_build,
+                expansion,
                 lines: 0,
             };
             best = Some(match best {
@@ -202,6 +215,8 @@ impl Bench {
                     check: b.check.min(sample.check),
                     build: b.build.min(sample.build),
                     incremental: b.incremental.min(sample.incremental),
+                    incremental_build: b.incremental_build.min(sample.incremental_build),
+                    expansion: b.expansion.min(sample.expansion),
                     lines: 0,
                 },
             });
@@ -211,16 +226,41 @@ impl Bench {
         Ok(sample)
     }
 
-    /// Non-blank lines of `-Zunpretty=expanded`. Only the generated crate's
-    /// rustc gets `RUSTC_BOOTSTRAP=1` (through this binary as its workspace
-    /// wrapper), so no dependency's fingerprint changes.
-    fn expanded_lines(&self) -> Result<usize, String> {
+    /// A `cargo rustc` of the generated crate alone with rustc under
+    /// `RUSTC_BOOTSTRAP=1` (this binary as its workspace wrapper, so no
+    /// dependency's fingerprint changes).
+    fn bootstrapped(&self, rustc_args: &[&str]) -> Result<Command, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-        let mut command = self.command(&["rustc", "--quiet", "--lib", "--", "-Zunpretty=expanded"]);
+        let mut args = vec!["rustc", "--quiet", "--lib", "--"];
+        args.extend_from_slice(rustc_args);
+        let mut command = self.command(&args);
         command
             .env("RUSTC_WORKSPACE_WRAPPER", exe)
             .env(WRAPPER_ENV, "1");
-        let (_, stdout) = run_command(command, true)?;
+        Ok(command)
+    }
+
+    /// rustc's own `macro_expand_crate` time (every macro: derives, the
+    /// flavour's attribute macros, `format!`…) in a clean build of the crate.
+    fn expansion(&self) -> Result<Duration, String> {
+        self.clean()?;
+        let (_, _, stderr) = run_command_full(self.bootstrapped(&["-Ztime-passes"])?, false)?;
+        let seconds = stderr
+            .lines()
+            .find(|line| line.trim_end().ends_with("\tmacro_expand_crate"))
+            .and_then(|line| line.strip_prefix("time:"))
+            .and_then(|rest| rest.split(';').next())
+            .and_then(|value| value.trim().parse::<f64>().ok())
+            .ok_or("-Ztime-passes printed no macro_expand_crate line")?;
+        // The next timed build starts clean anyway; this one must not
+        // leave a bootstrapped artifact behind for it.
+        self.clean()?;
+        Ok(Duration::from_secs_f64(seconds))
+    }
+
+    /// Non-blank lines of `-Zunpretty=expanded`.
+    fn expanded_lines(&self) -> Result<usize, String> {
+        let (_, stdout) = run_command(self.bootstrapped(&["-Zunpretty=expanded"])?, true)?;
         Ok(stdout
             .lines()
             .filter(|line| !line.trim().is_empty())
@@ -236,7 +276,15 @@ fn write_file(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn run_command(mut command: Command, capture: bool) -> Result<(Duration, String), String> {
+fn run_command(command: Command, capture: bool) -> Result<(Duration, String), String> {
+    run_command_full(command, capture).map(|(elapsed, stdout, _)| (elapsed, stdout))
+}
+
+/// Runs `command`: its wall time, its stdout (when `capture`) and stderr.
+fn run_command_full(
+    mut command: Command,
+    capture: bool,
+) -> Result<(Duration, String, String), String> {
     command.stdin(Stdio::null()).stderr(Stdio::piped());
     command.stdout(if capture {
         Stdio::piped()
@@ -257,6 +305,7 @@ fn run_command(mut command: Command, capture: bool) -> Result<(Duration, String)
     Ok((
         elapsed,
         String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
     ))
 }
 
@@ -302,20 +351,29 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// One figure of a sample, in the unit its column names.
+type Measure = dyn Fn(&Sample) -> f64;
+
 fn print_report(results: &[(Flavour, Vec<Sample>)], options: &Options) {
     println!(
-        "\n| flavour | N | clean `cargo check` | clean `cargo build` | incremental `cargo check` | expanded lines | lines / capability |"
+        "\n| flavour | N | clean `cargo check` | clean `cargo build` | incremental `cargo check` | incremental `cargo build` | macro expansion | expanded lines | lines / capability |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (flavour, samples) in results {
         for s in samples {
             println!(
-                "| {} | {} | {} | {} | {} | {} | {:.0} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.0} |",
                 flavour.label(),
                 s.n,
                 secs(s.check),
                 secs(s.build),
                 secs(s.incremental),
+                secs(s.incremental_build),
+                secs(s.expansion),
                 s.lines,
                 s.lines as f64 / s.n as f64
             );
@@ -327,9 +385,14 @@ fn print_report(results: &[(Flavour, Vec<Sample>)], options: &Options) {
             .find(|(f, _)| *f == flavour)
             .and_then(|(_, samples)| slope(samples, value))
     };
-    let check = |s: &Sample| s.check.as_secs_f64() * 1000.0;
-    let build = |s: &Sample| s.build.as_secs_f64() * 1000.0;
-    let lines = |s: &Sample| s.lines as f64;
+    let columns: [(&str, &Measure); 6] = [
+        ("check ms", &|s| ms(s.check)),
+        ("build ms", &|s| ms(s.build)),
+        ("incremental check ms", &|s| ms(s.incremental)),
+        ("incremental build ms", &|s| ms(s.incremental_build)),
+        ("expansion ms", &|s| ms(s.expansion)),
+        ("expanded lines", &|s| s.lines as f64),
+    ];
     let (lo, hi) = (
         options.sizes.first().copied().unwrap_or(0),
         options.sizes.last().copied().unwrap_or(0),
@@ -337,28 +400,39 @@ fn print_report(results: &[(Flavour, Vec<Sample>)], options: &Options) {
     println!(
         "\nPer capability (the slope from N = {lo} to N = {hi}; ratios are agent-surface's over the other flavour's):\n"
     );
-    println!(
-        "| flavour | check ms / capability | build ms / capability | expanded lines / capability |"
-    );
-    println!("|---|---|---|---|");
+    let header: Vec<String> = columns
+        .iter()
+        .map(|(name, _)| format!("{name} / capability"))
+        .collect();
+    println!("| flavour | {} |", header.join(" | "));
+    println!("|---|{}", "---|".repeat(columns.len()));
     for (flavour, _) in results {
-        let f = *flavour;
-        println!(
-            "| {} | {:.1} | {:.1} | {:.0} |",
-            f.label(),
-            per_cap(f, &check).unwrap_or(f64::NAN),
-            per_cap(f, &build).unwrap_or(f64::NAN),
-            per_cap(f, &lines).unwrap_or(f64::NAN),
-        );
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|(_, value)| format!("{:.1}", per_cap(*flavour, *value).unwrap_or(f64::NAN)))
+            .collect();
+        println!("| {} | {} |", flavour.label(), cells.join(" | "));
     }
     for other in [Flavour::Rmcp, Flavour::Floor] {
         let a = Flavour::AgentSurface;
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|(_, value)| ratio(per_cap(a, *value), per_cap(other, *value)))
+            .collect();
         println!(
-            "| agent-surface / {} | {} | {} | {} |",
+            "| agent-surface / {} | {} |",
             other.label(),
-            ratio(per_cap(a, &check), per_cap(other, &check)),
-            ratio(per_cap(a, &build), per_cap(other, &build)),
-            ratio(per_cap(a, &lines), per_cap(other, &lines)),
+            cells.join(" | ")
+        );
+    }
+    let expansion = |s: &Sample| ms(s.expansion);
+    if let (Some(a), Some(floor)) = (
+        per_cap(Flavour::AgentSurface, &expansion),
+        per_cap(Flavour::Floor, &expansion),
+    ) {
+        println!(
+            "\nThe agent-surface macros' own expansion (agent-surface's expansion over the derive floor's): {:.1} ms per capability.",
+            a - floor
         );
     }
 }

@@ -1,6 +1,6 @@
 //! Development tasks of the workspace, run by hand (not part of the test run).
 //!
-//! - `cargo run -p xtask --release -- compile-bench [--sizes 25,100,400] [--runs 1]`:
+//! - `cargo run -p xtask --release -- compile-bench [--sizes 10,50,200] [--runs 1]`:
 //!   the compile-time benchmark (see `compile_bench`).
 //! - `cargo run -p xtask -- devices-web [--check] [--out DIR]`: builds the
 //!   browser example into `target/devices-web/` and measures its size
@@ -28,7 +28,7 @@ fn main() -> ExitCode {
         Some("devices-web") => devices_web::Options::parse(args.get(1..).unwrap_or_default())
             .and_then(|options| devices_web::run_task(&options)),
         _ => Err(
-            "usage: cargo run -p xtask --release -- compile-bench [--sizes 25,100,400] [--runs N] [--flavours agent-surface,rmcp,floor]\n       cargo run -p xtask -- devices-web [--check] [--out DIR]"
+            "usage: cargo run -p xtask --release -- compile-bench [--sizes 10,50,200] [--runs N] [--flavours agent-surface,rmcp,floor]\n       cargo run -p xtask -- devices-web [--check] [--out DIR]"
                 .to_owned(),
         ),
     };
