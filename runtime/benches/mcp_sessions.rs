@@ -1,8 +1,16 @@
-//! Sessions at scale: 1, 100 and 1,000 concurrent streamable-HTTP sessions
-//! on loopback. For each count: the server's resident memory per idle
-//! session, `tools/call` p50/p99 on one session while the others sit idle,
-//! and the time from a surface change (a mount or unmount) to the last
-//! session's `notifications/tools/list_changed`.
+//! Sessions at scale: 100, 1,000 and 5,000 concurrent streamable-HTTP
+//! sessions on loopback. For each count: the server's resident memory per
+//! idle session, `tools/call` p50/p99 on one session while the others sit
+//! idle, the time from a surface change (a mount or unmount) to the last
+//! session's `notifications/tools/list_changed`, and what the changes cost:
+//! each process's CPU per session per change.
+//!
+//! The same is measured on a bare rmcp server whose sessions each send
+//! `notifications/tools/list_changed` when the bench signals a change (the
+//! least an rmcp server does to announce one): what its server spends per
+//! session per change is rmcp's, hyper's and the kernel's, and what
+//! agent-surface's spends beyond it is the adapter's share (its registry's
+//! mount or unmount included).
 //!
 //! The clients run in a child process (this binary again, with
 //! `--sessions-client`), so the server's RSS (`/proc/self/statm`) holds only
@@ -16,7 +24,7 @@
 //! anonymous listener every anonymous call must reach), the active client
 //! calling statelessly.
 //!
-//! `cargo bench -p agent-surface --features mcp --bench mcp_sessions [-- --sizes 1,100,1000]`
+//! `cargo bench -p agent-surface --features mcp --bench mcp_sessions [-- --sizes 100,1000,5000] [--rounds 3]`
 
 #![allow(
     missing_docs,
@@ -48,7 +56,7 @@ use support::{Client, Latencies, benching, micros, noop_registry, time_calls};
 /// Calls timed on the active session (after as many warm-up calls / 4).
 const CALLS: usize = 2_000;
 /// Surface changes timed per session count.
-const CHANGES: usize = 10;
+const CHANGES: usize = 30;
 
 /// A component mounted and unmounted to change the surface.
 pub struct Extra;
@@ -82,7 +90,7 @@ fn main() {
         return; // `cargo test --benches`: nothing to check quickly
     }
     let sizes: Vec<usize> = args.iter().position(|a| a == "--sizes").map_or_else(
-        || vec![1, 100, 1000],
+        || vec![100, 1000, 5000],
         |at| {
             args[at + 1]
                 .split(',')
@@ -90,28 +98,136 @@ fn main() {
                 .collect()
         },
     );
+    let mut rows = Vec::new();
+    let mut costs = Vec::new();
+    // Each count in a fresh server process: no memory freed by a previous
+    // count is reused by the next.
+    let rounds: usize = args
+        .iter()
+        .position(|a| a == "--rounds")
+        .map_or(3, |at| args[at + 1].parse().unwrap());
+    for &sessions in &sizes {
+        // The two servers alternate; the 2026-07-28 one runs once.
+        let sides = (0..rounds.max(1)).flat_map(|round| {
+            let modern = (round == 0).then_some("modern");
+            ["agent-surface", "bare"].into_iter().chain(modern)
+        });
+        for (at, side) in sides.enumerate() {
+            let output = Command::new(std::env::current_exe().unwrap())
+                .args(["--sessions-server", &sessions.to_string(), side])
+                .stderr(Stdio::inherit())
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "the server for {sessions} sessions failed"
+            );
+            for line in String::from_utf8(output.stdout).unwrap().lines() {
+                if let Some(row) = line.strip_prefix("row ") {
+                    // The table shows the first round.
+                    if at < 3 {
+                        rows.push(row.to_owned());
+                    }
+                } else if let Some(cost) = line.strip_prefix("cost ") {
+                    costs.push((side, sessions, Cost::parse(cost)));
+                }
+            }
+        }
+    }
     println!(
         "\n| server | sessions | server RSS per idle session | tools/call p50 | tools/call p99 | change → last list_changed (median / max of {CHANGES}) |"
     );
     println!("|---|---|---|---|---|---|");
-    // Each count in a fresh server process: no memory freed by a previous
-    // count is reused by the next.
-    for sessions in sizes {
-        for side in ["agent-surface", "bare", "modern"] {
-            let status = Command::new(std::env::current_exe().unwrap())
-                .args(["--sessions-server", &sessions.to_string(), side])
-                .status()
-                .unwrap();
-            assert!(
-                status.success(),
-                "the server for {sessions} sessions failed"
-            );
+    for row in rows {
+        println!("{row}");
+    }
+    println!(
+        "\nCPU per session per change ({CHANGES} changes, each from its request to the last session's report; each side's best of {rounds} rounds), µs:\n"
+    );
+    println!(
+        "| sessions | agent-surface server (of it kernel) | bare rmcp server (of it kernel) | the adapter's share | clients, agent-surface / bare | RSS per idle session, agent-surface / bare |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for &sessions in &sizes {
+        // Each side's least disturbed round.
+        let find = |side: &str| {
+            costs
+                .iter()
+                .filter(|(s, n, _)| *s == side && *n == sessions)
+                .map(|(_, _, cost)| *cost)
+                .min_by_key(|cost| cost.server_ns)
+        };
+        let (Some(ours), Some(bare)) = (find("agent-surface"), find("bare")) else {
+            continue;
+        };
+        let per = |ns: u64| ns as f64 / 1e3 / (sessions * CHANGES) as f64;
+        println!(
+            "| {sessions} | {:.2} ({:.2}) | {:.2} ({:.2}) | {:.2} | {:.2} / {:.2} | {} / {} |",
+            per(ours.server_ns),
+            per(ours.server_ns) * ours.kernel_share,
+            per(bare.server_ns),
+            per(bare.server_ns) * bare.kernel_share,
+            per(ours.server_ns) - per(bare.server_ns),
+            per(ours.client_ns),
+            per(bare.client_ns),
+            kilobytes(ours.rss_per_session),
+            kilobytes(bare.rss_per_session),
+        );
+    }
+}
+
+fn kilobytes(bytes: Option<f64>) -> String {
+    bytes.map_or_else(|| "—".to_owned(), |b| format!("{:.1} kB", b / 1024.0))
+}
+
+/// What one server's changes cost (see `server_main`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Cost {
+    server_ns: u64,
+    client_ns: u64,
+    /// The server's system time over its user and system time.
+    kernel_share: f64,
+    rss_per_session: Option<f64>,
+}
+
+impl Cost {
+    fn line(&self) -> String {
+        format!(
+            "{} {} {} {}",
+            self.server_ns,
+            self.client_ns,
+            self.kernel_share,
+            self.rss_per_session.unwrap_or(-1.0)
+        )
+    }
+
+    fn parse(line: &str) -> Cost {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let rss: f64 = fields[3].parse().unwrap();
+        Cost {
+            server_ns: fields[0].parse().unwrap(),
+            client_ns: fields[1].parse().unwrap(),
+            kernel_share: fields[2].parse().unwrap(),
+            rss_per_session: (rss >= 0.0).then_some(rss),
         }
     }
 }
 
-/// The CPU time (user and system, in clock ticks of 10 ms) `pid` has used.
-fn cpu_ticks(pid: &str) -> u64 {
+/// The CPU time `pid`'s live threads have run, in ns (the sum of
+/// `/proc/PID/task/*/schedstat`: precise, where `stat` counts 10 ms ticks).
+fn cpu_ns(pid: &str) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// `pid`'s (user, system) CPU time in clock ticks.
+fn cpu_split(pid: &str) -> (u64, u64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // After the command name (which may hold spaces): fields 14 and 15.
     let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
@@ -122,7 +238,7 @@ fn cpu_ticks(pid: &str) -> u64 {
             .and_then(|f| f.parse::<u64>().ok())
             .unwrap_or(0)
     };
-    field(11) + field(12)
+    (field(11), field(12))
 }
 
 fn rss_bytes() -> u64 {
@@ -132,7 +248,9 @@ fn rss_bytes() -> u64 {
 }
 
 /// One server (agent-surface's, or a bare rmcp one for comparison, which
-/// has no surface to change) under `sessions` sessions.
+/// announces a change to every session when told) under `sessions`
+/// sessions. Prints its table row (`row …`) and what its changes cost
+/// (`cost …`) on stdout.
 fn server_main(sessions: usize, side: &str) {
     let bare = side == "bare";
     let modern = side == "modern";
@@ -149,15 +267,19 @@ fn server_main(sessions: usize, side: &str) {
         .max_connections(2 * sessions + 64)
         .build();
     let stop = tokio_util::sync::CancellationToken::new();
+    let (announce, announced) = tokio::sync::watch::channel(0u64);
     let (url, http) = if bare {
-        (rt.block_on(support::http_rmcp(stop.clone())), None)
+        let url = rt.block_on(support::http_rmcp_with(stop.clone(), move || {
+            support::Bare::announcing(announced.clone())
+        }));
+        (url, None)
     } else {
         let http = rt.block_on(support::http_agent_surface(&server));
         (http.url(), Some(http))
     };
     // Listen streams report changes on their own streams, not to the
     // client handler: the fan-out is timed on sessions only.
-    let changes = if bare || modern { 0 } else { CHANGES };
+    let changes = if modern { 0 } else { CHANGES };
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--sessions-client",
@@ -182,32 +304,44 @@ fn server_main(sessions: usize, side: &str) {
     assert_eq!(line(), "connected");
     // Idle sessions: let background work settle before reading the RSS.
     std::thread::sleep(Duration::from_millis(500));
-    let per_session = match sessions {
-        1 => "—".to_owned(),
-        _ => format!(
-            "{:.1} kB",
-            rss_bytes().saturating_sub(before) as f64 / (sessions - 1) as f64 / 1024.0
-        ),
-    };
+    let rss_per_session =
+        (sessions > 1).then(|| rss_bytes().saturating_sub(before) as f64 / (sessions - 1) as f64);
+    let per_session = kilobytes(rss_per_session);
     writeln!(to_child, "go").unwrap();
     let mut extra = None;
-    // CPU used by each process while the changes fan out (the first
-    // change's request to the report): who pays for the delivery.
+    // CPU used by each process while each change fans out (its request to
+    // the client's word that every session saw it; not the pauses between
+    // changes): who pays for the delivery.
     let child_pid = child.id().to_string();
-    let mut cpu_from = None;
+    let own_pid = std::process::id().to_string();
+    let mut spent = Cost::default();
+    let (mut user, mut system) = (0, 0);
+    let mut from = None;
     loop {
         let request = line();
         match request.as_str() {
             "change" => {
-                cpu_from.get_or_insert_with(|| (cpu_ticks("self"), cpu_ticks(&child_pid)));
-                extra = match extra.take() {
-                    None => Some(registry.mount(Arc::new(Extra)).unwrap()),
-                    Some(mounted) => {
-                        drop(mounted);
-                        None
-                    }
-                };
+                from = Some((cpu_ns(&own_pid), cpu_split(&own_pid), cpu_ns(&child_pid)));
+                if bare {
+                    announce.send_modify(|n| *n += 1);
+                } else {
+                    extra = match extra.take() {
+                        None => Some(registry.mount(Arc::new(Extra)).unwrap()),
+                        Some(mounted) => {
+                            drop(mounted);
+                            None
+                        }
+                    };
+                }
                 writeln!(to_child, "changed").unwrap();
+            }
+            "seen" => {
+                let (server, (user_then, system_then), client) = from.take().unwrap();
+                let (user_now, system_now) = cpu_split(&own_pid);
+                spent.server_ns += cpu_ns(&own_pid).saturating_sub(server);
+                spent.client_ns += cpu_ns(&child_pid).saturating_sub(client);
+                user += user_now - user_then;
+                system += system_now - system_then;
             }
             report => {
                 let name = match side {
@@ -215,13 +349,11 @@ fn server_main(sessions: usize, side: &str) {
                     "modern" => "agent-surface, 2026-07-28 listeners",
                     _ => "agent-surface",
                 };
-                println!("| {name} | {sessions} | {per_session} | {report}");
-                if let Some((server, client)) = cpu_from {
-                    let server = cpu_ticks("self").saturating_sub(server) * 10;
-                    let client = cpu_ticks(&child_pid).saturating_sub(client) * 10;
-                    eprintln!(
-                        "{name}, {sessions} sessions: CPU during the {CHANGES} changes: server {server} ms, client {client} ms"
-                    );
+                println!("row | {name} | {sessions} | {per_session} | {report}");
+                if changes > 0 {
+                    spent.kernel_share = system as f64 / (user + system).max(1) as f64;
+                    spent.rss_per_session = rss_per_session;
+                    println!("cost {}", spent.line());
                 }
                 break;
             }
@@ -341,6 +473,7 @@ fn client_main(url: &str, sessions: usize, changes: usize, modern: bool) {
                 .expect("every session sees the change within a minute");
         });
         times.push(started.elapsed());
+        writeln!(stdout, "seen").unwrap();
         // Stragglers (a second notification of the same change) land now.
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -125,7 +125,7 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 /// The cases, by name: each runs one operation per call.
-const CASES: [&str; 12] = [
+const CASES: [&str; 14] = [
     "create-registry",
     "register-unregister-1000",
     "snapshot-100",
@@ -138,6 +138,8 @@ const CASES: [&str; 12] = [
     "direct-tools-40",
     "direct-tools-300",
     "canonical-32k",
+    "watchers-1000",
+    "watchers-1000-bare",
 ];
 
 /// What a case needs, built once before it is measured.
@@ -149,7 +151,90 @@ struct Fixture {
     instances: Vec<String>,
     rows: serde_json::Value,
     calls: u64,
+    watchers: Option<Watchers>,
     _handles: Vec<Mounted>,
+}
+
+/// 1,000 consumers following the surface, as a server's sessions do
+/// (`watchers-1000`: an adapter's [`ChangeWatcher`] per consumer view, the
+/// registry changed by a mount or an unmount; `watchers-1000-bare`: a task
+/// per consumer on a plain `watch` channel, the least a server does to
+/// learn of a change). One operation is one change seen by all of them:
+/// their difference per consumer is the adapter's own share of a
+/// `list_changed` fan-out (the transport's is neither's).
+///
+/// [`ChangeWatcher`]: agent_surface::adapter::ChangeWatcher
+struct Watchers {
+    registry: Registry,
+    changed: tokio::sync::watch::Sender<u64>,
+    seen: Arc<AtomicU64>,
+    extra: Option<Mounted>,
+    bare: bool,
+}
+
+const WATCHERS: u64 = 1000;
+
+impl Watchers {
+    fn start(runtime: &tokio::runtime::Runtime, bare: bool) -> Watchers {
+        use agent_surface::adapter::{CallActivity, ChangeWatcher, ConsumerViews, Mark, Topology};
+        use agent_surface::context::ConsumerKind;
+        let _in_runtime = runtime.enter();
+        let registry = Registry::builder().build();
+        let views = ConsumerViews::new(&registry, ConsumerKind::Mcp, Topology::Remote);
+        let activity = Arc::new(CallActivity::default());
+        let (changed, _) = tokio::sync::watch::channel(0u64);
+        let seen = Arc::new(AtomicU64::new(0));
+        for n in 0..WATCHERS {
+            let seen = Arc::clone(&seen);
+            if bare {
+                let mut changes = changed.subscribe();
+                runtime.spawn(async move {
+                    while changes.changed().await.is_ok() {
+                        seen.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            } else {
+                let view = views.get(&format!("consumer-{n}"), None).unwrap();
+                let since = Mark::now(&registry, &activity);
+                let (mut watcher, _) = ChangeWatcher::attach(&registry, &activity, view, since);
+                runtime.spawn(async move {
+                    while watcher.changed().await.is_some() {
+                        seen.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+        }
+        // Every task waiting.
+        runtime.block_on(tokio::task::yield_now());
+        Watchers {
+            registry,
+            changed,
+            seen,
+            extra: None,
+            bare,
+        }
+    }
+
+    /// One change, until every consumer has seen it.
+    fn change(&mut self, runtime: &tokio::runtime::Runtime) {
+        let target = self.seen.load(Ordering::Relaxed) + WATCHERS;
+        if self.bare {
+            self.changed.send_modify(|n| *n += 1);
+        } else {
+            self.extra = match self.extra.take() {
+                None => Some(self.registry.mount(Arc::new(Widget)).unwrap()),
+                Some(mounted) => {
+                    drop(mounted);
+                    None
+                }
+            };
+        }
+        runtime.block_on(async {
+            while self.seen.load(Ordering::Relaxed) < target {
+                tokio::task::yield_now().await;
+            }
+        });
+    }
 }
 
 impl Fixture {
@@ -180,6 +265,7 @@ impl Fixture {
             instances: (0..1000).map(|n| format!("w{n}")).collect(),
             rows: rows(),
             calls: 0,
+            watchers: None,
             _handles: handles,
         }
     }
@@ -240,6 +326,14 @@ impl Fixture {
             "canonical-32k" => (0..n).for_each(|_| {
                 black_box(fnv1a64(black_box(&self.rows)));
             }),
+            "watchers-1000" | "watchers-1000-bare" => {
+                let bare = case.ends_with("bare");
+                if self.watchers.as_ref().is_none_or(|w| w.bare != bare) {
+                    self.watchers = Some(Watchers::start(&self.runtime, bare));
+                }
+                let watchers = self.watchers.as_mut().unwrap();
+                (0..n).for_each(|_| watchers.change(&self.runtime));
+            }
             other => panic!("no case {other}; the cases are {CASES:?}"),
         }
     }
@@ -293,7 +387,7 @@ impl Fixture {
 /// in-memory audit buffer and the dedupe window full, evicting as they
 /// take), as criterion's warm-up does.
 fn warm_up(case: &str) -> u64 {
-    if case.starts_with("register") || case.starts_with("direct") {
+    if case.starts_with("register") || case.starts_with("direct") || case.starts_with("watchers") {
         2
     } else if case.contains("registry") || case.contains("canonical") {
         100
@@ -360,7 +454,10 @@ fn main() {
         if filter.is_some_and(|f| !case.contains(f.as_str())) {
             continue;
         }
-        let n: u64 = if case.starts_with("register") || case.starts_with("direct") {
+        let n: u64 = if case.starts_with("register")
+            || case.starts_with("direct")
+            || case.starts_with("watchers")
+        {
             20
         } else {
             1000

@@ -86,34 +86,20 @@ pub fn output_schema<C: Returns>() -> Option<Value> {
 ///
 /// The validator already checked the value against the schema; a failure
 /// here means a hand-written `Deserialize` disagrees with the schema. The
-/// issue names the path and never serde's message (which may quote values).
+/// issue is the input's (the empty path), never serde's message (which may
+/// quote values).
 pub fn parse_input<C: Takes>(value: &Value) -> Result<TypedInput, Issue> {
     use serde::Deserialize as _;
     if let Ok(input) = C::Input::deserialize(value) {
         return Ok(Box::new(input));
     }
-    // Only failures pay for path tracking.
-    match serde_path_to_error::deserialize::<_, C::Input>(value) {
-        Ok(input) => Ok(Box::new(input)),
-        Err(err) => {
-            let path = err
-                .path()
-                .iter()
-                .fold(String::new(), |mut pointer, segment| {
-                    use serde_path_to_error::Segment;
-                    pointer.push('/');
-                    match segment {
-                        Segment::Seq { index } => pointer.push_str(&index.to_string()),
-                        Segment::Map { key } | Segment::Enum { variant: key } => {
-                            pointer.push_str(key)
-                        }
-                        Segment::Unknown => pointer.push('?'),
-                    }
-                    pointer
-                });
-            Err(Issue::new(path, "does not match the expected type"))
-        }
-    }
+    // Not the path: finding it would compile every input type's
+    // deserialization a second time (through a path-tracking deserializer),
+    // for a failure only a hand-written `Deserialize` can cause.
+    Err(Issue::new(
+        String::new(),
+        "does not match the expected type",
+    ))
 }
 
 /// The input of an action that takes none: `{}` validated by its schema.

@@ -152,7 +152,7 @@ impl Flavour {
              pub struct Input{i} {{\n\
              \x20   /// The item's id.\n    #[schemars(length(min = 1, max = 64))]\n    pub item_id: String,\n\
              \x20   /// How many.\n    #[schemars(range(min = 1, max = 100))]\n    pub count: u32,\n\
-             \x20   /// A note; none keeps the current one.\n    #[serde(default)]\n    pub note: Option<String>,\n\
+             \x20   /// A note; none keeps the current one.\n    #[serde(default)]\n    #[schemars(length(max = 500))]\n    pub note: Option<String>,\n\
              \x20   /// How the item is handled.\n    #[serde(default)]\n    pub mode: Mode,\n}}\n\n\
              /// What capability {i} reports.\n{attrs}#[derive(Clone, Debug, PartialEq)]\n\
              pub struct Output{i} {{\n\

@@ -18,7 +18,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{
-    ClientHandler, Peer, RoleClient, ServerHandler, ServiceExt, tool, tool_handler, tool_router,
+    ClientHandler, Peer, RoleClient, RoleServer, ServerHandler, ServiceExt, tool, tool_handler,
+    tool_router,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -37,6 +38,10 @@ impl Noop {
 #[derive(Clone)]
 pub struct Bare {
     tool_router: ToolRouter<Self>,
+    /// When set, every session sends `notifications/tools/list_changed`
+    /// each time this moves (the least an rmcp server does to announce a
+    /// change to every session).
+    announce: Option<tokio::sync::watch::Receiver<u64>>,
 }
 
 #[tool_router]
@@ -51,7 +56,25 @@ impl Bare {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Bare {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        ServerConfig::new(match self.announce {
+            Some(_) => capabilities.enable_tool_list_changed().build(),
+            None => capabilities.build(),
+        })
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Some(mut announce) = self.announce.clone() else {
+            return;
+        };
+        announce.mark_unchanged();
+        tokio::spawn(async move {
+            while announce.changed().await.is_ok() {
+                if context.peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        });
     }
 }
 
@@ -59,6 +82,15 @@ impl Bare {
     pub fn new() -> Bare {
         Bare {
             tool_router: Self::tool_router(),
+            announce: None,
+        }
+    }
+
+    /// A server whose sessions announce a change whenever `announce` moves.
+    pub fn announcing(announce: tokio::sync::watch::Receiver<u64>) -> Bare {
+        Bare {
+            announce: Some(announce),
+            ..Bare::new()
         }
     }
 }
@@ -174,8 +206,16 @@ pub async fn http_agent_surface_on_axum(server: &McpServer, stop: CancellationTo
 /// A bare rmcp streamable HTTP endpoint on a loopback port (rmcp's own
 /// defaults, served by axum); returns its URL.
 pub async fn http_rmcp(stop: CancellationToken) -> String {
+    http_rmcp_with(stop, Bare::new).await
+}
+
+/// [`http_rmcp`] with each session's handler made by `handler`.
+pub async fn http_rmcp_with(
+    stop: CancellationToken,
+    handler: impl Fn() -> Bare + Send + Sync + 'static,
+) -> String {
     let service: StreamableHttpService<Bare, LocalSessionManager> = StreamableHttpService::new(
-        || Ok(Bare::new()),
+        move || Ok(handler()),
         Arc::default(),
         StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
     );

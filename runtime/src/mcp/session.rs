@@ -150,9 +150,14 @@ impl McpSession {
             if due && peer.notify_tool_list_changed().await.is_err() {
                 return;
             }
+            // One wait for the end, polled across changes: a new one per
+            // change would lock the token and queue a waiter again, for
+            // every session.
+            let stopped = stop.cancelled();
+            tokio::pin!(stopped);
             loop {
                 tokio::select! {
-                    () = stop.cancelled() => return,
+                    () = &mut stopped => return,
                     moved = watcher.changed() => {
                         if moved.is_none() || peer.notify_tool_list_changed().await.is_err() {
                             return;
@@ -295,9 +300,12 @@ impl McpSession {
         if due && context.sink().notify_tool_list_changed().await.is_err() {
             return Ok(());
         }
+        // One wait for the end across changes (see `spawn_notifier`).
+        let cancelled = context.cancelled();
+        tokio::pin!(cancelled);
         loop {
             tokio::select! {
-                () = context.cancelled() => return Ok(()),
+                () = &mut cancelled => return Ok(()),
                 moved = watcher.changed() => {
                     if moved.is_none() || context.sink().notify_tool_list_changed().await.is_err() {
                         return Ok(());
