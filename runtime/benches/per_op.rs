@@ -156,7 +156,8 @@ struct Fixture {
 }
 
 /// 1,000 consumers following the surface, as a server's sessions do
-/// (`watchers-1000`: an adapter's [`ChangeWatcher`] per consumer view, the
+/// (`watchers-1000`: an adapter's [`ChangeWatcher`] per consumer view in a
+/// task of its own, as an MCP session's notifier, the
 /// registry changed by a mount or an unmount; `watchers-1000-bare`: a task
 /// per consumer on a plain `watch` channel, the least a server does to
 /// learn of a change). One operation is one change seen by all of them:

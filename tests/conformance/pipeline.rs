@@ -534,3 +534,66 @@ async fn as_invoke_001_authorization_runs_before_input_exists() {
     .await;
     assert_eq!(code(&result), Some(ErrorCode::NotAuthorized));
 }
+
+/// An input whose hand-written field deserializer refuses a value its
+/// schema allows (`"forbidden"`): the validator passes it, the typed parse
+/// does not.
+#[agent_schema]
+#[derive(Clone, Debug)]
+pub(crate) struct Picky {
+    /// A code.
+    #[serde(deserialize_with = "not_forbidden")]
+    #[schemars(length(max = 32))]
+    pub(crate) code: String,
+}
+
+fn not_forbidden<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    let code = <String as serde::Deserialize>::deserialize(deserializer)?;
+    if code == "forbidden" {
+        return Err(serde::de::Error::custom("the value s3cret-forbidden"));
+    }
+    Ok(code)
+}
+
+/// Takes a [`Picky`].
+pub(crate) struct PickyTaker;
+
+/// Takes a picky input.
+#[agent_component(type = "test.picky")]
+impl PickyTaker {
+    /// Takes it.
+    #[action(effect = "local-state")]
+    fn take(&self, input: Picky) {
+        let _ = input.code;
+    }
+}
+
+#[tokio::test]
+async fn as_invoke_002_an_input_its_own_deserializer_refuses_is_invalid_input_without_serdes_message()
+ {
+    let registry = registry();
+    let _mounted = registry.mount(Arc::new(PickyTaker)).unwrap();
+    let fine = call(
+        &registry,
+        Invocation::new("view:test.picky.take").input(json!({"code": "ok"})),
+    )
+    .await;
+    assert!(fine.error().is_none(), "{fine:?}");
+    let refused = call(
+        &registry,
+        Invocation::new("view:test.picky.take").input(json!({"code": "forbidden"})),
+    )
+    .await;
+    let error = refused.error().unwrap();
+    assert_eq!(error.code(), ErrorCode::InvalidInput);
+    // The input's own issue (the empty path): where inside it the
+    // hand-written deserializer failed is not tracked.
+    assert_eq!(
+        error.detail("issues").unwrap(),
+        &json!([{"path": "", "message": "does not match the expected type"}])
+    );
+    assert!(
+        !serde_json::to_string(&refused).unwrap().contains("s3cret"),
+        "serde's message (which may quote the value) is never shown"
+    );
+}

@@ -12,7 +12,6 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::convert::to_mcp_tool;
@@ -34,7 +33,8 @@ pub(super) struct Life {
     pub(super) held: OnceLock<Arc<ConsumerView>>,
     /// Whether `initialize` was answered (a second one is refused).
     initialized: AtomicBool,
-    stop: CancellationToken,
+    /// The handshake-era notifier's task, ended with the session.
+    notifier: Mutex<Option<tokio::task::AbortHandle>>,
     shared: Arc<Shared>,
     /// The moment the handshake-era notifier covers from: the `initialize`
     /// response (at the latest), taken before it is sent.
@@ -72,7 +72,14 @@ impl PendingListens {
 
 impl Drop for Life {
     fn drop(&mut self) {
-        self.stop.cancel();
+        if let Some(notifier) = self
+            .notifier
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            notifier.abort();
+        }
         if let Some(consumer) = self.session.get() {
             // The session ended: its view, settled dedupe records and open
             // confirmations go with it (nobody can present them any more).
@@ -111,7 +118,7 @@ impl McpSession {
             anonymous: OnceLock::new(),
             held: OnceLock::new(),
             initialized: AtomicBool::new(false),
-            stop: CancellationToken::new(),
+            notifier: Mutex::new(None),
             shared: Arc::clone(shared),
             opened: Mutex::new(opened),
             listens: PendingListens(Mutex::new((0, opened))),
@@ -145,27 +152,28 @@ impl McpSession {
             .unwrap_or_else(PoisonError::into_inner);
         let (mut watcher, due) =
             ChangeWatcher::attach(&self.shared.registry, &self.shared.activity, view, since);
-        let stop = self.life.stop.clone();
-        runtime.spawn(async move {
+        // Ended by the session's end (aborted where it waits), not by a
+        // second wait polled beside every change: a session's change costs
+        // one wake-up.
+        let task = runtime.spawn(async move {
             if due && peer.notify_tool_list_changed().await.is_err() {
                 return;
             }
-            // One wait for the end, polled across changes: a new one per
-            // change would lock the token and queue a waiter again, for
-            // every session.
-            let stopped = stop.cancelled();
-            tokio::pin!(stopped);
-            loop {
-                tokio::select! {
-                    () = &mut stopped => return,
-                    moved = watcher.changed() => {
-                        if moved.is_none() || peer.notify_tool_list_changed().await.is_err() {
-                            return;
-                        }
-                    }
+            while watcher.changed().await.is_some() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    return;
                 }
             }
         });
+        let previous = self
+            .life
+            .notifier
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(task.abort_handle());
+        if let Some(previous) = previous {
+            previous.abort();
+        }
     }
 }
 
