@@ -51,7 +51,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
 use tokio::sync::Notify;
 
-use support::{Client, Latencies, benching, micros, noop_registry, time_calls};
+use support::{Client, Latencies, benching, cpu_ns, micros, noop_registry, time_calls};
 
 /// Calls timed on the active session (after as many warm-up calls / 4).
 const CALLS: usize = 2_000;
@@ -98,21 +98,24 @@ fn main() {
                 .collect()
         },
     );
-    let mut rows = Vec::new();
-    let mut costs = Vec::new();
-    // Each count in a fresh server process: no memory freed by a previous
-    // count is reused by the next.
     let rounds: usize = args
         .iter()
         .position(|a| a == "--rounds")
         .map_or(3, |at| args[at + 1].parse().unwrap());
+    let mut rows = Vec::new();
+    let mut costs = Vec::new();
     for &sessions in &sizes {
-        // The two servers alternate; the 2026-07-28 one runs once.
+        // Each run in a fresh server process (no memory freed by a previous
+        // one is reused); the two servers alternate, the 2026-07-28 one runs
+        // in the first round only.
         let sides = (0..rounds.max(1)).flat_map(|round| {
             let modern = (round == 0).then_some("modern");
-            ["agent-surface", "bare"].into_iter().chain(modern)
+            ["agent-surface", "bare"]
+                .into_iter()
+                .chain(modern)
+                .map(move |side| (round, side))
         });
-        for (at, side) in sides.enumerate() {
+        for (round, side) in sides {
             let output = Command::new(std::env::current_exe().unwrap())
                 .args(["--sessions-server", &sessions.to_string(), side])
                 .stderr(Stdio::inherit())
@@ -125,7 +128,7 @@ fn main() {
             for line in String::from_utf8(output.stdout).unwrap().lines() {
                 if let Some(row) = line.strip_prefix("row ") {
                     // The table shows the first round.
-                    if at < 3 {
+                    if round == 0 {
                         rows.push(row.to_owned());
                     }
                 } else if let Some(cost) = line.strip_prefix("cost ") {
@@ -211,19 +214,6 @@ impl Cost {
             rss_per_session: (rss >= 0.0).then_some(rss),
         }
     }
-}
-
-/// The CPU time `pid`'s live threads have run, in ns (the sum of
-/// `/proc/PID/task/*/schedstat`: precise, where `stat` counts 10 ms ticks).
-fn cpu_ns(pid: &str) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .filter_map(Result::ok)
-        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
-        .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
 }
 
 /// `pid`'s (user, system) CPU time in clock ticks.

@@ -384,11 +384,19 @@ impl Fixture {
     }
 }
 
+/// Whether one operation of `case` works on a whole surface (1,000
+/// mounts, a catalog, 1,000 watchers): few are needed to count it.
+fn whole_surface(case: &str) -> bool {
+    ["register", "direct", "watchers"]
+        .iter()
+        .any(|prefix| case.starts_with(prefix))
+}
+
 /// Operations before counting: enough to reach the steady state (the
 /// in-memory audit buffer and the dedupe window full, evicting as they
 /// take), as criterion's warm-up does.
 fn warm_up(case: &str) -> u64 {
-    if case.starts_with("register") || case.starts_with("direct") || case.starts_with("watchers") {
+    if whole_surface(case) {
         2
     } else if case.contains("registry") || case.contains("canonical") {
         100
@@ -455,14 +463,7 @@ fn main() {
         if filter.is_some_and(|f| !case.contains(f.as_str())) {
             continue;
         }
-        let n: u64 = if case.starts_with("register")
-            || case.starts_with("direct")
-            || case.starts_with("watchers")
-        {
-            20
-        } else {
-            1000
-        };
+        let n: u64 = if whole_surface(case) { 20 } else { 1000 };
         fixture.run(case, warm_up(case));
         let (count, bytes) = (
             ALLOCATIONS.load(Ordering::Relaxed),

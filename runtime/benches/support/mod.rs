@@ -268,19 +268,23 @@ pub async fn time_calls(client: &Client, count: usize, into: &mut Vec<Duration>)
     }
 }
 
-/// This process's CPU time so far: what its live threads have run, summed
-/// from `/proc/self/task/*/schedstat` (ns; `/proc/self/stat` counts 10 ms
-/// ticks, too coarse for a block of calls).
-pub fn cpu_time() -> Duration {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return Duration::ZERO;
+/// The CPU time process `pid` (`"self"` for this one) has run on its live
+/// threads, in ns: the sum of `/proc/PID/task/*/schedstat` (`stat` counts
+/// 10 ms ticks, too coarse for a block of calls or one change).
+pub fn cpu_ns(pid: &str) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
     };
-    let nanos: u64 = tasks
+    tasks
         .filter_map(Result::ok)
         .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
         .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    Duration::from_nanos(nanos)
+        .sum()
+}
+
+/// This process's CPU time so far (see [`cpu_ns`]).
+pub fn cpu_time() -> Duration {
+    Duration::from_nanos(cpu_ns("self"))
 }
 
 /// Microseconds with one decimal.
