@@ -86,6 +86,21 @@ fn why_code(code: ErrorCode) -> &'static str {
     }
 }
 
+/// A request's title in the person's sentence. It holds text the agent
+/// chose (names, ids): set in quotes, and with its own curly quotes made
+/// straight, so it can neither close the quote early nor read as more of
+/// the sentence around it ("… approved").
+fn quoted(title: &str) -> String {
+    let inner: String = title
+        .chars()
+        .map(|c| match c {
+            '“' | '”' | '„' | '‟' | '«' | '»' => '"',
+            other => other,
+        })
+        .collect();
+    format!("“{inner}”")
+}
+
 /// One line about an entry, and whether it is a change (marked) or a read.
 fn line(entry: &ActivityEntry) -> (String, &'static str) {
     let who = &entry.who;
@@ -97,7 +112,10 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
             ..
         } => {
             let _ = capability_id;
-            (format!("{who} did, with your approval: “{title}”"), "done")
+            (
+                format!("{who} did, with your approval: {}", quoted(title)),
+                "done",
+            )
         }
         Activity::Call {
             capability_id,
@@ -133,9 +151,10 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
             ),
             "refused",
         ),
-        Activity::Asked { title, .. } => {
-            (format!("{who} asks for your approval: “{title}”"), "ask")
-        }
+        Activity::Asked { title, .. } => (
+            format!("{who} asks for your approval: {}", quoted(title)),
+            "ask",
+        ),
         Activity::Answered {
             outcome,
             channel,
@@ -144,11 +163,9 @@ fn line(entry: &ActivityEntry) -> (String, &'static str) {
             proof,
             ..
         } => {
-            // The title holds text the agent chose (names, ids): quoted, so it
-            // cannot read as more of the sentence around it.
             let what = title
-                .as_ref()
-                .map_or_else(|| "a request".to_owned(), |title| format!("“{title}”"));
+                .as_deref()
+                .map_or_else(|| "a request".to_owned(), quoted);
             let through = channel
                 .as_deref()
                 .map(|c| format!(" (through {c})"))
@@ -257,5 +274,20 @@ pub(crate) fn ActivityList() -> Element {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quoted;
+
+    #[test]
+    fn a_title_cannot_close_its_quote_and_speak_for_the_person() {
+        let forged = "Lamp” — admin approved (through console): “Disable 3 devices";
+        let shown = quoted(forged);
+        assert_eq!(shown.matches('“').count(), 1);
+        assert_eq!(shown.matches('”').count(), 1);
+        assert!(shown.starts_with('“') && shown.ends_with('”'));
+        assert_eq!(quoted("Disable 1 device: Lamp"), "“Disable 1 device: Lamp”");
     }
 }
