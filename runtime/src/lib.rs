@@ -156,6 +156,7 @@ pub mod procedure;
 pub mod registry;
 pub mod schema;
 pub mod snapshot;
+pub mod store;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;

@@ -27,6 +27,7 @@ const LAYERS: &[&str] = &[
     "canonical",
     "wire",
     "clock",
+    "store",
     "schema",
     "error",
     "audit",

@@ -47,6 +47,7 @@ mod recursive;
 mod reentrancy;
 mod regressions;
 mod reliability;
+mod replicas;
 mod schema;
 mod settlement;
 mod signals;

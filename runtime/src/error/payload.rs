@@ -297,6 +297,9 @@ pub enum TransientReason {
     HandlerError,
     /// A transport error.
     Transport,
+    /// The shared store could not be reached: the call did not run (see
+    /// [`store`](crate::store)).
+    Store,
 }
 
 impl FailureReason {
@@ -315,6 +318,10 @@ impl FailureReason {
                 reason: TransientReason::Transport,
                 ..
             } => "transport",
+            FailureReason::Transient {
+                reason: TransientReason::Store,
+                ..
+            } => "store-unavailable",
         }
     }
 
@@ -329,6 +336,13 @@ impl FailureReason {
             }
             FailureReason::Transport => {
                 "The backend could not be reached or failed. Do not retry it unchanged."
+            }
+            FailureReason::Transient {
+                reason: TransientReason::Store,
+                ..
+            } => {
+                "The operation did not run: a service it needs is unavailable. Retry with the \
+                 same invocation id after a delay."
             }
             FailureReason::Transient { .. } => {
                 "The operation failed temporarily. Retry after a delay."

@@ -68,6 +68,46 @@ pub(crate) fn of_call(request: u64, scope: &[String], kinds: Kinds, grants: &[St
     key().hash_one((request, kinds, &*set(scope), &*set(grants)))
 }
 
+/// The fingerprint a shared store's record of this call compares: the
+/// same request and reach as [`of_call`], hashed with SHA-256 (no key, so
+/// every replica computes the same; the reach is fed whole, so no request
+/// can be chosen to stand for another reach).
+pub(crate) fn shared(
+    request: u64,
+    scope: &[String],
+    kinds: Kinds,
+    grants: &[String],
+) -> crate::store::Fingerprint {
+    use sha2::Digest;
+    fn set(parts: &[String]) -> Vec<&str> {
+        let mut set: Vec<&str> = parts.iter().map(String::as_str).collect();
+        set.sort_unstable();
+        set.dedup();
+        set
+    }
+    let mut digest = sha2::Sha256::new();
+    digest.update(request.to_be_bytes());
+    digest.update([match kinds {
+        Kinds::All => 0u8,
+        Kinds::Observations => 1,
+        Kinds::Operations => 2,
+    }]);
+    for parts in [set(scope), set(grants)] {
+        digest.update((parts.len() as u64).to_be_bytes());
+        for part in parts {
+            // Length-prefixed: no two sequences of parts hash alike.
+            digest.update((part.len() as u64).to_be_bytes());
+            digest.update(part.as_bytes());
+        }
+    }
+    let digest = digest.finalize();
+    let mut head = [0u8; 16];
+    for (slot, byte) in head.iter_mut().zip(digest.iter()) {
+        *slot = *byte;
+    }
+    crate::store::Fingerprint::from_bytes(head)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -129,6 +129,11 @@ pub(super) fn deadline(
         .and_then(|wait| started.checked_add(wait))
 }
 
+/// How long a joiner under `limit` waits for its twin.
+pub(super) fn wait(limit: Duration) -> Duration {
+    limit.saturating_add(GRACE)
+}
+
 /// The `TIMEOUT` a joiner settles with when its limit ends the wait.
 pub(super) fn timed_out(limit: Duration, idempotent: bool) -> ErrorPayload {
     ErrorPayload::timeout(crate::util::millis::millis(limit), idempotent)

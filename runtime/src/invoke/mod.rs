@@ -12,6 +12,7 @@ pub(crate) mod bounds;
 mod dedupe_fingerprint;
 mod join;
 mod pipeline;
+mod shared;
 
 pub use crate::invocation::{
     IS_AN_OBSERVATION, IS_NOT_AN_OBSERVATION, Invocation, InvocationResult, InvokeOptions, Kinds,
@@ -196,6 +197,32 @@ fn begin(
     } else {
         None
     };
+    // Across replicas: the same id is claimed in the shared store too.
+    let claimed = match (&leadership, &inner.config().shared, fingerprint) {
+        (Some(_), Some(shared), Some(request_fingerprint)) => {
+            let (limit, idempotent) =
+                join::limit(services, &request.capability_id, parsed, &options);
+            let limits = inner.limits();
+            let keep = limits.dedupe_cache_ttl;
+            Some(shared::Claimed {
+                shared,
+                key: shared.namespace.dedupe(consumer.key(), &invocation_id),
+                fingerprint: dedupe_fingerprint::shared(
+                    request_fingerprint,
+                    &options.scope,
+                    options.kinds,
+                    consumer.grants(),
+                ),
+                lease: limit
+                    .saturating_add(limits.confirmation_ttl)
+                    .saturating_add(keep),
+                keep,
+                wait: join::wait(limit),
+                timed_out: join::timed_out(limit, idempotent),
+            })
+        }
+        _ => None,
+    };
     let input = request.input.take();
     let call = pipeline::InFlight {
         services,
@@ -214,5 +241,8 @@ fn begin(
         settled: false,
         forget_epoch,
     };
-    Ok(Started::Run(call))
+    match claimed {
+        Some(claimed) => Ok(Started::Wait(Box::pin(claimed.run(call)))),
+        None => Ok(Started::Run(call)),
+    }
 }

@@ -128,6 +128,14 @@ pub struct RegistryBuilder {
     pub(super) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
     pub(super) presence: Option<crate::confirmation::PresenceRequirement>,
     pub(super) presenter: Option<crate::confirmation::Presenter>,
+    pub(super) shared: Option<Shared>,
+}
+
+/// The shared store a registry consults, under its surface's namespace.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub(crate) store: Arc<dyn crate::store::SharedStore>,
+    pub(crate) namespace: crate::store::Namespace,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -372,6 +380,32 @@ impl RegistryBuilder {
         self
     }
 
+    /// Shares this registry's at-most-once window, rate-limit buckets and
+    /// audit with every other registry (a replica of the same surface, in
+    /// another process or this one) on `store` under `namespace`: see
+    /// [`store`](crate::store) for what holds across replicas, what the
+    /// store's failure does (calls fail closed) and what it costs. Without
+    /// it (the default) all of that stays in this process, at no cost.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use agent_surface::Registry;
+    /// use agent_surface::store::{MemoryStore, Namespace};
+    ///
+    /// let registry = Registry::builder()
+    ///     .shared_store(Arc::new(MemoryStore::new()), Namespace::new("devices").unwrap())
+    ///     .build();
+    /// # let _ = registry;
+    /// ```
+    pub fn shared_store(
+        mut self,
+        store: Arc<dyn crate::store::SharedStore>,
+        namespace: crate::store::Namespace,
+    ) -> Self {
+        self.shared = Some(Shared { store, namespace });
+        self
+    }
+
     /// Builds the registry.
     pub fn build(self) -> Registry {
         // Creating a registry allocates its shared state and nothing else
@@ -401,7 +435,8 @@ impl RegistryBuilder {
             && self.expected_manifest.is_none()
             && self.approval_channels.is_empty()
             && self.presenter.is_none()
-            && self.presence.is_none();
+            && self.presence.is_none()
+            && self.shared.is_none();
         let config = if all_default {
             ConfigRef::Defaults(&shared_defaults().config)
         } else {
@@ -426,6 +461,7 @@ impl RegistryBuilder {
                 approval_channels: self.approval_channels,
                 presenter: self.presenter,
                 presence: self.presence,
+                shared: self.shared,
             }))
         };
         let limits = &config.limits;
@@ -486,6 +522,8 @@ pub(crate) struct Config {
     pub(crate) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
     pub(crate) presenter: Option<crate::confirmation::Presenter>,
     pub(crate) presence: Option<crate::confirmation::PresenceRequirement>,
+    /// The shared store, when the registry has replicas.
+    pub(crate) shared: Option<Shared>,
     /// The registry's own policy chain, shared by registrations that add
     /// none (and by every registry without policies).
     pub(crate) base_chain: Arc<Chain>,
@@ -538,6 +576,7 @@ fn shared_defaults() -> &'static SharedDefaults {
             approval_channels: Vec::new(),
             presenter: None,
             presence: None,
+            shared: None,
             base_chain: Arc::new(Chain::compose(&[], &[], Vec::new())),
         },
         host: HostContext::default(),

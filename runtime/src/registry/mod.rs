@@ -47,6 +47,7 @@ mod procedures;
 mod registration;
 mod state;
 
+pub(crate) use config::Shared;
 pub use config::{
     DuplicatePolicy, GuardDecision, RegistrationCandidate, RegistryBuilder, RouteInfo, SuffixPolicy,
 };

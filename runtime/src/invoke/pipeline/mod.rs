@@ -442,6 +442,50 @@ impl InFlight<'_> {
     }
 }
 
+impl InFlight<'_> {
+    /// The call ends without running here, with `error` (the shared store
+    /// refused it, failed, or the twin on another replica did not settle
+    /// in time): this process's dedupe record is given back, so a retry is
+    /// a new attempt, and nothing is audited (nothing ran).
+    pub(in crate::invoke) fn answered_elsewhere(mut self, error: ErrorPayload) -> InvocationResult {
+        self.settled = true;
+        if let Some(leadership) = self.leadership.take() {
+            leadership.abandon(
+                self.services,
+                crate::primitives::dedupe::KeyRef(self.consumer.key(), &self.invocation_id),
+            );
+        }
+        InvocationResult::new(
+            Arc::clone(&self.invocation_id),
+            Arc::clone(self.capability_id()),
+            Err(error),
+            self.services.version(),
+            false,
+        )
+    }
+
+    /// The call ends with `result`, its twin's on another replica (which
+    /// audited it): this process's dedupe record keeps it as its own, and
+    /// joiners here get it.
+    pub(in crate::invoke) fn answered_elsewhere_with(
+        mut self,
+        result: InvocationResult,
+    ) -> InvocationResult {
+        self.settled = true;
+        if let Some(leadership) = self.leadership.take() {
+            let now = self.services.ms_at(crate::util::time::Instant::now());
+            leadership.finish(
+                self.services,
+                crate::primitives::dedupe::KeyRef(self.consumer.key(), &self.invocation_id),
+                &result,
+                None,
+                now,
+            );
+        }
+        result
+    }
+}
+
 impl Drop for InFlight<'_> {
     /// The caller dropped the call's future (or aborted its task) before it
     /// settled: the call settles `CANCELLED` here, a terminal result like

@@ -20,14 +20,7 @@ pub(super) fn cost(
     output_bytes: Option<usize>,
     budget: WindowLimits,
 ) -> Option<usize> {
-    if result.error().is_some_and(|error| {
-        !error.code().cacheable()
-            // Evidence that did not match the request says nothing of the
-            // request's fate (it is not part of its fingerprint): the retry
-            // with the right evidence must not be told `mismatch` again.
-            || (error.code() == crate::error::ErrorCode::ConfirmationInvalid
-                && error.detail("reason").and_then(serde_json::Value::as_str) == Some("mismatch"))
-    }) {
+    if !kept(result) {
         return None;
     }
     // A successful result costs its output, which phase 10 already
@@ -40,6 +33,19 @@ pub(super) fn cost(
     let bytes = RECORD_OVERHEAD + key.1.len() + result.capability_id().len() + payload;
     // Larger than the whole window: kept by nobody.
     (bytes <= budget.bytes).then_some(bytes)
+}
+
+/// Whether `result` is kept for its invocation id at all (in this window
+/// and in a shared store's).
+pub(crate) fn kept(result: &InvocationResult) -> bool {
+    !result.error().is_some_and(|error| {
+        !error.code().cacheable()
+            // Evidence that did not match the request says nothing of the
+            // request's fate (it is not part of its fingerprint): the retry
+            // with the right evidence must not be told `mismatch` again.
+            || (error.code() == crate::error::ErrorCode::ConfirmationInvalid
+                && error.detail("reason").and_then(serde_json::Value::as_str) == Some("mismatch"))
+    })
 }
 
 /// The serialized size of a result, counted without building the text.

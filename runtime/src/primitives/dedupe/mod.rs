@@ -26,6 +26,7 @@ mod cost;
 mod orphans;
 
 use cost::cost;
+pub(crate) use cost::kept;
 
 use std::sync::Arc;
 

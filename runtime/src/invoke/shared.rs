@@ -1,0 +1,189 @@
+//! Phase 1 across replicas: a call that leads its invocation id in this
+//! process also claims it in the registry's shared store before it runs,
+//! so a retry that lands on another replica joins or replays it and never
+//! runs it twice. The settlement is written to the store before the result
+//! is returned; the store's failure fails the call closed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{ErrorPayload, FailureReason, TransientReason};
+use crate::invoke::InvocationResult;
+use crate::registry::Shared;
+use crate::store::{Claim, Fingerprint, Lease};
+
+use super::pipeline::InFlight;
+
+/// How long a client of the store waits before a retry after its failure.
+const STORE_RETRY_MS: u64 = 1_000;
+
+/// A settled result as the store keeps it (its invocation id is the key's).
+#[derive(Serialize, Deserialize)]
+struct Record {
+    /// The capability called.
+    c: String,
+    /// The output of a successful call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    o: Option<Value>,
+    /// The error of a failed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    e: Option<ErrorPayload>,
+    /// The surface version at the settlement (the leader's).
+    v: u64,
+    /// Whether the surface changed while it ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    x: bool,
+}
+
+impl Record {
+    fn of(result: &InvocationResult) -> Option<String> {
+        let record = Record {
+            c: result.capability_id().to_owned(),
+            o: result.output().cloned(),
+            e: result.error().cloned(),
+            v: result.surface_version(),
+            x: result.surface_changed(),
+        };
+        serde_json::to_string(&record).ok()
+    }
+
+    fn into_result(self, invocation_id: &Arc<str>) -> InvocationResult {
+        let outcome = match self.e {
+            Some(error) => Err(error),
+            None => Ok(self.o.map(Arc::new)),
+        };
+        InvocationResult::new(
+            Arc::clone(invocation_id),
+            Arc::from(self.c),
+            outcome,
+            self.v,
+            self.x,
+        )
+    }
+}
+
+/// `EXECUTION_FAILED`, `store-unavailable`: the call did not run.
+fn unavailable() -> ErrorPayload {
+    ErrorPayload::execution_failed(FailureReason::Transient {
+        reason: TransientReason::Store,
+        retry_after_ms: Some(STORE_RETRY_MS),
+    })
+}
+
+/// What the store's dedupe record of a call is, and how long it is held.
+pub(super) struct Claimed<'s> {
+    pub(super) shared: &'s Shared,
+    pub(super) key: String,
+    pub(super) fingerprint: Fingerprint,
+    /// How long an unsettled claim holds the key: the call's time limit,
+    /// a person's answer and the window, so a leader that dies leaves its
+    /// key held as long as a settled record would be.
+    pub(super) lease: Duration,
+    /// How long a settled record is kept.
+    pub(super) keep: Duration,
+    /// How long a retry waits for the running twin on another replica.
+    pub(super) wait: Duration,
+    /// What a wait that ran out settles.
+    pub(super) timed_out: ErrorPayload,
+}
+
+impl Claimed<'_> {
+    /// Runs `call` if the store lets this attempt lead; otherwise answers
+    /// with the twin's result, the conflict, or the store's failure.
+    pub(super) async fn run(self, mut call: InFlight<'_>) -> InvocationResult {
+        let store = &*self.shared.store;
+        let claim = store.claim(&self.key, &self.fingerprint, self.lease).await;
+        // Whether this call waited for a twin on another replica.
+        let waited = matches!(claim, Ok(Claim::Running));
+        let claim = match claim {
+            Ok(Claim::Running) => {
+                let cancellation = call.options.cancellation.clone();
+                let settled = async {
+                    crate::util::time::timeout(
+                        self.wait,
+                        store.wait(&self.key, &self.fingerprint, self.lease),
+                    )
+                    .await
+                    .ok()
+                };
+                let cancelled = async {
+                    match &cancellation {
+                        Some(token) => token.cancelled().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    settled = settled => match settled {
+                        Some(claim) => claim,
+                        None => return call.answered_elsewhere(self.timed_out),
+                    },
+                    () = cancelled => {
+                        return call.answered_elsewhere(ErrorPayload::cancelled());
+                    }
+                    () = call.services.disposal().cancelled() => {
+                        return call.answered_elsewhere(ErrorPayload::cancelled());
+                    }
+                }
+            }
+            other => other,
+        };
+        match claim {
+            Ok(Claim::Leader(lease)) => {
+                if waited {
+                    // The twin this call waited for ended without a result
+                    // (as a local twin's joiners do, it is not run again
+                    // by the joiner).
+                    let _ = store.release(&self.key, &lease).await;
+                    return call.answered_elsewhere(ErrorPayload::cancelled());
+                }
+                let result = call.run().await;
+                self.write(&lease, &result).await;
+                result
+            }
+            Ok(Claim::Settled(record)) => match serde_json::from_str::<Record>(&record) {
+                Ok(record) => {
+                    let result = record.into_result(&call.invocation_id);
+                    call.answered_elsewhere_with(result)
+                }
+                Err(_) => call.answered_elsewhere(unavailable()),
+            },
+            Ok(Claim::Conflict) => call.answered_elsewhere(ErrorPayload::conflict()),
+            // Never returned by `claim` after a wait; by `claim` itself
+            // only when the store is asked concurrently: a twin.
+            Ok(Claim::Running) => call.answered_elsewhere(self.timed_out),
+            Err(error) => {
+                tracing::warn!(store = store.name(), %error, "the shared store failed: the call did not run");
+                call.answered_elsewhere(unavailable())
+            }
+        }
+    }
+
+    /// Writes the settlement (or gives the key back, for a result that is
+    /// not kept) before the result is returned. A failed write leaves the
+    /// claim in the store until its lease: retries wait and time out, and
+    /// never run the call again.
+    async fn write(&self, lease: &Lease, result: &InvocationResult) {
+        let store = &*self.shared.store;
+        let record = crate::primitives::dedupe::kept(result)
+            .then(|| Record::of(result))
+            .flatten();
+        let written = match record {
+            Some(record) => store
+                .settle(&self.key, lease, &record, self.keep)
+                .await
+                .map(|_| ()),
+            None => store.release(&self.key, lease).await,
+        };
+        if let Err(error) = written {
+            tracing::warn!(
+                store = store.name(),
+                %error,
+                "the shared store did not take a settlement: retries of this invocation id wait until its lease ends"
+            );
+        }
+    }
+}

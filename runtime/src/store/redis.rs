@@ -1,0 +1,473 @@
+//! The shared store on a Redis or Valkey server (feature `redis`, through
+//! the `redis` crate): each operation one atomic Lua script, waits woken by
+//! the server's publish/subscribe, buckets on the server's clock.
+//!
+//! What the server keeps, per surface namespace `as:{ns}:`:
+//! - `dd:…` dedupe records: `R{fingerprint}{token}` while a call runs (for
+//!   its lease), `S{fingerprint}{record}` once settled (for the window);
+//! - `rl:…` buckets: a hash of tokens and the time they were counted, kept
+//!   for the bucket's window;
+//! - `audit`: a stream, trimmed to its newest records;
+//!
+//! Settlements and releases are announced on the channel `as:events`
+//! (the message is the key, namespace included), shared by every surface
+//! on the server.
+//!
+//! For "no acknowledged settlement is lost" across a restart of the
+//! server, run it with `appendonly yes` and `appendfsync always` (a
+//! settlement is acknowledged to the caller only after the server
+//! answered it).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::Script;
+use redis::aio::ConnectionManager;
+use tokio::sync::Notify;
+
+use super::{BoxFuture, Claim, Fingerprint, Lease, SharedStore, StoreError, Taken};
+
+/// How long the store waits for the server by default, per operation and
+/// per connection attempt.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The channel settlements and releases are announced on.
+const EVENTS: &str = "as:events";
+
+/// Waits the store holds at once; more are refused ([`StoreError::Full`]).
+pub const MAX_WAITERS: usize = 100_000;
+
+const CLAIM: &str = r"
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], 'R' .. ARGV[1] .. ARGV[2], 'PX', ARGV[3])
+  return {'L'}
+end
+if string.sub(v, 2, 33) ~= ARGV[1] then return {'C'} end
+if string.sub(v, 1, 1) == 'S' then return {'S', string.sub(v, 34)} end
+return {'R'}
+";
+
+const SETTLE: &str = r"
+if redis.call('GET', KEYS[1]) ~= ('R' .. ARGV[1] .. ARGV[2]) then return 0 end
+redis.call('SET', KEYS[1], 'S' .. ARGV[1] .. ARGV[3], 'PX', ARGV[4])
+redis.call('PUBLISH', KEYS[2], KEYS[1])
+return 1
+";
+
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ('R' .. ARGV[1] .. ARGV[2]) then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', KEYS[2], KEYS[1])
+end
+return 1
+";
+
+const TAKE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local per = limit / window
+local b = redis.call('HMGET', KEYS[1], 't', 'a')
+local tokens = tonumber(b[1])
+local at = tonumber(b[2])
+if not tokens or not at then tokens = limit; at = now end
+if now > at then tokens = math.min(limit, tokens + (now - at) * per); at = now end
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = math.max(1, math.ceil((1 - tokens) / per)) end
+redis.call('HSET', KEYS[1], 't', tostring(tokens), 'a', tostring(at))
+redis.call('PEXPIRE', KEYS[1], window)
+return wait
+";
+
+/// Why [`RedisStore::connect`] failed.
+#[derive(Debug)]
+pub struct RedisStoreError(redis::RedisError);
+
+impl fmt::Display for RedisStoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot connect to the Redis server: {}", self.0)
+    }
+}
+
+impl std::error::Error for RedisStoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Who waits on which key, woken by the channel listener.
+#[derive(Default)]
+struct Waiters {
+    by_key: Mutex<HashMap<String, Arc<Notify>>>,
+}
+
+impl Waiters {
+    fn wake(&self, key: &str) {
+        let map = self.by_key.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(notify) = map.get(key) {
+            notify.notify_waiters();
+        }
+    }
+
+    /// After a (re)subscription: everyone looks again (an announcement may
+    /// have been missed while the listener was away).
+    fn wake_all(&self) {
+        let map = self.by_key.lock().unwrap_or_else(PoisonError::into_inner);
+        for notify in map.values() {
+            notify.notify_waiters();
+        }
+    }
+}
+
+/// One waiter's interest in a key, taken back when its wait ends.
+struct Interest<'w> {
+    waiters: &'w Waiters,
+    key: &'w str,
+    notify: Arc<Notify>,
+}
+
+impl Drop for Interest<'_> {
+    fn drop(&mut self) {
+        let mut map = self
+            .waiters
+            .by_key
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if Arc::strong_count(&self.notify) <= 2 {
+            map.remove(self.key);
+        }
+    }
+}
+
+/// A [`SharedStore`] on a Redis or Valkey server the replicas share (see
+/// the [module docs](super)).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use agent_surface::registry::Registry;
+/// use agent_surface::store::{Namespace, RedisStore};
+///
+/// let store = RedisStore::connect("redis://127.0.0.1:6379/").await?;
+/// let registry = Registry::builder()
+///     .shared_store(Arc::new(store), Namespace::new("devices")?)
+///     .build();
+/// # drop(registry); Ok(()) }
+/// ```
+pub struct RedisStore {
+    connection: ConnectionManager,
+    waiters: Arc<Waiters>,
+    listener: tokio::task::AbortHandle,
+    claim: Script,
+    settle: Script,
+    release: Script,
+    take: Script,
+}
+
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore").finish_non_exhaustive()
+    }
+}
+
+impl Drop for RedisStore {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
+}
+
+fn unavailable(error: &redis::RedisError) -> StoreError {
+    if error.is_io_error()
+        || error.is_timeout()
+        || error.is_connection_dropped()
+        || error.is_connection_refusal()
+    {
+        StoreError::Unavailable(error.to_string())
+    } else {
+        StoreError::Protocol(error.to_string())
+    }
+}
+
+impl RedisStore {
+    /// Connects to the server at `url` (`redis://host:port/db`; with the
+    /// feature `redis-tls`, `rediss://`), with [`DEFAULT_TIMEOUT`] per
+    /// operation.
+    pub async fn connect(url: &str) -> Result<RedisStore, RedisStoreError> {
+        RedisStore::connect_with_timeout(url, DEFAULT_TIMEOUT).await
+    }
+
+    /// [`connect`](Self::connect) with `timeout` per operation and per
+    /// connection attempt: an operation the server does not answer in time
+    /// fails ([`StoreError::Unavailable`]) and the call fails closed.
+    pub async fn connect_with_timeout(
+        url: &str,
+        timeout: Duration,
+    ) -> Result<RedisStore, RedisStoreError> {
+        let client = redis::Client::open(url).map_err(RedisStoreError)?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(timeout))
+            .set_connection_timeout(Some(timeout))
+            .set_number_of_retries(1)
+            .set_max_delay(timeout);
+        let connection = client
+            .get_connection_manager_with_config(config)
+            .await
+            .map_err(RedisStoreError)?;
+        let waiters = Arc::new(Waiters::default());
+        // The first subscription is made before the store is handed out, so
+        // no announcement after `connect` returns is missed.
+        let mut pubsub = client.get_async_pubsub().await.map_err(RedisStoreError)?;
+        pubsub.subscribe(EVENTS).await.map_err(RedisStoreError)?;
+        let listener =
+            tokio::spawn(listen(client, pubsub, Arc::downgrade(&waiters), timeout)).abort_handle();
+        Ok(RedisStore {
+            connection,
+            waiters,
+            listener,
+            claim: Script::new(CLAIM),
+            settle: Script::new(SETTLE),
+            release: Script::new(RELEASE),
+            take: Script::new(TAKE),
+        })
+    }
+
+    async fn claim_now(
+        &self,
+        key: &str,
+        fingerprint: &Fingerprint,
+        lease: Duration,
+    ) -> Result<Claim, StoreError> {
+        let claimed = Lease::new(*fingerprint);
+        let mut connection = self.connection.clone();
+        let reply: Vec<String> = self
+            .claim
+            .key(key)
+            .arg(fingerprint.as_str())
+            .arg(claimed.token())
+            .arg(crate::util::millis::millis(lease).max(1))
+            .invoke_async(&mut connection)
+            .await
+            .map_err(|error| unavailable(&error))?;
+        match reply.as_slice() {
+            [kind] if kind == "L" => Ok(Claim::Leader(claimed)),
+            [kind] if kind == "R" => Ok(Claim::Running),
+            [kind] if kind == "C" => Ok(Claim::Conflict),
+            [kind, record] if kind == "S" => Ok(Claim::Settled(record.clone())),
+            _ => Err(StoreError::Protocol("an unknown claim reply".to_owned())),
+        }
+    }
+}
+
+/// Forwards the channel's announcements to the waiters, resubscribing
+/// after a lost connection; ends with the store.
+async fn listen(
+    client: redis::Client,
+    first: redis::aio::PubSub,
+    waiters: Weak<Waiters>,
+    backoff: Duration,
+) {
+    let mut pubsub = Some(first);
+    loop {
+        if let Some(subscribed) = pubsub.take() {
+            if let Some(waiters) = waiters.upgrade() {
+                waiters.wake_all();
+            }
+            let mut messages = subscribed.into_on_message();
+            while let Some(message) = messages.next().await {
+                let Some(waiters) = waiters.upgrade() else {
+                    return;
+                };
+                if let Ok(key) = message.get_payload::<String>() {
+                    waiters.wake(&key);
+                }
+            }
+        }
+        if waiters.strong_count() == 0 {
+            return;
+        }
+        crate::util::time::sleep(backoff.min(Duration::from_millis(500))).await;
+        if let Ok(mut again) = client.get_async_pubsub().await
+            && again.subscribe(EVENTS).await.is_ok()
+        {
+            pubsub = Some(again);
+        }
+    }
+}
+
+impl SharedStore for RedisStore {
+    fn name(&self) -> &str {
+        "redis"
+    }
+
+    fn claim<'a>(
+        &'a self,
+        key: &'a str,
+        fingerprint: &'a Fingerprint,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        Box::pin(self.claim_now(key, fingerprint, lease))
+    }
+
+    fn wait<'a>(
+        &'a self,
+        key: &'a str,
+        fingerprint: &'a Fingerprint,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        Box::pin(async move {
+            let interest = {
+                let mut map = self
+                    .waiters
+                    .by_key
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if map.len() >= MAX_WAITERS && !map.contains_key(key) {
+                    return Err(StoreError::Full);
+                }
+                Interest {
+                    waiters: &self.waiters,
+                    key,
+                    notify: Arc::clone(map.entry(key.to_owned()).or_default()),
+                }
+            };
+            loop {
+                let notified = interest.notify.notified();
+                tokio::pin!(notified);
+                // Enabled before the check: an announcement between the
+                // check and the wait is not lost.
+                notified.as_mut().enable();
+                match self.claim_now(key, fingerprint, lease).await? {
+                    Claim::Running => {}
+                    other => return Ok(other),
+                }
+                // A lease that runs out is announced by nobody: look again
+                // when it could have (at most the lease).
+                tokio::select! {
+                    () = &mut notified => {}
+                    () = crate::util::time::sleep(lease) => {}
+                }
+            }
+        })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        key: &'a str,
+        lease: &'a Lease,
+        record: &'a str,
+        keep: Duration,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let written: i64 = self
+                .settle
+                .key(key)
+                .key(EVENTS)
+                .arg(lease.fingerprint().as_str())
+                .arg(lease.token())
+                .arg(record)
+                .arg(crate::util::millis::millis(keep).max(1))
+                .invoke_async(&mut connection)
+                .await
+                .map_err(|error| unavailable(&error))?;
+            Ok(written == 1)
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let _: i64 = self
+                .release
+                .key(key)
+                .key(EVENTS)
+                .arg(lease.fingerprint().as_str())
+                .arg(lease.token())
+                .invoke_async(&mut connection)
+                .await
+                .map_err(|error| unavailable(&error))?;
+            Ok(())
+        })
+    }
+
+    fn take<'a>(
+        &'a self,
+        key: &'a str,
+        limit: u32,
+        window: Duration,
+    ) -> BoxFuture<'a, Result<Taken, StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let wait: u64 = self
+                .take
+                .key(key)
+                .arg(limit.max(1))
+                .arg(crate::util::millis::millis(window).max(1))
+                .invoke_async(&mut connection)
+                .await
+                .map_err(|error| unavailable(&error))?;
+            Ok(if wait == 0 {
+                Taken::Allowed
+            } else {
+                Taken::Refused {
+                    retry_after_ms: wait,
+                }
+            })
+        })
+    }
+
+    fn append<'a>(
+        &'a self,
+        key: &'a str,
+        record: &'a str,
+        keep: usize,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let _: String = redis::cmd("XADD")
+                .arg(key)
+                .arg("MAXLEN")
+                .arg(keep.max(1))
+                .arg("*")
+                .arg("r")
+                .arg(record)
+                .query_async(&mut connection)
+                .await
+                .map_err(|error| unavailable(&error))?;
+            Ok(())
+        })
+    }
+
+    fn records<'a>(
+        &'a self,
+        key: &'a str,
+        count: usize,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let newest: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
+                .arg(key)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(count)
+                .query_async(&mut connection)
+                .await
+                .map_err(|error| unavailable(&error))?;
+            Ok(newest
+                .into_iter()
+                .rev()
+                .filter_map(|(_, fields)| fields.into_iter().nth(1))
+                .collect())
+        })
+    }
+}

@@ -1,0 +1,228 @@
+//! At most once across replicas (AS-IDENT-001, -002, -004, -006 on a
+//! shared store): registries sharing one store behave as one registry for
+//! invocation ids — a retry on another replica replays or joins, never runs
+//! twice; the same id with another request conflicts; the store's failure
+//! fails the call closed. The store here is the in-process `MemoryStore`;
+//! the same cases run against a real Redis server in the runtime's
+//! `shared_store_redis` test.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_surface::prelude::*;
+use agent_surface::registry::Registry;
+use agent_surface::store::{
+    BoxFuture, Claim, Fingerprint, Lease, MemoryStore, Namespace, SharedStore, StoreError, Taken,
+};
+use serde_json::json;
+
+use crate::fixtures::{Probe, code, consumer, settle_tasks};
+
+fn replicas(store: Arc<dyn SharedStore>, n: usize) -> Vec<(Registry, Arc<Probe>, Mounted)> {
+    (0..n)
+        .map(|_| {
+            let registry = Registry::builder()
+                .shared_store(Arc::clone(&store), Namespace::new("probe").unwrap())
+                .build();
+            let probe = Probe::new();
+            let mounted = registry.mount(probe.clone()).unwrap();
+            (registry, probe, mounted)
+        })
+        .collect()
+}
+
+async fn call_as(registry: &Registry, who: &str, invocation: Invocation) -> InvocationResult {
+    registry
+        .invoke(invocation, InvokeOptions::consumer(consumer(who)))
+        .await
+}
+
+fn poke(id: &str, ids: &[&str]) -> Invocation {
+    Invocation::new("view:test.probe.poke")
+        .input(json!({ "ids": ids }))
+        .invocation_id(id)
+}
+
+#[tokio::test]
+async fn as_ident_001_a_retry_on_another_replica_replays_the_settled_result() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 3);
+    let first = call_as(&replicas[0].0, "alice", poke("call-1", &["a"])).await;
+    assert!(first.is_ok(), "{first:?}");
+    for (registry, _, _) in &replicas[1..] {
+        let retry = call_as(registry, "alice", poke("call-1", &["a"])).await;
+        assert_eq!(retry.output(), first.output());
+        assert_eq!(retry.invocation_id(), "call-1");
+    }
+    let runs: Vec<usize> = replicas.iter().map(|(_, probe, _)| probe.runs()).collect();
+    assert_eq!(
+        runs,
+        [1, 0, 0],
+        "the call ran more than once across replicas"
+    );
+}
+
+#[tokio::test]
+async fn as_ident_001_a_retry_while_the_twin_runs_on_another_replica_joins_it() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 2);
+    let hold = || Invocation::new("view:test.probe.hold").invocation_id("held-1");
+    let leader = tokio::spawn({
+        let registry = replicas[0].0.clone();
+        async move { call_as(&registry, "alice", hold()).await }
+    });
+    settle_tasks().await;
+    let joiner = tokio::spawn({
+        let registry = replicas[1].0.clone();
+        async move { call_as(&registry, "alice", hold()).await }
+    });
+    settle_tasks().await;
+    // Both gates open: a second run would count on the second probe.
+    replicas[1].1.open();
+    settle_tasks().await;
+    assert!(
+        !joiner.is_finished(),
+        "the joiner did not wait for its twin"
+    );
+    replicas[0].1.open();
+    let leader = leader.await.unwrap();
+    let joiner = joiner.await.unwrap();
+    assert!(leader.is_ok(), "{leader:?}");
+    assert_eq!(joiner.output(), leader.output());
+    assert_eq!((replicas[0].1.runs(), replicas[1].1.runs()), (1, 0));
+}
+
+#[tokio::test]
+async fn as_ident_002_the_same_id_with_another_input_on_another_replica_conflicts() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 2);
+    assert!(
+        call_as(&replicas[0].0, "alice", poke("c-1", &["a"]))
+            .await
+            .is_ok()
+    );
+    let other = call_as(&replicas[1].0, "alice", poke("c-1", &["b"])).await;
+    assert_eq!(code(&other), Some(ErrorCode::InvocationConflict));
+    assert_eq!(replicas[1].1.runs(), 0);
+}
+
+#[tokio::test]
+async fn as_ident_004_other_consumers_reuse_an_id_across_replicas_safely() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 2);
+    assert!(
+        call_as(&replicas[0].0, "alice", poke("t-1", &["a"]))
+            .await
+            .is_ok()
+    );
+    let bob = call_as(&replicas[1].0, "bob", poke("t-1", &["b"])).await;
+    assert!(bob.is_ok(), "{bob:?}");
+    assert_eq!((replicas[0].1.runs(), replicas[1].1.runs()), (1, 1));
+}
+
+#[tokio::test]
+async fn as_ident_006_confirmation_required_is_never_kept_across_replicas() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 2);
+    let guarded = || {
+        Invocation::new("view:test.probe.guarded")
+            .input(json!({ "ids": ["a"] }))
+            .invocation_id("g-1")
+    };
+    let asked = call_as(&replicas[0].0, "alice", guarded()).await;
+    assert_eq!(code(&asked), Some(ErrorCode::ConfirmationRequired));
+    // The retry on the other replica is not answered with the first
+    // replica's `CONFIRMATION_REQUIRED`: it asks its own.
+    let again = call_as(&replicas[1].0, "alice", guarded()).await;
+    assert_eq!(code(&again), Some(ErrorCode::ConfirmationRequired));
+    assert_eq!(replicas[1].0.confirmations().pending().len(), 1);
+}
+
+/// A store that cannot be reached.
+struct Down;
+
+impl SharedStore for Down {
+    fn name(&self) -> &str {
+        "down"
+    }
+    fn claim<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Fingerprint,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+    }
+    fn wait<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Fingerprint,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+    }
+    fn settle<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Lease,
+        _: &'a str,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+    }
+    fn release<'a>(&'a self, _: &'a str, _: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+    }
+    fn take<'a>(
+        &'a self,
+        _: &'a str,
+        _: u32,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<Taken, StoreError>> {
+        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+    }
+    fn append<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: usize,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+    }
+    fn records<'a>(
+        &'a self,
+        _: &'a str,
+        _: usize,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+    }
+}
+
+#[tokio::test]
+async fn as_ident_001_a_store_that_cannot_be_reached_fails_the_call_closed() {
+    let replicas = replicas(Arc::new(Down), 1);
+    let (registry, probe, _) = &replicas[0];
+    let refused = call_as(registry, "alice", poke("d-1", &["a"])).await;
+    assert_eq!(code(&refused), Some(ErrorCode::ExecutionFailed));
+    let error = refused.error().unwrap();
+    assert_eq!(error.detail("reason"), Some(&json!("store-unavailable")));
+    assert_eq!(error.retry(), Retry::AfterDelay);
+    assert_eq!(probe.runs(), 0, "the call ran without its claim");
+    // Not remembered here either: once the store is back, the retry runs.
+    let again = call_as(registry, "alice", poke("d-1", &["a"])).await;
+    assert_eq!(code(&again), Some(ErrorCode::ExecutionFailed));
+    // A call without an invocation id needs no claim.
+    let plain = call_as(registry, "alice", Invocation::new("view:test.probe.read")).await;
+    assert!(plain.is_ok(), "{plain:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_ident_001_a_twin_that_never_settles_times_the_retry_out_and_never_runs_it() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 2);
+    let hold = || Invocation::new("view:test.probe.hold").invocation_id("stuck-1");
+    let leader = tokio::spawn({
+        let registry = replicas[0].0.clone();
+        async move { call_as(&registry, "alice", hold()).await }
+    });
+    settle_tasks().await;
+    replicas[1].1.open();
+    let retry = call_as(&replicas[1].0, "alice", hold()).await;
+    assert_eq!(code(&retry), Some(ErrorCode::Timeout), "{retry:?}");
+    assert_eq!(replicas[1].1.runs(), 0);
+    leader.abort();
+}
