@@ -1,0 +1,356 @@
+//! Replicas on a real Redis server: registries that share a `RedisStore`
+//! run a call with an invocation id once across all of them, whatever the
+//! interleaving of retries (a property test); a retry joins its twin on
+//! another replica, woken by the server's notification; the server killed
+//! mid-call fails calls closed, and its restart (append-only file, fsync
+//! always) loses no acknowledged settlement; rate limits hold for the sum;
+//! the audit is one ordered log.
+//!
+//! Starts `redis-server` (Debian's package, which `.ci/run` installs) on a
+//! free loopback port. Without it the tests say so and pass, except under
+//! `CI=true`, where they fail.
+
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::print_stderr
+)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agent_surface::prelude::*;
+use agent_surface::store::{Namespace, RedisStore, SharedStore};
+use serde_json::json;
+use tokio::sync::watch;
+
+/// A `redis-server` on loopback, killed on drop.
+struct Server {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Server {
+    /// A fresh server, or `None` (said) when `redis-server` is not here.
+    fn start(name: &str) -> Option<Server> {
+        if Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            assert!(
+                std::env::var("CI").is_err(),
+                "redis-server is not installed (.ci/run installs Debian's redis-server)"
+            );
+            eprintln!("skipped: redis-server is not installed");
+            return None;
+        }
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("redis")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut server = Server {
+            child: None,
+            port,
+            dir,
+        };
+        server.restart();
+        Some(server)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Starts (again) on the same port and directory, and waits until it
+    /// answers.
+    fn restart(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        // Readiness of a process just started, not a timing assertion.
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("redis-server did not start on port {}", self.port);
+    }
+
+    /// Kills the server (as a crash: `SIGKILL`).
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A counter whose `bump` waits for its gate.
+struct Counter {
+    runs: AtomicUsize,
+    gate: watch::Sender<bool>,
+}
+
+impl Counter {
+    fn new(open: bool) -> Arc<Counter> {
+        Arc::new(Counter {
+            runs: AtomicUsize::new(0),
+            gate: watch::channel(open).0,
+        })
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+}
+
+/// How many times the counter ran.
+#[agent_schema]
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Runs {
+    runs: usize,
+}
+
+/// A counter the replicas each hold.
+#[agent_component(type = "test.counter")]
+impl Counter {
+    /// Waits for the gate, then counts.
+    #[action(effect = "local-state")]
+    async fn bump(&self) -> Runs {
+        let mut gate = self.gate.subscribe();
+        let _ = gate.wait_for(|open| *open).await;
+        Runs {
+            runs: self.runs.fetch_add(1, Ordering::SeqCst) + 1,
+        }
+    }
+}
+
+struct Replica {
+    registry: Registry,
+    counter: Arc<Counter>,
+    _mounted: Mounted,
+}
+
+async fn replicas(server: &Server, n: usize, open: bool) -> Vec<Replica> {
+    let mut replicas = Vec::new();
+    for _ in 0..n {
+        let store: Arc<dyn SharedStore> =
+            Arc::new(RedisStore::connect(&server.url()).await.unwrap());
+        let registry = Registry::builder()
+            .shared_store(store, Namespace::new("counter").unwrap())
+            .build();
+        let counter = Counter::new(open);
+        let mounted = registry.mount(counter.clone()).unwrap();
+        replicas.push(Replica {
+            registry,
+            counter,
+            _mounted: mounted,
+        });
+    }
+    replicas
+}
+
+async fn bump(replica: &Replica, id: &str) -> InvocationResult {
+    replica
+        .registry
+        .invoke(
+            Invocation::new("view:test.counter.bump").invocation_id(id),
+            InvokeOptions::consumer(Consumer::new(ConsumerKind::Test, "alice")),
+        )
+        .await
+}
+
+fn total(replicas: &[Replica]) -> usize {
+    replicas.iter().map(|replica| replica.counter.runs()).sum()
+}
+
+#[tokio::test]
+async fn as_ident_001_a_retry_on_another_replica_replays_from_redis() {
+    let Some(server) = Server::start("replay") else {
+        return;
+    };
+    let replicas = replicas(&server, 3, true).await;
+    let first = bump(&replicas[0], "r-1").await;
+    assert_eq!(first.output(), Some(&json!({ "runs": 1 })));
+    for replica in &replicas[1..] {
+        let retry = bump(replica, "r-1").await;
+        assert_eq!(retry.output(), first.output());
+    }
+    assert_eq!(total(&replicas), 1);
+}
+
+#[tokio::test]
+async fn as_ident_001_a_retry_joins_its_running_twin_on_another_replica_by_notification() {
+    let Some(server) = Server::start("join") else {
+        return;
+    };
+    let replicas = replicas(&server, 2, false).await;
+    replicas[1].counter.gate.send_replace(true);
+    let leader = {
+        let registry = replicas[0].registry.clone();
+        tokio::spawn(async move {
+            registry
+                .invoke(
+                    Invocation::new("view:test.counter.bump").invocation_id("j-1"),
+                    InvokeOptions::consumer(Consumer::new(ConsumerKind::Test, "alice")),
+                )
+                .await
+        })
+    };
+    // The leader holds its claim once its handler waits on the gate.
+    while replicas[0].counter.gate.receiver_count() == 0 {
+        tokio::task::yield_now().await;
+    }
+    let joiner = {
+        let registry = replicas[1].registry.clone();
+        tokio::spawn(async move {
+            registry
+                .invoke(
+                    Invocation::new("view:test.counter.bump").invocation_id("j-1"),
+                    InvokeOptions::consumer(Consumer::new(ConsumerKind::Test, "alice")),
+                )
+                .await
+        })
+    };
+    replicas[0].counter.gate.send_replace(true);
+    let leader = leader.await.unwrap();
+    let joiner = joiner.await.unwrap();
+    assert!(leader.is_ok(), "{leader:?}");
+    assert_eq!(joiner.output(), leader.output());
+    assert_eq!(
+        (replicas[0].counter.runs(), replicas[1].counter.runs()),
+        (1, 0)
+    );
+}
+
+#[tokio::test]
+async fn as_ident_001_the_store_killed_mid_call_fails_closed_and_its_restart_keeps_settlements() {
+    let Some(mut server) = Server::start("killed") else {
+        return;
+    };
+    let replicas = replicas(&server, 2, true).await;
+    // Settled before the crash: kept across the restart.
+    assert!(bump(&replicas[0], "k-1").await.is_ok());
+    server.kill();
+    let refused = bump(&replicas[1], "k-2").await;
+    let error = refused.error().expect("a call ran without its claim");
+    assert_eq!(error.code(), ErrorCode::ExecutionFailed);
+    assert_eq!(error.detail("reason"), Some(&json!("store-unavailable")));
+    assert_eq!(error.retry(), Retry::AfterDelay);
+    assert_eq!(total(&replicas), 1);
+    server.restart();
+    // The clients reconnect on their own; the acknowledged settlement is
+    // there, so the retry replays it.
+    let mut replay = bump(&replicas[1], "k-1").await;
+    for _ in 0..50 {
+        if replay.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        replay = bump(&replicas[1], "k-1").await;
+    }
+    assert_eq!(replay.output(), Some(&json!({ "runs": 1 })), "{replay:?}");
+    // And the refused call runs once, now.
+    assert!(bump(&replicas[1], "k-2").await.is_ok());
+    assert_eq!(total(&replicas), 2);
+}
+
+mod interleavings {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+        /// Any interleaving of retries of one id over three replicas,
+        /// some before the leader's handler runs, some while it runs, some
+        /// after it settled: the handler runs once and every retry that got
+        /// a result got the leader's.
+        #[test]
+        fn as_ident_001_retries_over_replicas_in_any_interleaving_run_once(
+            plan in proptest::collection::vec((0usize..3, 0u8..3), 2..8),
+        ) {
+            let Some(server) = Server::start("interleavings") else {
+                return Ok(());
+            };
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let replicas = Arc::new(replicas(&server, 3, false).await);
+                let mut calls = Vec::new();
+                for (at, (replica, stage)) in plan.iter().copied().enumerate() {
+                    if stage == 1 && at > 0 {
+                        // Some retries only after every gate opened.
+                        for replica in replicas.iter() {
+                            replica.counter.gate.send_replace(true);
+                        }
+                    }
+                    let replicas = Arc::clone(&replicas);
+                    calls.push(tokio::spawn(async move {
+                        bump(&replicas[replica], "p-1").await
+                    }));
+                    if stage == 2 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+                for replica in replicas.iter() {
+                    replica.counter.gate.send_replace(true);
+                }
+                let mut outputs = Vec::new();
+                for call in calls {
+                    let result = call.await.unwrap();
+                    if let Some(output) = result.output() {
+                        outputs.push(output.clone());
+                    } else {
+                        // A joiner may only be told its twin did not settle.
+                        let code = result.error().map(ErrorPayload::code);
+                        assert!(
+                            matches!(code, Some(ErrorCode::Timeout | ErrorCode::Cancelled)),
+                            "{result:?}"
+                        );
+                    }
+                }
+                assert_eq!(total(&replicas), 1, "the call ran more than once");
+                assert!(outputs.iter().all(|output| *output == json!({ "runs": 1 })));
+            });
+        }
+    }
+}
