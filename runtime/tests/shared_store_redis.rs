@@ -25,7 +25,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use agent_surface::audit::{AuditKind, SharedAuditSink};
+use agent_surface::policy::rate_limit;
 use agent_surface::prelude::*;
+use agent_surface::registry::RegistryBuilder;
 use agent_surface::store::{Namespace, RedisStore, SharedStore};
 use serde_json::json;
 use tokio::sync::watch;
@@ -167,13 +170,23 @@ struct Replica {
 }
 
 async fn replicas(server: &Server, n: usize, open: bool) -> Vec<Replica> {
+    replicas_with(server, n, open, |builder, _| builder).await
+}
+
+/// `n` replicas, each on its own connection to the server, built with
+/// `more` (given the replica's store).
+async fn replicas_with(
+    server: &Server,
+    n: usize,
+    open: bool,
+    more: impl Fn(RegistryBuilder, &Arc<dyn SharedStore>) -> RegistryBuilder,
+) -> Vec<Replica> {
     let mut replicas = Vec::new();
     for _ in 0..n {
         let store: Arc<dyn SharedStore> =
             Arc::new(RedisStore::connect(&server.url()).await.unwrap());
-        let registry = Registry::builder()
-            .shared_store(store, Namespace::new("counter").unwrap())
-            .build();
+        let builder = Registry::builder().shared_store(Arc::clone(&store), namespace());
+        let registry = more(builder, &store).build();
         let counter = Counter::new(open);
         let mounted = registry.mount(counter.clone()).unwrap();
         replicas.push(Replica {
@@ -183,6 +196,10 @@ async fn replicas(server: &Server, n: usize, open: bool) -> Vec<Replica> {
         });
     }
     replicas
+}
+
+fn namespace() -> Namespace {
+    Namespace::new("counter").unwrap()
 }
 
 async fn bump(replica: &Replica, id: &str) -> InvocationResult {
@@ -288,6 +305,79 @@ async fn as_ident_001_the_store_killed_mid_call_fails_closed_and_its_restart_kee
     // And the refused call runs once, now.
     assert!(bump(&replicas[1], "k-2").await.is_ok());
     assert_eq!(total(&replicas), 2);
+}
+
+#[tokio::test]
+async fn as_policy_004_a_rate_limit_holds_for_the_sum_of_the_replicas() {
+    let Some(server) = Server::start("limits") else {
+        return;
+    };
+    let replicas = replicas_with(&server, 3, true, |builder, _| {
+        builder.policy(rate_limit(4, Duration::from_secs(3600)))
+    })
+    .await;
+    let mut allowed = 0;
+    let mut refused = Vec::new();
+    for n in 0..12 {
+        let result = bump(&replicas[n % 3], &format!("l-{n}")).await;
+        match result.error() {
+            None => allowed += 1,
+            Some(error) => refused.push(error.clone()),
+        }
+    }
+    assert_eq!(allowed, 4, "three replicas allowed more than the one limit");
+    assert!(refused.iter().all(|error| {
+        error.code() == ErrorCode::RateLimited
+            && error
+                .detail("retryAfterMs")
+                .and_then(serde_json::Value::as_u64)
+                .is_some_and(|ms| ms > 0)
+    }));
+    assert_eq!(total(&replicas), 4);
+}
+
+#[tokio::test]
+async fn the_replicas_keep_one_audit_log_with_one_record_per_call() {
+    let Some(server) = Server::start("audit") else {
+        return;
+    };
+    let replicas = replicas_with(&server, 3, true, |builder, store| {
+        let sink = SharedAuditSink::spawn(Arc::clone(store), &namespace(), 1_000).unwrap();
+        builder.audit_sink(Arc::new(sink))
+    })
+    .await;
+    for n in 0..6 {
+        assert!(bump(&replicas[n % 3], &format!("a-{n}")).await.is_ok());
+    }
+    // Retries on other replicas replay: no second record.
+    for n in 0..6 {
+        assert!(
+            bump(&replicas[(n + 1) % 3], &format!("a-{n}"))
+                .await
+                .is_ok()
+        );
+    }
+    let reader = RedisStore::connect(&server.url()).await.unwrap();
+    let mut settled = Vec::new();
+    for _ in 0..100 {
+        settled = SharedAuditSink::read(&reader, &namespace(), 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|event| event.kind == AuditKind::InvocationSettled)
+            .filter_map(|event| event.invocation_id)
+            .collect::<Vec<_>>();
+        if settled.len() >= 6 {
+            break;
+        }
+        // The sinks' writers append in the background.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Each replica's writer appends in its own order; the log holds
+    // exactly one record of each call, whichever replica ran it.
+    settled.sort();
+    let expected: Vec<String> = (0..6).map(|n| format!("a-{n}")).collect();
+    assert_eq!(settled, expected, "one record per call");
 }
 
 mod interleavings {

@@ -133,6 +133,43 @@ async fn as_ident_006_confirmation_required_is_never_kept_across_replicas() {
     assert_eq!(replicas[1].0.confirmations().pending().len(), 1);
 }
 
+#[tokio::test]
+async fn as_policy_004_a_rate_limit_holds_for_the_sum_of_the_replicas() {
+    let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());
+    let replicas: Vec<(Registry, Arc<Probe>, Mounted)> = (0..3)
+        .map(|_| {
+            let registry = Registry::builder()
+                .shared_store(Arc::clone(&store), Namespace::new("probe").unwrap())
+                .policy(agent_surface::policy::rate_limit(
+                    3,
+                    Duration::from_secs(60),
+                ))
+                .build();
+            let probe = Probe::new();
+            let mounted = registry.mount(probe.clone()).unwrap();
+            (registry, probe, mounted)
+        })
+        .collect();
+    let mut codes = Vec::new();
+    for n in 0..9 {
+        let result = call_as(&replicas[n % 3].0, "alice", poke(&format!("r-{n}"), &["a"])).await;
+        codes.push(code(&result));
+    }
+    let allowed = codes.iter().filter(|code| code.is_none()).count();
+    assert_eq!(allowed, 3, "{codes:?}");
+    assert!(
+        codes[3..]
+            .iter()
+            .all(|code| *code == Some(ErrorCode::RateLimited))
+    );
+    // Another principal has its own bucket.
+    assert!(
+        call_as(&replicas[0].0, "bob", poke("b-1", &["b"]))
+            .await
+            .is_ok()
+    );
+}
+
 /// A store that cannot be reached.
 struct Down;
 

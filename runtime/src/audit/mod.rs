@@ -25,6 +25,8 @@ use crate::error::ErrorCode;
 mod durable;
 #[cfg(not(target_family = "wasm"))]
 mod read;
+#[cfg(not(target_family = "wasm"))]
+mod shared;
 
 #[cfg(not(target_family = "wasm"))]
 pub use durable::{
@@ -36,6 +38,8 @@ pub use read::{
     AuditQuery, AuditRead, AuditRecord, DEFAULT_QUERY_BYTES, DEFAULT_QUERY_LIMIT, RecordedEvent,
     read_dir,
 };
+#[cfg(not(target_family = "wasm"))]
+pub use shared::{MAX_SHARED_EVENT_BYTES, NoRuntime, SHARED_AUDIT_QUEUE, SharedAuditSink};
 
 /// Kinds of audit events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -243,6 +243,16 @@ impl ErrorPayload {
         )
     }
 
+    /// `EXECUTION_FAILED` with reason `store-unavailable`: the registry's
+    /// shared store could not be reached, so the call did not run; retry
+    /// with the same invocation id after a delay.
+    pub(crate) fn store_unavailable() -> ErrorPayload {
+        ErrorPayload::execution_failed(FailureReason::Transient {
+            reason: TransientReason::Store,
+            retry_after_ms: Some(1_000),
+        })
+    }
+
     /// `EXECUTION_FAILED` from the fixed template of its reason.
     pub fn execution_failed(reason: FailureReason) -> ErrorPayload {
         let payload = ErrorPayload::new(ErrorCode::ExecutionFailed, reason.message())

@@ -10,15 +10,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{ErrorPayload, FailureReason, TransientReason};
+use crate::error::ErrorPayload;
 use crate::invoke::InvocationResult;
-use crate::registry::Shared;
+use crate::store::Attached as Shared;
 use crate::store::{Claim, Fingerprint, Lease};
 
 use super::pipeline::InFlight;
-
-/// How long a client of the store waits before a retry after its failure.
-const STORE_RETRY_MS: u64 = 1_000;
 
 /// A settled result as the store keeps it (its invocation id is the key's).
 #[derive(Serialize, Deserialize)]
@@ -63,14 +60,6 @@ impl Record {
             self.x,
         )
     }
-}
-
-/// `EXECUTION_FAILED`, `store-unavailable`: the call did not run.
-fn unavailable() -> ErrorPayload {
-    ErrorPayload::execution_failed(FailureReason::Transient {
-        reason: TransientReason::Store,
-        retry_after_ms: Some(STORE_RETRY_MS),
-    })
 }
 
 /// What the store's dedupe record of a call is, and how long it is held.
@@ -149,7 +138,7 @@ impl Claimed<'_> {
                     let result = record.into_result(&call.invocation_id);
                     call.answered_elsewhere_with(result)
                 }
-                Err(_) => call.answered_elsewhere(unavailable()),
+                Err(_) => call.answered_elsewhere(ErrorPayload::store_unavailable()),
             },
             Ok(Claim::Conflict) => call.answered_elsewhere(ErrorPayload::conflict()),
             // Never returned by `claim` after a wait; by `claim` itself
@@ -157,7 +146,7 @@ impl Claimed<'_> {
             Ok(Claim::Running) => call.answered_elsewhere(self.timed_out),
             Err(error) => {
                 tracing::warn!(store = store.name(), %error, "the shared store failed: the call did not run");
-                call.answered_elsewhere(unavailable())
+                call.answered_elsewhere(ErrorPayload::store_unavailable())
             }
         }
     }

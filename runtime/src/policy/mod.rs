@@ -172,6 +172,8 @@ pub struct PolicyContext<'a> {
     pub(crate) component_internal: Option<&'a Internal>,
     pub(crate) capability_internal: Option<&'a Internal>,
     pub(crate) clock: &'a dyn Clock,
+    /// The registry's shared store, when its replicas share one.
+    pub(crate) shared: Option<&'a crate::store::Attached>,
 }
 
 impl<'a> PolicyContext<'a> {
@@ -197,6 +199,7 @@ impl<'a> PolicyContext<'a> {
             component_internal: None,
             capability_internal: None,
             clock,
+            shared: None,
         }
     }
 

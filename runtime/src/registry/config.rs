@@ -128,14 +128,7 @@ pub struct RegistryBuilder {
     pub(super) approval_channels: Vec<crate::confirmation::ApprovalChannel>,
     pub(super) presence: Option<crate::confirmation::PresenceRequirement>,
     pub(super) presenter: Option<crate::confirmation::Presenter>,
-    pub(super) shared: Option<Shared>,
-}
-
-/// The shared store a registry consults, under its surface's namespace.
-#[derive(Clone)]
-pub(crate) struct Shared {
-    pub(crate) store: Arc<dyn crate::store::SharedStore>,
-    pub(crate) namespace: crate::store::Namespace,
+    pub(super) shared: Option<crate::store::Attached>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -402,7 +395,7 @@ impl RegistryBuilder {
         store: Arc<dyn crate::store::SharedStore>,
         namespace: crate::store::Namespace,
     ) -> Self {
-        self.shared = Some(Shared { store, namespace });
+        self.shared = Some(crate::store::Attached { store, namespace });
         self
     }
 
@@ -523,7 +516,7 @@ pub(crate) struct Config {
     pub(crate) presenter: Option<crate::confirmation::Presenter>,
     pub(crate) presence: Option<crate::confirmation::PresenceRequirement>,
     /// The shared store, when the registry has replicas.
-    pub(crate) shared: Option<Shared>,
+    pub(crate) shared: Option<crate::store::Attached>,
     /// The registry's own policy chain, shared by registrations that add
     /// none (and by every registry without policies).
     pub(crate) base_chain: Arc<Chain>,

@@ -47,7 +47,6 @@ mod procedures;
 mod registration;
 mod state;
 
-pub(crate) use config::Shared;
 pub use config::{
     DuplicatePolicy, GuardDecision, RegistrationCandidate, RegistryBuilder, RouteInfo, SuffixPolicy,
 };
@@ -275,6 +274,7 @@ impl Services {
             component_internal: registration.contract.internal(),
             capability_internal: capability.internal(),
             clock: self.clock.get(),
+            shared: self.config.shared.as_ref(),
         }
     }
 

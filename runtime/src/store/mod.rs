@@ -50,6 +50,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+/// A registry's shared store under its surface's namespace.
+#[derive(Clone)]
+pub(crate) struct Attached {
+    pub(crate) store: std::sync::Arc<dyn SharedStore>,
+    pub(crate) namespace: Namespace,
+}
+
 /// A boxed future borrowed for `'a`, as the store's methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

@@ -10,6 +10,7 @@ use super::buckets::Buckets;
 use crate::error::ErrorPayload;
 use crate::policy::policy_identity::{PolicyIdentity, seal::Token};
 use crate::policy::{BoxFuture, Hooks, Next, Policy, PolicyContext, PolicyResult};
+use crate::store::Taken;
 use crate::util::lru::Lru;
 
 /// (principal, capability id).
@@ -85,6 +86,8 @@ struct Table {
 /// An advisory token bucket per (principal, capability): `limit` calls per
 /// `window`, refilled continuously; a principal's identities share its
 /// buckets ([`Consumer::principal`](crate::context::Consumer::principal)).
+/// On a registry with a [shared store](crate::store), the bucket is the
+/// store's: every replica takes from the same one, on the store's clock.
 /// O(1) per call; memory is bounded: at most [`MAX_RATE_LIMIT_BUCKETS`]
 /// pairs have a bucket, and as many evicted debtors are remembered.
 ///
@@ -215,6 +218,28 @@ impl Policy for RateLimit {
         ctx: &'a PolicyContext<'a>,
         next: Next<'a, PolicyContext<'a>>,
     ) -> BoxFuture<'a, PolicyResult> {
+        if let Some(shared) = ctx.shared {
+            // Replicas count in one bucket, on the store's clock.
+            return Box::pin(async move {
+                let key = shared.namespace.bucket(
+                    &self.name,
+                    ctx.consumer().principal(),
+                    ctx.capability_id().as_str(),
+                );
+                let window = Duration::from_millis(self.window_ms);
+                match shared.store.take(&key, self.calls, window).await {
+                    Ok(Taken::Allowed) => next.run().await,
+                    Ok(Taken::Refused { retry_after_ms }) => Err(ErrorPayload::rate_limited(
+                        crate::error::RateLimitReason::Rate,
+                        Some(retry_after_ms),
+                    )),
+                    Err(error) => {
+                        tracing::warn!(store = shared.store.name(), %error, "the shared store failed: the call did not run");
+                        Err(ErrorPayload::store_unavailable())
+                    }
+                }
+            });
+        }
         match self.take(
             ctx.consumer().principal(),
             ctx.capability_id().as_arc(),
