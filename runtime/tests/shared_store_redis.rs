@@ -380,6 +380,104 @@ async fn the_replicas_keep_one_audit_log_with_one_record_per_call() {
     assert_eq!(settled, expected, "one record per call");
 }
 
+/// A counter that needs the person's approval.
+struct Guarded {
+    runs: AtomicUsize,
+}
+
+/// A guarded counter.
+#[agent_component(type = "test.guarded")]
+impl Guarded {
+    /// Counts, once the person approves.
+    #[action(effect = "local-state", confirmation = "required")]
+    fn bump(&self) -> Runs {
+        Runs {
+            runs: self.runs.fetch_add(1, Ordering::SeqCst) + 1,
+        }
+    }
+}
+
+#[tokio::test]
+async fn as_confirm_003_an_approval_through_replica_a_releases_the_call_held_on_replica_b() {
+    let Some(server) = Server::start("approval") else {
+        return;
+    };
+    let mut registries = Vec::new();
+    for _ in 0..2 {
+        let store: Arc<dyn SharedStore> =
+            Arc::new(RedisStore::connect(&server.url()).await.unwrap());
+        registries.push(
+            Registry::builder()
+                .shared_store(store, namespace())
+                .approval_channel("console")
+                .build(),
+        );
+    }
+    let (a, b) = (&registries[0], &registries[1]);
+    let guarded = Arc::new(Guarded {
+        runs: AtomicUsize::new(0),
+    });
+    let _mounted = b.mount(guarded.clone()).unwrap();
+    let alice = || InvokeOptions::consumer(Consumer::new(ConsumerKind::Test, "alice"));
+    let asked = b
+        .invoke(
+            Invocation::new("view:test.guarded.bump").invocation_id("g-1"),
+            alice(),
+        )
+        .await;
+    let id = asked
+        .error()
+        .and_then(|error| error.detail("confirmationId"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap()
+        .to_owned();
+    let held = tokio::spawn({
+        let b = b.clone();
+        let id = id.clone();
+        async move { b.confirmations().wait_for(&id).await }
+    });
+    // Offered through the store (the relay runs in the background).
+    let mut listed = Vec::new();
+    for _ in 0..200 {
+        listed = a.confirmations().pending_everywhere().await;
+        if !listed.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(listed.len(), 1, "replica A does not list B's request");
+    let approver = a.confirmations().approver("console", "ada").unwrap();
+    let resolution = a
+        .confirmations()
+        .answer_anywhere(&listed[0].shown(), true, &approver, None)
+        .await
+        .unwrap();
+    assert_eq!(resolution.approver.as_deref(), Some("ada"));
+    assert_eq!(
+        held.await.unwrap(),
+        Some(agent_surface::confirmation::ConfirmationOutcome::Approved)
+    );
+    let ran = b
+        .invoke(
+            Invocation::new("view:test.guarded.bump")
+                .invocation_id("g-1")
+                .confirmation(&id),
+            alice(),
+        )
+        .await;
+    assert_eq!(ran.output(), Some(&json!({ "runs": 1 })));
+    // Answered once: the request left every replica's list.
+    let mut left = false;
+    for _ in 0..200 {
+        if a.confirmations().pending_everywhere().await.is_empty() {
+            left = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(left, "the answered request is still offered");
+}
+
 mod interleavings {
     use super::*;
     use proptest::prelude::*;

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_surface::confirmation::ConfirmationOutcome;
 use agent_surface::prelude::*;
 use agent_surface::registry::Registry;
 use agent_surface::store::{
@@ -170,10 +171,188 @@ async fn as_policy_004_a_rate_limit_holds_for_the_sum_of_the_replicas() {
     );
 }
 
+#[tokio::test]
+async fn as_confirm_003_an_approval_through_one_replica_releases_the_call_held_on_another_once() {
+    let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());
+    let replicas: Vec<(Registry, Arc<Probe>, Mounted)> = (0..2)
+        .map(|_| {
+            let registry = Registry::builder()
+                .shared_store(Arc::clone(&store), Namespace::new("probe").unwrap())
+                .approval_channel("console")
+                .build();
+            let probe = Probe::new();
+            let mounted = registry.mount(probe.clone()).unwrap();
+            (registry, probe, mounted)
+        })
+        .collect();
+    let (a, b) = (&replicas[0].0, &replicas[1].0);
+    let guarded = |confirmation: Option<&str>| {
+        let call = Invocation::new("view:test.probe.guarded")
+            .input(json!({ "ids": ["a"] }))
+            .invocation_id("held-1");
+        match confirmation {
+            Some(id) => call.confirmation(id),
+            None => call,
+        }
+    };
+    let asked = call_as(b, "alice", guarded(None)).await;
+    let id = crate::fixtures::confirmation_id(&asked);
+    // The call waits on replica B for the person.
+    let held = tokio::spawn({
+        let b = b.clone();
+        let id = id.clone();
+        async move { b.confirmations().wait_for(&id).await }
+    });
+    settle_tasks().await;
+    // The console on replica A lists B's request…
+    let mut listed = Vec::new();
+    for _ in 0..100 {
+        listed = a.confirmations().pending_everywhere().await;
+        if !listed.is_empty() {
+            break;
+        }
+        settle_tasks().await;
+    }
+    assert_eq!(listed.len(), 1, "replica A does not list B's request");
+    assert_eq!(*listed[0].confirmation_id, *id);
+    assert!(
+        a.confirmations().find(&id).is_none(),
+        "the request moved replicas"
+    );
+    // …and the person's answer there releases the call held on B.
+    let approver = a.confirmations().approver("console", "ada").unwrap();
+    let resolution = a
+        .confirmations()
+        .answer_anywhere(&listed[0].shown(), true, &approver, None)
+        .await
+        .unwrap();
+    assert_eq!(resolution.outcome, ConfirmationOutcome::Approved);
+    assert_eq!(resolution.approver.as_deref(), Some("ada"));
+    assert_eq!(held.await.unwrap(), Some(ConfirmationOutcome::Approved));
+    // Recorded on B as the person's answer through the console.
+    let recorded = b.confirmations().resolution(&id).unwrap();
+    assert_eq!(recorded.channel.as_deref(), Some("console"));
+    // A second answer is refused: the first one won.
+    let again = a
+        .confirmations()
+        .answer_anywhere(&listed[0].shown(), false, &approver, None)
+        .await;
+    assert!(again.is_err(), "{again:?}");
+    // The retry with the approval runs once, on B.
+    let ran = call_as(b, "alice", guarded(Some(&id))).await;
+    assert!(ran.is_ok(), "{ran:?}");
+    assert_eq!((replicas[0].1.runs(), replicas[1].1.runs()), (0, 1));
+}
+
+#[tokio::test]
+async fn as_confirm_001_an_answer_naming_another_request_is_refused_across_replicas() {
+    let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());
+    let build = || {
+        Registry::builder()
+            .shared_store(Arc::clone(&store), Namespace::new("probe").unwrap())
+            .approval_channel("console")
+            .build()
+    };
+    let (a, b) = (build(), build());
+    let probe = Probe::new();
+    let _mounted = b.mount(probe.clone()).unwrap();
+    let asked = call_as(
+        &b,
+        "alice",
+        Invocation::new("view:test.probe.guarded").input(json!({ "ids": ["a"] })),
+    )
+    .await;
+    let id = crate::fixtures::confirmation_id(&asked);
+    for _ in 0..100 {
+        if !a.confirmations().pending_everywhere().await.is_empty() {
+            break;
+        }
+        settle_tasks().await;
+    }
+    let forged = agent_surface::confirmation::ShownRequest {
+        confirmation_id: id.as_str().into(),
+        digest: "0".repeat(64).into(),
+    };
+    let approver = a.confirmations().approver("console", "ada").unwrap();
+    let refused = a
+        .confirmations()
+        .answer_anywhere(&forged, true, &approver, None)
+        .await;
+    assert_eq!(
+        refused,
+        Err(agent_surface::confirmation::ResolveError::NotShown)
+    );
+    assert!(b.confirmations().find(&id).is_some(), "still pending on B");
+    // An undeclared channel on the holding replica is refused there.
+    let c = Registry::builder()
+        .shared_store(Arc::clone(&store), Namespace::new("probe").unwrap())
+        .approval_channel("kiosk")
+        .build();
+    let kiosk = c.confirmations().approver("kiosk", "eve").unwrap();
+    let shown = b.confirmations().find(&id).unwrap().shown();
+    let refused = c
+        .confirmations()
+        .answer_anywhere(&shown, true, &kiosk, None)
+        .await;
+    assert_eq!(
+        refused,
+        Err(agent_surface::confirmation::ResolveError::NotPermitted)
+    );
+    assert!(b.confirmations().find(&id).is_some(), "still pending on B");
+}
+
 /// A store that cannot be reached.
 struct Down;
 
+/// Every operation of [`Down`]: the connection is refused.
+fn down<'a, T: Send + 'a>() -> BoxFuture<'a, Result<T, StoreError>> {
+    Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+}
+
 impl SharedStore for Down {
+    fn put<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        down()
+    }
+    fn put_new<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        down()
+    }
+    fn get<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        down()
+    }
+    fn remove<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        down()
+    }
+    fn watch<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<String, StoreError>> {
+        down()
+    }
+    fn enroll<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        down()
+    }
+    fn unenroll<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        down()
+    }
+    fn members<'a>(
+        &'a self,
+        _: &'a str,
+        _: usize,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        down()
+    }
     fn name(&self) -> &str {
         "down"
     }
@@ -183,7 +362,7 @@ impl SharedStore for Down {
         _: &'a Fingerprint,
         _: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+        down()
     }
     fn wait<'a>(
         &'a self,
@@ -191,7 +370,7 @@ impl SharedStore for Down {
         _: &'a Fingerprint,
         _: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+        down()
     }
     fn settle<'a>(
         &'a self,
@@ -200,10 +379,10 @@ impl SharedStore for Down {
         _: &'a str,
         _: Duration,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+        down()
     }
     fn release<'a>(&'a self, _: &'a str, _: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+        down()
     }
     fn take<'a>(
         &'a self,
@@ -211,7 +390,7 @@ impl SharedStore for Down {
         _: u32,
         _: Duration,
     ) -> BoxFuture<'a, Result<Taken, StoreError>> {
-        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+        down()
     }
     fn append<'a>(
         &'a self,
@@ -219,14 +398,14 @@ impl SharedStore for Down {
         _: &'a str,
         _: usize,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+        down()
     }
     fn records<'a>(
         &'a self,
         _: &'a str,
         _: usize,
     ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
-        Box::pin(async { Err(StoreError::Unavailable("connection refused".to_owned())) })
+        down()
     }
 }
 

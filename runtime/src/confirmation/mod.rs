@@ -25,6 +25,8 @@
 mod channel;
 mod presence;
 mod presentation;
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+mod relay;
 mod reservation;
 mod services;
 mod store;
@@ -49,6 +51,10 @@ pub use presence::{
 };
 pub(crate) use presentation::Presenter;
 pub use presentation::{Presentation, PresentationRequest};
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub use relay::VERDICT_WAIT;
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub(crate) use relay::start as start_relay;
 pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
 /// Why a request was withdrawn when its consumer was forgotten
@@ -187,6 +193,9 @@ pub enum ResolveError {
     PresenceRequired,
     /// The proof of presence was not accepted: nothing was resolved.
     PresenceRefused(PresenceRefusal),
+    /// The request is held by another replica that did not answer (it or
+    /// the shared store is down): nothing is known to be resolved.
+    Unreachable,
 }
 
 impl std::fmt::Display for ResolveError {
@@ -199,6 +208,9 @@ impl std::fmt::Display for ResolveError {
             ResolveError::PresenceRequired => {
                 "this request needs proof that the person approved it (a passkey or an \
                  out-of-band code), not a plain approval"
+            }
+            ResolveError::Unreachable => {
+                "the replica holding this request did not answer; try again"
             }
             ResolveError::PresenceRefused(refusal) => {
                 return write!(f, "the proof of presence was refused: {refusal}");

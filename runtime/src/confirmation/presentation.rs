@@ -53,7 +53,7 @@ pub struct PresentationRequest<'a> {
 
 /// The request in the person's terms: [`Presentation::new`] and a
 /// chainable setter per optional part.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Presentation {

@@ -42,4 +42,6 @@ pub(crate) trait ConfirmationServices: Send + Sync + 'static {
     fn approval_channels(&self) -> &[ApprovalChannel];
     /// Which requests need proof of presence, and who checks it.
     fn presence(&self) -> Option<&PresenceRequirement>;
+    /// The shared store of the registry's replicas, if it has one.
+    fn shared(&self) -> Option<&crate::store::Attached>;
 }

@@ -466,7 +466,7 @@ impl RegistryBuilder {
         let audit_buffer = limits.audit_buffer;
         // Built in its allocation (`new_cyclic` allocates first): `Arc::new`
         // would build the 600-byte state on the stack and copy it over.
-        Registry {
+        let registry = Registry {
             inner: Arc::new_cyclic(|_| Services {
                 surface_id: LazyLock::new(|| Arc::from(crate::util::id_mint::surface_id())),
                 config,
@@ -496,7 +496,19 @@ impl RegistryBuilder {
                 empty_host: &shared_defaults().host,
                 anonymous: &shared_defaults().anonymous,
             }),
+        };
+        // Replicas relay their confirmations through the shared store.
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+        if registry.inner.config.shared.is_some() {
+            let services = Arc::clone(&registry.inner) as Arc<dyn crate::confirmation::StoreOwner>;
+            if !crate::confirmation::start_relay(&services) {
+                tracing::warn!(
+                    "a registry with a shared store was built outside a tokio runtime: its \
+                     confirmations are not relayed to the other replicas"
+                );
+            }
         }
+        registry
     }
 }
 

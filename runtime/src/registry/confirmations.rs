@@ -55,6 +55,10 @@ impl ConfirmationServices for Services {
     fn presence(&self) -> Option<&PresenceRequirement> {
         self.config.presence.as_ref()
     }
+
+    fn shared(&self) -> Option<&crate::store::Attached> {
+        self.config.shared.as_ref()
+    }
 }
 
 impl Registry {

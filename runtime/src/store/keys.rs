@@ -63,6 +63,27 @@ impl Namespace {
         self.key("rl", &[policy, principal, capability_id])
     }
 
+    /// The key of a pending confirmation, as its replica offers it.
+    pub fn confirmation(&self, confirmation_id: &str) -> String {
+        self.key("cf", &[confirmation_id])
+    }
+
+    /// The key of the person's answer to a confirmation given on another
+    /// replica than the one holding it.
+    pub fn answer(&self, confirmation_id: &str) -> String {
+        self.key("cfa", &[confirmation_id])
+    }
+
+    /// The key of the holding replica's verdict on such an answer.
+    pub fn verdict(&self, confirmation_id: &str) -> String {
+        self.key("cfv", &[confirmation_id])
+    }
+
+    /// The key of the set of pending confirmations, every replica's.
+    pub fn confirmations(&self) -> String {
+        self.key("cf-open", &[])
+    }
+
     /// The key of the surface's audit log.
     pub fn audit(&self) -> String {
         self.key("audit", &[])

@@ -28,6 +28,9 @@ enum Value {
         at_ms: u64,
     },
     Log(VecDeque<String>),
+    Text(String),
+    /// Members and when each one's time runs out.
+    Set(HashMap<String, Instant>),
 }
 
 struct Entry {
@@ -122,7 +125,7 @@ impl MemoryStore {
 
     /// Puts `value` under `key`, within the bounds (expired entries are
     /// swept first when they are reached).
-    fn put(
+    fn insert(
         &self,
         inner: &mut Inner,
         key: &str,
@@ -179,7 +182,7 @@ impl MemoryStore {
             None => {
                 let claimed = Lease::new(*fingerprint);
                 let expires = now.checked_add(lease);
-                self.put(
+                self.insert(
                     &mut inner,
                     key,
                     Value::Running(claimed.clone()),
@@ -196,6 +199,27 @@ impl MemoryStore {
     fn wake(inner: &Inner, key: &str) {
         if let Some(notify) = inner.waiters.get(key) {
             notify.notify_waiters();
+        }
+    }
+
+    /// Registers interest in `key` (before its first check).
+    fn interest<'s>(&'s self, key: &'s str) -> Interest<'s> {
+        let mut inner = self.lock();
+        let notify = Arc::clone(inner.waiters.entry(key.to_owned()).or_default());
+        Interest {
+            store: self,
+            key,
+            notify,
+        }
+    }
+
+    fn text(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let now = Instant::now();
+        let mut inner = self.lock();
+        match Self::live(&mut inner, key, now).map(|entry| &entry.value) {
+            Some(Value::Text(text)) => Ok(Some(text.clone())),
+            Some(_) => Err(StoreError::Protocol("not a value".to_owned())),
+            None => Ok(None),
         }
     }
 
@@ -245,15 +269,7 @@ impl SharedStore for MemoryStore {
         lease: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
-            let interest = {
-                let mut inner = self.lock();
-                let notify = Arc::clone(inner.waiters.entry(key.to_owned()).or_default());
-                Interest {
-                    store: self,
-                    key,
-                    notify,
-                }
-            };
+            let interest = self.interest(key);
             loop {
                 // Enabled before the check: a wake between the check and
                 // the wait is not lost.
@@ -296,7 +312,7 @@ impl SharedStore for MemoryStore {
                 fingerprint: *lease.fingerprint(),
                 record: record.to_owned(),
             };
-            self.put(
+            self.insert(
                 &mut inner,
                 key,
                 settled,
@@ -364,7 +380,7 @@ impl SharedStore for MemoryStore {
                 at_ms: now_ms.max(at_ms),
             };
             // Forgotten once full again (a full bucket is a fresh one).
-            self.put(&mut inner, key, bucket, 16, now.checked_add(window), now)?;
+            self.insert(&mut inner, key, bucket, 16, now.checked_add(window), now)?;
             Ok(taken)
         })
     }
@@ -383,7 +399,7 @@ impl SharedStore for MemoryStore {
                 Some(_) => return Err(StoreError::Protocol("not a log".to_owned())),
                 None => {
                     let log = VecDeque::from([record.to_owned()]);
-                    return self.put(&mut inner, key, Value::Log(log), record.len(), None, now);
+                    return self.insert(&mut inner, key, Value::Log(log), record.len(), None, now);
                 }
             };
             let max_bytes = self.max_bytes;
@@ -422,6 +438,148 @@ impl SharedStore for MemoryStore {
                     .cloned()
                     .collect()),
                 Some(_) => Err(StoreError::Protocol("not a log".to_owned())),
+                None => Ok(Vec::new()),
+            }
+        })
+    }
+
+    fn put<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let now = Instant::now();
+            let mut inner = self.lock();
+            let text = Value::Text(value.to_owned());
+            self.insert(
+                &mut inner,
+                key,
+                text,
+                value.len(),
+                now.checked_add(ttl),
+                now,
+            )?;
+            Self::wake(&inner, key);
+            Ok(())
+        })
+    }
+
+    fn put_new<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let now = Instant::now();
+            let mut inner = self.lock();
+            if Self::live(&mut inner, key, now).is_some() {
+                return Ok(false);
+            }
+            let text = Value::Text(value.to_owned());
+            self.insert(
+                &mut inner,
+                key,
+                text,
+                value.len(),
+                now.checked_add(ttl),
+                now,
+            )?;
+            Self::wake(&inner, key);
+            Ok(true)
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(async move { self.text(key) })
+    }
+
+    fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut inner = self.lock();
+            if let Some(entry) = inner.entries.remove(key) {
+                inner.bytes = inner.bytes.saturating_sub(entry.bytes);
+            }
+            Self::wake(&inner, key);
+            Ok(())
+        })
+    }
+
+    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(async move {
+            let interest = self.interest(key);
+            loop {
+                let notified = interest.notify.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if let Some(value) = self.text(key)? {
+                    return Ok(value);
+                }
+                notified.await;
+            }
+        })
+    }
+
+    fn enroll<'a>(
+        &'a self,
+        key: &'a str,
+        member: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let now = Instant::now();
+            let until = now.checked_add(ttl).unwrap_or(now);
+            let mut inner = self.lock();
+            let mut set = match Self::live(&mut inner, key, now).map(|entry| &entry.value) {
+                Some(Value::Set(set)) => set.clone(),
+                Some(_) => return Err(StoreError::Protocol("not a set".to_owned())),
+                None => HashMap::new(),
+            };
+            set.retain(|_, at| *at > now);
+            set.insert(member.to_owned(), until);
+            let bytes = set.keys().map(|member| member.len() + 16).sum();
+            let expires = set.values().max().copied();
+            self.insert(&mut inner, key, Value::Set(set), bytes, expires, now)
+        })
+    }
+
+    fn unenroll<'a>(
+        &'a self,
+        key: &'a str,
+        member: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let now = Instant::now();
+            let mut inner = self.lock();
+            if let Some(Entry {
+                value: Value::Set(set),
+                ..
+            }) = Self::live(&mut inner, key, now)
+            {
+                set.remove(member);
+            }
+            Ok(())
+        })
+    }
+
+    fn members<'a>(
+        &'a self,
+        key: &'a str,
+        count: usize,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        Box::pin(async move {
+            let now = Instant::now();
+            let mut inner = self.lock();
+            match Self::live(&mut inner, key, now).map(|entry| &entry.value) {
+                Some(Value::Set(set)) => Ok(set
+                    .iter()
+                    .filter(|(_, at)| **at > now)
+                    .map(|(member, _)| member.clone())
+                    .take(count)
+                    .collect()),
+                Some(_) => Err(StoreError::Protocol("not a set".to_owned())),
                 None => Ok(Vec::new()),
             }
         })

@@ -278,6 +278,57 @@ pub trait SharedStore: Send + Sync + 'static {
         key: &'a str,
         count: usize,
     ) -> BoxFuture<'a, Result<Vec<String>, StoreError>>;
+
+    /// Puts `value` under `key` for `ttl`, and announces `key` to its
+    /// watchers.
+    fn put<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Puts `value` under `key` for `ttl` only if `key` holds nothing, and
+    /// announces it; `Ok(false)`: it held something (nothing was written).
+    fn put_new<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// What `key` holds.
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+
+    /// Removes `key`, and announces it.
+    fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Waits until `key` holds a value, and returns it. Woken by the
+    /// store's announcements, not by polling; the caller bounds the wait.
+    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<String, StoreError>>;
+
+    /// Adds `member` to the set `key` for `ttl` (a member's time is its
+    /// own; the set lives as long as its longest).
+    fn enroll<'a>(
+        &'a self,
+        key: &'a str,
+        member: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Removes `member` from the set `key`.
+    fn unenroll<'a>(
+        &'a self,
+        key: &'a str,
+        member: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// At most `count` members of the set `key` whose time has not run out.
+    fn members<'a>(
+        &'a self,
+        key: &'a str,
+        count: usize,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>>;
 }
 
 impl fmt::Debug for dyn SharedStore {

@@ -84,6 +84,40 @@ redis.call('PEXPIRE', KEYS[1], window)
 return wait
 ";
 
+const PUT: &str = r"
+if ARGV[3] == '1' then
+  if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 0 end
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
+redis.call('PUBLISH', KEYS[2], KEYS[1])
+return 1
+";
+
+const REMOVE: &str = r"
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', KEYS[2], KEYS[1])
+return 1
+";
+
+const ENROLL: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+local longest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], math.max(now + ttl, tonumber(longest[2])))
+return 1
+";
+
+const MEMBERS: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+";
+
 /// Why [`RedisStore::connect`] failed.
 #[derive(Debug)]
 pub struct RedisStoreError(redis::RedisError);
@@ -167,6 +201,10 @@ pub struct RedisStore {
     settle: Script,
     release: Script,
     take: Script,
+    put: Script,
+    remove: Script,
+    enroll: Script,
+    members: Script,
 }
 
 impl fmt::Debug for RedisStore {
@@ -233,6 +271,10 @@ impl RedisStore {
             settle: Script::new(SETTLE),
             release: Script::new(RELEASE),
             take: Script::new(TAKE),
+            put: Script::new(PUT),
+            remove: Script::new(REMOVE),
+            enroll: Script::new(ENROLL),
+            members: Script::new(MEMBERS),
         })
     }
 
@@ -260,6 +302,53 @@ impl RedisStore {
             [kind, record] if kind == "S" => Ok(Claim::Settled(record.clone())),
             _ => Err(StoreError::Protocol("an unknown claim reply".to_owned())),
         }
+    }
+
+    /// Registers interest in `key`'s announcements (before its first check).
+    fn interest<'s>(&'s self, key: &'s str) -> Result<Interest<'s>, StoreError> {
+        let mut map = self
+            .waiters
+            .by_key
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= MAX_WAITERS && !map.contains_key(key) {
+            return Err(StoreError::Full);
+        }
+        Ok(Interest {
+            waiters: &self.waiters,
+            key,
+            notify: Arc::clone(map.entry(key.to_owned()).or_default()),
+        })
+    }
+
+    async fn put_with(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Duration,
+        only_new: bool,
+    ) -> Result<bool, StoreError> {
+        let mut connection = self.connection.clone();
+        let written: i64 = self
+            .put
+            .key(key)
+            .key(EVENTS)
+            .arg(value)
+            .arg(crate::util::millis::millis(ttl).max(1))
+            .arg(if only_new { "1" } else { "0" })
+            .invoke_async(&mut connection)
+            .await
+            .map_err(|error| unavailable(&error))?;
+        Ok(written == 1)
+    }
+
+    async fn get_now(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let mut connection = self.connection.clone();
+        redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .map_err(|error| unavailable(&error))
     }
 }
 
@@ -320,21 +409,7 @@ impl SharedStore for RedisStore {
         lease: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
-            let interest = {
-                let mut map = self
-                    .waiters
-                    .by_key
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                if map.len() >= MAX_WAITERS && !map.contains_key(key) {
-                    return Err(StoreError::Full);
-                }
-                Interest {
-                    waiters: &self.waiters,
-                    key,
-                    notify: Arc::clone(map.entry(key.to_owned()).or_default()),
-                }
-            };
+            let interest = self.interest(key)?;
             loop {
                 let notified = interest.notify.notified();
                 tokio::pin!(notified);
@@ -468,6 +543,113 @@ impl SharedStore for RedisStore {
                 .rev()
                 .filter_map(|(_, fields)| fields.into_iter().nth(1))
                 .collect())
+        })
+    }
+
+    fn put<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move { self.put_with(key, value, ttl, false).await.map(|_| ()) })
+    }
+
+    fn put_new<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.put_with(key, value, ttl, true))
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(self.get_now(key))
+    }
+
+    fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let _: i64 = self
+                .remove
+                .key(key)
+                .key(EVENTS)
+                .invoke_async(&mut connection)
+                .await
+                .map_err(|error| unavailable(&error))?;
+            Ok(())
+        })
+    }
+
+    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(async move {
+            let interest = self.interest(key)?;
+            loop {
+                let notified = interest.notify.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if let Some(value) = self.get_now(key).await? {
+                    return Ok(value);
+                }
+                notified.await;
+            }
+        })
+    }
+
+    fn enroll<'a>(
+        &'a self,
+        key: &'a str,
+        member: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let _: i64 = self
+                .enroll
+                .key(key)
+                .arg(member)
+                .arg(crate::util::millis::millis(ttl).max(1))
+                .invoke_async(&mut connection)
+                .await
+                .map_err(|error| unavailable(&error))?;
+            Ok(())
+        })
+    }
+
+    fn unenroll<'a>(
+        &'a self,
+        key: &'a str,
+        member: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let _: i64 = redis::cmd("ZREM")
+                .arg(key)
+                .arg(member)
+                .query_async(&mut connection)
+                .await
+                .map_err(|error| unavailable(&error))?;
+            Ok(())
+        })
+    }
+
+    fn members<'a>(
+        &'a self,
+        key: &'a str,
+        count: usize,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        Box::pin(async move {
+            if count == 0 {
+                return Ok(Vec::new());
+            }
+            let mut connection = self.connection.clone();
+            self.members
+                .key(key)
+                .arg(count)
+                .invoke_async(&mut connection)
+                .await
+                .map_err(|error| unavailable(&error))
         })
     }
 }
