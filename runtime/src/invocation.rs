@@ -127,6 +127,23 @@ impl Invocation {
         max_depth: usize,
         max_bytes: usize,
     ) -> (u64, Option<crate::canonical::Measure>) {
+        self.fingerprint_of(max_depth, max_bytes, false)
+    }
+
+    /// The fingerprint of what the request asks, apart from this process's
+    /// staleness tokens (the registration id and surface version are each
+    /// replica's own): what replicas sharing a store compare, so the same
+    /// request retried on another replica is the same request.
+    pub(crate) fn portable_fingerprint(&self) -> u64 {
+        self.fingerprint_of(usize::MAX, usize::MAX, true).0
+    }
+
+    fn fingerprint_of(
+        &self,
+        max_depth: usize,
+        max_bytes: usize,
+        portable: bool,
+    ) -> (u64, Option<crate::canonical::Measure>) {
         enum Part<'a> {
             Text(&'a str),
             Json(&'a Value),
@@ -143,11 +160,17 @@ impl Invocation {
             ),
             (
                 b"\"registrationId\":",
-                self.registration_id.as_deref().map(Part::Text),
+                self.registration_id
+                    .as_deref()
+                    .filter(|_| !portable)
+                    .map(Part::Text),
             ),
             (
                 b"\"surfaceVersion\":",
-                self.surface_version.as_deref().map(Part::Text),
+                self.surface_version
+                    .as_deref()
+                    .filter(|_| !portable)
+                    .map(Part::Text),
             ),
         ];
         let mut hasher = Fnv1a64::new();

@@ -19,8 +19,6 @@
     clippy::print_stderr
 )]
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -33,95 +31,10 @@ use agent_surface::store::{Namespace, RedisStore, SharedStore};
 use serde_json::json;
 use tokio::sync::watch;
 
-/// A `redis-server` on loopback, killed on drop.
-struct Server {
-    child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl Server {
-    /// A fresh server, or `None` (said) when `redis-server` is not here.
-    fn start(name: &str) -> Option<Server> {
-        if Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
-            assert!(
-                std::env::var("CI").is_err(),
-                "redis-server is not installed (.ci/run installs Debian's redis-server)"
-            );
-            eprintln!("skipped: redis-server is not installed");
-            return None;
-        }
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("redis")
-            .join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut server = Server {
-            child: None,
-            port,
-            dir,
-        };
-        server.restart();
-        Some(server)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// Starts (again) on the same port and directory, and waits until it
-    /// answers.
-    fn restart(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args([
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-            ])
-            .arg("--dir")
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-        // Readiness of a process just started, not a timing assertion.
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!("redis-server did not start on port {}", self.port);
-    }
-
-    /// Kills the server (as a crash: `SIGKILL`).
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
+#[path = "support/redis_server.rs"]
+#[allow(unreachable_pub)]
+mod redis_server;
+use redis_server::Server;
 
 /// A counter whose `bump` waits for its gate.
 struct Counter {

@@ -63,6 +63,23 @@ async fn as_ident_001_a_retry_on_another_replica_replays_the_settled_result() {
 }
 
 #[tokio::test]
+async fn as_ident_001_each_replicas_own_staleness_tokens_do_not_make_a_retry_another_request() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 2);
+    // As a toolset sends it: the registration id and surface version the
+    // caller discovered — each replica's own.
+    let on = |(registry, _, mounted): &(Registry, Arc<Probe>, Mounted)| {
+        poke("tok-1", &["a"])
+            .registration(mounted.registration_id())
+            .surface_version(registry.version().to_string())
+    };
+    let first = call_as(&replicas[0].0, "alice", on(&replicas[0])).await;
+    assert!(first.is_ok(), "{first:?}");
+    let retry = call_as(&replicas[1].0, "alice", on(&replicas[1])).await;
+    assert_eq!(retry.output(), first.output(), "{retry:?}");
+    assert_eq!((replicas[0].1.runs(), replicas[1].1.runs()), (1, 0));
+}
+
+#[tokio::test]
 async fn as_ident_001_a_retry_while_the_twin_runs_on_another_replica_joins_it() {
     let replicas = replicas(Arc::new(MemoryStore::new()), 2);
     let hold = || Invocation::new("view:test.probe.hold").invocation_id("held-1");

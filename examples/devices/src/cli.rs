@@ -55,6 +55,9 @@ pub(crate) struct Options {
     pub(crate) elicitation: bool,
     /// `--audit-dir`: where the web console keeps its audit record.
     pub(crate) audit_dir: Option<std::path::PathBuf>,
+    /// `--store`: the Redis or Valkey server this replica shares with the
+    /// others (`--mcp http` only).
+    pub(crate) store: Option<String>,
 }
 
 /// Where `--mcp http` listens when no address is given.
@@ -170,6 +173,11 @@ fn command() -> Command {
                      `cargo agent-surface audit --dir DIR`",
                 ),
         )
+        .arg(Arg::new("store").long("store").value_name("URL").help(
+            "With `--mcp http`: run as one replica of several behind a load balancer, \
+                     sharing at-most-once calls, confirmations, rate limits and the audit \
+                     through the Redis or Valkey server at URL (redis://HOST:PORT/DB)",
+        ))
         .group(
             ArgGroup::new("mode")
                 .args(["listen", "script", "catalog", "snapshot", "explain", "mcp"])
@@ -252,7 +260,15 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
              client always; the web console asks in its own dialog)",
         ));
     }
+    let store = matches.get_one::<String>("store").cloned();
+    if store.is_some() && !matches!(show, Show::McpHttp(_)) {
+        return Err(command.error(
+            ErrorKind::ArgumentConflict,
+            "`--store` applies to `--mcp http` only",
+        ));
+    }
     Ok(Options {
+        store,
         elicitation,
         user,
         show,
@@ -306,6 +322,15 @@ mod tests {
             panic!("http expected");
         };
         assert_eq!(address.to_string(), DEFAULT_HTTP);
+    }
+
+    #[test]
+    fn a_shared_store_is_for_mcp_http_only() {
+        let options = parse_line("--mcp http 127.0.0.1:0 --store redis://127.0.0.1:6379/").unwrap();
+        assert_eq!(options.store.as_deref(), Some("redis://127.0.0.1:6379/"));
+        for line in ["--store redis://x/", "--mcp stdio --store redis://x/"] {
+            assert!(parse_line(line).is_err(), "{line}");
+        }
     }
 
     #[test]

@@ -206,6 +206,30 @@ fn print_json(value: &impl serde::Serialize) {
     );
 }
 
+/// The store a replica shares (`--store URL`), under the namespace
+/// `devices`, and the audit sink that writes to it.
+async fn shared_store(
+    url: &str,
+) -> Result<
+    (
+        std::sync::Arc<dyn agent_surface::store::SharedStore>,
+        agent_surface::store::Namespace,
+        std::sync::Arc<dyn agent_surface::audit::AuditSink>,
+    ),
+    Box<dyn std::error::Error>,
+> {
+    use agent_surface::store::{Namespace, RedisStore, SharedStore};
+    let store: std::sync::Arc<dyn SharedStore> =
+        std::sync::Arc::new(RedisStore::connect(url).await?);
+    let namespace = Namespace::new("devices")?;
+    let audit = agent_surface::audit::SharedAuditSink::spawn(
+        std::sync::Arc::clone(&store),
+        &namespace,
+        100_000,
+    )?;
+    Ok((store, namespace, std::sync::Arc::new(audit)))
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let options = match cli::parse(std::env::args_os()) {
@@ -235,10 +259,30 @@ async fn main() -> ExitCode {
     }
     // The binary runs only the reviewed surface (the committed artifact).
     // Authenticated callers bring their own identity; nobody else has one.
+    // One replica of several: the shared store, its audit log with it.
+    let shared = match &options.store {
+        None => None,
+        Some(url) => match shared_store(url).await {
+            Ok(shared) => Some(shared),
+            Err(err) => {
+                eprintln!("error: {err}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let configure = move |builder: agent_surface::registry::RegistryBuilder| {
+        let builder = devices::pinned(builder);
+        match shared {
+            Some((store, namespace, audit)) => {
+                builder.shared_store(store, namespace).audit_sink(audit)
+            }
+            None => builder,
+        }
+    };
     let registry = if options.auth.is_some() {
-        devices::registry_for_authenticated(devices::pinned)
+        devices::registry_for_authenticated(configure)
     } else {
-        devices::registry_for(&user, devices::pinned)
+        devices::registry_for(&user, configure)
     };
     let app = match App::attach(registry, user).await {
         Ok(app) => app,

@@ -198,8 +198,8 @@ fn begin(
         None
     };
     // Across replicas: the same id is claimed in the shared store too.
-    let claimed = match (&leadership, &inner.config().shared, fingerprint) {
-        (Some(_), Some(shared), Some(request_fingerprint)) => {
+    let claimed = match (&leadership, &inner.config().shared) {
+        (Some(_), Some(shared)) => {
             let (limit, idempotent) =
                 join::limit(services, &request.capability_id, parsed, &options);
             let limits = inner.limits();
@@ -208,7 +208,7 @@ fn begin(
                 shared,
                 key: shared.namespace.dedupe(consumer.key(), &invocation_id),
                 fingerprint: dedupe_fingerprint::shared(
-                    request_fingerprint,
+                    request.portable_fingerprint(),
                     &options.scope,
                     options.kinds,
                     consumer.grants(),

@@ -114,6 +114,15 @@ use endpoint::HttpOptions;
 /// The request `_meta` key by which a client passes confirmation evidence.
 pub const CONFIRMATION_META: &str = "agentSurface/confirmationId";
 
+/// The request `_meta` key by which a client names a call's attempt
+/// itself (a string): a retry with the same key, by the same identity, is
+/// the same attempt — it joins the running call or gets its settled result,
+/// and never runs again, on whichever replica sharing a
+/// [store](crate::store) it lands. This is how a sessionless (2026-07-28)
+/// caller, whose JSON-RPC ids number nothing beyond one request, makes a
+/// retry after a timeout safe; without it such calls are not deduplicated.
+pub const INVOCATION_META: &str = "agentSurface/invocationId";
+
 /// The input-request key of a confirmation elicitation (2026-07-28).
 const CONFIRM_KEY: &str = "agentSurface/confirm";
 

@@ -28,7 +28,7 @@ use super::caller::{Acting, Caller};
 use super::convert::{
     approval_schema, approves, confirmation_of, is_modern, secret_state, to_call_result,
 };
-use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, McpSession};
+use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, INVOCATION_META, McpSession};
 use crate::adapter::{ToolCall, ask_the_person};
 use crate::adapter::{answer_on_connection, approval_prompt, bounds, refused};
 use crate::context::{Consumer, ConsumerKind};
@@ -52,7 +52,11 @@ impl McpSession {
         let name = request.name.to_string();
         // Taken, not copied: nothing below reads the request's arguments.
         let arguments = Value::Object(request.arguments.take().unwrap_or_default());
-        let invocation_id = self.invocation_id(&acting, &context.id);
+        let invocation_id = match meta_str(&request, &context, INVOCATION_META) {
+            // The client's own name for the attempt, apart from request ids.
+            Some(key) => Some(format!("mcp-key-{key}")),
+            None => self.invocation_id(&acting, &context.id),
+        };
         let max_id = self.shared.registry.limits().max_id_bytes;
         if invocation_id.as_ref().is_some_and(|id| id.len() > max_id) {
             // The agent chose the id: refused here, never kept anywhere.
@@ -333,17 +337,21 @@ fn evidence(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> Option<String> {
+    meta_str(request, context, CONFIRMATION_META)
+}
+
+/// The text the request's `_meta` holds under `key`.
+fn meta_str(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+    key: &str,
+) -> Option<String> {
     context
         .meta
         .0
         .0
-        .get(CONFIRMATION_META)
-        .or_else(|| {
-            request
-                .meta
-                .as_ref()
-                .and_then(|meta| meta.0.0.get(CONFIRMATION_META))
-        })
+        .get(key)
+        .or_else(|| request.meta.as_ref().and_then(|meta| meta.0.0.get(key)))
         .and_then(Value::as_str)
         .map(str::to_owned)
 }
