@@ -32,7 +32,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 #[path = "support/redis_server.rs"]
-#[allow(unreachable_pub)]
+#[allow(unreachable_pub, dead_code)]
 mod redis_server;
 use redis_server::Server;
 

@@ -13,7 +13,7 @@ use agent_surface::confirmation::ConfirmationOutcome;
 use agent_surface::prelude::*;
 use agent_surface::registry::Registry;
 use agent_surface::store::{
-    BoxFuture, Claim, Fingerprint, Lease, MemoryStore, Namespace, SharedStore, StoreError, Taken,
+    BoxFuture, Claim, Lease, MemoryStore, Namespace, SharedStore, StoreError, Taken,
 };
 use serde_json::json;
 
@@ -376,7 +376,7 @@ impl SharedStore for Down {
     fn claim<'a>(
         &'a self,
         _: &'a str,
-        _: &'a Fingerprint,
+        _: &'a Lease,
         _: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         down()
@@ -384,7 +384,7 @@ impl SharedStore for Down {
     fn wait<'a>(
         &'a self,
         _: &'a str,
-        _: &'a Fingerprint,
+        _: &'a Lease,
         _: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         down()
@@ -442,6 +442,62 @@ async fn as_ident_001_a_store_that_cannot_be_reached_fails_the_call_closed() {
     // A call without an invocation id needs no claim.
     let plain = call_as(registry, "alice", Invocation::new("view:test.probe.read")).await;
     assert!(plain.is_ok(), "{plain:?}");
+}
+
+#[tokio::test]
+async fn as_ident_001_a_principal_holds_a_bounded_number_of_records_in_the_store() {
+    let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());
+    let registry = Registry::builder()
+        .shared_store(Arc::clone(&store), Namespace::new("probe").unwrap())
+        .limits(agent_surface::registry::Limits::default().shared_records_per_principal(3))
+        .build();
+    let probe = Probe::new();
+    let _mounted = registry.mount(probe.clone()).unwrap();
+    for n in 0..3 {
+        assert!(
+            call_as(&registry, "flood", poke(&format!("f-{n}"), &["a"]))
+                .await
+                .is_ok()
+        );
+    }
+    let refused = call_as(&registry, "flood", poke("f-3", &["a"])).await;
+    assert_eq!(code(&refused), Some(ErrorCode::RateLimited), "{refused:?}");
+    assert_eq!(
+        refused.error().unwrap().detail("reason"),
+        Some(&json!("queue-full"))
+    );
+    assert_eq!(probe.runs(), 3);
+    // A settled id still replays; another principal is not refused.
+    assert!(
+        call_as(&registry, "flood", poke("f-0", &["a"]))
+            .await
+            .is_ok()
+    );
+    assert!(
+        call_as(&registry, "alice", poke("a-0", &["a"]))
+            .await
+            .is_ok()
+    );
+    assert_eq!(probe.runs(), 4);
+}
+
+#[tokio::test]
+async fn as_ident_001_a_call_dropped_while_it_runs_is_settled_cancelled_for_every_replica() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 2);
+    let hold = || Invocation::new("view:test.probe.hold").invocation_id("dropped-1");
+    let leader = tokio::spawn({
+        let registry = replicas[0].0.clone();
+        async move { call_as(&registry, "alice", hold()).await }
+    });
+    settle_tasks().await;
+    leader.abort();
+    let _ = leader.await;
+    settle_tasks().await;
+    replicas[1].1.open();
+    // Not a wait for the whole lease, and never a second run.
+    let retry = call_as(&replicas[1].0, "alice", hold()).await;
+    assert_eq!(code(&retry), Some(ErrorCode::Cancelled), "{retry:?}");
+    assert_eq!(replicas[1].1.runs(), 0);
 }
 
 #[tokio::test(start_paused = true)]

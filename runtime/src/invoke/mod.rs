@@ -200,25 +200,35 @@ fn begin(
     // Across replicas: the same id is claimed in the shared store too.
     let claimed = match (&leadership, &inner.config().shared) {
         (Some(_), Some(shared)) => {
-            let (limit, idempotent) =
-                join::limit(services, &request.capability_id, parsed, &options);
+            let (limit, _) = join::limit(services, &request.capability_id, parsed, &options);
             let limits = inner.limits();
             let keep = limits.dedupe_cache_ttl;
+            let fingerprint = dedupe_fingerprint::shared(
+                request.portable_fingerprint(),
+                &options.scope,
+                options.kinds,
+                consumer.grants(),
+            );
+            // The registry's own limits, whatever the target declares.
+            let wait = options.timeout.unwrap_or_else(|| {
+                limits
+                    .action_timeout
+                    .max(limits.observation_timeout)
+                    .max(limits.procedure_timeout)
+            });
             Some(shared::Claimed {
                 shared,
                 key: shared.namespace.dedupe(consumer.key(), &invocation_id),
-                fingerprint: dedupe_fingerprint::shared(
-                    request.portable_fingerprint(),
-                    &options.scope,
-                    options.kinds,
-                    consumer.grants(),
+                lease: crate::store::Lease::new(fingerprint).within(
+                    &shared.namespace.quota(consumer.principal()),
+                    limits.shared_records_per_principal,
                 ),
-                lease: limit
+                ttl: limit
                     .saturating_add(limits.confirmation_ttl)
                     .saturating_add(keep),
                 keep,
-                wait: join::wait(limit),
-                timed_out: join::timed_out(limit, idempotent),
+                max_record: limits.max_output_bytes.saturating_add(4_096),
+                wait: join::wait(wait),
             })
         }
         _ => None,

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::error::ErrorPayload;
 use crate::invoke::InvocationResult;
 use crate::store::Attached as Shared;
-use crate::store::{Claim, Fingerprint, Lease};
+use crate::store::{Claim, Lease};
 
 use super::pipeline::InFlight;
 
@@ -66,17 +66,59 @@ impl Record {
 pub(super) struct Claimed<'s> {
     pub(super) shared: &'s Shared,
     pub(super) key: String,
-    pub(super) fingerprint: Fingerprint,
+    /// This attempt's lease (its fingerprint and quota), made before the
+    /// claim is sent.
+    pub(super) lease: Lease,
     /// How long an unsettled claim holds the key: the call's time limit,
     /// a person's answer and the window, so a leader that dies leaves its
     /// key held as long as a settled record would be.
-    pub(super) lease: Duration,
+    pub(super) ttl: Duration,
     /// How long a settled record is kept.
     pub(super) keep: Duration,
-    /// How long a retry waits for the running twin on another replica.
+    /// The largest record kept (a larger result is not kept, as in the
+    /// process's own window).
+    pub(super) max_record: usize,
+    /// How long a retry waits for the running twin on another replica:
+    /// the registry's limits, never the target's own (a retry of a hidden
+    /// capability waits as one of a capability that does not exist).
     pub(super) wait: Duration,
-    /// What a wait that ran out settles.
-    pub(super) timed_out: ErrorPayload,
+}
+
+/// Gives a claim back when the call that holds it is dropped before its
+/// settlement is written: a claim still in flight is released (nothing
+/// ran), a call that ran is settled `CANCELLED` as the process's own window
+/// records it (a retry never runs it again). Written by a detached task;
+/// without a runtime, or when the write fails, the claim waits out its
+/// lease (retries time out, never run).
+struct Guard {
+    store: Arc<dyn crate::store::SharedStore>,
+    key: String,
+    lease: Lease,
+    keep: Duration,
+    /// The record to settle with, once the call runs (`None`: release).
+    ran: Option<String>,
+    armed: bool,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (store, key, lease, keep) = (
+            Arc::clone(&self.store),
+            std::mem::take(&mut self.key),
+            self.lease.clone(),
+            self.keep,
+        );
+        let ran = self.ran.take();
+        let _ = crate::util::time::spawn(async move {
+            let _ = match ran {
+                Some(record) => store.settle(&key, &lease, &record, keep).await.map(|_| ()),
+                None => store.release(&key, &lease).await,
+            };
+        });
+    }
 }
 
 impl Claimed<'_> {
@@ -84,7 +126,15 @@ impl Claimed<'_> {
     /// with the twin's result, the conflict, or the store's failure.
     pub(super) async fn run(self, mut call: InFlight<'_>) -> InvocationResult {
         let store = &*self.shared.store;
-        let claim = store.claim(&self.key, &self.fingerprint, self.lease).await;
+        let mut guard = Guard {
+            store: Arc::clone(&self.shared.store),
+            key: self.key.clone(),
+            lease: self.lease.clone(),
+            keep: self.keep,
+            ran: None,
+            armed: true,
+        };
+        let claim = store.claim(&self.key, &self.lease, self.ttl).await;
         // Whether this call waited for a twin on another replica.
         let waited = matches!(claim, Ok(Claim::Running));
         let claim = match claim {
@@ -93,7 +143,7 @@ impl Claimed<'_> {
                 let settled = async {
                     crate::util::time::timeout(
                         self.wait,
-                        store.wait(&self.key, &self.fingerprint, self.lease),
+                        store.wait(&self.key, &self.lease, self.ttl),
                     )
                     .await
                     .ok()
@@ -108,7 +158,10 @@ impl Claimed<'_> {
                     biased;
                     settled = settled => match settled {
                         Some(claim) => claim,
-                        None => return call.answered_elsewhere(self.timed_out),
+                        None => {
+                            let limit = crate::util::millis::millis(self.wait);
+                            return call.answered_elsewhere(ErrorPayload::timeout(limit, false));
+                        }
                     },
                     () = cancelled => {
                         return call.answered_elsewhere(ErrorPayload::cancelled());
@@ -121,29 +174,54 @@ impl Claimed<'_> {
             other => other,
         };
         match claim {
-            Ok(Claim::Leader(lease)) => {
+            Ok(Claim::Leader) => {
                 if waited {
                     // The twin this call waited for ended without a result
                     // (as a local twin's joiners do, it is not run again
                     // by the joiner).
-                    let _ = store.release(&self.key, &lease).await;
                     return call.answered_elsewhere(ErrorPayload::cancelled());
                 }
+                // From here a drop settles `CANCELLED`, as the window here does.
+                guard.ran = Record::of(&InvocationResult::new(
+                    Arc::clone(&call.invocation_id),
+                    Arc::from(call.requested_id()),
+                    Err(ErrorPayload::cancelled()),
+                    call.services.version(),
+                    false,
+                ));
                 let result = call.run().await;
-                self.write(&lease, &result).await;
+                guard.armed = false;
+                self.write(&result).await;
                 result
             }
-            Ok(Claim::Settled(record)) => match serde_json::from_str::<Record>(&record) {
-                Ok(record) => {
-                    let result = record.into_result(&call.invocation_id);
-                    call.answered_elsewhere_with(result)
+            Ok(Claim::Busy) => {
+                guard.armed = false;
+                call.answered_elsewhere(ErrorPayload::rate_limited(
+                    crate::error::RateLimitReason::QueueFull,
+                    Some(crate::util::millis::millis(self.keep)),
+                ))
+            }
+            Ok(Claim::Settled(record)) => {
+                guard.armed = false;
+                match serde_json::from_str::<Record>(&record) {
+                    Ok(record) => {
+                        let result = record.into_result(&call.invocation_id);
+                        call.answered_elsewhere_with(result)
+                    }
+                    Err(_) => call.answered_elsewhere(ErrorPayload::store_unavailable()),
                 }
-                Err(_) => call.answered_elsewhere(ErrorPayload::store_unavailable()),
-            },
-            Ok(Claim::Conflict) => call.answered_elsewhere(ErrorPayload::conflict()),
-            // Never returned by `claim` after a wait; by `claim` itself
-            // only when the store is asked concurrently: a twin.
-            Ok(Claim::Running) => call.answered_elsewhere(self.timed_out),
+            }
+            Ok(Claim::Conflict) => {
+                guard.armed = false;
+                call.answered_elsewhere(ErrorPayload::conflict())
+            }
+            // Never returned by `wait`; by `claim` only when asked
+            // concurrently: a twin.
+            Ok(Claim::Running) => {
+                guard.armed = false;
+                let limit = crate::util::millis::millis(self.wait);
+                call.answered_elsewhere(ErrorPayload::timeout(limit, false))
+            }
             Err(error) => {
                 tracing::warn!(store = store.name(), %error, "the shared store failed: the call did not run");
                 call.answered_elsewhere(ErrorPayload::store_unavailable())
@@ -155,24 +233,31 @@ impl Claimed<'_> {
     /// not kept) before the result is returned. A failed write leaves the
     /// claim in the store until its lease: retries wait and time out, and
     /// never run the call again.
-    async fn write(&self, lease: &Lease, result: &InvocationResult) {
+    async fn write(&self, result: &InvocationResult) {
         let store = &*self.shared.store;
         let record = crate::primitives::dedupe::kept(result)
             .then(|| Record::of(result))
-            .flatten();
+            .flatten()
+            .filter(|record| record.len() <= self.max_record);
         let written = match record {
-            Some(record) => store
-                .settle(&self.key, lease, &record, self.keep)
-                .await
-                .map(|_| ()),
-            None => store.release(&self.key, lease).await,
+            Some(record) => {
+                store
+                    .settle(&self.key, &self.lease, &record, self.keep)
+                    .await
+            }
+            None => store.release(&self.key, &self.lease).await.map(|()| true),
         };
-        if let Err(error) = written {
-            tracing::warn!(
+        match written {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(
+                store = store.name(),
+                "a call outlived its claim in the shared store: its settlement was not recorded"
+            ),
+            Err(error) => tracing::warn!(
                 store = store.name(),
                 %error,
                 "the shared store did not take a settlement: retries of this invocation id wait until its lease ends"
-            );
+            ),
         }
     }
 }

@@ -53,9 +53,11 @@ impl McpSession {
         // Taken, not copied: nothing below reads the request's arguments.
         let arguments = Value::Object(request.arguments.take().unwrap_or_default());
         let invocation_id = match meta_str(&request, &context, INVOCATION_META) {
-            // The client's own name for the attempt, apart from request ids.
-            Some(key) => Some(format!("mcp-key-{key}")),
-            None => self.invocation_id(&acting, &context.id),
+            // The client's own name for the attempt, apart from request ids;
+            // an anonymous sessionless caller is a new identity per request,
+            // so its name would name nothing (and would only fill the store).
+            Some(key) if acting.caller != Caller::Anonymous => Some(format!("mcp-key-{key}")),
+            _ => self.invocation_id(&acting, &context.id),
         };
         let max_id = self.shared.registry.limits().max_id_bytes;
         if invocation_id.as_ref().is_some_and(|id| id.len() > max_id) {

@@ -85,6 +85,11 @@ pub struct Limits {
     /// Calls one consumer may have in flight under an invocation id at once
     /// (64); more settle `RATE_LIMITED`. In-flight records are never evicted.
     pub max_in_flight_per_consumer: usize,
+    /// With a [shared store](crate::store): the records (running and
+    /// settled) one principal may hold in it at once (1,000), each at most
+    /// `max_output_bytes` plus its envelope. More settle `RATE_LIMITED`
+    /// (`queue-full`); a record is never evicted to make room.
+    pub shared_records_per_principal: usize,
 }
 
 impl Default for Limits {
@@ -117,6 +122,7 @@ impl Default for Limits {
             max_pending_confirmations_per_consumer: 8,
             dedupe_cache_bytes: 4 << 20,
             max_in_flight_per_consumer: 64,
+            shared_records_per_principal: 1_000,
         }
     }
 }
@@ -174,4 +180,5 @@ setters! {
         max_pending_confirmations_per_consumer: usize,
         dedupe_cache_bytes: usize,
         max_in_flight_per_consumer: usize,
+        shared_records_per_principal: usize,
 }

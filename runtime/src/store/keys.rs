@@ -57,6 +57,12 @@ impl Namespace {
         self.key("dd", &[consumer, invocation_id])
     }
 
+    /// The key of the set of dedupe records one principal holds (its
+    /// quota).
+    pub fn quota(&self, principal: &str) -> String {
+        self.key("dq", &[principal])
+    }
+
     /// The key of a rate-limit bucket: the policy's parameters, the
     /// principal and the capability.
     pub fn bucket(&self, policy: &str, principal: &str, capability_id: &str) -> String {

@@ -45,7 +45,12 @@ struct Inner {
     bytes: usize,
     /// Waiters by key (a key is here only while someone waits on it).
     waiters: HashMap<String, Arc<Notify>>,
+    /// When expired entries were last swept.
+    swept: Option<Instant>,
 }
+
+/// How often a full store sweeps its expired entries at most.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// A [`SharedStore`] in this process (see the [module docs](super)).
 ///
@@ -100,6 +105,7 @@ impl MemoryStore {
                 entries: HashMap::new(),
                 bytes: 0,
                 waiters: HashMap::new(),
+                swept: None,
             }),
             max_entries,
             max_bytes,
@@ -135,24 +141,31 @@ impl MemoryStore {
         now: Instant,
     ) -> Result<(), StoreError> {
         let bytes = bytes + key.len();
-        let old = inner.entries.get(key).map_or(0, |entry| entry.bytes);
-        let grows = !inner.entries.contains_key(key);
+        // Read afresh after a sweep (which may remove this key's own entry).
         let fits = |inner: &Inner| {
+            let old = inner.entries.get(key).map_or(0, |entry| entry.bytes);
+            let grows = !inner.entries.contains_key(key);
             (!grows || inner.entries.len() < self.max_entries)
-                && inner.bytes - old + bytes <= self.max_bytes
+                && inner.bytes.saturating_sub(old).saturating_add(bytes) <= self.max_bytes
         };
-        if !fits(inner) {
-            // Expired entries make room first.
+        // Expired entries make room first, swept at most once a second (a
+        // store kept full by live entries is not walked on every write).
+        if !fits(inner)
+            && inner
+                .swept
+                .is_none_or(|at| now.duration_since(at) >= SWEEP_EVERY)
+        {
+            inner.swept = Some(now);
             inner
                 .entries
                 .retain(|_, entry| entry.expires.is_none_or(|at| at > now));
             inner.bytes = inner.entries.values().map(|entry| entry.bytes).sum();
-            if !fits(inner) {
-                return Err(StoreError::Full);
-            }
+        }
+        if !fits(inner) {
+            return Err(StoreError::Full);
         }
         let old = inner.entries.get(key).map_or(0, |entry| entry.bytes);
-        inner.bytes = inner.bytes - old + bytes;
+        inner.bytes = inner.bytes.saturating_sub(old).saturating_add(bytes);
         inner.entries.insert(
             key.to_owned(),
             Entry {
@@ -164,15 +177,12 @@ impl MemoryStore {
         Ok(())
     }
 
-    fn claim_now(
-        &self,
-        key: &str,
-        fingerprint: &Fingerprint,
-        lease: Duration,
-    ) -> Result<Claim, StoreError> {
+    fn claim_now(&self, key: &str, lease: &Lease, ttl: Duration) -> Result<Claim, StoreError> {
         let now = Instant::now();
         let mut inner = self.lock();
+        let fingerprint = lease.fingerprint();
         match Self::live(&mut inner, key, now).map(|entry| &entry.value) {
+            Some(Value::Running(held)) if held == lease => Ok(Claim::Leader),
             Some(Value::Running(held)) if held.fingerprint() == fingerprint => Ok(Claim::Running),
             Some(Value::Settled {
                 fingerprint: settled,
@@ -180,19 +190,60 @@ impl MemoryStore {
             }) if settled == fingerprint => Ok(Claim::Settled(record.clone())),
             Some(_) => Ok(Claim::Conflict),
             None => {
-                let claimed = Lease::new(*fingerprint);
-                let expires = now.checked_add(lease);
+                let expires = now.checked_add(super::bounded(ttl));
+                if let Some((quota, max)) = lease.quota() {
+                    let held = match Self::live(&mut inner, quota, now).map(|e| &mut e.value) {
+                        Some(Value::Set(set)) => {
+                            set.retain(|_, at| *at > now);
+                            set.len()
+                        }
+                        _ => 0,
+                    };
+                    if held >= max {
+                        return Ok(Claim::Busy);
+                    }
+                    self.count(&mut inner, quota, key, expires, now)?;
+                }
                 self.insert(
                     &mut inner,
                     key,
-                    Value::Running(claimed.clone()),
+                    Value::Running(lease.clone()),
                     64,
                     expires,
                     now,
                 )?;
-                Ok(Claim::Leader(claimed))
+                Ok(Claim::Leader)
             }
         }
+    }
+
+    /// Counts `member` in the quota set `quota` until `until` (`None`:
+    /// takes it out).
+    fn count(
+        &self,
+        inner: &mut Inner,
+        quota: &str,
+        member: &str,
+        until: Option<Instant>,
+        now: Instant,
+    ) -> Result<(), StoreError> {
+        let mut set = match Self::live(inner, quota, now).map(|entry| &entry.value) {
+            Some(Value::Set(set)) => set.clone(),
+            Some(_) => return Err(StoreError::Protocol("not a set".to_owned())),
+            None => HashMap::new(),
+        };
+        set.retain(|_, at| *at > now);
+        match until {
+            Some(until) => {
+                set.insert(member.to_owned(), until);
+            }
+            None => {
+                set.remove(member);
+            }
+        }
+        let bytes = set.keys().map(|member| member.len() + 16).sum();
+        let expires = set.values().max().copied();
+        self.insert(inner, quota, Value::Set(set), bytes, expires, now)
     }
 
     /// Wakes whoever waits on `key`.
@@ -256,17 +307,17 @@ impl SharedStore for MemoryStore {
     fn claim<'a>(
         &'a self,
         key: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        lease: &'a Lease,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(async move { self.claim_now(key, fingerprint, lease) })
+        Box::pin(async move { self.claim_now(key, lease, ttl) })
     }
 
     fn wait<'a>(
         &'a self,
         key: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        lease: &'a Lease,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
             let interest = self.interest(key);
@@ -276,7 +327,7 @@ impl SharedStore for MemoryStore {
                 let notified = interest.notify.notified();
                 tokio::pin!(notified);
                 notified.as_mut().enable();
-                match self.claim_now(key, fingerprint, lease)? {
+                match self.claim_now(key, lease, ttl)? {
                     Claim::Running => {}
                     other => return Ok(other),
                 }
@@ -312,14 +363,11 @@ impl SharedStore for MemoryStore {
                 fingerprint: *lease.fingerprint(),
                 record: record.to_owned(),
             };
-            self.insert(
-                &mut inner,
-                key,
-                settled,
-                record.len() + 32,
-                now.checked_add(keep),
-                now,
-            )?;
+            let until = now.checked_add(super::bounded(keep));
+            self.insert(&mut inner, key, settled, record.len() + 32, until, now)?;
+            if let Some((quota, _)) = lease.quota() {
+                self.count(&mut inner, quota, key, until, now)?;
+            }
             Self::wake(&inner, key);
             Ok(true)
         })
@@ -337,6 +385,9 @@ impl SharedStore for MemoryStore {
                 && let Some(entry) = inner.entries.remove(key)
             {
                 inner.bytes = inner.bytes.saturating_sub(entry.bytes);
+                if let Some((quota, _)) = lease.quota() {
+                    self.count(&mut inner, quota, key, None, now)?;
+                }
                 Self::wake(&inner, key);
             }
             Ok(())
@@ -380,7 +431,14 @@ impl SharedStore for MemoryStore {
                 at_ms: now_ms.max(at_ms),
             };
             // Forgotten once full again (a full bucket is a fresh one).
-            self.insert(&mut inner, key, bucket, 16, now.checked_add(window), now)?;
+            self.insert(
+                &mut inner,
+                key,
+                bucket,
+                16,
+                now.checked_add(super::bounded(window)),
+                now,
+            )?;
             Ok(taken)
         })
     }
@@ -458,7 +516,7 @@ impl SharedStore for MemoryStore {
                 key,
                 text,
                 value.len(),
-                now.checked_add(ttl),
+                now.checked_add(super::bounded(ttl)),
                 now,
             )?;
             Self::wake(&inner, key);
@@ -484,7 +542,7 @@ impl SharedStore for MemoryStore {
                 key,
                 text,
                 value.len(),
-                now.checked_add(ttl),
+                now.checked_add(super::bounded(ttl)),
                 now,
             )?;
             Self::wake(&inner, key);
@@ -530,7 +588,7 @@ impl SharedStore for MemoryStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let now = Instant::now();
-            let until = now.checked_add(ttl).unwrap_or(now);
+            let until = now.checked_add(super::bounded(ttl)).unwrap_or(now);
             let mut inner = self.lock();
             let mut set = match Self::live(&mut inner, key, now).map(|entry| &entry.value) {
                 Some(Value::Set(set)) => set.clone(),

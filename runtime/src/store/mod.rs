@@ -60,6 +60,20 @@ pub(crate) struct Attached {
 /// A boxed future borrowed for `'a`, as the store's methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// The longest time to live a store is asked for (30 days): longer ones
+/// (a call with no time limit) are clamped to it.
+pub const MAX_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// `ttl` within [1 ms, [`MAX_TTL`]].
+pub(crate) fn bounded(ttl: Duration) -> Duration {
+    ttl.clamp(Duration::from_millis(1), MAX_TTL)
+}
+
+/// `ttl` within [1 ms, [`MAX_TTL`]], in milliseconds.
+pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
+    crate::util::millis::millis(bounded(ttl))
+}
+
 /// The length of a [`Fingerprint`]'s text: 32 lowercase hexadecimal digits.
 pub const FINGERPRINT_LEN: usize = 32;
 
@@ -101,14 +115,20 @@ impl fmt::Debug for Fingerprint {
     }
 }
 
-/// A claim on a dedupe key: held by the one attempt that runs the call,
-/// presented to [`settle`](SharedStore::settle) or
-/// [`release`](SharedStore::release), which act only while the key is still
-/// this claim's (a lease that ran out and was claimed anew is not).
+/// A claim on a dedupe key, made by the attempt that asks for it
+/// ([`Lease::new`]) and presented to [`claim`](SharedStore::claim),
+/// [`settle`](SharedStore::settle) and [`release`](SharedStore::release),
+/// which act only while the key is still this lease's (a lease that ran out
+/// and was claimed anew is not). Made before the claim is sent, so an
+/// attempt dropped while its claim is in flight can still give it back.
+///
+/// A lease may count against a quota: a set of the keys one party holds
+/// (settled records and running claims), at most `max` at once.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Lease {
     fingerprint: Fingerprint,
     token: [u8; 32],
+    quota: Option<(std::sync::Arc<str>, usize)>,
 }
 
 impl Lease {
@@ -130,7 +150,16 @@ impl Lease {
         Lease {
             fingerprint,
             token: Fingerprint::from_bytes(bytes).0,
+            quota: None,
         }
+    }
+
+    /// This lease counted in the quota set `key`, which holds at most `max`
+    /// keys: a claim beyond it is [`Claim::Busy`].
+    #[must_use]
+    pub fn within(mut self, key: &str, max: usize) -> Lease {
+        self.quota = Some((std::sync::Arc::from(key), max));
+        self
     }
 
     /// The fingerprint of the call it leads.
@@ -141,6 +170,11 @@ impl Lease {
     /// Its token (32 lowercase hexadecimal digits).
     pub fn token(&self) -> &str {
         std::str::from_utf8(&self.token).unwrap_or_default()
+    }
+
+    /// The quota set it counts in, and its bound.
+    pub fn quota(&self) -> Option<(&str, usize)> {
+        self.quota.as_ref().map(|(key, max)| (&**key, *max))
     }
 }
 
@@ -156,8 +190,11 @@ impl fmt::Debug for Lease {
 /// What [`claim`](SharedStore::claim) or [`wait`](SharedStore::wait) found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Claim {
-    /// The key was free: this attempt leads the call, under `Lease`.
-    Leader(Lease),
+    /// The key was free: this attempt leads the call, under its lease.
+    Leader,
+    /// The key was free, but the lease's quota is full: nothing was
+    /// claimed.
+    Busy,
     /// The same request is running (on this replica or another).
     Running,
     /// The same request settled: its record, as
@@ -211,17 +248,17 @@ pub trait SharedStore: Send + Sync + 'static {
     /// A short name for logs and errors (`memory`, `redis`).
     fn name(&self) -> &str;
 
-    /// Claims dedupe `key` for a request with `fingerprint`. A free key
-    /// (never used, released, or past its lease or window) becomes
-    /// [`Claim::Leader`], kept for `lease` unless settled or released
-    /// before; a key running or settled with the same fingerprint is
-    /// [`Claim::Running`] or [`Claim::Settled`]; with another,
-    /// [`Claim::Conflict`].
+    /// Claims dedupe `key` for `lease` (a request with its fingerprint). A
+    /// free key (never used, released, or past its lease or window)
+    /// becomes [`Claim::Leader`], held for `ttl` unless settled or released
+    /// before — or [`Claim::Busy`] when the lease's quota is full; a key
+    /// running or settled with the same fingerprint is [`Claim::Running`]
+    /// or [`Claim::Settled`]; with another, [`Claim::Conflict`].
     fn claim<'a>(
         &'a self,
         key: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        lease: &'a Lease,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>>;
 
     /// Waits until `key` is no longer running, then claims it as
@@ -231,12 +268,12 @@ pub trait SharedStore: Send + Sync + 'static {
     fn wait<'a>(
         &'a self,
         key: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        lease: &'a Lease,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>>;
 
     /// Settles `key`, while it is still `lease`'s, with `record`, kept for
-    /// `keep`, and wakes its waiters. `Ok(false)`: the key was no longer
+    /// `keep` (in its quota too), and wakes its waiters. `Ok(false)`: the key was no longer
     /// this lease's (nothing was written).
     fn settle<'a>(
         &'a self,
@@ -247,7 +284,7 @@ pub trait SharedStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Frees `key`, while it is still `lease`'s (the attempt ended without a
-    /// result), and wakes its waiters.
+    /// result; its quota too), and wakes its waiters.
     fn release<'a>(
         &'a self,
         key: &'a str,

@@ -28,7 +28,7 @@ use redis::Script;
 use redis::aio::ConnectionManager;
 use tokio::sync::Notify;
 
-use super::{BoxFuture, Claim, Fingerprint, Lease, SharedStore, StoreError, Taken};
+use super::{BoxFuture, Claim, Lease, SharedStore, StoreError, Taken};
 
 /// How long the store waits for the server by default, per operation and
 /// per connection attempt.
@@ -42,18 +42,33 @@ pub const MAX_WAITERS: usize = 100_000;
 
 const CLAIM: &str = r"
 local v = redis.call('GET', KEYS[1])
-if not v then
-  redis.call('SET', KEYS[1], 'R' .. ARGV[1] .. ARGV[2], 'PX', ARGV[3])
-  return {'L'}
+if v then
+  if v == ('R' .. ARGV[1] .. ARGV[2]) then return {'L'} end
+  if string.sub(v, 2, 33) ~= ARGV[1] then return {'C'} end
+  if string.sub(v, 1, 1) == 'S' then return {'S', string.sub(v, 34)} end
+  return {'R'}
 end
-if string.sub(v, 2, 33) ~= ARGV[1] then return {'C'} end
-if string.sub(v, 1, 1) == 'S' then return {'S', string.sub(v, 34)} end
-return {'R'}
+local ttl = tonumber(ARGV[3])
+if tonumber(ARGV[4]) > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return {'B'} end
+  redis.call('ZADD', KEYS[2], now + ttl, KEYS[1])
+  if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+end
+redis.call('SET', KEYS[1], 'R' .. ARGV[1] .. ARGV[2], 'PX', ttl)
+return {'L'}
 ";
 
 const SETTLE: &str = r"
 if redis.call('GET', KEYS[1]) ~= ('R' .. ARGV[1] .. ARGV[2]) then return 0 end
 redis.call('SET', KEYS[1], 'S' .. ARGV[1] .. ARGV[3], 'PX', ARGV[4])
+if ARGV[5] == '1' then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZADD', KEYS[3], 'XX', now + tonumber(ARGV[4]), KEYS[1])
+end
 redis.call('PUBLISH', KEYS[2], KEYS[1])
 return 1
 ";
@@ -61,6 +76,7 @@ return 1
 const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ('R' .. ARGV[1] .. ARGV[2]) then
   redis.call('DEL', KEYS[1])
+  if ARGV[3] == '1' then redis.call('ZREM', KEYS[3], KEYS[1]) end
   redis.call('PUBLISH', KEYS[2], KEYS[1])
 end
 return 1
@@ -281,22 +297,25 @@ impl RedisStore {
     async fn claim_now(
         &self,
         key: &str,
-        fingerprint: &Fingerprint,
-        lease: Duration,
+        lease: &Lease,
+        ttl: Duration,
     ) -> Result<Claim, StoreError> {
-        let claimed = Lease::new(*fingerprint);
         let mut connection = self.connection.clone();
+        let (quota, max) = lease.quota().unwrap_or((key, 0));
         let reply: Vec<String> = self
             .claim
             .key(key)
-            .arg(fingerprint.as_str())
-            .arg(claimed.token())
-            .arg(crate::util::millis::millis(lease).max(1))
+            .key(quota)
+            .arg(lease.fingerprint().as_str())
+            .arg(lease.token())
+            .arg(super::ttl_ms(ttl))
+            .arg(max)
             .invoke_async(&mut connection)
             .await
             .map_err(|error| unavailable(&error))?;
         match reply.as_slice() {
-            [kind] if kind == "L" => Ok(Claim::Leader(claimed)),
+            [kind] if kind == "L" => Ok(Claim::Leader),
+            [kind] if kind == "B" => Ok(Claim::Busy),
             [kind] if kind == "R" => Ok(Claim::Running),
             [kind] if kind == "C" => Ok(Claim::Conflict),
             [kind, record] if kind == "S" => Ok(Claim::Settled(record.clone())),
@@ -334,7 +353,7 @@ impl RedisStore {
             .key(key)
             .key(EVENTS)
             .arg(value)
-            .arg(crate::util::millis::millis(ttl).max(1))
+            .arg(super::ttl_ms(ttl))
             .arg(if only_new { "1" } else { "0" })
             .invoke_async(&mut connection)
             .await
@@ -396,17 +415,17 @@ impl SharedStore for RedisStore {
     fn claim<'a>(
         &'a self,
         key: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        lease: &'a Lease,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(self.claim_now(key, fingerprint, lease))
+        Box::pin(self.claim_now(key, lease, ttl))
     }
 
     fn wait<'a>(
         &'a self,
         key: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        lease: &'a Lease,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
             let interest = self.interest(key)?;
@@ -416,7 +435,7 @@ impl SharedStore for RedisStore {
                 // Enabled before the check: an announcement between the
                 // check and the wait is not lost.
                 notified.as_mut().enable();
-                match self.claim_now(key, fingerprint, lease).await? {
+                match self.claim_now(key, lease, ttl).await? {
                     Claim::Running => {}
                     other => return Ok(other),
                 }
@@ -424,7 +443,7 @@ impl SharedStore for RedisStore {
                 // when it could have (at most the lease).
                 tokio::select! {
                     () = &mut notified => {}
-                    () = crate::util::time::sleep(lease) => {}
+                    () = crate::util::time::sleep(super::bounded(ttl)) => {}
                 }
             }
         })
@@ -439,14 +458,17 @@ impl SharedStore for RedisStore {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let mut connection = self.connection.clone();
+            let (quota, counted) = lease.quota().map_or((key, "0"), |(quota, _)| (quota, "1"));
             let written: i64 = self
                 .settle
                 .key(key)
                 .key(EVENTS)
+                .key(quota)
                 .arg(lease.fingerprint().as_str())
                 .arg(lease.token())
                 .arg(record)
-                .arg(crate::util::millis::millis(keep).max(1))
+                .arg(super::ttl_ms(keep))
+                .arg(counted)
                 .invoke_async(&mut connection)
                 .await
                 .map_err(|error| unavailable(&error))?;
@@ -461,12 +483,15 @@ impl SharedStore for RedisStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let mut connection = self.connection.clone();
+            let (quota, counted) = lease.quota().map_or((key, "0"), |(quota, _)| (quota, "1"));
             let _: i64 = self
                 .release
                 .key(key)
                 .key(EVENTS)
+                .key(quota)
                 .arg(lease.fingerprint().as_str())
                 .arg(lease.token())
+                .arg(counted)
                 .invoke_async(&mut connection)
                 .await
                 .map_err(|error| unavailable(&error))?;
@@ -486,7 +511,7 @@ impl SharedStore for RedisStore {
                 .take
                 .key(key)
                 .arg(limit.max(1))
-                .arg(crate::util::millis::millis(window).max(1))
+                .arg(super::ttl_ms(window))
                 .invoke_async(&mut connection)
                 .await
                 .map_err(|error| unavailable(&error))?;
@@ -609,7 +634,7 @@ impl SharedStore for RedisStore {
                 .enroll
                 .key(key)
                 .arg(member)
-                .arg(crate::util::millis::millis(ttl).max(1))
+                .arg(super::ttl_ms(ttl))
                 .invoke_async(&mut connection)
                 .await
                 .map_err(|error| unavailable(&error))?;

@@ -45,6 +45,11 @@ pub(crate) fn kept(result: &InvocationResult) -> bool {
             // with the right evidence must not be told `mismatch` again.
             || (error.code() == crate::error::ErrorCode::ConfirmationInvalid
                 && error.detail("reason").and_then(serde_json::Value::as_str) == Some("mismatch"))
+            // The shared store failed: the call did not run, and its retry
+            // with the same id must run once the store is back.
+            || (error.code() == crate::error::ErrorCode::ExecutionFailed
+                && error.detail("reason").and_then(serde_json::Value::as_str)
+                    == Some("store-unavailable"))
     })
 }
 
