@@ -391,6 +391,21 @@ async fn as_confirm_003_an_approval_through_replica_a_releases_the_call_held_on_
     assert!(left, "the answered request is still offered");
 }
 
+#[tokio::test]
+async fn a_server_that_may_evict_a_running_claim_is_refused() {
+    let Some(server) = Server::start_with("evicts", &["--maxmemory-policy", "volatile-lru"]) else {
+        return;
+    };
+    let refused = RedisStore::connect(&server.url()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(agent_surface::store::RedisStoreError::Evicts(ref policy)) if policy == "volatile-lru"
+        ),
+        "{refused:?}"
+    );
+}
+
 mod interleavings {
     use super::*;
     use proptest::prelude::*;

@@ -316,6 +316,13 @@ async fn as_confirm_001_an_answer_naming_another_request_is_refused_across_repli
         Err(agent_surface::confirmation::ResolveError::NotPermitted)
     );
     assert!(b.confirmations().find(&id).is_some(), "still pending on B");
+    // The refused answer does not block the person's own, which follows.
+    let resolved = a
+        .confirmations()
+        .answer_anywhere(&shown, true, &approver, None)
+        .await;
+    assert!(resolved.is_ok(), "{resolved:?}");
+    assert!(b.confirmations().find(&id).is_none(), "approved on B");
 }
 
 /// A store that cannot be reached.

@@ -153,6 +153,7 @@ async fn write(
     let mut recorded_lost = 0;
     while let Some(event) = events.recv().await {
         let mut backoff = Duration::from_millis(50);
+        let mut refusals = 0;
         loop {
             let now_lost = lost.load(Ordering::Relaxed);
             let appended = if now_lost > recorded_lost {
@@ -170,7 +171,16 @@ async fn write(
             };
             match appended {
                 Ok(()) => break,
+                // A store that refuses it (full, or the key holds something
+                // else) will keep refusing: the event is counted as lost
+                // after a few tries, so the events behind it go on.
+                Err(error @ (StoreError::Full | StoreError::Protocol(_))) if refusals >= 3 => {
+                    tracing::error!(store = store.name(), %error, "the shared audit log refused an event; it is lost");
+                    lost.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
                 Err(error) => {
+                    refusals += 1;
                     tracing::warn!(store = store.name(), %error, "the shared audit log did not take an event; retrying");
                     crate::util::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));

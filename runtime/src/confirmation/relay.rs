@@ -104,6 +104,8 @@ impl Offered {
 /// A person's answer, as the answering replica writes it.
 #[derive(Serialize, Deserialize)]
 struct Answer {
+    /// Names this answer's verdict.
+    nonce: String,
     digest: String,
     approved: bool,
     channel: String,
@@ -314,40 +316,66 @@ async fn offer(
     }
 }
 
-/// Waits for an answer to `id` given on another replica, applies it here
-/// and writes the verdict.
+/// Waits for answers to `id` given on other replicas, applies each here
+/// and writes its verdict, until one resolves it (or the relay stops
+/// watching: the request left the pending list). A refused answer (a
+/// channel this replica does not declare, a missing proof) leaves the
+/// request open for the next; the store's failures are retried.
 async fn apply(services: Weak<dyn StoreOwner>, shared: Attached, id: Arc<str>) {
     let store = &*shared.store;
-    let Ok(text) = store.watch(&shared.namespace.answer(&id)).await else {
-        return;
-    };
-    let Some(services) = services.upgrade() else {
-        return;
-    };
-    let confirmations = Confirmations::new(services);
-    let result = match serde_json::from_str::<Answer>(&text) {
-        Ok(answer) => {
-            let shown = ShownRequest {
-                confirmation_id: Arc::clone(&id),
-                digest: Arc::from(answer.digest),
-            };
-            // Only an in-app channel this replica declares answers here.
-            match confirmations.approver(&answer.channel, &answer.person) {
-                Ok(approver) => match (&answer.proof, answer.approved) {
-                    (Some(proof), true) => {
-                        confirmations.approve_with_presence(&shown, &approver, proof)
-                    }
-                    (_, approved) => confirmations.resolve(&shown, approved, &approver),
-                },
-                Err(_) => Err(ResolveError::NotPermitted),
+    let key = shared.namespace.answer(&id);
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let text = match store.watch(&key).await {
+            Ok(text) => text,
+            Err(error) => {
+                tracing::warn!(store = store.name(), %error, "answers from other replicas cannot be read; retrying");
+                crate::util::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                continue;
             }
+        };
+        backoff = Duration::from_millis(100);
+        let Some(services) = services.upgrade() else {
+            return;
+        };
+        let confirmations = Confirmations::new(services);
+        let answer = serde_json::from_str::<Answer>(&text).ok();
+        let result = match &answer {
+            Some(answer) => {
+                let shown = ShownRequest {
+                    confirmation_id: Arc::clone(&id),
+                    digest: Arc::from(answer.digest.as_str()),
+                };
+                // Only an in-app channel this replica declares answers here.
+                match confirmations.approver(&answer.channel, &answer.person) {
+                    Ok(approver) => match (&answer.proof, answer.approved) {
+                        (Some(proof), true) => {
+                            confirmations.approve_with_presence(&shown, &approver, proof)
+                        }
+                        (_, approved) => confirmations.resolve(&shown, approved, &approver),
+                    },
+                    Err(_) => Err(ResolveError::NotPermitted),
+                }
+            }
+            None => Err(ResolveError::NotShown),
+        };
+        if let (Some(answer), Ok(verdict)) = (&answer, serde_json::to_string(&Verdict::of(&result)))
+        {
+            let _ = store
+                .put(
+                    &shared.namespace.verdict(&id, &answer.nonce),
+                    &verdict,
+                    VERDICT_TTL,
+                )
+                .await;
         }
-        Err(_) => Err(ResolveError::NotShown),
-    };
-    if let Ok(verdict) = serde_json::to_string(&Verdict::of(&result)) {
-        let _ = store
-            .put(&shared.namespace.verdict(&id), &verdict, VERDICT_TTL)
-            .await;
+        let open = confirmations.find(&id).is_some();
+        if result.is_ok() || !open {
+            return;
+        }
+        // Refused and still open: the next answer may come.
+        let _ = store.remove(&key).await;
     }
 }
 
@@ -427,7 +455,9 @@ impl Confirmations {
         if offered.digest != *shown.digest {
             return Err(ResolveError::NotShown);
         }
+        let nonce = crate::store::nonce();
         let answer = Answer {
+            nonce: nonce.clone(),
             digest: shown.digest.to_string(),
             approved,
             channel: approver.channel().to_owned(),
@@ -441,7 +471,8 @@ impl Confirmations {
             Ok(false) => return Err(ResolveError::NotPending),
             Err(_) => return Err(ResolveError::Unreachable),
         }
-        let verdict = crate::util::time::timeout(VERDICT_WAIT, store.watch(&namespace.verdict(id)))
+        let verdict_key = namespace.verdict(id, &nonce);
+        let verdict = crate::util::time::timeout(VERDICT_WAIT, store.watch(&verdict_key))
             .await
             .map_err(|_| ResolveError::Unreachable)?
             .map_err(|_| ResolveError::Unreachable)?;

@@ -80,9 +80,9 @@ impl Namespace {
         self.key("cfa", &[confirmation_id])
     }
 
-    /// The key of the holding replica's verdict on such an answer.
-    pub fn verdict(&self, confirmation_id: &str) -> String {
-        self.key("cfv", &[confirmation_id])
+    /// The key of the holding replica's verdict on the answer `nonce`.
+    pub fn verdict(&self, confirmation_id: &str, nonce: &str) -> String {
+        self.key("cfv", &[confirmation_id, nonce])
     }
 
     /// The key of the set of pending confirmations, every replica's.

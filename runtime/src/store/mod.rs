@@ -115,6 +115,29 @@ impl fmt::Debug for Fingerprint {
     }
 }
 
+/// 128 random bits as 32 hexadecimal digits.
+fn random() -> Fingerprint {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness: the process's random hasher, twice.
+        use std::hash::BuildHasher;
+        let state = std::hash::RandomState::new();
+        let (a, b) = (state.hash_one(1u8), state.hash_one(2u8));
+        for (slot, byte) in bytes
+            .iter_mut()
+            .zip(a.to_le_bytes().into_iter().chain(b.to_le_bytes()))
+        {
+            *slot = byte;
+        }
+    }
+    Fingerprint::from_bytes(bytes)
+}
+
+/// 128 random bits as 32 hexadecimal digits (a nonce).
+pub(crate) fn nonce() -> String {
+    random().as_str().to_owned()
+}
+
 /// A claim on a dedupe key, made by the attempt that asks for it
 /// ([`Lease::new`]) and presented to [`claim`](SharedStore::claim),
 /// [`settle`](SharedStore::settle) and [`release`](SharedStore::release),
@@ -134,22 +157,9 @@ pub struct Lease {
 impl Lease {
     /// A new lease on `fingerprint`, with a random token.
     pub fn new(fingerprint: Fingerprint) -> Lease {
-        let mut bytes = [0u8; 16];
-        if getrandom::fill(&mut bytes).is_err() {
-            // No OS randomness: the process's random hasher, twice.
-            use std::hash::BuildHasher;
-            let state = std::hash::RandomState::new();
-            let (a, b) = (state.hash_one(1u8), state.hash_one(2u8));
-            for (slot, byte) in bytes
-                .iter_mut()
-                .zip(a.to_le_bytes().into_iter().chain(b.to_le_bytes()))
-            {
-                *slot = byte;
-            }
-        }
         Lease {
             fingerprint,
-            token: Fingerprint::from_bytes(bytes).0,
+            token: random().0,
             quota: None,
         }
     }

@@ -136,17 +136,38 @@ return redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
 
 /// Why [`RedisStore::connect`] failed.
 #[derive(Debug)]
-pub struct RedisStoreError(redis::RedisError);
+#[non_exhaustive]
+pub enum RedisStoreError {
+    /// The server could not be reached, or refused the connection.
+    Connect(redis::RedisError),
+    /// The server may evict keys that have a time to live
+    /// (`maxmemory-policy` is this, not `noeviction`): under memory
+    /// pressure it could drop a running call's claim and let a retry run it
+    /// again, so the store refuses it.
+    Evicts(String),
+}
 
 impl fmt::Display for RedisStoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot connect to the Redis server: {}", self.0)
+        match self {
+            RedisStoreError::Connect(error) => {
+                write!(f, "cannot connect to the Redis server: {error}")
+            }
+            RedisStoreError::Evicts(policy) => write!(
+                f,
+                "the Redis server's maxmemory-policy is `{policy}`: it could evict a running \
+                 call's claim; set `maxmemory-policy noeviction` for the shared store"
+            ),
+        }
     }
 }
 
 impl std::error::Error for RedisStoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.0)
+        match self {
+            RedisStoreError::Connect(error) => Some(error),
+            RedisStoreError::Evicts(_) => None,
+        }
     }
 }
 
@@ -262,7 +283,7 @@ impl RedisStore {
         url: &str,
         timeout: Duration,
     ) -> Result<RedisStore, RedisStoreError> {
-        let client = redis::Client::open(url).map_err(RedisStoreError)?;
+        let client = redis::Client::open(url).map_err(RedisStoreError::Connect)?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_response_timeout(Some(timeout))
             .set_connection_timeout(Some(timeout))
@@ -271,12 +292,39 @@ impl RedisStore {
         let connection = client
             .get_connection_manager_with_config(config)
             .await
-            .map_err(RedisStoreError)?;
+            .map_err(RedisStoreError::Connect)?;
+        // A server that evicts keys with a time to live could drop a
+        // running claim: refused. (A server that hides its configuration
+        // is taken at its operator's word, and said.)
+        let mut probe = connection.clone();
+        match redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("maxmemory-policy")
+            .query_async::<Vec<String>>(&mut probe)
+            .await
+        {
+            Ok(reply) => {
+                if let Some(policy) = reply.get(1)
+                    && policy != "noeviction"
+                {
+                    return Err(RedisStoreError::Evicts(policy.clone()));
+                }
+            }
+            Err(_) => tracing::warn!(
+                "the Redis server does not show its maxmemory-policy: make sure it is `noeviction`"
+            ),
+        }
         let waiters = Arc::new(Waiters::default());
         // The first subscription is made before the store is handed out, so
         // no announcement after `connect` returns is missed.
-        let mut pubsub = client.get_async_pubsub().await.map_err(RedisStoreError)?;
-        pubsub.subscribe(EVENTS).await.map_err(RedisStoreError)?;
+        let mut pubsub = client
+            .get_async_pubsub()
+            .await
+            .map_err(RedisStoreError::Connect)?;
+        pubsub
+            .subscribe(EVENTS)
+            .await
+            .map_err(RedisStoreError::Connect)?;
         let listener =
             tokio::spawn(listen(client, pubsub, Arc::downgrade(&waiters), timeout)).abort_handle();
         Ok(RedisStore {

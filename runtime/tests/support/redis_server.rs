@@ -13,11 +13,18 @@ pub struct Server {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
+    /// More `redis-server` arguments.
+    extra: Vec<String>,
 }
 
 impl Server {
     /// A fresh server, or `None` (said) when `redis-server` is not here.
     pub fn start(name: &str) -> Option<Server> {
+        Server::start_with(name, &[])
+    }
+
+    /// [`start`](Self::start) with more `redis-server` arguments.
+    pub fn start_with(name: &str, extra: &[&str]) -> Option<Server> {
         if Command::new("redis-server")
             .arg("--version")
             .output()
@@ -44,6 +51,7 @@ impl Server {
             child: None,
             port,
             dir,
+            extra: extra.iter().map(|arg| (*arg).to_owned()).collect(),
         };
         server.restart();
         Some(server)
@@ -73,6 +81,7 @@ impl Server {
             ])
             .arg("--dir")
             .arg(&self.dir)
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
