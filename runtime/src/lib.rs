@@ -71,6 +71,7 @@
 #![doc = include_str!("../docs/bounds.md")]
 #![doc = include_str!("../docs/compiler.md")]
 #![doc = include_str!("../docs/guarantees.md")]
+#![cfg_attr(feature = "redis", doc = include_str!("../docs/replicas.md"))]
 //!
 //! # Where to go next
 //! - [`prelude`]: the one list of names the quick start uses, also
@@ -88,6 +89,8 @@
 //! - `testing` (feature `testing`): the harness for your own tests.
 //! - [`catalog`] and [`explain`]: what an agent could ever reach, and why a
 //!   consumer sees what it sees.
+//! - [`store`]: run the surface on several replicas behind a load balancer,
+//!   sharing at-most-once, confirmations, rate limits and the audit.
 //! - `mcp` (feature `mcp-server`): serve the surface to any MCP client, and
 //!   its HTTP security model.
 //! - The `agent-surface-dioxus` crate: a Dioxus app whose components mount
@@ -109,7 +112,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | foundations | the grammar (`agent-surface-rules`), [`ids`], [`canonical`], [`wire`], [`clock`], [`schema`], [`error`], [`audit`], [`context`], [`events`], the call types ([`invoke::Invocation`], …), internal metadata ([`contract::Internal`]) |
+//! | foundations | the grammar (`agent-surface-rules`), [`ids`], [`canonical`], [`wire`], [`clock`], [`store`] (the shared store seam), [`schema`], [`error`], [`audit`], [`context`], [`events`], the call types ([`invoke::Invocation`], …), internal metadata ([`contract::Internal`]) |
 //! | contracts | [`policy`] (the vocabulary contracts declare), [`contract`], [`component`], [`procedure`] contracts, their content hashes, the [`catalog`] of every linked contract |
 //! | primitives | deduplication, admission and action queues, the [`confirmation`] store (over a narrow services handle the registry implements), the procedure executor trait |
 //! | core | [`registry`] (mounts, procedure references, its services handle), [`invoke`] (the pipeline), [`snapshot`], [`explain`], `registry::calls` (the `Registry` methods that run them), the [`adapter`] kit (what adapters use of the core) |
@@ -126,6 +129,7 @@
 //! | `chrono` | no | schemas for chrono's `DateTime<Tz>` and `NaiveDate` |
 //! | `uuid` | no | schemas for `uuid::Uuid` |
 //! | `url` | no | schemas for `url::Url` |
+//! | `redis` | no | `store::RedisStore`: replicas share at-most-once, confirmations, rate limits and the audit on a Redis or Valkey server |
 //!
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
