@@ -61,6 +61,8 @@ fn build(store: Option<&Arc<dyn SharedStore>>, limited: bool) -> (Registry, Moun
     }
     let registry = builder.build();
     let mounted = registry.mount(Arc::new(Tap(AtomicU64::new(0)))).unwrap();
+    // (At its bound a principal's oldest settled record gives way: the
+    // bench's one principal is never refused.)
     (registry, mounted)
 }
 

@@ -392,6 +392,27 @@ async fn as_confirm_003_an_approval_through_replica_a_releases_the_call_held_on_
 }
 
 #[tokio::test]
+async fn as_ident_001_a_replica_restarted_keeps_every_acknowledged_settlement() {
+    let Some(server) = Server::start("replica-restart") else {
+        return;
+    };
+    let replicas = replicas(&server, 1, true).await;
+    let first = bump(&replicas[0], "rr-1").await;
+    assert!(first.is_ok(), "{first:?}");
+    // The replica goes away (its registry, its connection, its window)…
+    drop(replicas);
+    // …and comes back: the settlement is the store's, so the retry replays.
+    let again = replicas_fresh(&server).await;
+    let retry = bump(&again[0], "rr-1").await;
+    assert_eq!(retry.output(), first.output());
+    assert_eq!(total(&again), 0, "the restarted replica ran it again");
+}
+
+async fn replicas_fresh(server: &Server) -> Vec<Replica> {
+    replicas(server, 1, true).await
+}
+
+#[tokio::test]
 async fn a_server_that_may_evict_a_running_claim_is_refused() {
     let Some(server) = Server::start_with("evicts", &["--maxmemory-policy", "volatile-lru"]) else {
         return;

@@ -460,32 +460,40 @@ async fn as_ident_001_a_principal_holds_a_bounded_number_of_records_in_the_store
         .build();
     let probe = Probe::new();
     let _mounted = registry.mount(probe.clone()).unwrap();
-    for n in 0..3 {
-        assert!(
-            call_as(&registry, "flood", poke(&format!("f-{n}"), &["a"]))
+    // Three running calls fill the principal's share: a fourth is refused.
+    let read = |id: String| Invocation::new("view:test.probe.read").invocation_id(id);
+    let held: Vec<_> = (0..3)
+        .map(|n| {
+            let registry = registry.clone();
+            tokio::spawn(async move {
+                call_as(
+                    &registry,
+                    "flood",
+                    Invocation::new("view:test.probe.readHeld").invocation_id(format!("h-{n}")),
+                )
                 .await
-                .is_ok()
-        );
-    }
-    let refused = call_as(&registry, "flood", poke("f-3", &["a"])).await;
+            })
+        })
+        .collect();
+    settle_tasks().await;
+    let refused = call_as(&registry, "flood", read("f-0".to_owned())).await;
     assert_eq!(code(&refused), Some(ErrorCode::RateLimited), "{refused:?}");
     assert_eq!(
         refused.error().unwrap().detail("reason"),
         Some(&json!("queue-full"))
     );
-    assert_eq!(probe.runs(), 3);
-    // A settled id still replays; another principal is not refused.
-    assert!(
-        call_as(&registry, "flood", poke("f-0", &["a"]))
-            .await
-            .is_ok()
-    );
-    assert!(
-        call_as(&registry, "alice", poke("a-0", &["a"]))
-            .await
-            .is_ok()
-    );
-    assert_eq!(probe.runs(), 4);
+    // Another principal is not refused.
+    let alice = call_as(&registry, "alice", read("a-0".to_owned())).await;
+    assert!(alice.is_ok(), "{alice:?}");
+    probe.open();
+    for call in held {
+        assert!(call.await.unwrap().is_ok());
+    }
+    // Settled, the oldest give way to new calls of their own principal.
+    for n in 1..=3 {
+        let result = call_as(&registry, "flood", read(format!("f-{n}"))).await;
+        assert!(result.is_ok(), "{result:?}");
+    }
 }
 
 #[tokio::test]

@@ -87,8 +87,10 @@ pub struct Limits {
     pub max_in_flight_per_consumer: usize,
     /// With a [shared store](crate::store): the records (running and
     /// settled) one principal may hold in it at once (1,000), each at most
-    /// `max_output_bytes` plus its envelope. More settle `RATE_LIMITED`
-    /// (`queue-full`); a record is never evicted to make room.
+    /// `max_output_bytes` plus its envelope. At the bound the principal's
+    /// own oldest settled record gives way (as in a replica's own window:
+    /// never another principal's); when all are running calls, a new one
+    /// settles `RATE_LIMITED` (`queue-full`).
     pub shared_records_per_principal: usize,
 }
 

@@ -192,15 +192,33 @@ impl MemoryStore {
             None => {
                 let expires = now.checked_add(super::bounded(ttl));
                 if let Some((quota, max)) = lease.quota() {
-                    let held = match Self::live(&mut inner, quota, now).map(|e| &mut e.value) {
-                        Some(Value::Set(set)) => {
-                            set.retain(|_, at| *at > now);
-                            set.len()
-                        }
-                        _ => 0,
-                    };
+                    let (held, oldest) =
+                        match Self::live(&mut inner, quota, now).map(|e| &mut e.value) {
+                            Some(Value::Set(set)) => {
+                                set.retain(|_, at| *at > now);
+                                let oldest = set
+                                    .iter()
+                                    .min_by_key(|(_, at)| **at)
+                                    .map(|(member, _)| member.clone());
+                                (set.len(), oldest)
+                            }
+                            _ => (0, None),
+                        };
                     if held >= max {
-                        return Ok(Claim::Busy);
+                        // Full: the party's oldest settled record gives
+                        // way; a running claim never does.
+                        let Some(oldest) = oldest else {
+                            return Ok(Claim::Busy);
+                        };
+                        match Self::live(&mut inner, &oldest, now).map(|e| &e.value) {
+                            Some(Value::Settled { .. }) | None => {
+                                if let Some(entry) = inner.entries.remove(&oldest) {
+                                    inner.bytes = inner.bytes.saturating_sub(entry.bytes);
+                                }
+                                self.count(&mut inner, quota, &oldest, None, now)?;
+                            }
+                            Some(_) => return Ok(Claim::Busy),
+                        }
                     }
                     self.count(&mut inner, quota, key, expires, now)?;
                 }
