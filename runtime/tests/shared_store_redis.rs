@@ -413,6 +413,26 @@ async fn replicas_fresh(server: &Server) -> Vec<Replica> {
 }
 
 #[tokio::test]
+async fn as_ident_001_at_its_quota_a_principals_oldest_settled_record_gives_way() {
+    let Some(server) = Server::start("quota") else {
+        return;
+    };
+    let replicas = replicas_with(&server, 2, true, |builder, _| {
+        builder.limits(agent_surface::registry::Limits::default().shared_records_per_principal(2))
+    })
+    .await;
+    for id in ["q-1", "q-2", "q-3"] {
+        let result = bump(&replicas[0], id).await;
+        assert!(result.is_ok(), "{result:?}");
+    }
+    // The newest two are kept: their retries replay on the other replica.
+    for id in ["q-2", "q-3"] {
+        assert!(bump(&replicas[1], id).await.is_ok());
+    }
+    assert_eq!(total(&replicas), 3);
+}
+
+#[tokio::test]
 async fn a_server_that_may_evict_a_running_claim_is_refused() {
     let Some(server) = Server::start_with("evicts", &["--maxmemory-policy", "volatile-lru"]) else {
         return;
