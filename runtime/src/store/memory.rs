@@ -192,18 +192,36 @@ impl MemoryStore {
             None => {
                 let expires = now.checked_add(super::bounded(ttl));
                 if let Some((quota, max)) = lease.quota() {
-                    let (held, oldest) =
-                        match Self::live(&mut inner, quota, now).map(|e| &mut e.value) {
-                            Some(Value::Set(set)) => {
-                                set.retain(|_, at| *at > now);
-                                let oldest = set
-                                    .iter()
-                                    .min_by_key(|(_, at)| **at)
-                                    .map(|(member, _)| member.clone());
-                                (set.len(), oldest)
-                            }
-                            _ => (0, None),
-                        };
+                    // Walked only when it looks full: expired members
+                    // out, then its oldest found.
+                    let mut freed = 0;
+                    let (held, oldest) = match Self::live(&mut inner, quota, now) {
+                        Some(Entry {
+                            value: Value::Set(set),
+                            bytes,
+                            ..
+                        }) if set.len() >= max => {
+                            set.retain(|member, at| {
+                                let keep = *at > now;
+                                if !keep {
+                                    freed += member.len() + 16;
+                                }
+                                keep
+                            });
+                            *bytes = bytes.saturating_sub(freed);
+                            let oldest = set
+                                .iter()
+                                .min_by_key(|(_, at)| **at)
+                                .map(|(member, _)| member.clone());
+                            (set.len(), oldest)
+                        }
+                        Some(Entry {
+                            value: Value::Set(set),
+                            ..
+                        }) => (set.len(), None),
+                        _ => (0, None),
+                    };
+                    inner.bytes = inner.bytes.saturating_sub(freed);
                     if held >= max {
                         // Full: the party's oldest settled record gives
                         // way; a running claim never does.
@@ -236,7 +254,7 @@ impl MemoryStore {
     }
 
     /// Counts `member` in the quota set `quota` until `until` (`None`:
-    /// takes it out).
+    /// takes it out), in place.
     fn count(
         &self,
         inner: &mut Inner,
@@ -245,23 +263,46 @@ impl MemoryStore {
         until: Option<Instant>,
         now: Instant,
     ) -> Result<(), StoreError> {
-        let mut set = match Self::live(inner, quota, now).map(|entry| &entry.value) {
-            Some(Value::Set(set)) => set.clone(),
+        let cost = member.len() + 16;
+        let room = self.max_bytes.saturating_sub(inner.bytes);
+        let changed = match Self::live(inner, quota, now) {
+            Some(Entry {
+                value: Value::Set(set),
+                bytes,
+                expires,
+            }) => match until {
+                Some(until) => {
+                    if !set.contains_key(member) {
+                        if cost > room {
+                            return Err(StoreError::Full);
+                        }
+                        *bytes += cost;
+                    }
+                    set.insert(member.to_owned(), until);
+                    *expires = (*expires).max(Some(until));
+                    Some(isize::try_from(cost).unwrap_or(0))
+                }
+                None => set.remove(member).map(|_| {
+                    *bytes = bytes.saturating_sub(cost);
+                    -isize::try_from(cost).unwrap_or(0)
+                }),
+            },
             Some(_) => return Err(StoreError::Protocol("not a set".to_owned())),
-            None => HashMap::new(),
-        };
-        set.retain(|_, at| *at > now);
-        match until {
-            Some(until) => {
-                set.insert(member.to_owned(), until);
-            }
             None => {
-                set.remove(member);
+                let Some(until) = until else {
+                    return Ok(());
+                };
+                let set = HashMap::from([(member.to_owned(), until)]);
+                return self.insert(inner, quota, Value::Set(set), cost, Some(until), now);
             }
+        };
+        // Counted apart from `insert`'s own (the set changed in place).
+        match changed {
+            Some(grew) if grew >= 0 => inner.bytes += grew.unsigned_abs(),
+            Some(shrank) => inner.bytes = inner.bytes.saturating_sub(shrank.unsigned_abs()),
+            None => {}
         }
-        let bytes = set.keys().map(|member| member.len() + 16).sum();
-        let expires = set.values().max().copied();
-        self.insert(inner, quota, Value::Set(set), bytes, expires, now)
+        Ok(())
     }
 
     /// Wakes whoever waits on `key`.

@@ -70,6 +70,7 @@ pub(crate) fn bounded(ttl: Duration) -> Duration {
 }
 
 /// `ttl` within [1 ms, [`MAX_TTL`]], in milliseconds.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
     crate::util::millis::millis(bounded(ttl))
 }
