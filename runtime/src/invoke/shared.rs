@@ -196,9 +196,11 @@ impl Claimed<'_> {
             }
             Ok(Claim::Busy) => {
                 guard.armed = false;
+                // As the window here answers a consumer with too many
+                // calls in flight: one of them settling makes room.
                 call.answered_elsewhere(ErrorPayload::rate_limited(
                     crate::error::RateLimitReason::QueueFull,
-                    Some(crate::util::millis::millis(self.keep)),
+                    Some(1_000),
                 ))
             }
             Ok(Claim::Settled(record)) => {
