@@ -515,6 +515,32 @@ async fn as_ident_001_a_call_dropped_while_it_runs_is_settled_cancelled_for_ever
     assert_eq!(replicas[1].1.runs(), 0);
 }
 
+#[tokio::test]
+async fn as_ident_001_a_retry_dropped_while_it_waits_for_its_twin_keeps_no_answer_of_its_own() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 2);
+    let hold = || Invocation::new("view:test.probe.hold").invocation_id("w-1");
+    let leader = tokio::spawn({
+        let registry = replicas[1].0.clone();
+        async move { call_as(&registry, "alice", hold()).await }
+    });
+    settle_tasks().await;
+    let waiter = tokio::spawn({
+        let registry = replicas[0].0.clone();
+        async move { call_as(&registry, "alice", hold()).await }
+    });
+    settle_tasks().await;
+    // The agent gave up on replica A while the call ran on B.
+    waiter.abort();
+    let _ = waiter.await;
+    replicas[1].1.open();
+    let ran = leader.await.unwrap();
+    assert!(ran.is_ok(), "{ran:?}");
+    // A's retry gets B's result, not a `CANCELLED` of its own.
+    let retry = call_as(&replicas[0].0, "alice", hold()).await;
+    assert_eq!(retry.output(), ran.output(), "{retry:?}");
+    assert_eq!((replicas[0].1.runs(), replicas[1].1.runs()), (0, 1));
+}
+
 #[tokio::test(start_paused = true)]
 async fn as_ident_001_a_twin_that_never_settles_times_the_retry_out_and_never_runs_it() {
     let replicas = replicas(Arc::new(MemoryStore::new()), 2);

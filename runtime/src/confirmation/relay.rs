@@ -465,17 +465,30 @@ impl Confirmations {
             proof: proof.cloned(),
         };
         let text = serde_json::to_string(&answer).map_err(|_| ResolveError::Unreachable)?;
-        let ttl = VERDICT_TTL;
-        match store.put_new(&namespace.answer(id), &text, ttl).await {
+        // The answer lives as long as this replica waits for its verdict:
+        // one it gave up on is not applied later.
+        match store
+            .put_new(&namespace.answer(id), &text, VERDICT_WAIT)
+            .await
+        {
             Ok(true) => {}
             Ok(false) => return Err(ResolveError::NotPending),
             Err(_) => return Err(ResolveError::Unreachable),
         }
         let verdict_key = namespace.verdict(id, &nonce);
-        let verdict = crate::util::time::timeout(VERDICT_WAIT, store.watch(&verdict_key))
-            .await
-            .map_err(|_| ResolveError::Unreachable)?
-            .map_err(|_| ResolveError::Unreachable)?;
+        let verdict =
+            match crate::util::time::timeout(VERDICT_WAIT, store.watch(&verdict_key)).await {
+                Ok(Ok(verdict)) => verdict,
+                // Given up: the answer is taken back unless the holder took
+                // it meanwhile, whose verdict is then read once more.
+                _ => {
+                    let _ = store.remove(&namespace.answer(id)).await;
+                    match store.get(&verdict_key).await {
+                        Ok(Some(verdict)) => verdict,
+                        _ => return Err(ResolveError::Unreachable),
+                    }
+                }
+            };
         serde_json::from_str::<Verdict>(&verdict)
             .map_err(|_| ResolveError::Unreachable)?
             .into_result(id)

@@ -221,7 +221,7 @@ fn begin(
                 key: shared.namespace.dedupe(consumer.key(), &invocation_id),
                 lease: crate::store::Lease::new(fingerprint).within(
                     &shared.namespace.quota(consumer.principal()),
-                    limits.shared_records_per_principal,
+                    limits.shared_records_per_principal.max(1),
                 ),
                 ttl: limit
                     .saturating_add(limits.confirmation_ttl)

@@ -134,9 +134,11 @@ impl Claimed<'_> {
             ran: None,
             armed: true,
         };
+        // Until it runs, a call dropped here gives this process's record
+        // back instead of settling `CANCELLED` into it: nothing ran, and
+        // the store may hold another replica's answer for its id.
+        call.settled = true;
         let claim = store.claim(&self.key, &self.lease, self.ttl).await;
-        // Whether this call waited for a twin on another replica.
-        let waited = matches!(claim, Ok(Claim::Running));
         let claim = match claim {
             Ok(Claim::Running) => {
                 let cancellation = call.options.cancellation.clone();
@@ -174,14 +176,12 @@ impl Claimed<'_> {
             other => other,
         };
         match claim {
+            // Free, or freed by a twin that ended with nothing kept (it
+            // did not run: refused, asked the person, or dropped before it
+            // ran): this attempt runs.
             Ok(Claim::Leader) => {
-                if waited {
-                    // The twin this call waited for ended without a result
-                    // (as a local twin's joiners do, it is not run again
-                    // by the joiner).
-                    return call.answered_elsewhere(ErrorPayload::cancelled());
-                }
                 // From here a drop settles `CANCELLED`, as the window here does.
+                call.settled = false;
                 guard.ran = Record::of(&InvocationResult::new(
                     Arc::clone(&call.invocation_id),
                     Arc::from(call.requested_id()),
@@ -190,8 +190,10 @@ impl Claimed<'_> {
                     false,
                 ));
                 let result = call.run().await;
+                // Until the settlement is written, a drop writes it.
+                guard.ran = self.record(&result);
+                self.write(guard.ran.as_deref()).await;
                 guard.armed = false;
-                self.write(&result).await;
                 result
             }
             Ok(Claim::Busy) => {
@@ -231,20 +233,25 @@ impl Claimed<'_> {
         }
     }
 
-    /// Writes the settlement (or gives the key back, for a result that is
-    /// not kept) before the result is returned. A failed write leaves the
-    /// claim in the store until its lease: retries wait and time out, and
-    /// never run the call again.
-    async fn write(&self, result: &InvocationResult) {
-        let store = &*self.shared.store;
-        let record = crate::primitives::dedupe::kept(result)
+    /// The record kept for `result` (`None`: not kept; the key is given
+    /// back).
+    fn record(&self, result: &InvocationResult) -> Option<String> {
+        crate::primitives::dedupe::kept(result)
             .then(|| Record::of(result))
             .flatten()
-            .filter(|record| record.len() <= self.max_record);
+            .filter(|record| record.len() <= self.max_record)
+    }
+
+    /// Writes the settlement `record` (or gives the key back) before the
+    /// result is returned. A failed write leaves the claim in the store
+    /// until its lease: retries wait and time out, and never run the call
+    /// again.
+    async fn write(&self, record: Option<&str>) {
+        let store = &*self.shared.store;
         let written = match record {
             Some(record) => {
                 store
-                    .settle(&self.key, &self.lease, &record, self.keep)
+                    .settle(&self.key, &self.lease, record, self.keep)
                     .await
             }
             None => store.release(&self.key, &self.lease).await.map(|()| true),

@@ -195,7 +195,7 @@ impl MemoryStore {
                     // Walked only when it looks full: expired members
                     // out, then its oldest found.
                     let mut freed = 0;
-                    let (held, oldest) = match Self::live(&mut inner, quota, now) {
+                    let (held, by_age) = match Self::live(&mut inner, quota, now) {
                         Some(Entry {
                             value: Value::Set(set),
                             bytes,
@@ -209,34 +209,37 @@ impl MemoryStore {
                                 keep
                             });
                             *bytes = bytes.saturating_sub(freed);
-                            let oldest = set
+                            let mut by_age: Vec<(Instant, String)> = set
                                 .iter()
-                                .min_by_key(|(_, at)| **at)
-                                .map(|(member, _)| member.clone());
-                            (set.len(), oldest)
+                                .map(|(member, at)| (*at, member.clone()))
+                                .collect();
+                            by_age.sort_unstable();
+                            (set.len(), by_age)
                         }
                         Some(Entry {
                             value: Value::Set(set),
                             ..
-                        }) => (set.len(), None),
-                        _ => (0, None),
+                        }) => (set.len(), Vec::new()),
+                        _ => (0, Vec::new()),
                     };
                     inner.bytes = inner.bytes.saturating_sub(freed);
                     if held >= max {
-                        // Full: the party's oldest settled record gives
-                        // way; a running claim never does.
-                        let Some(oldest) = oldest else {
+                        // Full: the party's oldest settled record (or one
+                        // already gone) gives way; a running claim never
+                        // does.
+                        let settled = by_age.into_iter().map(|(_, member)| member).find(|member| {
+                            !matches!(
+                                Self::live(&mut inner, member, now).map(|e| &e.value),
+                                Some(Value::Running(_))
+                            )
+                        });
+                        let Some(oldest) = settled else {
                             return Ok(Claim::Busy);
                         };
-                        match Self::live(&mut inner, &oldest, now).map(|e| &e.value) {
-                            Some(Value::Settled { .. }) | None => {
-                                if let Some(entry) = inner.entries.remove(&oldest) {
-                                    inner.bytes = inner.bytes.saturating_sub(entry.bytes);
-                                }
-                                self.count(&mut inner, quota, &oldest, None, now)?;
-                            }
-                            Some(_) => return Ok(Claim::Busy),
+                        if let Some(entry) = inner.entries.remove(&oldest) {
+                            inner.bytes = inner.bytes.saturating_sub(entry.bytes);
                         }
+                        self.count(&mut inner, quota, &oldest, None, now)?;
                     }
                     self.count(&mut inner, quota, key, expires, now)?;
                 }
@@ -272,7 +275,8 @@ impl MemoryStore {
                 expires,
             }) => match until {
                 Some(until) => {
-                    if !set.contains_key(member) {
+                    let new = !set.contains_key(member);
+                    if new {
                         if cost > room {
                             return Err(StoreError::Full);
                         }
@@ -280,7 +284,7 @@ impl MemoryStore {
                     }
                     set.insert(member.to_owned(), until);
                     *expires = (*expires).max(Some(until));
-                    Some(isize::try_from(cost).unwrap_or(0))
+                    new.then(|| isize::try_from(cost).unwrap_or(0))
                 }
                 None => set.remove(member).map(|_| {
                     *bytes = bytes.saturating_sub(cost);

@@ -54,13 +54,19 @@ if tonumber(ARGV[4]) > 0 then
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
   if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
-    -- Full: the party's oldest settled record gives way; a running claim
-    -- never does.
-    local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-    local held = oldest and redis.call('GET', oldest)
-    if held and string.sub(held, 1, 1) ~= 'S' then return {'B'} end
-    if held then redis.call('DEL', oldest) end
-    redis.call('ZREM', KEYS[2], oldest)
+    -- Full: the party's oldest settled record (or one already gone) gives
+    -- way; a running claim never does.
+    local freed = false
+    for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, 255)) do
+      local held = redis.call('GET', member)
+      if not held or string.sub(held, 1, 1) == 'S' then
+        if held then redis.call('DEL', member) end
+        redis.call('ZREM', KEYS[2], member)
+        freed = true
+        break
+      end
+    end
+    if not freed then return {'B'} end
   end
   redis.call('ZADD', KEYS[2], now + ttl, KEYS[1])
   if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
