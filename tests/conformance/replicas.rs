@@ -13,7 +13,7 @@ use agent_surface::confirmation::ConfirmationOutcome;
 use agent_surface::prelude::*;
 use agent_surface::registry::Registry;
 use agent_surface::store::{
-    BoxFuture, Claim, Lease, MemoryStore, Namespace, SharedStore, StoreError, Taken,
+    BoxFuture, Claim, Fingerprint, Lease, MemoryStore, Namespace, SharedStore, StoreError, Taken,
 };
 use serde_json::json;
 
@@ -323,6 +323,49 @@ async fn as_confirm_001_an_answer_naming_another_request_is_refused_across_repli
         .await;
     assert!(resolved.is_ok(), "{resolved:?}");
     assert!(b.confirmations().find(&id).is_none(), "approved on B");
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_ident_001_a_stuck_claim_first_in_line_does_not_block_its_principal() {
+    let store = MemoryStore::new();
+    let fingerprint = Fingerprint::from_bytes([7; 16]);
+    let lease = |key: &str| {
+        let _ = key;
+        Lease::new(fingerprint).within("quota", 3)
+    };
+    // A claim whose replica died: first to expire, never settled.
+    let stuck = lease("k-0");
+    assert_eq!(
+        store.claim("k-0", &stuck, Duration::from_secs(60)).await,
+        Ok(Claim::Leader)
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    for key in ["k-1", "k-2"] {
+        let own = lease(key);
+        assert_eq!(
+            store.claim(key, &own, Duration::from_secs(600)).await,
+            Ok(Claim::Leader)
+        );
+        assert_eq!(
+            store
+                .settle(key, &own, "{}", Duration::from_secs(600))
+                .await,
+            Ok(true)
+        );
+    }
+    // Full, the stuck claim first in line: a settled record gives way.
+    let next = lease("k-3");
+    assert_eq!(
+        store.claim("k-3", &next, Duration::from_secs(600)).await,
+        Ok(Claim::Leader)
+    );
+    assert_eq!(
+        store
+            .claim("k-0", &lease("k-0"), Duration::from_secs(60))
+            .await,
+        Ok(Claim::Running),
+        "the running claim was evicted"
+    );
 }
 
 /// A store that cannot be reached.

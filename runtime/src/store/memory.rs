@@ -209,12 +209,14 @@ impl MemoryStore {
                                 keep
                             });
                             *bytes = bytes.saturating_sub(freed);
-                            let mut by_age: Vec<(Instant, String)> = set
+                            // The oldest first (usually a settled record:
+                            // a running claim's lease outlasts the window);
+                            // the rest by age only when it is running.
+                            let oldest = set
                                 .iter()
-                                .map(|(member, at)| (*at, member.clone()))
-                                .collect();
-                            by_age.sort_unstable();
-                            (set.len(), by_age)
+                                .min_by_key(|(_, at)| **at)
+                                .map(|(member, at)| (*at, member.clone()));
+                            (set.len(), oldest.into_iter().collect::<Vec<_>>())
                         }
                         Some(Entry {
                             value: Value::Set(set),
@@ -227,12 +229,31 @@ impl MemoryStore {
                         // Full: the party's oldest settled record (or one
                         // already gone) gives way; a running claim never
                         // does.
-                        let settled = by_age.into_iter().map(|(_, member)| member).find(|member| {
+                        let gives_way = |inner: &mut Inner, member: &str| {
                             !matches!(
-                                Self::live(&mut inner, member, now).map(|e| &e.value),
+                                Self::live(inner, member, now).map(|e| &e.value),
                                 Some(Value::Running(_))
                             )
-                        });
+                        };
+                        let mut settled = by_age
+                            .into_iter()
+                            .map(|(_, member)| member)
+                            .find(|member| gives_way(&mut inner, member));
+                        if settled.is_none() {
+                            let mut by_age: Vec<(Instant, String)> =
+                                match inner.entries.get(quota).map(|entry| &entry.value) {
+                                    Some(Value::Set(set)) => set
+                                        .iter()
+                                        .map(|(member, at)| (*at, member.clone()))
+                                        .collect(),
+                                    _ => Vec::new(),
+                                };
+                            by_age.sort_unstable();
+                            settled = by_age
+                                .into_iter()
+                                .map(|(_, member)| member)
+                                .find(|member| gives_way(&mut inner, member));
+                        }
                         let Some(oldest) = settled else {
                             return Ok(Claim::Busy);
                         };
