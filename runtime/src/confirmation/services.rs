@@ -42,6 +42,8 @@ pub(crate) trait ConfirmationServices: Send + Sync + 'static {
     fn approval_channels(&self) -> &[ApprovalChannel];
     /// Which requests need proof of presence, and who checks it.
     fn presence(&self) -> Option<&PresenceRequirement>;
-    /// The shared store of the registry's replicas, if it has one.
+    /// The shared store of the registry's replicas, if it has one (the
+    /// relay's; a page has none).
+    #[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
     fn shared(&self) -> Option<&crate::store::Attached>;
 }

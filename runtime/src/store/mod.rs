@@ -134,7 +134,9 @@ fn random() -> Fingerprint {
     Fingerprint::from_bytes(bytes)
 }
 
-/// 128 random bits as 32 hexadecimal digits (a nonce).
+/// 128 random bits as 32 hexadecimal digits (a nonce; the relay's, which
+/// a page has not).
+#[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
 pub(crate) fn nonce() -> String {
     random().as_str().to_owned()
 }
