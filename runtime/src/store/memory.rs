@@ -277,8 +277,8 @@ impl MemoryStore {
         }
     }
 
-    /// Counts `member` in the quota set `quota` until `until` (`None`:
-    /// takes it out), in place.
+    /// Counts `member` in the set `quota` (a quota, an index) until
+    /// `until` (`None`: takes it out), in place.
     fn count(
         &self,
         inner: &mut Inner,
@@ -335,6 +335,27 @@ impl MemoryStore {
         if let Some(notify) = inner.waiters.get(key) {
             notify.notify_waiters();
         }
+    }
+
+    /// Puts `value` under `key` for `ttl` (only if `key` holds nothing,
+    /// with `only_new`), and wakes its watchers; `false`: it held something.
+    fn put_text(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Duration,
+        only_new: bool,
+    ) -> Result<bool, StoreError> {
+        let now = Instant::now();
+        let mut inner = self.lock();
+        if only_new && Self::live(&mut inner, key, now).is_some() {
+            return Ok(false);
+        }
+        let text = Value::Text(value.to_owned());
+        let until = now.checked_add(super::bounded(ttl));
+        self.insert(&mut inner, key, text, value.len(), until, now)?;
+        Self::wake(&inner, key);
+        Ok(true)
     }
 
     /// Registers interest in `key` (before its first check).
@@ -591,21 +612,7 @@ impl SharedStore for MemoryStore {
         value: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let now = Instant::now();
-            let mut inner = self.lock();
-            let text = Value::Text(value.to_owned());
-            self.insert(
-                &mut inner,
-                key,
-                text,
-                value.len(),
-                now.checked_add(super::bounded(ttl)),
-                now,
-            )?;
-            Self::wake(&inner, key);
-            Ok(())
-        })
+        Box::pin(async move { self.put_text(key, value, ttl, false).map(|_| ()) })
     }
 
     fn put_new<'a>(
@@ -614,24 +621,7 @@ impl SharedStore for MemoryStore {
         value: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(async move {
-            let now = Instant::now();
-            let mut inner = self.lock();
-            if Self::live(&mut inner, key, now).is_some() {
-                return Ok(false);
-            }
-            let text = Value::Text(value.to_owned());
-            self.insert(
-                &mut inner,
-                key,
-                text,
-                value.len(),
-                now.checked_add(super::bounded(ttl)),
-                now,
-            )?;
-            Self::wake(&inner, key);
-            Ok(true)
-        })
+        Box::pin(async move { self.put_text(key, value, ttl, true) })
     }
 
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
@@ -673,17 +663,7 @@ impl SharedStore for MemoryStore {
         Box::pin(async move {
             let now = Instant::now();
             let until = now.checked_add(super::bounded(ttl)).unwrap_or(now);
-            let mut inner = self.lock();
-            let mut set = match Self::live(&mut inner, key, now).map(|entry| &entry.value) {
-                Some(Value::Set(set)) => set.clone(),
-                Some(_) => return Err(StoreError::Protocol("not a set".to_owned())),
-                None => HashMap::new(),
-            };
-            set.retain(|_, at| *at > now);
-            set.insert(member.to_owned(), until);
-            let bytes = set.keys().map(|member| member.len() + 16).sum();
-            let expires = set.values().max().copied();
-            self.insert(&mut inner, key, Value::Set(set), bytes, expires, now)
+            self.count(&mut self.lock(), key, member, Some(until), now)
         })
     }
 
@@ -692,18 +672,7 @@ impl SharedStore for MemoryStore {
         key: &'a str,
         member: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let now = Instant::now();
-            let mut inner = self.lock();
-            if let Some(Entry {
-                value: Value::Set(set),
-                ..
-            }) = Self::live(&mut inner, key, now)
-            {
-                set.remove(member);
-            }
-            Ok(())
-        })
+        Box::pin(async move { self.count(&mut self.lock(), key, member, None, Instant::now()) })
     }
 
     fn members<'a>(

@@ -270,6 +270,27 @@ impl Drop for RedisStore {
     }
 }
 
+impl RedisStore {
+    /// Runs `script` on a handle of the shared connection.
+    async fn eval<T: redis::FromRedisValue>(
+        &self,
+        script: &redis::ScriptInvocation<'_>,
+    ) -> Result<T, StoreError> {
+        script
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|error| unavailable(&error))
+    }
+
+    /// Runs `command` on a handle of the shared connection.
+    async fn query<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> Result<T, StoreError> {
+        command
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(|error| unavailable(&error))
+    }
+}
+
 fn unavailable(error: &redis::RedisError) -> StoreError {
     if error.is_io_error()
         || error.is_timeout()
@@ -362,19 +383,18 @@ impl RedisStore {
         lease: &Lease,
         ttl: Duration,
     ) -> Result<Claim, StoreError> {
-        let mut connection = self.connection.clone();
         let (quota, max) = lease.quota().unwrap_or((key, 0));
         let reply: Vec<String> = self
-            .claim
-            .key(key)
-            .key(quota)
-            .arg(lease.fingerprint().as_str())
-            .arg(lease.token())
-            .arg(super::ttl_ms(ttl))
-            .arg(max)
-            .invoke_async(&mut connection)
-            .await
-            .map_err(|error| unavailable(&error))?;
+            .eval(
+                self.claim
+                    .key(key)
+                    .key(quota)
+                    .arg(lease.fingerprint().as_str())
+                    .arg(lease.token())
+                    .arg(super::ttl_ms(ttl))
+                    .arg(max),
+            )
+            .await?;
         match reply.as_slice() {
             [kind] if kind == "L" => Ok(Claim::Leader),
             [kind] if kind == "B" => Ok(Claim::Busy),
@@ -409,27 +429,21 @@ impl RedisStore {
         ttl: Duration,
         only_new: bool,
     ) -> Result<bool, StoreError> {
-        let mut connection = self.connection.clone();
         let written: i64 = self
-            .put
-            .key(key)
-            .key(EVENTS)
-            .arg(value)
-            .arg(super::ttl_ms(ttl))
-            .arg(if only_new { "1" } else { "0" })
-            .invoke_async(&mut connection)
-            .await
-            .map_err(|error| unavailable(&error))?;
+            .eval(
+                self.put
+                    .key(key)
+                    .key(EVENTS)
+                    .arg(value)
+                    .arg(super::ttl_ms(ttl))
+                    .arg(if only_new { "1" } else { "0" }),
+            )
+            .await?;
         Ok(written == 1)
     }
 
     async fn get_now(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let mut connection = self.connection.clone();
-        redis::cmd("GET")
-            .arg(key)
-            .query_async(&mut connection)
-            .await
-            .map_err(|error| unavailable(&error))
+        self.query(redis::cmd("GET").arg(key)).await
     }
 }
 
@@ -519,21 +533,20 @@ impl SharedStore for RedisStore {
         keep: Duration,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let mut connection = self.connection.clone();
             let (quota, counted) = lease.quota().map_or((key, "0"), |(quota, _)| (quota, "1"));
             let written: i64 = self
-                .settle
-                .key(key)
-                .key(EVENTS)
-                .key(quota)
-                .arg(lease.fingerprint().as_str())
-                .arg(lease.token())
-                .arg(record)
-                .arg(super::ttl_ms(keep))
-                .arg(counted)
-                .invoke_async(&mut connection)
-                .await
-                .map_err(|error| unavailable(&error))?;
+                .eval(
+                    self.settle
+                        .key(key)
+                        .key(EVENTS)
+                        .key(quota)
+                        .arg(lease.fingerprint().as_str())
+                        .arg(lease.token())
+                        .arg(record)
+                        .arg(super::ttl_ms(keep))
+                        .arg(counted),
+                )
+                .await?;
             Ok(written == 1)
         })
     }
@@ -544,19 +557,18 @@ impl SharedStore for RedisStore {
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let mut connection = self.connection.clone();
             let (quota, counted) = lease.quota().map_or((key, "0"), |(quota, _)| (quota, "1"));
             let _: i64 = self
-                .release
-                .key(key)
-                .key(EVENTS)
-                .key(quota)
-                .arg(lease.fingerprint().as_str())
-                .arg(lease.token())
-                .arg(counted)
-                .invoke_async(&mut connection)
-                .await
-                .map_err(|error| unavailable(&error))?;
+                .eval(
+                    self.release
+                        .key(key)
+                        .key(EVENTS)
+                        .key(quota)
+                        .arg(lease.fingerprint().as_str())
+                        .arg(lease.token())
+                        .arg(counted),
+                )
+                .await?;
             Ok(())
         })
     }
@@ -568,15 +580,14 @@ impl SharedStore for RedisStore {
         window: Duration,
     ) -> BoxFuture<'a, Result<Taken, StoreError>> {
         Box::pin(async move {
-            let mut connection = self.connection.clone();
             let wait: u64 = self
-                .take
-                .key(key)
-                .arg(limit.max(1))
-                .arg(super::ttl_ms(window))
-                .invoke_async(&mut connection)
-                .await
-                .map_err(|error| unavailable(&error))?;
+                .eval(
+                    self.take
+                        .key(key)
+                        .arg(limit.max(1))
+                        .arg(super::ttl_ms(window)),
+                )
+                .await?;
             Ok(if wait == 0 {
                 Taken::Allowed
             } else {
@@ -594,17 +605,17 @@ impl SharedStore for RedisStore {
         keep: usize,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let mut connection = self.connection.clone();
-            let _: String = redis::cmd("XADD")
-                .arg(key)
-                .arg("MAXLEN")
-                .arg(keep.max(1))
-                .arg("*")
-                .arg("r")
-                .arg(record)
-                .query_async(&mut connection)
-                .await
-                .map_err(|error| unavailable(&error))?;
+            let _: String = self
+                .query(
+                    redis::cmd("XADD")
+                        .arg(key)
+                        .arg("MAXLEN")
+                        .arg(keep.max(1))
+                        .arg("*")
+                        .arg("r")
+                        .arg(record),
+                )
+                .await?;
             Ok(())
         })
     }
@@ -615,16 +626,16 @@ impl SharedStore for RedisStore {
         count: usize,
     ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
         Box::pin(async move {
-            let mut connection = self.connection.clone();
-            let newest: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
-                .arg(key)
-                .arg("+")
-                .arg("-")
-                .arg("COUNT")
-                .arg(count)
-                .query_async(&mut connection)
-                .await
-                .map_err(|error| unavailable(&error))?;
+            let newest: Vec<(String, Vec<String>)> = self
+                .query(
+                    redis::cmd("XREVRANGE")
+                        .arg(key)
+                        .arg("+")
+                        .arg("-")
+                        .arg("COUNT")
+                        .arg(count),
+                )
+                .await?;
             Ok(newest
                 .into_iter()
                 .rev()
@@ -657,14 +668,7 @@ impl SharedStore for RedisStore {
 
     fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let mut connection = self.connection.clone();
-            let _: i64 = self
-                .remove
-                .key(key)
-                .key(EVENTS)
-                .invoke_async(&mut connection)
-                .await
-                .map_err(|error| unavailable(&error))?;
+            let _: i64 = self.eval(self.remove.key(key).key(EVENTS)).await?;
             Ok(())
         })
     }
@@ -691,15 +695,9 @@ impl SharedStore for RedisStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let mut connection = self.connection.clone();
             let _: i64 = self
-                .enroll
-                .key(key)
-                .arg(member)
-                .arg(super::ttl_ms(ttl))
-                .invoke_async(&mut connection)
-                .await
-                .map_err(|error| unavailable(&error))?;
+                .eval(self.enroll.key(key).arg(member).arg(super::ttl_ms(ttl)))
+                .await?;
             Ok(())
         })
     }
@@ -710,13 +708,7 @@ impl SharedStore for RedisStore {
         member: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let mut connection = self.connection.clone();
-            let _: i64 = redis::cmd("ZREM")
-                .arg(key)
-                .arg(member)
-                .query_async(&mut connection)
-                .await
-                .map_err(|error| unavailable(&error))?;
+            let _: i64 = self.query(redis::cmd("ZREM").arg(key).arg(member)).await?;
             Ok(())
         })
     }
@@ -730,13 +722,7 @@ impl SharedStore for RedisStore {
             if count == 0 {
                 return Ok(Vec::new());
             }
-            let mut connection = self.connection.clone();
-            self.members
-                .key(key)
-                .arg(count)
-                .invoke_async(&mut connection)
-                .await
-                .map_err(|error| unavailable(&error))
+            self.eval(self.members.key(key).arg(count)).await
         })
     }
 }
