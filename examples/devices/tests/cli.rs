@@ -9,47 +9,16 @@
     clippy::panic
 )] // test code
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_devices");
+mod support;
 
-/// A devices process serving MCP over HTTP; killed on drop.
-struct Running {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn(args: &[&str]) -> Running {
-    let mut child = Command::new(BINARY)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    Running { child, url }
-}
+use support::{BINARY, spawn};
 
 /// The tools served after selecting rows (when an admin is offered disable).
 async fn tools_after_a_selection(url: &str) -> Vec<String> {
@@ -78,7 +47,7 @@ async fn the_viewer_never_sees_disable_wherever_the_user_flag_stands() {
         ["--mcp", "http", "127.0.0.1:0", "--user", "viewer"],
         ["--user", "viewer", "--mcp", "http", "127.0.0.1:0"],
     ] {
-        let running = spawn(&args);
+        let running = spawn(args);
         let tools = tools_after_a_selection(&running.url).await;
         assert!(
             tools.contains(&"view_devices__table__selectRows".to_owned()),
@@ -90,7 +59,7 @@ async fn the_viewer_never_sees_disable_wherever_the_user_flag_stands() {
         );
     }
     // The admin, for contrast, is offered it.
-    let running = spawn(&["--mcp", "http", "127.0.0.1:0", "--user", "admin"]);
+    let running = spawn(["--mcp", "http", "127.0.0.1:0", "--user", "admin"]);
     let tools = tools_after_a_selection(&running.url).await;
     assert!(
         tools.contains(&"domain_devices__disable".to_owned()),

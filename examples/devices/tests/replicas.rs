@@ -24,56 +24,31 @@ mod support;
 #[allow(unreachable_pub, dead_code)]
 mod redis_server;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_surface::audit::{AuditKind, SharedAuditSink};
 use agent_surface::store::{Namespace, RedisStore};
 use serde_json::{Value, json};
-use support::RawMcp;
+use support::{RawMcp, Running};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_devices");
 const ADMIN: &str = "t-admin-replicas-5f0c2a";
 
-/// A devices replica; killed on drop.
-struct Replica {
-    child: Child,
-    address: String,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn replica(tokens: &std::path::Path, resource: &str, store: &str) -> Replica {
-    let mut child = Command::new(BINARY)
-        .args(["--mcp", "http", "127.0.0.1:0", "--auth", "tokens"])
-        .arg(tokens)
-        .args(["--resource", resource, "--store", store])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    let address = url
+/// A devices replica (killed on drop) and the address it listens on.
+fn replica(tokens: &std::path::Path, resource: &str, store: &str) -> (Running, String) {
+    let mut args: Vec<std::ffi::OsString> = ["--mcp", "http", "127.0.0.1:0", "--auth", "tokens"]
+        .map(Into::into)
+        .into();
+    args.push(tokens.into());
+    args.extend(["--resource", resource, "--store", store].map(Into::into));
+    let running = support::spawn(args);
+    let address = running
+        .url
         .strip_prefix("http://")
         .and_then(|rest| rest.split('/').next())
         .unwrap()
         .to_owned();
-    Replica { child, address }
+    (running, address)
 }
 
 /// A round-robin TCP proxy: each connection goes to the next backend.
@@ -151,10 +126,13 @@ async fn as_ident_001_a_retry_through_the_load_balancer_runs_once_on_three_repli
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let public = listener.local_addr().unwrap().to_string();
     let resource = format!("http://{public}/mcp");
-    let replicas: Vec<Replica> = (0..3)
+    let replicas: Vec<(Running, String)> = (0..3)
         .map(|_| replica(&tokens, &resource, &redis.url()))
         .collect();
-    let backends = replicas.iter().map(|r| r.address.clone()).collect();
+    let backends = replicas
+        .iter()
+        .map(|(_, address)| address.clone())
+        .collect();
     let (address, served) = proxy(listener, backends);
     // One connection per request, so each lands on the next replica.
     let mcp = RawMcp {

@@ -19,6 +19,45 @@ use devices::{App, User};
 
 pub use raw_mcp::*;
 
+/// The devices binary of this package.
+pub const BINARY: &str = env!("CARGO_BIN_EXE_devices");
+
+/// A devices process serving MCP over HTTP; killed on drop.
+pub struct Running {
+    pub child: std::process::Child,
+    /// Its endpoint, as it printed it (`http://ADDR/mcp`).
+    pub url: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the devices binary with `args` and reads the endpoint from its
+/// first line (`listening on URL`).
+pub fn spawn(args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>) -> Running {
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(BINARY)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    Running { child, url }
+}
+
 /// The devices app served over HTTP on a loopback port: `--mcp http`
 /// (`http`), or the web console with `/mcp` beside its pages (`console`).
 pub struct Served {
