@@ -308,6 +308,107 @@ impl Guarded {
             runs: self.runs.fetch_add(1, Ordering::SeqCst) + 1,
         }
     }
+
+    /// Counts by `by`, once the person approves.
+    #[action(effect = "local-state", confirmation = "required")]
+    fn add(&self, input: By) -> Runs {
+        Runs {
+            runs: self.runs.fetch_add(input.by, Ordering::SeqCst) + input.by,
+        }
+    }
+}
+
+/// How much to add.
+#[agent_schema]
+#[derive(Clone, Debug)]
+struct By {
+    by: usize,
+}
+
+#[tokio::test]
+async fn as_confirm_005_a_principals_share_of_pending_requests_holds_for_the_sum_of_the_replicas() {
+    let Some(server) = Server::start("share") else {
+        return;
+    };
+    let mut registries = Vec::new();
+    let mut mounted = Vec::new();
+    for _ in 0..3 {
+        let store: Arc<dyn SharedStore> =
+            Arc::new(RedisStore::connect(&server.url()).await.unwrap());
+        let registry = Registry::builder().shared_store(store, namespace()).build();
+        mounted.push(
+            registry
+                .mount(Arc::new(Guarded {
+                    runs: AtomicUsize::new(0),
+                }))
+                .unwrap(),
+        );
+        registries.push(registry);
+    }
+    let ask = |on: usize, who: &str, by: usize| {
+        let registry = registries[on].clone();
+        let who = Consumer::new(ConsumerKind::Test, who);
+        async move {
+            registry
+                .invoke(
+                    Invocation::new("view:test.guarded.add").input(json!({ "by": by })),
+                    InvokeOptions::consumer(who),
+                )
+                .await
+        }
+    };
+    let quota = registries[0]
+        .limits()
+        .max_pending_confirmations_per_consumer;
+    let mut asked = Vec::new();
+    for n in 0..quota {
+        let result = ask(n % 3, "mallory", n).await;
+        let error = result.error().expect("asked");
+        assert_eq!(error.code(), ErrorCode::ConfirmationRequired, "{error:?}");
+        let id = error
+            .detail("confirmationId")
+            .and_then(|id| id.as_str())
+            .unwrap();
+        asked.push((n % 3, id.to_owned()));
+    }
+    for on in 0..3 {
+        let over = ask(on, "mallory", 99).await;
+        let error = over.error().expect("refused");
+        assert_eq!(error.code(), ErrorCode::RateLimited, "{error:?}");
+        assert_eq!(error.detail("reason"), Some(&json!("queue-full")));
+    }
+    let other = ask(1, "alice", 1).await;
+    assert_eq!(
+        other.error().map(ErrorPayload::code),
+        Some(ErrorCode::ConfirmationRequired)
+    );
+    // A denial on one replica gives the place back on every one.
+    let (on, id) = &asked[0];
+    let confirmations = registries[*on].confirmations();
+    let shown = confirmations.find(id).unwrap().shown();
+    let approver = confirmations
+        .approver(agent_surface::confirmation::HOST_CHANNEL, "ada")
+        .unwrap();
+    confirmations.resolve(&shown, false, &approver).unwrap();
+    let mut code = None;
+    for _ in 0..200 {
+        code = ask((on + 1) % 3, "mallory", 99)
+            .await
+            .error()
+            .map(ErrorPayload::code);
+        if code == Some(ErrorCode::ConfirmationRequired) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(code, Some(ErrorCode::ConfirmationRequired));
+    assert_eq!(
+        ask(*on, "mallory", 100)
+            .await
+            .error()
+            .map(ErrorPayload::code),
+        Some(ErrorCode::RateLimited)
+    );
 }
 
 #[tokio::test]

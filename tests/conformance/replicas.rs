@@ -261,6 +261,134 @@ async fn as_confirm_003_an_approval_through_one_replica_releases_the_call_held_o
     assert_eq!((replicas[0].1.runs(), replicas[1].1.runs()), (0, 1));
 }
 
+async fn guarded_as(registry: &Registry, who: Consumer, id: &str) -> InvocationResult {
+    registry
+        .invoke(
+            Invocation::new("view:test.probe.guarded").input(json!({ "ids": [id] })),
+            InvokeOptions::consumer(who),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn as_confirm_005_a_principals_share_of_pending_requests_holds_for_the_sum_of_the_replicas() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 3);
+    let quota = replicas[0]
+        .0
+        .limits()
+        .max_pending_confirmations_per_consumer;
+    let mut held = Vec::new();
+    for n in 0..quota {
+        let on = n % 3;
+        let asked = guarded_as(&replicas[on].0, consumer("mallory"), &format!("d{n}")).await;
+        held.push((on, crate::fixtures::confirmation_id(&asked)));
+    }
+    // Over the share on every replica, though none holds it alone.
+    for (registry, _, _) in &replicas {
+        let over = guarded_as(registry, consumer("mallory"), "d99").await;
+        let error = over.error().expect("refused");
+        assert_eq!(error.code(), ErrorCode::RateLimited, "{error:?}");
+        assert_eq!(error.detail("reason"), Some(&json!("queue-full")));
+    }
+    let open: usize = replicas
+        .iter()
+        .map(|(registry, _, _)| registry.confirmations().pending().len())
+        .sum();
+    assert_eq!(open, quota);
+    // Another principal still gets its confirmation.
+    crate::fixtures::confirmation_id(&guarded_as(&replicas[2].0, consumer("alice"), "a1").await);
+    // An answer on one replica frees a place in the share on every one.
+    let (on, id) = &held[0];
+    let shown = replicas[*on].0.confirmations().find(id).unwrap().shown();
+    let approver = replicas[*on]
+        .0
+        .confirmations()
+        .approver(agent_surface::confirmation::HOST_CHANNEL, "ada")
+        .unwrap();
+    replicas[*on]
+        .0
+        .confirmations()
+        .resolve(&shown, false, &approver)
+        .unwrap();
+    settle_tasks().await;
+    let other = (on + 1) % 3;
+    crate::fixtures::confirmation_id(
+        &guarded_as(&replicas[other].0, consumer("mallory"), "d99").await,
+    );
+    assert_eq!(
+        code(&guarded_as(&replicas[*on].0, consumer("mallory"), "d100").await),
+        Some(ErrorCode::RateLimited)
+    );
+}
+
+#[tokio::test]
+async fn as_confirm_005_identities_of_one_principal_take_turns_across_replicas_within_its_share() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 2);
+    let quota = replicas[0]
+        .0
+        .limits()
+        .max_pending_confirmations_per_consumer;
+    let session = |n: u32| consumer(&format!("session-{n}")).with_principal("client-x");
+    for n in 0..quota {
+        crate::fixtures::confirmation_id(
+            &guarded_as(&replicas[0].0, session(1), &format!("d{n}")).await,
+        );
+    }
+    // Another identity of the principal, on the replica holding the share:
+    // the heaviest identity's oldest request gives way, and its place.
+    crate::fixtures::confirmation_id(&guarded_as(&replicas[0].0, session(2), "e0").await);
+    assert_eq!(replicas[0].0.confirmations().pending().len(), quota);
+    // On a replica holding none of the share, nobody there can give way.
+    let over = guarded_as(&replicas[1].0, session(3), "f0").await;
+    assert_eq!(code(&over), Some(ErrorCode::RateLimited), "{over:?}");
+    // The share is still counted once: a withdrawal frees exactly one place.
+    settle_tasks().await;
+    let over = guarded_as(&replicas[1].0, session(3), "f0").await;
+    assert_eq!(code(&over), Some(ErrorCode::RateLimited), "{over:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn as_confirm_005_an_expired_request_gives_its_place_in_the_share_back() {
+    let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());
+    let build = || {
+        let registry = Registry::builder()
+            .shared_store(Arc::clone(&store), Namespace::new("probe").unwrap())
+            .build();
+        let mounted = registry.mount(Probe::new()).unwrap();
+        (registry, mounted)
+    };
+    let (a, _a) = build();
+    let (b, _b) = build();
+    let quota = a.limits().max_pending_confirmations_per_consumer;
+    for n in 0..quota {
+        crate::fixtures::confirmation_id(
+            &guarded_as(&a, consumer("mallory"), &format!("d{n}")).await,
+        );
+    }
+    assert_eq!(
+        code(&guarded_as(&b, consumer("mallory"), "x").await),
+        Some(ErrorCode::RateLimited)
+    );
+    // No task ran since the requests were made: their expiry is still
+    // due at their own deadline.
+    tokio::time::advance(a.limits().confirmation_ttl + Duration::from_secs(1)).await;
+    settle_tasks().await;
+    assert!(a.confirmations().pending().is_empty());
+    crate::fixtures::confirmation_id(&guarded_as(&b, consumer("mallory"), "x").await);
+}
+
+#[tokio::test]
+async fn as_confirm_005_a_store_that_cannot_be_reached_asks_nobody() {
+    let replicas = replicas(Arc::new(Down), 1);
+    let (registry, probe, _) = &replicas[0];
+    let refused = guarded_as(registry, consumer("alice"), "a").await;
+    let error = refused.error().expect("refused");
+    assert_eq!(error.code(), ErrorCode::ExecutionFailed);
+    assert_eq!(error.detail("reason"), Some(&json!("store-unavailable")));
+    assert!(registry.confirmations().pending().is_empty());
+    assert_eq!(probe.runs(), 0);
+}
+
 #[tokio::test]
 async fn as_confirm_001_an_answer_naming_another_request_is_refused_across_replicas() {
     let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());

@@ -29,6 +29,7 @@ mod presentation;
 mod relay;
 mod reservation;
 mod services;
+mod slot;
 mod store;
 mod summary;
 mod wait;
@@ -57,6 +58,7 @@ pub use relay::VERDICT_WAIT;
 pub(crate) use relay::start as start_relay;
 pub(crate) use reservation::Reservation;
 pub(crate) use services::{ConfirmationLimits, ConfirmationServices};
+pub(crate) use slot::{Place, Slot};
 /// Why a request was withdrawn when its consumer was forgotten
 /// ([`Registry::forget_consumer`](crate::Registry::forget_consumer): its
 /// session ended): [`Resolution::reason`]. A call still waiting on such a

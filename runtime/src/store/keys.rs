@@ -85,6 +85,18 @@ impl Namespace {
         self.key("cfv", &[confirmation_id, nonce])
     }
 
+    /// The key of one open confirmation's place in its principal's share
+    /// (`slot`: a random name, the request's own).
+    pub fn confirmation_slot(&self, slot: &str) -> String {
+        self.key("cs", &[slot])
+    }
+
+    /// The key of the set of places one principal's open confirmations
+    /// hold, every replica's (its share of the pending lists).
+    pub fn confirmation_share(&self, principal: &str) -> String {
+        self.key("cq", &[principal])
+    }
+
     /// The key of the set of pending confirmations, every replica's.
     pub fn confirmations(&self) -> String {
         self.key("cf-open", &[])

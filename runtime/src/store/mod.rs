@@ -117,7 +117,7 @@ impl fmt::Debug for Fingerprint {
 }
 
 /// 128 random bits as 32 hexadecimal digits.
-fn random() -> Fingerprint {
+pub(crate) fn random() -> Fingerprint {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         // No OS randomness: the process's random hasher, twice.
@@ -134,9 +134,7 @@ fn random() -> Fingerprint {
     Fingerprint::from_bytes(bytes)
 }
 
-/// 128 random bits as 32 hexadecimal digits (a nonce; the relay's, which
-/// a page has not).
-#[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
+/// 128 random bits as 32 hexadecimal digits (a nonce).
 pub(crate) fn nonce() -> String {
     random().as_str().to_owned()
 }

@@ -71,6 +71,9 @@ struct Record {
     waiters: usize,
     /// The party whose share it counts against.
     share: Arc<str>,
+    /// Its place in that share across replicas (with a shared store),
+    /// given back when the record is dropped.
+    slot: Option<super::Slot>,
 }
 
 struct Ended {
@@ -138,6 +141,8 @@ pub(crate) struct Ask {
     pub(crate) since_epoch: u64,
     /// The party whose share it counts against (the asker's principal).
     pub(crate) share: Arc<str>,
+    /// Where the request stands in that share across replicas.
+    pub(crate) place: super::Place,
 }
 
 /// What a request binds to.
@@ -341,6 +346,7 @@ impl ConfirmationStore {
             requester,
             since_epoch,
             share,
+            place,
         } = ask;
         self.expire_due(&**services);
         let (canonical, digest) = binding.canonical();
@@ -367,15 +373,26 @@ impl ConfirmationStore {
         // Shares are the principal's: identities acting for one party
         // draw on one share, and take turns inside it.
         let of_share = store.open.values().filter(|r| r.share == share).count();
-        let giving_way = if of_share >= per_consumer {
+        // Full across the replicas: only a request of this share held here
+        // can give way (taking its place over).
+        let full_everywhere = matches!(place, super::Place::Full);
+        let giving_way = if of_share >= per_consumer || full_everywhere {
             quota::within_share(&store, &share, binding.consumer_key).ok_or(())
         } else if store.open.len() >= self.max_pending {
             quota::displaceable(&store, &share, of_share).ok_or(())
         } else {
             Ok(None)
         };
+        let mut slot = match place {
+            super::Place::Held(slot) => Some(slot),
+            super::Place::Local | super::Place::Full => None,
+        };
         let displaced = giving_way.ok().map(|giving_way| match giving_way {
             Some(id) => {
+                // Inside its own share, the new request takes the place over.
+                if full_everywhere && let Some(record) = store.open.get_mut(&id) {
+                    slot = record.slot.take();
+                }
                 Self::withdraw_locked(&mut store, &**services, vec![id], quota::DISPLACED, now)
             }
             None => Vec::new(),
@@ -425,6 +442,7 @@ impl ConfirmationStore {
                 withdrawn: None,
                 waiters: 0,
                 share,
+                slot,
             },
         );
         drop(store);
@@ -439,10 +457,15 @@ impl ConfirmationStore {
             title: view.presentation.title.clone(),
         });
         // Expired on time where a timer runs (a runtime, a page); lookups
-        // expire due records anyway.
+        // expire due records anyway. The deadline is the request's, not
+        // the timer task's first run.
         let weak = Arc::downgrade(services);
+        let due = crate::util::time::Instant::now().checked_add(ttl);
         crate::util::time::spawn(async move {
-            crate::util::time::sleep(ttl).await;
+            match due {
+                Some(due) => crate::util::time::sleep_until(due).await,
+                None => std::future::pending().await,
+            }
             if let Some(services) = weak.upgrade() {
                 services.confirmation_store().expire(&*services, &id);
             }

@@ -233,7 +233,7 @@ impl InFlight<'_> {
                 let summary = escalated
                     .flatten()
                     .unwrap_or_else(|| summarize(capability, effective, reference));
-                Err(self.ask(&binding, capability, summary, "client"))
+                Err(self.ask(&binding, capability, summary, "client").await)
             }
         }
     }

@@ -242,7 +242,9 @@ impl InFlight<'_> {
             Ok(Ok(Ok(output))) => Ok(Some(output)),
             Ok(Ok(Err(error))) => {
                 trace.operator = Some(error.to_string());
-                Err(self.map_procedure_error(registration, reference, error, trace))
+                Err(self
+                    .map_procedure_error(registration, reference, error, trace)
+                    .await)
             }
             Ok(Err(panic)) => {
                 let message = panic.message;
@@ -279,7 +281,7 @@ impl InFlight<'_> {
     }
 
     /// A backend error as the agent sees it.
-    pub(super) fn map_procedure_error(
+    pub(super) async fn map_procedure_error(
         &self,
         registration: &Registration,
         reference: &Reference,
@@ -307,6 +309,7 @@ impl InFlight<'_> {
                         summarize(&reference.capability, effective, Some(reference))
                     });
                 self.ask(&binding, &reference.capability, summary, "server")
+                    .await
             }
             error => {
                 let mapped = inner.config().procedure_errors.as_ref().and_then(|map| {

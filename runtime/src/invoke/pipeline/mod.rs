@@ -568,8 +568,10 @@ impl InFlight<'_> {
     /// Asks the person: a new (or the identical pending) confirmation for
     /// `binding`, presented in the person's terms by the host's presenter
     /// (contained: a panic or `None` presents the description) and naming
-    /// who asks. The presenter runs before the store's lock is taken.
-    fn ask(
+    /// who asks. The presenter runs before the store's lock is taken, and
+    /// so does the claim of the request's place in its principal's share
+    /// across replicas (with a shared store).
+    async fn ask(
         &self,
         binding: &crate::confirmation::Binding<'_>,
         capability: &CheckedCapability,
@@ -612,6 +614,11 @@ impl InFlight<'_> {
                 crate::confirmation::Presentation::fallback(description, binding.effect)
             })
             .sanitized(description);
+        let share = Arc::clone(self.consumer.principal());
+        let place = match crate::confirmation::Place::claim(&***inner, &share).await {
+            Ok(place) => place,
+            Err(unavailable) => return unavailable,
+        };
         inner.confirmations().request(
             inner,
             binding,
@@ -621,7 +628,8 @@ impl InFlight<'_> {
                 presentation,
                 requester,
                 since_epoch: self.forget_epoch,
-                share: Arc::clone(self.consumer.principal()),
+                share,
+                place,
             },
             live,
         )
