@@ -412,6 +412,79 @@ async fn as_confirm_005_a_principals_share_of_pending_requests_holds_for_the_sum
 }
 
 #[tokio::test]
+async fn as_confirm_003_an_approval_given_on_one_replica_is_redeemed_once_on_another() {
+    let Some(server) = Server::start("redeem") else {
+        return;
+    };
+    let mut registries = Vec::new();
+    let mut guarded = Vec::new();
+    let mut mounted = Vec::new();
+    for _ in 0..3 {
+        let store: Arc<dyn SharedStore> =
+            Arc::new(RedisStore::connect(&server.url()).await.unwrap());
+        let registry = Registry::builder().shared_store(store, namespace()).build();
+        let counter = Arc::new(Guarded {
+            runs: AtomicUsize::new(0),
+        });
+        mounted.push(registry.mount(counter.clone()).unwrap());
+        guarded.push(counter);
+        registries.push(registry);
+    }
+    let call = |on: usize, confirmation: Option<&str>| {
+        let registry = registries[on].clone();
+        let mut invocation = Invocation::new("view:test.guarded.add").input(json!({ "by": 1 }));
+        if let Some(id) = confirmation {
+            invocation = invocation.confirmation(id);
+        }
+        async move {
+            registry
+                .invoke(
+                    invocation,
+                    InvokeOptions::consumer(Consumer::new(ConsumerKind::Test, "alice")),
+                )
+                .await
+        }
+    };
+    let asked = call(1, None).await;
+    let id = asked
+        .error()
+        .and_then(|error| error.detail("confirmationId"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap()
+        .to_owned();
+    let confirmations = registries[1].confirmations();
+    let shown = confirmations.find(&id).unwrap().shown();
+    confirmations.approve(&shown).unwrap();
+    // The retry lands on replica A once the holder published the approval.
+    let mut ran = None;
+    for _ in 0..200 {
+        let result = call(0, Some(&id)).await;
+        if result.is_ok() {
+            ran = Some(result);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        ran.and_then(|r| r.output().cloned()),
+        Some(json!({ "runs": 1 }))
+    );
+    for on in [2, 1, 0] {
+        let again = call(on, Some(&id)).await;
+        assert_eq!(
+            again.error().and_then(|error| error.detail("reason")),
+            Some(&json!("consumed")),
+            "{again:?}"
+        );
+    }
+    let runs: Vec<usize> = guarded
+        .iter()
+        .map(|counter| counter.runs.load(Ordering::SeqCst))
+        .collect();
+    assert_eq!(runs, [1, 0, 0]);
+}
+
+#[tokio::test]
 async fn as_confirm_003_an_approval_through_replica_a_releases_the_call_held_on_replica_b() {
     let Some(server) = Server::start("approval") else {
         return;

@@ -389,6 +389,155 @@ async fn as_confirm_005_a_store_that_cannot_be_reached_asks_nobody() {
     assert_eq!(probe.runs(), 0);
 }
 
+/// Lets the replicas' relays publish what their registries resolved.
+async fn relayed() {
+    for _ in 0..10 {
+        settle_tasks().await;
+    }
+}
+
+fn reason(result: &InvocationResult) -> Option<serde_json::Value> {
+    result
+        .error()
+        .and_then(|error| error.detail("reason"))
+        .cloned()
+}
+
+#[tokio::test]
+async fn as_confirm_003_an_approval_is_redeemed_once_on_whichever_replica_the_retry_lands() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 3);
+    let guarded =
+        |ids: &[&str]| Invocation::new("view:test.probe.guarded").input(json!({ "ids": ids }));
+    let asked = call_as(&replicas[1].0, "alice", guarded(&["a"])).await;
+    let id = crate::fixtures::confirmation_id(&asked);
+    use crate::fixtures::AnswerById;
+    replicas[1].0.confirmations().approve_id(&id).unwrap();
+    relayed().await;
+    // The retry lands on another replica: it runs there, once.
+    let ran = call_as(&replicas[0].0, "alice", guarded(&["a"]).confirmation(&id)).await;
+    assert!(ran.is_ok(), "{ran:?}");
+    // Single use everywhere, the holder included.
+    for on in [2, 1, 0] {
+        let again = call_as(&replicas[on].0, "alice", guarded(&["a"]).confirmation(&id)).await;
+        assert_eq!(
+            code(&again),
+            Some(ErrorCode::ConfirmationInvalid),
+            "{again:?}"
+        );
+        assert_eq!(reason(&again), Some(json!("consumed")), "on replica {on}");
+    }
+    let runs: Vec<usize> = replicas.iter().map(|(_, probe, _)| probe.runs()).collect();
+    assert_eq!(runs, [1, 0, 0]);
+}
+
+#[tokio::test]
+async fn as_confirm_004_an_approval_redeemed_on_another_replica_binds_consumer_and_input() {
+    let replicas = replicas(Arc::new(MemoryStore::new()), 2);
+    let guarded =
+        |ids: &[&str]| Invocation::new("view:test.probe.guarded").input(json!({ "ids": ids }));
+    let asked = call_as(&replicas[0].0, "alice", guarded(&["a"])).await;
+    let id = crate::fixtures::confirmation_id(&asked);
+    use crate::fixtures::AnswerById;
+    replicas[0].0.confirmations().approve_id(&id).unwrap();
+    relayed().await;
+    let other_input = call_as(&replicas[1].0, "alice", guarded(&["b"]).confirmation(&id)).await;
+    assert_eq!(
+        reason(&other_input),
+        Some(json!("mismatch")),
+        "{other_input:?}"
+    );
+    let other_consumer =
+        call_as(&replicas[1].0, "mallory", guarded(&["a"]).confirmation(&id)).await;
+    assert_eq!(
+        reason(&other_consumer),
+        Some(json!("mismatch")),
+        "{other_consumer:?}"
+    );
+    let other_capability = call_as(
+        &replicas[1].0,
+        "alice",
+        Invocation::new("view:test.probe.guardedToo")
+            .input(json!({ "ids": ["a"] }))
+            .confirmation(&id),
+    )
+    .await;
+    assert_eq!(
+        code(&other_capability),
+        Some(ErrorCode::ConfirmationInvalid),
+        "{other_capability:?}"
+    );
+    assert_eq!(replicas[1].1.runs(), 0);
+    // Never approved (pending, or denied) is redeemable nowhere else.
+    let pending =
+        crate::fixtures::confirmation_id(&call_as(&replicas[0].0, "alice", guarded(&["c"])).await);
+    relayed().await;
+    let early = call_as(
+        &replicas[1].0,
+        "alice",
+        guarded(&["c"]).confirmation(&pending),
+    )
+    .await;
+    assert_eq!(
+        code(&early),
+        Some(ErrorCode::ConfirmationInvalid),
+        "{early:?}"
+    );
+    replicas[0].0.confirmations().deny_id(&pending).unwrap();
+    relayed().await;
+    let denied = call_as(
+        &replicas[1].0,
+        "alice",
+        guarded(&["c"]).confirmation(&pending),
+    )
+    .await;
+    assert_eq!(
+        code(&denied),
+        Some(ErrorCode::ConfirmationInvalid),
+        "{denied:?}"
+    );
+    // The approval itself still works, once.
+    let ran = call_as(&replicas[1].0, "alice", guarded(&["a"]).confirmation(&id)).await;
+    assert!(ran.is_ok(), "{ran:?}");
+    assert_eq!((replicas[0].1.runs(), replicas[1].1.runs()), (0, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_confirm_003_retries_racing_on_every_replica_run_the_approved_call_once() {
+    for round in 0..20 {
+        let replicas = replicas(Arc::new(MemoryStore::new()), 3);
+        let guarded = || Invocation::new("view:test.probe.guarded").input(json!({ "ids": ["a"] }));
+        let asked = call_as(&replicas[round % 3].0, "alice", guarded()).await;
+        let id = crate::fixtures::confirmation_id(&asked);
+        use crate::fixtures::AnswerById;
+        replicas[round % 3]
+            .0
+            .confirmations()
+            .approve_id(&id)
+            .unwrap();
+        // Published by the holder's relay.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let calls: Vec<_> = replicas
+            .iter()
+            .map(|(registry, _, _)| {
+                let registry = registry.clone();
+                let call = guarded().confirmation(&id);
+                tokio::spawn(async move { call_as(&registry, "alice", call).await })
+            })
+            .collect();
+        let mut ok = 0;
+        for call in calls {
+            let result = call.await.unwrap();
+            if result.is_ok() {
+                ok += 1;
+            } else {
+                assert_eq!(reason(&result), Some(json!("consumed")), "{result:?}");
+            }
+        }
+        let runs: usize = replicas.iter().map(|(_, probe, _)| probe.runs()).sum();
+        assert_eq!((ok, runs), (1, 1), "round {round}");
+    }
+}
+
 #[tokio::test]
 async fn as_confirm_001_an_answer_naming_another_request_is_refused_across_replicas() {
     let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());

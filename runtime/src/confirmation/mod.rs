@@ -22,6 +22,7 @@
 //! resolution records its channel and approver ([`Resolution`]). A request
 //! whose registration goes away is withdrawn, never left to void silently.
 
+mod approval_anywhere;
 mod channel;
 mod presence;
 mod presentation;

@@ -272,7 +272,11 @@ async fn offer(
 ) {
     let store = &*shared.store;
     let namespace = &shared.namespace;
-    let mut offered: HashMap<Arc<str>, tokio::task::AbortHandle> = HashMap::new();
+    // Each offered request's answer watcher, stopped (between answers,
+    // never while it applies one) once the request leaves the list.
+    let mut offered: HashMap<Arc<str>, tokio_util::sync::CancellationToken> = HashMap::new();
+    // Approvals published (those still open), bounded by the open list.
+    let mut published: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
     while pending.changed().await.is_ok() {
         let list = pending.borrow_and_update().clone();
         let now = services.upgrade().map_or(0, |services| services.clock_ms());
@@ -292,8 +296,14 @@ async fn offer(
             if let Err(error) = written {
                 tracing::warn!(store = store.name(), %error, "a pending confirmation was not offered to the other replicas");
             }
-            let watcher = tokio::spawn(apply(services.clone(), shared.clone(), Arc::clone(id)));
-            offered.insert(Arc::clone(id), watcher.abort_handle());
+            let watching = tokio_util::sync::CancellationToken::new();
+            tokio::spawn(apply(
+                services.clone(),
+                shared.clone(),
+                Arc::clone(id),
+                watching.clone(),
+            ));
+            offered.insert(Arc::clone(id), watching);
         }
         let gone: Vec<Arc<str>> = offered
             .keys()
@@ -302,15 +312,30 @@ async fn offer(
             .collect();
         for id in gone {
             if let Some(watcher) = offered.remove(&id) {
-                watcher.abort();
+                watcher.cancel();
             }
             let _ = store.remove(&namespace.confirmation(&id)).await;
             let _ = store.unenroll(&namespace.confirmations(), &id).await;
         }
+        // Approved here, however answered: redeemable on any replica.
+        if let Some(services) = services.upgrade() {
+            let approved = services.confirmation_store().approved();
+            published.retain(|id| {
+                approved
+                    .iter()
+                    .any(|(request, _)| request.confirmation_id == *id)
+            });
+            let now = services.clock_ms();
+            for (request, at) in approved {
+                if published.insert(Arc::clone(&request.confirmation_id)) {
+                    super::approval_anywhere::publish(&shared, &request, &at, now).await;
+                }
+            }
+        }
     }
     // The registry went away: its requests with it.
     for (id, watcher) in offered {
-        watcher.abort();
+        watcher.cancel();
         let _ = store.remove(&namespace.confirmation(&id)).await;
         let _ = store.unenroll(&namespace.confirmations(), &id).await;
     }
@@ -321,16 +346,28 @@ async fn offer(
 /// watching: the request left the pending list). A refused answer (a
 /// channel this replica does not declare, a missing proof) leaves the
 /// request open for the next; the store's failures are retried.
-async fn apply(services: Weak<dyn StoreOwner>, shared: Attached, id: Arc<str>) {
+async fn apply(
+    services: Weak<dyn StoreOwner>,
+    shared: Attached,
+    id: Arc<str>,
+    watching: tokio_util::sync::CancellationToken,
+) {
     let store = &*shared.store;
     let key = shared.namespace.answer(&id);
     let mut backoff = Duration::from_millis(100);
     loop {
-        let text = match store.watch(&key).await {
+        let watched = tokio::select! {
+            () = watching.cancelled() => return,
+            watched = store.watch(&key) => watched,
+        };
+        let text = match watched {
             Ok(text) => text,
             Err(error) => {
                 tracing::warn!(store = store.name(), %error, "answers from other replicas cannot be read; retrying");
-                crate::util::time::sleep(backoff).await;
+                tokio::select! {
+                    () = watching.cancelled() => return,
+                    () = crate::util::time::sleep(backoff) => {}
+                }
                 backoff = (backoff * 2).min(Duration::from_secs(5));
                 continue;
             }
@@ -339,7 +376,8 @@ async fn apply(services: Weak<dyn StoreOwner>, shared: Attached, id: Arc<str>) {
         let Some(services) = services.upgrade() else {
             return;
         };
-        let confirmations = Confirmations::new(services);
+        let confirmations = Confirmations::new(Arc::clone(&services));
+        let request = confirmations.find(&id);
         let answer = serde_json::from_str::<Answer>(&text).ok();
         let result = match &answer {
             Some(answer) => {
@@ -360,6 +398,18 @@ async fn apply(services: Weak<dyn StoreOwner>, shared: Attached, id: Arc<str>) {
             }
             None => Err(ResolveError::NotShown),
         };
+        // Approved: published for every replica before the answerer hears so.
+        if let (Ok(resolution), Some(request)) = (&result, &request)
+            && resolution.outcome == ConfirmationOutcome::Approved
+        {
+            super::approval_anywhere::publish(
+                &shared,
+                request,
+                &resolution.at,
+                services.clock_ms(),
+            )
+            .await;
+        }
         if let (Some(answer), Ok(verdict)) = (&answer, serde_json::to_string(&Verdict::of(&result)))
         {
             let _ = store

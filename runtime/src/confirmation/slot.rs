@@ -12,17 +12,19 @@
 //! failing refuses the request (`store-unavailable`): a share that cannot
 //! be counted is not exceeded.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::services::ConfirmationServices;
 use crate::error::ErrorPayload;
-use crate::store::{Claim, Lease, SharedStore};
+use crate::store::{Held, Lease};
 
 /// How long a place outlives its request's time to live, for a record an
 /// approval or a running call keeps open past it. A replica that dies
 /// leaves its places until then.
 const MARGIN: Duration = Duration::from_secs(600);
+
+/// One place in a principal's shared share, given back when dropped.
+pub(crate) type Slot = Held;
 
 /// Where a new request stands in its principal's share.
 pub(crate) enum Place {
@@ -35,17 +37,6 @@ pub(crate) enum Place {
     Full,
 }
 
-/// One place in a principal's shared share, given back when dropped.
-pub(crate) struct Slot {
-    /// `None` once nothing is left to give back.
-    store: Option<Arc<dyn SharedStore>>,
-    key: String,
-    lease: Lease,
-    /// The runtime the place was claimed on, which gives it back (the
-    /// record may end on a host thread outside any runtime).
-    runtime: tokio::runtime::Handle,
-}
-
 impl Place {
     /// Claims a place in `share` for a new request of `services`' registry.
     pub(crate) async fn claim<S: ConfirmationServices + ?Sized>(
@@ -55,9 +46,6 @@ impl Place {
         let Some(shared) = services.shared() else {
             return Ok(Place::Local);
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return Ok(Place::Local);
-        };
         let limits = services.confirmation_limits();
         let lease = Lease::new(crate::store::random()).within(
             &shared.namespace.confirmation_share(share),
@@ -65,42 +53,15 @@ impl Place {
         );
         let key = shared.namespace.confirmation_slot(&crate::store::nonce());
         let ttl = limits.ttl.saturating_add(MARGIN);
-        let store = &*shared.store;
-        // Made before the claim is sent: a call dropped while it is in
-        // flight still gives the place back.
-        let mut slot = Slot {
-            store: Some(Arc::clone(&shared.store)),
-            key,
-            lease,
-            runtime,
-        };
-        match store.claim(&slot.key, &slot.lease, ttl).await {
-            Ok(Claim::Leader) => Ok(Place::Held(slot)),
-            Ok(_) => {
-                // Nothing was claimed (a random key someone else holds
-                // counts as full too): nothing to give back.
-                slot.store = None;
-                Ok(Place::Full)
-            }
+        match Held::claim(&shared.store, key, lease, ttl).await {
+            Ok(Ok(slot)) => Ok(Place::Held(slot)),
+            // Nothing was claimed (a random key someone else holds counts
+            // as full too).
+            Ok(Err(_)) => Ok(Place::Full),
             Err(error) => {
-                tracing::warn!(store = store.name(), %error, "the shared store failed: the confirmation was not requested");
+                tracing::warn!(store = shared.store.name(), %error, "the shared store failed: the confirmation was not requested");
                 Err(ErrorPayload::store_unavailable())
             }
         }
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let Some(store) = self.store.take() else {
-            return;
-        };
-        let key = std::mem::take(&mut self.key);
-        let lease = self.lease.clone();
-        drop(self.runtime.spawn(async move {
-            if let Err(error) = store.release(&key, &lease).await {
-                tracing::warn!(store = store.name(), %error, "a confirmation's place in the shared store was not given back: it ends with its time to live");
-            }
-        }));
     }
 }

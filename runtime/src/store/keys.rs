@@ -97,6 +97,18 @@ impl Namespace {
         self.key("cq", &[principal])
     }
 
+    /// The key of an approval, as the replica holding it publishes it for
+    /// the others to redeem.
+    pub fn approval(&self, confirmation_id: &str) -> String {
+        self.key("cfe", &[confirmation_id])
+    }
+
+    /// The key of an approval's single use, claimed by the replica that
+    /// redeems it (whichever it is).
+    pub fn approval_use(&self, confirmation_id: &str) -> String {
+        self.key("cfu", &[confirmation_id])
+    }
+
     /// The key of the set of pending confirmations, every replica's.
     pub fn confirmations(&self) -> String {
         self.key("cf-open", &[])

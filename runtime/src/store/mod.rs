@@ -12,6 +12,8 @@
 //! |---|---|---|
 //! | the dedupe window | [`claim`](SharedStore::claim), [`wait`](SharedStore::wait), [`settle`](SharedStore::settle), [`release`](SharedStore::release) | a call with an invocation id runs at most once across every replica within the window: a retry that lands on another replica joins the running call (woken by the store's notification) or replays its settled result verbatim; the same id with another request is `INVOCATION_CONFLICT` |
 //! | rate-limit buckets | [`take`](SharedStore::take) | the built-in [`rate_limit`](crate::policy::rate_limit) holds for the sum of the replicas, on the store's clock |
+//! | confirmation quotas | [`claim`](SharedStore::claim) under a quota, [`release`](SharedStore::release) | a principal's open confirmations count once across the replicas |
+//! | approvals | [`put`](SharedStore::put), [`get`](SharedStore::get), [`claim`](SharedStore::claim) | the replica holding a request offers it (any replica's console lists it and answers it) and publishes its approval; the agent's retry redeems it, once, on any replica |
 //! | the audit | [`append`](SharedStore::append) | one ordered record of every settled call, whichever replica settled it |
 //!
 //! **Failure is closed.** When the store cannot be reached, a call that
@@ -29,6 +31,7 @@
 //! server the replicas share. Implement [`SharedStore`] for another store;
 //! the contract of each operation is on its method.
 
+mod held;
 mod keys;
 mod memory;
 #[cfg(all(
@@ -37,6 +40,7 @@ mod memory;
 ))]
 mod redis;
 
+pub(crate) use held::Held;
 pub use keys::{InvalidNamespace, MAX_NAMESPACE_LEN, Namespace};
 pub use memory::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, MemoryStore};
 #[cfg(all(

@@ -87,6 +87,42 @@ impl ConfirmationStore {
         })
     }
 
+    /// The approved records still open (approved or reserved), with when
+    /// each was approved (the relay's, which a page has not).
+    #[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
+    pub(in crate::confirmation) fn approved(&self) -> Vec<(PendingConfirmation, String)> {
+        self.lock()
+            .open
+            .values()
+            .filter(|record| {
+                matches!(
+                    record.stage,
+                    Stage::Approved { .. } | Stage::Reserved { .. }
+                )
+            })
+            .filter_map(|record| {
+                let at = record.resolution.as_ref()?.at.clone();
+                Some((record.view.clone(), at))
+            })
+            .collect()
+    }
+
+    /// Whether this store holds `confirmation_id`, open or remembered as
+    /// ended.
+    pub(in crate::confirmation) fn knows<S: ConfirmationServices + ?Sized>(
+        &self,
+        services: &S,
+        confirmation_id: &str,
+    ) -> bool {
+        let now = services.clock_ms();
+        let mut store = self.lock();
+        store.open.contains_key(confirmation_id)
+            || store
+                .ended
+                .as_mut()
+                .is_some_and(|ended| ended.peek(confirmation_id, now).is_some())
+    }
+
     /// How `confirmation_id` was resolved: an approved or reserved open
     /// record's approval, or an ended record's outcome.
     pub(in crate::confirmation) fn resolution<S: ConfirmationServices + ?Sized>(

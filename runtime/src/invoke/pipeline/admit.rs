@@ -213,10 +213,10 @@ impl InFlight<'_> {
         let binding = self.binding(registration, effective, capability.effect());
         match self.request.confirmation_id.as_deref() {
             Some(confirmation_id) => {
-                let redeemed =
-                    inner
-                        .confirmations()
-                        .redeem(self.services, confirmation_id, &binding);
+                let redeemed = inner
+                    .confirmations()
+                    .redeem(self.services, confirmation_id, &binding)
+                    .await;
                 match redeemed {
                     Ok(reservation) => Ok(Some(reservation)),
                     // The surface moved and this is no approval of this
