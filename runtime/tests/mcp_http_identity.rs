@@ -360,3 +360,76 @@ async fn as_confirm_005_stateless_callers_in_numbers_never_push_out_a_principals
     let done = answer(&served, 1_000, &state, &ann).await;
     assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
 }
+
+/// A replica: the devices app on a registry sharing `store`, served at
+/// `/mcp` with elicitation on.
+async fn replica(store: &Arc<dyn agent_surface::store::SharedStore>) -> support::Served {
+    use agent_surface::mcp::McpServer;
+    let namespace = agent_surface::store::Namespace::new("devices").unwrap();
+    let registry = devices::registry_for(&support::User::admin(), |builder| {
+        builder.shared_store(Arc::clone(store), namespace)
+    });
+    let app = support::App::attach(registry, support::User::admin())
+        .await
+        .unwrap();
+    let server = McpServer::builder(app.registry())
+        .name("devices")
+        .elicitation(true)
+        .build();
+    let http = server
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    support::Served {
+        app,
+        server,
+        http,
+        raw: support::raw_mcp::RawMcp::new(url),
+    }
+}
+
+#[tokio::test]
+async fn as_confirm_003_an_input_request_is_answered_on_whichever_replica_the_retry_lands() {
+    let store: Arc<dyn agent_surface::store::SharedStore> =
+        Arc::new(agent_surface::store::MemoryStore::new());
+    let (a, b) = (replica(&store).await, replica(&store).await);
+    // Each replica's page has its own selection: the same rows on both.
+    a.modern_call(
+        json!(90),
+        "view_devices__table__selectRows",
+        json!({"ids": ["d2"]}),
+        &[],
+    )
+    .await;
+    // Asked on replica B…
+    let asked = ask_with_elicitation(&b, 1, &[]).await;
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    let pending = b.app.registry().confirmations().pending();
+    assert_eq!(pending.len(), 1, "{asked}");
+    let id = pending[0].confirmation_id.to_string();
+    // …the answering retry lands on replica A: answered there, run there,
+    // once.
+    let done = answer(&a, 4, &state, &[]).await;
+    assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
+    let resolution = b.app.registry().confirmations().resolution(&id).unwrap();
+    assert_eq!(resolution.channel.as_deref(), Some("mcp-elicitation"));
+    assert!(b.app.registry().confirmations().pending().is_empty());
+    // The state answers once, on any replica; the approval is used.
+    for (on, served) in [("A", &a), ("B", &b)] {
+        let again = answer(served, 5, &state, &[]).await;
+        assert!(
+            again.get("error").is_some() || payload(&again)["code"] != json!(null),
+            "replica {on} ran it again: {again}"
+        );
+        assert_ne!(payload(&again), &json!({"disabled": 1}), "replica {on}");
+    }
+    // A forged state naming the request answers nothing.
+    let asked = ask_with_elicitation(&b, 10, &[]).await;
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    let (_, named) = state.rsplit_once('.').unwrap();
+    let forged = format!("rs_{}.{named}", "0".repeat(32));
+    let refused = answer(&a, 12, &forged, &[]).await;
+    assert!(refused.get("error").is_some(), "{refused}");
+    assert_eq!(b.app.registry().confirmations().pending().len(), 1);
+}

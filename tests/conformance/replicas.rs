@@ -539,6 +539,39 @@ async fn as_confirm_003_retries_racing_on_every_replica_run_the_approved_call_on
 }
 
 #[tokio::test]
+async fn as_confirm_003_a_denial_through_one_replica_is_told_as_denied_on_any_replica() {
+    let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());
+    let replicas: Vec<(Registry, Arc<Probe>, Mounted)> = (0..2)
+        .map(|_| {
+            let registry = Registry::builder()
+                .shared_store(Arc::clone(&store), Namespace::new("probe").unwrap())
+                .approval_channel("console")
+                .build();
+            let probe = Probe::new();
+            let mounted = registry.mount(probe.clone()).unwrap();
+            (registry, probe, mounted)
+        })
+        .collect();
+    let (a, b) = (&replicas[0].0, &replicas[1].0);
+    let guarded = || Invocation::new("view:test.probe.guarded").input(json!({ "ids": ["a"] }));
+    let id = crate::fixtures::confirmation_id(&call_as(b, "alice", guarded()).await);
+    relayed().await;
+    let shown = a.confirmations().find_anywhere(&id).await.unwrap().shown();
+    let approver = a.confirmations().approver("console", "ada").unwrap();
+    let denied = a
+        .confirmations()
+        .answer_anywhere(&shown, false, &approver, None)
+        .await
+        .unwrap();
+    assert_eq!(denied.outcome, ConfirmationOutcome::Denied);
+    for registry in [a, b] {
+        let retry = call_as(registry, "alice", guarded().confirmation(&id)).await;
+        assert_eq!(reason(&retry), Some(json!("denied")), "{retry:?}");
+    }
+    assert_eq!((replicas[0].1.runs(), replicas[1].1.runs()), (0, 0));
+}
+
+#[tokio::test]
 async fn as_confirm_001_an_answer_naming_another_request_is_refused_across_replicas() {
     let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());
     let build = || {

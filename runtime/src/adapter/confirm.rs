@@ -51,3 +51,45 @@ pub fn answer_on_connection(
     let approver = confirmations.connection_approver(channel, consumer, client);
     confirmations.resolve(&shown, approved, &approver).is_ok()
 }
+
+/// [`answer_on_connection`] for a request pending on any replica sharing
+/// the registry's store: answered here when it is held here, else carried
+/// to the replica holding it, which applies it — to `consumer`'s own
+/// request alone — and reports its verdict
+/// ([`Confirmations::answer_anywhere`](crate::confirmation::Confirmations::answer_anywhere)).
+/// For an adapter whose caller's next request may land on another replica
+/// (a sessionless MCP client answering an input-required round). Not in
+/// a page, which has no replicas.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub async fn answer_on_connection_anywhere(
+    registry: &Registry,
+    channel: &str,
+    consumer: &Consumer,
+    client: &str,
+    confirmation_id: &str,
+    approved: bool,
+) -> bool {
+    let confirmations = registry.confirmations();
+    if confirmations.find(confirmation_id).is_some() {
+        return answer_on_connection(
+            registry,
+            channel,
+            consumer,
+            client,
+            confirmation_id,
+            approved,
+        );
+    }
+    let Some(shown) = confirmations
+        .find_anywhere(confirmation_id)
+        .await
+        .map(|p| p.shown())
+    else {
+        return false;
+    };
+    let approver = confirmations.connection_approver(channel, consumer, client);
+    confirmations
+        .answer_anywhere(&shown, approved, &approver, None)
+        .await
+        .is_ok()
+}

@@ -133,6 +133,8 @@ mod wait;
 mod watch;
 
 pub use ask::{ToolCall, ask_the_person};
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub use confirm::answer_on_connection_anywhere;
 pub use confirm::{answer_on_connection, approval_prompt};
 pub use consumer_views::{ConsumerView, ConsumerViews};
 pub use projection::{

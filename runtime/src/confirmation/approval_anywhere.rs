@@ -8,17 +8,18 @@
 //! and one given back (the call failed before it ran) leaves the approval
 //! for the retry.
 //!
-//! Only an approval is published, written by the replica that applied the
-//! person's answer (through its declared channel, with any proof it
-//! verified), before it reports the answer's verdict: a denial or an
-//! expiry is never redeemable anywhere.
+//! Only an approval is redeemable, published by the replica that applied
+//! the person's answer (through its declared channel, with any proof it
+//! verified). An answer given through another replica is published before
+//! that replica hears the verdict, a denial too (the retry is told
+//! `denied` wherever it lands); an expiry is never redeemable anywhere.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::PendingConfirmation;
+use super::{ConfirmationOutcome, PendingConfirmation};
 use crate::canonical::Canonical;
 use crate::error::{ConfirmationInvalidReason, ErrorPayload};
 use crate::store::{Attached, Held, Lease};
@@ -37,6 +38,9 @@ struct Approved {
     binding: String,
     approved_at: String,
     expires_at_ms: u64,
+    /// Denied instead: the retry is told so on any replica.
+    #[serde(default)]
+    denied: bool,
 }
 
 /// What a request binds to, as canonical JSON the same on every replica
@@ -57,15 +61,22 @@ pub(crate) fn portable(
     Canonical::of(&value).as_str().to_owned()
 }
 
-/// Publishes the approval of `request`, approved at `approved_at`, for the
-/// other replicas, until the request's time is up (`now_ms` now).
+/// Publishes the answer to `request` (approved, or denied), given at
+/// `answered_at`, for the other replicas, until the request's time is up
+/// (`now_ms` now). Other outcomes are not published.
 #[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
 pub(crate) async fn publish(
     shared: &Attached,
     request: &PendingConfirmation,
-    approved_at: &str,
+    answered_at: &str,
+    outcome: ConfirmationOutcome,
     now_ms: u64,
 ) {
+    let denied = match outcome {
+        ConfirmationOutcome::Approved => false,
+        ConfirmationOutcome::Denied => true,
+        ConfirmationOutcome::Expired | ConfirmationOutcome::Withdrawn => return,
+    };
     let left = request.expires_at_ms.saturating_sub(now_ms);
     if left == 0 {
         return;
@@ -77,8 +88,9 @@ pub(crate) async fn publish(
             &request.input,
             request.effect,
         ),
-        approved_at: approved_at.to_owned(),
+        approved_at: answered_at.to_owned(),
         expires_at_ms: request.expires_at_ms,
+        denied,
     };
     let Ok(text) = serde_json::to_string(&approved) else {
         return;
@@ -137,6 +149,9 @@ pub(crate) async fn redeem_elsewhere(
     };
     if approved.binding != binding {
         return Err(invalid(ConfirmationInvalidReason::Mismatch));
+    }
+    if approved.denied {
+        return Err(invalid(ConfirmationInvalidReason::Denied));
     }
     let left = approved.expires_at_ms.saturating_sub(now_ms);
     if left == 0 {

@@ -112,6 +112,10 @@ struct Answer {
     person: String,
     #[serde(default)]
     proof: Option<Value>,
+    /// An agent-connection channel's answer: the consumer whose own
+    /// requests alone it answers.
+    #[serde(default)]
+    connection: Option<String>,
 }
 
 /// The holding replica's verdict.
@@ -316,6 +320,8 @@ async fn offer(
             }
             let _ = store.remove(&namespace.confirmation(&id)).await;
             let _ = store.unenroll(&namespace.confirmations(), &id).await;
+            // An adapter's round about it is answered, or answers nothing.
+            let _ = store.remove(&namespace.round(&id)).await;
         }
         // Approved here, however answered: redeemable on any replica.
         if let Some(services) = services.upgrade() {
@@ -328,7 +334,14 @@ async fn offer(
             let now = services.clock_ms();
             for (request, at) in approved {
                 if published.insert(Arc::clone(&request.confirmation_id)) {
-                    super::approval_anywhere::publish(&shared, &request, &at, now).await;
+                    super::approval_anywhere::publish(
+                        &shared,
+                        &request,
+                        &at,
+                        ConfirmationOutcome::Approved,
+                        now,
+                    )
+                    .await;
                 }
             }
         }
@@ -385,8 +398,18 @@ async fn apply(
                     confirmation_id: Arc::clone(&id),
                     digest: Arc::from(answer.digest.as_str()),
                 };
-                // Only an in-app channel this replica declares answers here.
-                match confirmations.approver(&answer.channel, &answer.person) {
+                // An in-app channel this replica declares, or a consumer's
+                // own connection (its own requests alone).
+                let approver = match &answer.connection {
+                    Some(consumer) => Ok(Approver {
+                        channel: Arc::from(answer.channel.as_str()),
+                        kind: ChannelKind::AgentConnection,
+                        approver: Arc::from(answer.person.as_str()),
+                        connection: Some(Arc::from(consumer.as_str())),
+                    }),
+                    None => confirmations.approver(&answer.channel, &answer.person),
+                };
+                match approver {
                     Ok(approver) => match (&answer.proof, answer.approved) {
                         (Some(proof), true) => {
                             confirmations.approve_with_presence(&shown, &approver, proof)
@@ -398,14 +421,14 @@ async fn apply(
             }
             None => Err(ResolveError::NotShown),
         };
-        // Approved: published for every replica before the answerer hears so.
-        if let (Ok(resolution), Some(request)) = (&result, &request)
-            && resolution.outcome == ConfirmationOutcome::Approved
-        {
+        // Answered: published for every replica before the answerer hears
+        // so (the agent's retry may land anywhere).
+        if let (Ok(resolution), Some(request)) = (&result, &request) {
             super::approval_anywhere::publish(
                 &shared,
                 request,
                 &resolution.at,
+                resolution.outcome,
                 services.clock_ms(),
             )
             .await;
@@ -463,6 +486,23 @@ impl Confirmations {
         pending
     }
 
+    /// The request `confirmation_id` while it is pending, here or (with a
+    /// shared store) on another replica as it offered it.
+    pub async fn find_anywhere(&self, confirmation_id: &str) -> Option<PendingConfirmation> {
+        if let Some(here) = self.find(confirmation_id) {
+            return Some(here);
+        }
+        let shared = self.services.shared()?;
+        let text = shared
+            .store
+            .get(&shared.namespace.confirmation(confirmation_id))
+            .await
+            .ok()??;
+        serde_json::from_str::<Offered>(&text)
+            .ok()
+            .map(Offered::into_pending)
+    }
+
     /// Answers `shown` wherever it is pending: here, as
     /// [`resolve`](Self::resolve) (or
     /// [`approve_with_presence`](Self::approve_with_presence) with
@@ -470,8 +510,10 @@ impl Confirmations {
     /// answer for that replica to apply — checking the channel and any
     /// proof itself — and waiting for its verdict (at most
     /// [`VERDICT_WAIT`]). The first answer to a request wins; another is
-    /// refused ([`ResolveError::NotPending`]). Only an in-app channel's
-    /// answer travels between replicas.
+    /// refused ([`ResolveError::NotPending`]). An in-app channel's answer
+    /// travels between replicas, and an agent connection's
+    /// ([`connection_approver`](Self::connection_approver)) for its own
+    /// consumer's requests alone.
     pub async fn answer_anywhere(
         &self,
         shown: &ShownRequest,
@@ -489,9 +531,11 @@ impl Confirmations {
                 };
             }
         };
-        if approver.kind() != ChannelKind::InApp {
-            return Err(ResolveError::NotPermitted);
-        }
+        let connection = match (approver.kind(), &approver.connection) {
+            (ChannelKind::InApp, _) => None,
+            (ChannelKind::AgentConnection, Some(consumer)) => Some(consumer.to_string()),
+            _ => return Err(ResolveError::NotPermitted),
+        };
         let store = &*shared.store;
         let namespace = &shared.namespace;
         let id = &shown.confirmation_id;
@@ -505,6 +549,12 @@ impl Confirmations {
         if offered.digest != *shown.digest {
             return Err(ResolveError::NotShown);
         }
+        if connection
+            .as_deref()
+            .is_some_and(|consumer| consumer != offered.consumer_key)
+        {
+            return Err(ResolveError::NotPermitted);
+        }
         let nonce = crate::store::nonce();
         let answer = Answer {
             nonce: nonce.clone(),
@@ -513,6 +563,7 @@ impl Confirmations {
             channel: approver.channel().to_owned(),
             person: approver.approver().to_owned(),
             proof: proof.cloned(),
+            connection,
         };
         let text = serde_json::to_string(&answer).map_err(|_| ResolveError::Unreachable)?;
         // The answer lives as long as this replica waits for its verdict:

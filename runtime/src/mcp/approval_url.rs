@@ -164,7 +164,7 @@ impl McpSession {
 
     /// On 2026-07-28: the approval page as the call's input request; the
     /// retry is held until the person answered there.
-    pub(super) fn ask_by_url_in_round(
+    pub(super) async fn ask_by_url_in_round(
         &self,
         acting: &Acting,
         call: ToolCall,
@@ -184,6 +184,7 @@ impl McpSession {
             elicitation_id: String::new(),
         });
         self.ask_round(acting, &call, confirmation_id, state, ask, true)
+            .await
     }
 
     /// The retry of a URL-mode round: held until the person answered on the

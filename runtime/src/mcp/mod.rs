@@ -384,7 +384,7 @@ impl McpServerBuilder {
             auth: self.auth,
             views,
             activity: CallActivity::default(),
-            elicitations: Mutex::new(Lru::new(256, 600_000)),
+            elicitations: Mutex::new(Lru::new(256, crate::util::millis::millis(round::ROUND_TTL))),
             issued: Mutex::new(issued),
             next_session: AtomicU64::new(1),
             http: self.http,
@@ -395,7 +395,7 @@ impl McpServerBuilder {
 
 /// What an input-required round remembers (the request state a client
 /// echoes is untrusted: it only names this record).
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 struct PendingElicitation {
     /// The confirmation asked about.
     confirmation_id: String,

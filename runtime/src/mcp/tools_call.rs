@@ -30,7 +30,9 @@ use super::convert::{
 };
 use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, INVOCATION_META, McpSession};
 use crate::adapter::{ToolCall, ask_the_person};
-use crate::adapter::{answer_on_connection, approval_prompt, bounds, refused};
+use crate::adapter::{
+    answer_on_connection, answer_on_connection_anywhere, approval_prompt, bounds, refused,
+};
 use crate::context::{Consumer, ConsumerKind};
 use crate::error::ErrorPayload;
 use crate::invoke::InvocationResult;
@@ -126,13 +128,14 @@ impl McpSession {
             && Self::takes_urls(&context)
         {
             if is_modern(&context) {
-                return Ok(self.ask_by_url_in_round(
+                return Ok(Box::pin(self.ask_by_url_in_round(
                     &acting,
                     call,
                     &confirmation_id,
                     link,
                     &result,
-                ));
+                ))
+                .await);
             }
             let outcome =
                 Box::pin(self.ask_by_url(&acting, &call, &confirmation_id, link, &context, cancel))
@@ -160,7 +163,7 @@ impl McpSession {
             return Ok(linked(&result, link.as_deref()).into());
         }
         if is_modern(&context) {
-            return Ok(self.ask_in_round(&acting, call, &confirmation_id, &result));
+            return Ok(Box::pin(self.ask_in_round(&acting, call, &confirmation_id, &result)).await);
         }
         let outcome =
             Box::pin(self.ask_while_held(&acting, &call, &confirmation_id, &context, cancel)).await;
@@ -180,13 +183,18 @@ impl McpSession {
     ) -> Result<InvocationResult, ErrorData> {
         // The clock may be host code: read before the lock.
         let now = self.shared.registry.now_ms();
-        let pending = self
+        let local = self
             .shared
             .elicitations
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .peek(state, now)
             .cloned();
+        // Asked by another replica: its round is in the shared store.
+        let pending = match local {
+            Some(round) => Some(round),
+            None => self.shared_round(state).await,
+        };
         // Bound to the caller it was issued to: a session or the identify
         // hook's principal must be that caller; an anonymous caller's only
         // credential is the secret state itself.
@@ -234,7 +242,8 @@ impl McpSession {
             .await;
             return Ok(outcome);
         }
-        self.answer_elicitation(&acting, &pending.confirmation_id, approved);
+        self.answer_elicitation_anywhere(&acting, &pending.confirmation_id, approved)
+            .await;
         // Denied: the retry reports CONFIRMATION_INVALID {denied}; never
         // retried further.
         let call = ToolCall::new(name, pending.arguments);
@@ -251,7 +260,7 @@ impl McpSession {
     /// a record kept here (never the confirmation id, which the page and
     /// audit show), so only the caller it was sent to can answer. Without
     /// system randomness the call answers two-phase.
-    fn ask_in_round(
+    async fn ask_in_round(
         &self,
         acting: &Acting,
         call: ToolCall,
@@ -268,6 +277,7 @@ impl McpSession {
             requested_schema: schema,
         });
         self.ask_round(acting, &call, confirmation_id, state, ask, false)
+            .await
     }
 
     /// Asks the client's person with an elicitation request while the call
@@ -308,12 +318,29 @@ impl McpSession {
         .await
     }
 
-    /// The client's answer to an elicitation it showed its person: resolved
-    /// through the `mcp-elicitation` agent-connection channel, which
-    /// answers only this caller's own requests, recorded with the client's
-    /// name. Refused (another consumer's request, no longer
-    /// pending): the retry reports why; nothing else is resolved.
-    fn answer_elicitation(&self, acting: &Acting, confirmation_id: &str, approved: bool) {
+    /// [`answer_elicitation`](Self::answer_elicitation) for a request
+    /// pending on any replica (a round's answer may land on another).
+    async fn answer_elicitation_anywhere(
+        &self,
+        acting: &Acting,
+        confirmation_id: &str,
+        approved: bool,
+    ) {
+        let (consumer, client) = Self::answering(acting);
+        answer_on_connection_anywhere(
+            &self.shared.registry,
+            ELICITATION_CHANNEL,
+            &consumer,
+            &client,
+            confirmation_id,
+            approved,
+        )
+        .await;
+    }
+
+    /// Who answers on `acting`'s connection: its consumer and its client's
+    /// name.
+    fn answering(acting: &Acting) -> (Consumer, String) {
         let client = acting
             .view
             .toolset()
@@ -321,7 +348,19 @@ impl McpSession {
             .label()
             .unwrap_or("mcp client")
             .to_owned();
-        let consumer = Consumer::new(ConsumerKind::Mcp, acting.consumer.as_str());
+        (
+            Consumer::new(ConsumerKind::Mcp, acting.consumer.as_str()),
+            client,
+        )
+    }
+
+    /// The client's answer to an elicitation it showed its person: resolved
+    /// through the `mcp-elicitation` agent-connection channel, which
+    /// answers only this caller's own requests, recorded with the client's
+    /// name. Refused (another consumer's request, no longer
+    /// pending): the retry reports why; nothing else is resolved.
+    fn answer_elicitation(&self, acting: &Acting, confirmation_id: &str, approved: bool) {
+        let (consumer, client) = Self::answering(acting);
         answer_on_connection(
             &self.shared.registry,
             ELICITATION_CHANNEL,

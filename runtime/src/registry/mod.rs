@@ -454,6 +454,20 @@ impl Registry {
         &self.inner.config.limits
     }
 
+    /// The shared store this registry's replicas share, with its
+    /// surface's namespace ([`RegistryBuilder::shared_store`]); `None` for
+    /// a registry of one process. For adapters that keep their own state
+    /// across replicas (an MCP server's input-required rounds).
+    pub fn shared_store(
+        &self,
+    ) -> Option<(Arc<dyn crate::store::SharedStore>, crate::store::Namespace)> {
+        self.inner
+            .config
+            .shared
+            .as_ref()
+            .map(|shared| (Arc::clone(&shared.store), shared.namespace.clone()))
+    }
+
     /// The host context now, as policies and handlers see it (the
     /// provider's answer; an empty context without one, or if it panics).
     pub fn host_context(&self) -> HostContext {

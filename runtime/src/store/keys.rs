@@ -109,6 +109,13 @@ impl Namespace {
         self.key("cfu", &[confirmation_id])
     }
 
+    /// The key of an adapter's round asking about a pending confirmation
+    /// (an MCP input-required round): it lives while the request is
+    /// pending (the holding replica's relay removes it).
+    pub fn round(&self, confirmation_id: &str) -> String {
+        self.key("round", &[confirmation_id])
+    }
+
     /// The key of the set of pending confirmations, every replica's.
     pub fn confirmations(&self) -> String {
         self.key("cf-open", &[])
