@@ -384,7 +384,7 @@ impl McpServerBuilder {
             auth: self.auth,
             views,
             activity: CallActivity::default(),
-            elicitations: Mutex::new(Lru::new(256, crate::util::millis::millis(round::ROUND_TTL))),
+            elicitations: Mutex::new(Lru::new(256, crate::adapter::millis(round::ROUND_TTL))),
             issued: Mutex::new(issued),
             next_session: AtomicU64::new(1),
             http: self.http,
