@@ -169,8 +169,12 @@ fn cluster(name: &str, extra: &[&str]) -> Option<Cluster> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn as_ident_001_a_retry_through_the_load_balancer_runs_once_on_three_replicas() {
+    // The replicas live as long as the cluster is held.
     let Some(Cluster {
-        redis, mcp, served, ..
+        redis,
+        _replicas,
+        mcp,
+        served,
     }) = cluster("devices-replicas", &[])
     else {
         return;
@@ -245,8 +249,12 @@ async fn call(mcp: &RawMcp, id: u64, name: &str, arguments: Value, more: Value) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn as_confirm_003_the_persons_answer_on_one_replica_releases_the_call_asked_on_another() {
+    // The replicas live as long as the cluster is held.
     let Some(Cluster {
-        redis, mcp, served, ..
+        redis,
+        _replicas,
+        mcp,
+        served,
     }) = cluster("devices-replicas-approval", &["--elicitation"])
     else {
         return;
@@ -309,7 +317,7 @@ async fn as_confirm_003_the_persons_answer_on_one_replica_releases_the_call_aske
             .into_iter()
             .filter(|event| event.kind == AuditKind::InvocationSettled)
             .filter(|event| event.capability_id.as_deref() == Some("domain:devices.disable"))
-            .filter(|event| event.status == Some("ok"))
+            .filter(|event| event.status.as_deref() == Some("ok"))
             .count();
         if ran >= 1 {
             break;
