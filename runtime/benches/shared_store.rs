@@ -1,7 +1,8 @@
 //! The per-call cost of a shared store: a call with an invocation id (and
 //! one under a rate limit) on a registry with the in-process default,
 //! with a `MemoryStore`, and with a `RedisStore` on a real `redis-server`
-//! over loopback; and a retry replayed on another replica. Rounds
+//! over loopback; a retry replayed on another replica; and a confirmation
+//! asked on one replica and redeemed, once approved, on another. Rounds
 //! alternate the configurations so machine noise falls on each alike; each
 //! keeps its best round's median. Prints p50, p99 and the client's CPU per
 //! call (and, for Redis, the server's).
@@ -44,6 +45,19 @@ impl Tap {
     fn tap(&self) -> u64 {
         self.0.fetch_add(1, Ordering::Relaxed) + 1
     }
+
+    /// Counts a tap the person approved.
+    #[action(effect = "local-state", confirmation = "required")]
+    fn guarded(&self, input: Nth) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed) + input.n
+    }
+}
+
+/// Which request.
+#[agent_schema]
+#[derive(Clone, Debug)]
+struct Nth {
+    n: u64,
 }
 
 struct Setup {
@@ -131,6 +145,67 @@ async fn round(setup: &Setup, calls: usize, tag: &str, replay: bool, server: Opt
     }
 }
 
+/// A confirmation asked on the first replica, approved through the last
+/// (carried to the first when they differ) and redeemed there: the ask and
+/// the redemption timed apart, the CPU of the pair.
+async fn confirm_round(setup: &Setup, calls: usize, server: Option<u32>) -> (Round, Round) {
+    let consumer = || InvokeOptions::consumer(Consumer::new(ConsumerKind::Test, "bench"));
+    let holder = &setup.registries[0].0;
+    let other = &setup.registries[setup.registries.len() - 1].0;
+    let (mut asks, mut redeems) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    let server_before = server.map_or(Duration::ZERO, server_cpu);
+    let cpu_before = process_cpu();
+    for n in 0..calls {
+        let call =
+            || Invocation::new("view:bench.tap.guarded").input(serde_json::json!({ "n": n }));
+        let started = Instant::now();
+        let asked = holder.invoke(call(), consumer()).await;
+        asks.push(started.elapsed());
+        let id = asked
+            .error()
+            .and_then(|error| error.detail("confirmationId"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap()
+            .to_owned();
+        let confirmations = other.confirmations();
+        let mut shown = None;
+        for _ in 0..10_000 {
+            shown = confirmations.find_anywhere(&id).await.map(|p| p.shown());
+            if shown.is_some() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        let approver = confirmations
+            .approver(agent_surface::confirmation::HOST_CHANNEL, "bench")
+            .unwrap();
+        confirmations
+            .answer_anywhere(&shown.unwrap(), true, &approver, None)
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let redeemed = other.invoke(call().confirmation(&id), consumer()).await;
+        redeems.push(started.elapsed());
+        assert!(redeemed.is_ok(), "{redeemed:?}");
+    }
+    let cpu = process_cpu().saturating_sub(cpu_before);
+    let server_cpu = server
+        .map_or(Duration::ZERO, server_cpu)
+        .saturating_sub(server_before);
+    let per = |total: Duration| total / u32::try_from(calls).unwrap();
+    let summary = |mut times: Vec<Duration>| {
+        times.sort();
+        let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+        Round {
+            p50: at(0.50),
+            p99: at(0.99),
+            cpu: per(cpu),
+            server_cpu: per(server_cpu),
+        }
+    };
+    (summary(asks), summary(redeems))
+}
+
 fn server_cpu(pid: u32) -> Duration {
     ticks_of(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default())
 }
@@ -195,7 +270,7 @@ fn main() {
             },
         ];
         let pid = server.pid();
-        let mut best: Vec<Option<Round>> = (0..setups.len() + 2).map(|_| None).collect();
+        let mut best: Vec<Option<Round>> = (0..setups.len() + 8).map(|_| None).collect();
         for r in 0..rounds {
             for (i, setup) in setups.iter().enumerate() {
                 let server = (setup.name.starts_with("RedisStore")).then_some(pid).flatten();
@@ -212,6 +287,18 @@ fn main() {
                     best[slot] = Some(measured);
                 }
             }
+            // A confirmation: asked on one replica, redeemed on another.
+            for (k, setup) in setups[..3].iter().enumerate() {
+                let server = (k == 2).then_some(pid).flatten();
+                let (ask, redeem) = confirm_round(setup, calls / 4, server).await;
+                let slot = setups.len() + 2 + 2 * k;
+                if best[slot].as_ref().is_none_or(|b| ask.p50 < b.p50) {
+                    best[slot] = Some(ask);
+                }
+                if best[slot + 1].as_ref().is_none_or(|b| redeem.p50 < b.p50) {
+                    best[slot + 1] = Some(redeem);
+                }
+            }
         }
         println!(
             "{calls} calls per round, best of {rounds} rounds (p50), one client task, loopback"
@@ -225,7 +312,13 @@ fn main() {
             .chain([
                 "MemoryStore: retry replayed on another replica".to_owned(),
                 "RedisStore: retry replayed on another replica".to_owned(),
-            ]);
+            ])
+            .chain(["in-process", "MemoryStore", "RedisStore"].into_iter().flat_map(|store| {
+                [
+                    format!("{store}: confirmation asked (CPU: ask and redemption)"),
+                    format!("{store}: approval redeemed (on another replica with a store)"),
+                ]
+            }));
         for (name, round) in names.zip(best) {
             let Some(round) = round else { continue };
             println!(

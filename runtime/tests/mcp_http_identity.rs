@@ -433,3 +433,36 @@ async fn as_confirm_003_an_input_request_is_answered_on_whichever_replica_the_re
     assert!(refused.get("error").is_some(), "{refused}");
     assert_eq!(b.app.registry().confirmations().pending().len(), 1);
 }
+
+#[tokio::test]
+async fn as_confirm_004_a_mismatched_answer_on_another_replica_leaves_the_round_to_its_caller() {
+    let store: Arc<dyn agent_surface::store::SharedStore> =
+        Arc::new(agent_surface::store::MemoryStore::new());
+    let (a, b) = (replica(&store).await, replica(&store).await);
+    a.modern_call(
+        json!(90),
+        "view_devices__table__selectRows",
+        json!({"ids": ["d2"]}),
+        &[],
+    )
+    .await;
+    let asked = ask_with_elicitation(&b, 1, &[]).await;
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    // The state with other arguments, on A: refused, and nothing taken…
+    let reply = a
+        .modern(
+            json!(3),
+            "tools/call",
+            json!({"name": "domain_devices__disable", "arguments": {"other": 1},
+                   "requestState": state,
+                   "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}},
+                   "inputResponses": {"agentSurface/confirm": {"action": "accept", "content": {"approve": true}}}}),
+            &[],
+        )
+        .await;
+    let refused = reply.response(&json!(3)).cloned().unwrap();
+    assert!(refused.get("error").is_some(), "{refused}");
+    // …so the caller's own answer on A still works.
+    let done = answer(&a, 4, &state, &[]).await;
+    assert_eq!(payload(&done), &json!({"disabled": 1}), "{done}");
+}

@@ -571,6 +571,200 @@ async fn as_confirm_003_a_denial_through_one_replica_is_told_as_denied_on_any_re
     assert_eq!((replicas[0].1.runs(), replicas[1].1.runs()), (0, 0));
 }
 
+/// Two replicas on one store, each declaring the console channel.
+fn pair(limits: agent_surface::registry::Limits) -> Vec<(Registry, Arc<Probe>, Mounted)> {
+    let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());
+    (0..2)
+        .map(|_| {
+            let registry = Registry::builder()
+                .shared_store(Arc::clone(&store), Namespace::new("probe").unwrap())
+                .approval_channel("console")
+                .limits(limits)
+                .build();
+            let probe = Probe::new();
+            let mounted = registry.mount(probe.clone()).unwrap();
+            (registry, probe, mounted)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn as_confirm_003_an_approval_withdrawn_or_expired_on_its_holder_is_redeemed_nowhere() {
+    use crate::fixtures::AnswerById;
+    let guarded = || Invocation::new("view:test.probe.guarded").input(json!({ "ids": ["x"] }));
+    // The agent left, the component was unmounted, the registry disposed.
+    for case in ["agent-left", "unmounted", "disposed"] {
+        let mut replicas = pair(agent_surface::registry::Limits::default());
+        let (b, probe_b, _mounted_b) = replicas.pop().unwrap();
+        let (a, _, mounted_a) = replicas.pop().unwrap();
+        let id = crate::fixtures::confirmation_id(&call_as(&a, "alice", guarded()).await);
+        a.confirmations().approve_id(&id).unwrap();
+        relayed().await;
+        match case {
+            "agent-left" => a.forget_consumer(&consumer("alice")),
+            "unmounted" => mounted_a.unmount(),
+            _ => a.dispose(),
+        }
+        relayed().await;
+        let on_b = call_as(&b, "alice", guarded().confirmation(&id)).await;
+        assert_eq!(
+            code(&on_b),
+            Some(ErrorCode::ConfirmationInvalid),
+            "{case}: {on_b:?}"
+        );
+        // A disposed registry withdraws what its components asked.
+        assert_eq!(reason(&on_b), Some(json!("withdrawn")), "{case}");
+        assert_eq!(probe_b.runs(), 0, "{case}");
+    }
+}
+
+#[tokio::test]
+async fn as_confirm_003_the_holder_never_redeems_its_own_withdrawn_approval_once_it_forgot_it() {
+    use crate::fixtures::AnswerById;
+    let limits = agent_surface::registry::Limits::default().max_pending_confirmations(4);
+    let replicas = pair(limits);
+    let (a, probe_a, _) = &replicas[0];
+    let guarded =
+        |ids: &[&str]| Invocation::new("view:test.probe.guarded").input(json!({ "ids": ids }));
+    let id = crate::fixtures::confirmation_id(&call_as(a, "alice", guarded(&["x"])).await);
+    a.confirmations().approve_id(&id).unwrap();
+    relayed().await;
+    a.forget_consumer(&consumer("alice"));
+    relayed().await;
+    // Its ended list is bounded: an agent churns it (asks, then presents
+    // the request with another input, which withdraws it).
+    for n in 0..200 {
+        let who = format!("m{}", n % 3);
+        let asked = call_as(a, &who, guarded(&[&format!("c{n}")])).await;
+        if let Some(churned) = asked
+            .error()
+            .and_then(|error| error.detail("confirmationId"))
+            .and_then(serde_json::Value::as_str)
+        {
+            let churned = churned.to_owned();
+            let _ = call_as(a, &who, guarded(&["other"]).confirmation(&churned)).await;
+        }
+        settle_tasks().await;
+    }
+    let again = call_as(a, "alice", guarded(&["x"]).confirmation(&id)).await;
+    assert_eq!(
+        code(&again),
+        Some(ErrorCode::ConfirmationInvalid),
+        "{again:?}"
+    );
+    assert_eq!(probe_a.runs(), 0);
+}
+
+#[tokio::test]
+async fn as_confirm_005_an_approval_used_on_another_replica_ends_on_its_holder_and_frees_its_place()
+{
+    use crate::fixtures::AnswerById;
+    use agent_surface::audit::AuditKind;
+    let limits =
+        agent_surface::registry::Limits::default().max_pending_confirmations_per_consumer(2);
+    let replicas = pair(limits);
+    let (a, b) = (&replicas[0].0, &replicas[1].0);
+    let guarded =
+        |input: &str| Invocation::new("view:test.probe.guarded").input(json!({ "ids": [input] }));
+    for n in 0..5 {
+        let input = format!("i{n}");
+        let asked = call_as(a, "alice", guarded(&input)).await;
+        let id = crate::fixtures::confirmation_id(&asked);
+        a.confirmations().approve_id(&id).unwrap();
+        relayed().await;
+        let ran = call_as(b, "alice", guarded(&input).confirmation(&id)).await;
+        assert!(ran.is_ok(), "round {n}: {ran:?}");
+        relayed().await;
+        // Ended on the holder as used, and audited there.
+        assert_eq!(
+            a.confirmations().resolution(&id).map(|r| r.outcome),
+            Some(ConfirmationOutcome::Approved)
+        );
+        let consumed = a
+            .audit_log()
+            .into_iter()
+            .filter(|event| event.kind == AuditKind::ConfirmationConsumed)
+            .count();
+        assert_eq!(consumed, n + 1, "round {n}");
+    }
+    assert_eq!(replicas[1].1.runs(), 5);
+}
+
+#[tokio::test]
+async fn as_confirm_003_a_retry_right_after_an_attempt_refused_before_it_ran_runs() {
+    use crate::fixtures::AnswerById;
+    let replicas = pair(agent_surface::registry::Limits::default());
+    let (a, probe, _) = &replicas[0];
+    let guarded = || Invocation::new("view:test.probe.guarded").input(json!({ "ids": ["x"] }));
+    let id = crate::fixtures::confirmation_id(&call_as(a, "alice", guarded()).await);
+    a.confirmations().approve_id(&id).unwrap();
+    relayed().await;
+    // The probe's queue is full: the approved call is refused before it
+    // runs, and gives its approval back.
+    let holds: Vec<_> = (0..3)
+        .map(|n| {
+            let a = a.clone();
+            tokio::spawn(async move {
+                call_as(
+                    &a,
+                    "bob",
+                    Invocation::new("view:test.probe.hold").invocation_id(format!("h{n}")),
+                )
+                .await
+            })
+        })
+        .collect();
+    settle_tasks().await;
+    let refused = call_as(a, "alice", guarded().confirmation(&id)).await;
+    assert_eq!(code(&refused), Some(ErrorCode::RateLimited), "{refused:?}");
+    probe.open();
+    for hold in holds {
+        let _ = hold.await;
+    }
+    // At once, with no time for the store to hear the approval was given
+    // back: the retry waits for it, then runs.
+    let retry = call_as(a, "alice", guarded().confirmation(&id)).await;
+    assert!(retry.is_ok(), "{retry:?}");
+}
+
+#[test]
+fn as_confirm_005_places_are_given_back_after_the_runtime_that_claimed_them_ended() {
+    use crate::fixtures::AnswerById;
+    let limits =
+        agent_surface::registry::Limits::default().max_pending_confirmations_per_consumer(2);
+    let first = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (replicas, ids) = first.block_on(async {
+        let replicas = pair(limits);
+        let mut ids = Vec::new();
+        for n in 0..2 {
+            let asked = guarded_as(&replicas[0].0, consumer("mallory"), &format!("d{n}")).await;
+            ids.push(crate::fixtures::confirmation_id(&asked));
+        }
+        (replicas, ids)
+    });
+    drop(first);
+    let second = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    second.block_on(async {
+        let a = &replicas[0].0;
+        for id in &ids {
+            a.confirmations().deny_id(id).unwrap();
+        }
+        relayed().await;
+        let again = guarded_as(a, consumer("mallory"), "e").await;
+        assert_eq!(
+            code(&again),
+            Some(ErrorCode::ConfirmationRequired),
+            "{again:?}"
+        );
+    });
+}
+
 #[tokio::test]
 async fn as_confirm_001_an_answer_naming_another_request_is_refused_across_replicas() {
     let store: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());

@@ -14,6 +14,7 @@
 //! that replica hears the verdict, a denial too (the retry is told
 //! `denied` wherever it lands); an expiry is never redeemable anywhere.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -22,7 +23,7 @@ use serde_json::Value;
 use super::{ConfirmationOutcome, PendingConfirmation};
 use crate::canonical::Canonical;
 use crate::error::{ConfirmationInvalidReason, ErrorPayload};
-use crate::store::{Attached, Held, Lease};
+use crate::store::{Attached, Claim, Held, Lease};
 use agent_surface_rules::Effect;
 
 /// How long an approval's use is kept past the approval's own time, for a
@@ -105,19 +106,53 @@ pub(crate) async fn publish(
     }
 }
 
-/// Claims the single use of approval `id` for a call, held until the call
-/// consumes it (then kept) or gives it back; `Ok(None)`: another call, on
-/// any replica, used it or holds it.
+/// How long a redemption waits for another call holding the approval's
+/// use to let it go (it failed before running) or use it.
+const USE_WAIT: Duration = Duration::from_secs(2);
+
+/// How an approval's use ended, as the store keeps it.
+const CONSUMED: &str = "consumed";
+/// The holder withdrew the approval before anyone used it.
+pub(crate) const WITHDRAWN: &str = "withdrawn";
+/// The approval's time ran out (or its holder went away) unused.
+pub(crate) const EXPIRED: &str = "expired";
+
+/// The lease on approval `id`'s use: every replica's has the same
+/// fingerprint, so a claim finds another's use running or settled.
+fn use_lease(id: &str) -> Lease {
+    let digest = crate::canonical::Sha256Digest::of(&Value::String(id.to_owned()));
+    let mut bytes = [0u8; 16];
+    for (slot, byte) in bytes.iter_mut().zip(digest.0) {
+        *slot = byte;
+    }
+    Lease::new(crate::store::Fingerprint::from_bytes(bytes))
+}
+
+/// The refusal of a use that ended `how`.
+fn ended(how: &str) -> ErrorPayload {
+    ErrorPayload::confirmation_invalid(match how {
+        WITHDRAWN => ConfirmationInvalidReason::Withdrawn,
+        EXPIRED => ConfirmationInvalidReason::Expired,
+        _ => ConfirmationInvalidReason::Consumed,
+    })
+}
+
+/// Claims the single use of approval `id` for a call, for `left` (the
+/// approval's time) and a margin: held until the call uses it (settled)
+/// or gives it back. Another call holding it is waited for a moment (it
+/// may give it back); still held, or used, the approval is `consumed`;
+/// withdrawn or expired on its holder, so.
 pub(crate) async fn claim_use(
     shared: &Attached,
     id: &str,
     left: Duration,
-) -> Result<Option<Held>, ErrorPayload> {
+) -> Result<Held, ErrorPayload> {
     let key = shared.namespace.approval_use(id);
-    let lease = Lease::new(crate::store::random());
-    match Held::claim(&shared.store, key, lease, left.saturating_add(MARGIN)).await {
-        Ok(Ok(held)) => Ok(Some(held)),
-        Ok(Err(_)) => Ok(None),
+    let ttl = left.saturating_add(MARGIN);
+    match Held::claim_within(&shared.store, key, use_lease(id), ttl, USE_WAIT).await {
+        Ok(Ok(held)) => Ok(held),
+        Ok(Err(Claim::Settled(how))) => Err(ended(&how)),
+        Ok(Err(_)) => Err(ended(CONSUMED)),
         Err(error) => {
             tracing::warn!(store = shared.store.name(), %error, "the shared store failed: the approval was not redeemed");
             Err(ErrorPayload::store_unavailable())
@@ -125,17 +160,61 @@ pub(crate) async fn claim_use(
     }
 }
 
+/// The call holding `single_use` used the approval on its holder.
+pub(crate) fn used_here(single_use: Held) {
+    single_use.settle(CONSUMED, async {});
+}
+
+/// The call holding `single_use` used approval `id` held by another
+/// replica, which is then told so (it ends its record as consumed).
+pub(crate) fn used_elsewhere(single_use: Held, shared: Attached, id: Arc<str>, left: Duration) {
+    single_use.settle(CONSUMED, async move {
+        let key = shared.namespace.approval_used(&id);
+        if let Err(error) = shared.store.put(&key, CONSUMED, left.max(Duration::from_secs(1))).await {
+            tracing::warn!(store = shared.store.name(), %error, "the replica holding an approval was not told it was used: its record ends with its time");
+        }
+    })
+}
+
+/// The holder ended `request`'s approval unused (`how`: withdrawn or
+/// expired): its use is settled so, and a retry on any replica is told so
+/// (the published approval stays until its time, naming what it bound).
+/// A call on another replica already holding its use goes on, as a call
+/// holding a reservation here would.
+#[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
+pub(crate) async fn revoke(
+    shared: &Attached,
+    request: &PendingConfirmation,
+    how: &'static str,
+    now_ms: u64,
+) {
+    let id = &request.confirmation_id;
+    let left = Duration::from_millis(request.expires_at_ms.saturating_sub(now_ms));
+    let key = shared.namespace.approval_use(id);
+    if let Ok(Ok(held)) = Held::claim(
+        &shared.store,
+        key,
+        use_lease(id),
+        left.saturating_add(MARGIN),
+    )
+    .await
+    {
+        held.settle(how, async {});
+    }
+}
+
 /// Redeems here approval `id` another replica holds, for a call binding
 /// `binding` (portable): its use, held, and when it was approved. Refused
 /// as the holder would refuse it: not published (never approved, or
-/// unknown) or another binding (by exact canonical value) is `mismatch`, its time up `expired`, used
-/// or held by another call `consumed`.
+/// unknown) or another binding (by exact canonical value) is `mismatch`;
+/// denied `denied`; its time up `expired`; withdrawn `withdrawn`; used or
+/// held by another call `consumed`.
 pub(crate) async fn redeem_elsewhere(
     shared: &Attached,
     id: &str,
     binding: &str,
     now_ms: u64,
-) -> Result<(Held, String), ErrorPayload> {
+) -> Result<(Held, String, Duration), ErrorPayload> {
     let invalid = ErrorPayload::confirmation_invalid;
     let text = match shared.store.get(&shared.namespace.approval(id)).await {
         Ok(text) => text,
@@ -157,10 +236,9 @@ pub(crate) async fn redeem_elsewhere(
     if left == 0 {
         return Err(invalid(ConfirmationInvalidReason::Expired));
     }
-    match claim_use(shared, id, Duration::from_millis(left)).await? {
-        Some(held) => Ok((held, approved.approved_at)),
-        None => Err(invalid(ConfirmationInvalidReason::Consumed)),
-    }
+    let left = Duration::from_millis(left);
+    let held = claim_use(shared, id, left).await?;
+    Ok((held, approved.approved_at, left))
 }
 
 impl super::Binding<'_> {

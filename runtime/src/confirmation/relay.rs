@@ -279,8 +279,12 @@ async fn offer(
     // Each offered request's answer watcher, stopped (between answers,
     // never while it applies one) once the request leaves the list.
     let mut offered: HashMap<Arc<str>, tokio_util::sync::CancellationToken> = HashMap::new();
-    // Approvals published (those still open), bounded by the open list.
-    let mut published: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
+    // Approvals published (those still open, bounded by the open list),
+    // each with the watcher of its use on another replica.
+    let mut published: HashMap<
+        Arc<str>,
+        (PendingConfirmation, tokio_util::sync::CancellationToken),
+    > = HashMap::new();
     while pending.changed().await.is_ok() {
         let list = pending.borrow_and_update().clone();
         let now = services.upgrade().map_or(0, |services| services.clock_ms());
@@ -324,34 +328,119 @@ async fn offer(
             let _ = store.remove(&namespace.round(&id)).await;
         }
         // Approved here, however answered: redeemable on any replica.
-        if let Some(services) = services.upgrade() {
-            let approved = services.confirmation_store().approved();
-            published.retain(|id| {
-                approved
+        let Some(live) = services.upgrade() else {
+            continue;
+        };
+        let approved = live.confirmation_store().approved();
+        let now = live.clock_ms();
+        let ended: Vec<Arc<str>> = published
+            .keys()
+            .filter(|id| {
+                !approved
                     .iter()
-                    .any(|(request, _)| request.confirmation_id == *id)
-            });
-            let now = services.clock_ms();
-            for (request, at) in approved {
-                if published.insert(Arc::clone(&request.confirmation_id)) {
-                    super::approval_anywhere::publish(
-                        &shared,
-                        &request,
-                        &at,
-                        ConfirmationOutcome::Approved,
-                        now,
-                    )
-                    .await;
-                }
+                    .any(|(request, _)| request.confirmation_id == **id)
+            })
+            .cloned()
+            .collect();
+        for id in ended {
+            let Some((request, watcher)) = published.remove(&id) else {
+                continue;
+            };
+            watcher.cancel();
+            // Used (its use is settled already), or ended unused: then its
+            // use is settled so, and no replica redeems it any more.
+            let how = match Confirmations::new(Arc::clone(&live))
+                .resolution(&id)
+                .map(|resolution| resolution.outcome)
+            {
+                Some(ConfirmationOutcome::Approved) => None,
+                Some(ConfirmationOutcome::Withdrawn) => Some(super::approval_anywhere::WITHDRAWN),
+                _ => Some(super::approval_anywhere::EXPIRED),
+            };
+            if let Some(how) = how {
+                super::approval_anywhere::revoke(&shared, &request, how, now).await;
             }
         }
+        for (request, at) in approved {
+            if published.contains_key(&request.confirmation_id) {
+                continue;
+            }
+            super::approval_anywhere::publish(
+                &shared,
+                &request,
+                &at,
+                ConfirmationOutcome::Approved,
+                now,
+            )
+            .await;
+            let watching = tokio_util::sync::CancellationToken::new();
+            tokio::spawn(watch_used(
+                services.clone(),
+                shared.clone(),
+                Arc::clone(&request.confirmation_id),
+                watching.clone(),
+            ));
+            published.insert(Arc::clone(&request.confirmation_id), (request, watching));
+        }
     }
-    // The registry went away: its requests with it.
+    // The registry went away: its requests with it, and its approvals.
     for (id, watcher) in offered {
         watcher.cancel();
         let _ = store.remove(&namespace.confirmation(&id)).await;
         let _ = store.unenroll(&namespace.confirmations(), &id).await;
     }
+    for (_, (request, watcher)) in published {
+        watcher.cancel();
+        super::approval_anywhere::revoke(&shared, &request, super::approval_anywhere::EXPIRED, 0)
+            .await;
+    }
+}
+
+/// What `key` holds once it holds something (the store's failures
+/// retried, backing off); `None` once `watching` is cancelled.
+async fn watched(
+    store: &dyn crate::store::SharedStore,
+    key: &str,
+    watching: &tokio_util::sync::CancellationToken,
+) -> Option<String> {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let seen = tokio::select! {
+            () = watching.cancelled() => return None,
+            seen = store.watch(key) => seen,
+        };
+        match seen {
+            Ok(text) => return Some(text),
+            Err(error) => {
+                tracing::warn!(store = store.name(), %error, "the other replicas' messages cannot be read; retrying");
+                tokio::select! {
+                    () = watching.cancelled() => return None,
+                    () = crate::util::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Waits until another replica says it used approval `id` (held here and
+/// published), then ends the record here as consumed.
+async fn watch_used(
+    services: Weak<dyn StoreOwner>,
+    shared: Attached,
+    id: Arc<str>,
+    watching: tokio_util::sync::CancellationToken,
+) {
+    let key = shared.namespace.approval_used(&id);
+    if watched(&*shared.store, &key, &watching).await.is_none() {
+        return;
+    }
+    if let Some(services) = services.upgrade() {
+        services
+            .confirmation_store()
+            .consumed_elsewhere(&*services, &id);
+    }
+    let _ = shared.store.remove(&key).await;
 }
 
 /// Waits for answers to `id` given on other replicas, applies each here
@@ -367,25 +456,10 @@ async fn apply(
 ) {
     let store = &*shared.store;
     let key = shared.namespace.answer(&id);
-    let mut backoff = Duration::from_millis(100);
     loop {
-        let watched = tokio::select! {
-            () = watching.cancelled() => return,
-            watched = store.watch(&key) => watched,
+        let Some(text) = watched(store, &key, &watching).await else {
+            return;
         };
-        let text = match watched {
-            Ok(text) => text,
-            Err(error) => {
-                tracing::warn!(store = store.name(), %error, "answers from other replicas cannot be read; retrying");
-                tokio::select! {
-                    () = watching.cancelled() => return,
-                    () = crate::util::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-                continue;
-            }
-        };
-        backoff = Duration::from_millis(100);
         let Some(services) = services.upgrade() else {
             return;
         };

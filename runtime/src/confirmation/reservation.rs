@@ -24,12 +24,21 @@ pub(crate) struct Reservation {
     confirmation_id: Arc<str>,
     /// Whether it was consumed (nothing to release).
     consumed: bool,
-    /// Another replica holds the approval: when it was approved (nothing
-    /// is reserved here).
-    elsewhere: Option<String>,
+    /// Another replica holds the approval (nothing is reserved here).
+    elsewhere: Option<Elsewhere>,
     /// The approval's single use across replicas, kept once consumed and
     /// given back when dropped before.
     single_use: Option<crate::store::Held>,
+}
+
+/// An approval another replica holds, reserved here.
+struct Elsewhere {
+    /// When it was approved.
+    approved_at: String,
+    /// The store through which its holder is told it was used.
+    shared: crate::store::Attached,
+    /// How long the approval has left.
+    left: std::time::Duration,
 }
 
 impl ConfirmationStore {
@@ -52,15 +61,20 @@ impl ConfirmationStore {
         };
         if !self.knows(&**services, confirmation_id) {
             let now = services.clock_ms();
-            let (single_use, approved_at) = super::approval_anywhere::redeem_elsewhere(
+            let (single_use, approved_at, left) = super::approval_anywhere::redeem_elsewhere(
                 &shared,
                 confirmation_id,
                 &binding.portable(),
                 now,
             )
             .await?;
+            let elsewhere = Elsewhere {
+                approved_at,
+                shared,
+                left,
+            };
             let mut reservation =
-                Reservation::new(services, Arc::from(confirmation_id), Some(approved_at));
+                Reservation::new(services, Arc::from(confirmation_id), Some(elsewhere));
             reservation.single_use = Some(single_use);
             return Ok(reservation);
         }
@@ -68,16 +82,12 @@ impl ConfirmationStore {
         // Dropped on a refusal below: the local reservation is given back.
         let mut reservation = Reservation::new(services, id, None);
         let left = services.confirmation_limits().ttl;
-        match super::approval_anywhere::claim_use(&shared, confirmation_id, left).await? {
-            Some(single_use) => {
-                reservation.single_use = Some(single_use);
-                Ok(reservation)
-            }
-            // Redeemed on another replica meanwhile.
-            None => Err(ErrorPayload::confirmation_invalid(
-                crate::error::ConfirmationInvalidReason::Consumed,
-            )),
-        }
+        // Refused (used on another replica meanwhile): the reservation
+        // drops, giving the local record back.
+        let single_use =
+            super::approval_anywhere::claim_use(&shared, confirmation_id, left).await?;
+        reservation.single_use = Some(single_use);
+        Ok(reservation)
     }
 }
 
@@ -85,7 +95,7 @@ impl Reservation {
     fn new<S: StoreOwner>(
         services: &Arc<S>,
         confirmation_id: Arc<str>,
-        elsewhere: Option<String>,
+        elsewhere: Option<Elsewhere>,
     ) -> Reservation {
         let services: Weak<S> = Arc::downgrade(services);
         Reservation {
@@ -101,15 +111,25 @@ impl Reservation {
     /// or executor. Fails only when the registry expired it (disposal).
     pub(crate) fn consume(mut self) -> Result<ConfirmationEvidence, ErrorPayload> {
         self.consumed = true;
-        // Used: kept in the store until the approval's time is up.
-        if let Some(single_use) = self.single_use.take() {
-            single_use.keep();
-        }
-        if let Some(approved_at) = self.elsewhere.take() {
+        // Used: settled in the store (no replica uses it again); the
+        // holder of another replica's approval is told so.
+        let single_use = self.single_use.take();
+        if let Some(elsewhere) = self.elsewhere.take() {
+            if let Some(single_use) = single_use {
+                super::approval_anywhere::used_elsewhere(
+                    single_use,
+                    elsewhere.shared,
+                    Arc::clone(&self.confirmation_id),
+                    elsewhere.left,
+                );
+            }
             return Ok(ConfirmationEvidence {
                 id: self.confirmation_id.to_string(),
-                approved_at,
+                approved_at: elsewhere.approved_at,
             });
+        }
+        if let Some(single_use) = single_use {
+            super::approval_anywhere::used_here(single_use);
         }
         let Some(services) = self.services.upgrade() else {
             return Err(ErrorPayload::cancelled());
@@ -122,7 +142,8 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        // The single use, if held, is given back as its field drops.
+        // The single use, if held, is given back as its field drops
+        // (after the local record is: a retry waits for it).
         if self.consumed || self.elsewhere.is_some() {
             return;
         }

@@ -21,7 +21,9 @@
 //!   tool and input. A principal's input request is answerable by that
 //!   principal only. Anonymous callers together hold at most
 //!   `max_pending_confirmations_per_consumer` open confirmations; the
-//!   oldest expires when another is asked.
+//!   oldest expires when another is asked (on replicas sharing a store,
+//!   only one held by the replica asked gives way: a full share elsewhere
+//!   refuses the request, `RATE_LIMITED`, until a place frees up).
 
 use std::sync::{Arc, PoisonError};
 

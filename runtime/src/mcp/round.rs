@@ -125,7 +125,8 @@ fn digest(state: &str) -> String {
 
 impl McpSession {
     /// The round `state` names, kept by another replica in the shared
-    /// store; taken (a state answers once).
+    /// store (read, not taken: [`take_shared_round`](Self::take_shared_round)
+    /// once the answer is found to match it).
     pub(super) async fn shared_round(&self, state: &str) -> Option<PendingElicitation> {
         let (store, namespace) = self.shared.registry.shared_store()?;
         let (_, confirmation_id) = state.rsplit_once('.')?;
@@ -135,7 +136,17 @@ impl McpSession {
         if stored.state != digest(state) || stored.round.confirmation_id != confirmation_id {
             return None;
         }
-        let _ = store.remove(&key).await;
         Some(stored.round)
+    }
+
+    /// Takes the round `state` names from the shared store (a state
+    /// answers once).
+    pub(super) async fn take_shared_round(&self, state: &str) {
+        let Some((store, namespace)) = self.shared.registry.shared_store() else {
+            return;
+        };
+        if let Some((_, confirmation_id)) = state.rsplit_once('.') {
+            let _ = store.remove(&namespace.round(confirmation_id)).await;
+        }
     }
 }

@@ -191,6 +191,7 @@ impl McpSession {
             .peek(state, now)
             .cloned();
         // Asked by another replica: its round is in the shared store.
+        let shared = local.is_none();
         let pending = match local {
             Some(round) => Some(round),
             None => self.shared_round(state).await,
@@ -229,6 +230,9 @@ impl McpSession {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(state);
+        if shared {
+            self.take_shared_round(state).await;
+        }
         if pending.url_mode {
             // The answer only says whether the person opened the page.
             let call = ToolCall::new(name, pending.arguments);

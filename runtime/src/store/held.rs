@@ -1,32 +1,50 @@
 //! A claim held in the shared store by a value of this process: given back
-//! when the value is dropped, or kept until its time to live. What a
-//! confirmation's place in its principal's share and an approval's single
-//! use across replicas are made of.
+//! when the value is dropped, or settled when what it guards is done. What a confirmation's place in its principal's
+//! share and an approval's single use across replicas are made of.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Claim, Lease, SharedStore, StoreError};
 
 /// A key this process claimed in the shared store; dropped, it gives the
-/// key back (on the runtime it was claimed on: it may be dropped on a host
-/// thread outside any runtime).
+/// key back. The release runs on the runtime current where it is dropped,
+/// else on the one it was claimed on, else (outside any runtime) on a
+/// thread of its own: it may be dropped on a host thread, or after the
+/// runtime that claimed it ended.
 pub(crate) struct Held {
     /// `None` once nothing is left to give back.
     store: Option<Arc<dyn SharedStore>>,
     key: String,
     lease: Lease,
+    /// How long it was claimed for (a settlement is kept as long).
+    ttl: Duration,
     runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Held {
-    /// Claims `key` for `lease` (held for `ttl` unless given back): the
-    /// held claim, or what the store found instead (nothing is held).
+    /// Claims `key` for `lease` (held for `ttl` unless given back or
+    /// settled): the held claim, or what the store found instead (nothing
+    /// is held).
     pub(crate) async fn claim(
         store: &Arc<dyn SharedStore>,
         key: String,
         lease: Lease,
         ttl: Duration,
+    ) -> Result<Result<Held, Claim>, StoreError> {
+        Held::claim_within(store, key, lease, ttl, Duration::ZERO).await
+    }
+
+    /// [`claim`](Self::claim), and when another holds the key, waits at
+    /// most `patience` for it to be given back or settled (woken by the
+    /// store), then claims again: a key still held is [`Claim::Running`].
+    pub(crate) async fn claim_within(
+        store: &Arc<dyn SharedStore>,
+        key: String,
+        lease: Lease,
+        ttl: Duration,
+        patience: Duration,
     ) -> Result<Result<Held, Claim>, StoreError> {
         // Made before the claim is sent: a future dropped while it is in
         // flight still gives the key back.
@@ -34,21 +52,78 @@ impl Held {
             store: Some(Arc::clone(store)),
             key,
             lease,
+            ttl,
             runtime: tokio::runtime::Handle::try_current().ok(),
         };
-        match store.claim(&held.key, &held.lease, ttl).await {
-            Ok(Claim::Leader) => Ok(Ok(held)),
-            Ok(other) => {
+        let mut found = store.claim(&held.key, &held.lease, ttl).await?;
+        if found == Claim::Running && !patience.is_zero() {
+            found =
+                match crate::util::time::timeout(patience, store.wait(&held.key, &held.lease, ttl))
+                    .await
+                {
+                    Ok(found) => found?,
+                    Err(_) => Claim::Running,
+                };
+        }
+        match found {
+            Claim::Leader => Ok(Ok(held)),
+            other => {
                 held.store = None;
                 Ok(Err(other))
             }
-            Err(error) => Err(error),
         }
     }
 
-    /// Keeps the claim until its time to live: nothing is given back.
-    pub(crate) fn keep(mut self) {
-        self.store = None;
+    /// Settles the claim with `record` (kept as long as it was claimed
+    /// for): later claims find it [`Claim::Settled`]. Then `then` runs.
+    pub(crate) fn settle(
+        mut self,
+        record: &'static str,
+        then: impl Future<Output = ()> + Send + 'static,
+    ) {
+        let Some(store) = self.store.take() else {
+            return;
+        };
+        let key = std::mem::take(&mut self.key);
+        let lease = self.lease.clone();
+        let keep = self.ttl;
+        self.run(async move {
+            if let Err(error) = store.settle(&key, &lease, record, keep).await {
+                tracing::warn!(store = store.name(), %error, "a claim in the shared store was not settled: it ends with its time to live");
+            }
+            then.await;
+        });
+    }
+
+    /// Runs `work` where this value is: on the current runtime, else the
+    /// one it was claimed on, else on a thread of its own.
+    fn run(&self, work: impl Future<Output = ()> + Send + 'static) {
+        if let Ok(current) = tokio::runtime::Handle::try_current() {
+            drop(current.spawn(work));
+            return;
+        }
+        if let Some(runtime) = &self.runtime {
+            drop(runtime.spawn(work));
+            return;
+        }
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+        {
+            let spawned = std::thread::Builder::new()
+                .name("agent-surface-store".to_owned())
+                .spawn(move || {
+                    if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        runtime.block_on(work);
+                    }
+                });
+            if spawned.is_err() {
+                tracing::warn!(
+                    "a claim in the shared store was not given back: it ends with its time to live"
+                );
+            }
+        }
     }
 }
 
@@ -59,17 +134,11 @@ impl Drop for Held {
         };
         let key = std::mem::take(&mut self.key);
         let lease = self.lease.clone();
-        let release = async move {
+        self.run(async move {
             if let Err(error) = store.release(&key, &lease).await {
                 tracing::warn!(store = store.name(), %error, "a claim in the shared store was not given back: it ends with its time to live");
             }
-        };
-        match &self.runtime {
-            Some(runtime) => drop(runtime.spawn(release)),
-            None => {
-                let _ = crate::util::time::spawn(release);
-            }
-        }
+        });
     }
 }
 

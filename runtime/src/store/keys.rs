@@ -116,6 +116,12 @@ impl Namespace {
         self.key("round", &[confirmation_id])
     }
 
+    /// The key by which a replica that used another's approval tells the
+    /// holder so.
+    pub fn approval_used(&self, confirmation_id: &str) -> String {
+        self.key("cfc", &[confirmation_id])
+    }
+
     /// The key of the set of pending confirmations, every replica's.
     pub fn confirmations(&self) -> String {
         self.key("cf-open", &[])

@@ -582,6 +582,45 @@ impl ConfirmationStore {
         })
     }
 
+    /// Another replica ran a call with approval `confirmation_id` (held
+    /// here, and published): the record ends as consumed, as if used here.
+    #[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
+    pub(in crate::confirmation) fn consumed_elsewhere<S: ConfirmationServices + ?Sized>(
+        &self,
+        services: &S,
+        confirmation_id: &str,
+    ) {
+        let now = services.clock_ms();
+        let mut store = self.lock();
+        let approved = store
+            .open
+            .get(confirmation_id)
+            .is_some_and(|record| matches!(record.stage, Stage::Approved { .. }));
+        if !approved {
+            return;
+        }
+        let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
+            return;
+        };
+        let view = record.view.clone();
+        let resolution = record
+            .resolution
+            .clone()
+            .unwrap_or_else(|| Self::unanswered(&id, ConfirmationOutcome::Approved, None, now));
+        Self::end(
+            &mut store,
+            services,
+            &id,
+            record,
+            Stage::Consumed,
+            resolution,
+            now,
+        );
+        drop(store);
+        Self::audit(services, AuditKind::ConfirmationConsumed, &view, None);
+        self.notify();
+    }
+
     pub(crate) fn pending(&self) -> Vec<PendingConfirmation> {
         let store = self.lock();
         let mut pending: Vec<PendingConfirmation> = store
