@@ -100,31 +100,37 @@ impl Held {
     fn run(&self, work: impl Future<Output = ()> + Send + 'static) {
         if let Ok(current) = tokio::runtime::Handle::try_current() {
             drop(current.spawn(work));
-            return;
-        }
-        if let Some(runtime) = &self.runtime {
+        } else if let Some(runtime) = &self.runtime {
             drop(runtime.spawn(work));
-            return;
-        }
-        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-        {
-            let spawned = std::thread::Builder::new()
-                .name("agent-surface-store".to_owned())
-                .spawn(move || {
-                    if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    {
-                        runtime.block_on(work);
-                    }
-                });
-            if spawned.is_err() {
-                tracing::warn!(
-                    "a claim in the shared store was not given back: it ends with its time to live"
-                );
-            }
+        } else {
+            on_a_thread(work);
         }
     }
+}
+
+/// Runs `work` on a thread of its own, on a runtime of its own (outside
+/// any runtime; a page always has one).
+fn on_a_thread(work: impl Future<Output = ()> + Send + 'static) {
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    {
+        let spawned = std::thread::Builder::new()
+            .name("agent-surface-store".to_owned())
+            .spawn(move || {
+                if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    runtime.block_on(work);
+                }
+            });
+        if spawned.is_err() {
+            tracing::warn!(
+                "a claim in the shared store was not given back: it ends with its time to live"
+            );
+        }
+    }
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    drop(work);
 }
 
 impl Drop for Held {
