@@ -315,8 +315,8 @@ fn main() {
             ])
             .chain(["in-process", "MemoryStore", "RedisStore"].into_iter().flat_map(|store| {
                 [
-                    format!("{store}: confirmation asked (CPU: ask and redemption)"),
-                    format!("{store}: approval redeemed (on another replica with a store)"),
+                    format!("{store}: confirmation asked (CPU: the ask, the answer carried, the redemption)"),
+                    format!("{store}: approval redeemed on another replica (in-process: the same)"),
                 ]
             }));
         for (name, round) in names.zip(best) {
