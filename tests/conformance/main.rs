@@ -48,6 +48,7 @@ mod reentrancy;
 mod regressions;
 mod reliability;
 mod replicas;
+mod replicas_races;
 mod schema;
 mod settlement;
 mod signals;

@@ -42,6 +42,10 @@ struct Approved {
     /// Denied instead: the retry is told so on any replica.
     #[serde(default)]
     denied: bool,
+    /// Ended unused on its holder (`withdrawn`, `expired`): redeemable
+    /// nowhere, whoever holds its use for a moment.
+    #[serde(default)]
+    revoked: Option<String>,
 }
 
 /// What a request binds to, as canonical JSON the same on every replica
@@ -78,8 +82,20 @@ pub(crate) async fn publish(
         ConfirmationOutcome::Denied => true,
         ConfirmationOutcome::Expired | ConfirmationOutcome::Withdrawn => return,
     };
-    let left = request.expires_at_ms.saturating_sub(now_ms);
-    if left == 0 {
+    let left = Duration::from_millis(request.expires_at_ms.saturating_sub(now_ms));
+    write(shared, request, answered_at, denied, None, left).await;
+}
+
+/// Writes `request`'s published record for `left`.
+async fn write(
+    shared: &Attached,
+    request: &PendingConfirmation,
+    answered_at: &str,
+    denied: bool,
+    revoked: Option<&str>,
+    left: Duration,
+) {
+    if left.is_zero() {
         return;
     }
     let approved = Approved {
@@ -92,16 +108,13 @@ pub(crate) async fn publish(
         approved_at: answered_at.to_owned(),
         expires_at_ms: request.expires_at_ms,
         denied,
+        revoked: revoked.map(str::to_owned),
     };
     let Ok(text) = serde_json::to_string(&approved) else {
         return;
     };
     let key = shared.namespace.approval(&request.confirmation_id);
-    if let Err(error) = shared
-        .store
-        .put(&key, &text, Duration::from_millis(left))
-        .await
-    {
+    if let Err(error) = shared.store.put(&key, &text, left).await {
         tracing::warn!(store = shared.store.name(), %error, "an approval was not published to the other replicas: only this one redeems it");
     }
 }
@@ -177,19 +190,21 @@ pub(crate) fn used_elsewhere(single_use: Held, shared: Attached, id: Arc<str>, l
 }
 
 /// The holder ended `request`'s approval unused (`how`: withdrawn or
-/// expired): its use is settled so, and a retry on any replica is told so
-/// (the published approval stays until its time, naming what it bound).
-/// A call on another replica already holding its use goes on, as a call
-/// holding a reservation here would.
+/// expired), `left` before its time was up: it is marked so where it is
+/// published — every later redemption, on any replica, is refused so, even
+/// one that claims its use a moment after a call holding it let go — and
+/// its use is settled so when free. A call on another replica that claimed
+/// its use before the mark goes on, as a call holding a reservation here
+/// would.
 #[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
 pub(crate) async fn revoke(
     shared: &Attached,
     request: &PendingConfirmation,
     how: &'static str,
-    now_ms: u64,
+    left: Duration,
 ) {
+    write(shared, request, "", false, Some(how), left).await;
     let id = &request.confirmation_id;
-    let left = Duration::from_millis(request.expires_at_ms.saturating_sub(now_ms));
     let key = shared.namespace.approval_use(id);
     if let Ok(Ok(held)) = Held::claim(
         &shared.store,
@@ -200,6 +215,17 @@ pub(crate) async fn revoke(
     .await
     {
         held.settle(how, async {});
+    }
+}
+
+/// The published record of approval `id`: `Ok(None)` when there is none.
+async fn published(shared: &Attached, id: &str) -> Result<Option<Approved>, ErrorPayload> {
+    match shared.store.get(&shared.namespace.approval(id)).await {
+        Ok(text) => Ok(text.and_then(|text| serde_json::from_str::<Approved>(&text).ok())),
+        Err(error) => {
+            tracing::warn!(store = shared.store.name(), %error, "the shared store failed: the approval was not redeemed");
+            Err(ErrorPayload::store_unavailable())
+        }
     }
 }
 
@@ -216,14 +242,7 @@ pub(crate) async fn redeem_elsewhere(
     now_ms: u64,
 ) -> Result<(Held, String, Duration), ErrorPayload> {
     let invalid = ErrorPayload::confirmation_invalid;
-    let text = match shared.store.get(&shared.namespace.approval(id)).await {
-        Ok(text) => text,
-        Err(error) => {
-            tracing::warn!(store = shared.store.name(), %error, "the shared store failed: the approval was not redeemed");
-            return Err(ErrorPayload::store_unavailable());
-        }
-    };
-    let Some(approved) = text.and_then(|text| serde_json::from_str::<Approved>(&text).ok()) else {
+    let Some(approved) = published(shared, id).await? else {
         return Err(invalid(ConfirmationInvalidReason::Mismatch));
     };
     if approved.binding != binding {
@@ -232,13 +251,22 @@ pub(crate) async fn redeem_elsewhere(
     if approved.denied {
         return Err(invalid(ConfirmationInvalidReason::Denied));
     }
+    if let Some(how) = &approved.revoked {
+        return Err(ended(how));
+    }
     let left = approved.expires_at_ms.saturating_sub(now_ms);
     if left == 0 {
         return Err(invalid(ConfirmationInvalidReason::Expired));
     }
     let left = Duration::from_millis(left);
     let held = claim_use(shared, id, left).await?;
-    Ok((held, approved.approved_at, left))
+    // Revoked while the use was being claimed (a call holding it let go
+    // after its holder withdrew it): `held` gives the use back.
+    match published(shared, id).await? {
+        Some(now) if now.revoked.is_none() => Ok((held, approved.approved_at, left)),
+        Some(now) => Err(ended(now.revoked.as_deref().unwrap_or(EXPIRED))),
+        None => Err(invalid(ConfirmationInvalidReason::Expired)),
+    }
 }
 
 impl super::Binding<'_> {

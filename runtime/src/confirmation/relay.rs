@@ -280,11 +280,9 @@ async fn offer(
     // never while it applies one) once the request leaves the list.
     let mut offered: HashMap<Arc<str>, tokio_util::sync::CancellationToken> = HashMap::new();
     // Approvals published (those still open, bounded by the open list),
-    // each with the watcher of its use on another replica.
-    let mut published: HashMap<
-        Arc<str>,
-        (PendingConfirmation, tokio_util::sync::CancellationToken),
-    > = HashMap::new();
+    // each with the watcher of its use on another replica and when its
+    // time is up.
+    let mut published: HashMap<Arc<str>, Published> = HashMap::new();
     while pending.changed().await.is_ok() {
         let list = pending.borrow_and_update().clone();
         let now = services.upgrade().map_or(0, |services| services.clock_ms());
@@ -343,7 +341,10 @@ async fn offer(
             .cloned()
             .collect();
         for id in ended {
-            let Some((request, watcher)) = published.remove(&id) else {
+            let Some(Published {
+                request, watcher, ..
+            }) = published.remove(&id)
+            else {
                 continue;
             };
             watcher.cancel();
@@ -358,7 +359,8 @@ async fn offer(
                 _ => Some(super::approval_anywhere::EXPIRED),
             };
             if let Some(how) = how {
-                super::approval_anywhere::revoke(&shared, &request, how, now).await;
+                let left = Duration::from_millis(request.expires_at_ms.saturating_sub(now));
+                super::approval_anywhere::revoke(&shared, &request, how, left).await;
             }
         }
         for (request, at) in approved {
@@ -380,7 +382,16 @@ async fn offer(
                 Arc::clone(&request.confirmation_id),
                 watching.clone(),
             ));
-            published.insert(Arc::clone(&request.confirmation_id), (request, watching));
+            let left = Duration::from_millis(request.expires_at_ms.saturating_sub(now));
+            let until = crate::util::time::Instant::now().checked_add(left);
+            published.insert(
+                Arc::clone(&request.confirmation_id),
+                Published {
+                    request,
+                    watcher: watching,
+                    until,
+                },
+            );
         }
     }
     // The registry went away: its requests with it, and its approvals.
@@ -389,11 +400,23 @@ async fn offer(
         let _ = store.remove(&namespace.confirmation(&id)).await;
         let _ = store.unenroll(&namespace.confirmations(), &id).await;
     }
-    for (_, (request, watcher)) in published {
-        watcher.cancel();
-        super::approval_anywhere::revoke(&shared, &request, super::approval_anywhere::EXPIRED, 0)
-            .await;
+    for (_, published) in published {
+        published.watcher.cancel();
+        let left = published.until.map_or(Duration::ZERO, |until| {
+            until.saturating_duration_since(crate::util::time::Instant::now())
+        });
+        let expired = super::approval_anywhere::EXPIRED;
+        super::approval_anywhere::revoke(&shared, &published.request, expired, left).await;
     }
+}
+
+/// An approval this replica published.
+struct Published {
+    request: PendingConfirmation,
+    /// Stops the watcher of its use on another replica.
+    watcher: tokio_util::sync::CancellationToken,
+    /// When its time is up.
+    until: Option<crate::util::time::Instant>,
 }
 
 /// What `key` holds once it holds something (the store's failures

@@ -10,9 +10,8 @@ use super::{Claim, Lease, SharedStore, StoreError};
 
 /// A key this process claimed in the shared store; dropped, it gives the
 /// key back. The release runs on the runtime current where it is dropped,
-/// else on the one it was claimed on, else (outside any runtime) on a
-/// thread of its own: it may be dropped on a host thread, or after the
-/// runtime that claimed it ended.
+/// else (a host thread, or after the runtime that claimed it ended) on
+/// the process's one store thread.
 pub(crate) struct Held {
     /// `None` once nothing is left to give back.
     store: Option<Arc<dyn SharedStore>>,
@@ -20,7 +19,6 @@ pub(crate) struct Held {
     lease: Lease,
     /// How long it was claimed for (a settlement is kept as long).
     ttl: Duration,
-    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Held {
@@ -53,17 +51,17 @@ impl Held {
             key,
             lease,
             ttl,
-            runtime: tokio::runtime::Handle::try_current().ok(),
         };
         let mut found = store.claim(&held.key, &held.lease, ttl).await?;
         if found == Claim::Running && !patience.is_zero() {
-            found =
-                match crate::util::time::timeout(patience, store.wait(&held.key, &held.lease, ttl))
-                    .await
-                {
-                    Ok(found) => found?,
-                    Err(_) => Claim::Running,
-                };
+            let waited =
+                crate::util::time::timeout(patience, store.wait(&held.key, &held.lease, ttl)).await;
+            match waited {
+                Ok(waited) => found = waited?,
+                // Out of patience: the wait may have claimed the key as its
+                // answer was on its way, so `held` (dropped) gives it back.
+                Err(_) => return Ok(Err(Claim::Running)),
+            }
         }
         match found {
             Claim::Leader => Ok(Ok(held)),
@@ -95,35 +93,52 @@ impl Held {
         });
     }
 
-    /// Runs `work` where this value is: on the current runtime, else the
-    /// one it was claimed on, else on a thread of its own.
+    /// Runs `work` on the current runtime, else on the store thread.
     fn run(&self, work: impl Future<Output = ()> + Send + 'static) {
-        if let Ok(current) = tokio::runtime::Handle::try_current() {
-            drop(current.spawn(work));
-        } else if let Some(runtime) = &self.runtime {
-            drop(runtime.spawn(work));
-        } else {
-            on_a_thread(work);
+        match tokio::runtime::Handle::try_current() {
+            Ok(current) => drop(current.spawn(work)),
+            Err(_) => store_thread(Box::pin(work)),
         }
     }
 }
 
-/// Runs `work` on a thread of its own, on a runtime of its own (outside
-/// any runtime; a page always has one).
-fn on_a_thread(work: impl Future<Output = ()> + Send + 'static) {
+/// Work handed to the store thread.
+type Work = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Runs `work` on the process's one store thread (made on first use, with
+/// a runtime of its own), for claims let go of outside any runtime. What
+/// it is handed is bounded by the claims there are: each gives itself back
+/// once. A page has no such thread, and no store.
+fn store_thread(work: Work) {
     #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     {
-        let spawned = std::thread::Builder::new()
-            .name("agent-surface-store".to_owned())
-            .spawn(move || {
-                if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    runtime.block_on(work);
-                }
-            });
-        if spawned.is_err() {
+        use std::sync::OnceLock;
+        use tokio::sync::mpsc;
+        static THREAD: OnceLock<Option<mpsc::UnboundedSender<Work>>> = OnceLock::new();
+        let sender = THREAD.get_or_init(|| {
+            let (sender, mut receiver) = mpsc::unbounded_channel::<Work>();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            std::thread::Builder::new()
+                .name("agent-surface-store".to_owned())
+                .spawn(move || {
+                    runtime.block_on(async move {
+                        // Each piece of work is its own task: one slow
+                        // store call holds up no other.
+                        while let Some(work) = receiver.recv().await {
+                            drop(tokio::spawn(work));
+                        }
+                    });
+                })
+                .ok()?;
+            Some(sender)
+        });
+        if sender
+            .as_ref()
+            .is_none_or(|sender| sender.send(work).is_err())
+        {
             tracing::warn!(
                 "a claim in the shared store was not given back: it ends with its time to live"
             );

@@ -67,6 +67,9 @@ struct Record {
     resolution: Option<Resolution>,
     /// Withdrawn while a call held it: why, applied when the call lets go.
     withdrawn: Option<&'static str>,
+    /// Used on another replica while a call here held it: applied (ended
+    /// as consumed) when the call lets go.
+    used_elsewhere: bool,
     /// Calls waiting on it for the person ([`super::WaitGuard`]s).
     waiters: usize,
     /// The party whose share it counts against.
@@ -440,6 +443,7 @@ impl ConfirmationStore {
                 resolved,
                 resolution: None,
                 withdrawn: None,
+                used_elsewhere: false,
                 waiters: 0,
                 share,
                 slot,
@@ -583,8 +587,8 @@ impl ConfirmationStore {
     }
 
     /// Another replica ran a call with approval `confirmation_id` (held
-    /// here, and published): the record ends as consumed, as if used here.
-    #[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
+    /// here, and published): the record ends as consumed, as if used here
+    /// (once a call here holding it lets go).
     pub(in crate::confirmation) fn consumed_elsewhere<S: ConfirmationServices + ?Sized>(
         &self,
         services: &S,
@@ -592,12 +596,15 @@ impl ConfirmationStore {
     ) {
         let now = services.clock_ms();
         let mut store = self.lock();
-        let approved = store
-            .open
-            .get(confirmation_id)
-            .is_some_and(|record| matches!(record.stage, Stage::Approved { .. }));
-        if !approved {
-            return;
+        match store.open.get_mut(confirmation_id) {
+            Some(record) if matches!(record.stage, Stage::Approved { .. }) => {}
+            // A call here holds it (it will find the use taken): ended
+            // when the call lets go.
+            Some(record) if matches!(record.stage, Stage::Reserved { .. }) => {
+                record.used_elsewhere = true;
+                return;
+            }
+            _ => return,
         }
         let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
             return;

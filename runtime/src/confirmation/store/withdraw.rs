@@ -136,7 +136,12 @@ impl ConfirmationStore {
             record.stage = Stage::Approved { at_ms };
         }
         let withdrawn = record.withdrawn;
+        let used_elsewhere = record.used_elsewhere;
         drop(store);
+        if used_elsewhere {
+            self.consumed_elsewhere(services, confirmation_id);
+            return;
+        }
         match withdrawn {
             Some(reason) => {
                 self.withdraw_where(services, reason, |pending| {
