@@ -472,9 +472,9 @@ impl ConfirmationStore {
             }
             // The registry's clock may read a little behind the timer's (a
             // page's two clocks round apart): the rest, once.
-            let rest = weak
-                .upgrade()
-                .map_or(0, |services| expires_at_ms.saturating_sub(services.clock_ms()));
+            let rest = weak.upgrade().map_or(0, |services| {
+                expires_at_ms.saturating_sub(services.clock_ms())
+            });
             if rest > 0 {
                 crate::util::time::sleep(std::time::Duration::from_millis(rest)).await;
             }
