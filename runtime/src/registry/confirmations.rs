@@ -57,6 +57,11 @@ impl ConfirmationServices for Services {
     }
 
     fn shared(&self) -> Option<&crate::store::Attached> {
+        // A page is one replica of nothing: its confirmations never go
+        // through a store (and its build carries none of that code).
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        return None;
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         self.config.shared.as_ref()
     }
 }

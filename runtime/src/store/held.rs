@@ -93,24 +93,29 @@ impl Held {
         });
     }
 
-    /// Runs `work` on the current runtime, else on the store thread.
+    /// Runs `work` on the current runtime, else on the store thread. (A
+    /// page holds no claims: its registry never consults a store.)
     fn run(&self, work: impl Future<Output = ()> + Send + 'static) {
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         match tokio::runtime::Handle::try_current() {
             Ok(current) => drop(current.spawn(work)),
             Err(_) => store_thread(Box::pin(work)),
         }
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        drop(work);
     }
 }
 
 /// Work handed to the store thread.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 type Work = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Runs `work` on the process's one store thread (made on first use, with
 /// a runtime of its own), for claims let go of outside any runtime. What
 /// it is handed is bounded by the claims there are: each gives itself back
 /// once. A page has no such thread, and no store.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 fn store_thread(work: Work) {
-    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     {
         use std::sync::OnceLock;
         use tokio::sync::mpsc;
@@ -144,8 +149,6 @@ fn store_thread(work: Work) {
             );
         }
     }
-    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-    drop(work);
 }
 
 impl Drop for Held {
