@@ -572,20 +572,7 @@ impl ConfirmationStore {
         let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
             return Err(invalid(ConfirmationInvalidReason::Expired));
         };
-        let view = record.view.clone();
-        let resolution = record
-            .resolution
-            .clone()
-            .unwrap_or_else(|| Self::unanswered(&id, ConfirmationOutcome::Approved, None, at_ms));
-        Self::end(
-            &mut store,
-            services,
-            &id,
-            record,
-            Stage::Consumed,
-            resolution,
-            now,
-        );
+        let view = Self::end_used(&mut store, services, &id, record, at_ms, now);
         drop(store);
         Self::audit(services, AuditKind::ConfirmationConsumed, &view, None);
         Ok(ConfirmationEvidence {
@@ -617,23 +604,37 @@ impl ConfirmationStore {
         let Some((id, record)) = store.open.remove_entry(confirmation_id) else {
             return;
         };
+        let view = Self::end_used(&mut store, services, &id, record, now, now);
+        drop(store);
+        Self::audit(services, AuditKind::ConfirmationConsumed, &view, None);
+        self.notify();
+    }
+
+    /// Ends `record` (approved at `approved_ms`) as used, here or on another
+    /// replica, under the store's lock; what to audit once it is released
+    /// (the audit sink is host code).
+    fn end_used<S: ConfirmationServices + ?Sized>(
+        store: &mut Store,
+        services: &S,
+        id: &Arc<str>,
+        record: Record,
+        approved_ms: u64,
+        now: u64,
+    ) -> PendingConfirmation {
         let view = record.view.clone();
-        let resolution = record
-            .resolution
-            .clone()
-            .unwrap_or_else(|| Self::unanswered(&id, ConfirmationOutcome::Approved, None, now));
+        let resolution = record.resolution.clone().unwrap_or_else(|| {
+            Self::unanswered(id, ConfirmationOutcome::Approved, None, approved_ms)
+        });
         Self::end(
-            &mut store,
+            store,
             services,
-            &id,
+            id,
             record,
             Stage::Consumed,
             resolution,
             now,
         );
-        drop(store);
-        Self::audit(services, AuditKind::ConfirmationConsumed, &view, None);
-        self.notify();
+        view
     }
 
     pub(crate) fn pending(&self) -> Vec<PendingConfirmation> {
