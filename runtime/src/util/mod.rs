@@ -9,4 +9,5 @@ pub(crate) mod listeners;
 pub(crate) mod lru;
 pub(crate) mod millis;
 pub(crate) mod nesting;
+pub(crate) mod span;
 pub(crate) mod time;

@@ -288,7 +288,8 @@ impl InFlight<'_> {
     /// Phases 2–10. Borrowed, not owned: the call lives once, in its
     /// caller's future, and settles by drop from there if it is dropped.
     pub(super) async fn run(&mut self) -> InvocationResult {
-        let span = tracing::debug_span!(
+        let span = crate::util::span::wanted_span!(
+            tracing::Level::DEBUG,
             "agent_surface.invoke",
             capability = %self.requested_id(),
             invocation = %self.invocation_id,

@@ -1,0 +1,22 @@
+//! Spans that cost nothing when nobody collects them.
+//!
+//! A disabled `tracing` span is cheap, except when `tracing`'s `log`
+//! feature is on (axum's default features turn it on, through tower): then,
+//! until a `tracing` subscriber is set, every disabled span still records
+//! its fields and each enter and exit for the `log` crate, a few hundred
+//! instructions per call of the pipeline. The pipeline's spans are for
+//! `tracing` subscribers, so without one they are not made at all.
+
+/// `tracing::span!`, or `Span::none()` when no `tracing` dispatcher has
+/// been set (globally or in scope).
+macro_rules! wanted_span {
+    ($($span:tt)*) => {
+        if ::tracing::dispatcher::has_been_set() {
+            ::tracing::span!($($span)*)
+        } else {
+            ::tracing::Span::none()
+        }
+    };
+}
+
+pub(crate) use wanted_span;
