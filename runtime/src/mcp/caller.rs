@@ -173,10 +173,7 @@ impl McpSession {
             out.push('-');
         }
         match id {
-            RequestId::Number(number) => {
-                use std::fmt::Write as _;
-                let _ = write!(out, "{number}");
-            }
+            RequestId::Number(number) => out.push_str(itoa::Buffer::new().format(*number)),
             RequestId::String(text) => out.push_str(text),
         }
         Some(out)

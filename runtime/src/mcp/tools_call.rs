@@ -51,7 +51,8 @@ impl McpSession {
             ));
         };
         let cancel = context.ct.clone();
-        let name = request.name.to_string();
+        // Taken, not copied: nothing below reads the request's name.
+        let name = std::mem::take(&mut request.name).into_owned();
         // Taken, not copied: nothing below reads the request's arguments.
         let arguments = Value::Object(request.arguments.take().unwrap_or_default());
         let invocation_id = match meta_str(&request, &context, INVOCATION_META) {
@@ -99,7 +100,7 @@ impl McpSession {
             .begin(acting.view.clone(), acting.caller == Caller::Anonymous);
         let toolset = acting.view.toolset().clone();
         let call = ToolCall::new(name, arguments).invocation_id(invocation_id);
-        let result = if toolset.tool(call.name()).is_none() {
+        let result = if !toolset.has_tool(call.name()) {
             // Not in this consumer's tools: a stale name runs as its tool
             // would (its evidence, then the confirmation below); anything
             // else is not a tool at all.

@@ -310,7 +310,7 @@ impl PageAgent {
                 let _busy = session.activity.begin(Arc::clone(&session.view), false);
                 let toolset = session.view.toolset();
                 let call = ToolCall::new(name.clone(), arguments);
-                if toolset.tool(&name).is_some() {
+                if toolset.has_tool(&name) {
                     call.run(toolset, None, cancel).await
                 } else {
                     match call.run_stale(toolset, None, cancel).await {

@@ -197,6 +197,13 @@ impl Toolset {
         self.catalog().find(name).cloned()
     }
 
+    /// Whether the catalog the model last saw has a tool named `name` (no
+    /// rebuild, nothing copied): [`tool`](Self::tool)`(name).is_some()`
+    /// without the copy.
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.catalog().find(name).is_some()
+    }
+
     /// The tool of a given capability (and instance, when several are
     /// live) in the catalog the model last saw: how a host maps a
     /// capability id to a wire name without guessing.
@@ -373,7 +380,7 @@ impl Toolset {
                 let mut request = Invocation::new(target.capability_id)
                     .instance(target.instance_id)
                     .registration(target.registration_id)
-                    .surface_version(target.surface_version.to_string())
+                    .surface_version(itoa::Buffer::new().format(target.surface_version))
                     .input(input);
                 request.invocation_id = tool_call_id.map(str::to_owned);
                 shared

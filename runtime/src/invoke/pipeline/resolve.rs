@@ -352,7 +352,7 @@ impl InFlight<'_> {
     fn check_version_hint(&self, target: &Target) -> Result<(), ErrorPayload> {
         if let Some(hint) = self.request.surface_version.as_deref()
             && target.subject.capability().effect().enforces_version_hint()
-            && hint != self.services.version().to_string()
+            && hint != itoa::Buffer::new().format(self.services.version())
         {
             if let Some(confirmation_id) = self.request.confirmation_id.as_deref()
                 && self.services.confirmations().is_approved_for(
