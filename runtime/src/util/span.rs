@@ -7,12 +7,12 @@
 //! instructions per call of the pipeline. The pipeline's spans are for
 //! `tracing` subscribers, so without one they are not made at all.
 
-/// `tracing::span!`, or `Span::none()` when no `tracing` dispatcher has
-/// been set (globally or in scope).
+/// `tracing::span!`, or `Span::none()` when no `tracing` subscriber wants
+/// spans of its level (none is set: the max level is then `OFF`).
 macro_rules! wanted_span {
-    ($($span:tt)*) => {
-        if ::tracing::dispatcher::has_been_set() {
-            ::tracing::span!($($span)*)
+    ($level:expr, $($span:tt)*) => {
+        if ::tracing::level_filters::LevelFilter::current() >= $level {
+            ::tracing::span!($level, $($span)*)
         } else {
             ::tracing::Span::none()
         }
