@@ -218,9 +218,11 @@ fn invoke(c: &mut Criterion) {
             async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
         });
     });
+    // As the reference calls it: with an invocation id of its own.
     c.bench_function("observation invoke", |b| {
         b.to_async(&runtime).iter(|| {
-            let request = read_state();
+            n += 1;
+            let request = read_state().invocation_id(fixture::tool_call_id(n));
             let registry = &registry;
             async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
         });
@@ -232,9 +234,11 @@ fn invoke(c: &mut Criterion) {
         .host_context(|| HostContext::new().with("user", json!({"name": "bench"})))
         .build();
     let _guarded = mounted(&guarded, 10);
+    // With an invocation id, as the reference's case.
     c.bench_function("action invoke + authenticated + rate_limit", |b| {
         b.to_async(&runtime).iter(|| {
-            let request = poke();
+            n += 1;
+            let request = poke().invocation_id(fixture::tool_call_id(n));
             let registry = &guarded;
             async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
         });

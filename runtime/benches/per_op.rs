@@ -125,14 +125,16 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 /// The cases, by name: each runs one operation per call.
-const CASES: [&str; 14] = [
+const CASES: [&str; 16] = [
     "create-registry",
     "register-unregister-1000",
     "snapshot-100",
     "action",
     "action-deduplicated",
     "observation",
+    "observation-deduplicated",
     "action-two-policies",
+    "action-two-policies-deduplicated",
     "invoke-hidden",
     "procedure",
     "direct-tools-40",
@@ -295,9 +297,11 @@ impl Fixture {
             "action"
             | "action-deduplicated"
             | "observation"
+            | "observation-deduplicated"
             | "action-two-policies"
+            | "action-two-policies-deduplicated"
             | "invoke-hidden" => {
-                let registry = if case == "action-two-policies" {
+                let registry = if case.starts_with("action-two-policies") {
                     &self.guarded
                 } else {
                     &self.plain
@@ -307,6 +311,14 @@ impl Fixture {
                     for _ in 0..n {
                         let request = match case {
                             "observation" => read_state(),
+                            "observation-deduplicated" => {
+                                *calls += 1;
+                                read_state().invocation_id(fixture::tool_call_id(*calls))
+                            }
+                            "action-two-policies-deduplicated" => {
+                                *calls += 1;
+                                poke().invocation_id(fixture::tool_call_id(*calls))
+                            }
                             "invoke-hidden" => Invocation::new("view:bench.ghost.readState"),
                             "action-deduplicated" => {
                                 *calls += 1;
