@@ -278,15 +278,9 @@ impl Fixture {
         match case {
             "create-registry" => (0..n).for_each(|_| drop(black_box(Registry::builder().build()))),
             "register-unregister-1000" => {
-                let registry = Registry::builder().build();
-                for _ in 0..n {
-                    let handles: Vec<Mounted> = self
-                        .instances
-                        .iter()
-                        .map(|id| registry.mount_instance(Arc::new(Widget), id).unwrap())
-                        .collect();
-                    drop(black_box(handles));
-                }
+                // As `core` and the reference: a registry of its own each
+                // round, created and dropped with its mounts.
+                (0..n).for_each(|_| fixture::register_unregister(&self.instances));
             }
             "snapshot-100" => {
                 let options = SnapshotOptions::default();
