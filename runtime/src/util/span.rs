@@ -19,4 +19,12 @@ macro_rules! wanted_span {
     };
 }
 
-pub(crate) use wanted_span;
+/// The span of one pipeline phase (`phase`, its number and name), at
+/// `TRACE`: made only when a subscriber wants it.
+macro_rules! phase_span {
+    ($n:literal, $name:literal) => {
+        $crate::util::span::wanted_span!(::tracing::Level::TRACE, "phase", n = $n, name = $name)
+    };
+}
+
+pub(crate) use {phase_span, wanted_span};

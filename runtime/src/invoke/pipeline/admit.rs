@@ -34,13 +34,7 @@ impl InFlight<'_> {
         registration: &Arc<Registration>,
         subject: &Subject,
     ) -> Result<Contained<Arc<dyn Component>>, ErrorPayload> {
-        let _phase = crate::util::span::wanted_span!(
-            tracing::Level::TRACE,
-            "phase",
-            n = 3,
-            name = "availability"
-        )
-        .entered();
+        let _phase = crate::util::span::phase_span!(3, "availability").entered();
         let Some(component) = registration.component() else {
             return Err(ErrorPayload::unmounted(
                 crate::error::UnmountedPhase::Resolve,
@@ -89,14 +83,8 @@ impl InFlight<'_> {
             return Ok(());
         }
         let ctx = self.policy_context(registration, capability, host);
-        let onion = AssertUnwindFuture(policy::run_authorize(&chain.authorize, &ctx)).instrument(
-            crate::util::span::wanted_span!(
-                tracing::Level::TRACE,
-                "phase",
-                n = 4,
-                name = "authorize"
-            ),
-        );
+        let onion = AssertUnwindFuture(policy::run_authorize(&chain.authorize, &ctx))
+            .instrument(crate::util::span::phase_span!(4, "authorize"));
         match self.unless_cancelled(registration, onion).await? {
             Ok(result) => result,
             Err(panic) => {
@@ -113,13 +101,7 @@ impl InFlight<'_> {
         subject: &Subject,
         input: Option<Value>,
     ) -> Result<(Value, Option<TypedInput>), ErrorPayload> {
-        let _phase = crate::util::span::wanted_span!(
-            tracing::Level::TRACE,
-            "phase",
-            n = 5,
-            name = "effective input"
-        )
-        .entered();
+        let _phase = crate::util::span::phase_span!(5, "effective input").entered();
         let input = input.unwrap_or(Value::Null);
         let capability = match subject {
             Subject::Domain(reference) => return Ok((reference.effective_input(input)?, None)),
@@ -184,14 +166,8 @@ impl InFlight<'_> {
         {
             let policy_ctx = self.policy_context(registration, capability, host);
             let ctx = InvokeContext::new(&policy_ctx, &self.invocation_id, effective);
-            let outcome = AssertUnwindFuture(policy::run_invoke(&chain.invoke, &ctx)).instrument(
-                crate::util::span::wanted_span!(
-                    tracing::Level::TRACE,
-                    "phase",
-                    n = 6,
-                    name = "invoke policies"
-                ),
-            );
+            let outcome = AssertUnwindFuture(policy::run_invoke(&chain.invoke, &ctx))
+                .instrument(crate::util::span::phase_span!(6, "invoke policies"));
             let outcome = self.unless_cancelled(registration, outcome).await?;
             match outcome {
                 Ok(Ok(())) => {}
@@ -270,13 +246,7 @@ impl InFlight<'_> {
         typed: Option<&TypedInput>,
         read: &ReadContext,
     ) -> Result<(), ErrorPayload> {
-        let _phase = crate::util::span::wanted_span!(
-            tracing::Level::TRACE,
-            "phase",
-            n = 7,
-            name = "precondition"
-        )
-        .entered();
+        let _phase = crate::util::span::phase_span!(7, "precondition").entered();
         let (true, Some(typed)) = (capability.has_precondition(), typed) else {
             return Ok(());
         };

@@ -45,13 +45,7 @@ impl InFlight<'_> {
     /// Phase 2: capability id (+ instance) → a live registration this
     /// consumer may see; staleness.
     pub(super) fn resolve(&self, host: &HostContext) -> Result<Target, ErrorPayload> {
-        let _phase = crate::util::span::wanted_span!(
-            tracing::Level::TRACE,
-            "phase",
-            n = 2,
-            name = "resolve"
-        )
-        .entered();
+        let _phase = crate::util::span::phase_span!(2, "resolve").entered();
         // An id outside the grammar names nothing that could be mounted.
         let Some(parsed) = self.parsed else {
             return Err(ErrorPayload::not_found());
