@@ -29,7 +29,6 @@ mod fixture;
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 mod page {
     use std::hint::black_box;
-    use std::sync::Arc;
     use std::time::Duration;
 
     use agent_surface::prelude::*;
@@ -38,7 +37,7 @@ mod page {
     use wasm_bindgen_futures::JsFuture;
     use wasm_bindgen_test::{Criterion, wasm_bindgen_bench, wasm_bindgen_test_configure};
 
-    use super::fixture::{Widget, mounted, poke, read_state, tool_call_id};
+    use super::fixture::{self, mounted, poke, read_state, tool_call_id};
 
     wasm_bindgen_test_configure!(run_in_browser);
 
@@ -63,15 +62,9 @@ mod page {
     fn register_unregister(c: &mut Criterion, count: usize) {
         brief(c);
         let instances: Vec<String> = (0..count).map(|n| format!("w{n}")).collect();
-        let registry = Registry::builder().build();
+        // As the reference's case: a registry of its own each round.
         c.bench_function(&format!("register + unregister {count}"), |b| {
-            b.iter(|| {
-                let handles: Vec<Mounted> = instances
-                    .iter()
-                    .map(|id| registry.mount_instance(Arc::new(Widget), id).unwrap())
-                    .collect();
-                drop(black_box(handles));
-            });
+            b.iter(|| fixture::register_unregister(&instances));
         });
     }
 
@@ -102,17 +95,17 @@ mod page {
         let registry = Registry::builder().build();
         let _handles = mounted(&registry, 10);
         let observed = registry.clone();
+        let mut n = 0u64;
+        // With an invocation id, as the reference calls it.
         c.bench_async_function("observation invoke", move |b| {
             let registry = observed.clone();
+            n += 1_000_000;
+            let mut k = n;
             Box::pin(b.iter_future(move || {
+                k += 1;
                 let registry = registry.clone();
-                async move {
-                    black_box(
-                        registry
-                            .invoke(read_state(), InvokeOptions::default())
-                            .await,
-                    )
-                }
+                let request = read_state().invocation_id(tool_call_id(k));
+                async move { black_box(registry.invoke(request, InvokeOptions::default()).await) }
             }))
         })
         .await;
