@@ -128,17 +128,31 @@ async fn as_confirm_003_an_approval_withdrawn_while_another_replicas_call_holds_
     );
 }
 
-/// A store delaying its claims of approvals' uses while `slow` is set
-/// (a network round trip, as Redis has).
-struct Slow {
+/// A store answering late, as one over a network does: claims of
+/// approvals' uses wait `claim_delay` first while `slow` is set (a round
+/// trip, as Redis has), and every `wait` answers `wait_delay` after it was
+/// granted (the grant won at the server, its reply still in flight).
+struct Delaying {
     inner: Arc<dyn SharedStore>,
     slow: std::sync::atomic::AtomicBool,
-    delay: Duration,
+    claim_delay: Duration,
+    wait_delay: Duration,
 }
 
-impl SharedStore for Slow {
+impl Delaying {
+    fn new(inner: &Arc<dyn SharedStore>) -> Delaying {
+        Delaying {
+            inner: Arc::clone(inner),
+            slow: false.into(),
+            claim_delay: Duration::ZERO,
+            wait_delay: Duration::ZERO,
+        }
+    }
+}
+
+impl SharedStore for Delaying {
     fn name(&self) -> &str {
-        "slow"
+        "delaying"
     }
     fn claim<'a>(
         &'a self,
@@ -148,7 +162,7 @@ impl SharedStore for Slow {
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
             if key.contains(":cfu:") && self.slow.load(std::sync::atomic::Ordering::SeqCst) {
-                tokio::time::sleep(self.delay).await;
+                tokio::time::sleep(self.claim_delay).await;
             }
             self.inner.claim(key, lease, ttl).await
         })
@@ -159,7 +173,11 @@ impl SharedStore for Slow {
         lease: &'a Lease,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        self.inner.wait(key, lease, ttl)
+        Box::pin(async move {
+            let found = self.inner.wait(key, lease, ttl).await;
+            tokio::time::sleep(self.wait_delay).await;
+            found
+        })
     }
     fn settle<'a>(
         &'a self,
@@ -255,13 +273,11 @@ impl SharedStore for Slow {
 /// audited once, its principal's place freed.
 #[tokio::test(start_paused = true)]
 async fn as_confirm_005_an_approval_used_elsewhere_while_its_holder_holds_it_still_ends_there() {
-    let race = true;
     use agent_surface::audit::AuditKind;
     let memory: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());
-    let slow = Arc::new(Slow {
-        inner: Arc::clone(&memory),
-        slow: false.into(),
-        delay: Duration::from_millis(200),
+    let slow = Arc::new(Delaying {
+        claim_delay: Duration::from_millis(200),
+        ..Delaying::new(&memory)
     });
     let slow_dyn: Arc<dyn SharedStore> = slow.clone();
     let limits =
@@ -271,31 +287,25 @@ async fn as_confirm_005_an_approval_used_elsewhere_while_its_holder_holds_it_sti
     let id = crate::fixtures::confirmation_id(&call_as(&a.0, "alice", guarded()).await);
     a.0.confirmations().approve_id(&id).unwrap();
     relayed().await;
-    slow.slow.store(race, std::sync::atomic::Ordering::SeqCst);
+    slow.slow.store(true, std::sync::atomic::Ordering::SeqCst);
     // The agent's retry on the holder: reserved, its claim in flight.
-    let on_a = if race {
+    let on_a = {
         let r = a.0.clone();
         let id = id.clone();
-        Some(tokio::spawn(async move {
-            call_as(&r, "alice", guarded().confirmation(&id)).await
-        }))
-    } else {
-        None
+        tokio::spawn(async move { call_as(&r, "alice", guarded().confirmation(&id)).await })
     };
     relayed().await;
     // Its twin on B runs meanwhile.
     let on_b = call_as(&b.0, "alice", guarded().confirmation(&id)).await;
     assert!(on_b.is_ok(), "{on_b:?}");
     relayed().await;
-    if let Some(on_a) = on_a {
-        let on_a = on_a.await.unwrap();
-        assert_eq!(
-            code(&on_a),
-            Some(ErrorCode::ConfirmationInvalid),
-            "{on_a:?}"
-        );
-        assert_eq!(reason(&on_a), Some(json!("consumed")));
-    }
+    let on_a = on_a.await.unwrap();
+    assert_eq!(
+        code(&on_a),
+        Some(ErrorCode::ConfirmationInvalid),
+        "{on_a:?}"
+    );
+    assert_eq!(reason(&on_a), Some(json!("consumed")));
     slow.slow.store(false, std::sync::atomic::Ordering::SeqCst);
     relayed().await;
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -425,129 +435,16 @@ async fn as_confirm_003_an_approval_withdrawn_while_its_holder_holds_it_runs_now
     assert_eq!(probe_b.runs(), 0);
 }
 
-/// A store whose `wait` answers late (the claim won at the server, its
-/// reply still in flight when the caller's patience ends).
-struct LateWait(Arc<dyn SharedStore>);
-
-impl SharedStore for LateWait {
-    fn name(&self) -> &str {
-        "late"
-    }
-    fn claim<'a>(
-        &'a self,
-        key: &'a str,
-        lease: &'a Lease,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        self.0.claim(key, lease, ttl)
-    }
-    fn wait<'a>(
-        &'a self,
-        key: &'a str,
-        lease: &'a Lease,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(async move {
-            let found = self.0.wait(key, lease, ttl).await;
-            tokio::time::sleep(Duration::from_secs(3)).await;
-            found
-        })
-    }
-    fn settle<'a>(
-        &'a self,
-        key: &'a str,
-        lease: &'a Lease,
-        record: &'a str,
-        keep: Duration,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.0.settle(key, lease, record, keep)
-    }
-    fn release<'a>(
-        &'a self,
-        key: &'a str,
-        lease: &'a Lease,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.release(key, lease)
-    }
-    fn take<'a>(
-        &'a self,
-        key: &'a str,
-        limit: u32,
-        window: Duration,
-    ) -> BoxFuture<'a, Result<Taken, StoreError>> {
-        self.0.take(key, limit, window)
-    }
-    fn append<'a>(
-        &'a self,
-        key: &'a str,
-        record: &'a str,
-        keep: usize,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.append(key, record, keep)
-    }
-    fn records<'a>(
-        &'a self,
-        key: &'a str,
-        count: usize,
-    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
-        self.0.records(key, count)
-    }
-    fn put<'a>(
-        &'a self,
-        key: &'a str,
-        value: &'a str,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.put(key, value, ttl)
-    }
-    fn put_new<'a>(
-        &'a self,
-        key: &'a str,
-        value: &'a str,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.0.put_new(key, value, ttl)
-    }
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
-        self.0.get(key)
-    }
-    fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.remove(key)
-    }
-    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<String, StoreError>> {
-        self.0.watch(key)
-    }
-    fn enroll<'a>(
-        &'a self,
-        key: &'a str,
-        member: &'a str,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.enroll(key, member, ttl)
-    }
-    fn unenroll<'a>(
-        &'a self,
-        key: &'a str,
-        member: &'a str,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.unenroll(key, member)
-    }
-    fn members<'a>(
-        &'a self,
-        key: &'a str,
-        count: usize,
-    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
-        self.0.members(key, count)
-    }
-}
-
 /// A redemption's patience ends while the store's `wait` had already
 /// granted it the approval's use (its answer still on the way): the use is
 /// given back, so the approval still runs, once, on the next retry.
 #[tokio::test(start_paused = true)]
 async fn as_confirm_003_a_redemption_whose_wait_ran_out_as_it_was_granted_gives_the_use_back() {
     let memory: Arc<dyn SharedStore> = Arc::new(MemoryStore::new());
-    let late: Arc<dyn SharedStore> = Arc::new(LateWait(Arc::clone(&memory)));
+    let late: Arc<dyn SharedStore> = Arc::new(Delaying {
+        wait_delay: Duration::from_secs(3),
+        ..Delaying::new(&memory)
+    });
     let a = on(&memory, agent_surface::registry::Limits::default(), 1)
         .pop()
         .unwrap();
