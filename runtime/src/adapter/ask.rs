@@ -185,7 +185,7 @@ impl ToolCall {
         let missing = result
             .error()
             .is_some_and(|error| error.code() == ErrorCode::CapabilityNotFound)
-            && toolset.shared.catalog().find(&self.name).is_none();
+            && !toolset.has_tool(&self.name);
         if missing
             && let Some(stale) = Box::pin(self.run_stale(toolset, confirmation_id, cancel)).await
         {

@@ -116,38 +116,36 @@ type Work = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 /// once. A page has no such thread, and no store.
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 fn store_thread(work: Work) {
+    use std::sync::OnceLock;
+    use tokio::sync::mpsc;
+    static THREAD: OnceLock<Option<mpsc::UnboundedSender<Work>>> = OnceLock::new();
+    let sender = THREAD.get_or_init(|| {
+        let (sender, mut receiver) = mpsc::unbounded_channel::<Work>();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        std::thread::Builder::new()
+            .name("agent-surface-store".to_owned())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    // Each piece of work is its own task: one slow
+                    // store call holds up no other.
+                    while let Some(work) = receiver.recv().await {
+                        drop(tokio::spawn(work));
+                    }
+                });
+            })
+            .ok()?;
+        Some(sender)
+    });
+    if sender
+        .as_ref()
+        .is_none_or(|sender| sender.send(work).is_err())
     {
-        use std::sync::OnceLock;
-        use tokio::sync::mpsc;
-        static THREAD: OnceLock<Option<mpsc::UnboundedSender<Work>>> = OnceLock::new();
-        let sender = THREAD.get_or_init(|| {
-            let (sender, mut receiver) = mpsc::unbounded_channel::<Work>();
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .ok()?;
-            std::thread::Builder::new()
-                .name("agent-surface-store".to_owned())
-                .spawn(move || {
-                    runtime.block_on(async move {
-                        // Each piece of work is its own task: one slow
-                        // store call holds up no other.
-                        while let Some(work) = receiver.recv().await {
-                            drop(tokio::spawn(work));
-                        }
-                    });
-                })
-                .ok()?;
-            Some(sender)
-        });
-        if sender
-            .as_ref()
-            .is_none_or(|sender| sender.send(work).is_err())
-        {
-            tracing::warn!(
-                "a claim in the shared store was not given back: it ends with its time to live"
-            );
-        }
+        tracing::warn!(
+            "a claim in the shared store was not given back: it ends with its time to live"
+        );
     }
 }
 
