@@ -398,7 +398,8 @@ impl<'a> Component<'a> {
         self.methods
             .iter()
             .copied()
-            .find(|method| method.sig.ident == *ident)
+            // `r#ready` and `ready` are one identifier to Rust.
+            .find(|method| method.sig.ident.unraw() == ident.unraw())
     }
 
     /// The Rust type's name, for diagnostics.
@@ -480,9 +481,9 @@ impl<'a> Capability<'a> {
                 "a method is either one observation or one action; remove this attribute",
             );
         }
-        let (label, allowed) = match kind {
-            Kind::Observation => ("#[observation]", OBSERVATION_KEYS),
-            _ => ("#[action]", ACTION_KEYS),
+        let (name, allowed) = match kind {
+            Kind::Observation => ("observation", OBSERVATION_KEYS),
+            _ => ("action", ACTION_KEYS),
         };
         let args = match &attr.meta {
             syn::Meta::Path(_) => Vec::new(),
@@ -490,7 +491,7 @@ impl<'a> Capability<'a> {
             syn::Meta::NameValue(value) => {
                 cx.error_spanned_by(
                     value,
-                    format!("write `{label}` or `{label}(key = value, …)`"),
+                    format!("write `#[{name}]` or `#[{name}(key = value, …)]`"),
                 );
                 Vec::new()
             }
@@ -498,6 +499,10 @@ impl<'a> Capability<'a> {
         let args = match kind {
             Kind::Observation => without_action_only_keys(cx, args),
             _ => args,
+        };
+        let label = match kind {
+            Kind::Observation => "#[observation]",
+            _ => "#[action]",
         };
         let mut set = ArgSet::new(cx, label, allowed, args);
         let rust_name = method.sig.ident.unraw().to_string();

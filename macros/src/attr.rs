@@ -126,13 +126,22 @@ impl Parse for Arg {
 }
 
 /// Splits `tokens` at top-level commas (outside groups and `<…>`).
-fn split_commas(tokens: TokenStream) -> Vec<TokenStream> {
+fn split_commas(tokens: TokenStream, errors: &mut Vec<syn::Error>) -> Vec<TokenStream> {
     let mut chunks = Vec::new();
     let mut current = TokenStream::new();
     let mut angle_depth = 0usize;
     for tree in tokens {
         if let TokenTree::Punct(punct) = &tree {
             match punct.as_char() {
+                // Nothing before this comma (`a,, b`, `(, a)`): an empty
+                // argument, reported at the comma.
+                ',' if angle_depth == 0 && current.is_empty() => {
+                    errors.push(syn::Error::new(
+                        punct.span(),
+                        "an empty argument: remove this `,`",
+                    ));
+                    continue;
+                }
                 ',' if angle_depth == 0 => {
                     chunks.push(std::mem::take(&mut current));
                     continue;
@@ -154,7 +163,7 @@ fn split_commas(tokens: TokenStream) -> Vec<TokenStream> {
 /// `Broken` argument under its key (when the key can be read).
 fn args_of(tokens: TokenStream, errors: &mut Vec<syn::Error>) -> Vec<Arg> {
     let mut args = Vec::new();
-    for chunk in split_commas(tokens) {
+    for chunk in split_commas(tokens, errors) {
         let keys = keys_in(&chunk);
         let parser = |input: ParseStream<'_>| {
             let arg = Arg::parse(input)?;
@@ -391,10 +400,16 @@ impl<'c> ArgSet<'c> {
     pub(crate) fn int(&mut self, key: &str) -> Option<(i32, Span)> {
         let arg = self.take(key)?;
         let parsed = match &arg.value {
-            ArgValue::Lit(Lit::Int(lit)) => lit.base10_parse::<i32>().ok().map(|n| (n, lit.span())),
-            ArgValue::Negative(Lit::Int(lit), span) => {
-                lit.base10_parse::<i32>().ok().map(|n| (-n, *span))
+            // Unsuffixed: `5u8` is no `i32` literal.
+            ArgValue::Lit(Lit::Int(lit)) if lit.suffix().is_empty() => {
+                lit.base10_parse::<i32>().ok().map(|n| (n, lit.span()))
             }
+            // The magnitude read wider: `-2147483648` is `i32::MIN`.
+            ArgValue::Negative(Lit::Int(lit), span) if lit.suffix().is_empty() => lit
+                .base10_parse::<i64>()
+                .ok()
+                .and_then(|n| i32::try_from(-n).ok())
+                .map(|n| (n, *span)),
             _ => None,
         };
         if parsed.is_none() {
@@ -409,7 +424,11 @@ impl<'c> ArgSet<'c> {
         match &arg.value {
             ArgValue::Ident(ident) => Some(ident.clone()),
             ArgValue::Lit(Lit::Str(lit)) => match lit.parse_with(Ident::parse_any) {
-                Ok(ident) => Some(Ident::new(&ident.to_string(), lit.span())),
+                // `"r#type"` names the method `r#type`, at the string.
+                Ok(mut ident) => {
+                    ident.set_span(lit.span());
+                    Some(ident)
+                }
                 Err(_) => {
                     self.mismatch(&arg, "the name of a method of this impl block");
                     None
@@ -541,6 +560,29 @@ fn json_string(text: &str) -> String {
     out
 }
 
+/// A numeric literal as JSON text: `None` when JSON (as `serde_json`
+/// reads it) has no such number.
+fn json_number(value: &ArgValue) -> Option<String> {
+    let (lit, negative) = match value {
+        ArgValue::Lit(lit) => (lit, false),
+        ArgValue::Negative(lit, _) => (lit, true),
+        _ => return None,
+    };
+    match lit {
+        Lit::Int(lit) => {
+            let magnitude = i128::from(lit.base10_parse::<u64>().ok()?);
+            let n = if negative { -magnitude } else { magnitude };
+            (n >= i128::from(i64::MIN)).then(|| n.to_string())
+        }
+        Lit::Float(lit) => {
+            let magnitude = lit.base10_parse::<f64>().ok()?;
+            let x = if negative { -magnitude } else { magnitude };
+            x.is_finite().then(|| x.to_string())
+        }
+        _ => None,
+    }
+}
+
 /// Turns `meta(key = literal, ...)` into a JSON object text.
 ///
 /// Values may be strings, integers, floats and booleans; keys identifiers or
@@ -559,11 +601,22 @@ pub(crate) fn json_object(cx: &Ctxt, attribute: &str, args: &[Arg]) -> String {
         seen.push(&arg.key);
         let value = match &arg.value {
             ArgValue::Lit(Lit::Str(lit)) => json_string(&lit.value()),
-            ArgValue::Lit(Lit::Int(lit)) => lit.base10_digits().to_owned(),
-            ArgValue::Lit(Lit::Float(lit)) => lit.base10_digits().to_owned(),
             ArgValue::Lit(Lit::Bool(lit)) => lit.value.to_string(),
-            ArgValue::Negative(Lit::Int(lit), _) => format!("-{}", lit.base10_digits()),
-            ArgValue::Negative(Lit::Float(lit), _) => format!("-{}", lit.base10_digits()),
+            // Numbers are written as JSON reads them back: integers within
+            // 64 bits, floats finite (`1.` is `1`, `1e999` no number).
+            ArgValue::Lit(Lit::Int(_) | Lit::Float(_))
+            | ArgValue::Negative(Lit::Int(_) | Lit::Float(_), _) => match json_number(&arg.value) {
+                Some(number) => number,
+                None => {
+                    cx.error_at(
+                            arg.value.span(arg.key_span),
+                            format!(
+                                "this number has no JSON form in `{attribute}`: integers fit in 64 bits, floats are finite"
+                            ),
+                        );
+                    continue;
+                }
+            },
             ArgValue::Flag => "true".to_owned(),
             _ => {
                 cx.error_at(

@@ -65,9 +65,12 @@ pub(crate) fn wrapped(attrs: &[Attribute], is_helper: impl Fn(&Attribute) -> boo
             continue;
         };
         for meta in metas {
-            let helper: Attribute = syn::parse_quote!(#[#meta]);
+            // Spanned at the helper as written inside the `cfg_attr`, so
+            // an error about it points there, not at the macro's call.
+            let span = syn::spanned::Spanned::span(&meta);
+            let helper: Attribute = syn::parse_quote_spanned!(span=> #[#meta]);
             if is_helper(&helper) {
-                let gate: Attribute = syn::parse_quote!(#[cfg(#predicate)]);
+                let gate: Attribute = syn::parse_quote_spanned!(span=> #[cfg(#predicate)]);
                 out.push(Wrapped { helper, gate });
             }
         }

@@ -311,9 +311,17 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
         .iter()
         .zip(&patterns)
         .map(|(capability, pattern)| invoke_arm(pattern, capability));
+    // The type's name as identifier characters (a raw, parenthesised or
+    // `dyn` self type is no identifier as written).
+    let type_part: String = component
+        .rust_type_name()
+        .trim_start_matches("r#")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
     let test_name = format_ident!(
         "agent_surface_contract_of_{}_{:08x}",
-        component.rust_type_name(),
+        type_part,
         test_suffix(component)
     );
     // One input type taken by several capabilities is checked for bounds
@@ -359,7 +367,10 @@ pub(crate) fn expand(component: &Component<'_>) -> TokenStream {
 
             static CONTRACT: ::agent_surface::macro_support::ComponentContract = #contract;
 
+            // A deprecated capability method is the user's to call: its
+            // dispatch here warns nobody.
             #[automatically_derived]
+            #[allow(deprecated)]
             impl ::agent_surface::Component for #self_ty {
                 fn contract() -> &'static ::agent_surface::macro_support::ComponentContract {
                     &CONTRACT

@@ -7,9 +7,38 @@ use syn::{FnArg, ImplItemFn, ReturnType, Type};
 use crate::ctxt::Ctxt;
 use crate::types::{is_context_ref, is_handler_context, is_shared_self, type_text};
 
-/// Whether `ty` is literally `bool`.
+/// Whether `ty` is written `bool` (or `core::primitive::bool`, as
+/// generated code spells it).
 fn is_bool(ty: &Type) -> bool {
-    matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.is_ident("bool"))
+    let Type::Path(path) = ty else { return false };
+    let segments = &path.path.segments;
+    let primitive = |crate_name: &str| {
+        segments.len() == 3
+            && segments
+                .iter()
+                .zip([crate_name, "primitive", "bool"])
+                .all(|(segment, name)| segment.ident == name && segment.arguments.is_empty())
+    };
+    path.qself.is_none() && (path.path.is_ident("bool") || primitive("core") || primitive("std"))
+}
+
+/// A helper the macro calls: neither generic (nothing names its
+/// parameters) nor `unsafe` (the macro's call would need a block it must
+/// not write).
+fn check_plain(cx: &Ctxt, sig: &syn::Signature, rule: &str) {
+    let name = &sig.ident;
+    if !sig.generics.params.is_empty() {
+        cx.error_spanned_by(
+            &sig.generics,
+            format!("{rule}: `{name}` takes no generic parameters; remove them"),
+        );
+    }
+    if let Some(unsafety) = &sig.unsafety {
+        cx.error_spanned_by(
+            unsafety,
+            format!("{rule}: `{name}` is `unsafe`; the macro calls it from safe code"),
+        );
+    }
 }
 
 /// `when = method`: a synchronous `fn(&self) -> bool`.
@@ -43,6 +72,7 @@ pub(crate) fn check_when(cx: &Ctxt, method: &ImplItemFn) {
 /// and nothing else. `why_sync` says why `async` is refused.
 fn check_self_only(cx: &Ctxt, sig: &syn::Signature, rule: &str, why_sync: &str) {
     let name = &sig.ident;
+    check_plain(cx, sig, rule);
     if let Some(asyncness) = &sig.asyncness {
         cx.error_spanned_by(
             asyncness,
@@ -81,6 +111,7 @@ pub(crate) fn check_precondition(cx: &Ctxt, method: &ImplItemFn, input: &Type) {
         "a precondition is `fn {name}(&self, input: &{}) -> Result<(), PreconditionFailure>`, optionally with `ctx: &ReadContext` after the input",
         type_text(input)
     );
+    check_plain(cx, sig, &expected);
     if let Some(asyncness) = &sig.asyncness {
         cx.error_spanned_by(
             asyncness,

@@ -29,6 +29,7 @@
 //!   `reach`, `expand`, `fallback`, `schema` and `procedure::expand`;
 //! - this file wires the entry points.
 
+mod agreement;
 mod ast;
 mod attr;
 mod bounded;

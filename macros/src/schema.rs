@@ -78,7 +78,12 @@ fn mentions_generics(ty: &Type, generics: &Generics) -> bool {
             }
         }
     }
-    let params: Vec<&Ident> = generics.type_params().map(|param| &param.ident).collect();
+    // Const parameters too: `Tagged<N>` names the item's `N`.
+    let params: Vec<&Ident> = generics
+        .type_params()
+        .map(|param| &param.ident)
+        .chain(generics.const_params().map(|param| &param.ident))
+        .collect();
     let lifetimes: Vec<&Ident> = generics
         .lifetimes()
         .map(|param| &param.lifetime.ident)
@@ -109,9 +114,12 @@ fn fields_of(data: &Data) -> Vec<(&syn::Field, Vec<&Attribute>)> {
             .iter()
             .map(|field| (field, with_cfgs(field, &[])))
             .collect(),
+        // A variant serde skips (or reads and writes its own way) has no
+        // schema of its fields to check.
         Data::Enum(data) => data
             .variants
             .iter()
+            .filter(|variant| !field_schema_is_replaced(&variant.attrs))
             .flat_map(|variant| {
                 let outer = crate::cfg::cfgs(&variant.attrs);
                 variant
@@ -314,7 +322,9 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
                 "#[agent_schema] goes on a struct or an enum",
             );
             let error = message.to_compile_error();
-            return quote!(#input #error);
+            // The arguments' own mistakes are reported too.
+            let errors = cx.into_compile_errors();
+            return quote!(#input #error #errors);
         }
     };
     if already_expanded(&item.attrs).is_some() {
@@ -325,7 +335,8 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             "#[agent_schema] is applied twice to this type; remove one of them",
         )
         .to_compile_error();
-        return quote!(#input #error);
+        let errors = cx.into_compile_errors();
+        return quote!(#input #error #errors);
     }
     if let Data::Union(union) = &item.data {
         cx.error_spanned_by(
@@ -364,7 +375,22 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     if cx.has_errors() && item.generics.params.is_empty() {
         // The wire shape is wrong: the type gets the traits it would have,
         // with bodies that never run, so its uses report nothing more.
-        let bare = without_helpers(&item);
+        let mut bare = without_helpers(&item);
+        // A second `#[agent_schema]` below this one would expand the item
+        // again (its traits twice): it goes, named as the mistake it is.
+        let twice = bare.attrs.iter().position(|attr| {
+            attr.path()
+                .segments
+                .last()
+                .is_some_and(|segment| segment.ident == "agent_schema")
+        });
+        if let Some(at) = twice {
+            let attr = bare.attrs.remove(at);
+            cx.error_spanned_by(
+                attr,
+                "#[agent_schema] is applied twice to this type; remove one of them",
+            );
+        }
         let fallback = union_fallback(&item);
         let errors = cx.into_compile_errors();
         return quote!(#bare #fallback #errors);

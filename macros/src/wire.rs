@@ -281,6 +281,7 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
         }
         Data::Union(_) => {}
     }
+    crate::agreement::check_container(cx, &item.attrs);
     let container = metas(&item.attrs, "serde");
     let has_default = find(&metas_with_cfg_attr(&item.attrs, "serde"), "default").is_some();
     let rule = find(&container, "rename_all")
@@ -296,6 +297,9 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
     let check_fields = |fields: &Fields, rule: Option<&str>| {
         for field in fields {
             bounds(cx, &field.attrs);
+            if let Some(ident) = &field.ident {
+                crate::agreement::check_field(cx, &field.attrs, ident, serialize, deserialize);
+            }
             let serde = metas(&field.attrs, "serde");
             if let Some(skip) = find(&serde, "skip_serializing_if")
                 && serialize
@@ -418,6 +422,7 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
                 );
             }
             for variant in &data.variants {
+                crate::agreement::check_variant(cx, &variant.attrs, &variant.ident);
                 check_fields(&variant.fields, fields_rule.as_deref());
                 if let (Some(tag), false, Fields::Unnamed(fields)) =
                     (tag, adjacent, &variant.fields)
