@@ -114,36 +114,92 @@ impl Invocation {
     /// retry `CANCELLED` either way), and evidence alone never makes an
     /// `INVOCATION_CONFLICT`. (The specification's fingerprint includes
     /// it; that turns a retry differing only in evidence into a conflict.)
+    ///
+    /// Deduplication compares the same canonical JSON under a keyed hash
+    /// instead: whoever writes the input can choose two requests with one
+    /// FNV-1a fingerprint, and a reused id must never return another
+    /// request's result.
     pub fn fingerprint(&self) -> u64 {
-        self.fingerprint_measuring(usize::MAX, usize::MAX).0
+        let mut hasher = Fnv1a64::new();
+        self.fingerprint_into(&mut hasher, usize::MAX, usize::MAX, false);
+        hasher.finish()
     }
 
-    /// The fingerprint and, in the same walk, the input's depth and
-    /// canonical size against the request bounds (`None`: no input). When
-    /// the input crosses a bound the walk stops there and the fingerprint
-    /// is meaningless (the request is refused).
-    pub(crate) fn fingerprint_measuring(
+    /// The fingerprint phase 1 compares, and in the same walk the
+    /// input's depth and canonical size against the request bounds (`None`:
+    /// no input): the same canonical JSON as [`fingerprint`](Self::fingerprint),
+    /// hashed with `hasher` (keyed SipHash: FNV-1a can be steered, so two
+    /// requests the agent chose with one FNV-1a fingerprint would be one
+    /// request to deduplication). When the input crosses a bound the walk
+    /// stops there and the fingerprint is meaningless (the request is
+    /// refused).
+    pub(crate) fn keyed_fingerprint_measuring(
         &self,
+        hasher: std::hash::DefaultHasher,
         max_depth: usize,
         max_bytes: usize,
     ) -> (u64, Option<crate::canonical::Measure>) {
-        self.fingerprint_of(max_depth, max_bytes, false)
+        /// The canonical bytes gathered into blocks before they are hashed:
+        /// SipHash takes a block in far fewer steps than the many short
+        /// writes (a quote, a key, a comma) the writer makes.
+        struct Blocks {
+            hasher: std::hash::DefaultHasher,
+            block: [u8; 128],
+            len: usize,
+        }
+        impl Blocks {
+            fn flush(&mut self) {
+                std::hash::Hasher::write(
+                    &mut self.hasher,
+                    self.block.get(..self.len).unwrap_or_default(),
+                );
+                self.len = 0;
+            }
+        }
+        impl Sink for Blocks {
+            fn write(&mut self, bytes: &[u8]) {
+                if let Some(room) = self.block.get_mut(self.len..self.len + bytes.len()) {
+                    room.copy_from_slice(bytes);
+                    self.len += bytes.len();
+                } else {
+                    // The hash reads one stream: where it is cut is no matter.
+                    self.flush();
+                    std::hash::Hasher::write(&mut self.hasher, bytes);
+                }
+            }
+        }
+        let mut blocks = Blocks {
+            hasher,
+            block: [0; 128],
+            len: 0,
+        };
+        let measured = self.fingerprint_into(&mut blocks, max_depth, max_bytes, false);
+        blocks.flush();
+        (std::hash::Hasher::finish(&blocks.hasher), measured)
     }
 
-    /// The fingerprint of what the request asks, apart from this process's
+    /// The digest of what the request asks, apart from this process's
     /// staleness tokens (the registration id and surface version are each
     /// replica's own): what replicas sharing a store compare, so the same
-    /// request retried on another replica is the same request.
-    pub(crate) fn portable_fingerprint(&self) -> u64 {
-        self.fingerprint_of(usize::MAX, usize::MAX, true).0
+    /// request retried on another replica is the same request. SHA-256, so
+    /// every replica computes it alike and no request can be chosen to
+    /// share another's.
+    pub(crate) fn portable_digest(&self) -> [u8; 32] {
+        use sha2::Digest as _;
+        let mut digest = sha2::Sha256::new();
+        self.fingerprint_into(&mut digest, usize::MAX, usize::MAX, true);
+        digest.finalize().into()
     }
 
-    fn fingerprint_of(
+    /// Streams the canonical JSON of the request's fields into `sink`;
+    /// returns what the walk measured of the input.
+    fn fingerprint_into<S: Sink>(
         &self,
+        sink: &mut S,
         max_depth: usize,
         max_bytes: usize,
         portable: bool,
-    ) -> (u64, Option<crate::canonical::Measure>) {
+    ) -> Option<crate::canonical::Measure> {
         enum Part<'a> {
             Text(&'a str),
             Json(&'a Value),
@@ -173,23 +229,22 @@ impl Invocation {
                     .map(Part::Text),
             ),
         ];
-        let mut hasher = Fnv1a64::new();
         let mut measured = None;
         let mut open = b'{';
         for (key, field) in fields {
             let Some(field) = field else { continue };
-            hasher.write_byte(open);
+            sink.write_byte(open);
             open = b',';
-            hasher.write(key);
+            sink.write(key);
             match field {
-                Part::Text(text) => write_string(text, &mut hasher),
+                Part::Text(text) => write_string(text, sink),
                 Part::Json(value) => {
-                    measured = Some(measure_into(value, &mut hasher, max_depth, max_bytes));
+                    measured = Some(measure_into(value, sink, max_depth, max_bytes));
                 }
             }
         }
-        hasher.write_byte(b'}');
-        (hasher.finish(), measured)
+        sink.write_byte(b'}');
+        measured
     }
 }
 

@@ -148,6 +148,30 @@ async fn non_object_arguments_are_invalid_params() {
     app.stop().await;
 }
 
+#[tokio::test]
+async fn an_unknown_name_is_echoed_cut_short() {
+    let app = App::start(User::admin()).await.unwrap();
+    let server = McpServer::builder(app.registry()).build();
+    let mut wire = Wire::connect(&server).await;
+    let long = "v".repeat(100_000);
+    wire.call(1, &long, json!({})).await;
+    let response = wire.response(1).await;
+    assert_eq!(response["error"]["code"], json!(-32602), "{response}");
+    let message = response["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("unknown tool `vvv"), "{message}");
+    assert!(message.chars().count() < 200, "{} chars", message.len());
+    wire.send(json!({"jsonrpc": "2.0", "id": 2, "method": long, "params": {}}))
+        .await;
+    let response = wire.response(2).await;
+    assert_eq!(response["error"]["code"], json!(-32601), "{response}");
+    assert!(
+        response.to_string().len() < 1_000,
+        "{} bytes",
+        response.to_string().len()
+    );
+    app.stop().await;
+}
+
 /// A component whose action waits until it is cancelled.
 struct Slow {
     started: watch::Sender<bool>,

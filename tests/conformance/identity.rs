@@ -336,3 +336,69 @@ async fn as_ident_003_the_same_id_and_request_under_another_reach_conflicts() {
     assert_eq!(code(&ungranted), Some(ErrorCode::InvocationConflict));
     assert_eq!(probe.runs.load(Ordering::SeqCst), 2);
 }
+
+/// A text to echo.
+#[agent_schema]
+pub struct Text {
+    /// The text.
+    #[schemars(length(max = 64))]
+    pub t: String,
+}
+
+/// What `text` echoed, and how many times it ran.
+#[agent_schema(output)]
+pub struct Echoed {
+    /// The text it was given.
+    pub echo: String,
+    /// Its runs so far.
+    pub runs: u64,
+}
+
+/// An action that is not idempotent: every run counts.
+#[derive(Default)]
+pub struct Atk {
+    runs: AtomicUsize,
+}
+
+/// A probe an attacker writes inputs for.
+#[agent_component(type = "atk.probe")]
+impl Atk {
+    /// Echoes the text, counting its runs.
+    #[action(effect = "local-state")]
+    fn text(&self, input: Text) -> Echoed {
+        let runs = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        Echoed {
+            echo: input.t,
+            runs: runs as u64,
+        }
+    }
+}
+
+#[tokio::test]
+async fn as_ident_002_an_input_chosen_to_share_the_fnv_fingerprint_still_conflicts() {
+    let registry = Registry::builder().build();
+    let atk = Arc::new(Atk::default());
+    let _mounted = registry.mount(Arc::clone(&atk)).unwrap();
+    // Two inputs found (by a search over FNV-1a) to give one specification
+    // fingerprint: FNV-1a can be steered by whoever writes the input.
+    let first = Invocation::new("view:atk.probe.text")
+        .input(json!({"t": "sT-694pJLIM"}))
+        .invocation_id("same-id");
+    let second = Invocation::new("view:atk.probe.text")
+        .input(json!({"t": "L--3A7HtE0G"}))
+        .invocation_id("same-id");
+    assert_eq!(
+        first.fingerprint(),
+        second.fingerprint(),
+        "the pair collides"
+    );
+    let ran = call_as(&registry, "agent", first).await;
+    assert!(ran.is_ok(), "{ran:?}");
+    let reused = call_as(&registry, "agent", second).await;
+    assert_eq!(
+        code(&reused),
+        Some(ErrorCode::InvocationConflict),
+        "{reused:?}"
+    );
+    assert_eq!(atk.runs.load(Ordering::SeqCst), 1, "the handler ran once");
+}

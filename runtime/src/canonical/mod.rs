@@ -72,6 +72,15 @@ impl Sink for Sha256 {
     }
 }
 
+/// SipHash under the keys of the [`RandomState`](std::hash::RandomState)
+/// it was built from: a fingerprint nobody without the keys can steer
+/// (FNV-1a's can be: two inputs with one FNV-1a hash are found in seconds).
+impl Sink for std::hash::DefaultHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        std::hash::Hasher::write(self, bytes);
+    }
+}
+
 /// The 64-bit FNV-1a hash, usable as a [`Sink`].
 #[derive(Clone, Copy, Debug)]
 pub struct Fnv1a64(u64);

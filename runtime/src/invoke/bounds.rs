@@ -63,8 +63,11 @@ pub(crate) fn check_request_fingerprinting(
         .collect();
     let mut hash = None;
     if fingerprint && issues.is_empty() {
-        let (fingerprint, measured) =
-            request.fingerprint_measuring(limits.max_input_depth, limits.max_input_bytes);
+        let (fingerprint, measured) = request.keyed_fingerprint_measuring(
+            super::dedupe_fingerprint::hasher(),
+            limits.max_input_depth,
+            limits.max_input_bytes,
+        );
         hash = Some(fingerprint);
         if let (Some(input), Some(measured)) = (&request.input, measured)
             && let Err(issue) = verdict(measured, input, limits)
@@ -267,9 +270,16 @@ mod tests {
             .instance("i")
             .confirmation("cf")
             .input(json!({"ids": ["d1", "d\"2"], "n": 1.5, "z": {"é": null}}));
+        let keyed = fits
+            .keyed_fingerprint_measuring(
+                crate::invoke::dedupe_fingerprint::hasher(),
+                usize::MAX,
+                usize::MAX,
+            )
+            .0;
         assert_eq!(
             check_request_fingerprinting(&fits, &limits, true).unwrap(),
-            Some(fits.fingerprint())
+            Some(keyed)
         );
         assert_eq!(
             check_request_fingerprinting(&fits, &limits, false).unwrap(),

@@ -4,9 +4,12 @@
 //! record compares.
 //!
 //! The dedupe key is (consumer key, invocation id) and the request
-//! fingerprint covers the request's fields (the specification's
-//! `fnv1a64(canonicalJson({…}))`, which [`Invocation::fingerprint`]
-//! returns). Phase 1 answers a repeated id before phase 2 resolves the
+//! fingerprint covers the request's fields: the canonical JSON of the
+//! specification's `fnv1a64(canonicalJson({…}))` (which
+//! [`Invocation::fingerprint`] returns), hashed with SipHash under this
+//! process's random key instead of FNV-1a, which whoever writes the input
+//! can steer (two inputs with one FNV-1a hash are found in seconds: the
+//! second would take the first's result). Phase 1 answers a repeated id before phase 2 resolves the
 //! target, so without this a call narrowed by a scope floor or a read-only
 //! verb, or made with fewer grants, could take the cached result — or join
 //! the running twin — of the same request made through a wider reach:
@@ -35,6 +38,12 @@ use crate::invocation::Kinds;
 fn key() -> &'static std::hash::RandomState {
     static KEY: OnceLock<std::hash::RandomState> = OnceLock::new();
     KEY.get_or_init(std::hash::RandomState::new)
+}
+
+/// A hasher under the process's key: what the request fingerprint a
+/// dedupe record compares is hashed with.
+pub(crate) fn hasher() -> std::hash::DefaultHasher {
+    key().build_hasher()
 }
 
 /// The fingerprint a dedupe record of this call compares: `request`'s
@@ -69,11 +78,11 @@ pub(crate) fn of_call(request: u64, scope: &[String], kinds: Kinds, grants: &[St
 }
 
 /// The fingerprint a shared store's record of this call compares: the
-/// same request and reach as [`of_call`], hashed with SHA-256 (no key, so
-/// every replica computes the same; the reach is fed whole, so no request
-/// can be chosen to stand for another reach).
+/// request's SHA-256 digest and the reach, hashed with SHA-256 (no key, so
+/// every replica computes the same; the request and the reach are fed
+/// whole, so no request can be chosen to stand for another).
 pub(crate) fn shared(
-    request: u64,
+    request: &[u8; 32],
     scope: &[String],
     kinds: Kinds,
     grants: &[String],
@@ -86,7 +95,7 @@ pub(crate) fn shared(
         set
     }
     let mut digest = sha2::Sha256::new();
-    digest.update(request.to_be_bytes());
+    digest.update(request);
     digest.update([match kinds {
         Kinds::All => 0u8,
         Kinds::Observations => 1,

@@ -204,7 +204,7 @@ fn begin(
             let limits = inner.limits();
             let keep = limits.dedupe_cache_ttl;
             let fingerprint = dedupe_fingerprint::shared(
-                request.portable_fingerprint(),
+                &request.portable_digest(),
                 &options.scope,
                 options.kinds,
                 consumer.grants(),

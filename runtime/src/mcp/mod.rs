@@ -79,6 +79,7 @@ mod caller;
 mod clients;
 mod connections;
 mod convert;
+mod echo;
 mod endpoint;
 mod held;
 mod http_gate;

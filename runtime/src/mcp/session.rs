@@ -253,13 +253,16 @@ impl ServerHandler for McpSession {
         // (`tools/call` with array, string or number arguments…).
         if is_known_method(&request.method) {
             return Err(ErrorData::invalid_params(
-                format!("invalid params for `{}`", request.method),
+                format!(
+                    "invalid params for `{}`",
+                    super::echo::echoed(&request.method)
+                ),
                 None,
             ));
         }
         Err(ErrorData::new(
             rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            request.method,
+            super::echo::echoed(&request.method),
             None,
         ))
     }

@@ -107,7 +107,7 @@ impl McpSession {
             let stale = call.run_stale(&toolset, explicit.as_deref(), cancel.clone());
             let Some(result) = Box::pin(stale).await else {
                 return Err(ErrorData::invalid_params(
-                    format!("unknown tool `{}`", call.name()),
+                    format!("unknown tool `{}`", super::echo::echoed(call.name())),
                     None,
                 ));
             };

@@ -11,12 +11,17 @@ use crate::canonical::write_canonical;
 use crate::error::ErrorCode;
 use crate::invoke::InvocationResult;
 
-/// Identifies "the same call again": the tool and the canonical input.
+/// Identifies "the same call again": the tool and the canonical input,
+/// under SipHash with the process's random key (an FNV-1a key could be
+/// steered: a call chosen to share another's key would be handed that
+/// call's confirmation).
 pub(in crate::adapter) fn retry_key(name: &str, input: &Value) -> u64 {
-    let mut hasher = crate::canonical::Fnv1a64::new();
+    static KEY: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
+    let mut hasher =
+        std::hash::BuildHasher::build_hasher(KEY.get_or_init(std::hash::RandomState::new));
     crate::canonical::write_string(name, &mut hasher);
     write_canonical(input, &mut hasher);
-    hasher.finish()
+    std::hash::Hasher::finish(&hasher)
 }
 impl Shared {
     /// The confirmation a previous attempt of the same call was asked for.
