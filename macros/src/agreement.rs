@@ -3,7 +3,7 @@
 //! out what serde still writes and reads, a serde skip in one direction of
 //! a type that goes both ways (the schema subset has no `readOnly` or
 //! `writeOnly`), and a wire name that tool schemas do not take as a
-//! property name.
+//! property name — and a serde `crate` the macro names itself.
 
 use syn::{Attribute, Ident, LitStr};
 
@@ -31,8 +31,15 @@ fn renamed_to(meta: &Meta) -> Vec<&LitStr> {
         .collect()
 }
 
-/// The container's own: a schemars renaming rule renames the schema only.
+/// The container's own: a schemars renaming rule renames the schema only,
+/// and serde's crate is the macro's to name.
 pub(crate) fn check_container(cx: &Ctxt, attrs: &[Attribute]) {
+    if let Some(meta) = find(&metas_with_cfg_attr(attrs, "serde"), "crate") {
+        cx.error_at(
+            meta.span,
+            "#[agent_schema] names serde's crate itself (the one agent-surface re-exports): remove `crate = …`",
+        );
+    }
     let schemars = metas_with_cfg_attr(attrs, "schemars");
     for key in ["rename_all", "rename_all_fields"] {
         if let Some(meta) = find(&schemars, key) {

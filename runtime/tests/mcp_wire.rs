@@ -36,7 +36,8 @@ impl Wire {
         let (client_io, server_io) = tokio::io::duplex(256 * 1024);
         let server = server.clone();
         tokio::spawn(async move {
-            if let Ok(running) = server.serve(server_io).await {
+            let (read, write) = tokio::io::split(server_io);
+            if let Ok(running) = server.serve_lines(BufReader::new(read), write).await {
                 let _ = running.waiting().await;
             }
         });
@@ -64,15 +65,39 @@ impl Wire {
     }
 
     async fn send(&mut self, message: Value) {
-        let mut line = message.to_string();
-        line.push('\n');
+        self.send_raw(&message.to_string()).await;
+    }
+
+    /// Sends `line` as it is written (JSON `serde_json` may not read).
+    async fn send_raw(&mut self, line: &str) {
         self.writer.write_all(line.as_bytes()).await.unwrap();
+        self.writer.write_all(b"\n").await.unwrap();
         self.writer.flush().await.unwrap();
     }
 
     /// The response to request `id` (other messages are skipped).
     async fn response(&mut self, id: u64) -> Value {
         self.until(id).await.1
+    }
+
+    /// The next response with `"id": null` (other messages are skipped).
+    async fn unaddressed(&mut self) -> Value {
+        tokio::time::timeout(PATIENCE, async {
+            loop {
+                let line = self
+                    .lines
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("the server hung up");
+                let message: Value = serde_json::from_str(&line).unwrap();
+                if message.get("id") == Some(&Value::Null) {
+                    return message;
+                }
+            }
+        })
+        .await
+        .expect("a response in time")
     }
 
     /// Every message before the response to `id`, and that response.
@@ -169,6 +194,39 @@ async fn an_unknown_name_is_echoed_cut_short() {
         "{} bytes",
         response.to_string().len()
     );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_request_serde_cannot_read_is_still_answered() {
+    let app = App::start(User::admin()).await.unwrap();
+    let server = McpServer::builder(app.registry()).build();
+    let mut wire = Wire::connect(&server).await;
+    // JSON to the client's language, not to serde_json: a lone surrogate,
+    // a number beyond f64.
+    let unreadable = [(3, r#""\ud800""#), (4, r#""\udc00\ud800""#), (5, "1e400")];
+    for (id, value) in unreadable {
+        wire.send_raw(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"view_devices__table__selectRows","arguments":{{"ids":[{value}]}}}}}}"#
+        ))
+        .await;
+        let response = wire.response(id).await;
+        assert_eq!(
+            response["error"]["code"],
+            json!(-32602),
+            "{value}: {response}"
+        );
+    }
+    // No JSON at all: the parse error, with no id to answer under.
+    wire.send_raw("{this is not json").await;
+    assert_eq!(wire.unaddressed().await["error"]["code"], json!(-32700));
+    // A notification nobody can read gets nothing, and the session goes on.
+    wire.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"n":1e400}}"#)
+        .await;
+    wire.call(9, "view_devices__table__selectRows", json!({"ids": ["d2"]}))
+        .await;
+    let response = wire.response(9).await;
+    assert_ne!(response["result"]["isError"], json!(true), "{response}");
     app.stop().await;
 }
 

@@ -83,6 +83,7 @@ mod echo;
 mod endpoint;
 mod held;
 mod http_gate;
+mod lines;
 mod origin;
 mod peek;
 mod placed_io;
@@ -530,10 +531,34 @@ impl McpServer {
             .map_err(|err| McpServeError::new("the MCP session could not start", err))
     }
 
+    /// Serves one session over newline-delimited JSON-RPC read from
+    /// `reader` and written to `writer` (stdio, a pipe, a socket's halves).
+    /// Every request is answered: one whose JSON `serde_json` cannot read
+    /// (a lone UTF-16 surrogate in a string, a number beyond `f64`) gets an
+    /// error under its id, a line that is no JSON the parse error, and a
+    /// line over 4 MiB is discarded as it arrives and refused. Returns when
+    /// the session is established.
+    pub async fn serve_lines<R, W>(
+        &self,
+        reader: R,
+        writer: W,
+    ) -> Result<RunningService<RoleServer, McpSession>, McpServeError>
+    where
+        R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        self.serve(lines::Lines::new(reader, writer)).await
+    }
+
     /// Serves one session over this process's stdin/stdout until the client
     /// disconnects. Log to stderr only: stdout is the protocol.
     pub async fn serve_stdio(&self) -> Result<(), McpServeError> {
-        let running = self.serve(rmcp::transport::stdio()).await?;
+        let running = self
+            .serve_lines(
+                tokio::io::BufReader::new(tokio::io::stdin()),
+                tokio::io::stdout(),
+            )
+            .await?;
         running
             .waiting()
             .await
