@@ -339,24 +339,24 @@ async fn as_ident_003_the_same_id_and_request_under_another_reach_conflicts() {
 
 /// A text to echo.
 #[agent_schema]
-pub struct Text {
+pub(crate) struct Text {
     /// The text.
     #[schemars(length(max = 64))]
-    pub t: String,
+    pub(crate) t: String,
 }
 
 /// What `text` echoed, and how many times it ran.
 #[agent_schema(output)]
-pub struct Echoed {
+pub(crate) struct Echoed {
     /// The text it was given.
-    pub echo: String,
+    pub(crate) echo: String,
     /// Its runs so far.
-    pub runs: u64,
+    pub(crate) runs: u64,
 }
 
 /// An action that is not idempotent: every run counts.
 #[derive(Default)]
-pub struct Atk {
+pub(crate) struct Atk {
     runs: AtomicUsize,
 }
 
