@@ -26,9 +26,18 @@ use tokio::sync::Mutex;
 pub(super) const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The server's side of a newline-delimited JSON-RPC stream.
+///
+/// Receiving is cancel safe (rmcp races it against its other events): the
+/// part of a line read so far is kept here, never in the future, and an
+/// error this side writes on its own goes out from a task of its own.
 pub(super) struct Lines<R, W> {
     reader: R,
     writer: Arc<Mutex<W>>,
+    /// The line being read.
+    partial: Vec<u8>,
+    /// Whether the line being read went over the bound (its bytes are
+    /// dropped as they arrive).
+    over: bool,
 }
 
 impl<R, W> Lines<R, W>
@@ -40,35 +49,60 @@ where
         Lines {
             reader,
             writer: Arc::new(Mutex::new(writer)),
+            partial: Vec::new(),
+            over: false,
         }
     }
 
     /// The next line, without its `\n` (and `\r`): `Ok(None)` at the end
     /// of the stream, `Err(())` for a line over the bound (discarded).
+    /// Cancel safe: the only await is `fill_buf`, and what was consumed
+    /// before it is in `self`.
     async fn line(&mut self) -> io::Result<Option<Result<Vec<u8>, ()>>> {
-        let mut line = Vec::new();
-        let mut over = false;
         loop {
             let available = self.reader.fill_buf().await?;
             if available.is_empty() {
-                return Ok((!line.is_empty() || over).then(|| finish(line, over)));
+                let pending = !self.partial.is_empty() || self.over;
+                return Ok(pending.then(|| self.take_line()));
             }
             let (chunk, ends) = match available.iter().position(|&b| b == b'\n') {
                 Some(at) => (available.get(..at).unwrap_or_default(), Some(at + 1)),
                 None => (available, None),
             };
-            if !over && line.len() + chunk.len() <= MAX_LINE_BYTES {
-                line.extend_from_slice(chunk);
+            if !self.over && self.partial.len() + chunk.len() <= MAX_LINE_BYTES {
+                self.partial.extend_from_slice(chunk);
             } else {
-                over = true;
-                line = Vec::new();
+                self.over = true;
+                self.partial = Vec::new();
             }
             let used = ends.unwrap_or(available.len());
             self.reader.consume(used);
             if ends.is_some() {
-                return Ok(Some(finish(line, over)));
+                return Ok(Some(self.take_line()));
             }
         }
+    }
+
+    /// The line read, the reader ready for the next.
+    fn take_line(&mut self) -> Result<Vec<u8>, ()> {
+        let mut line = std::mem::take(&mut self.partial);
+        if std::mem::take(&mut self.over) {
+            return Err(());
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        Ok(line)
+    }
+
+    /// Writes `reply` from a task of its own: a receive cancelled while
+    /// the reply is written never leaves half a line on the stream.
+    fn reply(&self, reply: &Value) {
+        let writer = Arc::clone(&self.writer);
+        let line = reply.to_string();
+        tokio::spawn(async move {
+            let _ = Self::write_line(&writer, line.as_bytes()).await;
+        });
     }
 
     /// Writes `message` as one line.
@@ -80,7 +114,7 @@ where
     }
 
     /// Answers a line rmcp cannot read (see the module docs).
-    async fn answer_unreadable(writer: &Mutex<W>, line: &[u8]) {
+    fn answer_unreadable(&self, line: &[u8]) {
         let reply = match unreadable_request_id(line) {
             Unreadable::Request(id) => json!({
                 "jsonrpc": "2.0",
@@ -98,18 +132,8 @@ where
                 "error": {"code": -32700, "message": "parse error: the line is not JSON"},
             }),
         };
-        let _ = Self::write_line(writer, reply.to_string().as_bytes()).await;
+        self.reply(&reply);
     }
-}
-
-fn finish(mut line: Vec<u8>, over: bool) -> Result<Vec<u8>, ()> {
-    if over {
-        return Err(());
-    }
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    Ok(line)
 }
 
 /// What a line rmcp could not read was.
@@ -253,7 +277,7 @@ where
                         "message": format!("the request is longer than {MAX_LINE_BYTES} bytes"),
                     },
                 });
-                let _ = Self::write_line(&self.writer, reply.to_string().as_bytes()).await;
+                self.reply(&reply);
                 continue;
             };
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -262,7 +286,7 @@ where
             let body = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line);
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(body) {
                 Ok(message) => return Some(message),
-                Err(_) => Self::answer_unreadable(&self.writer, body).await,
+                Err(_) => self.answer_unreadable(body),
             }
         }
     }
@@ -286,6 +310,41 @@ mod tests {
             readable(r#"{"a":"\udc00\ud800","é":"\"1e999"}"#),
             r#"{"a":"\ufffd\ufffd","é":"\"1e999"}"#
         );
+    }
+
+    #[tokio::test]
+    async fn a_receive_cancelled_mid_line_loses_nothing_and_an_over_long_line_is_refused() {
+        use tokio::io::{AsyncReadExt, BufReader};
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(server);
+        let (mut client_read, mut client_write) = tokio::io::split(client);
+        let mut lines = Lines::new(BufReader::new(read), write);
+        let ping = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let (head, tail) = ping.split_at(17);
+        client_write.write_all(head).await.unwrap();
+        let cancelled =
+            tokio::time::timeout(std::time::Duration::from_millis(20), lines.receive()).await;
+        assert!(cancelled.is_err(), "half a line is no message");
+        client_write.write_all(tail).await.unwrap();
+        client_write.write_all(b"\n").await.unwrap();
+        let message = lines.receive().await.expect("the whole line");
+        assert!(serde_json::to_string(&message).unwrap().contains("ping"));
+        // Over the bound: refused, the session reads on.
+        let writer = tokio::spawn(async move {
+            let long = vec![b' '; MAX_LINE_BYTES + 10];
+            client_write.write_all(&long).await.unwrap();
+            client_write.write_all(b"\n").await.unwrap();
+            client_write.write_all(ping).await.unwrap();
+            client_write.write_all(b"\n").await.unwrap();
+            client_write
+        });
+        let message = lines.receive().await.expect("the line after it");
+        assert!(serde_json::to_string(&message).unwrap().contains("ping"));
+        let _client_write = writer.await.unwrap();
+        let mut reply = vec![0u8; 256];
+        let n = client_read.read(&mut reply).await.unwrap();
+        let reply: Value = serde_json::from_slice(reply.get(..n).unwrap().trim_ascii()).unwrap();
+        assert_eq!(reply["error"]["code"], json!(-32600), "{reply}");
     }
 
     #[test]
