@@ -230,6 +230,39 @@ async fn a_request_serde_cannot_read_is_still_answered() {
     app.stop().await;
 }
 
+#[tokio::test]
+async fn the_number_5_and_the_string_5_are_two_requests() {
+    let app = App::start(User::admin()).await.unwrap();
+    let server = McpServer::builder(app.registry()).build();
+    let mut wire = Wire::connect(&server).await;
+    wire.call(5, "view_devices__table__selectRows", json!({"ids": ["d1"]}))
+        .await;
+    let first = wire.response(5).await;
+    assert_ne!(first["result"]["isError"], json!(true), "{first}");
+    // Another request under the string id "5": not a retry of the first
+    // (whose input differs), so no conflict.
+    wire.send(json!({
+        "jsonrpc": "2.0",
+        "id": "5",
+        "method": "tools/call",
+        "params": {"name": "view_devices__table__selectRows", "arguments": {"ids": ["d2"]}}
+    }))
+    .await;
+    let second = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let line = wire.lines.next_line().await.unwrap().unwrap();
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message.get("id") == Some(&json!("5")) {
+                return message;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_ne!(second["result"]["isError"], json!(true), "{second}");
+    app.stop().await;
+}
+
 /// A component whose action waits until it is cancelled.
 struct Slow {
     started: watch::Sender<bool>,

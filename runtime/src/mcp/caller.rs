@@ -158,23 +158,29 @@ impl McpSession {
             (Caller::Principal, Some(session)) => Some(session.as_str()),
             _ => return None,
         };
-        // Written into one allocation of the right size (this runs for
-        // every call).
+        // One request id, one invocation id, and never another's: `mcp-7`
+        // for the number 7, `mcp-s:7` for the string "7" (JSON-RPC tells
+        // them apart), the session before a `:` (no session id holds one),
+        // and nothing shaped as `mcp-key-…` (an `_meta` key's). Written into
+        // one allocation of the right size (this runs for every call).
         let mut out = String::with_capacity(
-            5 + session.map_or(0, |session| session.len() + 1)
+            6 + session.map_or(0, |session| session.len() + 1)
                 + match id {
                     RequestId::Number(_) => 20,
-                    RequestId::String(text) => text.len(),
+                    RequestId::String(text) => text.len() + 2,
                 },
         );
         out.push_str("mcp-");
         if let Some(session) = session {
             out.push_str(session);
-            out.push('-');
+            out.push(':');
         }
         match id {
             RequestId::Number(number) => out.push_str(itoa::Buffer::new().format(*number)),
-            RequestId::String(text) => out.push_str(text),
+            RequestId::String(text) => {
+                out.push_str("s:");
+                out.push_str(text);
+            }
         }
         Some(out)
     }
