@@ -279,6 +279,15 @@ pub fn agent_procedure(args: TokenStream, input: TokenStream) -> TokenStream {
 /// JsonSchema)]` and it reuses them (a derive written above an attribute
 /// macro is invisible to it).
 ///
+/// A struct with a `#[serde(flatten)]` field does not reject unknown
+/// fields (serde cannot, with a flattened field): its schema has no
+/// `additionalProperties: false`, and a property the agent adds is ignored.
+/// Rename with serde (`#[serde(rename = …)]`, `rename_all`) and skip with
+/// serde (`#[serde(skip)]`): schemars' own `rename` and `skip` change the
+/// schema alone, so they are compile errors, as is a skip in one direction
+/// of a type that goes both ways and a wire name tool schemas do not take
+/// (1 to 64 ASCII letters, digits, `_`, `.` or `-`).
+///
 /// An `#[serde(untagged)]` enum is the schema's `anyOf` of its variants, and
 /// serde reads the agent's value as the **first variant, in declaration
 /// order, that deserializes it**: where variants overlap (an object with
