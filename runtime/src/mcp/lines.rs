@@ -19,7 +19,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, mpsc};
 
 /// The longest line read: 4 MiB, far above the registry's input bound
 /// (256 KiB by default) and its envelope.
@@ -28,8 +28,9 @@ pub(super) const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 /// The server's side of a newline-delimited JSON-RPC stream.
 ///
 /// Receiving is cancel safe (rmcp races it against its other events): the
-/// part of a line read so far is kept here, never in the future, and an
-/// error this side writes on its own goes out from a task of its own.
+/// part of a line read so far and a reply owed are kept here, never in the
+/// future, and the errors this side answers on its own are written by a
+/// task of their own, so a cancelled receive never leaves half a line.
 pub(super) struct Lines<R, W> {
     reader: R,
     writer: Arc<Mutex<W>>,
@@ -38,7 +39,16 @@ pub(super) struct Lines<R, W> {
     /// Whether the line being read went over the bound (its bytes are
     /// dropped as they arrive).
     over: bool,
+    /// This side's own replies, to the task that writes them in order: at
+    /// most [`REPLIES_QUEUED`] wait, and a client that does not read them
+    /// is not read either (nothing piles up).
+    replies: mpsc::Sender<String>,
+    /// The reply owed for the last line read, until the queue takes it.
+    owed: Option<String>,
 }
+
+/// Replies of this side's own waiting to be written.
+const REPLIES_QUEUED: usize = 16;
 
 impl<R, W> Lines<R, W>
 where
@@ -46,11 +56,42 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     pub(super) fn new(reader: R, writer: W) -> Lines<R, W> {
+        let writer = Arc::new(Mutex::new(writer));
+        let (replies, mut queue) = mpsc::channel::<String>(REPLIES_QUEUED);
+        let writing = Arc::clone(&writer);
+        // Ends when the transport is dropped (the queue closes) or the
+        // stream fails.
+        tokio::spawn(async move {
+            while let Some(line) = queue.recv().await {
+                if Self::write_line(&writing, line.as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+        });
         Lines {
             reader,
-            writer: Arc::new(Mutex::new(writer)),
+            writer,
             partial: Vec::new(),
             over: false,
+            replies,
+            owed: None,
+        }
+    }
+
+    /// Hands the owed reply to the writing task, waiting while its queue is
+    /// full. Cancel safe: the reply stays owed until a place is reserved.
+    async fn pay(&mut self) {
+        if self.owed.is_none() {
+            return;
+        }
+        match self.replies.reserve().await {
+            Ok(place) => {
+                if let Some(reply) = self.owed.take() {
+                    place.send(reply);
+                }
+            }
+            // The writing task is gone (the stream failed): nobody to tell.
+            Err(_) => self.owed = None,
         }
     }
 
@@ -95,14 +136,10 @@ where
         Ok(line)
     }
 
-    /// Writes `reply` from a task of its own: a receive cancelled while
-    /// the reply is written never leaves half a line on the stream.
-    fn reply(&self, reply: &Value) {
-        let writer = Arc::clone(&self.writer);
-        let line = reply.to_string();
-        tokio::spawn(async move {
-            let _ = Self::write_line(&writer, line.as_bytes()).await;
-        });
+    /// Owes `reply`: [`pay`](Self::pay) hands it on before the next line
+    /// is read.
+    fn reply(&mut self, reply: &Value) {
+        self.owed = Some(reply.to_string());
     }
 
     /// Writes `message` as one line.
@@ -114,7 +151,7 @@ where
     }
 
     /// Answers a line rmcp cannot read (see the module docs).
-    fn answer_unreadable(&self, line: &[u8]) {
+    fn answer_unreadable(&mut self, line: &[u8]) {
         let reply = match unreadable_request_id(line) {
             Unreadable::Request(id) => json!({
                 "jsonrpc": "2.0",
@@ -263,6 +300,7 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            self.pay().await;
             let line = match self.line().await {
                 Ok(Some(line)) => line,
                 // The end of the stream, or a stream that failed: closed.
@@ -345,6 +383,54 @@ mod tests {
         let n = client_read.read(&mut reply).await.unwrap();
         let reply: Value = serde_json::from_slice(reply.get(..n).unwrap().trim_ascii()).unwrap();
         assert_eq!(reply["error"]["code"], json!(-32600), "{reply}");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_does_not_read_its_replies_is_not_read_either() {
+        use tokio::io::{AsyncBufReadExt as _, BufReader};
+        const BAD: usize = 5_000;
+        let (client, server) = tokio::io::duplex(4 * 1024);
+        let (read, write) = tokio::io::split(server);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut lines = Lines::new(BufReader::new(read), write);
+        let sending = tokio::spawn(async move {
+            for _ in 0..BAD {
+                client_write.write_all(b"{not json\n").await.unwrap();
+            }
+            client_write
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+                .await
+                .unwrap();
+            client_write
+        });
+        // Nobody reads the replies: the server stops reading, so the
+        // client's writes stop too, with at most a queue of replies held.
+        let stalled =
+            tokio::time::timeout(std::time::Duration::from_millis(300), lines.receive()).await;
+        assert!(
+            stalled.is_err(),
+            "no message gets through while the replies are not read"
+        );
+        assert!(
+            !sending.is_finished(),
+            "the client's writes wait for the server"
+        );
+        // The client reads: every bad line is answered, then the ping comes.
+        let reading = tokio::spawn(async move {
+            let mut replies = BufReader::new(client_read).lines();
+            let mut answered = 0;
+            while answered < BAD {
+                let reply = replies.next_line().await.unwrap().unwrap();
+                let reply: Value = serde_json::from_str(&reply).unwrap();
+                assert_eq!(reply["error"]["code"], json!(-32700));
+                answered += 1;
+            }
+            answered
+        });
+        let message = lines.receive().await.expect("the ping");
+        assert!(serde_json::to_string(&message).unwrap().contains("ping"));
+        assert_eq!(reading.await.unwrap(), BAD);
+        let _client_write = sending.await.unwrap();
     }
 
     #[test]
