@@ -1,9 +1,18 @@
 //! Where a schema type's schema and its JSON would part, reported at the
-//! attribute that parts them: a `#[schemars(…)]` that renames or leaves
-//! out what serde still writes and reads, a serde skip in one direction of
-//! a type that goes both ways (the schema subset has no `readOnly` or
-//! `writeOnly`), and a wire name that tool schemas do not take as a
-//! property name — and a serde `crate` the macro names itself.
+//! attribute that parts them. The schema is schemars' view of what serde
+//! reads, so:
+//! - a `#[schemars(…)]` key that mirrors one of serde's (a rename, a skip,
+//!   a default, a tagging) changes the schema alone: serde's is written;
+//! - a name is one name both ways (`rename = "…"`, never
+//!   `rename(serialize = …, deserialize = …)`);
+//! - a field or variant left out in one direction only is out of the
+//!   schema in a type that writes JSON (an output's schema says what it
+//!   writes; an input-only type may skip what it never writes);
+//! - every name that becomes a property (a field's, a data variant's in an
+//!   externally tagged enum, a `tag` or `content`) is one tool schemas
+//!   take, and a name serde's renaming rules would cut inside a character
+//!   is renamed first;
+//! - serde's crate is the macro's to name.
 
 use syn::{Attribute, Ident, LitStr};
 
@@ -12,6 +21,41 @@ use crate::wire_attrs::{Meta, find, metas_with_cfg_attr};
 
 /// The longest property name tool schemas take.
 const MAX_PROPERTY_NAME: usize = 64;
+
+/// The `#[schemars(…)]` keys that mirror serde's, by where they go.
+const MIRRORED_ON_CONTAINERS: &[&str] = &[
+    "rename_all",
+    "rename_all_fields",
+    "tag",
+    "content",
+    "untagged",
+    "transparent",
+    "from",
+    "try_from",
+    "into",
+    "deny_unknown_fields",
+    "default",
+    "remote",
+];
+const MIRRORED_ON_VARIANTS: &[&str] = &[
+    "rename",
+    "rename_all",
+    "alias",
+    "skip",
+    "skip_serializing",
+    "skip_deserializing",
+    "untagged",
+];
+/// `skip` is not here: it is checked against serde's own skip.
+const MIRRORED_ON_FIELDS: &[&str] = &[
+    "rename",
+    "alias",
+    "default",
+    "flatten",
+    "skip_serializing",
+    "skip_deserializing",
+    "skip_serializing_if",
+];
 
 /// Whether tool schemas take `name` as a property name: 1 to 64 ASCII
 /// letters, digits, `_`, `.` and `-`.
@@ -22,73 +66,175 @@ fn is_property_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
-/// The names a serde `rename` writes: `rename = "…"` or
-/// `rename(serialize = "…", deserialize = "…")`.
-fn renamed_to(meta: &Meta) -> Vec<&LitStr> {
-    meta.text
-        .iter()
-        .chain(meta.nested.iter().filter_map(|nested| nested.text.as_ref()))
-        .collect()
+fn not_a_property_name(name: &str) -> String {
+    format!(
+        "{name:?} is no property name tool schemas take: 1 to {MAX_PROPERTY_NAME} ASCII letters, digits, `_`, `.` or `-`"
+    )
 }
 
-/// The container's own: a schemars renaming rule renames the schema only,
-/// and serde's crate is the macro's to name.
-pub(crate) fn check_container(cx: &Ctxt, attrs: &[Attribute]) {
-    if let Some(meta) = find(&metas_with_cfg_attr(attrs, "serde"), "crate") {
+/// Reports the schemars keys in `mirrored`.
+fn schema_only_keys(cx: &Ctxt, schemars: &[Meta], mirrored: &[&str]) {
+    for meta in schemars
+        .iter()
+        .filter(|meta| mirrored.contains(&meta.key.as_str()))
+    {
         cx.error_at(
             meta.span,
-            "#[agent_schema] names serde's crate itself (the one agent-surface re-exports): remove `crate = …`",
+            format!(
+                "`#[schemars({key})]` changes the schema alone, so the schema and the JSON disagree: \
+                 write it as serde's, `#[serde({key} …)]` (schemars reads serde's)",
+                key = meta.key
+            ),
         );
     }
-    let schemars = metas_with_cfg_attr(attrs, "schemars");
-    for key in ["rename_all", "rename_all_fields"] {
-        if let Some(meta) = find(&schemars, key) {
+}
+
+/// Reports a serde renaming written per direction: a name is one name.
+fn one_name_both_ways(cx: &Ctxt, serde: &[Meta]) {
+    for key in ["rename", "rename_all", "rename_all_fields"] {
+        if let Some(meta) = find(serde, key)
+            && !meta.nested.is_empty()
+        {
             cx.error_at(
                 meta.span,
                 format!(
-                    "`#[schemars({key})]` renames in the schema only, so the schema and the JSON disagree: \
-                     write `#[serde({key} = \"…\")]` (schemars reads serde's)"
+                    "`{key}(serialize = …, deserialize = …)` gives the JSON a name the schema does not say in one \
+                     direction: give one both ways, `{key} = \"…\"`"
                 ),
             );
         }
     }
 }
 
-/// A variant's: a schemars `rename` renames it in the schema only.
-pub(crate) fn check_variant(cx: &Ctxt, attrs: &[Attribute], name: &Ident) {
-    let schemars = metas_with_cfg_attr(attrs, "schemars");
-    if let Some(meta) = find(&schemars, "rename") {
-        cx.error_at(
-            meta.span,
-            format!(
-                "`#[schemars(rename)]` renames `{name}` in the schema only, so the schema and the JSON disagree: \
-                 write `#[serde(rename = \"…\")]` (schemars reads serde's)"
-            ),
-        );
+/// The plain `rename = "…"`, if the item has one.
+fn plain_rename(serde: &[Meta]) -> Option<&LitStr> {
+    find(serde, "rename")
+        .filter(|meta| meta.nested.is_empty())
+        .and_then(|meta| meta.text.as_ref())
+}
+
+/// Reports a skip in one direction only in a type that writes JSON.
+fn one_way_skip(cx: &Ctxt, serde: &[Meta], name: &Ident, serialize: bool, deserialize: bool) {
+    if !serialize || find(serde, "skip").is_some() {
+        return;
+    }
+    let has = |key: &str| find(serde, key).is_some();
+    for (key, other) in [
+        ("skip_serializing", "skip_deserializing"),
+        ("skip_deserializing", "skip_serializing"),
+    ] {
+        if let Some(meta) = find(serde, key)
+            && !has(other)
+        {
+            let fix = match (deserialize, key) {
+                (true, "skip_serializing") => {
+                    ", or make the type `#[agent_schema(input)]` (it is never written then)"
+                }
+                (true, _) => "",
+                (false, _) => " (an output's schema says what it writes)",
+            };
+            cx.error_at(
+                meta.span,
+                format!(
+                    "`{key}` leaves `{name}` out in one direction only, which its schema cannot say: \
+                     skip it both ways with `#[serde(skip)]`{fix}"
+                ),
+            );
+        }
     }
 }
 
-/// A named field's (`name` its Rust name), in a type that serializes
-/// and/or deserializes.
+/// Reports `name` (the item's Rust name) when serde's renaming rules could
+/// cut it inside a character: one that starts with a non-ASCII letter
+/// needs its own `rename = "…"`.
+fn renamable(cx: &Ctxt, serde: &[Meta], name: &Ident) -> bool {
+    let text = name.to_string();
+    let text = text.strip_prefix("r#").unwrap_or(&text);
+    if plain_rename(serde).is_some() || text.starts_with(|c: char| c.is_ascii()) {
+        return true;
+    }
+    cx.error_spanned_by(
+        name,
+        format!(
+            "`{text}` is no name on the wire (tool schemas take ASCII letters, digits, `_`, `.` and `-`): \
+             give it one with `#[serde(rename = \"…\")]`"
+        ),
+    );
+    false
+}
+
+/// The container's own checks.
+pub(crate) fn check_container(cx: &Ctxt, attrs: &[Attribute]) {
+    let serde = metas_with_cfg_attr(attrs, "serde");
+    if let Some(meta) = find(&serde, "crate") {
+        cx.error_at(
+            meta.span,
+            "#[agent_schema] names serde's crate itself (the one agent-surface re-exports): remove `crate = …`",
+        );
+    }
+    schema_only_keys(
+        cx,
+        &metas_with_cfg_attr(attrs, "schemars"),
+        MIRRORED_ON_CONTAINERS,
+    );
+    one_name_both_ways(cx, &serde);
+    // Names the schema uses as property names or as its definition's key.
+    for key in ["tag", "content", "rename"] {
+        if let Some(lit) = find(&serde, key)
+            .filter(|meta| meta.nested.is_empty())
+            .and_then(|meta| meta.text.as_ref())
+            && !is_property_name(&lit.value())
+        {
+            cx.error_spanned_by(lit, not_a_property_name(&lit.value()));
+        }
+    }
+}
+
+/// A variant's checks: `wire_name` is its name on the wire, a property
+/// name when `is_key` (a variant with data in an externally tagged enum).
+pub(crate) fn check_variant(
+    cx: &Ctxt,
+    attrs: &[Attribute],
+    name: &Ident,
+    direction: (bool, bool),
+    wire_name: &str,
+    is_key: bool,
+) {
+    let (serialize, deserialize) = direction;
+    let serde = metas_with_cfg_attr(attrs, "serde");
+    schema_only_keys(
+        cx,
+        &metas_with_cfg_attr(attrs, "schemars"),
+        MIRRORED_ON_VARIANTS,
+    );
+    one_name_both_ways(cx, &serde);
+    one_way_skip(cx, &serde, name, serialize, deserialize);
+    if find(&serde, "skip").is_some() || !renamable(cx, &serde, name) {
+        return;
+    }
+    if is_key && !is_property_name(wire_name) {
+        match plain_rename(&serde) {
+            Some(lit) => cx.error_spanned_by(lit, not_a_property_name(wire_name)),
+            None => cx.error_spanned_by(name, not_a_property_name(wire_name)),
+        }
+    }
+}
+
+/// A named field's checks (`name` its Rust name, `wire_name` its name on
+/// the wire), in a type that serializes and/or deserializes.
 pub(crate) fn check_field(
     cx: &Ctxt,
     attrs: &[Attribute],
     name: &Ident,
-    serialize: bool,
-    deserialize: bool,
+    direction: (bool, bool),
+    wire_name: &str,
 ) {
+    let (serialize, deserialize) = direction;
     let schemars = metas_with_cfg_attr(attrs, "schemars");
     let serde = metas_with_cfg_attr(attrs, "serde");
     let has = |key: &str| find(&serde, key).is_some();
-    if let Some(meta) = find(&schemars, "rename") {
-        cx.error_at(
-            meta.span,
-            format!(
-                "`#[schemars(rename)]` renames `{name}` in the schema only, so the schema and the JSON disagree: \
-                 write `#[serde(rename = \"…\")]` (schemars reads serde's)"
-            ),
-        );
-    }
+    schema_only_keys(cx, &schemars, MIRRORED_ON_FIELDS);
+    one_name_both_ways(cx, &serde);
     // A field serde leaves out in every direction the type goes is out of
     // the schema already; anything less and the schema hides a field serde
     // still writes or requires.
@@ -110,51 +256,14 @@ pub(crate) fn check_field(
             ),
         );
     }
-    if serialize && deserialize && !has("skip") {
-        for (key, only, option) in [
-            ("skip_serializing", "write-only", "input"),
-            ("skip_deserializing", "read-only", "output"),
-        ] {
-            let other = if key == "skip_serializing" {
-                "skip_deserializing"
-            } else {
-                "skip_serializing"
-            };
-            if let Some(meta) = find(&serde, key)
-                && !has(other)
-            {
-                cx.error_at(
-                    meta.span,
-                    format!(
-                        "`{key}` makes `{name}` {only} in a type that goes both ways, which agent schemas do not \
-                         express: skip it both ways with `#[serde(skip)]`, or make the type `#[agent_schema({option})]`"
-                    ),
-                );
-            }
-        }
+    one_way_skip(cx, &serde, name, serialize, deserialize);
+    if skipped_by_serde || !renamable(cx, &serde, name) {
+        return;
     }
-    // The name on the wire: a property of the schema.
-    match find(&serde, "rename") {
-        Some(meta) => {
-            for lit in renamed_to(meta) {
-                if !is_property_name(&lit.value()) {
-                    cx.error_spanned_by(
-                        lit,
-                        format!(
-                            "{:?} is no property name tool schemas take: 1 to {MAX_PROPERTY_NAME} ASCII letters, digits, `_`, `.` or `-`",
-                            lit.value()
-                        ),
-                    );
-                }
-            }
+    if !is_property_name(wire_name) {
+        match plain_rename(&serde) {
+            Some(lit) => cx.error_spanned_by(lit, not_a_property_name(wire_name)),
+            None => cx.error_spanned_by(name, not_a_property_name(wire_name)),
         }
-        None if !has("skip") && !name.to_string().is_ascii() => cx.error_spanned_by(
-            name,
-            format!(
-                "`{name}` is no property name tool schemas take (ASCII letters, digits, `_`, `.` or `-`): \
-                 give it one with `#[serde(rename = \"…\")]`"
-            ),
-        ),
-        None => {}
     }
 }

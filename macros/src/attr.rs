@@ -413,7 +413,7 @@ impl<'c> ArgSet<'c> {
             _ => None,
         };
         if parsed.is_none() {
-            self.mismatch(&arg, "an integer literal within i32");
+            self.mismatch(&arg, "an integer literal within i32, without a type suffix");
         }
         parsed
     }
@@ -422,12 +422,35 @@ impl<'c> ArgSet<'c> {
     pub(crate) fn method(&mut self, key: &str) -> Option<Ident> {
         let arg = self.take(key)?;
         match &arg.value {
+            // `when = type` (a keyword, read as a path): `r#type`.
+            ArgValue::Ident(ident)
+                if syn::parse_str::<Ident>(&ident.to_string()).is_err()
+                    && !ident.to_string().starts_with("r#")
+                    && !matches!(
+                        ident.to_string().as_str(),
+                        "self" | "Self" | "super" | "crate" | "_"
+                    ) =>
+            {
+                Some(Ident::new_raw(&ident.to_string(), ident.span()))
+            }
             ArgValue::Ident(ident) => Some(ident.clone()),
             ArgValue::Lit(Lit::Str(lit)) => match lit.parse_with(Ident::parse_any) {
                 // `"r#type"` names the method `r#type`, at the string.
-                Ok(mut ident) => {
-                    ident.set_span(lit.span());
-                    Some(ident)
+                Ok(ident) => {
+                    // A keyword names the method it is the raw form of
+                    // (`"type"` is `r#type`): the call the macro writes
+                    // must spell it so.
+                    let text = ident.to_string();
+                    let keyword = !text.starts_with("r#")
+                        && syn::parse_str::<Ident>(&text).is_err()
+                        && !matches!(text.as_str(), "self" | "Self" | "super" | "crate" | "_");
+                    Some(if keyword {
+                        Ident::new_raw(&text, lit.span())
+                    } else {
+                        let mut ident = ident;
+                        ident.set_span(lit.span());
+                        ident
+                    })
                 }
                 Err(_) => {
                     self.mismatch(&arg, "the name of a method of this impl block");
@@ -576,8 +599,15 @@ fn json_number(value: &ArgValue) -> Option<String> {
         }
         Lit::Float(lit) => {
             let magnitude = lit.base10_parse::<f64>().ok()?;
+            // `1e-400` is no zero: a literal that underflows has no form.
+            let underflows = magnitude == 0.0
+                && lit
+                    .base10_digits()
+                    .split(['e', 'E'])
+                    .next()
+                    .is_some_and(|mantissa| mantissa.bytes().any(|b| matches!(b, b'1'..=b'9')));
             let x = if negative { -magnitude } else { magnitude };
-            x.is_finite().then(|| x.to_string())
+            (x.is_finite() && !underflows).then(|| x.to_string())
         }
         _ => None,
     }

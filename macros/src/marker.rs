@@ -20,9 +20,11 @@ fn return_type(capability: &Capability<'_>) -> TokenStream {
     }
 }
 
-/// The marker type naming one capability's input and return types.
+/// The marker type naming one capability's input and return types:
+/// `__cap_<method>`, a name no other generated item starts with (a method
+/// named `component` is no clash with the component's own holder).
 pub(crate) fn marker(capability: &Capability<'_>) -> syn::Ident {
-    format_ident!("__{}", capability.ident().unraw())
+    format_ident!("__cap_{}", capability.ident().unraw())
 }
 
 /// The `#[cfg]` attributes of a capability's method, for every item and arm

@@ -261,7 +261,10 @@ fn check_named_method<'a>(
             );
             None
         }
-        Some(_) if *ident == *capability.ident() => {
+        Some(_)
+            if syn::ext::IdentExt::unraw(ident)
+                == syn::ext::IdentExt::unraw(capability.ident()) =>
+        {
             cx.error_spanned_by(ident, format!("`{key}` cannot name the capability itself"));
             None
         }

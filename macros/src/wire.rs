@@ -298,7 +298,15 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
         for field in fields {
             bounds(cx, &field.attrs);
             if let Some(ident) = &field.ident {
-                crate::agreement::check_field(cx, &field.attrs, ident, serialize, deserialize);
+                let wire_name =
+                    crate::wire_attrs::field_wire_name(&field.attrs, &ident.to_string(), rule);
+                crate::agreement::check_field(
+                    cx,
+                    &field.attrs,
+                    ident,
+                    (serialize, deserialize),
+                    &wire_name,
+                );
             }
             let serde = metas(&field.attrs, "serde");
             if let Some(skip) = find(&serde, "skip_serializing_if")
@@ -421,8 +429,30 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
                     ),
                 );
             }
+            // Externally tagged (no `tag`, not untagged): a variant with
+            // data is an object with one property, its name.
+            let external = tag.is_none() && find(&container, "untagged").is_none();
             for variant in &data.variants {
-                crate::agreement::check_variant(cx, &variant.attrs, &variant.ident);
+                let wire_name = wire_names(
+                    &variant.attrs,
+                    &variant.ident.to_string(),
+                    rule.as_deref(),
+                    true,
+                )
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+                let is_key = external
+                    && !variant.fields.is_empty()
+                    && find(&metas(&variant.attrs, "serde"), "untagged").is_none();
+                crate::agreement::check_variant(
+                    cx,
+                    &variant.attrs,
+                    &variant.ident,
+                    (serialize, deserialize),
+                    &wire_name,
+                    is_key,
+                );
                 check_fields(&variant.fields, fields_rule.as_deref());
                 if let (Some(tag), false, Fields::Unnamed(fields)) =
                     (tag, adjacent, &variant.fields)

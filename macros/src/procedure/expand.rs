@@ -29,8 +29,15 @@ fn fields_struct(item: &DeriveInput, handles: &[Handle<'_>]) -> TokenStream {
         let ty = &field.ty;
         let doc = format!("The `{}` field.", handle.wire);
         let cfgs = crate::cfg::cfgs(&field.attrs);
+        // The field's own lint allowances (`non_snake_case` on `ID`) go
+        // with its handle.
+        let lints = field
+            .attrs
+            .iter()
+            .filter(|attr| attr.path().is_ident("allow"));
         quote! {
             #(#cfgs)*
+            #(#lints)*
             #[doc = #doc]
             #field_vis #name: ::agent_surface::macro_support::Field<#ident, #ty>
         }

@@ -7,9 +7,10 @@ use crate::adapter::text::{escape, truncate};
 /// The most characters of a client-sent name an error message repeats.
 pub(super) const MAX_ECHOED_CHARS: usize = 128;
 
-/// `name` as an error message shows it.
+/// `name` as an error message shows it: cut, escaped, and cut again (an
+/// escape is longer than what it shows).
 pub(super) fn echoed(name: &str) -> String {
-    escape(&truncate(name, MAX_ECHOED_CHARS)).into_owned()
+    truncate(&escape(&truncate(name, MAX_ECHOED_CHARS)), MAX_ECHOED_CHARS).into_owned()
 }
 
 #[cfg(test)]
@@ -24,5 +25,7 @@ mod tests {
         assert!(shown.ends_with('…'));
         assert_eq!(echoed("tool\u{202E}x"), "tool\\u{202E}x");
         assert_eq!(echoed("plain_name"), "plain_name");
+        let hidden = "\u{202E}".repeat(500);
+        assert_eq!(echoed(&hidden).chars().count(), MAX_ECHOED_CHARS);
     }
 }

@@ -1,15 +1,21 @@
 //! The newline-delimited JSON-RPC transport of a byte stream (stdio, a
-//! pipe, a socket): every line the client sends is answered or is a
-//! notification, and no line grows memory past [`MAX_LINE_BYTES`].
+//! pipe, a socket): every request the client sends is answered, and
+//! nothing the client sends or fails to read grows memory without bound.
 //!
-//! A line `serde_json` cannot read is still JSON to the client's language:
-//! a string with a lone UTF-16 surrogate (`"\ud800"`, which JavaScript
-//! writes freely) or a number beyond 64-bit floating point (`1e400`). A
-//! request written so gets an error under its own id (`-32602`, the
-//! request is not read), a line with no readable id the JSON-RPC parse
-//! error (`-32700`, id `null`), and a line longer than the bound the
-//! invalid-request error (`-32600`), its bytes discarded as they arrive.
-//! Whatever rmcp reads goes to it unchanged.
+//! A line rmcp cannot read is read no further than its top level, for its
+//! id: a request whose JSON `serde_json` cannot read (a string with a lone
+//! UTF-16 surrogate, which JavaScript writes freely; a number such as
+//! `1e400`; nesting past 128) gets `-32602` under its own id, a JSON
+//! object that is no request rmcp takes `-32600`, a batch `-32600` and
+//! anything else the parse error `-32700` (id `null`, as for an id that
+//! cannot be carried back as written). A line over [`MAX_LINE_BYTES`] is
+//! discarded as it arrives and refused (`-32600`). A notification gets
+//! nothing. Whatever rmcp reads goes to it unchanged.
+//!
+//! Responses wait to be written for a client that reads them: past
+//! [`MAX_UNSENT_BYTES`] unwritten no line is read, and this side's own
+//! replies queue to [`REPLIES_QUEUED`]. Closing writes what is owed
+//! (within [`CLOSE_FLUSH`]) before the stream is shut.
 
 use std::io;
 use std::sync::Arc;
@@ -41,14 +47,60 @@ pub(super) struct Lines<R, W> {
     over: bool,
     /// This side's own replies, to the task that writes them in order: at
     /// most [`REPLIES_QUEUED`] wait, and a client that does not read them
-    /// is not read either (nothing piles up).
-    replies: mpsc::Sender<String>,
+    /// is not read either (nothing piles up). Closed by `close`.
+    replies: Option<mpsc::Sender<String>>,
+    /// The task writing them: `close` waits for it, so a reply to the last
+    /// lines before the client's end of input still goes out.
+    writing: Option<tokio::task::JoinHandle<()>>,
     /// The reply owed for the last line read, until the queue takes it.
     owed: Option<String>,
+    /// What rmcp's responses still hold unwritten.
+    unsent: Arc<Unsent>,
 }
 
 /// Replies of this side's own waiting to be written.
 const REPLIES_QUEUED: usize = 16;
+
+/// How long closing waits for this side's replies to be written.
+const CLOSE_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The bytes of responses not yet written past which no line is read: a
+/// client that sends and never reads holds at most this much (each
+/// response counted with [`RESPONSE_OVERHEAD`] more for its task).
+const MAX_UNSENT_BYTES: usize = 1024 * 1024;
+/// What a response waiting to be written costs besides its bytes.
+const RESPONSE_OVERHEAD: usize = 256;
+
+/// The responses rmcp handed over and the stream has not taken yet.
+#[derive(Default)]
+struct Unsent {
+    bytes: std::sync::atomic::AtomicUsize,
+    drained: tokio::sync::Notify,
+}
+
+impl Unsent {
+    fn add(&self, bytes: usize) {
+        self.bytes
+            .fetch_add(bytes, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    fn remove(&self, bytes: usize) {
+        self.bytes
+            .fetch_sub(bytes, std::sync::atomic::Ordering::AcqRel);
+        self.drained.notify_waiters();
+    }
+
+    /// Waits while more than [`MAX_UNSENT_BYTES`] wait. Cancel safe.
+    async fn room(&self) {
+        loop {
+            let drained = self.drained.notified();
+            if self.bytes.load(std::sync::atomic::Ordering::Acquire) <= MAX_UNSENT_BYTES {
+                return;
+            }
+            drained.await;
+        }
+    }
+}
 
 impl<R, W> Lines<R, W>
 where
@@ -59,9 +111,9 @@ where
         let writer = Arc::new(Mutex::new(writer));
         let (replies, mut queue) = mpsc::channel::<String>(REPLIES_QUEUED);
         let writing = Arc::clone(&writer);
-        // Ends when the transport is dropped (the queue closes) or the
-        // stream fails.
-        tokio::spawn(async move {
+        // Ends when the queue closes (`close`, or the transport dropped) or
+        // the stream fails.
+        let task = tokio::spawn(async move {
             while let Some(line) = queue.recv().await {
                 if Self::write_line(&writing, line.as_bytes()).await.is_err() {
                     break;
@@ -73,18 +125,20 @@ where
             writer,
             partial: Vec::new(),
             over: false,
-            replies,
+            replies: Some(replies),
+            writing: Some(task),
             owed: None,
+            unsent: Arc::new(Unsent::default()),
         }
     }
 
     /// Hands the owed reply to the writing task, waiting while its queue is
     /// full. Cancel safe: the reply stays owed until a place is reserved.
     async fn pay(&mut self) {
-        if self.owed.is_none() {
+        let Some(replies) = self.replies.as_ref().filter(|_| self.owed.is_some()) else {
             return;
-        }
-        match self.replies.reserve().await {
+        };
+        match replies.reserve().await {
             Ok(place) => {
                 if let Some(reply) = self.owed.take() {
                     place.send(reply);
@@ -110,7 +164,9 @@ where
                 Some(at) => (available.get(..at).unwrap_or_default(), Some(at + 1)),
                 None => (available, None),
             };
-            if !self.over && self.partial.len() + chunk.len() <= MAX_LINE_BYTES {
+            // One byte more for the `\r` of a `\r\n` ending (checked once
+            // the line is whole).
+            if !self.over && self.partial.len() + chunk.len() <= MAX_LINE_BYTES + 1 {
                 self.partial.extend_from_slice(chunk);
             } else {
                 self.over = true;
@@ -133,6 +189,9 @@ where
         if line.last() == Some(&b'\r') {
             line.pop();
         }
+        if line.len() > MAX_LINE_BYTES {
+            return Err(());
+        }
         Ok(line)
     }
 
@@ -152,132 +211,164 @@ where
 
     /// Answers a line rmcp cannot read (see the module docs).
     fn answer_unreadable(&mut self, line: &[u8]) {
-        let reply = match unreadable_request_id(line) {
-            Unreadable::Request(id) => json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "error": {
-                    "code": -32602,
-                    "message": "this request cannot be read: a string holds a lone UTF-16 surrogate, or a \
-                                number is beyond 64-bit floating point, or a member has the wrong type",
-                },
-            }),
+        let error = |id: Value, code: i32, message: &str| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+        let reply = match unreadable(line) {
+            Unreadable::Request { id, json: true } => error(
+                id,
+                -32600,
+                "invalid request: not a JSON-RPC 2.0 request this server reads",
+            ),
+            Unreadable::Request { id, json: false } => error(
+                id,
+                -32602,
+                "this request cannot be read: a string holds a lone UTF-16 surrogate, a number is beyond \
+                 64-bit floating point, a value is nested deeper than 128, or the JSON is malformed",
+            ),
             Unreadable::Notification => return,
-            Unreadable::NotJson => json!({
-                "jsonrpc": "2.0",
-                "id": null,
-                "error": {"code": -32700, "message": "parse error: the line is not JSON"},
-            }),
+            Unreadable::Batch => error(Value::Null, -32600, "batches are not supported"),
+            Unreadable::NotJson => error(Value::Null, -32700, "parse error: the line is not JSON"),
         };
         self.reply(&reply);
     }
 }
 
-/// What a line rmcp could not read was.
+/// What a line rmcp could not read was, read no further than its top
+/// level.
 enum Unreadable {
-    /// A request: its id, to answer under.
-    Request(Value),
-    /// A notification (or a response): nothing to answer.
+    /// A request whose id reads as the client wrote it; `json` whether
+    /// the line is JSON `serde_json` reads (then it is no JSON-RPC request
+    /// rmcp takes).
+    Request { id: Value, json: bool },
+    /// A notification or a response: nothing to answer.
     Notification,
-    /// No JSON at all, or none whose id can be read.
+    /// A JSON array: a batch, which MCP does not take.
+    Batch,
+    /// No JSON object, or one whose id cannot be read as written.
     NotJson,
 }
 
-/// Reads what it can of a line rmcp could not: as JSON, or as JSON once
-/// each lone surrogate escape reads `\ufffd` and each out-of-range number
-/// `0` (only to find the id: the request itself is not run).
-fn unreadable_request_id(line: &[u8]) -> Unreadable {
+/// Reads the top level of a line rmcp could not read: its `id` and
+/// whether it has a `method`, each value skipped by its brackets and
+/// quotes (no depth limit, no recursion: a value nested past
+/// `serde_json`'s limit still has its id found).
+fn unreadable(line: &[u8]) -> Unreadable {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-    let value = serde_json::from_slice::<Value>(line).ok().or_else(|| {
-        let text = std::str::from_utf8(line).ok()?;
-        serde_json::from_str::<Value>(&readable(text)).ok()
-    });
-    let Some(Value::Object(message)) = value else {
+    let Ok(text) = std::str::from_utf8(line) else {
         return Unreadable::NotJson;
     };
-    match message.get("id") {
-        Some(id @ (Value::String(_) | Value::Number(_))) if message.contains_key("method") => {
-            Unreadable::Request(id.clone())
-        }
-        Some(_) if message.contains_key("method") => Unreadable::NotJson,
+    let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    if text.starts_with('[') {
+        return Unreadable::Batch;
+    }
+    let Some((id, has_method)) = top_level(text) else {
+        return Unreadable::NotJson;
+    };
+    match (has_method, id) {
+        (true, Some(raw)) => match faithful_id(raw) {
+            Some(id) => Unreadable::Request {
+                id,
+                // Read whole, strings and numbers decoded (skipping them
+                // would not see a lone surrogate).
+                json: serde_json::from_slice::<Value>(line).is_ok(),
+            },
+            None => Unreadable::NotJson,
+        },
         _ => Unreadable::Notification,
     }
 }
 
-/// `text` with each lone UTF-16 surrogate escape replaced by `\ufffd` and
-/// each number `f64` cannot hold by `0`. Byte by byte: every other byte is
-/// copied as it is, so the result is as much UTF-8 as `text` was.
-fn readable(text: &str) -> String {
+/// The raw text of the top-level `id` member (if any) and whether a
+/// `method` member is there; `None` when the text is no object.
+fn top_level(text: &str) -> Option<(Option<&str>, bool)> {
     let bytes = text.as_bytes();
-    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    let mut in_string = false;
-    let unit = |from: usize| -> Option<u32> {
-        let digits = bytes.get(from..from + 4)?;
-        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
-    };
-    while let Some(&byte) = bytes.get(at) {
-        if in_string {
-            match byte {
-                b'"' => {
-                    in_string = false;
-                    out.push(byte);
-                    at += 1;
-                }
-                b'\\' if bytes.get(at + 1) == Some(&b'u') => {
-                    let first = unit(at + 2);
-                    let paired = matches!(first, Some(0xD800..=0xDBFF))
-                        && bytes.get(at + 6..at + 8) == Some(b"\\u".as_slice())
-                        && matches!(unit(at + 8), Some(0xDC00..=0xDFFF));
-                    let (replacement, taken): (&[u8], usize) = match first {
-                        Some(0xD800..=0xDFFF) if !paired => (b"\\ufffd", 6),
-                        _ => {
-                            let taken = if paired { 12 } else { 6 };
-                            let end = (at + taken).min(bytes.len());
-                            (bytes.get(at..end).unwrap_or_default(), taken)
-                        }
-                    };
-                    out.extend_from_slice(replacement);
-                    at += taken;
-                }
-                b'\\' => {
-                    let end = (at + 2).min(bytes.len());
-                    out.extend_from_slice(bytes.get(at..end).unwrap_or_default());
-                    at += 2;
-                }
-                _ => {
-                    out.push(byte);
-                    at += 1;
-                }
-            }
-        } else if byte == b'"' {
-            in_string = true;
-            out.push(byte);
-            at += 1;
-        } else if byte == b'-' || byte.is_ascii_digit() {
-            let rest = bytes.get(at..).unwrap_or_default();
-            let length = rest
-                .iter()
-                .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
-                .unwrap_or(rest.len())
-                .max(1);
-            let number = rest.get(..length).unwrap_or_default();
-            let finite = std::str::from_utf8(number)
-                .ok()
-                .and_then(|number| number.parse::<f64>().ok())
-                .is_some_and(f64::is_finite);
-            if finite {
-                out.extend_from_slice(number);
-            } else {
-                out.push(b'0');
-            }
-            at += length;
-        } else {
-            out.push(byte);
+    let skip_space = |mut at: usize| {
+        while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
             at += 1;
         }
+        at
+    };
+    if bytes.first() != Some(&b'{') {
+        return None;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    let (mut id, mut has_method) = (None, false);
+    let mut at = skip_space(1);
+    if bytes.get(at) == Some(&b'}') {
+        return (at + 1 == bytes.len()).then_some((None, false));
+    }
+    loop {
+        let key_end = value_end(bytes, at)?;
+        let key = text.get(at..key_end)?;
+        at = skip_space(key_end);
+        if bytes.get(at) != Some(&b':') || !key.starts_with('"') {
+            return None;
+        }
+        let value_start = skip_space(at + 1);
+        let end = value_end(bytes, value_start)?;
+        match key {
+            "\"id\"" => id = text.get(value_start..end),
+            "\"method\"" => has_method = true,
+            _ => {}
+        }
+        at = skip_space(end);
+        match bytes.get(at) {
+            Some(b',') => at = skip_space(at + 1),
+            Some(b'}') if at + 1 == bytes.len() => return Some((id, has_method)),
+            _ => return None,
+        }
+    }
+}
+
+/// Where the JSON value starting at `at` ends: a string at its closing
+/// quote, an object or array at its closing bracket (strings inside
+/// skipped), anything else before the next `,`, `}`, `]` or space.
+fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut index = at;
+    while let Some(&byte) = bytes.get(index) {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => {
+                    in_string = false;
+                    if depth == 0 {
+                        return Some(index + 1);
+                    }
+                }
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth > 0 => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(index + 1);
+                    }
+                }
+                b',' | b'}' | b']' if depth == 0 => return (index > at).then_some(index),
+                _ if depth == 0 && byte.is_ascii_whitespace() => {
+                    return (index > at).then_some(index);
+                }
+                _ => {}
+            }
+        }
+        index += 1;
+    }
+    (depth == 0 && !in_string && index > at).then_some(index)
+}
+
+/// `raw` as an id the reply can carry exactly as the client wrote it: a
+/// string `serde_json` reads, or an integer.
+fn faithful_id(raw: &str) -> Option<Value> {
+    match serde_json::from_str::<Value>(raw).ok()? {
+        id @ Value::String(_) => Some(id),
+        Value::Number(number) if number.is_i64() || number.is_u64() => Some(Value::Number(number)),
+        _ => None,
+    }
 }
 
 impl<R, W> Transport<RoleServer> for Lines<R, W>
@@ -292,15 +383,27 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
         let writer = Arc::clone(&self.writer);
+        let unsent = Arc::clone(&self.unsent);
+        // Serialized now, so its size is counted while it waits (rmcp
+        // runs each send as a task of its own).
+        let line = serde_json::to_vec(&item);
+        let cost = line.as_ref().map_or(0, Vec::len) + RESPONSE_OVERHEAD;
+        unsent.add(cost);
         async move {
-            let line = serde_json::to_vec(&item)?;
-            Self::write_line(&writer, &line).await
+            let written = match line {
+                Ok(line) => Self::write_line(&writer, &line).await,
+                Err(error) => Err(error.into()),
+            };
+            unsent.remove(cost);
+            written
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
             self.pay().await;
+            // A client that does not read what it asked for is not read.
+            self.unsent.room().await;
             let line = match self.line().await {
                 Ok(Some(line)) => line,
                 // The end of the stream, or a stream that failed: closed.
@@ -330,24 +433,89 @@ where
     }
 
     async fn close(&mut self) -> Result<(), io::Error> {
-        self.writer.lock().await.shutdown().await
+        // Every reply owed goes out before the stream is shut — within
+        // a bound: a client that stopped reading does not hold the close.
+        let flushed = async {
+            self.pay().await;
+            self.replies = None;
+            if let Some(writing) = self.writing.take() {
+                let _ = writing.await;
+            }
+        };
+        let _ = tokio::time::timeout(CLOSE_FLUSH, flushed).await;
+        self.replies = None;
+        if let Some(writing) = self.writing.take() {
+            writing.abort();
+        }
+        let shut = async { self.writer.lock().await.shutdown().await };
+        tokio::time::timeout(CLOSE_FLUSH, shut)
+            .await
+            .unwrap_or(Ok(()))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::model::ServerJsonRpcMessage;
 
     #[test]
-    fn lone_surrogates_and_huge_numbers_become_readable_and_pairs_stay() {
+    fn the_top_level_is_read_past_what_serde_json_cannot() {
+        let id = |line: &str| match unreadable(line.as_bytes()) {
+            Unreadable::Request { id, json } => Some((id, json)),
+            _ => None,
+        };
+        // A lone surrogate, a number beyond f64, malformed params, nesting
+        // past serde_json's limit: the id is found where the client put it.
         assert_eq!(
-            readable(r#"{"id":3,"t":"\ud800x","n":1e400,"ok":"\ud83d\ude00","m":-2.5}"#),
-            r#"{"id":3,"t":"\ufffdx","n":0,"ok":"\ud83d\ude00","m":-2.5}"#
+            id(r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"t":"\ud800"}}"#),
+            Some((json!(7), false))
         );
         assert_eq!(
-            readable(r#"{"a":"\udc00\ud800","é":"\"1e999"}"#),
-            r#"{"a":"\ufffd\ufffd","é":"\"1e999"}"#
+            id(r#"{"id":"a\"b","method":"x","params":{"n":1e400}}"#),
+            Some((json!("a\"b"), false))
         );
+        assert_eq!(
+            id(r#"{"id":111,"method":"x","params":{"x":-}}"#),
+            Some((json!(111), false))
+        );
+        let deep = format!(
+            r#"{{"id":9,"method":"x","params":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert_eq!(id(&deep), Some((json!(9), false)));
+        assert_eq!(
+            id(r#"{"jsonrpc":"1.0","id":3,"method":"x"}"#),
+            Some((json!(3), true))
+        );
+        assert_eq!(
+            id(&format!(r#"{{"id":{},"method":"x"}}"#, u64::MAX)),
+            Some((json!(u64::MAX), true))
+        );
+        // An id that cannot be carried back as written: no id.
+        for line in [
+            r#"{"id":--1,"method":"ping"}"#,
+            r#"{"id":1e400,"method":"ping"}"#,
+            r#"{"id":"\ud800","method":"ping"}"#,
+            r#"{"id":18446744073709551616,"method":"ping"}"#,
+            r#"{"id":5.5,"method":"ping"}"#,
+            "{not json",
+            r#"{"id":1,"method":"x"} trailing"#,
+        ] {
+            assert!(
+                matches!(unreadable(line.as_bytes()), Unreadable::NotJson),
+                "{line}"
+            );
+        }
+        assert!(matches!(
+            unreadable(br#"[{"id":1,"method":"ping"}]"#),
+            Unreadable::Batch
+        ));
+        assert!(matches!(
+            unreadable(br#"{"jsonrpc":"2.0","method":"notifications/x","params":{"n":1e400}}"#),
+            Unreadable::Notification
+        ));
     }
 
     #[tokio::test]
@@ -383,6 +551,57 @@ mod tests {
         let n = client_read.read(&mut reply).await.unwrap();
         let reply: Value = serde_json::from_slice(reply.get(..n).unwrap().trim_ascii()).unwrap();
         assert_eq!(reply["error"]["code"], json!(-32600), "{reply}");
+    }
+
+    #[tokio::test]
+    async fn replies_owed_at_the_end_of_input_still_go_out() {
+        use tokio::io::{AsyncReadExt, BufReader};
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(server);
+        let (mut client_read, mut client_write) = tokio::io::split(client);
+        let mut lines = Lines::new(BufReader::new(read), write);
+        client_write
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":303,\"method\":\"ping\",\"params\":{\"x\":\"\\ud800\"}}\n{oops")
+            .await
+            .unwrap();
+        client_write.shutdown().await.unwrap();
+        assert!(lines.receive().await.is_none(), "the end of input");
+        lines.close().await.unwrap();
+        let mut out = String::new();
+        client_read.read_to_string(&mut out).await.unwrap();
+        let replies: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(replies.len(), 2, "{out}");
+        assert_eq!(replies[0]["id"], json!(303));
+        assert_eq!(replies[0]["error"]["code"], json!(-32602));
+        assert_eq!(replies[1]["id"], Value::Null);
+        assert_eq!(replies[1]["error"]["code"], json!(-32700));
+    }
+
+    #[tokio::test]
+    async fn responses_nobody_reads_stop_the_reading() {
+        use tokio::io::BufReader;
+        let (client, server) = tokio::io::duplex(4 * 1024);
+        let (read, write) = tokio::io::split(server);
+        let (_client_read, mut client_write) = tokio::io::split(client);
+        let mut lines = Lines::new(BufReader::new(read), write);
+        client_write
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+            .await
+            .unwrap();
+        // Responses as large as the bound, handed over and never read.
+        let big = ServerJsonRpcMessage::error(
+            rmcp::model::ErrorData::internal_error("x".repeat(MAX_UNSENT_BYTES), None),
+            Some(rmcp::model::NumberOrString::Number(1)),
+        );
+        let pending = tokio::spawn(lines.send(big));
+        tokio::task::yield_now().await;
+        let stalled =
+            tokio::time::timeout(std::time::Duration::from_millis(200), lines.receive()).await;
+        assert!(stalled.is_err(), "no line is read while the bound is held");
+        pending.abort();
     }
 
     #[tokio::test]
@@ -431,22 +650,5 @@ mod tests {
         assert!(serde_json::to_string(&message).unwrap().contains("ping"));
         assert_eq!(reading.await.unwrap(), BAD);
         let _client_write = sending.await.unwrap();
-    }
-
-    #[test]
-    fn the_id_of_an_unreadable_request_is_found() {
-        let request = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"t":"\ud800"}}}"#;
-        assert!(
-            matches!(unreadable_request_id(request), Unreadable::Request(Value::Number(n)) if n.as_i64() == Some(7))
-        );
-        let notification = br#"{"jsonrpc":"2.0","method":"notifications/x","params":{"n":1e400}}"#;
-        assert!(matches!(
-            unreadable_request_id(notification),
-            Unreadable::Notification
-        ));
-        assert!(matches!(
-            unreadable_request_id(b"{not json"),
-            Unreadable::NotJson
-        ));
     }
 }

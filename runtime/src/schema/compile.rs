@@ -258,6 +258,7 @@ impl Compiler {
             let name = reference
                 .as_str()
                 .and_then(|r| r.strip_prefix("#/$defs/"))
+                .and_then(fragment_token)
                 .ok_or_else(|| {
                     bad(
                         "$ref",
@@ -268,7 +269,7 @@ impl Compiler {
             node.reference = Some(
                 *self
                     .defs
-                    .get(name)
+                    .get(&*name)
                     .ok_or_else(|| bad("$ref", pointer, "names a missing definition"))?,
             );
         }
@@ -379,4 +380,49 @@ pub(super) fn list_values(values: &[Value]) -> String {
         let _ = write!(out, ", … ({} values)", values.len());
     }
     out
+}
+
+/// A JSON Pointer token as a URI fragment writes it (RFC 6901, section 6):
+/// percent-decoded, then `~1` read as `/` and `~0` as `~` (schemars writes
+/// the name of a type renamed `a b` as `a%20b`). `None` when it is no
+/// token (a `/` inside, a bad escape, no UTF-8).
+fn fragment_token(encoded: &str) -> Option<std::borrow::Cow<'_, str>> {
+    if !encoded.contains(['%', '~', '/']) {
+        return Some(std::borrow::Cow::Borrowed(encoded));
+    }
+    let bytes = encoded.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        if byte == b'%' {
+            let hex = std::str::from_utf8(bytes.get(at + 1..at + 3)?).ok()?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            at += 3;
+        } else {
+            decoded.push(byte);
+            at += 1;
+        }
+    }
+    let text = String::from_utf8(decoded).ok()?;
+    if text.contains('/') {
+        return None;
+    }
+    Some(std::borrow::Cow::Owned(
+        text.replace("~1", "/").replace("~0", "~"),
+    ))
+}
+
+#[cfg(test)]
+mod fragment_tests {
+    use super::fragment_token;
+
+    #[test]
+    fn a_reference_token_is_percent_decoded_then_unescaped() {
+        assert_eq!(fragment_token("Tree").as_deref(), Some("Tree"));
+        assert_eq!(fragment_token("Gr%C3%B6%C3%9Fe").as_deref(), Some("Größe"));
+        assert_eq!(fragment_token("a~1b~01").as_deref(), Some("a/b~1"));
+        assert_eq!(fragment_token("a%2"), None);
+        assert_eq!(fragment_token("a/b"), None);
+        assert_eq!(fragment_token("%FF"), None);
+    }
 }
