@@ -3,11 +3,12 @@
 //! reads, so:
 //! - a `#[schemars(…)]` key that mirrors one of serde's (a rename, a skip,
 //!   a default, a tagging) changes the schema alone: serde's is written;
-//! - a name is one name both ways (`rename = "…"`, never
-//!   `rename(serialize = …, deserialize = …)`);
-//! - a field or variant left out in one direction only is out of the
-//!   schema in a type that writes JSON (an output's schema says what it
-//!   writes; an input-only type may skip what it never writes);
+//! - in a type that writes JSON, the name written is the name read (the
+//!   schema shows the name read);
+//! - a field left out in one direction only is out of the schema in a
+//!   type that writes JSON (an output's schema says what it writes; an
+//!   input-only type may skip what it never writes), and so is a variant
+//!   of an output-only enum;
 //! - every name that becomes a property (a field's, a data variant's in an
 //!   externally tagged enum, a `tag` or `content`) is one tool schemas
 //!   take, and a name serde's renaming rules would cut inside a character
@@ -89,21 +90,45 @@ fn schema_only_keys(cx: &Ctxt, schemars: &[Meta], mirrored: &[&str]) {
     }
 }
 
-/// Reports a serde renaming written per direction: a name is one name.
-fn one_name_both_ways(cx: &Ctxt, serde: &[Meta]) {
+/// Reports a serde renaming that gives the JSON a name the schema does not
+/// say: in a type that writes JSON, the name written (its `serialize`
+/// side) must be the name read (its `deserialize` side, which the schema
+/// shows). `rename(serialize = "a")` beside `rename(deserialize = "a")` is
+/// one name; an input-only type names only what it reads.
+fn one_name_both_ways(cx: &Ctxt, serde: &[Meta], serialize: bool) {
+    if !serialize {
+        return;
+    }
     for key in ["rename", "rename_all", "rename_all_fields"] {
-        if let Some(meta) = find(serde, key)
-            && !meta.nested.is_empty()
+        let metas: Vec<&Meta> = serde.iter().filter(|meta| meta.key == key).collect();
+        let side = |direction: &str| named(serde, key, direction);
+        if side("serialize") != side("deserialize")
+            && let Some(meta) = metas.iter().find(|meta| !meta.nested.is_empty())
         {
             cx.error_at(
                 meta.span,
                 format!(
-                    "`{key}(serialize = …, deserialize = …)` gives the JSON a name the schema does not say in one \
-                     direction: give one both ways, `{key} = \"…\"`"
+                    "`{key}` gives the JSON it writes a name the schema does not say (the schema shows the \
+                     name read): give one both ways, `{key} = \"…\"`"
                 ),
             );
         }
     }
+}
+
+/// What serde's `key` (`rename`, `rename_all`…) names for `direction`
+/// (`serialize` or `deserialize`): a plain `key = "…"` or the direction's
+/// own `key(direction = "…")`, in whichever attribute it is written.
+fn named(serde: &[Meta], key: &str, direction: &str) -> Option<String> {
+    serde
+        .iter()
+        .filter(|meta| meta.key == key)
+        .find_map(|meta| match &meta.text {
+            Some(text) => Some(text.value()),
+            None => find(&meta.nested, direction)
+                .and_then(|nested| nested.text.as_ref())
+                .map(LitStr::value),
+        })
 }
 
 /// The plain `rename = "…"`, if the item has one.
@@ -145,12 +170,14 @@ fn one_way_skip(cx: &Ctxt, serde: &[Meta], name: &Ident, serialize: bool, deseri
 }
 
 /// Reports `name` (the item's Rust name) when serde's renaming rules could
-/// cut it inside a character: one that starts with a non-ASCII letter
-/// needs its own `rename = "…"`.
-fn renamable(cx: &Ctxt, serde: &[Meta], name: &Ident) -> bool {
+/// cut it inside a character: one that starts with a non-ASCII letter is
+/// renamed for each direction the type goes.
+fn renamable(cx: &Ctxt, serde: &[Meta], name: &Ident, serialize: bool) -> bool {
     let text = name.to_string();
     let text = text.strip_prefix("r#").unwrap_or(&text);
-    if plain_rename(serde).is_some() || text.starts_with(|c: char| c.is_ascii()) {
+    let renamed = named(serde, "rename", "deserialize").is_some()
+        && (!serialize || named(serde, "rename", "serialize").is_some());
+    if renamed || text.starts_with(|c: char| c.is_ascii()) {
         return true;
     }
     cx.error_spanned_by(
@@ -164,7 +191,7 @@ fn renamable(cx: &Ctxt, serde: &[Meta], name: &Ident) -> bool {
 }
 
 /// The container's own checks.
-pub(crate) fn check_container(cx: &Ctxt, attrs: &[Attribute]) {
+pub(crate) fn check_container(cx: &Ctxt, attrs: &[Attribute], serialize: bool) {
     let serde = metas_with_cfg_attr(attrs, "serde");
     if let Some(meta) = find(&serde, "crate") {
         cx.error_at(
@@ -177,7 +204,7 @@ pub(crate) fn check_container(cx: &Ctxt, attrs: &[Attribute]) {
         &metas_with_cfg_attr(attrs, "schemars"),
         MIRRORED_ON_CONTAINERS,
     );
-    one_name_both_ways(cx, &serde);
+    one_name_both_ways(cx, &serde, serialize);
     // Names the schema uses as property names or as its definition's key.
     for key in ["tag", "content", "rename"] {
         if let Some(lit) = find(&serde, key)
@@ -207,9 +234,14 @@ pub(crate) fn check_variant(
         &metas_with_cfg_attr(attrs, "schemars"),
         MIRRORED_ON_VARIANTS,
     );
-    one_name_both_ways(cx, &serde);
-    one_way_skip(cx, &serde, name, serialize, deserialize);
-    if find(&serde, "skip").is_some() || !renamable(cx, &serde, name) {
+    one_name_both_ways(cx, &serde, serialize);
+    // In a type that is read too, a variant the agent may not send
+    // (`skip_deserializing`) is the schema's to leave out; in an output
+    // alone, the schema says what is written.
+    if !deserialize {
+        one_way_skip(cx, &serde, name, serialize, deserialize);
+    }
+    if find(&serde, "skip").is_some() || !renamable(cx, &serde, name, serialize) {
         return;
     }
     if is_key && !is_property_name(wire_name) {
@@ -234,7 +266,7 @@ pub(crate) fn check_field(
     let serde = metas_with_cfg_attr(attrs, "serde");
     let has = |key: &str| find(&serde, key).is_some();
     schema_only_keys(cx, &schemars, MIRRORED_ON_FIELDS);
-    one_name_both_ways(cx, &serde);
+    one_name_both_ways(cx, &serde, serialize);
     // A field serde leaves out in every direction the type goes is out of
     // the schema already; anything less and the schema hides a field serde
     // still writes or requires.
@@ -257,7 +289,7 @@ pub(crate) fn check_field(
         );
     }
     one_way_skip(cx, &serde, name, serialize, deserialize);
-    if skipped_by_serde || !renamable(cx, &serde, name) {
+    if skipped_by_serde || !renamable(cx, &serde, name, serialize) {
         return;
     }
     if !is_property_name(wire_name) {

@@ -422,36 +422,10 @@ impl<'c> ArgSet<'c> {
     pub(crate) fn method(&mut self, key: &str) -> Option<Ident> {
         let arg = self.take(key)?;
         match &arg.value {
-            // `when = type` (a keyword, read as a path): `r#type`.
-            ArgValue::Ident(ident)
-                if syn::parse_str::<Ident>(&ident.to_string()).is_err()
-                    && !ident.to_string().starts_with("r#")
-                    && !matches!(
-                        ident.to_string().as_str(),
-                        "self" | "Self" | "super" | "crate" | "_"
-                    ) =>
-            {
-                Some(Ident::new_raw(&ident.to_string(), ident.span()))
-            }
-            ArgValue::Ident(ident) => Some(ident.clone()),
+            ArgValue::Ident(ident) => Some(method_name(ident, ident.span())),
             ArgValue::Lit(Lit::Str(lit)) => match lit.parse_with(Ident::parse_any) {
                 // `"r#type"` names the method `r#type`, at the string.
-                Ok(ident) => {
-                    // A keyword names the method it is the raw form of
-                    // (`"type"` is `r#type`): the call the macro writes
-                    // must spell it so.
-                    let text = ident.to_string();
-                    let keyword = !text.starts_with("r#")
-                        && syn::parse_str::<Ident>(&text).is_err()
-                        && !matches!(text.as_str(), "self" | "Self" | "super" | "crate" | "_");
-                    Some(if keyword {
-                        Ident::new_raw(&text, lit.span())
-                    } else {
-                        let mut ident = ident;
-                        ident.set_span(lit.span());
-                        ident
-                    })
-                }
+                Ok(ident) => Some(method_name(&ident, lit.span())),
                 Err(_) => {
                     self.mismatch(&arg, "the name of a method of this impl block");
                     None
@@ -494,7 +468,7 @@ impl<'c> ArgSet<'c> {
         let arg = self.take(key)?;
         match arg.value {
             ArgValue::Lit(Lit::Str(lit)) => Some(Ok(lit)),
-            ArgValue::Ident(ident) => Some(Err(ident)),
+            ArgValue::Ident(ident) => Some(Err(method_name(&ident, ident.span()))),
             _ => {
                 self.mismatch(
                     &arg,
@@ -613,6 +587,24 @@ fn json_number(value: &ArgValue) -> Option<String> {
     }
 }
 
+/// A method named as `ident`, at `span`: a keyword names the method it is
+/// the raw form of (`type` is `r#type`), as the call the macro writes must
+/// spell it (the keywords no raw identifier takes stay as written, for the
+/// error they make).
+fn method_name(ident: &Ident, span: Span) -> Ident {
+    let text = ident.to_string();
+    let keyword = !text.starts_with("r#")
+        && syn::parse_str::<Ident>(&text).is_err()
+        && !matches!(text.as_str(), "self" | "Self" | "super" | "crate" | "_");
+    if keyword {
+        Ident::new_raw(&text, span)
+    } else {
+        let mut ident = ident.clone();
+        ident.set_span(span);
+        ident
+    }
+}
+
 /// Turns `meta(key = literal, ...)` into a JSON object text.
 ///
 /// Values may be strings, integers, floats and booleans; keys identifiers or
@@ -641,7 +633,7 @@ pub(crate) fn json_object(cx: &Ctxt, attribute: &str, args: &[Arg]) -> String {
                     cx.error_at(
                             arg.value.span(arg.key_span),
                             format!(
-                                "this number has no JSON form in `{attribute}`: integers fit in 64 bits, floats are finite"
+                                "this number has no JSON form in `{attribute}`: integers fit in 64 bits, floats are finite and not so small they read as 0"
                             ),
                         );
                     continue;

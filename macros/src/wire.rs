@@ -281,7 +281,7 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
         }
         Data::Union(_) => {}
     }
-    crate::agreement::check_container(cx, &item.attrs);
+    crate::agreement::check_container(cx, &item.attrs, serialize);
     let container = metas(&item.attrs, "serde");
     let has_default = find(&metas_with_cfg_attr(&item.attrs, "serde"), "default").is_some();
     let rule = find(&container, "rename_all")

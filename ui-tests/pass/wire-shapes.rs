@@ -51,7 +51,7 @@ pub enum Value {
 #[agent_procedure(id = "domain:devices.disable", effect = "destructive")]
 pub struct DisableDevices {
     /// The devices.
-    #[serde(rename(deserialize = "ids"))]
+    #[serde(rename = "ids")]
     #[agent_schema(unbounded)] pub device_ids: Vec<String>,
 }
 

@@ -42,9 +42,16 @@ fn fields_struct(item: &DeriveInput, handles: &[Handle<'_>]) -> TokenStream {
             #field_vis #name: ::agent_surface::macro_support::Field<#ident, #ty>
         }
     });
+    // The type's own lint allowances (`non_snake_case` for a field `ID`)
+    // go with its handles.
+    let lints = item
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("allow"));
     quote! {
         #[doc = #fields_doc]
         #[derive(Clone, Copy, Debug)]
+        #(#lints)*
         #vis struct #fields_ident {
             #(#handle_fields,)*
         }
