@@ -147,30 +147,31 @@ pub(crate) fn find<'a>(metas: &'a [Meta], key: &str) -> Option<&'a Meta> {
 
 /// A variant's name under `rename_all = rule` (`None` for an unknown rule).
 fn rename_variant(variant: &str, rule: &str) -> Option<String> {
+    // Exactly as serde's derive renames a variant (ASCII case changes).
     let snake = || {
         let mut out = String::new();
         for (i, c) in variant.char_indices() {
             if c.is_uppercase() && i > 0 {
                 out.push('_');
             }
-            out.extend(c.to_lowercase());
+            out.push(c.to_ascii_lowercase());
         }
         out
     };
     Some(match rule {
-        "lowercase" => variant.to_lowercase(),
-        "UPPERCASE" => variant.to_uppercase(),
+        "lowercase" => variant.to_ascii_lowercase(),
+        "UPPERCASE" => variant.to_ascii_uppercase(),
         "PascalCase" => variant.to_owned(),
         "camelCase" => {
             let mut chars = variant.chars();
             chars.next().map_or_else(String::new, |first| {
-                first.to_lowercase().collect::<String>() + chars.as_str()
+                first.to_ascii_lowercase().to_string() + chars.as_str()
             })
         }
         "snake_case" => snake(),
-        "SCREAMING_SNAKE_CASE" => snake().to_uppercase(),
+        "SCREAMING_SNAKE_CASE" => snake().to_ascii_uppercase(),
         "kebab-case" => snake().replace('_', "-"),
-        "SCREAMING-KEBAB-CASE" => snake().replace('_', "-").to_uppercase(),
+        "SCREAMING-KEBAB-CASE" => snake().to_ascii_uppercase().replace('_', "-"),
         _ => return None,
     })
 }
@@ -183,7 +184,8 @@ pub(crate) fn wire_names(
     rule: Option<&str>,
     variant: bool,
 ) -> Vec<String> {
-    let serde = metas(attrs, "serde");
+    // `cfg_attr(…, serde(rename = …))` renames too.
+    let serde = metas_with_cfg_attr(attrs, "serde");
     let renamed = find(&serde, "rename").and_then(|meta| {
         meta.text.as_ref().map(LitStr::value).or_else(|| {
             // `rename(deserialize = "…")`: what the agent sends.

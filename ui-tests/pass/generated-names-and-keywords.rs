@@ -33,6 +33,15 @@ pub struct Disable {
     /// The device.
     #[schemars(length(max = 64))]
     pub ID: String,
+    /// Why.
+    #[cfg_attr(all(), serde(rename = "why"))]
+    #[schemars(length(max = 64))]
+    pub reason_code: String,
 }
 
-fn main() {}
+fn main() {
+    // The handles name the fields as serde reads them.
+    let fields = Disable::fields();
+    assert_eq!(fields.ID.name(), "iD");
+    assert_eq!(fields.reason_code.name(), "why");
+}

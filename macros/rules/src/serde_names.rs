@@ -14,25 +14,36 @@
 /// assert_eq!(rename_field("device_ids", "Title Case"), None);
 /// ```
 pub fn rename_field(field: &str, rule: &str) -> Option<String> {
-    let capitalized = |word: &str| {
-        let mut chars = word.chars();
-        chars.next().map_or_else(String::new, |first| {
-            first.to_uppercase().collect::<String>() + chars.as_str()
-        })
+    // Exactly as serde's derive renames a field (its `RenameRule`), ASCII
+    // case changes only; `lowercase` leaves a field as written.
+    let pascal = || {
+        let mut pascal = String::with_capacity(field.len());
+        let mut capitalize = true;
+        for c in field.chars() {
+            if c == '_' {
+                capitalize = true;
+            } else if capitalize {
+                pascal.push(c.to_ascii_uppercase());
+                capitalize = false;
+            } else {
+                pascal.push(c);
+            }
+        }
+        pascal
     };
     Some(match rule {
-        "lowercase" => field.to_lowercase(),
-        "UPPERCASE" => field.to_uppercase(),
-        "snake_case" => field.to_owned(),
-        "SCREAMING_SNAKE_CASE" => field.to_uppercase(),
+        "lowercase" | "snake_case" => field.to_owned(),
+        "UPPERCASE" | "SCREAMING_SNAKE_CASE" => field.to_ascii_uppercase(),
         "kebab-case" => field.replace('_', "-"),
-        "SCREAMING-KEBAB-CASE" => field.replace('_', "-").to_uppercase(),
-        "PascalCase" => field
-            .split('_')
-            .filter(|w| !w.is_empty())
-            .map(capitalized)
-            .collect(),
-        "camelCase" => crate::ids::snake_to_camel(field),
+        "SCREAMING-KEBAB-CASE" => field.to_ascii_uppercase().replace('_', "-"),
+        "PascalCase" => pascal(),
+        "camelCase" => {
+            let pascal = pascal();
+            let mut chars = pascal.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_ascii_lowercase().to_string() + chars.as_str()
+            })
+        }
         _ => return None,
     })
 }
@@ -61,5 +72,16 @@ mod tests {
             );
         }
         assert_eq!(rename_field("max_rows", "camel"), None);
+        // As serde: not snake_case in, serde's result out.
+        assert_eq!(rename_field("ID", "camelCase").as_deref(), Some("iD"));
+        assert_eq!(
+            rename_field("Foo_bar", "camelCase").as_deref(),
+            Some("fooBar")
+        );
+        assert_eq!(
+            rename_field("MaxRows", "lowercase").as_deref(),
+            Some("MaxRows")
+        );
+        assert_eq!(rename_field("_x", "PascalCase").as_deref(), Some("X"));
     }
 }

@@ -14,7 +14,7 @@ use crate::ctxt::Ctxt;
 use crate::symbol::{
     AUDIT, CONFIRMATION, DESCRIPTION, EFFECT, ID, IDEMPOTENT, OUTPUT, PROCEDURE_KEYS, TIMEOUT,
 };
-use crate::wire_attrs::{attr_args, field_wire_name};
+use crate::wire_attrs::field_wire_name;
 
 /// The parsed attribute.
 pub(super) struct Attrs {
@@ -141,31 +141,28 @@ pub(super) fn named_fields<'a>(cx: &Ctxt, item: &'a DeriveInput) -> Vec<&'a syn:
     }
 }
 
-/// The value of `key = "…"` in the item's or a field's `#[serde(...)]`.
-fn serde_string(attrs: &[syn::Attribute], key: &str) -> Option<LitStr> {
-    attr_args(attrs, "serde")
-        .into_iter()
-        .find_map(|(k, value)| (k == key).then_some(value).flatten())
-}
-
-/// Whether a field's `#[serde(...)]` has one of `keys`.
-fn serde_flag(attrs: &[syn::Attribute], keys: &[&str]) -> bool {
-    attr_args(attrs, "serde")
-        .iter()
-        .any(|(key, _)| keys.contains(&key.as_str()))
-}
-
 /// The field handles of the struct: every field the agent sends, with its
 /// wire name.
 pub(super) fn handles<'a>(item: &'a DeriveInput, fields: &[&'a syn::Field]) -> Vec<Handle<'a>> {
-    let rule = serde_string(&item.attrs, "rename_all");
-    let rule_text = rule
-        .as_ref()
-        .map_or_else(|| "camelCase".to_owned(), LitStr::value);
+    // The rule the agent's JSON is read under: `rename_all = "…"` or its
+    // `deserialize` side, in a `cfg_attr` too.
+    let container = crate::wire_attrs::metas_with_cfg_attr(&item.attrs, "serde");
+    let rule_text = crate::wire_attrs::find(&container, "rename_all")
+        .and_then(|meta| {
+            meta.text.as_ref().map(LitStr::value).or_else(|| {
+                crate::wire_attrs::find(&meta.nested, "deserialize")
+                    .and_then(|nested| nested.text.as_ref())
+                    .map(LitStr::value)
+            })
+        })
+        .unwrap_or_else(|| "camelCase".to_owned());
     let mut out = Vec::new();
     for field in fields {
         let Some(ident) = &field.ident else { continue };
-        if serde_flag(&field.attrs, &["skip", "skip_deserializing", "flatten"]) {
+        if crate::wire_attrs::metas_with_cfg_attr(&field.attrs, "serde")
+            .iter()
+            .any(|meta| matches!(meta.key.as_str(), "skip" | "skip_deserializing" | "flatten"))
+        {
             continue;
         }
         // An unknown rule is reported once, by the schema's checks
