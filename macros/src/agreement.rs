@@ -252,21 +252,22 @@ pub(crate) fn check_variant(
     }
 }
 
-/// A named field's checks (`name` its Rust name, `wire_name` its name on
-/// the wire), in a type that serializes and/or deserializes.
+/// A named field's checks (`serde` its serde metas, `cfg_attr`s
+/// included; `name` its Rust name, `wire_name` its name on the wire), in a
+/// type that serializes and/or deserializes.
 pub(crate) fn check_field(
     cx: &Ctxt,
     attrs: &[Attribute],
+    serde: &[Meta],
     name: &Ident,
     direction: (bool, bool),
     wire_name: &str,
 ) {
     let (serialize, deserialize) = direction;
     let schemars = metas_with_cfg_attr(attrs, "schemars");
-    let serde = metas_with_cfg_attr(attrs, "serde");
-    let has = |key: &str| find(&serde, key).is_some();
+    let has = |key: &str| find(serde, key).is_some();
     schema_only_keys(cx, &schemars, MIRRORED_ON_FIELDS);
-    one_name_both_ways(cx, &serde, serialize);
+    one_name_both_ways(cx, serde, serialize);
     // A field serde leaves out in every direction the type goes is out of
     // the schema already; anything less and the schema hides a field serde
     // still writes or requires.
@@ -288,12 +289,12 @@ pub(crate) fn check_field(
             ),
         );
     }
-    one_way_skip(cx, &serde, name, serialize, deserialize);
-    if skipped_by_serde || !renamable(cx, &serde, name, serialize) {
+    one_way_skip(cx, serde, name, serialize, deserialize);
+    if skipped_by_serde || !renamable(cx, serde, name, serialize) {
         return;
     }
     if !is_property_name(wire_name) {
-        match plain_rename(&serde) {
+        match plain_rename(serde) {
             Some(lit) => cx.error_spanned_by(lit, not_a_property_name(wire_name)),
             None => cx.error_spanned_by(name, not_a_property_name(wire_name)),
         }

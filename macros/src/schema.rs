@@ -311,6 +311,9 @@ fn option_read_probes(item: &DeriveInput, deserialize: bool) -> proc_macro2::Tok
     }
 }
 
+/// What a second `#[agent_schema]` on one type is told.
+const APPLIED_TWICE: &str = "#[agent_schema] is applied twice to this type; remove one of them";
+
 pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
     let options = SchemaOptions::parse(&cx, args);
@@ -330,11 +333,8 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     if already_expanded(&item.attrs).is_some() {
         // An `#[agent_schema]` above this one already expanded the item:
         // one error, at this attribute, and the item as it made it.
-        let error = syn::Error::new(
-            proc_macro2::Span::call_site(),
-            "#[agent_schema] is applied twice to this type; remove one of them",
-        )
-        .to_compile_error();
+        let error =
+            syn::Error::new(proc_macro2::Span::call_site(), APPLIED_TWICE).to_compile_error();
         let errors = cx.into_compile_errors();
         return quote!(#input #error #errors);
     }
@@ -386,10 +386,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         });
         if let Some(at) = twice {
             let attr = bare.attrs.remove(at);
-            cx.error_spanned_by(
-                attr,
-                "#[agent_schema] is applied twice to this type; remove one of them",
-            );
+            cx.error_spanned_by(attr, APPLIED_TWICE);
         }
         let fallback = union_fallback(&item);
         let errors = cx.into_compile_errors();

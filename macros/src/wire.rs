@@ -297,17 +297,6 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
     let check_fields = |fields: &Fields, rule: Option<&str>| {
         for field in fields {
             bounds(cx, &field.attrs);
-            if let Some(ident) = &field.ident {
-                let wire_name =
-                    crate::wire_attrs::field_wire_name(&field.attrs, &ident.to_string(), rule);
-                crate::agreement::check_field(
-                    cx,
-                    &field.attrs,
-                    ident,
-                    (serialize, deserialize),
-                    &wire_name,
-                );
-            }
             let serde = metas(&field.attrs, "serde");
             if let Some(skip) = find(&serde, "skip_serializing_if")
                 && serialize
@@ -330,6 +319,18 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
             }
             // What serde reads the field with, `cfg_attr(…, serde(…))` included.
             let read = metas_with_cfg_attr(&field.attrs, "serde");
+            if let Some(ident) = &field.ident {
+                let wire_name =
+                    crate::wire_attrs::field_wire_name(&field.attrs, &ident.to_string(), rule);
+                crate::agreement::check_field(
+                    cx,
+                    &field.attrs,
+                    &read,
+                    ident,
+                    (serialize, deserialize),
+                    &wire_name,
+                );
+            }
             let reader = find(&read, "deserialize_with").or_else(|| find(&read, "with"));
             let name = field
                 .ident

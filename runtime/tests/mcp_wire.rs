@@ -82,26 +82,17 @@ impl Wire {
 
     /// The next response with `"id": null` (other messages are skipped).
     async fn unaddressed(&mut self) -> Value {
-        tokio::time::timeout(PATIENCE, async {
-            loop {
-                let line = self
-                    .lines
-                    .next_line()
-                    .await
-                    .unwrap()
-                    .expect("the server hung up");
-                let message: Value = serde_json::from_str(&line).unwrap();
-                if message.get("id") == Some(&Value::Null) {
-                    return message;
-                }
-            }
-        })
-        .await
-        .expect("a response in time")
+        self.until_id(&Value::Null).await.1
     }
 
     /// Every message before the response to `id`, and that response.
     async fn until(&mut self, id: u64) -> (Vec<Value>, Value) {
+        self.until_id(&json!(id)).await
+    }
+
+    /// Every message before the response whose id is `id` (any JSON:
+    /// a number, a string, `null`), and that response.
+    async fn until_id(&mut self, id: &Value) -> (Vec<Value>, Value) {
         tokio::time::timeout(PATIENCE, async {
             let mut before = Vec::new();
             loop {
@@ -112,7 +103,7 @@ impl Wire {
                     .unwrap()
                     .expect("the server hung up");
                 let message: Value = serde_json::from_str(&line).unwrap();
-                if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                if message.get("id") == Some(id) && message.get("method").is_none() {
                     return (before, message);
                 }
                 before.push(message);
@@ -248,17 +239,7 @@ async fn the_number_5_and_the_string_5_are_two_requests() {
         "params": {"name": "view_devices__table__selectRows", "arguments": {"ids": ["d2"]}}
     }))
     .await;
-    let second = tokio::time::timeout(PATIENCE, async {
-        loop {
-            let line = wire.lines.next_line().await.unwrap().unwrap();
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message.get("id") == Some(&json!("5")) {
-                return message;
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let second = wire.until_id(&json!("5")).await.1;
     assert_ne!(second["result"]["isError"], json!(true), "{second}");
     app.stop().await;
 }

@@ -195,9 +195,11 @@ where
         Ok(line)
     }
 
-    /// Owes `reply`: [`pay`](Self::pay) hands it on before the next line
-    /// is read.
-    fn reply(&mut self, reply: &Value) {
+    /// Owes the JSON-RPC error `code` with `message` under `id`:
+    /// [`pay`](Self::pay) hands it on before the next line is read.
+    fn reply(&mut self, id: Value, code: i32, message: &str) {
+        let reply =
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
         self.owed = Some(reply.to_string());
     }
 
@@ -211,24 +213,24 @@ where
 
     /// Answers a line rmcp cannot read (see the module docs).
     fn answer_unreadable(&mut self, line: &[u8]) {
-        let error = |id: Value, code: i32, message: &str| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
-        let reply = match unreadable(line) {
-            Unreadable::Request { id, json: true } => error(
+        match unreadable(line) {
+            Unreadable::Request { id, json: true } => self.reply(
                 id,
                 -32600,
                 "invalid request: not a JSON-RPC 2.0 request this server reads",
             ),
-            Unreadable::Request { id, json: false } => error(
+            Unreadable::Request { id, json: false } => self.reply(
                 id,
                 -32602,
                 "this request cannot be read: a string holds a lone UTF-16 surrogate, a number is beyond \
                  64-bit floating point, a value is nested deeper than 128, or the JSON is malformed",
             ),
-            Unreadable::Notification => return,
-            Unreadable::Batch => error(Value::Null, -32600, "batches are not supported"),
-            Unreadable::NotJson => error(Value::Null, -32700, "parse error: the line is not JSON"),
-        };
-        self.reply(&reply);
+            Unreadable::Notification => {}
+            Unreadable::Batch => self.reply(Value::Null, -32600, "batches are not supported"),
+            Unreadable::NotJson => {
+                self.reply(Value::Null, -32700, "parse error: the line is not JSON");
+            }
+        }
     }
 }
 
@@ -252,7 +254,6 @@ enum Unreadable {
 /// quotes (no depth limit, no recursion: a value nested past
 /// `serde_json`'s limit still has its id found).
 fn unreadable(line: &[u8]) -> Unreadable {
-    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let Ok(text) = std::str::from_utf8(line) else {
         return Unreadable::NotJson;
     };
@@ -410,21 +411,16 @@ where
                 Ok(None) | Err(_) => return None,
             };
             let Ok(line) = line else {
-                let reply = json!({
-                    "jsonrpc": "2.0",
-                    "id": null,
-                    "error": {
-                        "code": -32600,
-                        "message": format!("the request is longer than {MAX_LINE_BYTES} bytes"),
-                    },
-                });
-                self.reply(&reply);
+                let message = format!("the request is longer than {MAX_LINE_BYTES} bytes");
+                self.reply(Value::Null, -32600, &message);
                 continue;
             };
-            if line.iter().all(u8::is_ascii_whitespace) {
+            // A byte-order mark is no part of the message; a line with
+            // nothing else is no message.
+            let body = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line);
+            if body.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let body = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line);
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(body) {
                 Ok(message) => return Some(message),
                 Err(_) => self.answer_unreadable(body),
@@ -458,6 +454,23 @@ where
 mod tests {
     use super::*;
     use rmcp::model::ServerJsonRpcMessage;
+    use tokio::io::{BufReader, DuplexStream, ReadHalf, WriteHalf};
+
+    /// The transport under test: the server's halves of a duplex stream.
+    type Served = Lines<BufReader<ReadHalf<DuplexStream>>, WriteHalf<DuplexStream>>;
+
+    /// A transport over an in-memory stream of `buffer` bytes each way,
+    /// and the client's two halves.
+    fn connected(buffer: usize) -> (Served, ReadHalf<DuplexStream>, WriteHalf<DuplexStream>) {
+        let (client, server) = tokio::io::duplex(buffer);
+        let (read, write) = tokio::io::split(server);
+        let (client_read, client_write) = tokio::io::split(client);
+        (
+            Lines::new(BufReader::new(read), write),
+            client_read,
+            client_write,
+        )
+    }
 
     #[test]
     fn the_top_level_is_read_past_what_serde_json_cannot() {
@@ -520,11 +533,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_receive_cancelled_mid_line_loses_nothing_and_an_over_long_line_is_refused() {
-        use tokio::io::{AsyncReadExt, BufReader};
-        let (client, server) = tokio::io::duplex(64 * 1024);
-        let (read, write) = tokio::io::split(server);
-        let (mut client_read, mut client_write) = tokio::io::split(client);
-        let mut lines = Lines::new(BufReader::new(read), write);
+        use tokio::io::AsyncReadExt;
+        let (mut lines, mut client_read, mut client_write) = connected(64 * 1024);
         let ping = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
         let (head, tail) = ping.split_at(17);
         client_write.write_all(head).await.unwrap();
@@ -555,11 +565,8 @@ mod tests {
 
     #[tokio::test]
     async fn replies_owed_at_the_end_of_input_still_go_out() {
-        use tokio::io::{AsyncReadExt, BufReader};
-        let (client, server) = tokio::io::duplex(64 * 1024);
-        let (read, write) = tokio::io::split(server);
-        let (mut client_read, mut client_write) = tokio::io::split(client);
-        let mut lines = Lines::new(BufReader::new(read), write);
+        use tokio::io::AsyncReadExt;
+        let (mut lines, mut client_read, mut client_write) = connected(64 * 1024);
         client_write
             .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":303,\"method\":\"ping\",\"params\":{\"x\":\"\\ud800\"}}\n{oops")
             .await
@@ -582,11 +589,7 @@ mod tests {
 
     #[tokio::test]
     async fn responses_nobody_reads_stop_the_reading() {
-        use tokio::io::BufReader;
-        let (client, server) = tokio::io::duplex(4 * 1024);
-        let (read, write) = tokio::io::split(server);
-        let (_client_read, mut client_write) = tokio::io::split(client);
-        let mut lines = Lines::new(BufReader::new(read), write);
+        let (mut lines, _client_read, mut client_write) = connected(4 * 1024);
         client_write
             .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
             .await
@@ -606,12 +609,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_that_does_not_read_its_replies_is_not_read_either() {
-        use tokio::io::{AsyncBufReadExt as _, BufReader};
+        use tokio::io::AsyncBufReadExt as _;
         const BAD: usize = 5_000;
-        let (client, server) = tokio::io::duplex(4 * 1024);
-        let (read, write) = tokio::io::split(server);
-        let (client_read, mut client_write) = tokio::io::split(client);
-        let mut lines = Lines::new(BufReader::new(read), write);
+        let (mut lines, client_read, mut client_write) = connected(4 * 1024);
         let sending = tokio::spawn(async move {
             for _ in 0..BAD {
                 client_write.write_all(b"{not json\n").await.unwrap();
