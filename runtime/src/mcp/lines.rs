@@ -228,7 +228,11 @@ where
             Unreadable::Notification => {}
             Unreadable::Batch => self.reply(Value::Null, -32600, "batches are not supported"),
             Unreadable::NotJson => {
-                self.reply(Value::Null, -32700, "parse error: the line is not JSON");
+                self.reply(
+                    Value::Null,
+                    -32700,
+                    "parse error: the line is not JSON, or its id cannot be carried back",
+                );
             }
         }
     }
@@ -362,9 +366,17 @@ fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
     (depth == 0 && !in_string && index > at).then_some(index)
 }
 
+/// The longest id this side carries back in a reply of its own: a reply
+/// owed is bounded like the replies queued behind it.
+const MAX_ECHOED_ID_BYTES: usize = 1024;
+
 /// `raw` as an id the reply can carry exactly as the client wrote it: a
-/// string `serde_json` reads, or an integer.
+/// string `serde_json` reads, of at most [`MAX_ECHOED_ID_BYTES`], or an
+/// integer.
 fn faithful_id(raw: &str) -> Option<Value> {
+    if raw.len() > MAX_ECHOED_ID_BYTES {
+        return None;
+    }
     match serde_json::from_str::<Value>(raw).ok()? {
         id @ Value::String(_) => Some(id),
         Value::Number(number) if number.is_i64() || number.is_u64() => Some(Value::Number(number)),
@@ -521,6 +533,14 @@ mod tests {
                 "{line}"
             );
         }
+        let long_id = format!(
+            r#"{{"id":"{}","method":"ping"}}"#,
+            "x".repeat(MAX_ECHOED_ID_BYTES)
+        );
+        assert!(matches!(
+            unreadable(long_id.as_bytes()),
+            Unreadable::NotJson
+        ));
         assert!(matches!(
             unreadable(br#"[{"id":1,"method":"ping"}]"#),
             Unreadable::Batch
