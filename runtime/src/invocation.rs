@@ -127,12 +127,17 @@ impl Invocation {
 
     /// The fingerprint phase 1 compares, and in the same walk the
     /// input's depth and canonical size against the request bounds (`None`:
-    /// no input): the same canonical JSON as [`fingerprint`](Self::fingerprint),
-    /// hashed with `hasher` (keyed SipHash: FNV-1a can be steered, so two
-    /// requests the agent chose with one FNV-1a fingerprint would be one
-    /// request to deduplication). When the input crosses a bound the walk
-    /// stops there and the fingerprint is meaningless (the request is
-    /// refused).
+    /// no input): the fields of [`fingerprint`](Self::fingerprint), hashed
+    /// with `hasher` (keyed SipHash: FNV-1a can be steered, so two requests
+    /// the agent chose with one FNV-1a fingerprint would be one request to
+    /// deduplication). When the input crosses a bound the walk stops there
+    /// and the fingerprint is meaningless (the request is refused).
+    ///
+    /// What is hashed is an injective encoding rather than JSON: no
+    /// replica compares it (each process has its own key), so the
+    /// identifiers go in as they are — present or not, their length, their
+    /// bytes — without JSON's quoting and escaping, and the input's
+    /// canonical JSON (key order settled, self-delimiting) comes last.
     pub(crate) fn keyed_fingerprint_measuring(
         &self,
         hasher: std::hash::DefaultHasher,
@@ -157,6 +162,15 @@ impl Invocation {
             }
         }
         impl Sink for Blocks {
+            fn write_byte(&mut self, byte: u8) {
+                if self.len == self.block.len() {
+                    self.flush();
+                }
+                if let Some(slot) = self.block.get_mut(self.len) {
+                    *slot = byte;
+                    self.len += 1;
+                }
+            }
             fn write(&mut self, bytes: &[u8]) {
                 if let Some(room) = self.block.get_mut(self.len..self.len + bytes.len()) {
                     room.copy_from_slice(bytes);
@@ -173,7 +187,26 @@ impl Invocation {
             block: [0; 128],
             len: 0,
         };
-        let measured = self.fingerprint_into(&mut blocks, max_depth, max_bytes, false);
+        let ids = [
+            Some(self.capability_id.as_str()),
+            self.instance_id.as_deref(),
+            self.registration_id.as_deref(),
+            self.surface_version.as_deref(),
+        ];
+        for id in ids {
+            match id {
+                None => blocks.write_byte(0),
+                Some(id) => {
+                    blocks.write_byte(1);
+                    blocks.write(&(id.len() as u64).to_le_bytes());
+                    blocks.write(id.as_bytes());
+                }
+            }
+        }
+        let measured = self.input.as_ref().map(|input| {
+            blocks.write_byte(1);
+            measure_into(input, &mut blocks, max_depth, max_bytes)
+        });
         blocks.flush();
         (std::hash::Hasher::finish(&blocks.hasher), measured)
     }

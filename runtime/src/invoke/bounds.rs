@@ -264,6 +264,45 @@ mod tests {
     }
 
     #[test]
+    fn the_keyed_fingerprint_tells_apart_bytes_moved_between_fields() {
+        let keyed = |request: &Invocation| {
+            request
+                .keyed_fingerprint_measuring(
+                    crate::invoke::dedupe_fingerprint::hasher(),
+                    usize::MAX,
+                    usize::MAX,
+                )
+                .0
+        };
+        let requests = [
+            Invocation::new("view:a.b.c")
+                .instance("ab")
+                .registration("c"),
+            Invocation::new("view:a.b.c")
+                .instance("a")
+                .registration("bc"),
+            Invocation::new("view:a.b.c")
+                .registration("ab")
+                .surface_version("c"),
+            Invocation::new("view:a.b.c").instance("ab"),
+            Invocation::new("view:a.b.c").registration("ab"),
+            Invocation::new("view:a.b.c"),
+            Invocation::new("view:a.b.c").input(json!({})),
+            Invocation::new("view:a.b.c").input(json!("")),
+            Invocation::new("view:a.b.c").instance("").input(json!({})),
+            Invocation::new("view:a.b.cab"),
+        ];
+        let mut seen: Vec<u64> = requests.iter().map(keyed).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), requests.len());
+        // Key order in the input is not part of the request.
+        let one = Invocation::new("view:a.b.c").input(json!({"a": 1, "b": [true, null]}));
+        let two = Invocation::new("view:a.b.c").input(json!({"b": [true, null], "a": 1}));
+        assert_eq!(keyed(&one), keyed(&two));
+    }
+
+    #[test]
     fn the_fingerprinting_walk_bounds_the_input_alike_and_hashes_the_same() {
         let limits = Limits::default();
         let fits = Invocation::new("view:a.b.c")
