@@ -528,8 +528,15 @@ pub(crate) fn impls(
             for #ident #ty_generics
         where #(#predicates),*
         {
+            // The own fields' verdict is the depth-zero answer's, evaluated
+            // once for every depth (not written out again here).
             const UNBOUNDED: ::core::option::Option<&'static str> =
-                ::agent_surface::macro_support::first_unbounded(&[#own_verdict, #(#answers),*]);
+                ::agent_surface::macro_support::first_unbounded(&[
+                    <#ident #ty_generics as ::agent_surface::macro_support::Bounded<
+                        ::agent_surface::macro_support::Zero,
+                    >>::UNBOUNDED,
+                    #(#answers),*
+                ]);
         }
     }
 }
