@@ -144,49 +144,7 @@ impl Invocation {
         max_depth: usize,
         max_bytes: usize,
     ) -> (u64, Option<crate::canonical::Measure>) {
-        /// The canonical bytes gathered into blocks before they are hashed:
-        /// SipHash takes a block in far fewer steps than the many short
-        /// writes (a quote, a key, a comma) the writer makes.
-        struct Blocks {
-            hasher: std::hash::DefaultHasher,
-            block: [u8; 128],
-            len: usize,
-        }
-        impl Blocks {
-            fn flush(&mut self) {
-                std::hash::Hasher::write(
-                    &mut self.hasher,
-                    self.block.get(..self.len).unwrap_or_default(),
-                );
-                self.len = 0;
-            }
-        }
-        impl Sink for Blocks {
-            fn write_byte(&mut self, byte: u8) {
-                if self.len == self.block.len() {
-                    self.flush();
-                }
-                if let Some(slot) = self.block.get_mut(self.len) {
-                    *slot = byte;
-                    self.len += 1;
-                }
-            }
-            fn write(&mut self, bytes: &[u8]) {
-                if let Some(room) = self.block.get_mut(self.len..self.len + bytes.len()) {
-                    room.copy_from_slice(bytes);
-                    self.len += bytes.len();
-                } else {
-                    // The hash reads one stream: where it is cut is no matter.
-                    self.flush();
-                    std::hash::Hasher::write(&mut self.hasher, bytes);
-                }
-            }
-        }
-        let mut blocks = Blocks {
-            hasher,
-            block: [0; 128],
-            len: 0,
-        };
+        let mut blocks = crate::canonical::Blocked::new(hasher);
         let ids = [
             Some(self.capability_id.as_str()),
             self.instance_id.as_deref(),
@@ -207,8 +165,7 @@ impl Invocation {
             blocks.write_byte(1);
             measure_into(input, &mut blocks, max_depth, max_bytes)
         });
-        blocks.flush();
-        (std::hash::Hasher::finish(&blocks.hasher), measured)
+        (blocks.finish(), measured)
     }
 
     /// The digest of what the request asks, apart from this process's

@@ -26,8 +26,10 @@
 //! assert_eq!(Canonical::of(&a).sha256(), Canonical::of(&b).sha256());
 //! ```
 
+mod blocks;
 mod write;
 
+pub(crate) use blocks::Blocked;
 pub(crate) use write::{Measure, measure, measure_into};
 pub use write::{write_canonical, write_string};
 

@@ -17,11 +17,12 @@ use crate::invoke::InvocationResult;
 /// call's confirmation).
 pub(in crate::adapter) fn retry_key(name: &str, input: &Value) -> u64 {
     static KEY: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
-    let mut hasher =
-        std::hash::BuildHasher::build_hasher(KEY.get_or_init(std::hash::RandomState::new));
+    let mut hasher = crate::canonical::Blocked::new(std::hash::BuildHasher::build_hasher(
+        KEY.get_or_init(std::hash::RandomState::new),
+    ));
     crate::canonical::write_string(name, &mut hasher);
     write_canonical(input, &mut hasher);
-    std::hash::Hasher::finish(&hasher)
+    hasher.finish()
 }
 impl Shared {
     /// The confirmation a previous attempt of the same call was asked for.
