@@ -170,23 +170,39 @@ fn one_way_skip(cx: &Ctxt, serde: &[Meta], name: &Ident, serialize: bool, deseri
 }
 
 /// Reports `name` (the item's Rust name) when serde's renaming rules could
-/// cut it inside a character: one that starts with a non-ASCII letter is
-/// renamed for each direction the type goes.
-fn renamable(cx: &Ctxt, serde: &[Meta], name: &Ident, serialize: bool) -> bool {
+/// cut it inside a character or past its end: one that starts with a
+/// non-ASCII letter, or is only underscores, and is not renamed both ways.
+/// serde's derive renames every item for both directions, whichever the
+/// type goes and whether or not the item is skipped, so the name must be
+/// given for both (a plain `rename = "…"` gives both).
+fn renamable(cx: &Ctxt, serde: &[Meta], name: &Ident, skipped: bool) -> bool {
     let text = name.to_string();
     let text = text.strip_prefix("r#").unwrap_or(&text);
     let renamed = named(serde, "rename", "deserialize").is_some()
-        && (!serialize || named(serde, "rename", "serialize").is_some());
-    if renamed || text.starts_with(|c: char| c.is_ascii()) {
+        && named(serde, "rename", "serialize").is_some();
+    let cut = !text.starts_with(|c: char| c.is_ascii()) || text.chars().all(|c| c == '_');
+    if renamed || !cut {
         return true;
     }
-    cx.error_spanned_by(
-        name,
+    let one_way = named(serde, "rename", "deserialize").is_some()
+        || named(serde, "rename", "serialize").is_some();
+    let message = if one_way {
+        format!(
+            "serde's derive spells `{text}` for both directions, whichever the type goes: \
+             name it both ways with `#[serde(rename = \"…\")]` (ASCII letters, digits, `_`, `.`, `-`)"
+        )
+    } else if skipped {
+        format!(
+            "serde's renaming cannot spell `{text}`, even for an item it skips: \
+             give it a name with `#[serde(rename = \"…\")]` (ASCII letters, digits, `_`, `.`, `-`)"
+        )
+    } else {
         format!(
             "`{text}` is no name on the wire (tool schemas take ASCII letters, digits, `_`, `.` and `-`): \
              give it one with `#[serde(rename = \"…\")]`"
-        ),
-    );
+        )
+    };
+    cx.error_spanned_by(name, message);
     false
 }
 
@@ -241,7 +257,8 @@ pub(crate) fn check_variant(
     if !deserialize {
         one_way_skip(cx, &serde, name, serialize, deserialize);
     }
-    if find(&serde, "skip").is_some() || !renamable(cx, &serde, name, serialize) {
+    let skipped = find(&serde, "skip").is_some();
+    if !renamable(cx, &serde, name, skipped) || skipped {
         return;
     }
     if is_key && !is_property_name(wire_name) {
@@ -290,7 +307,7 @@ pub(crate) fn check_field(
         );
     }
     one_way_skip(cx, serde, name, serialize, deserialize);
-    if skipped_by_serde || !renamable(cx, serde, name, serialize) {
+    if !renamable(cx, serde, name, skipped_by_serde) || skipped_by_serde {
         return;
     }
     if !is_property_name(wire_name) {
