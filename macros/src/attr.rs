@@ -180,6 +180,17 @@ fn args_of(tokens: TokenStream, errors: &mut Vec<syn::Error>) -> Vec<Arg> {
                 if let Some(method) = named
                     && input.peek(syn::token::Paren)
                 {
+                    // Policies are expressions, in a list: the call stays.
+                    if arg.key == crate::symbol::POLICIES {
+                        let call = input
+                            .fork()
+                            .parse::<proc_macro2::TokenTree>()
+                            .map_or_else(|_| "(…)".to_owned(), |args| args.to_string());
+                        return Err(input.error(format!(
+                            "`policies` takes a bracketed list of policy expressions: write \
+                             `policies = [{method}{call}]`"
+                        )));
+                    }
                     return Err(input.error(format!(
                         "`{}` names a method, it does not call it: write `{} = {method}` without `()`",
                         arg.key, arg.key

@@ -22,6 +22,31 @@ fn is_bool(ty: &Type) -> bool {
     path.qself.is_none() && (path.path.is_ident("bool") || primitive("core") || primitive("std"))
 }
 
+/// Whether `ty` may be `bool`: `bool` itself, or a plain path that is no
+/// other type the macro knows (an alias of `bool` is one; the compiler
+/// checks what it stands for where the helper is called).
+fn may_be_bool(ty: &Type) -> bool {
+    const NOT_BOOL: &[&str] = &[
+        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
+        "f32", "f64", "char", "str", "String", "Option", "Result", "Vec", "Box",
+    ];
+    if is_bool(ty) {
+        return true;
+    }
+    let Type::Path(path) = ty else { return false };
+    path.qself.is_none()
+        && path
+            .path
+            .segments
+            .iter()
+            .all(|segment| segment.arguments.is_empty())
+        && path
+            .path
+            .segments
+            .last()
+            .is_some_and(|last| !NOT_BOOL.iter().any(|name| last.ident == name))
+}
+
 /// A helper the macro calls: neither generic (nothing names its
 /// parameters) nor `unsafe` (the macro's call would need a block it must
 /// not write).
@@ -53,7 +78,7 @@ pub(crate) fn check_when(cx: &Ctxt, method: &ImplItemFn) {
         "availability is decided synchronously, so read the state from `&self`",
     );
     match &sig.output {
-        ReturnType::Type(_, ty) if is_bool(ty) => {}
+        ReturnType::Type(_, ty) if may_be_bool(ty) => {}
         ReturnType::Type(_, ty) => cx.error_spanned_by(
             ty,
             format!(
