@@ -35,7 +35,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::contract::{CheckedContract, ComponentContract};
-use crate::error::DefinitionError;
+use crate::error::{DefinitionError, DefinitionErrorKind};
 use crate::procedure::{self, CheckedProcedure, ProcedureContract};
 
 /// One authored component, submitted by `#[agent_component]`.
@@ -67,6 +67,37 @@ pub fn contracts() -> Vec<&'static ComponentContract> {
     all
 }
 
+/// A component type declared by two Rust types (`components` sorted by
+/// type): which one a mount, the catalog or an agent would mean is
+/// undecidable, so each later one is an error naming both.
+fn declared_twice<'a>(
+    components: &'a [&'static CheckedContract],
+) -> impl Iterator<Item = DefinitionError> + 'a {
+    components.windows(2).filter_map(|pair| {
+        let [first, second] = pair else { return None };
+        (first.component_type() == second.component_type()).then(|| {
+            let (a, b) = (first.source(), second.source());
+            DefinitionError::new(
+                DefinitionErrorKind::InvalidDefinition,
+                first.component_type().as_str(),
+                format!(
+                    "component type `{}` is declared twice: by `{}::{}` ({}:{}) and by `{}::{}` ({}:{}); \
+                     give one of them another type",
+                    first.component_type().as_str(),
+                    a.module,
+                    a.rust_type,
+                    a.file,
+                    a.line,
+                    b.module,
+                    b.rust_type,
+                    b.file,
+                    b.line
+                ),
+            )
+        })
+    })
+}
+
 /// The checked contracts of the binary, in deterministic order.
 #[derive(Debug, Serialize)]
 pub struct Catalog {
@@ -81,6 +112,9 @@ impl Catalog {
             .into_iter()
             .map(ComponentContract::checked)
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(error) = declared_twice(&components).next() {
+            return Err(error);
+        }
         let procedures = procedure::contracts()
             .into_iter()
             .map(ProcedureContract::checked)
@@ -101,6 +135,18 @@ impl Catalog {
                 Ok(checked) => components.push(checked),
                 Err(err) => errors.push(err),
             }
+        }
+        // A type declared again by another Rust type: the first stays.
+        let twice: Vec<DefinitionError> = declared_twice(&components).collect();
+        if !twice.is_empty() {
+            let mut seen: Option<&str> = None;
+            components.retain(|contract| {
+                let kind = contract.component_type().as_str();
+                let first = seen != Some(kind);
+                seen = Some(kind);
+                first
+            });
+            errors.extend(twice);
         }
         let mut procedures = Vec::new();
         for contract in procedure::contracts() {

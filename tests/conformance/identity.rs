@@ -180,7 +180,7 @@ pub(crate) struct Entry {
 }
 
 /// A ledger.
-#[agent_component(type = "test.ledger")]
+#[agent_component(type = "test.audited-ledger")]
 impl Ledger {
     /// Records an entry; audited with its payload.
     #[action(effect = "local-state", audit = "full")]
@@ -200,7 +200,7 @@ async fn as_ident_001_a_panicking_redaction_hook_cannot_abandon_the_record() {
     });
     let _mounted = registry.mount(ledger.clone()).unwrap();
     let call = || {
-        Invocation::new("view:test.ledger.record")
+        Invocation::new("view:test.audited-ledger.record")
             .input(json!({"text": "secret"}))
             .invocation_id("once")
     };
