@@ -74,7 +74,12 @@ fn parse_one(cx: &Ctxt, attr: &syn::Attribute) -> Option<Reference> {
                 None
             }
         })
-        .collect();
+        .collect::<Vec<Ident>>();
+    for (at, field) in locked.iter().enumerate() {
+        if locked.get(..at).is_some_and(|before| before.contains(field)) {
+            cx.error_spanned_by(field, format!("`{field}` is locked twice: list it once"));
+        }
+    }
     Some(Reference {
         procedure,
         locked,
