@@ -76,7 +76,10 @@ fn parse_one(cx: &Ctxt, attr: &syn::Attribute) -> Option<Reference> {
         })
         .collect::<Vec<Ident>>();
     for (at, field) in locked.iter().enumerate() {
-        if locked.get(..at).is_some_and(|before| before.contains(field)) {
+        if locked
+            .get(..at)
+            .is_some_and(|before| before.contains(field))
+        {
             cx.error_spanned_by(field, format!("`{field}` is locked twice: list it once"));
         }
     }

@@ -98,6 +98,19 @@ fn as_schema_001_forbidden_keywords_are_rejected_with_keyword_and_pointer() {
     }
 }
 
+#[test]
+fn as_schema_001_a_pattern_too_big_to_compile_says_so() {
+    let schema = json!({"type": "string", "maxLength": 2000, "pattern": "^\\w{1,300}$"});
+    let error = agent_surface::schema::check_subset(
+        &schema,
+        &agent_surface::schema::SchemaLimits::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("compiles to more than"), "{error}");
+    assert!(!error.contains("look-around"), "{error}");
+}
+
 fn nest_arrays(depth: usize) -> Value {
     (0..depth).fold(
         json!({"type": "string"}),

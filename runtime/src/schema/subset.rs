@@ -224,6 +224,11 @@ impl Checker<'_> {
                 };
                 match regex::Regex::new(pattern) {
                     Ok(_) => Ok(()),
+                    Err(regex::Error::CompiledTooBig(limit)) => fail(&format!(
+                        "the pattern compiles to more than the {limit} bytes a pattern may take \
+                         (a large repetition such as `\\w{{1,300}}` multiplies its class): bound the \
+                         length with `length(max = …)` and keep the pattern's repetitions small"
+                    )),
                     Err(_) => fail(
                         "the pattern is not a regular expression this runtime supports (no look-around or back-references)",
                     ),
