@@ -266,7 +266,8 @@ pub fn agent_procedure(args: TokenStream, input: TokenStream) -> TokenStream {
 ///
 /// Adds serde's `Serialize`/`Deserialize` and schemars' `JsonSchema` derives
 /// (no direct dependency on either needed), the surface's wire conventions
-/// (`camelCase` names, unknown fields rejected on structs), and a
+/// (`camelCase` names, unknown fields rejected on structs and on enums' struct
+/// variants), and a
 /// compile-time check that every field type has a schema inside the subset.
 ///
 /// Options: `#[agent_schema(output)]` (serialize only),

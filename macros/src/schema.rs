@@ -440,7 +440,12 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             container.push(quote!(#[serde(rename_all_fields = "camelCase")]));
         }
     }
-    if named_struct
+    // An enum's struct variants are structs on the wire: they reject
+    // unknown fields alike (serde applies the container's attribute to
+    // each of them).
+    let struct_variants = matches!(&item.data, Data::Enum(data)
+        if data.variants.iter().any(|v| matches!(v.fields, Fields::Named(_))));
+    if (named_struct || struct_variants)
         && options.deserialize
         && !options.allow_unknown_fields
         && !has_flatten

@@ -461,3 +461,37 @@ proptest! {
         prop_assert!(err.message().contains("deeper than 8"));
     }
 }
+
+/// An operation with a struct variant.
+#[agent_surface::agent_schema]
+pub(crate) enum Motion {
+    /// Moves.
+    Move {
+        /// How far.
+        #[schemars(range(max = 10))]
+        distance: u32,
+        /// How fast (0: the default speed).
+        #[serde(default)]
+        #[schemars(range(max = 10))]
+        speed: u32,
+    },
+}
+
+#[test]
+fn as_schema_001_struct_variants_reject_unknown_fields_as_structs_do() {
+    // A typo is an error, not a field left at its default.
+    let typo = serde_json::from_value::<Motion>(json!({"move": {"distance": 5, "sped": 3}}));
+    assert!(typo.is_err());
+    let fine = serde_json::from_value::<Motion>(json!({"move": {"distance": 5}}));
+    assert!(matches!(
+        fine,
+        Ok(Motion::Move {
+            distance: 5,
+            speed: 0
+        })
+    ));
+    let schema =
+        serde_json::to_value(agent_surface::macro_support::schemars::schema_for!(Motion)).unwrap();
+    let text = schema.to_string();
+    assert!(text.contains(r#""additionalProperties":false"#), "{text}");
+}
