@@ -465,6 +465,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         syn::parse_quote!(#ident #ty_generics)
     };
     let mut assertions = Vec::new();
+    let mut flatten_checks = Vec::new();
     let mut bounds = Vec::new();
     for (field, cfgs) in fields
         .iter()
@@ -488,10 +489,34 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
                 bounds.push(quote!(#ty: ::agent_surface::macro_support::AgentSchema));
             }
         } else {
-            let assertion = quote_spanned! {ty.span()=>
-                ::agent_surface::macro_support::assert_schema::<#ty>();
-            };
-            assertions.push(quote!(#(#cfgs)* #assertion));
+            if attr_keys(&field.attrs, "serde")
+                .iter()
+                .any(|key| key == "flatten")
+            {
+                // The check's bound asserts the schema too: one error for
+                // a type that is none.
+                let message = format!(
+                    "`{}` is flattened, but serde cannot flatten `{}` into an object (a number, string, \
+                     list, tuple or an enum of unit variants fails every value): flatten a struct with \
+                     named fields, a map or an enum with data, or drop `#[serde(flatten)]`",
+                    field
+                        .ident
+                        .as_ref()
+                        .map_or_else(|| "the field".to_owned(), ToString::to_string),
+                    quote!(#ty).to_string().replace(' ', "")
+                );
+                let check = quote_spanned! {ty.span()=>
+                    const _: () = if !::agent_surface::macro_support::flattens::<#ty>() {
+                        ::core::panic!(#message)
+                    };
+                };
+                flatten_checks.push(quote!(#(#cfgs)* #check));
+            } else {
+                let assertion = quote_spanned! {ty.span()=>
+                    ::agent_surface::macro_support::assert_schema::<#ty>();
+                };
+                assertions.push(quote!(#(#cfgs)* #assertion));
+            }
         }
     }
     // Tuple structs and tuple variants are JSON arrays: with two or more
@@ -575,6 +600,30 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             }
         }
     });
+    // What serde can flatten: not a tuple struct of other than one
+    // element, a unit struct, nor an enum of unit variants (a newtype is
+    // what it wraps; left at the default, as every other shape).
+    let flattens = match &item.data {
+        Data::Enum(data)
+            if data
+                .variants
+                .iter()
+                .all(|v| matches!(v.fields, Fields::Unit)) =>
+        {
+            Some(quote!(
+                const FLATTENS: bool = false;
+            ))
+        }
+        Data::Struct(data) if matches!(data.fields, Fields::Unit) => Some(quote!(
+            const FLATTENS: bool = false;
+        )),
+        Data::Struct(data) if matches!(&data.fields, Fields::Unnamed(f) if f.unnamed.len() != 1) => {
+            Some(quote!(
+                const FLATTENS: bool = false;
+            ))
+        }
+        _ => None,
+    };
     let assert_fields = (!assertions.is_empty()).then(|| {
         quote! {
             const _: fn() = || {
@@ -605,7 +654,10 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         #[doc(hidden)]
         const _: () = {
             #[automatically_derived]
-            impl #impl_generics ::agent_surface::macro_support::AgentSchema for #ident #ty_generics #where_tokens {}
+            impl #impl_generics ::agent_surface::macro_support::AgentSchema for #ident #ty_generics #where_tokens {
+                #flattens
+            }
+            #(#flatten_checks)*
 
             #input_impl
             #bounded

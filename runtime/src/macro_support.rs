@@ -201,6 +201,13 @@ pub fn context<'a, T: HandlerContext<'a>>(ctx: &'a ActionContext) -> T {
 /// Compile-time assertion placed at a field type by `#[agent_schema]`.
 pub fn assert_schema<T: AgentSchema + ?Sized>() {}
 
+/// Compile-time check placed at a flattened field's type by
+/// `#[agent_schema]`, in place of [`assert_schema`]: whether serde can
+/// flatten it (and, by its bound, that it is an agent schema type).
+pub const fn flattens<T: AgentSchema + ?Sized>() -> bool {
+    T::FLATTENS
+}
+
 pub use crate::schema::SameField;
 
 /// Compile-time assertion placed at the second and later element types of a

@@ -32,9 +32,16 @@ mod chrono_types {
     use super::super::bounded::Bounded;
 
     #[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
-    impl<Tz: chrono::TimeZone> AgentSchema for chrono::DateTime<Tz> where Self: schemars::JsonSchema {}
+    impl<Tz: chrono::TimeZone> AgentSchema for chrono::DateTime<Tz>
+    where
+        Self: schemars::JsonSchema,
+    {
+        const FLATTENS: bool = false;
+    }
     #[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
-    impl AgentSchema for chrono::NaiveDate {}
+    impl AgentSchema for chrono::NaiveDate {
+        const FLATTENS: bool = false;
+    }
     // Fixed-length strings on the wire.
     impl<Tz: chrono::TimeZone, D> Bounded<D> for chrono::DateTime<Tz> {
         const UNBOUNDED: Option<&'static str> = None;
@@ -46,7 +53,9 @@ mod chrono_types {
 
 #[cfg(feature = "uuid")]
 #[cfg_attr(docsrs, doc(cfg(feature = "uuid")))]
-impl super::AgentSchema for uuid::Uuid {}
+impl super::AgentSchema for uuid::Uuid {
+    const FLATTENS: bool = false;
+}
 // A fixed-length string on the wire.
 #[cfg(feature = "uuid")]
 impl<D> super::bounded::Bounded<D> for uuid::Uuid {
@@ -55,7 +64,9 @@ impl<D> super::bounded::Bounded<D> for uuid::Uuid {
 
 #[cfg(feature = "url")]
 #[cfg_attr(docsrs, doc(cfg(feature = "url")))]
-impl super::AgentSchema for url::Url {}
+impl super::AgentSchema for url::Url {
+    const FLATTENS: bool = false;
+}
 // A string: the field that holds it carries its `length(max = …)`, and
 // reached unseen (through a generic parameter) it is unbounded.
 #[cfg(feature = "url")]

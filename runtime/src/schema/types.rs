@@ -69,7 +69,16 @@ use std::sync::Arc;
     note = "annotate your own structs and enums with `#[agent_schema]`",
     note = "supported as they are: bool, integers up to 64 bits, f32, f64, char, String, Option, Vec, VecDeque, arrays, sets, Box, Arc, homogeneous tuples and serde_json::Value; 128-bit integers do not fit JSON numbers"
 )]
-pub trait AgentSchema: schemars::JsonSchema {}
+pub trait AgentSchema: schemars::JsonSchema {
+    /// Whether serde can flatten a field of this type into the object that
+    /// holds it (`#[serde(flatten)]`): a struct with named fields, a map or
+    /// an enum with data can; a number, string, list, tuple or an enum of
+    /// unit variants cannot (serde fails every value at run time).
+    /// `#[agent_schema]` checks it at compile time where a field is
+    /// flattened; a hand-written implementation keeps the default.
+    #[doc(hidden)]
+    const FLATTENS: bool = true;
+}
 
 /// A type an action takes as its input: a JSON object (a struct with named
 /// fields) that can be deserialized, whose strings and lists are bounded
@@ -137,7 +146,9 @@ pub trait SameElement<First> {}
 impl<T> SameElement<T> for T {}
 
 macro_rules! agent_schema_for {
-    ($($ty:ty),* $(,)?) => { $(impl AgentSchema for $ty {})* };
+    ($($ty:ty),* $(,)?) => { $(impl AgentSchema for $ty {
+        const FLATTENS: bool = false;
+    })* };
 }
 
 agent_schema_for!(
@@ -157,7 +168,6 @@ agent_schema_for!(
     char,
     String,
     str,
-    serde_json::Value,
     std::num::NonZeroU8,
     std::num::NonZeroU16,
     std::num::NonZeroU32,
@@ -168,30 +178,67 @@ agent_schema_for!(
     std::num::NonZeroI64,
 );
 
+// Free-form JSON flattens (the rest of the object, as a map).
+impl AgentSchema for serde_json::Value {}
 impl AgentSchema for serde_json::Map<String, serde_json::Value> {}
-impl<T: AgentSchema> AgentSchema for Option<T> {}
-impl<T: AgentSchema> AgentSchema for Vec<T> {}
-impl<T: AgentSchema> AgentSchema for VecDeque<T> {}
-impl<T: AgentSchema> AgentSchema for [T] {}
-impl<T: AgentSchema, const N: usize> AgentSchema for [T; N] where Self: schemars::JsonSchema {}
-impl<T: AgentSchema> AgentSchema for BTreeSet<T> {}
-impl<T: AgentSchema, S> AgentSchema for HashSet<T, S> {}
-impl<T: AgentSchema + ?Sized> AgentSchema for Box<T> {}
-impl<T: AgentSchema + ?Sized> AgentSchema for Arc<T> {}
-impl<T: AgentSchema + ?Sized> AgentSchema for &T {}
-impl<T: AgentSchema + ToOwned + ?Sized> AgentSchema for Cow<'_, T> {}
+impl<T: AgentSchema> AgentSchema for Option<T> {
+    const FLATTENS: bool = T::FLATTENS;
+}
+impl<T: AgentSchema> AgentSchema for Vec<T> {
+    const FLATTENS: bool = false;
+}
+impl<T: AgentSchema> AgentSchema for VecDeque<T> {
+    const FLATTENS: bool = false;
+}
+impl<T: AgentSchema> AgentSchema for [T] {
+    const FLATTENS: bool = false;
+}
+impl<T: AgentSchema, const N: usize> AgentSchema for [T; N]
+where
+    Self: schemars::JsonSchema,
+{
+    const FLATTENS: bool = false;
+}
+impl<T: AgentSchema> AgentSchema for BTreeSet<T> {
+    const FLATTENS: bool = false;
+}
+impl<T: AgentSchema, S> AgentSchema for HashSet<T, S> {
+    const FLATTENS: bool = false;
+}
+impl<T: AgentSchema + ?Sized> AgentSchema for Box<T> {
+    const FLATTENS: bool = T::FLATTENS;
+}
+impl<T: AgentSchema + ?Sized> AgentSchema for Arc<T> {
+    const FLATTENS: bool = T::FLATTENS;
+}
+impl<T: AgentSchema + ?Sized> AgentSchema for &T {
+    const FLATTENS: bool = T::FLATTENS;
+}
+impl<T: AgentSchema + ToOwned + ?Sized> AgentSchema for Cow<'_, T> {
+    const FLATTENS: bool = T::FLATTENS;
+}
 impl<V: MapValue> AgentSchema for BTreeMap<String, V> where Self: schemars::JsonSchema {}
 impl<V: MapValue, S> AgentSchema for HashMap<String, V, S> where Self: schemars::JsonSchema {}
 
-impl<A: AgentSchema> AgentSchema for (A,) {}
-impl<A: AgentSchema, B: SameElement<A>> AgentSchema for (A, B) where Self: schemars::JsonSchema {}
-impl<A: AgentSchema, B: SameElement<A>, C: SameElement<A>> AgentSchema for (A, B, C) where
-    Self: schemars::JsonSchema
+impl<A: AgentSchema> AgentSchema for (A,) {
+    const FLATTENS: bool = false;
+}
+impl<A: AgentSchema, B: SameElement<A>> AgentSchema for (A, B)
+where
+    Self: schemars::JsonSchema,
 {
+    const FLATTENS: bool = false;
+}
+impl<A: AgentSchema, B: SameElement<A>, C: SameElement<A>> AgentSchema for (A, B, C)
+where
+    Self: schemars::JsonSchema,
+{
+    const FLATTENS: bool = false;
 }
 impl<A: AgentSchema, B: SameElement<A>, C: SameElement<A>, D: SameElement<A>> AgentSchema
     for (A, B, C, D)
 where
     Self: schemars::JsonSchema,
 {
+    const FLATTENS: bool = false;
 }
