@@ -86,6 +86,13 @@ impl ConcurrencySpec {
                 {
                     match n.parse::<u32>() {
                         Ok(n) if n >= 1 => ConcurrencySpec::Parallel(n),
+                        Err(_) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                            return Err(format!(
+                                "`{text}` allows more calls at once than a 32-bit count holds; \
+                                 write \"parallel(<n>)\" with 1 ≤ n ≤ {}",
+                                u32::MAX
+                            ));
+                        }
                         _ => return Err(invalid()),
                     }
                 } else {

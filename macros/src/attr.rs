@@ -322,6 +322,26 @@ impl<'c> ArgSet<'c> {
         for arg in args {
             if !allowed.contains(&arg.key.as_str()) {
                 unknown = true;
+                // A string written alone (`#[agent_component("a.b")]`)
+                // reads as a key no identifier spells.
+                let alone =
+                    arg.key.is_empty() || !arg.key.chars().all(|c| c.is_alphanumeric() || c == '_');
+                if alone {
+                    let named = ["type", "id"]
+                        .into_iter()
+                        .find(|key| allowed.contains(key))
+                        .map(|key| format!(": write `{key} = \"{}\"`", arg.key))
+                        .unwrap_or_default();
+                    cx.error_at(
+                        arg.key_span,
+                        format!(
+                            "\"{}\" is a value without a key in `{attribute}`{named} (the keys are: {})",
+                            arg.key,
+                            allowed.join(", ")
+                        ),
+                    );
+                    continue;
+                }
                 cx.error_at(
                     arg.key_span,
                     format!(

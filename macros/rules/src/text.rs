@@ -128,9 +128,14 @@ pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
             ));
         }
     };
-    let value: u64 = number.parse().map_err(|_| {
-        format!("`{text}` is not a duration; write an integer followed by `ms`, `s` or `m`, such as \"5s\"")
-    })?;
+    if number.is_empty() {
+        return Err(format!(
+            "`{text}` is not a duration; write an integer followed by `ms`, `s` or `m`, such as \"5s\""
+        ));
+    }
+    // Digits only by now: a number too large for 64 bits is longer than a
+    // day, like any other over the bound.
+    let value: u64 = number.parse().unwrap_or(u64::MAX);
     match value.checked_mul(scale) {
         Some(0) => Err("a timeout of zero would fail every call; use at least \"1ms\"".to_owned()),
         Some(ms) if ms <= 24 * 3_600_000 => Ok(ms),
