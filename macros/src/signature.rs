@@ -53,7 +53,15 @@ pub(crate) fn signature<'a>(
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
         Some(FnArg::Receiver(receiver)) => {
-            if crate::types::is_shared_self(receiver) {
+            if let Some((_, Some(lifetime))) = &receiver.reference
+                && lifetime.ident == "static"
+            {
+                cx.error_spanned_by(
+                    lifetime,
+                    "handlers borrow the component for the call only: write `&self` (the registry \
+                     holds it in an `Arc`, which lends no `'static` borrow)",
+                );
+            } else if crate::types::is_shared_self(receiver) {
                 // `&self`, or `self: &Self`.
             } else if receiver.colon_token.is_some() {
                 cx.error_spanned_by(
@@ -107,6 +115,20 @@ pub(crate) fn signature<'a>(
                     ty,
                     "the context parameter is a shared reference: `&ActionContext` or `&ReadContext`",
                 ),
+                Type::Reference(reference)
+                    if reference
+                        .lifetime
+                        .as_ref()
+                        .is_some_and(|lifetime| lifetime.ident == "static") =>
+                {
+                    if let Some(lifetime) = &reference.lifetime {
+                        cx.error_spanned_by(
+                            lifetime,
+                            "the context is lent for the call only: write `&ActionContext` (or \
+                             `&ReadContext`) without `'static`",
+                        );
+                    }
+                }
                 _ if seen_context => {
                     cx.error_spanned_by(ty, "a handler takes at most one context parameter");
                 }
