@@ -388,7 +388,7 @@ pub(crate) fn impls(
     let type_name = ident.to_string();
     // Per field: its own verdict (a message, or none), and its unseen
     // types, each answered through `Bounded` one level down.
-    let mut own: Vec<(Vec<&Attribute>, String, String)> = Vec::new();
+    let mut own: Vec<(TokenStream, bool, String, String)> = Vec::new();
     let mut nested: Vec<(Vec<&Attribute>, &Type, bool, String)> = Vec::new();
     let slots = slots(item);
     // `#[schemars(with = "Type")]`: the schema is that type's, so it is
@@ -424,6 +424,29 @@ pub(crate) fn impls(
             unseen: Vec::new(),
         };
         analyze(ty, &refs, 0, &mut finding);
+        // Bounded only by attributes under `cfg_attr`: where none of their
+        // predicates holds, the schema has no bound, and neither may the
+        // check (the field is named under the negated predicates).
+        let mut gate = TokenStream::new();
+        if finding.missing.is_none() {
+            let predicates = cfg_attr_predicates(attrs, &["schemars", "validate", "garde"]);
+            if !predicates.is_empty() {
+                let plain: Vec<Meta> = ["schemars", "validate", "garde"]
+                    .into_iter()
+                    .flat_map(|namespace| metas(attrs, namespace))
+                    .collect();
+                let plain_refs: Vec<&Meta> = plain.iter().collect();
+                let mut without = Finding {
+                    missing: None,
+                    unseen: Vec::new(),
+                };
+                analyze(ty, &plain_refs, 0, &mut without);
+                if without.missing.is_some() {
+                    finding.missing = without.missing;
+                    gate = quote!(#[cfg(not(any(#(#predicates),*)))]);
+                }
+            }
+        }
         if let Some((fix, what)) = finding.missing {
             let bound = if fix.is_empty() {
                 "no schema keyword bounds it, so ".to_owned()
@@ -435,7 +458,14 @@ pub(crate) fn impls(
                  `#[agent_schema(unbounded)]` to leave it to the registry's `Limits::max_input_bytes`",
                 slot.name
             );
-            own.push((slot.cfgs.clone(), message, slot.name.clone()));
+            let conditional = !slot.cfgs.is_empty() || !gate.is_empty();
+            let cfgs = &slot.cfgs;
+            own.push((
+                quote!(#(#cfgs)* #gate),
+                conditional,
+                message,
+                slot.name.clone(),
+            ));
         }
         for (unseen, length) in finding.unseen {
             let message = if length {
@@ -462,10 +492,10 @@ pub(crate) fn impls(
     // build lists them all.
     let always: Vec<&str> = own
         .iter()
-        .filter(|(cfgs, _, _)| cfgs.is_empty())
-        .map(|(_, _, name)| name.as_str())
+        .filter(|(_, conditional, _, _)| !conditional)
+        .map(|(_, _, _, name)| name.as_str())
         .collect();
-    let own_lets = own.iter().map(|(cfgs, message, name)| {
+    let own_lets = own.iter().map(|(cfgs, _, message, name)| {
         let others: Vec<&str> = always
             .iter()
             .copied()
@@ -477,7 +507,7 @@ pub(crate) fn impls(
             format!("{message} (no bound either: {})", others.join(", "))
         };
         quote! {
-            #(#cfgs)*
+            #cfgs
             let found = ::agent_surface::macro_support::first_unbounded(
                 &[found, ::core::option::Option::Some(#message)],
             );
@@ -563,4 +593,28 @@ pub(crate) fn assert_type(ty: &TokenStream, span: Span) -> TokenStream {
             ::core::panic!("{}", message)
         };
     }
+}
+
+/// The predicates of the `#[cfg_attr(pred, …)]` attributes in `attrs` that
+/// carry an attribute of one of `namespaces`.
+fn cfg_attr_predicates(attrs: &[Attribute], namespaces: &[&str]) -> Vec<TokenStream> {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("cfg_attr"))
+        .filter_map(|attr| {
+            let list = attr.meta.require_list().ok()?;
+            let mut tokens = list.tokens.clone().into_iter();
+            let predicate: TokenStream = tokens
+                .by_ref()
+                .take_while(
+                    |tree| !matches!(tree, proc_macro2::TokenTree::Punct(p) if p.as_char() == ','),
+                )
+                .collect();
+            let carries = tokens.any(|tree| {
+                matches!(&tree, proc_macro2::TokenTree::Ident(ident)
+                    if namespaces.iter().any(|namespace| ident == namespace))
+            });
+            (carries && !predicate.is_empty()).then_some(predicate)
+        })
+        .collect()
 }
