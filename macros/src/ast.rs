@@ -442,8 +442,10 @@ impl ComponentAttrs {
             });
         let parent = set.list(PARENT).and_then(|(args, span)| {
             let mut parent = ArgSet::new(cx, "parent(…)", PARENT_KEYS, args);
+            // A `type` written wrong is reported as such, once.
+            let type_written = parent.has(TYPE);
             let parent_type = parent.string(TYPE);
-            if parent_type.is_none() {
+            if parent_type.is_none() && !type_written {
                 cx.error_at(span, "`parent(…)` needs `type = \"…\"`");
             }
             parent_type.map(|parent_type| (parent_type, parent.string(INSTANCE)))

@@ -34,6 +34,24 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             return quote!(#input #error);
         }
     };
+    // A second `#[agent_procedure]` on the same struct: one error at it,
+    // and the struct expands once.
+    if let Some(at) = item.attrs.iter().position(|attr| {
+        attr.path()
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == "agent_procedure")
+    }) {
+        let mut item = item;
+        let duplicate = item.attrs.remove(at);
+        let error = syn::Error::new_spanned(
+            duplicate,
+            "#[agent_procedure] is applied twice to this struct; remove one of them",
+        )
+        .to_compile_error();
+        let once = expand(args, quote!(#item));
+        return quote!(#once #error);
+    }
     let cx = Ctxt::default();
     let attrs = parse::attrs(&cx, args, &item);
     check::attrs(&cx, &attrs, &item);
