@@ -317,3 +317,63 @@ pub(crate) fn check_field(
         }
     }
 }
+
+/// A field read with `#[serde(default)]` whose type's default the schema's
+/// own bounds refuse (`0` below a `range(min = 1)`, an empty string or
+/// list below a `length(min = 1)`): an agent that leaves the field out
+/// hands the handler a value the schema says cannot be, and the schema
+/// shows a `default` it forbids. Only the types whose default the macro
+/// knows are checked (numbers, `String`, lists and sets); a
+/// `default = "path"` is the author's own value.
+pub(crate) fn default_within_bounds(
+    cx: &Ctxt,
+    attrs: &[Attribute],
+    serde: &[Meta],
+    name: &Ident,
+    ty: &syn::Type,
+) {
+    let Some(default) = find(serde, "default") else {
+        return;
+    };
+    if default.form != crate::wire_attrs::Form::Path {
+        return;
+    }
+    let syn::Type::Path(path) = ty else { return };
+    let Some(last) = path.path.segments.last() else {
+        return;
+    };
+    let type_name = last.ident.to_string();
+    const NUMBERS: &[&str] = &[
+        "u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize", "f32", "f64",
+    ];
+    const SIZED: &[&str] = &["String", "Vec", "VecDeque", "BTreeSet", "HashSet"];
+    let schemars = metas_with_cfg_attr(attrs, "schemars");
+    let bound = |key: &str, side: &str| {
+        find(&schemars, key)
+            .and_then(|meta| find(&meta.nested, side))
+            .and_then(|meta| meta.number)
+    };
+    let refused = if NUMBERS.contains(&type_name.as_str()) {
+        match (bound("range", "min"), bound("range", "max")) {
+            (Some(min), _) if min > 0.0 => Some(format!("`0` is below its `range(min = {min})`")),
+            (_, Some(max)) if max < 0.0 => Some(format!("`0` is above its `range(max = {max})`")),
+            _ => None,
+        }
+    } else if SIZED.contains(&type_name.as_str()) {
+        bound("length", "min")
+            .filter(|min| *min > 0.0)
+            .map(|min| format!("an empty value is below its `length(min = {min})`"))
+    } else {
+        None
+    };
+    if let Some(refused) = refused {
+        cx.error_at(
+            default.span,
+            format!(
+                "`{name}` defaults to `{type_name}::default()` when the agent leaves it out, but {refused}: \
+                 the handler would get a value the schema refuses; give a default within the bounds \
+                 (`#[serde(default = \"path\")]`), or make the field required"
+            ),
+        );
+    }
+}

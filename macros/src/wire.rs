@@ -330,6 +330,15 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
                     (serialize, deserialize),
                     &wire_name,
                 );
+                if deserialize {
+                    crate::agreement::default_within_bounds(
+                        cx,
+                        &field.attrs,
+                        &read,
+                        ident,
+                        &field.ty,
+                    );
+                }
             }
             let reader = find(&read, "deserialize_with").or_else(|| find(&read, "with"));
             let name = field
