@@ -220,25 +220,18 @@ impl<T: AgentSchema + ToOwned + ?Sized> AgentSchema for Cow<'_, T> {
 impl<V: MapValue> AgentSchema for BTreeMap<String, V> where Self: schemars::JsonSchema {}
 impl<V: MapValue, S> AgentSchema for HashMap<String, V, S> where Self: schemars::JsonSchema {}
 
-impl<A: AgentSchema> AgentSchema for (A,) {
-    const FLATTENS: bool = false;
-}
-impl<A: AgentSchema, B: SameElement<A>> AgentSchema for (A, B)
-where
-    Self: schemars::JsonSchema,
+// Tuples are arrays on the wire: `#[agent_schema]` refuses to flatten one
+// where it sees it; left at the default here, so that what the compiler
+// quotes of these impls stays as it reads.
+impl<A: AgentSchema> AgentSchema for (A,) {}
+impl<A: AgentSchema, B: SameElement<A>> AgentSchema for (A, B) where Self: schemars::JsonSchema {}
+impl<A: AgentSchema, B: SameElement<A>, C: SameElement<A>> AgentSchema for (A, B, C) where
+    Self: schemars::JsonSchema
 {
-    const FLATTENS: bool = false;
-}
-impl<A: AgentSchema, B: SameElement<A>, C: SameElement<A>> AgentSchema for (A, B, C)
-where
-    Self: schemars::JsonSchema,
-{
-    const FLATTENS: bool = false;
 }
 impl<A: AgentSchema, B: SameElement<A>, C: SameElement<A>, D: SameElement<A>> AgentSchema
     for (A, B, C, D)
 where
     Self: schemars::JsonSchema,
 {
-    const FLATTENS: bool = false;
 }
