@@ -468,3 +468,19 @@ impl Slow2 {
         0
     }
 }
+
+/// Attaching a watcher never wakes the watchers already attached: any
+/// caller can attach them (an MCP client opening `subscriptions/listen`
+/// streams), and each wake-up makes every watcher re-check its view, so a
+/// new one costing all the others would make each attach cost the sum.
+#[tokio::test]
+async fn a_new_version_watcher_does_not_wake_the_others() {
+    let registry = agent_surface::Registry::builder().build();
+    let mut first = registry.watch_version();
+    first.mark_unchanged();
+    for _ in 0..100 {
+        let _another = registry.watch_version();
+    }
+    assert!(!first.has_changed().unwrap());
+    assert_eq!(*first.borrow(), registry.version());
+}

@@ -437,8 +437,19 @@ impl Registry {
     /// Watches the surface version; adapters refresh when it moves.
     pub fn watch_version(&self) -> watch::Receiver<u64> {
         let state = self.inner.state();
-        let sender = self.inner.version_tx.get_or_init(|| watch::channel(0).0);
-        sender.send_replace(state.version);
+        let version = state.version;
+        let sender = self
+            .inner
+            .version_tx
+            .get_or_init(|| watch::channel(version).0);
+        // Catches up only a value that fell behind while nobody watched:
+        // a new watcher never wakes the others (any caller can attach
+        // watchers; each wake-up makes every watcher re-check its view).
+        sender.send_if_modified(|current| {
+            let behind = *current != version;
+            *current = version;
+            behind
+        });
         let receiver = sender.subscribe();
         drop(state);
         receiver
