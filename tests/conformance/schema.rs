@@ -495,3 +495,16 @@ fn as_schema_001_struct_variants_reject_unknown_fields_as_structs_do() {
     let text = schema.to_string();
     assert!(text.contains(r#""additionalProperties":false"#), "{text}");
 }
+
+#[test]
+fn as_schema_001_issue_paths_show_invisible_characters_as_question_marks() {
+    let schema = schema::compile(&json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "additionalProperties": false
+    }))
+    .unwrap();
+    let issues = schema.validate(&json!({"a\u{1b}[31m\u{202e}\u{200b}\u{0}b": 1}));
+    let path = issues[0].path().to_owned();
+    assert_eq!(path, "/a?[31m???b", "{issues:?}");
+}

@@ -74,7 +74,8 @@ impl Issues {
 
 /// The JSON pointer of a top-level property, cleaned as every issue path
 /// is: at most `MAX_PATH_SEGMENT` (64) characters of the name, `~` and `/`
-/// escaped, control characters shown as `?`.
+/// escaped, control and invisible characters (bidi controls, zero-width
+/// and other format characters) shown as `?`.
 pub fn key_pointer(key: &str) -> String {
     let mut out = String::with_capacity(key.len().min(4 * MAX_PATH_SEGMENT) + 1);
     push_segment(&mut out, key);
@@ -92,7 +93,7 @@ fn push_segment(out: &mut String, key: &str) {
         match c {
             '~' => out.push_str("~0"),
             '/' => out.push_str("~1"),
-            c if c.is_control() => out.push('?'),
+            c if crate::util::display_text::is_hidden(c) => out.push('?'),
             c => out.push(c),
         }
     }
