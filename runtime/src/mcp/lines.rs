@@ -10,7 +10,8 @@
 //! anything else the parse error `-32700` (id `null`, as for an id that
 //! cannot be carried back as written). A line over [`MAX_LINE_BYTES`] is
 //! discarded as it arrives and refused (`-32600`). A notification gets
-//! nothing. Whatever rmcp reads goes to it unchanged.
+//! nothing, and before the session opens is dropped (rmcp's handshake would
+//! end the session on it). Whatever else rmcp reads goes to it unchanged.
 //!
 //! Responses wait to be written for a client that reads them: past
 //! [`MAX_UNSENT_BYTES`] unwritten no line is read, and this side's own
@@ -56,6 +57,11 @@ pub(super) struct Lines<R, W> {
     owed: Option<String>,
     /// What rmcp's responses still hold unwritten.
     unsent: Arc<Unsent>,
+    /// Whether a request that opens the session (`initialize`, or one with
+    /// the 2026-07-28 inline metadata) has gone to rmcp. Before it, rmcp's
+    /// handshake ends the session on any notification or response, so
+    /// those are dropped here: they answer nothing yet.
+    opened: bool,
 }
 
 /// Replies of this side's own waiting to be written.
@@ -129,6 +135,7 @@ where
             writing: Some(task),
             owed: None,
             unsent: Arc::new(Unsent::default()),
+            opened: false,
         }
     }
 
@@ -257,6 +264,22 @@ enum Unreadable {
 /// whether it has a `method`, each value skipped by its brackets and
 /// quotes (no depth limit, no recursion: a value nested past
 /// `serde_json`'s limit still has its id found).
+/// Whether rmcp's handshake ends with `request`: an `initialize`, or a
+/// request other than `ping` and `server/discover` that carries the
+/// 2026-07-28 inline metadata whole (the session then runs without a
+/// handshake).
+fn opens_the_session(request: &rmcp::model::ClientRequest) -> bool {
+    use rmcp::model::{ClientRequest, GetMeta as _, ProtocolVersion};
+    match request {
+        ClientRequest::InitializeRequest(_) => true,
+        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => false,
+        other => other
+            .get_meta()
+            .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+            .is_empty(),
+    }
+}
+
 fn unreadable(line: &[u8]) -> Unreadable {
     let Ok(text) = std::str::from_utf8(line) else {
         return Unreadable::NotJson;
@@ -434,7 +457,13 @@ where
                 continue;
             }
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(body) {
-                Ok(message) => return Some(message),
+                Ok(message) if self.opened => return Some(message),
+                Ok(rmcp::model::JsonRpcMessage::Request(request)) => {
+                    self.opened = opens_the_session(&request.request);
+                    return Some(rmcp::model::JsonRpcMessage::Request(request));
+                }
+                // A notification or a response before the session opens.
+                Ok(_) => {}
                 Err(_) => self.answer_unreadable(body),
             }
         }
@@ -605,6 +634,46 @@ mod tests {
         assert_eq!(replies[0]["error"]["code"], json!(-32602));
         assert_eq!(replies[1]["id"], Value::Null);
         assert_eq!(replies[1]["error"]["code"], json!(-32700));
+    }
+
+    #[tokio::test]
+    async fn notifications_and_responses_before_the_session_opens_are_dropped() {
+        let (mut lines, _client_read, mut client_write) = connected(64 * 1024);
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
+        let input = [
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            init,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ]
+        .join("\n");
+        client_write
+            .write_all(format!("{input}\n").as_bytes())
+            .await
+            .unwrap();
+        client_write.shutdown().await.unwrap();
+        let mut kinds = Vec::new();
+        while let Some(message) = lines.receive().await {
+            kinds.push(match message {
+                rmcp::model::JsonRpcMessage::Request(request) => {
+                    request.request.method().to_owned()
+                }
+                rmcp::model::JsonRpcMessage::Notification(note) => format!(
+                    "note {}",
+                    serde_json::to_value(&note.notification).unwrap()["method"]
+                        .as_str()
+                        .unwrap_or_default()
+                ),
+                _ => "other".to_owned(),
+            });
+        }
+        assert_eq!(
+            kinds,
+            ["ping", "initialize", "note notifications/initialized"],
+            "only the requests before it, then everything after the session opens"
+        );
     }
 
     #[tokio::test]
