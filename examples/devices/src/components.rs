@@ -463,9 +463,12 @@ impl DevicesTable {
             return Ok(());
         }
         let list: Vec<&str> = hidden.iter().map(|id| id.as_str()).collect();
+        // The ids are the agent's: shown with their hidden characters made
+        // visible (an escape sequence or a bidi override in a message
+        // reaches whoever reads it).
         Err(PreconditionFailure::new(format!(
             "Devices {} are not visible in the table; read the table state and select visible ids",
-            list.join(", ")
+            agent_surface::adapter::text::escape(&list.join(", "))
         ))
         .with_detail("reason", "not-visible")
         .with_detail("ids", list))
@@ -510,7 +513,7 @@ impl Drawer {
             Some(_) => Ok(()),
             None => Err(PreconditionFailure::new(format!(
                 "There is no device {}; use an id from the table state",
-                input.device_id
+                agent_surface::adapter::text::escape(&input.device_id)
             ))
             .with_detail("reason", "unknown-device")),
         }
