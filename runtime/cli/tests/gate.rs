@@ -509,7 +509,7 @@ use agent_surface::prelude::*;
 #[agent_schema]
 pub struct Node {
     /// Its level.
-    #[schemars(range(min = 1, max = 5))]
+    #[schemars(range(max = 5))]
     pub level: u32,
     //NODE
 }
@@ -547,8 +547,8 @@ fn optional_fields_policy_parameters_audit_and_internal_metadata_are_classified_
     let dir = committed_with("drifting", DRIFTING, "");
     edit(
         &dir,
-        "    #[schemars(range(min = 1, max = 5))]\n",
-        "    #[schemars(range(min = 1, max = 5))]\n    #[serde(default)]\n",
+        "    #[schemars(range(max = 5))]\n",
+        "    #[schemars(range(max = 5))]\n    #[serde(default)]\n",
     );
     edit(
         &dir,
