@@ -20,7 +20,9 @@
 //! }
 //! struct Navigation;
 //!
-//! let catalog = agent_surface::catalog::Catalog::load()?;
+//! // `load` fails on the first defective contract; `load_valid` keeps the
+//! // valid ones and lists the defects of the others.
+//! let (catalog, _defects) = agent_surface::catalog::Catalog::load_valid();
 //! assert!(catalog.get("app.navigation").is_some());
 //! let json = catalog.to_json();
 //! assert_eq!(json["components"][0]["observations"][0]["capabilityId"], "view:app.navigation.current");
@@ -28,7 +30,6 @@
 //! let navigation = catalog.get("app.navigation").unwrap();
 //! assert_eq!(json["components"][0]["declarationHash"], navigation.declaration_hash());
 //! assert_eq!(json["manifestHash"], catalog.manifest_hash());
-//! # Ok::<(), agent_surface::error::DefinitionError>(())
 //! ```
 
 use serde::Serialize;
