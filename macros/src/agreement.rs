@@ -178,15 +178,14 @@ fn one_way_skip(cx: &Ctxt, serde: &[Meta], name: &Ident, serialize: bool, deseri
 fn renamable(cx: &Ctxt, serde: &[Meta], name: &Ident, skipped: bool) -> bool {
     let text = name.to_string();
     let text = text.strip_prefix("r#").unwrap_or(&text);
-    let renamed = named(serde, "rename", "deserialize").is_some()
-        && named(serde, "rename", "serialize").is_some();
+    let read = named(serde, "rename", "deserialize").is_some();
+    let written = named(serde, "rename", "serialize").is_some();
+    let renamed = read && written;
     let cut = !text.starts_with(|c: char| c.is_ascii()) || text.chars().all(|c| c == '_');
     if renamed || !cut {
         return true;
     }
-    let one_way = named(serde, "rename", "deserialize").is_some()
-        || named(serde, "rename", "serialize").is_some();
-    let message = if one_way {
+    let message = if read || written {
         format!(
             "serde's derive spells `{text}` for both directions, whichever the type goes: \
              name it both ways with `#[serde(rename = \"…\")]` (ASCII letters, digits, `_`, `.`, `-`)"
