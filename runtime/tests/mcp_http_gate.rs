@@ -797,3 +797,95 @@ async fn upgraded_connections_keep_their_place_under_the_cap() {
     second.read_exact(&mut echo).await.unwrap();
     assert_eq!(&echo, b"ping");
 }
+
+/// Reads `response`'s SSE stream until a message matching `wanted`.
+async fn read_until(response: &mut reqwest::Response, wanted: impl Fn(&Value) -> bool) -> Value {
+    let mut seen = String::new();
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let chunk = response.chunk().await.unwrap().expect("the stream goes on");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if let Some(found) = support::raw_mcp::messages(&seen).into_iter().find(&wanted) {
+                return found;
+            }
+        }
+    })
+    .await
+    .expect("the message in time")
+}
+
+#[tokio::test]
+async fn a_request_under_an_id_the_session_has_in_flight_is_refused_and_both_are_answered() {
+    let served = serve(|b| b.elicitation(true)).await;
+    let reply = served
+        .post_json(
+            &[],
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": LEGACY, "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "raw", "version": "0"}}}),
+        )
+        .await;
+    let session = reply.session().expect("a session");
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", LEGACY),
+    ];
+    served
+        .post_json(
+            &headers,
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+    served
+        .call(
+            &session,
+            json!(1),
+            "view_devices__table__selectRows",
+            json!({"ids": ["d2"]}),
+        )
+        .await;
+    // The disable asks the person: its request stays in flight.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "domain_devices__disable", "arguments": {}}});
+    let mut held = served
+        .post(&headers)
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    let asked = read_until(&mut held, |m| m["method"] == "elicitation/create").await;
+    // The same id again, for anything: refused under that id, nothing run.
+    let again = served
+        .request(&session, json!(7), "tools/list", json!({}))
+        .await;
+    assert_eq!(again.status, StatusCode::BAD_REQUEST, "{}", again.body);
+    assert_eq!(again.messages[0]["id"], json!(7));
+    assert_eq!(again.messages[0]["error"]["code"], json!(-32600));
+    let message = again.messages[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("in flight"), "{message}");
+    // Another session may use it.
+    let other = served.open_session().await;
+    assert!(!served.tools(&other).await.is_empty());
+    let listed = served
+        .request(&other, json!(7), "tools/list", json!({}))
+        .await;
+    assert!(listed.response(&json!(7)).is_some(), "{}", listed.body);
+    // The person declines: the held call is answered, and its id is free.
+    let declined = served
+        .post_json(
+            &headers,
+            &json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}),
+        )
+        .await;
+    assert!(declined.status.is_success(), "{}", declined.body);
+    let answered = read_until(&mut held, |m| m["id"] == json!(7)).await;
+    assert!(answered.get("result").is_some(), "{answered}");
+    drop(held);
+    support::eventually("the id is free again", async || {
+        let reply = served
+            .request(&session, json!(7), "tools/list", json!({}))
+            .await;
+        reply.response(&json!(7)).is_some()
+    })
+    .await;
+}

@@ -120,6 +120,7 @@ impl McpServer {
             max_body_bytes: options.max_body_bytes,
             max_id_bytes: self.shared.registry.limits().max_id_bytes,
             admission: tokio::sync::Mutex::new(()),
+            ids: Arc::default(),
             in_flight: Arc::new(Semaphore::new(super::http_gate::mcp_share(
                 options.max_connections,
             ))),

@@ -13,7 +13,9 @@
 //!   as its own); only `initialize`, or a body that is not one JSON
 //!   object, is parsed here.
 //! - **Agent-chosen ids**: a JSON-RPC id longer than `max_id_bytes` is
-//!   `400` with an `INVALID_INPUT` payload, before anything keeps it.
+//!   `400` with an `INVALID_INPUT` payload, before anything keeps it; a
+//!   request under an id the session has in flight is `400` (`-32600`
+//!   under that id), see `in_flight`.
 //! - **Sessions**: `initialize` opens a session only below the session cap
 //!   (`503` with a `RATE_LIMITED` payload and `Retry-After` otherwise);
 //!   `initialize` on an existing session is `400`; `DELETE` of a session
@@ -63,6 +65,8 @@ pub(super) struct Gate {
     pub(super) admission: tokio::sync::Mutex<()>,
     /// The endpoint's share of the listener's connections.
     pub(super) in_flight: Arc<tokio::sync::Semaphore>,
+    /// The ids of the requests in flight, by session.
+    pub(super) ids: Arc<super::in_flight::InFlight>,
 }
 
 /// The share of the connection limit `/mcp` requests may hold at once.
@@ -191,11 +195,31 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
         && !peek.initialize
     {
         if peek
-            .string_id_len
+            .string_id_len()
             .is_some_and(|len| len > gate.max_id_bytes)
         {
             return id_too_long(gate.max_id_bytes);
         }
+        // A request in a session: its id is claimed until its response ends.
+        let claim = match (peek.method, peek.id, session_of(&parts.headers)) {
+            (true, Some(id), Some(session)) => {
+                let echoed = id_value(&id);
+                match gate.ids.claim(session, id) {
+                    Some(claim) => Some(claim),
+                    None => {
+                        return rpc_error(
+                            StatusCode::BAD_REQUEST,
+                            Some(echoed),
+                            -32600,
+                            "Invalid Request: a request with this id is still in flight in this session; \
+                             give every request an id of its own",
+                            None,
+                        );
+                    }
+                }
+            }
+            _ => None,
+        };
         let response = next
             .run(Request::from_parts(parts, Body::from(bytes.clone())))
             .await;
@@ -208,7 +232,13 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
                 .err()
                 .unwrap_or_else(not_one_message);
         }
-        return response;
+        return match claim {
+            Some(claim) => {
+                let (parts, body) = response.into_parts();
+                Response::from_parts(parts, Body::new(super::held::Held::new(body, claim)))
+            }
+            None => response,
+        };
     }
     let message = match message_of(&bytes, gate.max_id_bytes) {
         Ok(message) => message,

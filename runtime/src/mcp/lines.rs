@@ -13,15 +13,25 @@
 //! nothing, and before the session opens is dropped (rmcp's handshake would
 //! end the session on it). Whatever else rmcp reads goes to it unchanged.
 //!
+//! A request is refused (and never reaches rmcp) when its id is longer
+//! than [`MAX_ECHOED_ID_BYTES`] (`-32600`, id `null`), when a request of
+//! the client's under the same id is still in flight (`-32600` under that
+//! id: rmcp would answer only one of the two), or when [`MAX_IN_FLIGHT`]
+//! of its requests are (`-32000` with a `RATE_LIMITED` payload). An id is
+//! in flight from its request until its response is written or the client
+//! cancels it.
+//!
 //! Responses wait to be written for a client that reads them: past
 //! [`MAX_UNSENT_BYTES`] unwritten no line is read, and this side's own
 //! replies queue to [`REPLIES_QUEUED`]. Closing writes what is owed
 //! (within [`CLOSE_FLUSH`]) before the stream is shut.
 
+use std::collections::HashSet;
 use std::io;
 use std::sync::Arc;
 
 use rmcp::RoleServer;
+use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
@@ -62,7 +72,18 @@ pub(super) struct Lines<R, W> {
     /// handshake ends the session on any notification or response, so
     /// those are dropped here: they answer nothing yet.
     opened: bool,
+    /// The ids of the client's requests in flight: at most
+    /// [`MAX_IN_FLIGHT`], each of at most [`MAX_ECHOED_ID_BYTES`].
+    in_flight: HashSet<RequestId>,
 }
+
+/// The most requests a client has in flight at once (every one of them
+/// held by a handler, some waiting for the person): past it a request is
+/// refused as busy.
+pub(super) const MAX_IN_FLIGHT: usize = 128;
+
+/// How long a request refused as busy is told to wait.
+const BUSY_RETRY_MS: u64 = 1_000;
 
 /// Replies of this side's own waiting to be written.
 const REPLIES_QUEUED: usize = 16;
@@ -136,6 +157,7 @@ where
             owed: None,
             unsent: Arc::new(Unsent::default()),
             opened: false,
+            in_flight: HashSet::new(),
         }
     }
 
@@ -208,6 +230,54 @@ where
         let reply =
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
         self.owed = Some(reply.to_string());
+    }
+
+    /// Takes `id` in flight, or owes the refusal of its request (see the
+    /// module docs) and returns `false`.
+    fn admit(&mut self, id: &RequestId) -> bool {
+        if let rmcp::model::NumberOrString::String(text) = id
+            && text.len() > MAX_ECHOED_ID_BYTES
+        {
+            let message =
+                format!("invalid request: the id is longer than {MAX_ECHOED_ID_BYTES} bytes");
+            self.reply(Value::Null, -32600, &message);
+            return false;
+        }
+        let echoed = || serde_json::to_value(id).unwrap_or(Value::Null);
+        if self.in_flight.contains(id) {
+            self.reply(
+                echoed(),
+                -32600,
+                "invalid request: a request with this id is still in flight; give every request an id of its own",
+            );
+            return false;
+        }
+        if self.in_flight.len() >= MAX_IN_FLIGHT {
+            let payload = crate::error::ErrorPayload::rate_limited(
+                crate::error::RateLimitReason::QueueFull,
+                Some(BUSY_RETRY_MS),
+            );
+            let error = json!({
+                "code": -32000,
+                "message": format!("server busy: {MAX_IN_FLIGHT} requests are in flight; wait for one to end or cancel one"),
+                "data": payload,
+            });
+            let reply = json!({"jsonrpc": "2.0", "id": echoed(), "error": error});
+            self.owed = Some(reply.to_string());
+            return false;
+        }
+        self.in_flight.insert(id.clone());
+        true
+    }
+
+    /// Forgets the request `notification` cancels (rmcp drops its
+    /// response, so none will be written).
+    fn forget_cancelled(&mut self, notification: &ClientNotification) {
+        if let ClientNotification::CancelledNotification(cancelled) = notification
+            && let Some(id) = &cancelled.params.request_id
+        {
+            self.in_flight.remove(id);
+        }
     }
 
     /// Writes `message` as one line.
@@ -418,6 +488,14 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
+        let answered = match &item {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            self.in_flight.remove(id);
+        }
         let writer = Arc::clone(&self.writer);
         let unsent = Arc::clone(&self.unsent);
         // Serialized now, so its size is counted while it waits (rmcp
@@ -456,15 +534,29 @@ where
             if body.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(body) {
-                Ok(message) if self.opened => return Some(message),
-                Ok(rmcp::model::JsonRpcMessage::Request(request)) => {
-                    self.opened = opens_the_session(&request.request);
-                    return Some(rmcp::model::JsonRpcMessage::Request(request));
+            let message = match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(body) {
+                Ok(message) => message,
+                Err(_) => {
+                    self.answer_unreadable(body);
+                    continue;
+                }
+            };
+            match message {
+                JsonRpcMessage::Request(request) => {
+                    if !self.admit(&request.id) {
+                        continue;
+                    }
+                    self.opened = self.opened || opens_the_session(&request.request);
+                    return Some(JsonRpcMessage::Request(request));
+                }
+                message if self.opened => {
+                    if let JsonRpcMessage::Notification(notification) = &message {
+                        self.forget_cancelled(&notification.notification);
+                    }
+                    return Some(message);
                 }
                 // A notification or a response before the session opens.
-                Ok(_) => {}
-                Err(_) => self.answer_unreadable(body),
+                _ => {}
             }
         }
     }
@@ -599,7 +691,11 @@ mod tests {
             let long = vec![b' '; MAX_LINE_BYTES + 10];
             client_write.write_all(&long).await.unwrap();
             client_write.write_all(b"\n").await.unwrap();
-            client_write.write_all(ping).await.unwrap();
+            // Another id: 1 is still in flight.
+            client_write
+                .write_all(br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)
+                .await
+                .unwrap();
             client_write.write_all(b"\n").await.unwrap();
             client_write
         });
@@ -674,6 +770,103 @@ mod tests {
             ["ping", "initialize", "note notifications/initialized"],
             "only the requests before it, then everything after the session opens"
         );
+    }
+
+    /// Reads the replies this side wrote itself, `n` of them.
+    async fn replies(client_read: &mut ReadHalf<DuplexStream>, n: usize) -> Vec<Value> {
+        use tokio::io::AsyncBufReadExt as _;
+        let mut lines = BufReader::new(client_read).lines();
+        let mut out = Vec::new();
+        while out.len() < n {
+            let line = lines.next_line().await.unwrap().unwrap();
+            out.push(serde_json::from_str(&line).unwrap());
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn an_id_in_flight_is_refused_until_answered_or_cancelled_and_in_flight_is_bounded() {
+        use rmcp::model::{EmptyResult, NumberOrString, ServerResult};
+        let (mut lines, mut client_read, mut client_write) = connected(1024 * 1024);
+        let ping = |id: &str| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+        let mut input = String::new();
+        // The session opens; ping 1 and ping "a" go in flight.
+        input.push_str(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#);
+        input.push('\n');
+        input.push_str(&ping("1"));
+        input.push_str(&ping("\"a\""));
+        // Reused while in flight: refused, each under its id.
+        input.push_str(&ping("1"));
+        input.push_str(&ping("\"a\""));
+        // "1" is another id than 1.
+        input.push_str(&ping("\"1\""));
+        client_write.write_all(input.as_bytes()).await.unwrap();
+        let mut received = Vec::new();
+        for _ in 0..4 {
+            let Some(JsonRpcMessage::Request(request)) = lines.receive().await else {
+                panic!("a request");
+            };
+            received.push(request.id);
+        }
+        assert_eq!(
+            received,
+            [
+                NumberOrString::Number(0),
+                NumberOrString::Number(1),
+                NumberOrString::String("a".into()),
+                NumberOrString::String("1".into()),
+            ]
+        );
+        let refused = replies(&mut client_read, 2).await;
+        assert_eq!(refused[0]["id"], json!(1), "{refused:?}");
+        assert_eq!(refused[0]["error"]["code"], json!(-32600));
+        assert_eq!(refused[1]["id"], json!("a"));
+        // Answered: 1 may be used again; cancelled: "a" may.
+        let answer =
+            |id| ServerJsonRpcMessage::response(ServerResult::EmptyResult(EmptyResult {}), id);
+        lines.send(answer(NumberOrString::Number(1))).await.unwrap();
+        let _ = replies(&mut client_read, 1).await;
+        let mut input = ping("1");
+        input.push_str(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#,
+        );
+        input.push('\n');
+        input.push_str(&ping("\"a\""));
+        client_write.write_all(input.as_bytes()).await.unwrap();
+        for expected in ["request", "notification", "request"] {
+            let message = lines.receive().await.expect("a message");
+            let kind = match message {
+                JsonRpcMessage::Request(_) => "request",
+                JsonRpcMessage::Notification(_) => "notification",
+                _ => "other",
+            };
+            assert_eq!(kind, expected);
+        }
+        // In flight now: 0, 1, "a", "1". Fill to the bound, then one more.
+        let mut input = String::new();
+        for n in 4..=MAX_IN_FLIGHT {
+            input.push_str(&ping(&format!("{}", 1000 + n)));
+        }
+        // Over the bound, and an id over its own bound.
+        let long = format!("\"{}\"", "x".repeat(MAX_ECHOED_ID_BYTES + 1));
+        input.push_str(&ping(&long));
+        client_write.write_all(input.as_bytes()).await.unwrap();
+        for _ in 4..MAX_IN_FLIGHT {
+            assert!(matches!(
+                lines.receive().await,
+                Some(JsonRpcMessage::Request(_))
+            ));
+        }
+        assert_eq!(lines.in_flight.len(), MAX_IN_FLIGHT);
+        client_write.shutdown().await.unwrap();
+        assert!(lines.receive().await.is_none());
+        lines.close().await.unwrap();
+        let refused = replies(&mut client_read, 2).await;
+        assert_eq!(refused[0]["id"], json!(1000 + MAX_IN_FLIGHT), "{refused:?}");
+        assert_eq!(refused[0]["error"]["code"], json!(-32000));
+        assert_eq!(refused[0]["error"]["data"]["code"], json!("RATE_LIMITED"));
+        assert_eq!(refused[1]["id"], Value::Null);
+        assert_eq!(refused[1]["error"]["code"], json!(-32600));
     }
 
     #[tokio::test]

@@ -83,6 +83,7 @@ mod echo;
 mod endpoint;
 mod held;
 mod http_gate;
+mod in_flight;
 mod lines;
 mod origin;
 mod peek;

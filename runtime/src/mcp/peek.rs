@@ -1,5 +1,5 @@
-//! The gate's look at a request body: the two things the gate decides on
-//! (the length of a string id, whether the message is `initialize`), read
+//! The gate's look at a request body: what the gate decides on (the id,
+//! whether the message is a request, and whether it is `initialize`), read
 //! in one pass over the bytes without building the message, so the body is
 //! parsed into a message once, by the transport.
 //!
@@ -9,17 +9,32 @@
 
 use std::fmt;
 
+use rmcp::model::{NumberOrString, RequestId};
 use serde::Deserializer as _;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
 /// What the gate needs of a body that is one JSON object.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Peek {
-    /// The decoded length of the top-level `id` when it is a string (the
-    /// last `id` key, as a parse into a JSON value keeps).
-    pub(super) string_id_len: Option<usize>,
+    /// The top-level `id` when it is a string or a 64-bit signed integer,
+    /// as the transport reads it (the last `id` key, as a parse into a
+    /// JSON value keeps).
+    pub(super) id: Option<RequestId>,
+    /// A top-level `method` key is there: the message is a request (with
+    /// an id) or a notification.
+    pub(super) method: bool,
     /// A top-level `method` key is the string `initialize`.
     pub(super) initialize: bool,
+}
+
+impl Peek {
+    /// The decoded length of the id when it is a string.
+    pub(super) fn string_id_len(&self) -> Option<usize> {
+        match &self.id {
+            Some(NumberOrString::String(text)) => Some(text.len()),
+            _ => None,
+        }
+    }
 }
 
 /// `bytes` read as one JSON object, or `None` (not JSON, not an object,
@@ -44,8 +59,11 @@ impl<'de> Visitor<'de> for PeekVisitor {
         let mut peek = Peek::default();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
-                Key::Id => peek.string_id_len = map.next_value::<StringLen>()?.0,
-                Key::Method => peek.initialize |= map.next_value::<IsInitialize>()?.0,
+                Key::Id => peek.id = map.next_value::<IdValue>()?.0,
+                Key::Method => {
+                    peek.method = true;
+                    peek.initialize |= map.next_value::<IsInitialize>()?.0;
+                }
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -82,46 +100,58 @@ impl<'de> de::Deserialize<'de> for Key {
     }
 }
 
-/// Any JSON value: the decoded length when it is a string.
-struct StringLen(Option<usize>);
+/// Any JSON value: an id when it is a string or an `i64`.
+struct IdValue(Option<RequestId>);
 
 /// Any JSON value: whether it is the string `initialize`.
 struct IsInitialize(bool);
 
-impl<'de> de::Deserialize<'de> for StringLen {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<StringLen, D::Error> {
-        let found = deserializer.deserialize_any(AnyValue(|text: &str| text.len()))?;
-        Ok(StringLen(found))
+impl<'de> de::Deserialize<'de> for IdValue {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<IdValue, D::Error> {
+        let found = deserializer.deserialize_any(AnyValue(|id: Scalar<'_>| match id {
+            Scalar::Text(text) => Some(NumberOrString::String(text.into())),
+            Scalar::Integer(n) => Some(NumberOrString::Number(n)),
+        }))?;
+        Ok(IdValue(found.flatten()))
     }
 }
 
 impl<'de> de::Deserialize<'de> for IsInitialize {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<IsInitialize, D::Error> {
-        let found = deserializer.deserialize_any(AnyValue(|text: &str| text == "initialize"))?;
+        let found = deserializer.deserialize_any(AnyValue(|value: Scalar<'_>| {
+            matches!(value, Scalar::Text("initialize"))
+        }))?;
         Ok(IsInitialize(found == Some(true)))
     }
 }
 
-/// Reads any JSON value (nested ones are skipped), applying `F` to a string.
+/// A string, or an integer that fits an `i64`.
+enum Scalar<'a> {
+    Text(&'a str),
+    Integer(i64),
+}
+
+/// Reads any JSON value (nested ones are skipped), applying `F` to a string
+/// or an `i64`.
 struct AnyValue<F>(F);
 
-impl<'de, F: FnOnce(&str) -> T, T> Visitor<'de> for AnyValue<F> {
+impl<'de, F: FnOnce(Scalar<'_>) -> T, T> Visitor<'de> for AnyValue<F> {
     type Value = Option<T>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
     fn visit_str<E: de::Error>(self, text: &str) -> Result<Option<T>, E> {
-        Ok(Some((self.0)(text)))
+        Ok(Some((self.0)(Scalar::Text(text))))
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<T>, E> {
         Ok(None)
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<T>, E> {
-        Ok(None)
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Option<T>, E> {
+        Ok(Some((self.0)(Scalar::Integer(n))))
     }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<T>, E> {
-        Ok(None)
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Option<T>, E> {
+        Ok(i64::try_from(n).ok().map(|n| (self.0)(Scalar::Integer(n))))
     }
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<T>, E> {
         Ok(None)
@@ -141,7 +171,7 @@ impl<'de, F: FnOnce(&str) -> T, T> Visitor<'de> for AnyValue<F> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Peek, peek};
+    use super::{NumberOrString, Peek, peek};
 
     #[test]
     fn reads_the_id_and_the_method_of_one_object() {
@@ -149,7 +179,8 @@ mod tests {
         assert_eq!(
             peek(call),
             Some(Peek {
-                string_id_len: Some(3),
+                id: Some(NumberOrString::String("abc".into())),
+                method: true,
                 initialize: false
             })
         );
@@ -157,12 +188,31 @@ mod tests {
         assert_eq!(
             peek(init),
             Some(Peek {
-                string_id_len: None,
+                id: Some(NumberOrString::Number(7)),
+                method: true,
                 initialize: true
             })
         );
         let escaped = br#"{"id":"\u00e9\n","id":"\u00e9\n\t"}"#;
-        assert_eq!(peek(escaped).and_then(|p| p.string_id_len), Some(4));
+        assert_eq!(peek(escaped).and_then(|p| p.string_id_len()), Some(4));
+        // A response carries an id and no method; ids rmcp cannot read are
+        // no ids.
+        let response = br#"{"jsonrpc":"2.0","id":-3,"result":{}}"#;
+        assert_eq!(
+            peek(response),
+            Some(Peek {
+                id: Some(NumberOrString::Number(-3)),
+                method: false,
+                initialize: false
+            })
+        );
+        for odd in [
+            &br#"{"id":1.5}"#[..],
+            br#"{"id":18446744073709551615}"#,
+            br#"{"id":[1]}"#,
+        ] {
+            assert_eq!(peek(odd).and_then(|p| p.id), None);
+        }
     }
 
     #[test]
