@@ -32,6 +32,8 @@ struct Probe {
     asked: Arc<Mutex<Vec<String>>>,
     /// Never answers an elicitation (its person walked away).
     silent: bool,
+    /// The server's requests the server withdrew.
+    withdrawn: Arc<Mutex<Vec<rmcp::model::RequestId>>>,
 }
 
 impl Probe {
@@ -41,6 +43,7 @@ impl Probe {
             approve,
             asked: Arc::default(),
             silent: false,
+            withdrawn: Arc::default(),
         }
     }
 }
@@ -52,6 +55,16 @@ impl ClientHandler for Probe {
             config.capabilities = ClientCapabilities::builder().enable_elicitation().build();
         }
         config
+    }
+
+    async fn on_cancelled(
+        &self,
+        params: rmcp::model::CancelledNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(id) = params.request_id {
+            self.withdrawn.lock().unwrap().push(id);
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -423,6 +436,16 @@ async fn as_conc_010_a_request_ended_in_the_app_ends_the_elicitation_wait_at_onc
     assert_eq!(error["code"], "CONFIRMATION_INVALID", "{error}");
     assert_eq!(error["details"]["reason"], "denied");
     assert!(connected.app.server().received().is_empty());
+    // The elicitation the client still shows is withdrawn: its dialog closes.
+    let withdrawn = Arc::clone(&connected.probe.withdrawn);
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while withdrawn.lock().unwrap().is_empty() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the elicitation is withdrawn");
+    assert_eq!(withdrawn.lock().unwrap().len(), 1);
     connected.app.stop().await;
 }
 

@@ -122,19 +122,18 @@ impl McpSession {
         let peer = context.peer.clone();
         let id = elicitation_id.clone();
         let opened = async move {
-            let answer = peer
-                .create_elicitation(ElicitRequestParams::UrlElicitationParams {
-                    meta: None,
-                    message: text,
-                    url: link,
-                    elicitation_id: id,
-                })
-                .await;
+            let params = ElicitRequestParams::UrlElicitationParams {
+                meta: None,
+                message: text,
+                url: link,
+                elicitation_id: id,
+            };
+            let answer = super::elicit::elicit(&peer, params).await;
             // Accepted: the person opens the page; the wait goes on until
             // they answer there. Declined, cancelled or failed: the call
             // returns, the request still waiting for the person.
             match answer {
-                Ok(answer) if answer.action == ElicitationAction::Accept => {
+                Some(answer) if answer.action == ElicitationAction::Accept => {
                     std::future::pending::<bool>().await
                 }
                 _ => false,

@@ -80,6 +80,7 @@ mod clients;
 mod connections;
 mod convert;
 mod echo;
+mod elicit;
 mod endpoint;
 mod held;
 mod http_gate;

@@ -301,15 +301,12 @@ impl McpSession {
             let Some(schema) = approval_schema() else {
                 return false;
             };
-            let answer = context
-                .peer
-                .create_elicitation(ElicitRequestParams::FormElicitationParams {
-                    meta: None,
-                    message,
-                    requested_schema: schema,
-                })
-                .await
-                .ok();
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema: schema,
+            };
+            let answer = super::elicit::elicit(&context.peer, params).await;
             answer.is_some_and(|a| approves(a.action, a.content.as_ref()))
         };
         ask_the_person(
