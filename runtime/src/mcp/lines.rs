@@ -5,10 +5,13 @@
 //! A line rmcp cannot read is read no further than its top level, for its
 //! id: a request whose JSON `serde_json` cannot read (a string with a lone
 //! UTF-16 surrogate, which JavaScript writes freely; a number such as
-//! `1e400`; nesting past 128) gets `-32602` under its own id, a JSON
-//! object that is no request rmcp takes `-32600`, a batch `-32600` and
-//! anything else the parse error `-32700` (id `null`, as for an id that
-//! cannot be carried back as written). A line over [`MAX_LINE_BYTES`] is
+//! `1e400`; nesting past 128) gets `-32602` under its own id, as does a
+//! sound request (`"jsonrpc": "2.0"`, a method name) whose params its
+//! method does not take; a JSON object with an id that is no JSON-RPC 2.0
+//! request and no response (another version, no method) gets `-32600`
+//! under its id, a batch `-32600` and anything else the parse error
+//! `-32700` (id `null`, as for an id that cannot be carried back as
+//! written). A line over [`MAX_LINE_BYTES`] is
 //! discarded as it arrives and refused (`-32600`). A notification gets
 //! nothing, and before the session opens is dropped (rmcp's handshake would
 //! end the session on it). Whatever else rmcp reads goes to it unchanged.
@@ -291,12 +294,26 @@ where
     /// Answers a line rmcp cannot read (see the module docs).
     fn answer_unreadable(&mut self, line: &[u8]) {
         match unreadable(line) {
-            Unreadable::Request { id, json: true } => self.reply(
+            Unreadable::Request {
+                id,
+                fault: Fault::Envelope,
+            } => self.reply(
                 id,
                 -32600,
-                "invalid request: not a JSON-RPC 2.0 request this server reads",
+                "invalid request: not a JSON-RPC 2.0 request (\"jsonrpc\": \"2.0\" and a method name)",
             ),
-            Unreadable::Request { id, json: false } => self.reply(
+            Unreadable::Request {
+                id,
+                fault: Fault::Params,
+            } => self.reply(
+                id,
+                -32602,
+                "invalid params: the method does not take these params",
+            ),
+            Unreadable::Request {
+                id,
+                fault: Fault::Unreadable,
+            } => self.reply(
                 id,
                 -32602,
                 "this request cannot be read: a string holds a lone UTF-16 surrogate, a number is beyond \
@@ -318,10 +335,9 @@ where
 /// What a line rmcp could not read was, read no further than its top
 /// level.
 enum Unreadable {
-    /// A request whose id reads as the client wrote it; `json` whether
-    /// the line is JSON `serde_json` reads (then it is no JSON-RPC request
-    /// rmcp takes).
-    Request { id: Value, json: bool },
+    /// A request whose id reads as the client wrote it, and what is wrong
+    /// with it.
+    Request { id: Value, fault: Fault },
     /// A notification or a response: nothing to answer.
     Notification,
     /// A JSON array: a batch, which MCP does not take.
@@ -330,10 +346,18 @@ enum Unreadable {
     NotJson,
 }
 
-/// Reads the top level of a line rmcp could not read: its `id` and
-/// whether it has a `method`, each value skipped by its brackets and
-/// quotes (no depth limit, no recursion: a value nested past
-/// `serde_json`'s limit still has its id found).
+/// What is wrong with a request rmcp could not read.
+#[derive(Debug, PartialEq, Eq)]
+enum Fault {
+    /// JSON `serde_json` cannot read (`-32602`).
+    Unreadable,
+    /// Sound JSON-RPC around params the method does not take (`-32602`).
+    Params,
+    /// No JSON-RPC 2.0 request: the version, the method or no method at
+    /// all (`-32600`).
+    Envelope,
+}
+
 /// Whether rmcp's handshake ends with `request`: an `initialize`, or a
 /// request other than `ping` and `server/discover` that carries the
 /// 2026-07-28 inline metadata whole (the session then runs without a
@@ -350,6 +374,10 @@ fn opens_the_session(request: &rmcp::model::ClientRequest) -> bool {
     }
 }
 
+/// Reads the top level of a line rmcp could not read: its `id`, `method`,
+/// `jsonrpc` and whether it answers, each value skipped by its brackets and
+/// quotes (no depth limit, no recursion: a value nested past
+/// `serde_json`'s limit still has its id found).
 fn unreadable(line: &[u8]) -> Unreadable {
     let Ok(text) = std::str::from_utf8(line) else {
         return Unreadable::NotJson;
@@ -358,26 +386,52 @@ fn unreadable(line: &[u8]) -> Unreadable {
     if text.starts_with('[') {
         return Unreadable::Batch;
     }
-    let Some((id, has_method)) = top_level(text) else {
+    let Some(top) = top_level(text) else {
         return Unreadable::NotJson;
     };
-    match (has_method, id) {
-        (true, Some(raw)) => match faithful_id(raw) {
-            Some(id) => Unreadable::Request {
-                id,
-                // Read whole, strings and numbers decoded (skipping them
-                // would not see a lone surrogate).
-                json: serde_json::from_slice::<Value>(line).is_ok(),
-            },
-            None => Unreadable::NotJson,
-        },
-        _ => Unreadable::Notification,
+    // A request, or an id with neither a method nor an answer (no
+    // response either): answered under its id.
+    let Some(raw) = top.id.filter(|_| top.method.is_some() || !top.answer) else {
+        return Unreadable::Notification;
+    };
+    let Some(id) = faithful_id(raw) else {
+        return Unreadable::NotJson;
+    };
+    // Read whole, strings and numbers decoded (skipping them would not
+    // see a lone surrogate).
+    if serde_json::from_slice::<Value>(line).is_err() {
+        return Unreadable::Request {
+            id,
+            fault: Fault::Unreadable,
+        };
     }
+    // The envelope is sound (version "2.0", a method name): what rmcp could
+    // not read is the method's params.
+    let sound =
+        top.version == Some("\"2.0\"") && top.method.is_some_and(|method| method.starts_with('"'));
+    let fault = if sound {
+        Fault::Params
+    } else {
+        Fault::Envelope
+    };
+    Unreadable::Request { id, fault }
 }
 
-/// The raw text of the top-level `id` member (if any) and whether a
-/// `method` member is there; `None` when the text is no object.
-fn top_level(text: &str) -> Option<(Option<&str>, bool)> {
+/// What the top level of a JSON object holds.
+#[derive(Default)]
+struct TopLevel<'a> {
+    /// The raw text of the `id` member.
+    id: Option<&'a str>,
+    /// The raw text of the `method` member.
+    method: Option<&'a str>,
+    /// The raw text of the `jsonrpc` member.
+    version: Option<&'a str>,
+    /// A `result` or an `error` member is there (a response).
+    answer: bool,
+}
+
+/// The top level of `text`; `None` when the text is no object.
+fn top_level(text: &str) -> Option<TopLevel<'_>> {
     let bytes = text.as_bytes();
     let skip_space = |mut at: usize| {
         while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
@@ -388,10 +442,10 @@ fn top_level(text: &str) -> Option<(Option<&str>, bool)> {
     if bytes.first() != Some(&b'{') {
         return None;
     }
-    let (mut id, mut has_method) = (None, false);
+    let mut top = TopLevel::default();
     let mut at = skip_space(1);
     if bytes.get(at) == Some(&b'}') {
-        return (at + 1 == bytes.len()).then_some((None, false));
+        return (at + 1 == bytes.len()).then_some(top);
     }
     loop {
         let key_end = value_end(bytes, at)?;
@@ -402,15 +456,18 @@ fn top_level(text: &str) -> Option<(Option<&str>, bool)> {
         }
         let value_start = skip_space(at + 1);
         let end = value_end(bytes, value_start)?;
+        let value = text.get(value_start..end);
         match key {
-            "\"id\"" => id = text.get(value_start..end),
-            "\"method\"" => has_method = true,
+            "\"id\"" => top.id = value,
+            "\"method\"" => top.method = value,
+            "\"jsonrpc\"" => top.version = value,
+            "\"result\"" | "\"error\"" => top.answer = true,
             _ => {}
         }
         at = skip_space(end);
         match bytes.get(at) {
             Some(b',') => at = skip_space(at + 1),
-            Some(b'}') if at + 1 == bytes.len() => return Some((id, has_method)),
+            Some(b'}') if at + 1 == bytes.len() => return Some(top),
             _ => return None,
         }
     }
@@ -608,9 +665,38 @@ mod tests {
     #[test]
     fn the_top_level_is_read_past_what_serde_json_cannot() {
         let id = |line: &str| match unreadable(line.as_bytes()) {
-            Unreadable::Request { id, json } => Some((id, json)),
+            Unreadable::Request { id, fault } => Some((id, fault != Fault::Unreadable)),
             _ => None,
         };
+        let fault = |line: &str| match unreadable(line.as_bytes()) {
+            Unreadable::Request { fault, .. } => Some(fault),
+            _ => None,
+        };
+        // The envelope, or the params.
+        for (line, expected) in [
+            (r#"{"jsonrpc":"2.0","id":1}"#, Fault::Envelope),
+            (r#"{"id":1}"#, Fault::Envelope),
+            (r#"{"jsonrpc":"2.0","id":1,"method":7}"#, Fault::Envelope),
+            (
+                r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+                Fault::Envelope,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}"#,
+                Fault::Params,
+            ),
+            (
+                r#"{"jsonrpc": "2.0" ,"id":1,"method":"tools/call","params":{"name":3}}"#,
+                Fault::Params,
+            ),
+        ] {
+            assert_eq!(fault(line), Some(expected), "{line}");
+        }
+        // Answers (however malformed) are not answered.
+        assert!(matches!(
+            unreadable(br#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#),
+            Unreadable::Notification
+        ));
         // A lone surrogate, a number beyond f64, malformed params, nesting
         // past serde_json's limit: the id is found where the client put it.
         assert_eq!(
