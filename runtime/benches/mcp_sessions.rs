@@ -251,10 +251,11 @@ fn server_main(sessions: usize, side: &str) {
         .unwrap();
     let (registry, _noop) = noop_registry();
     // The defaults (64 sessions, 256 connections) are below the load:
-    // every session holds its notification stream open on a connection.
+    // every session holds its notification stream open on a connection,
+    // and streams may hold half of the endpoint's three quarters.
     let server = McpServer::builder(&registry)
         .max_sessions(sessions + 8)
-        .max_connections(2 * sessions + 64)
+        .max_connections(3 * sessions + 64)
         .build();
     let stop = tokio_util::sync::CancellationToken::new();
     let (announce, announced) = tokio::sync::watch::channel(0u64);

@@ -493,38 +493,46 @@ async fn connections_wait(served: &Served) {
     );
 }
 
+/// Opens a `GET` event stream on `session` over a connection of its own;
+/// the stream and its status line.
+async fn event_stream(address: std::net::SocketAddr, session: &str) -> (TcpStream, String) {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\
+                 Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: {LEGACY}\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut head = [0_u8; 12];
+    tokio::time::timeout(PATIENCE, stream.read_exact(&mut head))
+        .await
+        .unwrap()
+        .unwrap();
+    (stream, String::from_utf8_lossy(&head).into_owned())
+}
+
 #[tokio::test]
 async fn mcp_streams_never_take_the_connections_the_console_pages_need() {
-    // Eight connections: `/mcp` holds at most six at once.
+    // Eight connections: `/mcp` holds at most six at once, streams at most
+    // three of those, one session at most three.
     let served = serve_beside_pages(|b| b.max_connections(8)).await;
     let address = served.address();
     let session = served.open_session().await;
+    let other = served.open_session().await;
     let mut streams = Vec::new();
-    for _ in 0..6 {
-        let mut stream = TcpStream::connect(address).await.unwrap();
-        stream
-            .write_all(
-                format!(
-                    "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\
-                     Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: {LEGACY}\r\n\r\n"
-                )
-                .as_bytes(),
-            )
-            .await
-            .unwrap();
-        let mut head = [0_u8; 12];
-        tokio::time::timeout(PATIENCE, stream.read_exact(&mut head))
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(
-            head.starts_with(b"HTTP/1.1 200"),
-            "{:?}",
-            String::from_utf8_lossy(&head)
-        );
+    for _ in 0..3 {
+        let (stream, head) = event_stream(address, &session).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         streams.push(stream);
     }
-    // Another `/mcp` request is refused at once, typed…
+    // A fourth stream, from any session, is refused at once, typed…
+    let (_refused, head) = event_stream(address, &other).await;
+    assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+    // …and so is another request of the session holding its share…
     let reply = served
         .request(&session, json!(2), "tools/list", json!({}))
         .await;
@@ -540,7 +548,12 @@ async fn mcp_streams_never_take_the_connections_the_console_pages_need() {
         refused["error"]["data"]["code"], "RATE_LIMITED",
         "{refused}"
     );
-    // …while the console's page is still served.
+    // …while another session's calls still pass,
+    let listed = served
+        .request(&other, json!(2), "tools/list", json!({}))
+        .await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.body);
+    // and the console's page is still served.
     let mut page = TcpStream::connect(address).await.unwrap();
     page.write_all(b"GET /devices HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .await

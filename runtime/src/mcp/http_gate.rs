@@ -26,7 +26,9 @@
 //!   its response ends (an SSE or listen stream holds one while it lasts);
 //!   beyond that a request is `503` with a `RATE_LIMITED` payload and
 //!   `Retry-After`, so streams can never take every connection the pages
-//!   served beside `/mcp` need.
+//!   served beside `/mcp` need. Within that share, one session holds at
+//!   most half, and the streams together (`GET`, `subscriptions/listen`)
+//!   at most half (the same `503`), see `in_flight`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +43,7 @@ use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
 
+use super::in_flight::{Claim, Entry, InFlight, Refused};
 use super::origin::OriginGate;
 use super::plain::plain;
 use crate::adapter::bounds;
@@ -65,8 +68,9 @@ pub(super) struct Gate {
     pub(super) admission: tokio::sync::Mutex<()>,
     /// The endpoint's share of the listener's connections.
     pub(super) in_flight: Arc<tokio::sync::Semaphore>,
-    /// The ids of the requests in flight, by session.
-    pub(super) ids: Arc<super::in_flight::InFlight>,
+    /// What each session and the streams hold of the in-flight places,
+    /// and the ids of each session's requests.
+    pub(super) ids: Arc<InFlight>,
 }
 
 /// The share of the connection limit `/mcp` requests may hold at once.
@@ -143,7 +147,52 @@ async fn admitted(gate: &Gate, request: Request, next: Next) -> Response {
             }
             response
         }
+        Method::GET => {
+            // An event stream, counted against its session's share and the
+            // streams' share while it lasts.
+            let entry = Entry {
+                session: session_of(request.headers()),
+                id: None,
+                stream: true,
+            };
+            match gate.ids.enter(entry) {
+                Ok(claim) => holding(next.run(request).await, claim),
+                Err(refused) => refusal(&refused, None),
+            }
+        }
         _ => next.run(request).await,
+    }
+}
+
+/// `response`, holding `claim` until its body ends.
+fn holding(response: Response, claim: Claim) -> Response {
+    let (parts, body) = response.into_parts();
+    Response::from_parts(parts, Body::new(super::held::Held::new(body, claim)))
+}
+
+/// The answer to a request the in-flight table refused (`id` its JSON-RPC
+/// id, echoed).
+fn refusal(refused: &Refused, id: Option<Value>) -> Response {
+    match refused {
+        Refused::IdInFlight => rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            -32600,
+            "Invalid Request: a request with this id is still in flight in this session; \
+             give every request an id of its own",
+            None,
+        ),
+        Refused::SessionFull => busy(
+            id,
+            crate::error::RateLimitReason::QueueFull,
+            "Server busy: this session holds its share of the requests and streams in flight; \
+             wait for one to end or close a stream",
+        ),
+        Refused::StreamsFull => busy(
+            id,
+            crate::error::RateLimitReason::QueueFull,
+            "Server busy: the streams hold their share of the server; retry later or close a stream",
+        ),
     }
 }
 
@@ -200,25 +249,18 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
         {
             return id_too_long(gate.max_id_bytes);
         }
-        // A request in a session: its id is claimed until its response ends.
-        let claim = match (peek.method, peek.id, session_of(&parts.headers)) {
-            (true, Some(id), Some(session)) => {
-                let echoed = id_value(&id);
-                match gate.ids.claim(session, id) {
-                    Some(claim) => Some(claim),
-                    None => {
-                        return rpc_error(
-                            StatusCode::BAD_REQUEST,
-                            Some(echoed),
-                            -32600,
-                            "Invalid Request: a request with this id is still in flight in this session; \
-                             give every request an id of its own",
-                            None,
-                        );
-                    }
-                }
-            }
-            _ => None,
+        // Counted against its session's share (and the streams' share, for
+        // a listen stream) until its response ends; a request's id is held
+        // in its session as long.
+        let entry = Entry {
+            session: session_of(&parts.headers),
+            id: peek.id.filter(|_| peek.method),
+            stream: peek.listen,
+        };
+        let echoed = entry.id.as_ref().map(id_value);
+        let claim = match gate.ids.enter(entry) {
+            Ok(claim) => claim,
+            Err(refused) => return refusal(&refused, echoed),
         };
         let response = next
             .run(Request::from_parts(parts, Body::from(bytes.clone())))
@@ -232,13 +274,7 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
                 .err()
                 .unwrap_or_else(not_one_message);
         }
-        return match claim {
-            Some(claim) => {
-                let (parts, body) = response.into_parts();
-                Response::from_parts(parts, Body::new(super::held::Held::new(body, claim)))
-            }
-            None => response,
-        };
+        return holding(response, claim);
     }
     let message = match message_of(&bytes, gate.max_id_bytes) {
         Ok(message) => message,

@@ -335,6 +335,12 @@ impl McpServerBuilder {
     /// 256). At the cap a newcomer takes the place of the connection idle
     /// longest, else of an upload below the minimum pace; it waits only
     /// while every connection does work at a fair pace.
+    ///
+    /// `/mcp` requests hold at most three quarters of them at once (the
+    /// rest are for pages served beside it); of those, one session at most
+    /// half, and open streams (`GET` event streams, `subscriptions/listen`)
+    /// at most half. A server for many clients that each hold a stream
+    /// needs about three connections per client.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.http.max_connections = max;
         self

@@ -25,6 +25,9 @@ pub(super) struct Peek {
     pub(super) method: bool,
     /// A top-level `method` key is the string `initialize`.
     pub(super) initialize: bool,
+    /// A top-level `method` key is the string `subscriptions/listen` (the
+    /// request opens a stream).
+    pub(super) listen: bool,
 }
 
 impl Peek {
@@ -62,7 +65,11 @@ impl<'de> Visitor<'de> for PeekVisitor {
                 Key::Id => peek.id = map.next_value::<IdValue>()?.0,
                 Key::Method => {
                     peek.method = true;
-                    peek.initialize |= map.next_value::<IsInitialize>()?.0;
+                    match map.next_value::<Method>()? {
+                        Method::Initialize => peek.initialize = true,
+                        Method::Listen => peek.listen = true,
+                        Method::Other => {}
+                    }
                 }
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -103,8 +110,12 @@ impl<'de> de::Deserialize<'de> for Key {
 /// Any JSON value: an id when it is a string or an `i64`.
 struct IdValue(Option<RequestId>);
 
-/// Any JSON value: whether it is the string `initialize`.
-struct IsInitialize(bool);
+/// Any JSON value: which of the methods the gate looks for it names.
+enum Method {
+    Initialize,
+    Listen,
+    Other,
+}
 
 impl<'de> de::Deserialize<'de> for IdValue {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<IdValue, D::Error> {
@@ -116,12 +127,14 @@ impl<'de> de::Deserialize<'de> for IdValue {
     }
 }
 
-impl<'de> de::Deserialize<'de> for IsInitialize {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<IsInitialize, D::Error> {
-        let found = deserializer.deserialize_any(AnyValue(|value: Scalar<'_>| {
-            matches!(value, Scalar::Text("initialize"))
+impl<'de> de::Deserialize<'de> for Method {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Method, D::Error> {
+        let found = deserializer.deserialize_any(AnyValue(|value: Scalar<'_>| match value {
+            Scalar::Text("initialize") => Method::Initialize,
+            Scalar::Text("subscriptions/listen") => Method::Listen,
+            _ => Method::Other,
         }))?;
-        Ok(IsInitialize(found == Some(true)))
+        Ok(found.unwrap_or(Method::Other))
     }
 }
 
@@ -181,7 +194,8 @@ mod tests {
             Some(Peek {
                 id: Some(NumberOrString::String("abc".into())),
                 method: true,
-                initialize: false
+                initialize: false,
+                listen: false
             })
         );
         let init = br#"{"id":7,"method":"init\u0069alize","params":{}}"#;
@@ -190,7 +204,8 @@ mod tests {
             Some(Peek {
                 id: Some(NumberOrString::Number(7)),
                 method: true,
-                initialize: true
+                initialize: true,
+                listen: false
             })
         );
         let escaped = br#"{"id":"\u00e9\n","id":"\u00e9\n\t"}"#;
@@ -203,9 +218,12 @@ mod tests {
             Some(Peek {
                 id: Some(NumberOrString::Number(-3)),
                 method: false,
-                initialize: false
+                initialize: false,
+                listen: false
             })
         );
+        let listen = br#"{"id":2,"method":"subscriptions/listen","params":{}}"#;
+        assert!(peek(listen).is_some_and(|p| p.listen && !p.initialize));
         for odd in [
             &br#"{"id":1.5}"#[..],
             br#"{"id":18446744073709551615}"#,
