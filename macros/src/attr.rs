@@ -6,6 +6,7 @@
 //! still read: one typo never turns into "missing `effect`" elsewhere.
 
 use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
@@ -453,6 +454,22 @@ impl<'c> ArgSet<'c> {
     pub(crate) fn method(&mut self, key: &str) -> Option<Ident> {
         let arg = self.take(key)?;
         match &arg.value {
+            // Path keywords can name no method, not even as raw identifiers.
+            ArgValue::Ident(ident)
+                if matches!(
+                    ident.to_string().as_str(),
+                    "self" | "Self" | "super" | "crate" | "_"
+                ) =>
+            {
+                self.cx.error_spanned_by(
+                    ident,
+                    format!(
+                        "`{ident}` cannot name a method: `{key}` takes the name of a method of this \
+                         impl block, e.g. `{key} = can_open` for `fn can_open(&self) -> bool`"
+                    ),
+                );
+                None
+            }
             ArgValue::Ident(ident) => Some(method_name(ident, ident.span())),
             ArgValue::Lit(Lit::Str(lit)) => match lit.parse_with(Ident::parse_any) {
                 // `"r#type"` names the method `r#type`, at the string.
@@ -545,7 +562,25 @@ impl<'c> ArgSet<'c> {
     pub(crate) fn exprs(&mut self, key: &str) -> Option<Vec<syn::Expr>> {
         let arg = self.take(key)?;
         match arg.value {
-            ArgValue::Exprs(exprs, _) => Some(exprs),
+            ArgValue::Exprs(exprs, _) => {
+                // The same expression twice runs the same check twice: a
+                // slip (a copied line, a parameter not changed).
+                let mut seen = std::collections::HashSet::new();
+                for expr in &exprs {
+                    let text = expr.to_token_stream().to_string();
+                    if !seen.insert(text) {
+                        self.cx.error_spanned_by(
+                            expr,
+                            format!(
+                                "this entry is listed twice in `{key}`: each entry runs on every \
+                                 call, so remove the repeat (or change its arguments if another \
+                                 was meant)"
+                            ),
+                        );
+                    }
+                }
+                Some(exprs)
+            }
             _ => {
                 let expected =
                     format!("a bracketed list of expressions, e.g. `{key} = [authenticated()]`");
