@@ -544,8 +544,11 @@ impl McpServer {
     /// Every request is answered: one whose JSON `serde_json` cannot read
     /// (a lone UTF-16 surrogate in a string, a number beyond `f64`) gets an
     /// error under its id, a line that is no JSON the parse error, and a
-    /// line over 4 MiB is discarded as it arrives and refused. Returns when
-    /// the session is established.
+    /// line over 4 MiB is discarded as it arrives and refused. A request
+    /// under an id the client has in flight is refused (`-32600` under that
+    /// id), as is one beyond 128 requests in flight (`-32000`,
+    /// `RATE_LIMITED`) or with an id over 1 KiB. Returns when the session
+    /// is established.
     pub async fn serve_lines<R, W>(
         &self,
         reader: R,
