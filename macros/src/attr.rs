@@ -563,10 +563,11 @@ impl<'c> ArgSet<'c> {
         let arg = self.take(key)?;
         match arg.value {
             ArgValue::Exprs(exprs, _) => {
-                // The same expression twice runs the same check twice: a
-                // slip (a copied line, a parameter not changed).
+                // The same policy twice runs the same check twice: a slip
+                // (a copied line, a parameter not changed). Other lists
+                // name their repeats themselves.
                 let mut seen = std::collections::HashSet::new();
-                for expr in &exprs {
+                for expr in exprs.iter().filter(|_| key == "policies") {
                     let text = expr.to_token_stream().to_string();
                     if !seen.insert(text) {
                         self.cx.error_spanned_by(

@@ -43,6 +43,7 @@ mod fallback;
 mod helpers;
 mod imports;
 mod marker;
+mod names;
 mod procedure;
 mod reach;
 mod recover;

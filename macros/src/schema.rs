@@ -466,7 +466,26 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     };
     let mut assertions = Vec::new();
     let mut flatten_checks = Vec::new();
+    let mut flattened = Vec::new();
+    let mut generic_flattened = Vec::new();
     let mut bounds = Vec::new();
+    // The newtype variants of an internally tagged enum: their type is
+    // checked for a property named as the tag.
+    let tag = crate::names::internal_tag(&item);
+    let tagged: Vec<(&syn::Field, String)> = match (&item.data, &tag) {
+        (Data::Enum(data), Some(_)) => data
+            .variants
+            .iter()
+            .filter_map(|variant| match &variant.fields {
+                Fields::Unnamed(fields) if fields.unnamed.len() == 1 => fields
+                    .unnamed
+                    .first()
+                    .map(|field| (field, variant.ident.to_string())),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     for (field, cfgs) in fields
         .iter()
         .filter(|(field, _)| !field_schema_is_replaced(&field.attrs))
@@ -483,16 +502,27 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         if holds_itself(ty, ident) {
             continue;
         }
+        let is_flattened = attr_keys(&field.attrs, "serde")
+            .iter()
+            .any(|key| key == "flatten");
         if mentions_generics(ty, &item.generics) {
             // A bound cannot carry `#[cfg]`; a field compiled out adds none.
             if cfgs.is_empty() {
                 bounds.push(quote!(#ty: ::agent_surface::macro_support::AgentSchema));
+                if is_flattened {
+                    generic_flattened.push(ty.clone());
+                }
             }
         } else {
-            if attr_keys(&field.attrs, "serde")
+            let variant = tagged
                 .iter()
-                .any(|key| key == "flatten")
-            {
+                .find(|(tagged, _)| std::ptr::eq(*tagged, *field))
+                .map(|(_, variant)| variant);
+            if let (Some(variant), Some(tag)) = (variant, &tag) {
+                // The check's bound asserts the schema too.
+                let check = crate::names::tag_check(tag, variant, ty);
+                flatten_checks.push(quote!(#(#cfgs)* #check));
+            } else if is_flattened {
                 // The check's bound asserts the schema too: one error for
                 // a type that is none.
                 let message = format!(
@@ -505,12 +535,21 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
                         .map_or_else(|| "the field".to_owned(), ToString::to_string),
                     quote!(#ty).to_string().replace(' ', "")
                 );
-                let check = quote_spanned! {ty.span()=>
-                    const _: () = if !::agent_surface::macro_support::flattens::<#ty>() {
-                        ::core::panic!(#message)
+                if cfgs.is_empty() {
+                    // Checked with the names it brings (see `names`).
+                    flattened.push(crate::names::Flattened {
+                        ty: ty.clone(),
+                        not_flattenable: message,
+                        name: quote!(#ty).to_string().replace(' ', ""),
+                    });
+                } else {
+                    let check = quote_spanned! {ty.span()=>
+                        const _: () = if !::agent_surface::macro_support::flattens::<#ty>() {
+                            ::core::panic!(#message)
+                        };
                     };
-                };
-                flatten_checks.push(quote!(#(#cfgs)* #check));
+                    flatten_checks.push(quote!(#(#cfgs)* #check));
+                }
             } else {
                 let assertion = quote_spanned! {ty.span()=>
                     ::agent_surface::macro_support::assert_schema::<#ty>();
@@ -624,6 +663,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         }
         _ => None,
     };
+    let (name_checks, wire_names) = crate::names::checks(&item, &flattened, &generic_flattened);
     let assert_fields = (!assertions.is_empty()).then(|| {
         quote! {
             const _: fn() = || {
@@ -656,8 +696,10 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             #[automatically_derived]
             impl #impl_generics ::agent_surface::macro_support::AgentSchema for #ident #ty_generics #where_tokens {
                 #flattens
+                #wire_names
             }
             #(#flatten_checks)*
+            #name_checks
 
             #input_impl
             #bounded

@@ -284,13 +284,7 @@ pub(crate) fn check(cx: &Ctxt, item: &DeriveInput, serialize: bool, deserialize:
     crate::agreement::check_container(cx, &item.attrs, serialize);
     let container = metas(&item.attrs, "serde");
     let has_default = find(&metas_with_cfg_attr(&item.attrs, "serde"), "default").is_some();
-    let rule = find(&container, "rename_all")
-        .and_then(|meta| {
-            meta.text.as_ref().map(LitStr::value).or_else(|| {
-                find(&meta.nested, "deserialize").and_then(|m| m.text.as_ref().map(LitStr::value))
-            })
-        })
-        .or_else(|| (find(&container, "transparent").is_none()).then(|| "camelCase".to_owned()));
+    let rule = crate::names::field_rule(&item.attrs);
     let fields_rule = find(&container, "rename_all_fields")
         .and_then(|meta| meta.text.as_ref().map(LitStr::value))
         .or_else(|| Some("camelCase".to_owned()));

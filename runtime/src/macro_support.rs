@@ -210,6 +210,28 @@ pub const fn flattens<T: AgentSchema + ?Sized>() -> bool {
 
 pub use crate::schema::SameField;
 
+pub use crate::schema::WireNames;
+
+/// Compile-time check placed at a flattened field's type by
+/// `#[agent_schema]`, in place of [`assert_schema`] and [`flattens`]: the
+/// property names the flattened type brings, or `None` when serde cannot
+/// flatten it (and, by its bound, that it is an agent schema type).
+pub const fn flatten<T: AgentSchema + ?Sized>() -> Option<&'static WireNames> {
+    if T::FLATTENS {
+        Some(T::WIRE_NAMES_REF)
+    } else {
+        None
+    }
+}
+
+/// Compile-time check placed at the type of an internally tagged enum's
+/// newtype variant by `#[agent_schema]`, in place of [`assert_schema`]:
+/// whether the variant's type has a property named as the tag (serde
+/// would read the tag into it, or it out of the tag).
+pub const fn holds_tag<T: AgentSchema + ?Sized>(tag: &str) -> bool {
+    T::WIRE_NAMES.contains(tag)
+}
+
 /// Compile-time assertion placed at the second and later element types of a
 /// tuple struct or tuple variant by `#[agent_schema]`.
 pub fn assert_same_field<First: ?Sized, T: SameField<First> + ?Sized>() {}

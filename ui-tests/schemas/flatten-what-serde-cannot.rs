@@ -23,6 +23,14 @@ pub struct Paging {
     pub page: u32,
 }
 
+/// A window.
+#[agent_schema]
+pub struct Window {
+    /// Its size.
+    #[schemars(range(max = 99))]
+    pub size: u32,
+}
+
 /// An input.
 #[agent_schema]
 pub struct Run {
@@ -35,9 +43,9 @@ pub struct Run {
     /// Paging: fine.
     #[serde(flatten)]
     pub paging: Paging,
-    /// Optional paging: fine.
+    /// An optional window: fine.
     #[serde(flatten)]
-    pub more: Option<Box<Paging>>,
+    pub more: Option<Box<Window>>,
 }
 
 fn main() {}

@@ -56,6 +56,7 @@ mod read;
 mod subset;
 mod types;
 mod validate;
+mod wire_names;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -72,6 +73,8 @@ pub use subset::{check_subset, measure};
 pub use types::{AgentInput, AgentOutput, AgentSchema, MapValue, SameElement, SameField};
 pub use validate::{Issues, key_pointer};
 pub use validate::{MAX_ISSUES, MAX_VALUE_DEPTH};
+#[doc(hidden)]
+pub use wire_names::WireNames;
 
 /// Size and depth caps of a schema: [`SchemaLimits::default`] and a
 /// chainable setter per cap.

@@ -78,6 +78,17 @@ pub trait AgentSchema: schemars::JsonSchema {
     /// flattened; a hand-written implementation keeps the default.
     #[doc(hidden)]
     const FLATTENS: bool = true;
+
+    /// The property names its values hold on the wire when flattened into
+    /// another object (`#[agent_schema]` declares them for a struct with
+    /// named fields; unknown, and clashing with nothing, by default).
+    #[doc(hidden)]
+    const WIRE_NAMES: super::WireNames = super::WireNames::NONE;
+
+    /// [`WIRE_NAMES`](Self::WIRE_NAMES), kept for the whole program (what
+    /// a type that flattens this one lists).
+    #[doc(hidden)]
+    const WIRE_NAMES_REF: &'static super::WireNames = &Self::WIRE_NAMES;
 }
 
 /// A type an action takes as its input: a JSON object (a struct with named
@@ -183,6 +194,7 @@ impl AgentSchema for serde_json::Value {}
 impl AgentSchema for serde_json::Map<String, serde_json::Value> {}
 impl<T: AgentSchema> AgentSchema for Option<T> {
     const FLATTENS: bool = T::FLATTENS;
+    const WIRE_NAMES: super::WireNames = T::WIRE_NAMES;
 }
 impl<T: AgentSchema> AgentSchema for Vec<T> {
     const FLATTENS: bool = false;
@@ -207,15 +219,19 @@ impl<T: AgentSchema, S> AgentSchema for HashSet<T, S> {
 }
 impl<T: AgentSchema + ?Sized> AgentSchema for Box<T> {
     const FLATTENS: bool = T::FLATTENS;
+    const WIRE_NAMES: super::WireNames = T::WIRE_NAMES;
 }
 impl<T: AgentSchema + ?Sized> AgentSchema for Arc<T> {
     const FLATTENS: bool = T::FLATTENS;
+    const WIRE_NAMES: super::WireNames = T::WIRE_NAMES;
 }
 impl<T: AgentSchema + ?Sized> AgentSchema for &T {
     const FLATTENS: bool = T::FLATTENS;
+    const WIRE_NAMES: super::WireNames = T::WIRE_NAMES;
 }
 impl<T: AgentSchema + ToOwned + ?Sized> AgentSchema for Cow<'_, T> {
     const FLATTENS: bool = T::FLATTENS;
+    const WIRE_NAMES: super::WireNames = T::WIRE_NAMES;
 }
 impl<V: MapValue> AgentSchema for BTreeMap<String, V> where Self: schemars::JsonSchema {}
 impl<V: MapValue, S> AgentSchema for HashMap<String, V, S> where Self: schemars::JsonSchema {}
