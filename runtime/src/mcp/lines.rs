@@ -70,11 +70,21 @@ pub(super) struct Lines<R, W> {
     owed: Option<String>,
     /// What rmcp's responses still hold unwritten.
     unsent: Arc<Unsent>,
-    /// Whether a request that opens the session (`initialize`, or one with
-    /// the 2026-07-28 inline metadata) has gone to rmcp. Before it, rmcp's
-    /// handshake ends the session on any notification or response, so
-    /// those are dropped here: they answer nothing yet.
+    /// Whether rmcp answered a request that opens the session
+    /// (`initialize`, or one with the 2026-07-28 inline metadata) with a
+    /// result. Before it, rmcp's handshake ends the session on any
+    /// notification or response, so those are dropped here: they answer
+    /// nothing yet.
     opened: bool,
+    /// The requests that would open the session, until rmcp answers them
+    /// (a result opens it; an error, such as a version it does not speak,
+    /// leaves it in its handshake).
+    opening: Vec<RequestId>,
+    /// The ids the client cancelled most recently, at most
+    /// [`MAX_IN_FLIGHT`]: rmcp may still be running their handlers, and a
+    /// late answer would go to a new request under the same id, so they
+    /// are not taken again until pushed out by newer ones.
+    cancelled: std::collections::VecDeque<RequestId>,
     /// The ids of the client's requests in flight: at most
     /// [`MAX_IN_FLIGHT`], each of at most [`MAX_ECHOED_ID_BYTES`].
     in_flight: HashSet<RequestId>,
@@ -160,7 +170,9 @@ where
             owed: None,
             unsent: Arc::new(Unsent::default()),
             opened: false,
+            opening: Vec::new(),
             in_flight: HashSet::new(),
+            cancelled: std::collections::VecDeque::new(),
         }
     }
 
@@ -255,6 +267,15 @@ where
             );
             return false;
         }
+        if self.cancelled.contains(id) {
+            self.reply(
+                echoed(),
+                -32600,
+                "invalid request: a request with this id was cancelled and may still be running; \
+                 give every request an id of its own",
+            );
+            return false;
+        }
         if self.in_flight.len() >= MAX_IN_FLIGHT {
             let payload = crate::error::ErrorPayload::rate_limited(
                 crate::error::RateLimitReason::QueueFull,
@@ -278,8 +299,12 @@ where
     fn forget_cancelled(&mut self, notification: &ClientNotification) {
         if let ClientNotification::CancelledNotification(cancelled) = notification
             && let Some(id) = &cancelled.params.request_id
+            && self.in_flight.remove(id)
         {
-            self.in_flight.remove(id);
+            if self.cancelled.len() >= MAX_IN_FLIGHT {
+                self.cancelled.pop_front();
+            }
+            self.cancelled.push_back(id.clone());
         }
     }
 
@@ -552,6 +577,13 @@ where
         };
         if let Some(id) = answered {
             self.in_flight.remove(id);
+            if let Some(at) = self.opening.iter().position(|opening| opening == id) {
+                self.opening.swap_remove(at);
+                if matches!(item, JsonRpcMessage::Response(_)) {
+                    self.opened = true;
+                    self.opening.clear();
+                }
+            }
         }
         let writer = Arc::clone(&self.writer);
         let unsent = Arc::clone(&self.unsent);
@@ -603,7 +635,9 @@ where
                     if !self.admit(&request.id) {
                         continue;
                     }
-                    self.opened = self.opened || opens_the_session(&request.request);
+                    if !self.opened && opens_the_session(&request.request) {
+                        self.opening.push(request.id.clone());
+                    }
                     return Some(JsonRpcMessage::Request(request));
                 }
                 message if self.opened => {
@@ -820,13 +854,17 @@ mod tests {
 
     #[tokio::test]
     async fn notifications_and_responses_before_the_session_opens_are_dropped() {
+        use rmcp::model::{EmptyResult, NumberOrString, ServerResult};
         let (mut lines, _client_read, mut client_write) = connected(64 * 1024);
         let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
+        // An inline request in a version rmcp refuses opens nothing.
+        let inline = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"}}}}"#;
         let input = [
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
             r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            inline,
             init,
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         ]
@@ -839,10 +877,25 @@ mod tests {
         let mut kinds = Vec::new();
         while let Some(message) = lines.receive().await {
             kinds.push(match message {
-                rmcp::model::JsonRpcMessage::Request(request) => {
-                    request.request.method().to_owned()
+                JsonRpcMessage::Request(request) => {
+                    let method = request.request.method().to_owned();
+                    // rmcp's answers: a result for the ping and for
+                    // `initialize`, an error for the refused version.
+                    let answer = if request.id == NumberOrString::Number(2) {
+                        ServerJsonRpcMessage::error(
+                            rmcp::model::ErrorData::invalid_request("unsupported version", None),
+                            Some(request.id),
+                        )
+                    } else {
+                        ServerJsonRpcMessage::response(
+                            ServerResult::EmptyResult(EmptyResult {}),
+                            request.id,
+                        )
+                    };
+                    lines.send(answer).await.unwrap();
+                    method
                 }
-                rmcp::model::JsonRpcMessage::Notification(note) => format!(
+                JsonRpcMessage::Notification(note) => format!(
                     "note {}",
                     serde_json::to_value(&note.notification).unwrap()["method"]
                         .as_str()
@@ -853,7 +906,12 @@ mod tests {
         }
         assert_eq!(
             kinds,
-            ["ping", "initialize", "note notifications/initialized"],
+            [
+                "ping",
+                "tools/list",
+                "initialize",
+                "note notifications/initialized"
+            ],
             "only the requests before it, then everything after the session opens"
         );
     }
@@ -871,7 +929,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_id_in_flight_is_refused_until_answered_or_cancelled_and_in_flight_is_bounded() {
+    async fn an_id_in_flight_or_just_cancelled_is_refused_and_in_flight_is_bounded() {
         use rmcp::model::{EmptyResult, NumberOrString, ServerResult};
         let (mut lines, mut client_read, mut client_write) = connected(1024 * 1024);
         let ping = |id: &str| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
@@ -907,17 +965,20 @@ mod tests {
         assert_eq!(refused[0]["id"], json!(1), "{refused:?}");
         assert_eq!(refused[0]["error"]["code"], json!(-32600));
         assert_eq!(refused[1]["id"], json!("a"));
-        // Answered: 1 may be used again; cancelled: "a" may.
+        // Answered: 0 (which opens the session) and 1 may be used again.
         let answer =
             |id| ServerJsonRpcMessage::response(ServerResult::EmptyResult(EmptyResult {}), id);
+        lines.send(answer(NumberOrString::Number(0))).await.unwrap();
         lines.send(answer(NumberOrString::Number(1))).await.unwrap();
-        let _ = replies(&mut client_read, 1).await;
+        let _ = replies(&mut client_read, 2).await;
+        // Cancelled: "a" may still be running in rmcp, so it stays taken.
         let mut input = ping("1");
         input.push_str(
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#,
         );
         input.push('\n');
         input.push_str(&ping("\"a\""));
+        input.push_str(&ping("2"));
         client_write.write_all(input.as_bytes()).await.unwrap();
         for expected in ["request", "notification", "request"] {
             let message = lines.receive().await.expect("a message");
@@ -928,7 +989,16 @@ mod tests {
             };
             assert_eq!(kind, expected);
         }
-        // In flight now: 0, 1, "a", "1". Fill to the bound, then one more.
+        let refused = replies(&mut client_read, 1).await;
+        assert_eq!(refused[0]["id"], json!("a"), "{refused:?}");
+        let message = refused[0]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("cancelled"), "{message}");
+        client_write.write_all(ping("3").as_bytes()).await.unwrap();
+        assert!(matches!(
+            lines.receive().await,
+            Some(JsonRpcMessage::Request(_))
+        ));
+        // In flight now: 1, "1", 2, 3. Fill to the bound, then one more.
         let mut input = String::new();
         for n in 4..=MAX_IN_FLIGHT {
             input.push_str(&ping(&format!("{}", 1000 + n)));

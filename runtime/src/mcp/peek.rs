@@ -166,8 +166,13 @@ impl<'de, F: FnOnce(Scalar<'_>) -> T, T> Visitor<'de> for AnyValue<F> {
     fn visit_u64<E: de::Error>(self, n: u64) -> Result<Option<T>, E> {
         Ok(i64::try_from(n).ok().map(|n| (self.0)(Scalar::Integer(n))))
     }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<T>, E> {
-        Ok(None)
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Option<T>, E> {
+        // `1.0` and `1e2` are integers in float form, read so by the
+        // transport when an `f64` holds them exactly (below 2^53).
+        const EXACT: f64 = 9_007_199_254_740_992.0;
+        #[allow(clippy::cast_possible_truncation)] // integral and below 2^53
+        let integer = (n.fract() == 0.0 && n.abs() < EXACT).then_some(n as i64);
+        Ok(integer.map(|n| (self.0)(Scalar::Integer(n))))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
         Ok(None)
@@ -224,12 +229,34 @@ mod tests {
         );
         let listen = br#"{"id":2,"method":"subscriptions/listen","params":{}}"#;
         assert!(peek(listen).is_some_and(|p| p.listen && !p.initialize));
-        for odd in [
-            &br#"{"id":1.5}"#[..],
+        // The id as the transport reads it, in every form it reads.
+        for body in [
+            &br#"{"id":1}"#[..],
+            br#"{"id":1.0}"#,
+            br#"{"id":1e0}"#,
+            br#"{"id":-0.0}"#,
+            br#"{"id":9007199254740991.0}"#,
+            br#"{"id":9007199254740992.0}"#,
+            br#"{"id":1.5}"#,
             br#"{"id":18446744073709551615}"#,
+            br#"{"id":9223372036854775807}"#,
+            br#"{"id":"x"}"#,
             br#"{"id":[1]}"#,
+            br#"{"id":null}"#,
         ] {
-            assert_eq!(peek(odd).and_then(|p| p.id), None);
+            #[derive(serde::Deserialize)]
+            struct Read {
+                id: NumberOrString,
+            }
+            let transport = serde_json::from_slice::<Read>(body)
+                .ok()
+                .map(|read| read.id);
+            assert_eq!(
+                peek(body).and_then(|p| p.id),
+                transport,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
         }
     }
 
