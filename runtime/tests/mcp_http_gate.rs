@@ -901,4 +901,31 @@ async fn a_request_under_an_id_the_session_has_in_flight_is_refused_and_both_are
         reply.response(&json!(7)).is_some()
     })
     .await;
+    // A client that stops reading does not end its call: the id stays
+    // taken until the call ends (here, the person answers in the app).
+    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                      "params": {"name": "domain_devices__disable", "arguments": {}}});
+    let mut held = served
+        .post(&headers)
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    read_until(&mut held, |m| m["method"] == "elicitation/create").await;
+    drop(held);
+    let again = served
+        .request(&session, json!(8), "tools/list", json!({}))
+        .await;
+    assert_eq!(again.status, StatusCode::BAD_REQUEST, "{}", again.body);
+    let confirmations = served.app.registry().confirmations();
+    let pending = confirmations.pending();
+    assert_eq!(pending.len(), 1);
+    confirmations.deny(&pending[0].shown()).unwrap();
+    support::eventually("the id is free once the call ended", async || {
+        let reply = served
+            .request(&session, json!(8), "tools/list", json!({}))
+            .await;
+        reply.response(&json!(8)).is_some()
+    })
+    .await;
 }

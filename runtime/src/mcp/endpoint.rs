@@ -120,9 +120,7 @@ impl McpServer {
             max_body_bytes: options.max_body_bytes,
             max_id_bytes: self.shared.registry.limits().max_id_bytes,
             admission: tokio::sync::Mutex::new(()),
-            ids: Arc::new(super::in_flight::InFlight::new(
-                super::http_gate::mcp_share(options.max_connections),
-            )),
+            ids: Arc::clone(&self.shared.in_flight),
             in_flight: Arc::new(Semaphore::new(super::http_gate::mcp_share(
                 options.max_connections,
             ))),

@@ -50,7 +50,7 @@ use crate::adapter::bounds;
 use crate::error::ErrorPayload;
 
 /// The session header of the streamable HTTP transport.
-const SESSION_HEADER: &str = "mcp-session-id";
+pub(super) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// How long a refused `initialize` is told to wait.
 const SESSIONS_FULL_RETRY: Duration = Duration::from_secs(5);

@@ -14,11 +14,14 @@
 //!   them, so calls always have the other half.
 //!
 //! A claim is taken when a request passes the gate and released when its
-//! response ends or is dropped. Every claim lives inside one of the
-//! endpoint's places, so the table holds at most as many entries as those
-//! places, each id no longer than the id bound.
+//! response ends or is dropped. A call's handler holds its id as well
+//! ([`InFlight::running`]) until it returns: a client that drops the
+//! connection does not end the call (the transport keeps running it), so
+//! neither its id nor its place in the session's share is free before the
+//! call ends. The ids held are at most the endpoint's places plus the
+//! calls running, each no longer than the id bound.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::RequestId;
@@ -35,9 +38,60 @@ pub(super) struct InFlight {
 
 #[derive(Default)]
 struct State {
-    ids: HashSet<Key>,
+    /// Each id held, and by how many holders (its request's claim, its
+    /// call's handler).
+    ids: HashMap<Key, u32>,
+    /// What each session holds: its claims without an id, and its ids.
     per_session: HashMap<Arc<str>, usize>,
     streams: usize,
+}
+
+impl State {
+    /// One more holder of `key`: a new id counts against its session.
+    fn hold(&mut self, key: Key) {
+        let holders = self.ids.entry(key.clone()).or_default();
+        *holders += 1;
+        if *holders == 1 {
+            *self.per_session.entry(key.0).or_default() += 1;
+        }
+    }
+
+    /// One holder of `key` fewer: an id no one holds leaves its session.
+    fn release(&mut self, key: &Key) {
+        let Some(holders) = self.ids.get_mut(key) else {
+            return;
+        };
+        *holders = holders.saturating_sub(1);
+        if *holders == 0 {
+            self.ids.remove(key);
+            self.leave(&key.0);
+        }
+    }
+
+    /// One holder fewer in `session`.
+    fn leave(&mut self, session: &Arc<str>) {
+        if let Some(held) = self.per_session.get_mut(session) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                self.per_session.remove(session);
+            }
+        }
+    }
+}
+
+/// A call's hold on its id in its session, released when the call's
+/// handler returns.
+pub(super) struct Running {
+    table: Arc<InFlight>,
+    key: Option<Key>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            self.table.state().release(&key);
+        }
+    }
 }
 
 /// Why a request was not let in.
@@ -54,9 +108,17 @@ pub(super) enum Refused {
 /// What one request holds, released on drop.
 pub(super) struct Claim {
     table: Arc<InFlight>,
-    session: Option<Arc<str>>,
-    id: Option<RequestId>,
+    held: Held,
     stream: bool,
+}
+
+/// What a claim counts in its session.
+enum Held {
+    Nothing,
+    /// A place in the session's share.
+    Session(Arc<str>),
+    /// An id (and, while it is held, a place).
+    Id(Key),
 }
 
 /// What a request is, for the table.
@@ -86,10 +148,10 @@ impl InFlight {
     /// Lets `entry` in, or says why not.
     pub(super) fn enter(self: &Arc<Self>, entry: Entry) -> Result<Claim, Refused> {
         let mut state = self.state();
-        let id = match (&entry.session, entry.id) {
+        let key = match (&entry.session, entry.id) {
             (Some(session), Some(id)) => {
                 let key = (Arc::clone(session), id);
-                if state.ids.contains(&key) {
+                if state.ids.contains_key(&key) {
                     return Err(Refused::IdInFlight);
                 }
                 Some(key)
@@ -104,20 +166,38 @@ impl InFlight {
         if entry.stream && state.streams >= self.half {
             return Err(Refused::StreamsFull);
         }
-        if let Some(session) = &entry.session {
-            *state.per_session.entry(Arc::clone(session)).or_default() += 1;
-        }
         state.streams += usize::from(entry.stream);
-        let id = id.map(|key| {
-            state.ids.insert(key.clone());
-            key.1
-        });
+        let session = match key {
+            Some(key) => {
+                state.hold(key.clone());
+                Some(key)
+            }
+            None => {
+                if let Some(session) = &entry.session {
+                    *state.per_session.entry(Arc::clone(session)).or_default() += 1;
+                }
+                None
+            }
+        };
         Ok(Claim {
             table: Arc::clone(self),
-            session: entry.session,
-            id,
+            held: match session {
+                Some(key) => Held::Id(key),
+                None => entry.session.map_or(Held::Nothing, Held::Session),
+            },
             stream: entry.stream,
         })
+    }
+
+    /// Holds `id` in `session` while the call's handler runs (the guard's
+    /// life), whether or not its request's response is still read.
+    pub(super) fn running(self: &Arc<Self>, session: Arc<str>, id: RequestId) -> Running {
+        let key = (session, id);
+        self.state().hold(key.clone());
+        Running {
+            table: Arc::clone(self),
+            key: Some(key),
+        }
     }
 
     #[cfg(test)]
@@ -131,17 +211,10 @@ impl Drop for Claim {
     fn drop(&mut self) {
         let mut state = self.table.state();
         state.streams -= usize::from(self.stream);
-        let Some(session) = self.session.take() else {
-            return;
-        };
-        if let Some(id) = self.id.take() {
-            state.ids.remove(&(Arc::clone(&session), id));
-        }
-        if let Some(held) = state.per_session.get_mut(&session) {
-            *held = held.saturating_sub(1);
-            if *held == 0 {
-                state.per_session.remove(&session);
-            }
+        match std::mem::replace(&mut self.held, Held::Nothing) {
+            Held::Nothing => {}
+            Held::Session(session) => state.leave(&session),
+            Held::Id(key) => state.release(&key),
         }
     }
 }
@@ -179,6 +252,27 @@ mod tests {
         drop(claim);
         let again = table.enter(entry("s1", Some(1), false)).expect("released");
         drop((other, text, again));
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn a_running_call_keeps_its_id_and_its_place_after_its_response_is_dropped() {
+        let table = Arc::new(InFlight::new(4));
+        let claim = table.enter(entry("s1", Some(1), false)).unwrap();
+        let running = table.running("s1".into(), NumberOrString::Number(1));
+        // The client went away: the call runs on.
+        drop(claim);
+        assert_eq!(
+            table.enter(entry("s1", Some(1), false)).err(),
+            Some(Refused::IdInFlight)
+        );
+        let other = table.enter(entry("s1", Some(2), false)).unwrap();
+        assert_eq!(
+            table.enter(entry("s1", Some(3), false)).err(),
+            Some(Refused::SessionFull),
+            "the running call still counts in the session's half"
+        );
+        drop((running, other));
         assert!(table.is_empty());
     }
 

@@ -397,6 +397,9 @@ impl McpServerBuilder {
             elicitations: Mutex::new(Lru::new(256, crate::adapter::millis(round::ROUND_TTL))),
             issued: Mutex::new(issued),
             next_session: AtomicU64::new(1),
+            in_flight: Arc::new(in_flight::InFlight::new(http_gate::mcp_share(
+                self.http.max_connections,
+            ))),
             http: self.http,
         });
         McpServer { shared }
@@ -442,6 +445,9 @@ struct Shared {
     /// asked of (see `identity`).
     issued: Mutex<Lru<String, String>>,
     next_session: AtomicU64,
+    /// What HTTP sessions and streams hold of the endpoint's in-flight
+    /// places (shared by every HTTP service of the server).
+    in_flight: Arc<in_flight::InFlight>,
     http: HttpOptions,
 }
 

@@ -13,7 +13,7 @@
 //!   round ([`McpSession::ask_in_round`]) or by an elicitation request while
 //!   the call is held open ([`McpSession::ask_while_held`]).
 
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitationAction,
@@ -51,6 +51,18 @@ impl McpSession {
             ));
         };
         let cancel = context.ct.clone();
+        // Over HTTP, the call holds its id (and its place) in its session
+        // until it ends, even when the client stops reading its response.
+        let _running = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.headers.get(super::http_gate::SESSION_HEADER))
+            .and_then(|value| value.to_str().ok())
+            .map(|session| {
+                self.shared
+                    .in_flight
+                    .running(Arc::from(session), context.id.clone())
+            });
         // Taken, not copied: nothing below reads the request's name.
         let name = std::mem::take(&mut request.name).into_owned();
         // Taken, not copied: nothing below reads the request's arguments.
