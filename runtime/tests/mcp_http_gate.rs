@@ -828,7 +828,7 @@ async fn read_until(response: &mut reqwest::Response, wanted: impl Fn(&Value) ->
 }
 
 #[tokio::test]
-async fn a_request_under_an_id_the_session_has_in_flight_is_refused_and_both_are_answered() {
+async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused_and_other_sessions_reuse_it() {
     let served = serve(|b| b.elicitation(true)).await;
     let reply = served
         .post_json(
