@@ -828,7 +828,8 @@ async fn read_until(response: &mut reqwest::Response, wanted: impl Fn(&Value) ->
 }
 
 #[tokio::test]
-async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused_and_other_sessions_reuse_it() {
+async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused_and_other_sessions_reuse_it()
+ {
     let served = serve(|b| b.elicitation(true)).await;
     let reply = served
         .post_json(

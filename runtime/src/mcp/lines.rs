@@ -8,10 +8,11 @@
 //! `1e400`; nesting past 128) gets `-32602` under its own id, as does a
 //! sound request (`"jsonrpc": "2.0"`, a method name) whose params its
 //! method does not take; a JSON object with an id that is no JSON-RPC 2.0
-//! request and no response (another version, no method) gets `-32600`
-//! under its id, a batch `-32600` and anything else the parse error
-//! `-32700` (id `null`, as for an id that cannot be carried back as
-//! written). A line over [`MAX_LINE_BYTES`] is
+//! request and no response (another version, no method, both a method and
+//! an answer, an integer id beyond 64 bits) gets `-32600` under its id, a
+//! JSON request whose id cannot be carried back as written (a float,
+//! `null`, one over 1 KiB) `-32600` under id `null`, a batch `-32600`, and
+//! anything else the parse error `-32700` (id `null`). A line over [`MAX_LINE_BYTES`] is
 //! discarded as it arrives and refused (`-32600`). A notification gets
 //! nothing, and before the session opens is dropped (rmcp's handshake would
 //! end the session on it). Whatever else rmcp reads goes to it unchanged.
@@ -419,21 +420,35 @@ fn unreadable(line: &[u8]) -> Unreadable {
     let Some(raw) = top.id.filter(|_| top.method.is_some() || !top.answer) else {
         return Unreadable::Notification;
     };
-    let Some(id) = faithful_id(raw) else {
-        return Unreadable::NotJson;
-    };
     // Read whole, strings and numbers decoded (skipping them would not
     // see a lone surrogate).
-    if serde_json::from_slice::<Value>(line).is_err() {
+    let json = serde_json::from_slice::<Value>(line).is_ok();
+    let Some(id) = faithful_id(raw) else {
+        // JSON with an id that cannot be carried back as written (a float,
+        // `null`, an object, one too long): an invalid request, whose id
+        // the reply cannot name.
+        return if json {
+            Unreadable::Request {
+                id: Value::Null,
+                fault: Fault::Envelope,
+            }
+        } else {
+            Unreadable::NotJson
+        };
+    };
+    if !json {
         return Unreadable::Request {
             id,
             fault: Fault::Unreadable,
         };
     }
-    // The envelope is sound (version "2.0", a method name): what rmcp could
-    // not read is the method's params.
-    let sound =
-        top.version == Some("\"2.0\"") && top.method.is_some_and(|method| method.starts_with('"'));
+    // The envelope is sound (version "2.0", a method name, no answer, an
+    // id rmcp reads): what rmcp could not read is the method's params.
+    let readable_id = !id.is_number() || id.is_i64();
+    let sound = top.version == Some("\"2.0\"")
+        && top.method.is_some_and(|method| method.starts_with('"'))
+        && !top.answer
+        && readable_id;
     let fault = if sound {
         Fault::Params
     } else {
@@ -709,6 +724,14 @@ mod tests {
         // The envelope, or the params.
         for (line, expected) in [
             (r#"{"jsonrpc":"2.0","id":1}"#, Fault::Envelope),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}"#,
+                Fault::Envelope,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}"#,
+                Fault::Envelope,
+            ),
             (r#"{"id":1}"#, Fault::Envelope),
             (r#"{"jsonrpc":"2.0","id":1,"method":7}"#, Fault::Envelope),
             (
@@ -759,13 +782,12 @@ mod tests {
             id(&format!(r#"{{"id":{},"method":"x"}}"#, u64::MAX)),
             Some((json!(u64::MAX), true))
         );
-        // An id that cannot be carried back as written: no id.
+        // An id that cannot be carried back as written: no id; in JSON
+        // otherwise sound, an invalid request.
         for line in [
             r#"{"id":--1,"method":"ping"}"#,
             r#"{"id":1e400,"method":"ping"}"#,
             r#"{"id":"\ud800","method":"ping"}"#,
-            r#"{"id":18446744073709551616,"method":"ping"}"#,
-            r#"{"id":5.5,"method":"ping"}"#,
             "{not json",
             r#"{"id":1,"method":"x"} trailing"#,
         ] {
@@ -778,10 +800,23 @@ mod tests {
             r#"{{"id":"{}","method":"ping"}}"#,
             "x".repeat(MAX_ECHOED_ID_BYTES)
         );
-        assert!(matches!(
-            unreadable(long_id.as_bytes()),
-            Unreadable::NotJson
-        ));
+        for line in [
+            r#"{"id":18446744073709551616,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":5.5,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            &long_id,
+        ] {
+            assert!(
+                matches!(
+                    unreadable(line.as_bytes()),
+                    Unreadable::Request {
+                        id: Value::Null,
+                        fault: Fault::Envelope
+                    }
+                ),
+                "{line}"
+            );
+        }
         assert!(matches!(
             unreadable(br#"[{"id":1,"method":"ping"}]"#),
             Unreadable::Batch
