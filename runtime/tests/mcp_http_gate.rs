@@ -827,6 +827,36 @@ async fn read_until(response: &mut reqwest::Response, wanted: impl Fn(&Value) ->
     .expect("the message in time")
 }
 
+/// A `tools/call` of the disable under `id`, held while it asks the person:
+/// its response stream, and the elicitation request read from it.
+async fn held_disable(
+    served: &Served,
+    headers: &[(&str, &str)],
+    id: u64,
+) -> (reqwest::Response, Value) {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                      "params": {"name": "domain_devices__disable", "arguments": {}}});
+    let mut held = served
+        .post(headers)
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    let asked = read_until(&mut held, |m| m["method"] == "elicitation/create").await;
+    (held, asked)
+}
+
+/// Waits until `session` may use `id` again.
+async fn id_freed(served: &Served, session: &str, id: u64) {
+    support::eventually("the id is free again", async || {
+        let reply = served
+            .request(session, json!(id), "tools/list", json!({}))
+            .await;
+        reply.response(&json!(id)).is_some()
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused_and_other_sessions_reuse_it()
  {
@@ -859,15 +889,7 @@ async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused
         )
         .await;
     // The disable asks the person: its request stays in flight.
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                      "params": {"name": "domain_devices__disable", "arguments": {}}});
-    let mut held = served
-        .post(&headers)
-        .body(call.to_string())
-        .send()
-        .await
-        .unwrap();
-    let asked = read_until(&mut held, |m| m["method"] == "elicitation/create").await;
+    let (mut held, asked) = held_disable(&served, &headers, 7).await;
     // The same id again, for anything: refused under that id, nothing run.
     let again = served
         .request(&session, json!(7), "tools/list", json!({}))
@@ -895,24 +917,10 @@ async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused
     let answered = read_until(&mut held, |m| m["id"] == json!(7)).await;
     assert!(answered.get("result").is_some(), "{answered}");
     drop(held);
-    support::eventually("the id is free again", async || {
-        let reply = served
-            .request(&session, json!(7), "tools/list", json!({}))
-            .await;
-        reply.response(&json!(7)).is_some()
-    })
-    .await;
+    id_freed(&served, &session, 7).await;
     // A client that stops reading does not end its call: the id stays
     // taken until the call ends (here, the person answers in the app).
-    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
-                      "params": {"name": "domain_devices__disable", "arguments": {}}});
-    let mut held = served
-        .post(&headers)
-        .body(call.to_string())
-        .send()
-        .await
-        .unwrap();
-    read_until(&mut held, |m| m["method"] == "elicitation/create").await;
+    let (held, _) = held_disable(&served, &headers, 8).await;
     drop(held);
     let again = served
         .request(&session, json!(8), "tools/list", json!({}))
@@ -922,11 +930,5 @@ async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused
     let pending = confirmations.pending();
     assert_eq!(pending.len(), 1);
     confirmations.deny(&pending[0].shown()).unwrap();
-    support::eventually("the id is free once the call ended", async || {
-        let reply = served
-            .request(&session, json!(8), "tools/list", json!({}))
-            .await;
-        reply.response(&json!(8)).is_some()
-    })
-    .await;
+    id_freed(&served, &session, 8).await;
 }

@@ -167,24 +167,20 @@ impl InFlight {
             return Err(Refused::StreamsFull);
         }
         state.streams += usize::from(entry.stream);
-        let session = match key {
-            Some(key) => {
+        let held = match (key, entry.session) {
+            (Some(key), _) => {
                 state.hold(key.clone());
-                Some(key)
+                Held::Id(key)
             }
-            None => {
-                if let Some(session) = &entry.session {
-                    *state.per_session.entry(Arc::clone(session)).or_default() += 1;
-                }
-                None
+            (None, Some(session)) => {
+                *state.per_session.entry(Arc::clone(&session)).or_default() += 1;
+                Held::Session(session)
             }
+            (None, None) => Held::Nothing,
         };
         Ok(Claim {
             table: Arc::clone(self),
-            held: match session {
-                Some(key) => Held::Id(key),
-                None => entry.session.map_or(Held::Nothing, Held::Session),
-            },
+            held,
             stream: entry.stream,
         })
     }
