@@ -243,8 +243,7 @@ pub fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
     sink.write_byte(b'"');
     let bytes = text.as_bytes();
     // Most strings need no escaping: one scan, one write.
-    if !needs_escape(bytes) {
-        sink.write(bytes);
+    if sink.write_unescaped(bytes) {
         sink.write_byte(b'"');
         return;
     }
@@ -274,11 +273,25 @@ pub fn write_string<S: Sink + ?Sized>(text: &str, sink: &mut S) {
     sink.write_byte(b'"');
 }
 
+/// Non-zero for each byte a JSON string escapes: the control characters,
+/// `"` and `\\`.
+pub(super) static ESCAPES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut rest: &mut [u8] = &mut table;
+    let mut byte = 0u8;
+    while let [slot, tail @ ..] = rest {
+        *slot = (byte < 0x20 || byte == b'"' || byte == b'\\') as u8;
+        byte = byte.wrapping_add(1);
+        rest = tail;
+    }
+    table
+};
+
 /// Whether any byte is a control character, `"` or `\\`: eight bytes at a
 /// time (the classic "has a byte less than n" and "has a zero byte" word
 /// tests, exact as booleans), the tail one by one.
 #[inline(always)]
-fn needs_escape(bytes: &[u8]) -> bool {
+pub(super) fn needs_escape(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS != 0;
