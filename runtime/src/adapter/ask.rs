@@ -69,9 +69,8 @@ impl ToolCall {
     /// for it — so the agent's retry with the same id and arguments gets
     /// this settlement, never a conflict. Nothing runs and nobody is asked.
     async fn settle_cancelled(&self, toolset: &Toolset) -> InvocationResult {
-        toolset
-            .shared
-            .unremember(super::projection::retry_key(&self.name, &self.arguments));
+        let shared = &toolset.shared;
+        shared.unremember(shared.retry_key(&self.name, &self.arguments));
         let token = CancellationToken::new();
         token.cancel();
         self.run(toolset, None, token).await
@@ -145,7 +144,7 @@ impl ToolCall {
         {
             return Some(refused);
         }
-        let key = super::projection::retry_key(&self.name, &self.arguments);
+        let key = shared.retry_key(&self.name, &self.arguments);
         let mut invocation = Invocation::new(id.as_str()).input(self.arguments.clone());
         invocation.instance_id = instance.map(|instance| instance.as_str().to_owned());
         invocation.invocation_id = self.invocation_id.clone();
@@ -237,9 +236,8 @@ pub async fn ask_the_person(
                 // Nothing is left that its identity could later replay or
                 // conflict with (not even the request this toolset
                 // remembers for it).
-                toolset
-                    .shared
-                    .unremember(super::projection::retry_key(&call.name, &call.arguments));
+                let shared = &toolset.shared;
+                shared.unremember(shared.retry_key(&call.name, &call.arguments));
             }
             return crate::adapter::refused(
                 toolset.registry(),

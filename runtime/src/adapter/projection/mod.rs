@@ -35,7 +35,6 @@ pub use tool::{Tool, ToolHints, ToolState, ToolTarget, tool_description, wire_na
 
 use meta_mode::meta_tools;
 pub(in crate::adapter) use tool::Catalog;
-pub(in crate::adapter) use two_phase::retry_key;
 
 /// One entry of [`Toolset::wire_names`]: a tool name and what it calls.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -376,7 +375,7 @@ impl Toolset {
                 let Some(target) = catalog.find(name).and_then(Tool::target) else {
                     return shared.immediate(name, tool_call_id, ErrorPayload::not_found());
                 };
-                let key = retry_key(name, &input);
+                let key = shared.retry_key(name, &input);
                 let mut request = Invocation::new(target.capability_id)
                     .instance(target.instance_id)
                     .registration(target.registration_id)

@@ -88,12 +88,12 @@ impl Shared {
     }
 
     /// A direct-mode call of the tool whose name and arguments give
-    /// `key` (see `retry_key`): the confirmation the agent was asked for
+    /// `key` (see `retry_key`; `None` unless two-phase): the confirmation the agent was asked for
     /// under the same name and arguments goes with it (two-phase), or the
     /// person is waited for (wait mode), exactly as for every tool.
     pub(in crate::adapter) async fn run_direct(
         &self,
-        key: u64,
+        key: Option<u64>,
         mut request: Invocation,
         confirmation_id: Option<&str>,
         cancellation: Option<CancellationToken>,

@@ -11,25 +11,28 @@ use crate::canonical::write_canonical;
 use crate::error::ErrorCode;
 use crate::invoke::InvocationResult;
 
-/// Identifies "the same call again": the tool and the canonical input,
-/// under SipHash with the process's random key (an FNV-1a key could be
-/// steered: a call chosen to share another's key would be handed that
-/// call's confirmation).
-pub(in crate::adapter) fn retry_key(name: &str, input: &Value) -> u64 {
-    static KEY: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
-    let mut hasher = crate::canonical::Blocked::new(std::hash::BuildHasher::build_hasher(
-        KEY.get_or_init(std::hash::RandomState::new),
-    ));
-    crate::canonical::write_string(name, &mut hasher);
-    write_canonical(input, &mut hasher);
-    hasher.finish()
-}
 impl Shared {
-    /// The confirmation a previous attempt of the same call was asked for.
-    pub(in crate::adapter) fn remembered(&self, key: u64) -> Option<String> {
+    /// Identifies "the same call again": the tool and the canonical input,
+    /// under SipHash with the process's random key (an FNV-1a key could be
+    /// steered: a call chosen to share another's key would be handed that
+    /// call's confirmation). `None` unless the toolset is two-phase: no
+    /// other toolset remembers anything, so none pays for the key.
+    pub(in crate::adapter) fn retry_key(&self, name: &str, input: &Value) -> Option<u64> {
+        static KEY: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
         if self.confirmations != ConfirmationMode::TwoPhase {
             return None;
         }
+        let mut hasher = crate::canonical::Blocked::new(std::hash::BuildHasher::build_hasher(
+            KEY.get_or_init(std::hash::RandomState::new),
+        ));
+        crate::canonical::write_string(name, &mut hasher);
+        write_canonical(input, &mut hasher);
+        Some(hasher.finish())
+    }
+
+    /// The confirmation a previous attempt of the same call was asked for.
+    pub(in crate::adapter) fn remembered(&self, key: Option<u64>) -> Option<String> {
+        let key = key?;
         self.asked
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -40,8 +43,8 @@ impl Shared {
 
     /// Forgets the confirmation remembered for `key`: the call is settled
     /// as the agent sent it, without evidence.
-    pub(in crate::adapter) fn unremember(&self, key: u64) {
-        if self.confirmations == ConfirmationMode::TwoPhase {
+    pub(in crate::adapter) fn unremember(&self, key: Option<u64>) {
+        if let Some(key) = key {
             self.asked
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -51,10 +54,10 @@ impl Shared {
 
     /// Remembers a confirmation request (two-phase), forgets it once the
     /// call settled any other way. Bounded by the pending-confirmation limit.
-    pub(in crate::adapter) fn remember(&self, key: u64, result: &InvocationResult) {
-        if self.confirmations != ConfirmationMode::TwoPhase {
+    pub(in crate::adapter) fn remember(&self, key: Option<u64>, result: &InvocationResult) {
+        let Some(key) = key else {
             return;
-        }
+        };
         let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
         asked.retain(|(k, _)| *k != key);
         let requested = result
