@@ -161,6 +161,14 @@ async fn non_object_arguments_are_invalid_params() {
     wire.send(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/frobnicate", "params": {}}))
         .await;
     assert_eq!(wire.response(10).await["error"]["code"], json!(-32601));
+    // Whatever its params: with params no method takes, it is still the
+    // method that is wrong; a known method's wrong params are -32602.
+    wire.send(json!({"jsonrpc": "2.0", "id": 11, "method": "tools/frobnicate", "params": [1]}))
+        .await;
+    assert_eq!(wire.response(11).await["error"]["code"], json!(-32601));
+    wire.send(json!({"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": [1]}))
+        .await;
+    assert_eq!(wire.response(12).await["error"]["code"], json!(-32602));
     app.stop().await;
 }
 

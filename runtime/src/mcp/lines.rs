@@ -338,6 +338,10 @@ where
             ),
             Unreadable::Request {
                 id,
+                fault: Fault::Method,
+            } => self.reply(id, -32601, "method not found"),
+            Unreadable::Request {
+                id,
                 fault: Fault::Unreadable,
             } => self.reply(
                 id,
@@ -379,6 +383,9 @@ enum Fault {
     Unreadable,
     /// Sound JSON-RPC around params the method does not take (`-32602`).
     Params,
+    /// Sound JSON-RPC naming a method no MCP server takes (`-32601`), with
+    /// params rmcp could not read either: the method is what is wrong.
+    Method,
     /// No JSON-RPC 2.0 request: the version, the method or no method at
     /// all (`-32600`).
     Envelope,
@@ -449,12 +456,52 @@ fn unreadable(line: &[u8]) -> Unreadable {
         && top.method.is_some_and(|method| method.starts_with('"'))
         && !top.answer
         && readable_id;
-    let fault = if sound {
-        Fault::Params
-    } else {
-        Fault::Envelope
+    let fault = match top.method {
+        Some(method) if sound && !is_mcp_method(method) => Fault::Method,
+        _ if sound => Fault::Params,
+        _ => Fault::Envelope,
     };
     Unreadable::Request { id, fault }
+}
+
+/// Whether `method` (the raw JSON string, quotes included) names a request
+/// rmcp's server reads: one of `ClientRequest`'s variants, named by rmcp's
+/// own constants (rmcp reads any other name as a custom request, which no
+/// handler here takes).
+fn is_mcp_method(method: &str) -> bool {
+    use rmcp::model::{
+        CallToolRequestMethod, CancelTaskMethod, CompleteRequestMethod, ConstString,
+        DiscoverRequestMethod, GetPromptRequestMethod, GetSkillRequestMethod, GetTaskMethod,
+        InitializeResultMethod, ListPromptsRequestMethod, ListResourceTemplatesRequestMethod,
+        ListResourcesRequestMethod, ListSkillsRequestMethod, ListToolsRequestMethod,
+        PingRequestMethod, ReadResourceDirectoryRequestMethod, ReadResourceRequestMethod,
+        SetLevelRequestMethod, SubscribeRequestMethod, SubscriptionsListenRequestMethod,
+        UnsubscribeRequestMethod, UpdateTaskMethod,
+    };
+    const METHODS: [&str; 21] = [
+        PingRequestMethod::VALUE,
+        InitializeResultMethod::VALUE,
+        DiscoverRequestMethod::VALUE,
+        CompleteRequestMethod::VALUE,
+        SetLevelRequestMethod::VALUE,
+        GetPromptRequestMethod::VALUE,
+        ListPromptsRequestMethod::VALUE,
+        ListResourcesRequestMethod::VALUE,
+        ListResourceTemplatesRequestMethod::VALUE,
+        ReadResourceRequestMethod::VALUE,
+        SubscriptionsListenRequestMethod::VALUE,
+        SubscribeRequestMethod::VALUE,
+        UnsubscribeRequestMethod::VALUE,
+        CallToolRequestMethod::VALUE,
+        ListToolsRequestMethod::VALUE,
+        GetTaskMethod::VALUE,
+        UpdateTaskMethod::VALUE,
+        CancelTaskMethod::VALUE,
+        ListSkillsRequestMethod::VALUE,
+        GetSkillRequestMethod::VALUE,
+        ReadResourceDirectoryRequestMethod::VALUE,
+    ];
+    serde_json::from_str::<String>(method).is_ok_and(|name| METHODS.contains(&name.as_str()))
 }
 
 /// What the top level of a JSON object holds.
@@ -745,6 +792,19 @@ mod tests {
             (
                 r#"{"jsonrpc": "2.0" ,"id":1,"method":"tools/call","params":{"name":3}}"#,
                 Fault::Params,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}"#,
+                Fault::Params,
+            ),
+            // No MCP method: what is wrong is the method, whatever the params.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"no/such","params":[1]}"#,
+                Fault::Method,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"no\/such","params":7}"#,
+                Fault::Method,
             ),
         ] {
             assert_eq!(fault(line), Some(expected), "{line}");
