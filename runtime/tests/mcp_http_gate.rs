@@ -233,6 +233,9 @@ async fn malformed_bodies_are_bad_requests() {
         // refuses the message; either order is the same typed refusal.
         r#"{"jsonrpc":"2.0","id":"first","method":"tools/list","id":"second"}"#,
         r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}"#,
+        // Duplicate methods, one of them `initialize`, in either order.
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
     ] {
         let reply = raw(body).await;
         assert_eq!(

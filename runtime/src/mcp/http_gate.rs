@@ -282,10 +282,10 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
     };
     let request = Request::from_parts(parts, Body::from(bytes));
     let ClientJsonRpcMessage::Request(rpc) = &message else {
-        return next.run(request).await;
+        return run_parsed(next, request).await;
     };
     if !matches!(rpc.request, ClientRequest::InitializeRequest(_)) {
-        return next.run(request).await;
+        return run_parsed(next, request).await;
     }
     let id = id_value(&rpc.id);
     if session_of(request.headers()).is_some() {
@@ -306,7 +306,19 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
         );
     }
     // Held until the session is registered (the response is built after).
-    next.run(request).await
+    run_parsed(next, request).await
+}
+
+/// Runs a request whose body the gate read as one message. A `415` then is
+/// the transport's refusal of a body the gate's parse accepted (duplicate
+/// keys, which `serde_json`'s value keeps the last of): answered as the
+/// gate answers anything that is not one message.
+async fn run_parsed(next: Next, request: Request) -> Response {
+    let response = next.run(request).await;
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return not_one_message();
+    }
+    response
 }
 
 /// `bytes` as one JSON-RPC message, or the gate's refusal: `400` for a
