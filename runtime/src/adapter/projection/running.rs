@@ -87,10 +87,11 @@ impl Shared {
             .map(|error| self.immediate(name, tool_call_id, error))
     }
 
-    /// A direct-mode call of the tool whose name and arguments give
-    /// `key` (see `retry_key`; `None` unless two-phase): the confirmation the agent was asked for
-    /// under the same name and arguments goes with it (two-phase), or the
-    /// person is waited for (wait mode), exactly as for every tool.
+    /// A direct-mode call of the tool whose name and arguments give `key`
+    /// (see `retry_key`; `None` unless two-phase): the confirmation the
+    /// agent was asked for under the same name and arguments goes with it
+    /// (two-phase), or the person is waited for (wait mode), exactly as
+    /// for every tool.
     pub(in crate::adapter) async fn run_direct(
         &self,
         key: Option<u64>,
