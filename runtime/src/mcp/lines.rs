@@ -7,7 +7,8 @@
 //! UTF-16 surrogate, which JavaScript writes freely; a number such as
 //! `1e400`; nesting past 128) gets `-32602` under its own id, as does a
 //! sound request (`"jsonrpc": "2.0"`, a method name) whose params its
-//! method does not take; a JSON object with an id that is no JSON-RPC 2.0
+//! method does not take (one naming no MCP method gets `-32601`, whatever
+//! its params); a JSON object with an id that is no JSON-RPC 2.0
 //! request and no response (another version, no method, both a method and
 //! an answer, an integer id beyond 64 bits) gets `-32600` under its id, a
 //! JSON request whose id cannot be carried back as written (a float,
