@@ -223,19 +223,48 @@ async fn malformed_bodies_are_bad_requests() {
     let not_json = raw("{not json").await;
     assert_eq!(not_json.status, StatusCode::BAD_REQUEST);
     assert_eq!(not_json.messages[0]["error"]["code"], -32700);
-    for body in [
-        "[]",
-        r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
-        r#"{"jsonrpc":"2.0"}"#,
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":7}"#,
-        "42",
+    for (body, code) in [
+        ("[]", -32600),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
+            -32600,
+        ),
+        (r#"{"jsonrpc":"2.0"}"#, -32600),
+        (r#"{}"#, -32600),
+        // A known method with params it does not take; a method no
+        // server takes, whatever its params: as the line transport says.
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":7}"#,
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}"#,
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"no/such","params":[1]}"#,
+            -32601,
+        ),
+        ("42", -32600),
         // Duplicate keys: a JSON value keeps the last, the transport
         // refuses the message; either order is the same typed refusal.
-        r#"{"jsonrpc":"2.0","id":"first","method":"tools/list","id":"second"}"#,
-        r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}"#,
+        (
+            r#"{"jsonrpc":"2.0","id":"first","method":"tools/list","id":"second"}"#,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}"#,
+            -32600,
+        ),
         // Duplicate methods, one of them `initialize`, in either order.
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","method":"tools/list"}"#,
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","method":"tools/list"}"#,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+            -32600,
+        ),
     ] {
         let reply = raw(body).await;
         assert_eq!(
@@ -244,7 +273,7 @@ async fn malformed_bodies_are_bad_requests() {
             "{body}: {}",
             reply.body
         );
-        assert_eq!(reply.messages[0]["error"]["code"], -32600, "{body}");
+        assert_eq!(reply.messages[0]["error"]["code"], code, "{body}");
     }
     // Not JSON at all by its own account: still the transport's 415.
     let typed = served
@@ -273,9 +302,24 @@ async fn sessions_the_server_does_not_hold_are_not_found() {
         .await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
     let made_up = served
-        .request("made-up", json!(1), "tools/list", json!({}))
+        .request("made-up", json!(7), "tools/list", json!({}))
         .await;
     assert_eq!(made_up.status, StatusCode::NOT_FOUND);
+    // Each refusal is a JSON-RPC error under the request's own id.
+    for (reply, id) in [(&reply, json!(1)), (&made_up, json!(7))] {
+        let error = &reply.messages[0];
+        assert_eq!(error["id"], id, "{}", reply.body);
+        assert_eq!(error["error"]["code"], -32001, "{}", reply.body);
+    }
+    let no_session = served
+        .post_json(
+            &[],
+            &json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(no_session.status, StatusCode::BAD_REQUEST);
+    assert_eq!(no_session.messages[0]["id"], 8, "{}", no_session.body);
+    assert_eq!(no_session.messages[0]["error"]["code"], -32600);
 }
 
 #[tokio::test]

@@ -46,6 +46,7 @@ use serde_json::{Value, json};
 use super::in_flight::{Claim, Entry, InFlight, Refused};
 use super::origin::OriginGate;
 use super::plain::plain;
+use super::unreadable::Unreadable;
 use crate::adapter::bounds;
 use crate::error::ErrorPayload;
 
@@ -78,8 +79,13 @@ pub(super) fn mcp_share(max_connections: usize) -> usize {
     (max_connections.max(1) * 3 / 4).max(1)
 }
 
-/// The gate as axum middleware.
-pub(super) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+/// The gate as axum middleware. Every refusal, the gate's or the
+/// transport's, is a JSON-RPC error body.
+pub(super) async fn gate(state: State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    as_json_rpc(gated(state, request, next).await, None).await
+}
+
+async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     if let Some(refused) = gate.origin.refuse(request.headers()) {
         return refused;
     }
@@ -274,7 +280,8 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
                 .err()
                 .unwrap_or_else(not_one_message);
         }
-        return holding(response, claim);
+        // The transport's session checks, under the request's own id.
+        return holding(as_json_rpc(response, echoed).await, claim);
     }
     let message = match message_of(&bytes, gate.max_id_bytes) {
         Ok(message) => message,
@@ -335,22 +342,73 @@ fn message_of(bytes: &[u8], max_id_bytes: usize) -> Result<ClientJsonRpcMessage,
             None,
         ));
     };
-    let raw_id = value.get("id").cloned();
-    if let Some(Value::String(id)) = &raw_id
+    if let Some(Value::String(id)) = value.get("id")
         && id.len() > max_id_bytes
     {
         return Err(id_too_long(max_id_bytes));
     }
     serde_json::from_value::<ClientJsonRpcMessage>(value).map_err(|_| {
-        let id = raw_id.filter(|id| id.is_string() || id.is_number());
-        rpc_error(
-            StatusCode::BAD_REQUEST,
-            id,
-            -32600,
-            "Invalid Request: not one JSON-RPC message",
-            None,
-        )
+        // What is wrong, named as the line transport names it: a method
+        // no server takes, params its method does not take, or no one
+        // request at all (its id echoed only as the client wrote it).
+        match super::unreadable::unreadable(bytes) {
+            Unreadable::Request { id, fault } => rpc_error(
+                StatusCode::BAD_REQUEST,
+                Some(id).filter(|id| !id.is_null()),
+                i64::from(fault.code()),
+                fault.message(),
+                None,
+            ),
+            Unreadable::Notification | Unreadable::Batch | Unreadable::NotJson => not_one_message(),
+        }
     })
+}
+
+/// The longest plain-text refusal carried into a JSON-RPC error.
+const MAX_REFUSAL_TEXT: usize = 1024;
+
+/// `response` as a JSON-RPC error when it is a plain-text refusal (the
+/// transport's session and `Accept` checks, the gate's own size and time
+/// limits): the same status and text, under `id` when the request's is
+/// known. Anything else is passed on untouched.
+async fn as_json_rpc(response: Response, id: Option<Value>) -> Response {
+    let status = response.status();
+    // The transport's refusals carry no content type; the gate's are
+    // `text/plain`.
+    let plain_text = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_none_or(|value| value.as_bytes().starts_with(b"text/plain"));
+    if !(status.is_client_error() || status.is_server_error()) || !plain_text {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_REFUSAL_TEXT)
+        .await
+        .unwrap_or_default();
+    let text = std::str::from_utf8(&bytes)
+        .ok()
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("Refused"));
+    // -32001 is the SDKs' "session not found"; -32600 a request that is
+    // wrong as sent; -32000 the server's refusal.
+    let code = match status {
+        StatusCode::NOT_FOUND => -32001,
+        StatusCode::BAD_REQUEST => -32600,
+        _ => -32000,
+    };
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id.unwrap_or(Value::Null),
+        "error": {"code": code, "message": text},
+    });
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body.to_string()))
 }
 
 /// `400`: the body is not one JSON-RPC message (no id is echoed: which of

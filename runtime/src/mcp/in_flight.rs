@@ -41,7 +41,7 @@ struct State {
     /// Each id held, and by how many holders (its request's claim, its
     /// call's handler).
     ids: HashMap<Key, u32>,
-    /// What each session holds: its claims without an id, and its ids.
+    /// What each session holds: its streams, and its ids.
     per_session: HashMap<Arc<str>, usize>,
     streams: usize,
 }
@@ -158,7 +158,13 @@ impl InFlight {
             }
             _ => None,
         };
-        if let Some(session) = &entry.session
+        // A notification or a response (no id, no stream) holds nothing and
+        // is never refused: it is answered at once, and it is how a client
+        // frees what it holds (an answer to the server's question, a
+        // cancel), however full its share.
+        let holds = key.is_some() || entry.stream;
+        if holds
+            && let Some(session) = &entry.session
             && state.per_session.get(session).copied().unwrap_or(0) >= self.half
         {
             return Err(Refused::SessionFull);
@@ -172,11 +178,11 @@ impl InFlight {
                 state.hold(key.clone());
                 Held::Id(key)
             }
-            (None, Some(session)) => {
+            (None, Some(session)) if holds => {
                 *state.per_session.entry(Arc::clone(&session)).or_default() += 1;
                 Held::Session(session)
             }
-            (None, None) => Held::Nothing,
+            (None, _) => Held::Nothing,
         };
         Ok(Claim {
             table: Arc::clone(self),
@@ -297,6 +303,26 @@ mod tests {
         // Calls still pass for another session.
         held.push(table.enter(entry("s4", Some(1), false)).unwrap());
         held.clear();
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn a_full_session_still_sends_its_answers_and_cancels() {
+        let table = Arc::new(InFlight::new(4));
+        let held: Vec<Claim> = (0..2)
+            .map(|n| table.enter(entry("s1", Some(n), false)).unwrap())
+            .collect();
+        assert_eq!(
+            table.enter(entry("s1", Some(9), false)).err(),
+            Some(Refused::SessionFull)
+        );
+        // A notification or a response: let in, holding nothing.
+        let answer = table.enter(entry("s1", None, false)).unwrap();
+        assert_eq!(
+            table.enter(entry("s1", Some(9), false)).err(),
+            Some(Refused::SessionFull)
+        );
+        drop((answer, held));
         assert!(table.is_empty());
     }
 }

@@ -93,6 +93,7 @@ mod plain;
 mod round;
 mod session;
 mod tools_call;
+mod unreadable;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
