@@ -97,9 +97,17 @@ pub(super) fn unreadable(line: &[u8]) -> Unreadable {
         };
     };
     if !json {
+        // What no MCP server takes is the method, whatever its params hold.
+        let unknown = top
+            .method
+            .is_some_and(|method| method.starts_with('"') && !is_mcp_method(method));
         return Unreadable::Request {
             id,
-            fault: Fault::Unreadable,
+            fault: if unknown {
+                Fault::Method
+            } else {
+                Fault::Unreadable
+            },
         };
     }
     // The envelope is sound (version "2.0", a method name, no answer, an
@@ -456,23 +464,28 @@ mod tests {
         // A lone surrogate, a number beyond f64, malformed params, nesting
         // past serde_json's limit: the id is found where the client put it.
         assert_eq!(
-            id(r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"t":"\ud800"}}"#),
+            id(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"t":"\ud800"}}"#),
             Some((json!(7), false))
         );
         assert_eq!(
-            id(r#"{"id":"a\"b","method":"x","params":{"n":1e400}}"#),
+            id(r#"{"id":"a\"b","method":"ping","params":{"n":1e400}}"#),
             Some((json!("a\"b"), false))
         );
         assert_eq!(
-            id(r#"{"id":111,"method":"x","params":{"x":-}}"#),
+            id(r#"{"id":111,"method":"ping","params":{"x":-}}"#),
             Some((json!(111), false))
         );
         let deep = format!(
-            r#"{{"id":9,"method":"x","params":{}{}}}"#,
+            r#"{{"id":9,"method":"ping","params":{}{}}}"#,
             "[".repeat(200),
             "]".repeat(200)
         );
         assert_eq!(id(&deep), Some((json!(9), false)));
+        // A method no server takes is what is wrong, whatever its params.
+        assert_eq!(
+            fault(r#"{"jsonrpc":"2.0","id":7,"method":"no/such","params":{"t":"\ud800"}}"#),
+            Some(Fault::Method)
+        );
         assert_eq!(
             id(r#"{"jsonrpc":"1.0","id":3,"method":"x"}"#),
             Some((json!(3), true))
