@@ -162,6 +162,19 @@ async fn a_second_initialize_is_refused_and_the_session_keeps_its_protocol() {
         .await;
     assert_eq!(again.status, StatusCode::BAD_REQUEST, "{}", again.body);
     assert_eq!(again.messages[0]["error"]["code"], -32600);
+    // Under a session the server never issued: not found, not "already
+    // initialized".
+    let unknown = served
+        .post_json(
+            &[("mcp-session-id", "never-issued")],
+            &json!({"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {
+                "protocolVersion": "2024-11-05", "capabilities": {},
+                "clientInfo": {"name": "lost", "version": "0"}}}),
+        )
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.body);
+    assert_eq!(unknown.messages[0]["error"]["code"], -32001);
+    assert_eq!(unknown.messages[0]["id"], 6);
     // Still the negotiated session: its requests carry the same version.
     assert!(
         served

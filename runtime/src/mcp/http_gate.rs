@@ -295,7 +295,18 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
         return run_parsed(next, request).await;
     }
     let id = id_value(&rpc.id);
-    if session_of(request.headers()).is_some() {
+    if let Some(session) = session_of(request.headers()) {
+        // Under a session the server does not hold: not found, as any
+        // request under it (the client starts over without the header).
+        if !holds(&gate.sessions, &session).await {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                Some(id),
+                -32001,
+                "Session not found: initialize without a session id",
+                None,
+            );
+        }
         return rpc_error(
             StatusCode::BAD_REQUEST,
             Some(id),
