@@ -84,6 +84,16 @@ async fn foreign_origins_are_forbidden_on_every_verb() {
             "{origin}: {statuses:?}"
         );
     }
+    // The refusal is a JSON-RPC error, as every refusal of `/mcp` is.
+    let refused = served
+        .send(served.post(&[("origin", "http://evil.example")]).body("{}"))
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        refused.messages[0]["error"]["code"], -32000,
+        "{}",
+        refused.body
+    );
     // The forbidden DELETEs did nothing: the session still answers.
     assert!(!served.tools(&session).await.is_empty());
     // Loopback origins and requests without one pass.
@@ -174,7 +184,6 @@ async fn a_second_initialize_is_refused_and_the_session_keeps_its_protocol() {
         .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.body);
     assert_eq!(unknown.messages[0]["error"]["code"], -32001);
-    assert_eq!(unknown.messages[0]["id"], 6);
     // Still the negotiated session: its requests carry the same version.
     assert!(
         served
@@ -288,6 +297,56 @@ async fn malformed_bodies_are_bad_requests() {
         );
         assert_eq!(reply.messages[0]["error"]["code"], code, "{body}");
     }
+    // The id comes back as the client wrote it (or as the transport reads
+    // a float-form integer), with the fault the line transport names.
+    for (body, id, code) in [
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":"ping","params":"\ud800"}"#,
+            json!(8),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"ping","params":1e999}"#,
+            json!(9),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":10,"method":"no/such","params":{"a":"\udc00"}}"#,
+            json!(10),
+            -32601,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":3,"id":3,"method":"ping"}"#,
+            json!(3),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1.0,"method":"ping","params":5}"#,
+            json!(1),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping","params":5}"#,
+            Value::Null,
+            -32600,
+        ),
+    ] {
+        let reply = raw(body).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{body}: {}",
+            reply.body
+        );
+        assert_eq!(reply.messages[0]["id"], id, "{body}: {}", reply.body);
+        assert_eq!(reply.messages[0]["error"]["code"], code, "{body}");
+    }
+    // Refused in front of the gate (size), still a JSON-RPC error.
+    let huge = served
+        .send(served.post(&[]).body("x".repeat(2 * 1024 * 1024)))
+        .await;
+    assert_eq!(huge.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(huge.messages[0]["error"]["code"], -32000, "{}", huge.body);
     // Not JSON at all by its own account: still the transport's 415.
     let typed = served
         .send(
@@ -318,12 +377,14 @@ async fn sessions_the_server_does_not_hold_are_not_found() {
         .request("made-up", json!(7), "tools/list", json!({}))
         .await;
     assert_eq!(made_up.status, StatusCode::NOT_FOUND);
-    // Each refusal is a JSON-RPC error under the request's own id.
-    for (reply, id) in [(&reply, json!(1)), (&made_up, json!(7))] {
+    // Each is a JSON-RPC error, and every one the same bytes (no id):
+    // an ended session and one never issued cannot be told apart.
+    for reply in [&reply, &made_up] {
         let error = &reply.messages[0];
-        assert_eq!(error["id"], id, "{}", reply.body);
+        assert_eq!(error["id"], Value::Null, "{}", reply.body);
         assert_eq!(error["error"]["code"], -32001, "{}", reply.body);
     }
+    assert_eq!(reply.body, made_up.body);
     let no_session = served
         .post_json(
             &[],

@@ -221,7 +221,8 @@ impl McpServer {
             .layer(axum::middleware::from_fn_with_state(
                 origin,
                 OriginGate::layer,
-            ));
+            ))
+            .layer(axum::middleware::from_fn(mcp_refusals));
         let address = listener
             .local_addr()
             .map_err(|err| McpServeError::new("cannot read the listening address", err))?;
@@ -232,6 +233,23 @@ impl McpServer {
             stop,
             task,
         })
+    }
+}
+
+/// The refusals of the layers in front of every route (`Origin` and
+/// `Host`, the body's size and time), as JSON-RPC errors for a request to
+/// `/mcp`, as its gate answers; other routes keep theirs.
+async fn mcp_refusals(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let path = request.uri().path();
+    let mcp = path == "/mcp" || path.starts_with("/mcp/");
+    let response = next.run(request).await;
+    if mcp {
+        super::http_gate::as_json_rpc(response, None).await
+    } else {
+        response
     }
 }
 

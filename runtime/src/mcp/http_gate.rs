@@ -53,6 +53,10 @@ use crate::error::ErrorPayload;
 /// The session header of the streamable HTTP transport.
 pub(super) const SESSION_HEADER: &str = "mcp-session-id";
 
+/// The transport's own text for a session it does not hold: every `404`
+/// of the endpoint says this, so none tells which check refused.
+pub(super) const SESSION_NOT_FOUND: &str = "Not Found: Session not found";
+
 /// How long a refused `initialize` is told to wait.
 const SESSIONS_FULL_RETRY: Duration = Duration::from_secs(5);
 
@@ -142,7 +146,7 @@ async fn admitted(gate: &Gate, request: Request, next: Next) -> Response {
             if let Some(session) = session_of(request.headers())
                 && !holds(&gate.sessions, &session).await
             {
-                return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
+                return plain(StatusCode::NOT_FOUND, SESSION_NOT_FOUND);
             }
             let mut response = next.run(request).await;
             // The session is ended: `200`, as the official SDKs' servers
@@ -278,7 +282,7 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
         if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
             return message_of(&bytes, gate.max_id_bytes)
                 .err()
-                .unwrap_or_else(not_one_message);
+                .unwrap_or_else(|| unreadable_refusal(&bytes));
         }
         // The transport's session checks, under the request's own id.
         return holding(as_json_rpc(response, echoed).await, claim);
@@ -296,16 +300,11 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
     }
     let id = id_value(&rpc.id);
     if let Some(session) = session_of(request.headers()) {
-        // Under a session the server does not hold: not found, as any
-        // request under it (the client starts over without the header).
+        // Under a session the server does not hold: not found, the same
+        // bytes as any request under it (the client starts over without
+        // the header).
         if !holds(&gate.sessions, &session).await {
-            return rpc_error(
-                StatusCode::NOT_FOUND,
-                Some(id),
-                -32001,
-                "Session not found: initialize without a session id",
-                None,
-            );
+            return plain(StatusCode::NOT_FOUND, SESSION_NOT_FOUND);
         }
         return rpc_error(
             StatusCode::BAD_REQUEST,
@@ -339,40 +338,41 @@ async fn run_parsed(next: Next, request: Request) -> Response {
     response
 }
 
-/// `bytes` as one JSON-RPC message, or the gate's refusal: `400` for a
-/// parse error, an id over `max_id_bytes` (checked first) or anything but
-/// one message.
+/// `bytes` as one JSON-RPC message, or the gate's refusal: `400` with an
+/// id over `max_id_bytes` (checked first), or [`unreadable_refusal`].
 #[allow(clippy::result_large_err)]
 fn message_of(bytes: &[u8], max_id_bytes: usize) -> Result<ClientJsonRpcMessage, Response> {
-    let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
-        return Err(rpc_error(
-            StatusCode::BAD_REQUEST,
-            None,
-            -32700,
-            "Parse error",
-            None,
-        ));
-    };
-    if let Some(Value::String(id)) = value.get("id")
+    let value = serde_json::from_slice::<Value>(bytes).ok();
+    if let Some(Value::String(id)) = value.as_ref().and_then(|value| value.get("id"))
         && id.len() > max_id_bytes
     {
         return Err(id_too_long(max_id_bytes));
     }
-    serde_json::from_value::<ClientJsonRpcMessage>(value).map_err(|_| {
-        // What is wrong, named as the line transport names it: a method
-        // no server takes, params its method does not take, or no one
-        // request at all (its id echoed only as the client wrote it).
-        match super::unreadable::unreadable(bytes) {
-            Unreadable::Request { id, fault } => rpc_error(
-                StatusCode::BAD_REQUEST,
-                Some(id).filter(|id| !id.is_null()),
-                i64::from(fault.code()),
-                fault.message(),
-                None,
-            ),
-            Unreadable::Notification | Unreadable::Batch | Unreadable::NotJson => not_one_message(),
+    value
+        .and_then(|value| serde_json::from_value::<ClientJsonRpcMessage>(value).ok())
+        .ok_or_else(|| unreadable_refusal(bytes))
+}
+
+/// The `400` for a body that is not one message the transport reads, named
+/// as the line transport names it: a method no server takes (`-32601`),
+/// params its method does not take or JSON `serde_json` cannot read
+/// (`-32602`), no one request at all (`-32600`), under the id as the
+/// client wrote it where one can be carried back; no JSON object at all
+/// is the parse error (`-32700`).
+fn unreadable_refusal(bytes: &[u8]) -> Response {
+    match super::unreadable::unreadable(bytes) {
+        Unreadable::Request { id, fault } => rpc_error(
+            StatusCode::BAD_REQUEST,
+            Some(id).filter(|id| !id.is_null()),
+            i64::from(fault.code()),
+            fault.message(),
+            None,
+        ),
+        Unreadable::NotJson => {
+            rpc_error(StatusCode::BAD_REQUEST, None, -32700, "Parse error", None)
         }
-    })
+        Unreadable::Notification | Unreadable::Batch => not_one_message(),
+    }
 }
 
 /// The longest plain-text refusal carried into a JSON-RPC error.
@@ -381,8 +381,8 @@ const MAX_REFUSAL_TEXT: usize = 1024;
 /// `response` as a JSON-RPC error when it is a plain-text refusal (the
 /// transport's session and `Accept` checks, the gate's own size and time
 /// limits): the same status and text, under `id` when the request's is
-/// known. Anything else is passed on untouched.
-async fn as_json_rpc(response: Response, id: Option<Value>) -> Response {
+/// known. Anything else, and a bearer challenge, is passed on untouched.
+pub(super) async fn as_json_rpc(response: Response, id: Option<Value>) -> Response {
     let status = response.status();
     // The transport's refusals carry no content type; the gate's are
     // `text/plain`.
@@ -390,7 +390,10 @@ async fn as_json_rpc(response: Response, id: Option<Value>) -> Response {
         .headers()
         .get(header::CONTENT_TYPE)
         .is_none_or(|value| value.as_bytes().starts_with(b"text/plain"));
-    if !(status.is_client_error() || status.is_server_error()) || !plain_text {
+    // A bearer challenge (`401`, `403` with `WWW-Authenticate`) stays as
+    // OAuth clients read it: the header is the answer, not a body.
+    let challenge = response.headers().contains_key(header::WWW_AUTHENTICATE);
+    if !(status.is_client_error() || status.is_server_error()) || !plain_text || challenge {
         return response;
     }
     let (mut parts, body) = response.into_parts();
@@ -409,6 +412,10 @@ async fn as_json_rpc(response: Response, id: Option<Value>) -> Response {
         StatusCode::BAD_REQUEST => -32600,
         _ => -32000,
     };
+    // Every session not found is the same bytes, whoever refused it (the
+    // transport, the gate, or the credential check of a session another
+    // credential opened): no id, so none of them tells which it was.
+    let id = id.filter(|_| status != StatusCode::NOT_FOUND);
     let body = json!({
         "jsonrpc": "2.0",
         "id": id.unwrap_or(Value::Null),

@@ -3,20 +3,30 @@
 //! nothing the client sends or fails to read grows memory without bound.
 //!
 //! A line rmcp cannot read is read no further than its top level, for its
-//! id: a request whose JSON `serde_json` cannot read (a string with a lone
-//! UTF-16 surrogate, which JavaScript writes freely; a number such as
-//! `1e400`; nesting past 128) gets `-32602` under its own id, as does a
-//! sound request (`"jsonrpc": "2.0"`, a method name) whose params its
-//! method does not take (one naming no MCP method gets `-32601`, whatever
-//! its params); a JSON object with an id that is no JSON-RPC 2.0
-//! request and no response (another version, no method, both a method and
-//! an answer, an integer id beyond 64 bits) gets `-32600` under its id, a
-//! JSON request whose id cannot be carried back as written (a float,
-//! `null`, one over 1 KiB) `-32600` under id `null`, a batch `-32600`, and
-//! anything else the parse error `-32700` (id `null`). A line over [`MAX_LINE_BYTES`] is
-//! discarded as it arrives and refused (`-32600`). A notification gets
-//! nothing, and before the session opens is dropped (rmcp's handshake would
-//! end the session on it). Whatever else rmcp reads goes to it unchanged.
+//! id (see `unreadable.rs`, which the HTTP gate shares), and answered with
+//! the error that names what is wrong:
+//! - `-32602` under its id: a request whose JSON `serde_json` cannot read
+//!   (a string with a lone UTF-16 surrogate, which JavaScript writes
+//!   freely; a number such as `1e400`; nesting past 128), or a sound
+//!   request (`"jsonrpc": "2.0"`, a method name) whose params its method
+//!   does not take;
+//! - `-32601` under its id: a method no MCP server takes, whatever its
+//!   params;
+//! - `-32600` under its id: a JSON object with an id that is no JSON-RPC
+//!   2.0 request and no response (another version, no method, both a
+//!   method and an answer, an integer id beyond 64 bits, a member named
+//!   twice — under `null` when its ids disagree);
+//! - `-32600` under `null`: a request whose id cannot be carried back (a
+//!   fractional number, `null`, one over 1 KiB), an object with neither
+//!   an id nor a method name, JSON that is no object, a batch;
+//! - `-32700` under `null`: anything that is no JSON.
+//!
+//! Keys are read as JSON reads them (`"\u0069d"` is `id`), and an id in
+//! float form with an integral value (`1.0`) as rmcp reads it, that
+//! integer. A line over [`MAX_LINE_BYTES`] is discarded as it arrives and
+//! refused (`-32600`). A notification gets nothing, and before the session
+//! opens is dropped (rmcp's handshake would end the session on it).
+//! Whatever else rmcp reads goes to it unchanged.
 //!
 //! A request is refused (and never reaches rmcp) when its id is longer
 //! than [`MAX_ECHOED_ID_BYTES`] (`-32600`, id `null`), when a request of

@@ -47,6 +47,13 @@ pub(super) fn unreadable(line: &[u8]) -> Unreadable {
         return Unreadable::Batch;
     }
     let Some(top) = top_level(text) else {
+        // JSON, but no object (`42`, `"x"`): no request, not a parse error.
+        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
+            return Unreadable::Request {
+                id: Value::Null,
+                fault: Fault::Envelope,
+            };
+        }
         return Unreadable::NotJson;
     };
     // An answer (however malformed) is not answered.
@@ -324,16 +331,29 @@ fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
 /// owed is bounded like the replies queued behind it.
 pub(super) const MAX_ECHOED_ID_BYTES: usize = 1024;
 
-/// `raw` as an id the reply can carry exactly as the client wrote it: a
-/// string `serde_json` reads, of at most [`MAX_ECHOED_ID_BYTES`], or an
-/// integer.
+/// `raw` as an id the reply can carry back as the transport reads it: a
+/// string `serde_json` reads, of at most [`MAX_ECHOED_ID_BYTES`], an
+/// integer, or a number in float form with an integral value within
+/// `f64`'s exact integers (`1.0`, `1e0`: rmcp reads them as that integer,
+/// and answers a request it can read under it).
 fn faithful_id(raw: &str) -> Option<Value> {
+    /// 2^53: past it, not every integer has an `f64` of its own.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
     if raw.len() > MAX_ECHOED_ID_BYTES {
         return None;
     }
     match serde_json::from_str::<Value>(raw).ok()? {
         id @ Value::String(_) => Some(id),
         Value::Number(number) if number.is_i64() || number.is_u64() => Some(Value::Number(number)),
+        Value::Number(number) => {
+            let value = number
+                .as_f64()
+                .filter(|v| v.fract() == 0.0 && v.abs() < EXACT)?;
+            // Exact: integral and below 2^53 in magnitude.
+            #[allow(clippy::cast_possible_truncation)]
+            let integer = value as i64;
+            Some(Value::from(integer))
+        }
         _ => None,
     }
 }

@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Identity, ResourceServer};
 use crate::context::HostContext;
+use crate::mcp::http_gate::SESSION_NOT_FOUND;
 use crate::mcp::origin::OriginGate;
 use crate::mcp::plain::plain;
 
@@ -325,7 +326,7 @@ pub(crate) async fn auth_gate(
         && gate.owner(session).as_deref() != Some(authenticated.consumer.as_str())
     {
         // Another identity's session is no session of this caller's.
-        return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
+        return plain(StatusCode::NOT_FOUND, SESSION_NOT_FOUND);
     }
     let consumer = authenticated.consumer.clone();
     // The share is the subject's: its credentials together hold one.
