@@ -43,6 +43,11 @@ pub(super) fn unreadable(line: &[u8]) -> Unreadable {
         return Unreadable::NotJson;
     };
     let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    // Not JSON by its grammar (what `serde_json` refuses beyond it — a lone
+    // surrogate, a number past `f64`, nesting past 128 — is still JSON).
+    if !is_json(text) {
+        return Unreadable::NotJson;
+    }
     if text.starts_with('[') {
         return Unreadable::Batch;
     }
@@ -331,6 +336,157 @@ fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
 /// owed is bounded like the replies queued behind it.
 pub(super) const MAX_ECHOED_ID_BYTES: usize = 1024;
 
+/// Whether `text` is one JSON value by the grammar of RFC 8259, at any
+/// depth (its own stack, no recursion): escapes as written, numbers of any
+/// size. `serde_json` refuses more (a lone surrogate, a number past `f64`,
+/// nesting past 128), which is a request it cannot read, not a parse error.
+fn is_json(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut open: Vec<u8> = Vec::new();
+    let mut at = skip_space(bytes, 0);
+    loop {
+        // A value at `at`: a container opens (its first member next), or a
+        // scalar ends.
+        match bytes.get(at) {
+            Some(b'{') => {
+                at = skip_space(bytes, at + 1);
+                if bytes.get(at) == Some(&b'}') {
+                    at += 1;
+                } else {
+                    open.push(b'{');
+                    let Some(value) = member(bytes, at) else {
+                        return false;
+                    };
+                    at = value;
+                    continue;
+                }
+            }
+            Some(b'[') => {
+                at = skip_space(bytes, at + 1);
+                if bytes.get(at) == Some(&b']') {
+                    at += 1;
+                } else {
+                    open.push(b'[');
+                    continue;
+                }
+            }
+            Some(b'"') => match string_end(bytes, at) {
+                Some(end) => at = end,
+                None => return false,
+            },
+            Some(b'-' | b'0'..=b'9') => match number_end(bytes, at) {
+                Some(end) => at = end,
+                None => return false,
+            },
+            _ => {
+                let literal = [&b"true"[..], b"false", b"null"]
+                    .into_iter()
+                    .find(|word| bytes.get(at..).is_some_and(|rest| rest.starts_with(word)));
+                match literal {
+                    Some(word) => at += word.len(),
+                    None => return false,
+                }
+            }
+        }
+        // After a value: the next member, a container's close, or the end.
+        loop {
+            at = skip_space(bytes, at);
+            match (open.last(), bytes.get(at)) {
+                (None, None) => return true,
+                (Some(b'{'), Some(b',')) => {
+                    let Some(value) = member(bytes, skip_space(bytes, at + 1)) else {
+                        return false;
+                    };
+                    at = value;
+                    break;
+                }
+                (Some(b'['), Some(b',')) => {
+                    at = skip_space(bytes, at + 1);
+                    break;
+                }
+                (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']')) => {
+                    open.pop();
+                    at += 1;
+                }
+                _ => return false,
+            }
+        }
+    }
+}
+
+/// Past JSON whitespace from `at`.
+fn skip_space(bytes: &[u8], mut at: usize) -> usize {
+    while bytes
+        .get(at)
+        .is_some_and(|byte| matches!(byte, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        at += 1;
+    }
+    at
+}
+
+/// An object member's key and colon at `at`: where its value starts.
+fn member(bytes: &[u8], at: usize) -> Option<usize> {
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let colon = skip_space(bytes, string_end(bytes, at)?);
+    (bytes.get(colon) == Some(&b':')).then(|| skip_space(bytes, colon + 1))
+}
+
+/// Past the string whose opening quote is at `at`: escapes well formed,
+/// no raw control character.
+fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut index = at + 1;
+    loop {
+        match *bytes.get(index)? {
+            b'"' => return Some(index + 1),
+            b'\\' => match *bytes.get(index + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => index += 2,
+                b'u' => {
+                    let hex = bytes.get(index + 2..index + 6)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
+                    }
+                    index += 6;
+                }
+                _ => return None,
+            },
+            0x00..=0x1F => return None,
+            _ => index += 1,
+        }
+    }
+}
+
+/// Past the number at `at`: `-`, an integer part without leading zeros,
+/// then an optional fraction and exponent, each with digits.
+fn number_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let digits = |from: usize| {
+        let mut end = from;
+        while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+            end += 1;
+        }
+        (end > from).then_some(end)
+    };
+    let mut index = at + usize::from(bytes.get(at) == Some(&b'-'));
+    index = if bytes.get(index) == Some(&b'0') {
+        index + 1
+    } else {
+        digits(index)?
+    };
+    if bytes.get(index) == Some(&b'.') {
+        index = digits(index + 1)?;
+    }
+    if matches!(bytes.get(index), Some(b'e' | b'E')) {
+        index += 1;
+        if matches!(bytes.get(index), Some(b'+' | b'-')) {
+            index += 1;
+        }
+        index = digits(index)?;
+    }
+    Some(index)
+}
+
 /// `raw` as an id the reply can carry back as the transport reads it: a
 /// string `serde_json` reads, of at most [`MAX_ECHOED_ID_BYTES`], an
 /// integer, or a number in float form with an integral value within
@@ -462,6 +618,43 @@ mod tests {
             fault(r#"{"jsonrpc":"2.0","\u0069d":3,"\u006dethod":"no/such","params":[1]}"#),
             Some(Fault::Method)
         );
+        // JSON by its grammar, whatever serde_json refuses beyond it; not
+        // JSON at all is the parse error, whatever id it seems to have.
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        for json in [
+            r#"{"a":"\ud800","b":1e400,"c":[-0.5E+3,true,false,null,{}],"d":"\u00e9\n\/"}"#,
+            " [ 1 , { \"x\" : [ ] } ]\t",
+            "42",
+            deep.as_str(),
+        ] {
+            assert!(is_json(json), "{json}");
+        }
+        for not_json in [
+            r#"{"x":}"#,
+            r#"{"a" "b"}"#,
+            "{'a':1}",
+            "[1,]",
+            r#"{"x":tru}"#,
+            r#"{"x":"\q"}"#,
+            "{\"x\":\"a\tb\"}",
+            r#"{"x":01}"#,
+            r#"{"x":1.}"#,
+            r#"{"x":+1}"#,
+            r#"{"x":1}}"#,
+            r#"{"x":1,}"#,
+            "[",
+            "",
+        ] {
+            assert!(!is_json(not_json), "{not_json}");
+            assert!(
+                matches!(unreadable(not_json.as_bytes()), Unreadable::NotJson),
+                "{not_json}"
+            );
+        }
+        assert!(matches!(
+            unreadable(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":}}"#),
+            Unreadable::NotJson
+        ));
         // No id and no method name: no message at all, answered under null.
         for line in [
             r#"{}"#,
@@ -481,8 +674,9 @@ mod tests {
             unreadable(br#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#),
             Unreadable::Notification
         ));
-        // A lone surrogate, a number beyond f64, malformed params, nesting
-        // past serde_json's limit: the id is found where the client put it.
+        // A lone surrogate, a number beyond f64, nesting past serde_json's
+        // limit: still JSON, so the id is found where the client put it;
+        // malformed JSON is the parse error, whatever id it seems to have.
         assert_eq!(
             id(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"t":"\ud800"}}"#),
             Some((json!(7), false))
@@ -491,10 +685,7 @@ mod tests {
             id(r#"{"id":"a\"b","method":"ping","params":{"n":1e400}}"#),
             Some((json!("a\"b"), false))
         );
-        assert_eq!(
-            id(r#"{"id":111,"method":"ping","params":{"x":-}}"#),
-            Some((json!(111), false))
-        );
+        assert_eq!(id(r#"{"id":111,"method":"ping","params":{"x":-}}"#), None);
         let deep = format!(
             r#"{{"id":9,"method":"ping","params":{}{}}}"#,
             "[".repeat(200),
