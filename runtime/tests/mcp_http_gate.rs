@@ -330,6 +330,13 @@ async fn malformed_bodies_are_bad_requests() {
             Value::Null,
             -32600,
         ),
+        // Not JSON by its grammar: the parse error, whatever id it seems
+        // to have.
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":}}"#,
+            Value::Null,
+            -32700,
+        ),
     ] {
         let reply = raw(body).await;
         assert_eq!(
