@@ -15,7 +15,7 @@ pub(super) enum Unreadable {
     Notification,
     /// A JSON array: a batch, which MCP does not take.
     Batch,
-    /// No JSON object, or one whose id cannot be read as written.
+    /// Not JSON by its grammar (or not UTF-8): the parse error.
     NotJson,
 }
 
@@ -53,13 +53,10 @@ pub(super) fn unreadable(line: &[u8]) -> Unreadable {
     }
     let Some(top) = top_level(text) else {
         // JSON, but no object (`42`, `"x"`): no request, not a parse error.
-        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
-            return Unreadable::Request {
-                id: Value::Null,
-                fault: Fault::Envelope,
-            };
-        }
-        return Unreadable::NotJson;
+        return Unreadable::Request {
+            id: Value::Null,
+            fault: Fault::Envelope,
+        };
     };
     // An answer (however malformed) is not answered.
     if top.answer && top.method.is_none() {
@@ -96,16 +93,12 @@ pub(super) fn unreadable(line: &[u8]) -> Unreadable {
     // see a lone surrogate).
     let json = serde_json::from_slice::<Value>(line).is_ok();
     let Some(id) = faithful_id(raw) else {
-        // JSON with an id that cannot be carried back as written (a float,
-        // `null`, an object, one too long): an invalid request, whose id
-        // the reply cannot name.
-        return if json {
-            Unreadable::Request {
-                id: Value::Null,
-                fault: Fault::Envelope,
-            }
-        } else {
-            Unreadable::NotJson
+        // JSON with an id that cannot be carried back (a fraction, `null`,
+        // an object, one too long): an invalid request, whose id the reply
+        // cannot name.
+        return Unreadable::Request {
+            id: Value::Null,
+            fault: Fault::Envelope,
         };
     };
     if !json {
@@ -705,12 +698,10 @@ mod tests {
             id(&format!(r#"{{"id":{},"method":"x"}}"#, u64::MAX)),
             Some((json!(u64::MAX), true))
         );
-        // An id that cannot be carried back as written: no id; in JSON
-        // otherwise sound, an invalid request.
+        // Not JSON: the parse error. JSON with an id that cannot be carried
+        // back (even one serde_json cannot read): an invalid request, no id.
         for line in [
             r#"{"id":--1,"method":"ping"}"#,
-            r#"{"id":1e400,"method":"ping"}"#,
-            r#"{"id":"\ud800","method":"ping"}"#,
             "{not json",
             r#"{"id":1,"method":"x"} trailing"#,
         ] {
@@ -724,6 +715,8 @@ mod tests {
             "x".repeat(MAX_ECHOED_ID_BYTES)
         );
         for line in [
+            r#"{"id":1e400,"method":"ping"}"#,
+            r#"{"id":"\ud800","method":"ping"}"#,
             r#"{"id":18446744073709551616,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":5.5,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
