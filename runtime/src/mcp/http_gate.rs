@@ -280,9 +280,7 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
         // (A body our parse accepts but the transport's refuses, such as
         // duplicate keys, is still not one message: the same 400.)
         if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
-            return message_of(&bytes, gate.max_id_bytes)
-                .err()
-                .unwrap_or_else(|| unreadable_refusal(&bytes));
+            return unreadable_refusal(&bytes);
         }
         // The transport's session checks, under the request's own id.
         return holding(as_json_rpc(response, echoed).await, claim);
@@ -291,12 +289,12 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
         Ok(message) => message,
         Err(refusal) => return refusal,
     };
-    let request = Request::from_parts(parts, Body::from(bytes));
+    let request = Request::from_parts(parts, Body::from(bytes.clone()));
     let ClientJsonRpcMessage::Request(rpc) = &message else {
-        return run_parsed(next, request).await;
+        return run_parsed(next, request, &bytes).await;
     };
     if !matches!(rpc.request, ClientRequest::InitializeRequest(_)) {
-        return run_parsed(next, request).await;
+        return run_parsed(next, request, &bytes).await;
     }
     let id = id_value(&rpc.id);
     if let Some(session) = session_of(request.headers()) {
@@ -323,17 +321,17 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
         );
     }
     // Held until the session is registered (the response is built after).
-    run_parsed(next, request).await
+    run_parsed(next, request, &bytes).await
 }
 
-/// Runs a request whose body the gate read as one message. A `415` then is
-/// the transport's refusal of a body the gate's parse accepted (duplicate
-/// keys, which `serde_json`'s value keeps the last of): answered as the
-/// gate answers anything that is not one message.
-async fn run_parsed(next: Next, request: Request) -> Response {
+/// Runs a request whose body (`bytes`) the gate read as one message. A
+/// `415` then is the transport's refusal of a body the gate's parse
+/// accepted (duplicate keys, which `serde_json`'s value keeps the last
+/// of): named as the gate names any body the transport cannot read.
+async fn run_parsed(next: Next, request: Request, bytes: &[u8]) -> Response {
     let response = next.run(request).await;
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
-        return not_one_message();
+        return unreadable_refusal(bytes);
     }
     response
 }

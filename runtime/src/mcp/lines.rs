@@ -337,11 +337,7 @@ where
             Unreadable::Notification => {}
             Unreadable::Batch => self.reply(Value::Null, -32600, "batches are not supported"),
             Unreadable::NotJson => {
-                self.reply(
-                    Value::Null,
-                    -32700,
-                    "parse error: the line is not JSON, or its id cannot be carried back",
-                );
+                self.reply(Value::Null, -32700, "parse error: the line is not JSON")
             }
         }
     }

@@ -341,25 +341,19 @@ fn is_json(text: &str) -> bool {
         // A value at `at`: a container opens (its first member next), or a
         // scalar ends.
         match bytes.get(at) {
-            Some(b'{') => {
+            Some(&bracket @ (b'{' | b'[')) => {
+                let object = bracket == b'{';
                 at = skip_space(bytes, at + 1);
-                if bytes.get(at) == Some(&b'}') {
+                if bytes.get(at) == Some(if object { &b'}' } else { &b']' }) {
                     at += 1;
                 } else {
-                    open.push(b'{');
-                    let Some(value) = member(bytes, at) else {
-                        return false;
-                    };
-                    at = value;
-                    continue;
-                }
-            }
-            Some(b'[') => {
-                at = skip_space(bytes, at + 1);
-                if bytes.get(at) == Some(&b']') {
-                    at += 1;
-                } else {
-                    open.push(b'[');
+                    open.push(bracket);
+                    if object {
+                        let Some(value) = member(bytes, at) else {
+                            return false;
+                        };
+                        at = value;
+                    }
                     continue;
                 }
             }
