@@ -18,11 +18,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::sync::Semaphore;
 
 use super::connections::{BODY_GRACE, ConnectionState, Connections, MIN_BODY_RATE};
 use super::held::Held;
@@ -30,10 +30,10 @@ use super::placed_io::PlacedIo;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::{AuthGate, auth_gate};
-use super::http_gate::{Gate, gate};
+use super::http_gate::as_json_rpc;
 use super::origin::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS, OriginGate};
-use super::{McpServeError, McpServer, McpSession};
+use super::route::McpRoute;
+use super::{McpServeError, McpServer};
 
 /// The HTTP settings of a server.
 #[derive(Clone, Debug)]
@@ -95,64 +95,11 @@ impl McpServer {
     /// that accepts connections: [`serve_http`](Self::serve_http) sets them;
     /// set your own when you serve the router yourself.
     pub fn http_service(&self, stop: CancellationToken) -> axum::Router {
-        let options = &self.shared.http;
-        let mut sessions = LocalSessionManager::default();
-        let mut config = SessionConfig::default();
-        config.keep_alive = Some(options.session_idle);
-        sessions.session_config = config;
-        let sessions = Arc::new(sessions);
-        let shared = Arc::clone(&self.shared);
-        let transport = StreamableHttpService::new(
-            move || Ok(McpSession::new(&shared, None)),
-            Arc::clone(&sessions),
-            StreamableHttpServerConfig::default()
-                .with_cancellation_token(stop)
-                .with_allowed_hosts(options.hosts.clone())
-                .with_allowed_origins(options.origins.clone())
-                .enforce_origin_validation()
-                .with_max_request_body_bytes(options.max_body_bytes),
-        );
-        let gate_state = Arc::new(Gate {
-            origin: self.origin_gate(),
-            sessions: Arc::clone(&sessions),
-            max_sessions: options.max_sessions,
-            read_timeout: options.read_timeout,
-            max_body_bytes: options.max_body_bytes,
-            max_id_bytes: self.shared.registry.limits().max_id_bytes,
-            admission: tokio::sync::Mutex::new(()),
-            ids: Arc::clone(&self.shared.in_flight),
-            in_flight: Arc::new(Semaphore::new(super::http_gate::mcp_share(
-                options.max_connections,
-            ))),
-        });
-        // Behind one `Arc`: a request clones a pointer, not the transport
-        // (whose settings hold the allow-lists), as routing it as a service
-        // would, once per layer and once more in the transport's own call.
-        let transport = Arc::new(transport);
-        let router = axum::Router::new()
-            .fallback(move |request: axum::extract::Request| {
-                let transport = Arc::clone(&transport);
-                async move { transport.handle(request).await.map(axum::body::Body::new) }
-            })
-            .layer(axum::middleware::from_fn_with_state(gate_state, gate));
-        match &self.shared.auth {
-            // Outermost: nothing of a request is interpreted before its
-            // credential (the listener only reads its bounded body).
-            Some(auth) => {
-                let auth = AuthGate::new(
-                    auth.clone(),
-                    self.origin_gate(),
-                    sessions,
-                    options.max_sessions,
-                    super::http_gate::mcp_share(options.max_connections),
-                );
-                router.layer(axum::middleware::from_fn_with_state(
-                    Arc::new(auth),
-                    auth_gate,
-                ))
-            }
-            None => router,
-        }
+        let route = Arc::new(McpRoute::new(self, stop));
+        axum::Router::new().fallback(move |request: axum::extract::Request| {
+            let route = Arc::clone(&route);
+            async move { route.serve(request).await }
+        })
     }
 
     /// The Protected Resource Metadata routes (RFC 9728) of a server with
@@ -210,24 +157,29 @@ impl McpServer {
         let stop = CancellationToken::new();
         let origin = Arc::new(self.origin_gate());
         let body_limit = self.shared.http.max_body_bytes;
-        let router = routes
+        let read_timeout = self.shared.http.read_timeout;
+        let others = routes
             .merge(self.metadata_routes())
-            .nest_service("/mcp", self.http_service(stop.child_token()))
             .layer(axum::extract::DefaultBodyLimit::max(body_limit))
             .layer(axum::middleware::from_fn_with_state(
-                (body_limit, self.shared.http.read_timeout),
+                (body_limit, read_timeout),
                 read_body,
             ))
             .layer(axum::middleware::from_fn_with_state(
-                origin,
+                Arc::clone(&origin),
                 OriginGate::layer,
-            ))
-            .layer(axum::middleware::from_fn(mcp_refusals));
+            ));
+        let routes = Arc::new(Routes {
+            mcp: McpRoute::new(self, stop.child_token()),
+            origin,
+            body_limit,
+            read_timeout,
+        });
         let address = listener
             .local_addr()
             .map_err(|err| McpServeError::new("cannot read the listening address", err))?;
         let options = self.shared.http.clone();
-        let task = tokio::spawn(accept(listener, router, options, stop.clone()));
+        let task = tokio::spawn(accept(listener, routes, others, options, stop.clone()));
         Ok(HttpServer {
             address,
             stop,
@@ -236,20 +188,47 @@ impl McpServer {
     }
 }
 
-/// The refusals of the layers in front of every route (`Origin` and
-/// `Host`, the body's size and time), as JSON-RPC errors for a request to
-/// `/mcp`, as its gate answers; other routes keep theirs.
-async fn mcp_refusals(
-    request: axum::extract::Request,
+/// What [`serve_on`](McpServer::serve_on) serves at `/mcp`, in front of
+/// its route: the `Origin`/`Host` gate and the whole body, as in front of
+/// every other route.
+struct Routes {
+    mcp: McpRoute,
+    origin: Arc<OriginGate>,
+    body_limit: usize,
+    read_timeout: Duration,
+}
+
+impl Routes {
+    /// Whether `path` is the MCP endpoint's (`/mcp`, or below it).
+    fn is_mcp(path: &str) -> bool {
+        path == "/mcp" || path.starts_with("/mcp/")
+    }
+
+    /// Answers a request to `/mcp` that came on the connection of `state`.
+    /// A refusal in front of the route is a JSON-RPC error, as the
+    /// route's own are.
+    async fn mcp(&self, request: Request, state: &ConnectionState) -> Response {
+        if let Some(refused) = self.origin.refuse(request.headers()) {
+            return as_json_rpc(refused, None).await;
+        }
+        match whole(request, self.body_limit, self.read_timeout, Some(state)).await {
+            Ok(request) => self.mcp.serve(request).await,
+            Err(refused) => as_json_rpc(refused, None).await,
+        }
+    }
+}
+
+/// [`whole`] as axum middleware, for the routes beside `/mcp`.
+async fn read_body(
+    axum::extract::State((limit, read_timeout)): axum::extract::State<(usize, Duration)>,
+    request: Request,
     next: axum::middleware::Next,
-) -> axum::response::Response {
-    let path = request.uri().path();
-    let mcp = path == "/mcp" || path.starts_with("/mcp/");
-    let response = next.run(request).await;
-    if mcp {
-        super::http_gate::as_json_rpc(response, None).await
-    } else {
-        response
+) -> Response {
+    let connection = request.extensions().get::<OnConnection>().cloned();
+    let state = connection.as_ref().map(|OnConnection(state)| &**state);
+    match whole(request, limit, read_timeout, state).await {
+        Ok(request) => next.run(request).await,
+        Err(refused) => refused,
     }
 }
 
@@ -260,11 +239,13 @@ async fn mcp_refusals(
 /// timeout in all, is `408` and the connection closes. While it arrives,
 /// its connection counts as uploading (and gives way to a newcomer at the
 /// connection cap once it falls behind the rate).
-async fn read_body(
-    axum::extract::State((limit, read_timeout)): axum::extract::State<(usize, Duration)>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
+#[allow(clippy::result_large_err)]
+async fn whole(
+    request: Request,
+    limit: usize,
+    read_timeout: Duration,
+    connection: Option<&ConnectionState>,
+) -> Result<Request, Response> {
     use http_body::Body as _;
 
     let declared = request
@@ -273,13 +254,12 @@ async fn read_body(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit as u64) {
-        return super::plain::too_large();
+        return Err(super::plain::too_large());
     }
     if request.body().is_end_stream() {
-        return next.run(request).await;
+        return Ok(request);
     }
-    let connection = request.extensions().get::<OnConnection>().cloned();
-    if let Some(OnConnection(state)) = &connection {
+    if let Some(state) = connection {
         state.uploading();
     }
     let (parts, mut body) = request.into_parts();
@@ -298,20 +278,20 @@ async fn read_body(
         )
         .await;
         match frame {
-            Err(_) => return super::plain::too_slow(),
+            Err(_) => return Err(super::plain::too_slow()),
             Ok(None) => break,
             Ok(Some(Err(_))) => {
-                return super::plain::plain(
+                return Err(super::plain::plain(
                     http::StatusCode::BAD_REQUEST,
                     "Bad Request: the body could not be read",
-                );
+                ));
             }
             Ok(Some(Ok(frame))) => {
                 if let Ok(data) = frame.into_data() {
                     if bytes.len().saturating_add(data.len()) > limit {
-                        return super::plain::too_large();
+                        return Err(super::plain::too_large());
                     }
-                    if let Some(OnConnection(state)) = &connection {
+                    if let Some(state) = connection {
                         state.received(data.len());
                     }
                     bytes.extend_from_slice(&data);
@@ -319,14 +299,10 @@ async fn read_body(
             }
         }
     }
-    if let Some(OnConnection(state)) = &connection {
+    if let Some(state) = connection {
         state.answering();
     }
-    next.run(axum::extract::Request::from_parts(
-        parts,
-        axum::body::Body::from(bytes),
-    ))
-    .await
+    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 /// Accepts connections up to `max_connections` open at once — at the cap,
@@ -336,7 +312,8 @@ async fn read_body(
 /// until `stop`.
 async fn accept(
     listener: tokio::net::TcpListener,
-    router: axum::Router,
+    routes: Arc<Routes>,
+    others: axum::Router,
     options: HttpOptions,
     stop: CancellationToken,
 ) {
@@ -376,7 +353,8 @@ async fn accept(
             }
         };
         let service = Tracked {
-            router: TowerToHyperService::new(router.clone()),
+            routes: Arc::clone(&routes),
+            others: TowerToHyperService::new(others.clone()),
             state: Arc::clone(&state),
         };
         let stop = stop.clone();
@@ -425,7 +403,9 @@ async fn stalled(state: &ConnectionState, patience: Duration) {
 /// from a request's head to the end of its response, idle between;
 /// upgraded (busy until it closes) once it switched protocols.
 struct Tracked {
-    router: TowerToHyperService<axum::Router>,
+    routes: Arc<Routes>,
+    /// The routes beside `/mcp`.
+    others: TowerToHyperService<axum::Router>,
     state: Arc<ConnectionState>,
 }
 
@@ -438,22 +418,34 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Tracked {
 
     fn call(&self, mut request: http::Request<hyper::body::Incoming>) -> Self::Future {
         self.state.busy();
+        let state = Arc::clone(&self.state);
+        if Routes::is_mcp(request.uri().path()) {
+            // Straight to the MCP route: no router, no layers.
+            let routes = Arc::clone(&self.routes);
+            return Box::pin(async move {
+                let response = routes.mcp(request.map(Body::new), &state).await;
+                Ok(idle_when_done(response, state))
+            });
+        }
         request
             .extensions_mut()
             .insert(OnConnection(Arc::clone(&self.state)));
-        let answer = self.router.call(request);
-        let state = Arc::clone(&self.state);
+        let answer = self.others.call(request);
         Box::pin(async move {
             let response = answer.await?;
             if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
                 state.upgraded();
                 return Ok(response);
             }
-            let (parts, body) = response.into_parts();
-            let body = axum::body::Body::new(Held::new(body, IdleWhenDone(state)));
-            Ok(http::Response::from_parts(parts, body))
+            Ok(idle_when_done(response, state))
         })
     }
+}
+
+/// `response`, marking the connection of `state` idle when its body ends.
+fn idle_when_done(response: Response, state: Arc<ConnectionState>) -> Response {
+    let (parts, body) = response.into_parts();
+    Response::from_parts(parts, Body::new(Held::new(body, IdleWhenDone(state))))
 }
 
 /// The connection a request came on (a request extension).

@@ -34,8 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderMap, Method, StatusCode, header};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, RequestId};
@@ -83,20 +82,34 @@ pub(super) fn mcp_share(max_connections: usize) -> usize {
     (max_connections.max(1) * 3 / 4).max(1)
 }
 
-/// The gate as axum middleware. Every refusal, the gate's or the
-/// transport's, is a JSON-RPC error body.
-pub(super) async fn gate(state: State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    as_json_rpc(gated(state, request, next).await, None).await
+/// Where a gate sends a request it lets pass: the next gate, or the
+/// transport. Run at most once.
+pub(super) trait Onward: Send {
+    /// Answers `request`.
+    fn run(self, request: Request) -> impl Future<Output = Response> + Send;
 }
 
-async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+impl<F, A> Onward for F
+where
+    F: FnOnce(Request) -> A + Send,
+    A: Future<Output = Response> + Send,
+{
+    fn run(self, request: Request) -> impl Future<Output = Response> + Send {
+        self(request)
+    }
+}
+
+/// The gate: `request` refused, or answered by `next`. Its refusals and
+/// the transport's are plain text here; the route makes them JSON-RPC
+/// errors ([`as_json_rpc`]).
+pub(super) async fn gate(gate: &Gate, request: Request, next: impl Onward) -> Response {
     if let Some(refused) = gate.origin.refuse(request.headers()) {
         return refused;
     }
     // A share of the connections is taken for work only once the request
     // is whole: a client trickling its body holds nothing of it.
     let request = if *request.method() == Method::POST && is_json(&request) {
-        match whole(&gate, request).await {
+        match whole(gate, request).await {
             Ok(request) => request,
             Err(refused) => return refused,
         }
@@ -110,7 +123,7 @@ async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
             "Server busy: too many requests or streams in flight; retry later or close a stream",
         );
     };
-    let response = admitted(&gate, request, next).await;
+    let response = admitted(gate, request, next).await;
     let (parts, body) = response.into_parts();
     Response::from_parts(parts, Body::new(super::held::Held::new(body, permit)))
 }
@@ -139,7 +152,7 @@ pub(in crate::mcp) fn busy(
 }
 
 /// A request inside the endpoint's share: verb by verb.
-async fn admitted(gate: &Gate, request: Request, next: Next) -> Response {
+async fn admitted(gate: &Gate, request: Request, next: impl Onward) -> Response {
     match *request.method() {
         Method::POST => post(gate, request, next).await,
         Method::DELETE => {
@@ -238,7 +251,7 @@ async fn whole(gate: &Gate, request: Request) -> Result<Request, Response> {
     Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
-async fn post(gate: &Gate, request: Request, next: Next) -> Response {
+async fn post(gate: &Gate, request: Request, next: impl Onward) -> Response {
     if !is_json(&request) {
         // The transport answers 415 without reading the body.
         return next.run(request).await;
@@ -328,7 +341,7 @@ async fn post(gate: &Gate, request: Request, next: Next) -> Response {
 /// `415` then is the transport's refusal of a body the gate's parse
 /// accepted (duplicate keys, which `serde_json`'s value keeps the last
 /// of): named as the gate names any body the transport cannot read.
-async fn run_parsed(next: Next, request: Request, bytes: &[u8]) -> Response {
+async fn run_parsed(next: impl Onward, request: Request, bytes: &[u8]) -> Response {
     let response = next.run(request).await;
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return unreadable_refusal(bytes);

@@ -91,6 +91,7 @@ mod peek;
 mod placed_io;
 mod plain;
 mod round;
+mod route;
 mod session;
 mod tools_call;
 mod unreadable;

@@ -6,8 +6,7 @@ use std::sync::{Arc, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderValue, Method, StatusCode, header};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -17,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Identity, ResourceServer};
 use crate::context::HostContext;
-use crate::mcp::http_gate::SESSION_NOT_FOUND;
+use crate::mcp::http_gate::{Onward, SESSION_NOT_FOUND};
 use crate::mcp::origin::OriginGate;
 use crate::mcp::plain::plain;
 
@@ -304,11 +303,12 @@ fn consumer_id(identity: &Identity, host: &HostContext, token: &str) -> String {
     format!("auth-{subject}-{fingerprint}")
 }
 
-/// The gate as axum middleware.
+/// The gate: `request` refused (a bearer challenge, or the same `404` as
+/// any session not held), or answered by `next` as its identity.
 pub(crate) async fn auth_gate(
-    State(gate): State<Arc<AuthGate>>,
+    gate: &AuthGate,
     mut request: Request,
-    next: Next,
+    next: impl Onward,
 ) -> Response {
     if let Some(refused) = gate.origin.refuse(request.headers()) {
         return refused;
