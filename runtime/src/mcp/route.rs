@@ -83,8 +83,12 @@ impl McpRoute {
     }
 
     async fn gated(&self, request: Request) -> Response {
+        // The transport's future is large: on the heap, so that the gates'
+        // futures around it stay small and moving them copies little.
         gate(&self.gate, request, |request| async move {
-            self.transport.handle(request).await.map(Body::new)
+            Box::pin(self.transport.handle(request))
+                .await
+                .map(Body::new)
         })
         .await
     }
