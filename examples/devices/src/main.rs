@@ -148,6 +148,15 @@ async fn web_console(
     println!("devices console: {}", console.url());
     println!("MCP (streamable HTTP): {}", console.mcp_url());
     println!("audit record: {}", audit_dir.display());
+    // The pages need the sign-in; `/mcp` beside them authenticates nobody.
+    if !address.ip().is_loopback() {
+        eprintln!(
+            "WARNING: not a loopback address: the console's pages need the sign-in, but its \
+             /mcp authenticates nobody, and every caller that reaches it acts as `{}`; listen on \
+             loopback, or serve MCP alone with --mcp http ADDR --auth",
+            app.user().id
+        );
+    }
     let mut logins = console.login_urls();
     let base = format!("{}/login?token=", console.origin());
     println!(

@@ -208,7 +208,7 @@ impl Routes {
     /// A refusal in front of the route is a JSON-RPC error, as the
     /// route's own are.
     async fn mcp(&self, request: Request, state: &ConnectionState) -> Response {
-        if let Some(refused) = self.origin.refuse(request.headers()) {
+        if let Some(refused) = self.origin.refuse_request(&request) {
             return as_json_rpc(refused, None).await;
         }
         match whole(request, self.body_limit, self.read_timeout, Some(state)).await {

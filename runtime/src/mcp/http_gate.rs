@@ -103,7 +103,7 @@ where
 /// the transport's are plain text here; the route makes them JSON-RPC
 /// errors ([`as_json_rpc`]).
 pub(super) async fn gate(gate: &Gate, request: Request, next: impl Onward) -> Response {
-    if let Some(refused) = gate.origin.refuse(request.headers()) {
+    if let Some(refused) = gate.origin.refuse_request(&request) {
         return refused;
     }
     // A share of the connections is taken for work only once the request

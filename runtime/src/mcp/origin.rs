@@ -75,6 +75,22 @@ impl OriginGate {
             .map(|(status, reason)| super::plain::plain(status, reason))
     }
 
+    /// [`refuse`](Self::refuse) for a whole request: an absolute-form
+    /// target (`POST http://host/mcp`) names the host the request is for
+    /// (RFC 9112 §3.2.2), so its authority must be allowed as the `Host`
+    /// header must.
+    pub fn refuse_request<B>(&self, request: &http::Request<B>) -> Option<Response> {
+        if let Some(authority) = request.uri().authority()
+            && !self.host_allowed(authority.as_str())
+        {
+            return Some(super::plain::plain(
+                StatusCode::FORBIDDEN,
+                "Forbidden: the request target's host is not allowed",
+            ));
+        }
+        self.refuse(request.headers())
+    }
+
     /// The gate as axum middleware (`axum::middleware::from_fn_with_state`
     /// with an `Arc<OriginGate>`): [`refuse`](Self::refuse)s before any
     /// handler.
@@ -83,7 +99,7 @@ impl OriginGate {
         request: Request,
         next: Next,
     ) -> Response {
-        if let Some(refused) = gate.refuse(request.headers()) {
+        if let Some(refused) = gate.refuse_request(&request) {
             return refused;
         }
         next.run(request).await
@@ -115,7 +131,7 @@ impl Allowed {
             Some(base) => (base, true),
             None => (entry, false),
         };
-        let (scheme, host, port) = parse_origin(base)?;
+        let (scheme, host, port) = parse_origin(base, true)?;
         if any_port && port.is_some() {
             return None;
         }
@@ -172,9 +188,23 @@ fn default_port(scheme: &str) -> Option<u16> {
     }
 }
 
-/// `host[:port]`, the host lowercased and without IPv6 brackets.
+/// `host[:port]`, the host lowercased and without IPv6 brackets. Nothing
+/// else: no user information (`user@host`), and a port only as a number
+/// a port can be (`:99999`, `:-1`, `:0x50` are no port, not any port).
 fn parse_authority(text: &str) -> Option<(String, Option<u16>)> {
     let authority = http::uri::Authority::try_from(text).ok()?;
+    if authority.as_str().contains('@') {
+        return None;
+    }
+    // The port text: after the last `:` outside an IPv6 literal's brackets.
+    let text = authority.as_str();
+    let after_host = text.rsplit_once(']').map_or(text, |(_, rest)| rest);
+    if let Some((_, port)) = after_host.rsplit_once(':')
+        && !port.is_empty()
+        && (!port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err())
+    {
+        return None;
+    }
     let host = authority
         .host()
         .trim_start_matches('[')
@@ -186,14 +216,20 @@ fn parse_authority(text: &str) -> Option<(String, Option<u16>)> {
     Some((host, authority.port_u16()))
 }
 
-/// `scheme://host[:port]` with nothing after the authority.
-fn parse_origin(text: &str) -> Option<(String, String, Option<u16>)> {
+/// `scheme://host[:port]` with nothing after the authority (an allow-list
+/// entry may end in `/`; an `Origin` header never does, RFC 6454 §7).
+fn parse_origin(text: &str, entry: bool) -> Option<(String, String, Option<u16>)> {
     let uri = http::Uri::try_from(text).ok()?;
     let scheme = uri.scheme_str()?.to_ascii_lowercase();
-    if uri.path_and_query().is_some_and(|p| p.as_str() != "/") {
+    let authority = uri.authority()?.as_str();
+    let after = text.split_once("://").map(|(_, rest)| rest);
+    let exact = after.is_some_and(|rest| {
+        rest == authority || (entry && rest.strip_suffix('/') == Some(authority))
+    });
+    if !exact {
         return None;
     }
-    let (host, port) = parse_authority(uri.authority()?.as_str())?;
+    let (host, port) = parse_authority(authority)?;
     Some((scheme, host, port))
 }
 
@@ -203,7 +239,7 @@ impl OriginGate {
         if origin.trim().eq_ignore_ascii_case("null") {
             return self.origins.iter().any(|a| a.scheme.is_none());
         }
-        let Some((scheme, host, port)) = parse_origin(origin.trim()) else {
+        let Some((scheme, host, port)) = parse_origin(origin.trim(), false) else {
             return false;
         };
         let Some(port) = port.or(default_port(&scheme)) else {
@@ -285,5 +321,66 @@ mod tests {
                 .check(&request("[::1]:1", None))
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn a_malformed_host_or_origin_is_no_loopback_name() {
+        let gate = OriginGate::loopback();
+        for host in [
+            "localhost:99999",
+            "localhost:-1",
+            "localhost:0x50",
+            "localhost:+80",
+            "evil.example@localhost",
+            "user@127.0.0.1:80",
+        ] {
+            assert_eq!(
+                gate.check(&request(host, None)),
+                Err("Forbidden: Host header is not allowed"),
+                "{host}"
+            );
+        }
+        for origin in [
+            "http://localhost:99999",
+            "http://user@localhost:1",
+            "http://localhost:8080/",
+            "http://localhost:8080/x",
+            "http://localhost:8080?x",
+        ] {
+            assert_eq!(
+                gate.check(&request("localhost:8080", Some(origin))),
+                Err("Forbidden: Origin header is not allowed"),
+                "{origin}"
+            );
+        }
+        // An allow-list entry may end in a slash.
+        let listed = OriginGate::new(["https://app.example.com/"], ["app.example.com"]);
+        assert_eq!(
+            listed.check(&request("app.example.com", Some("https://app.example.com"))),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn an_absolute_form_target_names_an_allowed_host_too() {
+        let gate = OriginGate::loopback();
+        let foreign = http::Request::builder()
+            .uri("http://evil.example/mcp")
+            .header(header::HOST, "127.0.0.1:8080")
+            .body(())
+            .unwrap();
+        assert!(gate.refuse_request(&foreign).is_some());
+        let own = http::Request::builder()
+            .uri("http://127.0.0.1:8080/mcp")
+            .header(header::HOST, "127.0.0.1:8080")
+            .body(())
+            .unwrap();
+        assert!(gate.refuse_request(&own).is_none());
+        let origin_form = http::Request::builder()
+            .uri("/mcp")
+            .header(header::HOST, "127.0.0.1:8080")
+            .body(())
+            .unwrap();
+        assert!(gate.refuse_request(&origin_form).is_none());
     }
 }

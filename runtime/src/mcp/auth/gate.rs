@@ -310,7 +310,7 @@ pub(crate) async fn auth_gate(
     mut request: Request,
     next: impl Onward,
 ) -> Response {
-    if let Some(refused) = gate.origin.refuse(request.headers()) {
+    if let Some(refused) = gate.origin.refuse_request(&request) {
         return refused;
     }
     let authenticated = match gate.authenticate(&request) {
