@@ -34,7 +34,9 @@
 //! id: rmcp would answer only one of the two), or when [`MAX_IN_FLIGHT`]
 //! of its requests are (`-32000` with a `RATE_LIMITED` payload). An id is
 //! in flight from its request until its response is written or the client
-//! cancels it.
+//! cancels it, and is not taken again while rmcp still holds its request
+//! (a cancelled handler may run on): the bound counts those too, and no
+//! id is ever pushed out to make room.
 //!
 //! Responses wait to be written for a client that reads them: past
 //! [`MAX_UNSENT_BYTES`] unwritten no line is read, and this side's own
@@ -46,7 +48,7 @@ use std::io;
 use std::sync::Arc;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::model::{ClientNotification, GetExtensions as _, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
@@ -94,14 +96,38 @@ pub(super) struct Lines<R, W> {
     /// (a result opens it; an error, such as a version it does not speak,
     /// leaves it in its handshake).
     opening: Vec<RequestId>,
-    /// The ids the client cancelled most recently, at most
-    /// [`MAX_IN_FLIGHT`]: rmcp may still be running their handlers, and a
-    /// late answer would go to a new request under the same id, so they
-    /// are not taken again until pushed out by newer ones.
-    cancelled: std::collections::VecDeque<RequestId>,
-    /// The ids of the client's requests in flight: at most
-    /// [`MAX_IN_FLIGHT`], each of at most [`MAX_ECHOED_ID_BYTES`].
+    /// The ids of the client's requests in flight (not answered, not
+    /// cancelled): at most [`MAX_IN_FLIGHT`], each of at most
+    /// [`MAX_ECHOED_ID_BYTES`].
     in_flight: HashSet<RequestId>,
+    /// The ids whose requests rmcp still holds (see [`Running`]): a
+    /// cancelled request's handler may run on, and its late answer would
+    /// go to a new request under the same id, so an id is taken again only
+    /// once its request is dropped. At most [`MAX_IN_FLIGHT`]: nothing is
+    /// ever pushed out; past the bound a request waits its turn as busy.
+    running: Arc<std::sync::Mutex<HashSet<RequestId>>>,
+}
+
+/// Rides in a request's extensions, which rmcp moves into the handler's
+/// request context: dropped when the handler ends (or when the request is
+/// dropped unhandled), it frees the id.
+#[derive(Clone)]
+struct Running {
+    _id: Arc<RunningId>,
+}
+
+struct RunningId {
+    id: RequestId,
+    table: Arc<std::sync::Mutex<HashSet<RequestId>>>,
+}
+
+impl Drop for RunningId {
+    fn drop(&mut self) {
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.id);
+    }
 }
 
 /// The most requests a client has in flight at once (every one of them
@@ -186,7 +212,7 @@ where
             opened: false,
             opening: Vec::new(),
             in_flight: HashSet::new(),
-            cancelled: std::collections::VecDeque::new(),
+            running: Arc::default(),
         }
     }
 
@@ -262,15 +288,16 @@ where
     }
 
     /// Takes `id` in flight, or owes the refusal of its request (see the
-    /// module docs) and returns `false`.
-    fn admit(&mut self, id: &RequestId) -> bool {
+    /// module docs) and returns `None`. The guard frees the id once the
+    /// request carrying it is dropped.
+    fn admit(&mut self, id: &RequestId) -> Option<Running> {
         if let rmcp::model::NumberOrString::String(text) = id
             && text.len() > MAX_ECHOED_ID_BYTES
         {
             let message =
                 format!("invalid request: the id is longer than {MAX_ECHOED_ID_BYTES} bytes");
             self.reply(Value::Null, -32600, &message);
-            return false;
+            return None;
         }
         let echoed = || serde_json::to_value(id).unwrap_or(Value::Null);
         if self.in_flight.contains(id) {
@@ -279,18 +306,24 @@ where
                 -32600,
                 "invalid request: a request with this id is still in flight; give every request an id of its own",
             );
-            return false;
+            return None;
         }
-        if self.cancelled.contains(id) {
+        let running = Arc::clone(&self.running);
+        let mut table = running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if table.contains(id) {
+            drop(table);
             self.reply(
                 echoed(),
                 -32600,
                 "invalid request: a request with this id was cancelled and may still be running; \
                  give every request an id of its own",
             );
-            return false;
+            return None;
         }
-        if self.in_flight.len() >= MAX_IN_FLIGHT {
+        if self.in_flight.len().max(table.len()) >= MAX_IN_FLIGHT {
+            drop(table);
             let payload = crate::error::ErrorPayload::rate_limited(
                 crate::error::RateLimitReason::QueueFull,
                 Some(BUSY_RETRY_MS),
@@ -302,23 +335,27 @@ where
             });
             let reply = json!({"jsonrpc": "2.0", "id": echoed(), "error": error});
             self.owed = Some(reply.to_string());
-            return false;
+            return None;
         }
+        table.insert(id.clone());
+        drop(table);
         self.in_flight.insert(id.clone());
-        true
+        Some(Running {
+            _id: Arc::new(RunningId {
+                id: id.clone(),
+                table: running,
+            }),
+        })
     }
 
     /// Forgets the request `notification` cancels (rmcp drops its
-    /// response, so none will be written).
+    /// response, so none will be written); its id stays taken while rmcp
+    /// holds the request.
     fn forget_cancelled(&mut self, notification: &ClientNotification) {
         if let ClientNotification::CancelledNotification(cancelled) = notification
             && let Some(id) = &cancelled.params.request_id
-            && self.in_flight.remove(id)
         {
-            if self.cancelled.len() >= MAX_IN_FLIGHT {
-                self.cancelled.pop_front();
-            }
-            self.cancelled.push_back(id.clone());
+            self.in_flight.remove(id);
         }
     }
 
@@ -431,10 +468,11 @@ where
                 }
             };
             match message {
-                JsonRpcMessage::Request(request) => {
-                    if !self.admit(&request.id) {
+                JsonRpcMessage::Request(mut request) => {
+                    let Some(running) = self.admit(&request.id) else {
                         continue;
-                    }
+                    };
+                    request.request.extensions_mut().insert(running);
                     if !self.opened && opens_the_session(&request.request) {
                         self.opening.push(request.id.clone());
                     }
@@ -633,6 +671,67 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn cancelled_requests_still_running_are_never_pushed_out() {
+        use rmcp::model::NumberOrString;
+        let (mut lines, mut client_read, mut client_write) = connected(1024 * 1024);
+        let mut input = String::new();
+        input.push_str(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#);
+        input.push('\n');
+        client_write.write_all(input.as_bytes()).await.unwrap();
+        let Some(JsonRpcMessage::Request(_)) = lines.receive().await else {
+            panic!("initialize");
+        };
+        let opened = ServerJsonRpcMessage::response(
+            rmcp::model::ServerResult::EmptyResult(rmcp::model::EmptyResult {}),
+            NumberOrString::Number(0),
+        );
+        lines.send(opened).await.unwrap();
+        let _ = replies(&mut client_read, 1).await;
+        // Every place taken by a request whose handler runs on after the
+        // client cancelled it.
+        let mut held = Vec::new();
+        for n in 1..=MAX_IN_FLIGHT {
+            let line = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"ping\"}}\n\
+                 {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{n}}}}}\n"
+            );
+            client_write.write_all(line.as_bytes()).await.unwrap();
+            let Some(JsonRpcMessage::Request(request)) = lines.receive().await else {
+                panic!("a request");
+            };
+            held.push(request);
+            assert!(matches!(
+                lines.receive().await,
+                Some(JsonRpcMessage::Notification(_))
+            ));
+        }
+        assert!(lines.in_flight.is_empty());
+        // A new id waits its turn as busy; the oldest cancelled id stays
+        // taken (it was not pushed out to make room).
+        let ping = |id: usize| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+        client_write
+            .write_all(format!("{}{}", ping(MAX_IN_FLIGHT + 1), ping(1)).as_bytes())
+            .await
+            .unwrap();
+        // Receiving writes the refusals, then waits for a line that does
+        // not come.
+        let refused = tokio::select! {
+            refused = replies(&mut client_read, 2) => refused,
+            _ = lines.receive() => panic!("nothing passes"),
+        };
+        assert_eq!(refused[0]["error"]["code"], json!(-32000), "{refused:?}");
+        assert_eq!(refused[1]["id"], json!(1));
+        assert_eq!(refused[1]["error"]["code"], json!(-32600));
+        // One handler ends: its id, and a place, are free.
+        held.remove(0);
+        client_write.write_all(ping(1).as_bytes()).await.unwrap();
+        assert!(matches!(
+            lines.receive().await,
+            Some(JsonRpcMessage::Request(request)) if request.id == NumberOrString::Number(1)
+        ));
+    }
+
+    #[tokio::test]
     async fn an_id_in_flight_or_just_cancelled_is_refused_and_in_flight_is_bounded() {
         use rmcp::model::{EmptyResult, NumberOrString, ServerResult};
         let (mut lines, mut client_read, mut client_write) = connected(1024 * 1024);
@@ -649,13 +748,15 @@ mod tests {
         // "1" is another id than 1.
         input.push_str(&ping("\"1\""));
         client_write.write_all(input.as_bytes()).await.unwrap();
-        let mut received = Vec::new();
+        // Held as rmcp holds a request while its handler runs.
+        let mut held = Vec::new();
         for _ in 0..4 {
             let Some(JsonRpcMessage::Request(request)) = lines.receive().await else {
                 panic!("a request");
             };
-            received.push(request.id);
+            held.push(request);
         }
+        let received: Vec<_> = held.iter().map(|request| request.id.clone()).collect();
         assert_eq!(
             received,
             [
@@ -672,6 +773,8 @@ mod tests {
         // Answered: 0 (which opens the session) and 1 may be used again.
         let answer =
             |id| ServerJsonRpcMessage::response(ServerResult::EmptyResult(EmptyResult {}), id);
+        // (Their handlers ended first: rmcp dropped their requests.)
+        held.retain(|request| !matches!(request.id, NumberOrString::Number(0 | 1)));
         lines.send(answer(NumberOrString::Number(0))).await.unwrap();
         lines.send(answer(NumberOrString::Number(1))).await.unwrap();
         let _ = replies(&mut client_read, 2).await;
@@ -697,11 +800,27 @@ mod tests {
         assert_eq!(refused[0]["id"], json!("a"), "{refused:?}");
         let message = refused[0]["error"]["message"].as_str().unwrap();
         assert!(message.contains("cancelled"), "{message}");
+        // Its handler ended (rmcp dropped the request): "a" is free again.
+        held.retain(|request| request.id != NumberOrString::String("a".into()));
+        client_write
+            .write_all(ping("\"a\"").as_bytes())
+            .await
+            .unwrap();
+        assert!(matches!(
+            lines.receive().await,
+            Some(JsonRpcMessage::Request(request)) if request.id == NumberOrString::String("a".into())
+        ));
+        lines
+            .send(answer(NumberOrString::String("a".into())))
+            .await
+            .unwrap();
+        let _ = replies(&mut client_read, 1).await;
         client_write.write_all(ping("3").as_bytes()).await.unwrap();
         assert!(matches!(
             lines.receive().await,
             Some(JsonRpcMessage::Request(_))
         ));
+        drop(held);
         // In flight now: 1, "1", 2, 3. Fill to the bound, then one more.
         let mut input = String::new();
         for n in 4..=MAX_IN_FLIGHT {
