@@ -34,16 +34,20 @@
 //! id: rmcp would answer only one of the two), or when [`MAX_IN_FLIGHT`]
 //! of its requests are (`-32000` with a `RATE_LIMITED` payload). An id is
 //! in flight from its request until its response is written or the client
-//! cancels it, and is not taken again while rmcp still holds its request
-//! (a cancelled handler may run on): the bound counts those too, and no
-//! id is ever pushed out to make room.
+//! cancels it. rmcp knows each request under an id of this transport's
+//! own (the client's rides in its extensions, [`ClientId`]), so a
+//! cancelled request's handler that runs on can never answer a new
+//! request under the same client id: its late answer is nobody's and is
+//! not written, and the id is free at once. The bound counts every
+//! request rmcp still holds, cancelled or not; nothing is pushed out to
+//! make room.
 //!
 //! Responses wait to be written for a client that reads them: past
 //! [`MAX_UNSENT_BYTES`] unwritten no line is read, and this side's own
 //! replies queue to [`REPLIES_QUEUED`]. Closing writes what is owed
 //! (within [`CLOSE_FLUSH`]) before the stream is shut.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
@@ -95,40 +99,40 @@ pub(super) struct Lines<R, W> {
     /// The requests that would open the session, until rmcp answers them
     /// (a result opens it; an error, such as a version it does not speak,
     /// leaves it in its handshake).
-    opening: Vec<RequestId>,
-    /// The ids of the client's requests in flight (not answered, not
-    /// cancelled): at most [`MAX_IN_FLIGHT`], each of at most
-    /// [`MAX_ECHOED_ID_BYTES`].
-    in_flight: HashSet<RequestId>,
-    /// The ids whose requests rmcp still holds (see [`Running`]): a
-    /// cancelled request's handler may run on, and its late answer would
-    /// go to a new request under the same id, so an id is taken again only
-    /// once its request is dropped. At most [`MAX_IN_FLIGHT`]: nothing is
-    /// ever pushed out; past the bound a request waits its turn as busy.
-    running: Arc<std::sync::Mutex<HashSet<RequestId>>>,
+    opening: Vec<i64>,
+    /// The client's requests in flight (not answered, not cancelled),
+    /// each under the id rmcp knows it by: at most [`MAX_IN_FLIGHT`], each
+    /// id of at most [`MAX_ECHOED_ID_BYTES`].
+    in_flight: HashMap<RequestId, i64>,
+    /// The client's id of each request in flight, by the id rmcp knows.
+    clients: HashMap<i64, RequestId>,
+    /// The id the next request is given towards rmcp.
+    next_id: i64,
+    /// The requests rmcp holds (see [`Held`]), answered or not: at most
+    /// [`MAX_IN_FLIGHT`]; past it a request waits its turn as busy.
+    held: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Rides in a request's extensions, which rmcp moves into the handler's
 /// request context: dropped when the handler ends (or when the request is
-/// dropped unhandled), it frees the id.
+/// dropped unhandled), it gives its place back.
 #[derive(Clone)]
-struct Running {
-    _id: Arc<RunningId>,
+struct Held {
+    _place: Arc<Place>,
 }
 
-struct RunningId {
-    id: RequestId,
-    table: Arc<std::sync::Mutex<HashSet<RequestId>>>,
-}
+struct Place(Arc<std::sync::atomic::AtomicUsize>);
 
-impl Drop for RunningId {
+impl Drop for Place {
     fn drop(&mut self) {
-        self.table
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&self.id);
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
+
+/// The id a request was sent under by the client, in its extensions: rmcp
+/// knows every request under an id of this transport's own.
+#[derive(Clone, Debug)]
+pub(super) struct ClientId(pub(super) RequestId);
 
 /// The most requests a client has in flight at once (every one of them
 /// held by a handler, some waiting for the person): past it a request is
@@ -211,8 +215,10 @@ where
             unsent: Arc::new(Unsent::default()),
             opened: false,
             opening: Vec::new(),
-            in_flight: HashSet::new(),
-            running: Arc::default(),
+            in_flight: HashMap::new(),
+            clients: HashMap::new(),
+            next_id: 0,
+            held: Arc::default(),
         }
     }
 
@@ -287,10 +293,10 @@ where
         self.owed = Some(reply.to_string());
     }
 
-    /// Takes `id` in flight, or owes the refusal of its request (see the
-    /// module docs) and returns `None`. The guard frees the id once the
-    /// request carrying it is dropped.
-    fn admit(&mut self, id: &RequestId) -> Option<Running> {
+    /// Takes `id` in flight under an id of this transport's own, or owes
+    /// the refusal of its request (see the module docs) and returns `None`.
+    /// The guard gives the place back once rmcp drops the request.
+    fn admit(&mut self, id: &RequestId) -> Option<(i64, Held)> {
         if let rmcp::model::NumberOrString::String(text) = id
             && text.len() > MAX_ECHOED_ID_BYTES
         {
@@ -300,7 +306,7 @@ where
             return None;
         }
         let echoed = || serde_json::to_value(id).unwrap_or(Value::Null);
-        if self.in_flight.contains(id) {
+        if self.in_flight.contains_key(id) {
             self.reply(
                 echoed(),
                 -32600,
@@ -308,22 +314,8 @@ where
             );
             return None;
         }
-        let running = Arc::clone(&self.running);
-        let mut table = running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if table.contains(id) {
-            drop(table);
-            self.reply(
-                echoed(),
-                -32600,
-                "invalid request: a request with this id was cancelled and may still be running; \
-                 give every request an id of its own",
-            );
-            return None;
-        }
-        if self.in_flight.len().max(table.len()) >= MAX_IN_FLIGHT {
-            drop(table);
+        let held = self.held.load(std::sync::atomic::Ordering::Acquire);
+        if self.in_flight.len().max(held) >= MAX_IN_FLIGHT {
             let payload = crate::error::ErrorPayload::rate_limited(
                 crate::error::RateLimitReason::QueueFull,
                 Some(BUSY_RETRY_MS),
@@ -337,26 +329,37 @@ where
             self.owed = Some(reply.to_string());
             return None;
         }
-        table.insert(id.clone());
-        drop(table);
-        self.in_flight.insert(id.clone());
-        Some(Running {
-            _id: Arc::new(RunningId {
-                id: id.clone(),
-                table: running,
-            }),
-        })
+        let own = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        self.in_flight.insert(id.clone(), own);
+        self.clients.insert(own, id.clone());
+        self.held.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        let place = Place(Arc::clone(&self.held));
+        Some((
+            own,
+            Held {
+                _place: Arc::new(place),
+            },
+        ))
     }
 
-    /// Forgets the request `notification` cancels (rmcp drops its
-    /// response, so none will be written); its id stays taken while rmcp
-    /// holds the request.
-    fn forget_cancelled(&mut self, notification: &ClientNotification) {
-        if let ClientNotification::CancelledNotification(cancelled) = notification
-            && let Some(id) = &cancelled.params.request_id
-        {
-            self.in_flight.remove(id);
-        }
+    /// The cancellation `notification` under the id rmcp knows its request
+    /// by, the client's id free at once (the request's late answer, if
+    /// rmcp wrote one, would carry the old id, which is no one's now).
+    /// `false`: it names no request in flight, and is dropped.
+    fn cancelling(&mut self, notification: &mut ClientNotification) -> bool {
+        let ClientNotification::CancelledNotification(cancelled) = notification else {
+            return true;
+        };
+        let Some(id) = &cancelled.params.request_id else {
+            return true;
+        };
+        let Some(own) = self.in_flight.remove(id) else {
+            return false;
+        };
+        self.clients.remove(&own);
+        cancelled.params.request_id = Some(rmcp::model::NumberOrString::Number(own));
+        true
     }
 
     /// Writes `message` as one line.
@@ -407,30 +410,49 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
-        let answered = match &item {
-            JsonRpcMessage::Response(response) => Some(&response.id),
-            JsonRpcMessage::Error(error) => error.id.as_ref(),
+        let mut item = item;
+        let answered = match &mut item {
+            JsonRpcMessage::Response(response) => Some(&mut response.id),
+            JsonRpcMessage::Error(error) => error.id.as_mut(),
             _ => None,
         };
+        let mut orphan = false;
         if let Some(id) = answered {
-            self.in_flight.remove(id);
-            if let Some(at) = self.opening.iter().position(|opening| opening == id) {
-                self.opening.swap_remove(at);
-                if matches!(item, JsonRpcMessage::Response(_)) {
-                    self.opened = true;
-                    self.opening.clear();
+            // Back under the client's own id; an answer to a request no
+            // longer in flight (cancelled) is nobody's, and is not written.
+            let own = match id {
+                rmcp::model::NumberOrString::Number(own) => Some(*own),
+                rmcp::model::NumberOrString::String(_) => None,
+            };
+            match own.and_then(|own| self.clients.remove(&own).map(|client| (own, client))) {
+                Some((own, client)) => {
+                    self.in_flight.remove(&client);
+                    *id = client;
+                    if let Some(at) = self.opening.iter().position(|opening| *opening == own) {
+                        self.opening.swap_remove(at);
+                        if matches!(item, JsonRpcMessage::Response(_)) {
+                            self.opened = true;
+                            self.opening.clear();
+                        }
+                    }
                 }
+                None => orphan = true,
             }
         }
         let writer = Arc::clone(&self.writer);
         let unsent = Arc::clone(&self.unsent);
         // Serialized now, so its size is counted while it waits (rmcp
         // runs each send as a task of its own).
-        let line = serde_json::to_vec(&item);
+        let line = if orphan {
+            Ok(Vec::new())
+        } else {
+            serde_json::to_vec(&item)
+        };
         let cost = line.as_ref().map_or(0, Vec::len) + RESPONSE_OVERHEAD;
         unsent.add(cost);
         async move {
             let written = match line {
+                Ok(_) if orphan => Ok(()),
                 Ok(line) => Self::write_line(&writer, &line).await,
                 Err(error) => Err(error.into()),
             };
@@ -469,18 +491,27 @@ where
             };
             match message {
                 JsonRpcMessage::Request(mut request) => {
-                    let Some(running) = self.admit(&request.id) else {
+                    let Some((own, held)) = self.admit(&request.id) else {
                         continue;
                     };
-                    request.request.extensions_mut().insert(running);
+                    let client = std::mem::replace(
+                        &mut request.id,
+                        rmcp::model::NumberOrString::Number(own),
+                    );
+                    let extensions = request.request.extensions_mut();
+                    extensions.insert(held);
+                    extensions.insert(ClientId(client));
                     if !self.opened && opens_the_session(&request.request) {
-                        self.opening.push(request.id.clone());
+                        self.opening.push(own);
                     }
                     return Some(JsonRpcMessage::Request(request));
                 }
                 message if self.opened => {
-                    if let JsonRpcMessage::Notification(notification) = &message {
-                        self.forget_cancelled(&notification.notification);
+                    let mut message = message;
+                    if let JsonRpcMessage::Notification(notification) = &mut message
+                        && !self.cancelling(&mut notification.notification)
+                    {
+                        continue;
                     }
                     return Some(message);
                 }
@@ -670,47 +701,131 @@ mod tests {
         out
     }
 
-    #[tokio::test]
-    async fn cancelled_requests_still_running_are_never_pushed_out() {
-        use rmcp::model::NumberOrString;
-        let (mut lines, mut client_read, mut client_write) = connected(1024 * 1024);
+    /// The client's id of a request as the transport hands it to rmcp.
+    fn client_id(request: &rmcp::service::RxJsonRpcMessage<RoleServer>) -> RequestId {
+        let JsonRpcMessage::Request(request) = request else {
+            panic!("a request: {request:?}");
+        };
+        request
+            .request
+            .extensions()
+            .get::<ClientId>()
+            .expect("the client's id")
+            .0
+            .clone()
+    }
+
+    /// The session opened: `initialize` received and answered.
+    async fn opened(
+        lines: &mut Served,
+        client_read: &mut ReadHalf<DuplexStream>,
+        client_write: &mut WriteHalf<DuplexStream>,
+    ) {
         let mut input = String::new();
         input.push_str(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#);
         input.push('\n');
         client_write.write_all(input.as_bytes()).await.unwrap();
-        let Some(JsonRpcMessage::Request(_)) = lines.receive().await else {
+        let Some(JsonRpcMessage::Request(initialize)) = lines.receive().await else {
             panic!("initialize");
         };
-        let opened = ServerJsonRpcMessage::response(
+        let answer = ServerJsonRpcMessage::response(
             rmcp::model::ServerResult::EmptyResult(rmcp::model::EmptyResult {}),
-            NumberOrString::Number(0),
+            initialize.id,
         );
-        lines.send(opened).await.unwrap();
-        let _ = replies(&mut client_read, 1).await;
+        lines.send(answer).await.unwrap();
+        let replies = replies(client_read, 1).await;
+        assert_eq!(replies[0]["id"], json!(0), "{replies:?}");
+    }
+
+    fn ping(id: &str) -> String {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n")
+    }
+
+    fn cancel(id: &str) -> String {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n"
+        )
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_id_is_free_at_once_and_its_late_answer_is_nobodys() {
+        use rmcp::model::{EmptyResult, NumberOrString, ServerResult};
+        let (mut lines, mut client_read, mut client_write) = connected(1024 * 1024);
+        opened(&mut lines, &mut client_read, &mut client_write).await;
+        // Request 7 runs; the client cancels it and sends 7 again at once.
+        let input = format!("{}{}{}", ping("7"), cancel("7"), ping("7"));
+        client_write.write_all(input.as_bytes()).await.unwrap();
+        let first = lines.receive().await.expect("a request");
+        assert_eq!(client_id(&first), NumberOrString::Number(7));
+        let JsonRpcMessage::Notification(cancelled) = lines.receive().await.expect("the cancel")
+        else {
+            panic!("a notification");
+        };
+        let second = lines.receive().await.expect("a request");
+        assert_eq!(client_id(&second), NumberOrString::Number(7));
+        let (JsonRpcMessage::Request(first), JsonRpcMessage::Request(second)) = (first, second)
+        else {
+            panic!("requests");
+        };
+        // rmcp knows the two under ids of their own, and is told to cancel
+        // the first of them.
+        assert_ne!(first.id, second.id);
+        let ClientNotification::CancelledNotification(cancelled) = cancelled.notification else {
+            panic!("a cancellation");
+        };
+        assert_eq!(cancelled.params.request_id, Some(first.id.clone()));
+        // The first's late answer is written for nobody; the second's goes
+        // out under 7.
+        let answer = |id, text: &str| {
+            ServerJsonRpcMessage::error(
+                rmcp::model::ErrorData::internal_error(text.to_owned(), None),
+                Some(id),
+            )
+        };
+        lines.send(answer(first.id.clone(), "late")).await.unwrap();
+        lines
+            .send(ServerJsonRpcMessage::response(
+                ServerResult::EmptyResult(EmptyResult {}),
+                second.id.clone(),
+            ))
+            .await
+            .unwrap();
+        let written = replies(&mut client_read, 1).await;
+        assert_eq!(written[0]["id"], json!(7), "{written:?}");
+        assert!(written[0].get("result").is_some(), "{written:?}");
+        // A cancel of an id not in flight names nothing and is dropped.
+        client_write
+            .write_all(format!("{}{}", cancel("7"), ping("8")).as_bytes())
+            .await
+            .unwrap();
+        let next = lines.receive().await.expect("a request");
+        assert_eq!(client_id(&next), NumberOrString::Number(8));
+    }
+
+    #[tokio::test]
+    async fn requests_rmcp_still_holds_keep_their_places() {
+        use rmcp::model::NumberOrString;
+        let (mut lines, mut client_read, mut client_write) = connected(1024 * 1024);
+        opened(&mut lines, &mut client_read, &mut client_write).await;
         // Every place taken by a request whose handler runs on after the
         // client cancelled it.
         let mut held = Vec::new();
         for n in 1..=MAX_IN_FLIGHT {
-            let line = format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"ping\"}}\n\
-                 {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{n}}}}}\n"
-            );
+            let id = n.to_string();
+            let line = format!("{}{}", ping(&id), cancel(&id));
             client_write.write_all(line.as_bytes()).await.unwrap();
-            let Some(JsonRpcMessage::Request(request)) = lines.receive().await else {
-                panic!("a request");
-            };
-            held.push(request);
+            held.push(lines.receive().await.expect("a request"));
             assert!(matches!(
                 lines.receive().await,
                 Some(JsonRpcMessage::Notification(_))
             ));
         }
         assert!(lines.in_flight.is_empty());
-        // A new id waits its turn as busy; the oldest cancelled id stays
-        // taken (it was not pushed out to make room).
-        let ping = |id: usize| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+        // A new request waits its turn as busy, whatever its id.
         client_write
-            .write_all(format!("{}{}", ping(MAX_IN_FLIGHT + 1), ping(1)).as_bytes())
+            .write_all(
+                format!("{}{}", ping(&(MAX_IN_FLIGHT + 1).to_string()), ping("1")).as_bytes(),
+            )
             .await
             .unwrap();
         // Receiving writes the refusals, then waits for a line that does
@@ -719,27 +834,23 @@ mod tests {
             refused = replies(&mut client_read, 2) => refused,
             _ = lines.receive() => panic!("nothing passes"),
         };
-        assert_eq!(refused[0]["error"]["code"], json!(-32000), "{refused:?}");
-        assert_eq!(refused[1]["id"], json!(1));
-        assert_eq!(refused[1]["error"]["code"], json!(-32600));
-        // One handler ends: its id, and a place, are free.
+        for (refusal, id) in refused.iter().zip([json!(MAX_IN_FLIGHT + 1), json!(1)]) {
+            assert_eq!(refusal["id"], id, "{refused:?}");
+            assert_eq!(refusal["error"]["code"], json!(-32000));
+        }
+        // One handler ends: a place is free.
         held.remove(0);
-        client_write.write_all(ping(1).as_bytes()).await.unwrap();
-        assert!(matches!(
-            lines.receive().await,
-            Some(JsonRpcMessage::Request(request)) if request.id == NumberOrString::Number(1)
-        ));
+        client_write.write_all(ping("1").as_bytes()).await.unwrap();
+        let next = lines.receive().await.expect("a request");
+        assert_eq!(client_id(&next), NumberOrString::Number(1));
     }
 
     #[tokio::test]
-    async fn an_id_in_flight_or_just_cancelled_is_refused_and_in_flight_is_bounded() {
-        use rmcp::model::{EmptyResult, NumberOrString, ServerResult};
+    async fn an_id_in_flight_is_refused_and_in_flight_is_bounded() {
+        use rmcp::model::NumberOrString;
         let (mut lines, mut client_read, mut client_write) = connected(1024 * 1024);
-        let ping = |id: &str| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+        opened(&mut lines, &mut client_read, &mut client_write).await;
         let mut input = String::new();
-        // The session opens; ping 1 and ping "a" go in flight.
-        input.push_str(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#);
-        input.push('\n');
         input.push_str(&ping("1"));
         input.push_str(&ping("\"a\""));
         // Reused while in flight: refused, each under its id.
@@ -748,19 +859,13 @@ mod tests {
         // "1" is another id than 1.
         input.push_str(&ping("\"1\""));
         client_write.write_all(input.as_bytes()).await.unwrap();
-        // Held as rmcp holds a request while its handler runs.
-        let mut held = Vec::new();
-        for _ in 0..4 {
-            let Some(JsonRpcMessage::Request(request)) = lines.receive().await else {
-                panic!("a request");
-            };
-            held.push(request);
+        let mut received = Vec::new();
+        for _ in 0..3 {
+            received.push(client_id(&lines.receive().await.expect("a request")));
         }
-        let received: Vec<_> = held.iter().map(|request| request.id.clone()).collect();
         assert_eq!(
             received,
             [
-                NumberOrString::Number(0),
                 NumberOrString::Number(1),
                 NumberOrString::String("a".into()),
                 NumberOrString::String("1".into()),
@@ -770,67 +875,16 @@ mod tests {
         assert_eq!(refused[0]["id"], json!(1), "{refused:?}");
         assert_eq!(refused[0]["error"]["code"], json!(-32600));
         assert_eq!(refused[1]["id"], json!("a"));
-        // Answered: 0 (which opens the session) and 1 may be used again.
-        let answer =
-            |id| ServerJsonRpcMessage::response(ServerResult::EmptyResult(EmptyResult {}), id);
-        // (Their handlers ended first: rmcp dropped their requests.)
-        held.retain(|request| !matches!(request.id, NumberOrString::Number(0 | 1)));
-        lines.send(answer(NumberOrString::Number(0))).await.unwrap();
-        lines.send(answer(NumberOrString::Number(1))).await.unwrap();
-        let _ = replies(&mut client_read, 2).await;
-        // Cancelled: "a" may still be running in rmcp, so it stays taken.
-        let mut input = ping("1");
-        input.push_str(
-            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#,
-        );
-        input.push('\n');
-        input.push_str(&ping("\"a\""));
-        input.push_str(&ping("2"));
-        client_write.write_all(input.as_bytes()).await.unwrap();
-        for expected in ["request", "notification", "request"] {
-            let message = lines.receive().await.expect("a message");
-            let kind = match message {
-                JsonRpcMessage::Request(_) => "request",
-                JsonRpcMessage::Notification(_) => "notification",
-                _ => "other",
-            };
-            assert_eq!(kind, expected);
-        }
-        let refused = replies(&mut client_read, 1).await;
-        assert_eq!(refused[0]["id"], json!("a"), "{refused:?}");
-        let message = refused[0]["error"]["message"].as_str().unwrap();
-        assert!(message.contains("cancelled"), "{message}");
-        // Its handler ended (rmcp dropped the request): "a" is free again.
-        held.retain(|request| request.id != NumberOrString::String("a".into()));
-        client_write
-            .write_all(ping("\"a\"").as_bytes())
-            .await
-            .unwrap();
-        assert!(matches!(
-            lines.receive().await,
-            Some(JsonRpcMessage::Request(request)) if request.id == NumberOrString::String("a".into())
-        ));
-        lines
-            .send(answer(NumberOrString::String("a".into())))
-            .await
-            .unwrap();
-        let _ = replies(&mut client_read, 1).await;
-        client_write.write_all(ping("3").as_bytes()).await.unwrap();
-        assert!(matches!(
-            lines.receive().await,
-            Some(JsonRpcMessage::Request(_))
-        ));
-        drop(held);
-        // In flight now: 1, "1", 2, 3. Fill to the bound, then one more.
+        // In flight now: 1, "a", "1". Fill to the bound, then one more.
         let mut input = String::new();
-        for n in 4..=MAX_IN_FLIGHT {
+        for n in 4..=MAX_IN_FLIGHT + 1 {
             input.push_str(&ping(&format!("{}", 1000 + n)));
         }
-        // Over the bound, and an id over its own bound.
+        // An id over its own bound.
         let long = format!("\"{}\"", "x".repeat(MAX_ECHOED_ID_BYTES + 1));
         input.push_str(&ping(&long));
         client_write.write_all(input.as_bytes()).await.unwrap();
-        for _ in 4..MAX_IN_FLIGHT {
+        for _ in 4..=MAX_IN_FLIGHT {
             assert!(matches!(
                 lines.receive().await,
                 Some(JsonRpcMessage::Request(_))
@@ -841,7 +895,11 @@ mod tests {
         assert!(lines.receive().await.is_none());
         lines.close().await.unwrap();
         let refused = replies(&mut client_read, 2).await;
-        assert_eq!(refused[0]["id"], json!(1000 + MAX_IN_FLIGHT), "{refused:?}");
+        assert_eq!(
+            refused[0]["id"],
+            json!(1000 + MAX_IN_FLIGHT + 1),
+            "{refused:?}"
+        );
         assert_eq!(refused[0]["error"]["code"], json!(-32000));
         assert_eq!(refused[0]["error"]["data"]["code"], json!("RATE_LIMITED"));
         assert_eq!(refused[1]["id"], Value::Null);
@@ -852,13 +910,19 @@ mod tests {
     async fn responses_nobody_reads_stop_the_reading() {
         let (mut lines, _client_read, mut client_write) = connected(4 * 1024);
         client_write
-            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+            .write_all(
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\
+                  {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
+            )
             .await
             .unwrap();
+        let Some(JsonRpcMessage::Request(request)) = lines.receive().await else {
+            panic!("a request");
+        };
         // Responses as large as the bound, handed over and never read.
         let big = ServerJsonRpcMessage::error(
             rmcp::model::ErrorData::internal_error("x".repeat(MAX_UNSENT_BYTES), None),
-            Some(rmcp::model::NumberOrString::Number(1)),
+            Some(request.id.clone()),
         );
         let pending = tokio::spawn(lines.send(big));
         tokio::task::yield_now().await;

@@ -72,7 +72,15 @@ impl McpSession {
             // an anonymous sessionless caller is a new identity per request,
             // so its name would name nothing (and would only fill the store).
             Some(key) if acting.caller != Caller::Anonymous => Some(format!("mcp-key-{key}")),
-            _ => self.invocation_id(&acting, &context.id),
+            // The client's own request id: over a byte stream the transport
+            // hands rmcp each request under an id of its own.
+            _ => self.invocation_id(
+                &acting,
+                context
+                    .extensions
+                    .get::<super::lines::ClientId>()
+                    .map_or(&context.id, |client| &client.0),
+            ),
         };
         let max_id = self.shared.registry.limits().max_id_bytes;
         if invocation_id.as_ref().is_some_and(|id| id.len() > max_id) {
