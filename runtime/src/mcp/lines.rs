@@ -52,7 +52,9 @@ use std::io;
 use std::sync::Arc;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientNotification, GetExtensions as _, JsonRpcMessage, RequestId};
+use rmcp::model::{
+    ClientNotification, GetExtensions as _, GetMeta as _, JsonRpcMessage, RequestId,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
@@ -343,6 +345,14 @@ where
         ))
     }
 
+    /// The client's id of the request rmcp knows as `own`, while in flight.
+    fn client_of(&self, own: Option<RequestId>) -> Option<RequestId> {
+        match own? {
+            rmcp::model::NumberOrString::Number(own) => self.clients.get(&own).cloned(),
+            rmcp::model::NumberOrString::String(_) => None,
+        }
+    }
+
     /// The cancellation `notification` under the id rmcp knows its request
     /// by, the client's id free at once (the request's late answer, if
     /// rmcp wrote one, would carry the old id, which is no one's now).
@@ -411,12 +421,31 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
         let mut item = item;
+        let mut orphan = false;
+        // A listen stream's notifications and its final result name the
+        // subscription by its request's id: the client's, not rmcp's.
+        match &mut item {
+            JsonRpcMessage::Notification(notification) => {
+                let meta = notification.notification.get_meta_mut();
+                if let Some(client) = self.client_of(meta.subscription_id()) {
+                    meta.set_subscription_id(client);
+                }
+            }
+            JsonRpcMessage::Response(response) => {
+                if let rmcp::model::ServerResult::SubscriptionsListenResult(result) =
+                    &mut response.result
+                    && let Some(client) = self.client_of(result.meta.subscription_id())
+                {
+                    result.meta.set_subscription_id(client);
+                }
+            }
+            _ => {}
+        }
         let answered = match &mut item {
             JsonRpcMessage::Response(response) => Some(&mut response.id),
             JsonRpcMessage::Error(error) => error.id.as_mut(),
             _ => None,
         };
-        let mut orphan = false;
         if let Some(id) = answered {
             // Back under the client's own id; an answer to a request no
             // longer in flight (cancelled) is nobody's, and is not written.
@@ -800,6 +829,35 @@ mod tests {
             .unwrap();
         let next = lines.receive().await.expect("a request");
         assert_eq!(client_id(&next), NumberOrString::Number(8));
+    }
+
+    #[tokio::test]
+    async fn a_listen_streams_notifications_name_the_clients_id() {
+        use rmcp::model::{GetMeta as _, ServerNotification, ToolListChangedNotification};
+        let (mut lines, mut client_read, mut client_write) = connected(1024 * 1024);
+        opened(&mut lines, &mut client_read, &mut client_write).await;
+        client_write
+            .write_all(ping("\"listen-1\"").as_bytes())
+            .await
+            .unwrap();
+        let Some(JsonRpcMessage::Request(listen)) = lines.receive().await else {
+            panic!("a request");
+        };
+        let mut notification =
+            ServerNotification::ToolListChangedNotification(ToolListChangedNotification::default());
+        notification
+            .get_meta_mut()
+            .set_subscription_id(listen.id.clone());
+        lines
+            .send(ServerJsonRpcMessage::notification(notification))
+            .await
+            .unwrap();
+        let written = replies(&mut client_read, 1).await;
+        assert_eq!(
+            written[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            json!("listen-1"),
+            "{written:?}"
+        );
     }
 
     #[tokio::test]
