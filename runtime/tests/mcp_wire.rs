@@ -252,6 +252,36 @@ async fn the_number_5_and_the_string_5_are_two_requests() {
     app.stop().await;
 }
 
+#[tokio::test]
+async fn a_long_request_id_still_names_its_invocation() {
+    let app = App::start(User::admin()).await.unwrap();
+    let server = McpServer::builder(app.registry()).build();
+    let mut wire = Wire::connect(&server).await;
+    // Longer than the registry keeps an invocation id (256 bytes), within
+    // what the transport takes (1 KiB).
+    let id = json!("r".repeat(900));
+    let call = |ids: Value| {
+        json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tools/call",
+            "params": {"name": "view_devices__table__selectRows", "arguments": {"ids": ids}}
+        })
+    };
+    wire.send(call(json!(["d1"]))).await;
+    let first = wire.until_id(&id).await.1;
+    assert_ne!(first["result"]["isError"], json!(true), "{first}");
+    // The same id with other input: the same invocation, so a conflict.
+    wire.send(call(json!(["d2"]))).await;
+    let second = wire.until_id(&id).await.1;
+    assert_eq!(
+        second["result"]["structuredContent"]["code"],
+        json!("INVOCATION_CONFLICT"),
+        "{second}"
+    );
+    app.stop().await;
+}
+
 /// A component whose action waits until it is cancelled.
 struct Slow {
     started: watch::Sender<bool>,

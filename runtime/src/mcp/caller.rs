@@ -182,6 +182,19 @@ impl McpSession {
                 out.push_str(text);
             }
         }
+        // A request id the transport takes (up to 1 KiB) may name an
+        // invocation longer than the registry keeps: named by its digest
+        // instead, so the call still runs and its retries still find it.
+        if out.len() > self.shared.registry.limits().max_id_bytes {
+            use sha2::Digest as _;
+            let digest = sha2::Sha256::digest(out.as_bytes());
+            let mut named = String::with_capacity(6 + 32);
+            named.push_str("mcp-h:");
+            for byte in digest.iter().take(16) {
+                let _ = std::fmt::Write::write_fmt(&mut named, format_args!("{byte:02x}"));
+            }
+            return Some(named);
+        }
         Some(out)
     }
 
