@@ -92,11 +92,12 @@ pub(super) struct Lines<R, W> {
     owed: Option<String>,
     /// What rmcp's responses still hold unwritten.
     unsent: Arc<Unsent>,
-    /// Whether rmcp answered a request that opens the session
-    /// (`initialize`, or one with the 2026-07-28 inline metadata) with a
-    /// result. Before it, rmcp's handshake ends the session on any
-    /// notification or response, so those are dropped here: they answer
-    /// nothing yet.
+    /// Whether rmcp's handshake is over: it answered `initialize` with a
+    /// result, or it took a request with the 2026-07-28 inline metadata
+    /// into its session (it asks for the next message without having
+    /// refused that request). Before it, rmcp's handshake ends the session
+    /// on any notification or response, so those are dropped here: they
+    /// answer nothing yet.
     opened: bool,
     /// The requests that would open the session, until rmcp answers them
     /// (a result opens it; an error, such as a version it does not speak,
@@ -427,8 +428,13 @@ where
         match &mut item {
             JsonRpcMessage::Notification(notification) => {
                 let meta = notification.notification.get_meta_mut();
-                if let Some(client) = self.client_of(meta.subscription_id()) {
-                    meta.set_subscription_id(client);
+                if let Some(own) = meta.subscription_id() {
+                    // A stream the client cancelled (its handler winding
+                    // down) is nobody's: not written.
+                    match self.client_of(Some(own)) {
+                        Some(client) => meta.set_subscription_id(client),
+                        None => orphan = true,
+                    }
                 }
             }
             JsonRpcMessage::Response(response) => {
@@ -491,6 +497,13 @@ where
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        // rmcp's handshake answers what it refuses before it asks for the
+        // next message (which takes the request out of `opening`): a
+        // request still there was taken into the session.
+        if !self.opened && !self.opening.is_empty() {
+            self.opened = true;
+            self.opening.clear();
+        }
         loop {
             self.pay().await;
             // A client that does not read what it asked for is not read.
@@ -858,6 +871,71 @@ mod tests {
             json!("listen-1"),
             "{written:?}"
         );
+    }
+
+    /// A 2026-07-28 request with the inline metadata whole.
+    fn inline(id: &str, method: &str) -> String {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{{\"_meta\":{{\
+             \"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\
+             \"io.modelcontextprotocol/clientCapabilities\":{{}},\
+             \"io.modelcontextprotocol/clientInfo\":{{\"name\":\"x\",\"version\":\"1\"}}}}}}}}\n"
+        )
+    }
+
+    #[tokio::test]
+    async fn a_cancel_right_after_the_first_inline_request_is_not_lost() {
+        let (mut lines, _client_read, mut client_write) = connected(1024 * 1024);
+        // rmcp takes the first request into its session and asks for the
+        // next message without answering it: the session is open.
+        let input = format!("{}{}", inline("\"t\"", "tools/list"), cancel("\"t\""));
+        client_write.write_all(input.as_bytes()).await.unwrap();
+        let Some(JsonRpcMessage::Request(first)) = lines.receive().await else {
+            panic!("a request");
+        };
+        let Some(JsonRpcMessage::Notification(cancelled)) = lines.receive().await else {
+            panic!("the cancel passes");
+        };
+        let ClientNotification::CancelledNotification(cancelled) = cancelled.notification else {
+            panic!("a cancellation");
+        };
+        assert_eq!(cancelled.params.request_id, Some(first.id));
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_streams_notifications_are_nobodys() {
+        use rmcp::model::{GetMeta as _, ServerNotification, ToolListChangedNotification};
+        let (mut lines, mut client_read, mut client_write) = connected(1024 * 1024);
+        opened(&mut lines, &mut client_read, &mut client_write).await;
+        let input = format!("{}{}{}", ping("\"L\""), cancel("\"L\""), ping("9"));
+        client_write.write_all(input.as_bytes()).await.unwrap();
+        let Some(JsonRpcMessage::Request(listen)) = lines.receive().await else {
+            panic!("a request");
+        };
+        assert!(matches!(
+            lines.receive().await,
+            Some(JsonRpcMessage::Notification(_))
+        ));
+        let Some(JsonRpcMessage::Request(next)) = lines.receive().await else {
+            panic!("a request");
+        };
+        // The cancelled stream's handler, winding down, still notifies.
+        let mut late =
+            ServerNotification::ToolListChangedNotification(ToolListChangedNotification::default());
+        late.get_meta_mut().set_subscription_id(listen.id.clone());
+        lines
+            .send(ServerJsonRpcMessage::notification(late))
+            .await
+            .unwrap();
+        lines
+            .send(ServerJsonRpcMessage::response(
+                rmcp::model::ServerResult::EmptyResult(rmcp::model::EmptyResult {}),
+                next.id,
+            ))
+            .await
+            .unwrap();
+        let written = replies(&mut client_read, 1).await;
+        assert_eq!(written[0]["id"], json!(9), "only the answer: {written:?}");
     }
 
     #[tokio::test]
