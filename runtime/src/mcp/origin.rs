@@ -364,23 +364,16 @@ mod tests {
     #[test]
     fn an_absolute_form_target_names_an_allowed_host_too() {
         let gate = OriginGate::loopback();
-        let foreign = http::Request::builder()
-            .uri("http://evil.example/mcp")
-            .header(header::HOST, "127.0.0.1:8080")
-            .body(())
-            .unwrap();
-        assert!(gate.refuse_request(&foreign).is_some());
-        let own = http::Request::builder()
-            .uri("http://127.0.0.1:8080/mcp")
-            .header(header::HOST, "127.0.0.1:8080")
-            .body(())
-            .unwrap();
-        assert!(gate.refuse_request(&own).is_none());
-        let origin_form = http::Request::builder()
-            .uri("/mcp")
-            .header(header::HOST, "127.0.0.1:8080")
-            .body(())
-            .unwrap();
-        assert!(gate.refuse_request(&origin_form).is_none());
+        let refused = |target: &str| {
+            let request = http::Request::builder()
+                .uri(target)
+                .header(header::HOST, "127.0.0.1:8080")
+                .body(())
+                .unwrap();
+            gate.refuse_request(&request).is_some()
+        };
+        assert!(refused("http://evil.example/mcp"));
+        assert!(!refused("http://127.0.0.1:8080/mcp"));
+        assert!(!refused("/mcp"));
     }
 }
