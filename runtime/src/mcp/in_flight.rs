@@ -14,12 +14,15 @@
 //!   them, so calls always have the other half.
 //!
 //! A claim is taken when a request passes the gate and released when its
-//! response ends or is dropped. A call's handler holds its id as well
-//! ([`InFlight::running`]) until it returns: a client that drops the
-//! connection does not end the call (the transport keeps running it), so
-//! neither its id nor its place in the session's share is free before the
-//! call ends. The ids held are at most the endpoint's places plus the
-//! calls running, each no longer than the id bound.
+//! response ends or is dropped. Two more hold an id ([`InFlight::hold`]):
+//! the session's transport, from the request's arrival until its answer
+//! has been routed to its stream (or the client cancels it), and a call's
+//! handler, until it returns. A client that drops the connection does not
+//! end the call (the transport keeps running it), so neither its id nor
+//! its place in the session's share is free before the call ends — and
+//! never before its answer has left, so a new request under the id cannot
+//! be routed the old one's answer. The ids held are at most the endpoint's
+//! places plus the requests running, each no longer than the id bound.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -79,14 +82,13 @@ impl State {
     }
 }
 
-/// A call's hold on its id in its session, released when the call's
-/// handler returns.
-pub(super) struct Running {
+/// A hold on an id in its session, released on drop.
+pub(super) struct Hold {
     table: Arc<InFlight>,
     key: Option<Key>,
 }
 
-impl Drop for Running {
+impl Drop for Hold {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
             self.table.state().release(&key);
@@ -191,12 +193,12 @@ impl InFlight {
         })
     }
 
-    /// Holds `id` in `session` while the call's handler runs (the guard's
-    /// life), whether or not its request's response is still read.
-    pub(super) fn running(self: &Arc<Self>, session: Arc<str>, id: RequestId) -> Running {
+    /// Holds `id` in `session` for the guard's life, whether or not its
+    /// request's response is still read.
+    pub(super) fn hold(self: &Arc<Self>, session: Arc<str>, id: RequestId) -> Hold {
         let key = (session, id);
         self.state().hold(key.clone());
-        Running {
+        Hold {
             table: Arc::clone(self),
             key: Some(key),
         }
@@ -261,7 +263,7 @@ mod tests {
     fn a_running_call_keeps_its_id_and_its_place_after_its_response_is_dropped() {
         let table = Arc::new(InFlight::new(4));
         let claim = table.enter(entry("s1", Some(1), false)).unwrap();
-        let running = table.running("s1".into(), NumberOrString::Number(1));
+        let running = table.hold("s1".into(), NumberOrString::Number(1));
         // The client went away: the call runs on.
         drop(claim);
         assert_eq!(

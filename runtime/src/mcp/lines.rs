@@ -35,7 +35,7 @@
 //! of its requests are (`-32000` with a `RATE_LIMITED` payload). An id is
 //! in flight from its request until its response is written or the client
 //! cancels it. rmcp knows each request under an id of this transport's
-//! own (the client's rides in its extensions, [`ClientId`]), so a
+//! own (`own_ids.rs`; the client's rides in its extensions), so a
 //! cancelled request's handler that runs on can never answer a new
 //! request under the same client id: its late answer is nobody's and is
 //! not written, and the id is free at once. The bound counts every
@@ -47,20 +47,18 @@
 //! replies queue to [`REPLIES_QUEUED`]. Closing writes what is owed
 //! (within [`CLOSE_FLUSH`]) before the stream is shut.
 
-use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
 use rmcp::RoleServer;
-use rmcp::model::{
-    ClientNotification, GetExtensions as _, GetMeta as _, JsonRpcMessage, RequestId,
-};
+use rmcp::model::{GetExtensions as _, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, mpsc};
 
+use super::own_ids::{Outgoing, OwnIds};
 use super::unreadable::{MAX_ECHOED_ID_BYTES, Unreadable, unreadable};
 
 /// The longest line read: 4 MiB, far above the registry's input bound
@@ -106,11 +104,7 @@ pub(super) struct Lines<R, W> {
     /// The client's requests in flight (not answered, not cancelled),
     /// each under the id rmcp knows it by: at most [`MAX_IN_FLIGHT`], each
     /// id of at most [`MAX_ECHOED_ID_BYTES`].
-    in_flight: HashMap<RequestId, i64>,
-    /// The client's id of each request in flight, by the id rmcp knows.
-    clients: HashMap<i64, RequestId>,
-    /// The id the next request is given towards rmcp.
-    next_id: i64,
+    ids: OwnIds<()>,
     /// The requests rmcp holds (see [`Held`]), answered or not: at most
     /// [`MAX_IN_FLIGHT`]; past it a request waits its turn as busy.
     held: Arc<std::sync::atomic::AtomicUsize>,
@@ -131,11 +125,6 @@ impl Drop for Place {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
-
-/// The id a request was sent under by the client, in its extensions: rmcp
-/// knows every request under an id of this transport's own.
-#[derive(Clone, Debug)]
-pub(super) struct ClientId(pub(super) RequestId);
 
 /// The most requests a client has in flight at once (every one of them
 /// held by a handler, some waiting for the person): past it a request is
@@ -218,9 +207,7 @@ where
             unsent: Arc::new(Unsent::default()),
             opened: false,
             opening: Vec::new(),
-            in_flight: HashMap::new(),
-            clients: HashMap::new(),
-            next_id: 0,
+            ids: OwnIds::new(),
             held: Arc::default(),
         }
     }
@@ -296,10 +283,10 @@ where
         self.owed = Some(reply.to_string());
     }
 
-    /// Takes `id` in flight under an id of this transport's own, or owes
-    /// the refusal of its request (see the module docs) and returns `None`.
-    /// The guard gives the place back once rmcp drops the request.
-    fn admit(&mut self, id: &RequestId) -> Option<(i64, Held)> {
+    /// A place for the request under `id`, or `None` with the refusal of
+    /// the request owed (see the module docs). The guard gives the place
+    /// back once rmcp drops the request.
+    fn admit(&mut self, id: &RequestId) -> Option<Held> {
         if let rmcp::model::NumberOrString::String(text) = id
             && text.len() > MAX_ECHOED_ID_BYTES
         {
@@ -309,7 +296,7 @@ where
             return None;
         }
         let echoed = || serde_json::to_value(id).unwrap_or(Value::Null);
-        if self.in_flight.contains_key(id) {
+        if self.ids.contains(id) {
             self.reply(
                 echoed(),
                 -32600,
@@ -318,7 +305,7 @@ where
             return None;
         }
         let held = self.held.load(std::sync::atomic::Ordering::Acquire);
-        if self.in_flight.len().max(held) >= MAX_IN_FLIGHT {
+        if self.ids.len().max(held) >= MAX_IN_FLIGHT {
             let payload = crate::error::ErrorPayload::rate_limited(
                 crate::error::RateLimitReason::QueueFull,
                 Some(BUSY_RETRY_MS),
@@ -332,45 +319,11 @@ where
             self.owed = Some(reply.to_string());
             return None;
         }
-        let own = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
-        self.in_flight.insert(id.clone(), own);
-        self.clients.insert(own, id.clone());
         self.held.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         let place = Place(Arc::clone(&self.held));
-        Some((
-            own,
-            Held {
-                _place: Arc::new(place),
-            },
-        ))
-    }
-
-    /// The client's id of the request rmcp knows as `own`, while in flight.
-    fn client_of(&self, own: Option<RequestId>) -> Option<RequestId> {
-        match own? {
-            rmcp::model::NumberOrString::Number(own) => self.clients.get(&own).cloned(),
-            rmcp::model::NumberOrString::String(_) => None,
-        }
-    }
-
-    /// The cancellation `notification` under the id rmcp knows its request
-    /// by, the client's id free at once (the request's late answer, if
-    /// rmcp wrote one, would carry the old id, which is no one's now).
-    /// `false`: it names no request in flight, and is dropped.
-    fn cancelling(&mut self, notification: &mut ClientNotification) -> bool {
-        let ClientNotification::CancelledNotification(cancelled) = notification else {
-            return true;
-        };
-        let Some(id) = &cancelled.params.request_id else {
-            return true;
-        };
-        let Some(own) = self.in_flight.remove(id) else {
-            return false;
-        };
-        self.clients.remove(&own);
-        cancelled.params.request_id = Some(rmcp::model::NumberOrString::Number(own));
-        true
+        Some(Held {
+            _place: Arc::new(place),
+        })
     }
 
     /// Writes `message` as one line.
@@ -422,58 +375,22 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
         let mut item = item;
-        let mut orphan = false;
-        // A listen stream's notifications and its final result name the
-        // subscription by its request's id: the client's, not rmcp's.
-        match &mut item {
-            JsonRpcMessage::Notification(notification) => {
-                let meta = notification.notification.get_meta_mut();
-                if let Some(own) = meta.subscription_id() {
-                    // A stream the client cancelled (its handler winding
-                    // down) is nobody's: not written.
-                    match self.client_of(Some(own)) {
-                        Some(client) => meta.set_subscription_id(client),
-                        None => orphan = true,
+        let orphan = match self.ids.outgoing(&mut item) {
+            Outgoing::Answer { own, held: () } => {
+                if let Some(at) = self.opening.iter().position(|opening| *opening == own) {
+                    self.opening.swap_remove(at);
+                    if matches!(item, JsonRpcMessage::Response(_)) {
+                        self.opened = true;
+                        self.opening.clear();
                     }
                 }
+                false
             }
-            JsonRpcMessage::Response(response) => {
-                if let rmcp::model::ServerResult::SubscriptionsListenResult(result) =
-                    &mut response.result
-                    && let Some(client) = self.client_of(result.meta.subscription_id())
-                {
-                    result.meta.set_subscription_id(client);
-                }
-            }
-            _ => {}
-        }
-        let answered = match &mut item {
-            JsonRpcMessage::Response(response) => Some(&mut response.id),
-            JsonRpcMessage::Error(error) => error.id.as_mut(),
-            _ => None,
+            // A late answer to a request the client cancelled, or a
+            // cancelled stream's notification: not written.
+            Outgoing::Nobodys => true,
+            Outgoing::Other => false,
         };
-        if let Some(id) = answered {
-            // Back under the client's own id; an answer to a request no
-            // longer in flight (cancelled) is nobody's, and is not written.
-            let own = match id {
-                rmcp::model::NumberOrString::Number(own) => Some(*own),
-                rmcp::model::NumberOrString::String(_) => None,
-            };
-            match own.and_then(|own| self.clients.remove(&own).map(|client| (own, client))) {
-                Some((own, client)) => {
-                    self.in_flight.remove(&client);
-                    *id = client;
-                    if let Some(at) = self.opening.iter().position(|opening| *opening == own) {
-                        self.opening.swap_remove(at);
-                        if matches!(item, JsonRpcMessage::Response(_)) {
-                            self.opened = true;
-                            self.opening.clear();
-                        }
-                    }
-                }
-                None => orphan = true,
-            }
-        }
         let writer = Arc::clone(&self.writer);
         let unsent = Arc::clone(&self.unsent);
         // Serialized now, so its size is counted while it waits (rmcp
@@ -533,16 +450,11 @@ where
             };
             match message {
                 JsonRpcMessage::Request(mut request) => {
-                    let Some((own, held)) = self.admit(&request.id) else {
+                    let Some(held) = self.admit(&request.id) else {
                         continue;
                     };
-                    let client = std::mem::replace(
-                        &mut request.id,
-                        rmcp::model::NumberOrString::Number(own),
-                    );
-                    let extensions = request.request.extensions_mut();
-                    extensions.insert(held);
-                    extensions.insert(ClientId(client));
+                    request.request.extensions_mut().insert(held);
+                    let own = self.ids.take(&mut request, ());
                     if !self.opened && opens_the_session(&request.request) {
                         self.opening.push(own);
                     }
@@ -551,7 +463,7 @@ where
                 message if self.opened => {
                     let mut message = message;
                     if let JsonRpcMessage::Notification(notification) = &mut message
-                        && !self.cancelling(&mut notification.notification)
+                        && !self.ids.cancel(&mut notification.notification)
                     {
                         continue;
                     }
@@ -588,7 +500,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::ServerJsonRpcMessage;
+    use rmcp::model::{ClientNotification, ServerJsonRpcMessage};
     use tokio::io::{BufReader, DuplexStream, ReadHalf, WriteHalf};
 
     /// The transport under test: the server's halves of a duplex stream.
@@ -751,7 +663,7 @@ mod tests {
         request
             .request
             .extensions()
-            .get::<ClientId>()
+            .get::<crate::mcp::own_ids::ClientId>()
             .expect("the client's id")
             .0
             .clone()
@@ -956,7 +868,7 @@ mod tests {
                 Some(JsonRpcMessage::Notification(_))
             ));
         }
-        assert!(lines.in_flight.is_empty());
+        assert!(lines.ids.len() == 0);
         // A new request waits its turn as busy, whatever its id.
         client_write
             .write_all(
@@ -1026,7 +938,7 @@ mod tests {
                 Some(JsonRpcMessage::Request(_))
             ));
         }
-        assert_eq!(lines.in_flight.len(), MAX_IN_FLIGHT);
+        assert_eq!(lines.ids.len(), MAX_IN_FLIGHT);
         client_write.shutdown().await.unwrap();
         assert!(lines.receive().await.is_none());
         lines.close().await.unwrap();

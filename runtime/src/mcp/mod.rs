@@ -58,6 +58,11 @@
 //!   limit; a second `initialize` is refused, a malformed body is `400`, a
 //!   `DELETE` of an unknown session `404`. JSON-RPC ids over
 //!   `Limits::max_id_bytes` never become invocation ids.
+//! - **Request ids**: a request under an id its client (its session,
+//!   over HTTP) has in flight is refused with `-32600`. The transports
+//!   hand rmcp every request under an id of their own, so the late answer
+//!   of a request the client cancelled or stopped reading is nobody's: it
+//!   never reaches a new request sent under the same id.
 //!
 //! ```no_run
 //! use agent_surface::mcp::McpServer;
@@ -84,9 +89,11 @@ mod elicit;
 mod endpoint;
 mod held;
 mod http_gate;
+mod http_sessions;
 mod in_flight;
 mod lines;
 mod origin;
+mod own_ids;
 mod peek;
 mod placed_io;
 mod plain;

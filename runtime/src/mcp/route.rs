@@ -15,11 +15,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth::{AuthGate, auth_gate};
 use super::http_gate::{Gate, as_json_rpc, gate, mcp_share};
+use super::http_sessions::Sessions;
 use super::{McpServer, McpSession};
 
 /// The `/mcp` route of a server.
 pub(super) struct McpRoute {
-    transport: StreamableHttpService<McpSession, LocalSessionManager>,
+    transport: StreamableHttpService<McpSession, Sessions>,
     gate: Gate,
     auth: Option<AuthGate>,
 }
@@ -34,9 +35,10 @@ impl McpRoute {
         sessions.session_config = config;
         let sessions = Arc::new(sessions);
         let shared = Arc::clone(&server.shared);
+        let served = Sessions::new(Arc::clone(&sessions), Arc::clone(&server.shared.in_flight));
         let transport = StreamableHttpService::new(
             move || Ok(McpSession::new(&shared, None)),
-            Arc::clone(&sessions),
+            Arc::new(served),
             StreamableHttpServerConfig::default()
                 .with_cancellation_token(stop)
                 .with_allowed_hosts(options.hosts.clone())

@@ -28,6 +28,7 @@ use super::caller::{Acting, Caller};
 use super::convert::{
     approval_schema, approves, confirmation_of, is_modern, secret_state, to_call_result,
 };
+use super::own_ids::ClientId;
 use super::{CONFIRM_KEY, CONFIRMATION_META, ELICITATION_CHANNEL, INVOCATION_META, McpSession};
 use crate::adapter::{ToolCall, ask_the_person};
 use crate::adapter::{
@@ -61,7 +62,7 @@ impl McpSession {
             .map(|session| {
                 self.shared
                     .in_flight
-                    .running(Arc::from(session), context.id.clone())
+                    .hold(Arc::from(session), ClientId::of(&context).clone())
             });
         // Taken, not copied: nothing below reads the request's name.
         let name = std::mem::take(&mut request.name).into_owned();
@@ -72,15 +73,9 @@ impl McpSession {
             // an anonymous sessionless caller is a new identity per request,
             // so its name would name nothing (and would only fill the store).
             Some(key) if acting.caller != Caller::Anonymous => Some(format!("mcp-key-{key}")),
-            // The client's own request id: over a byte stream the transport
-            // hands rmcp each request under an id of its own.
-            _ => self.invocation_id(
-                &acting,
-                context
-                    .extensions
-                    .get::<super::lines::ClientId>()
-                    .map_or(&context.id, |client| &client.0),
-            ),
+            // The client's own request id (the transports hand rmcp each
+            // request under an id of their own).
+            _ => self.invocation_id(&acting, ClientId::of(&context)),
         };
         let max_id = self.shared.registry.limits().max_id_bytes;
         if invocation_id.as_ref().is_some_and(|id| id.len() > max_id) {
