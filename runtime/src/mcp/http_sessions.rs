@@ -16,7 +16,8 @@
 
 use std::sync::Arc;
 
-use futures_util::Stream;
+use futures_util::future::Either;
+use futures_util::{FutureExt as _, Stream};
 use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -64,51 +65,65 @@ impl SessionManager for Sessions {
         Ok((session, served))
     }
 
-    async fn initialize_session(
+    // Each of these is the local sessions' own future, not one around it
+    // (no state of its own to move).
+    fn initialize_session(
         &self,
         id: &SessionId,
         message: ClientJsonRpcMessage,
-    ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.local.initialize_session(id, message).await
+    ) -> impl Future<Output = Result<ServerJsonRpcMessage, Self::Error>> + Send {
+        self.local.initialize_session(id, message)
     }
 
-    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        self.local.has_session(id).await
+    fn has_session(
+        &self,
+        id: &SessionId,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send {
+        self.local.has_session(id)
     }
 
-    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.local.close_session(id).await
+    fn close_session(
+        &self,
+        id: &SessionId,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.local.close_session(id)
     }
 
-    async fn create_stream(
+    fn create_stream(
         &self,
         id: &SessionId,
         message: ClientJsonRpcMessage,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.local.create_stream(id, message).await
+    ) -> impl Future<
+        Output = Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>,
+    > + Send {
+        self.local.create_stream(id, message)
     }
 
-    async fn accept_message(
+    fn accept_message(
         &self,
         id: &SessionId,
         message: ClientJsonRpcMessage,
-    ) -> Result<(), Self::Error> {
-        self.local.accept_message(id, message).await
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.local.accept_message(id, message)
     }
 
-    async fn create_standalone_stream(
+    fn create_standalone_stream(
         &self,
         id: &SessionId,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.local.create_standalone_stream(id).await
+    ) -> impl Future<
+        Output = Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>,
+    > + Send {
+        self.local.create_standalone_stream(id)
     }
 
-    async fn resume(
+    fn resume(
         &self,
         id: &SessionId,
         last_event_id: String,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.local.resume(id, last_event_id).await
+    ) -> impl Future<
+        Output = Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>,
+    > + Send {
+        self.local.resume(id, last_event_id)
     }
 
     async fn restore_session(
@@ -147,21 +162,19 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let mut item = item;
-        let (send, held) = match self.ids.outgoing(&mut item) {
-            Outgoing::Answer { held, .. } => (Some(self.inner.send(item)), Some(held)),
+        let held = match self.ids.outgoing(&mut item) {
+            Outgoing::Answer { held, .. } => Some(held),
             // A late answer to a request the client cancelled: not sent.
-            Outgoing::Nobodys => (None, None),
-            Outgoing::Other => (Some(self.inner.send(item)), None),
+            Outgoing::Nobodys => return Either::Right(std::future::ready(Ok(()))),
+            Outgoing::Other => None,
         };
-        async move {
-            let sent = match send {
-                Some(send) => send.await,
-                None => Ok(()),
-            };
-            // The session has routed the answer: its id is free.
+        // The inner send's own future, with the hold dropped once it is
+        // done (the session has routed the answer: its id is free). No
+        // state of its own: rmcp moves the future into a task.
+        Either::Left(self.inner.send(item).map(move |sent| {
             drop(held);
             sent
-        }
+        }))
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
