@@ -972,21 +972,30 @@ async fn held_disable(
     (held, asked)
 }
 
-/// Waits until `session` may use `id` again.
+/// Waits until `session` may use `id` again: a `tools/list` under it gets
+/// its own answer (never another request's).
 async fn id_freed(served: &Served, session: &str, id: u64) {
     support::eventually("the id is free again", async || {
         let reply = served
             .request(session, json!(id), "tools/list", json!({}))
             .await;
-        reply.response(&json!(id)).is_some()
+        match reply
+            .response(&json!(id))
+            .and_then(|answer| answer.get("result"))
+        {
+            Some(result) => {
+                assert!(result["tools"].is_array(), "{}", reply.body);
+                true
+            }
+            None => false,
+        }
     })
     .await;
 }
 
-#[tokio::test]
-async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused_and_other_sessions_reuse_it()
- {
-    let served = serve(|b| b.elicitation(true)).await;
+/// A session whose client takes elicitation, initialized, with `d2`
+/// selected (so the disable asks the person): its id and its headers.
+async fn eliciting_session(served: &Served) -> String {
     let reply = served
         .post_json(
             &[],
@@ -996,13 +1005,12 @@ async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused
         )
         .await;
     let session = reply.session().expect("a session");
-    let headers = [
-        ("mcp-session-id", session.as_str()),
-        ("mcp-protocol-version", LEGACY),
-    ];
     served
         .post_json(
-            &headers,
+            &[
+                ("mcp-session-id", session.as_str()),
+                ("mcp-protocol-version", LEGACY),
+            ],
             &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         )
         .await;
@@ -1014,6 +1022,18 @@ async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused
             json!({"ids": ["d2"]}),
         )
         .await;
+    session
+}
+
+#[tokio::test]
+async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused_and_other_sessions_reuse_it()
+ {
+    let served = serve(|b| b.elicitation(true)).await;
+    let session = eliciting_session(&served).await;
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", LEGACY),
+    ];
     // The disable asks the person: its request stays in flight.
     let (mut held, asked) = held_disable(&served, &headers, 7).await;
     // The same id again, for anything: refused under that id, nothing run.
@@ -1057,4 +1077,51 @@ async fn as_ident_004_a_request_under_an_id_its_session_has_in_flight_is_refused
     assert_eq!(pending.len(), 1);
     confirmations.deny(&pending[0].shown()).unwrap();
     id_freed(&served, &session, 8).await;
+}
+
+#[tokio::test]
+async fn as_ident_004_a_cancelled_calls_id_serves_a_new_request_with_its_own_answer() {
+    let served = serve(|b| b.elicitation(true)).await;
+    let session = eliciting_session(&served).await;
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", LEGACY),
+    ];
+    for id in [9, 10, 11] {
+        // The disable waits for the person, and the client cancels it.
+        let (mut held, _) = held_disable(&served, &headers, id).await;
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": id, "reason": "changed my mind"}});
+        let cancelled = served.post_json(&headers, &cancel).await;
+        assert!(cancelled.status.is_success(), "{}", cancelled.body);
+        // Its stream ends with no answer under its id.
+        let rest = tokio::time::timeout(PATIENCE, async {
+            let mut seen = String::new();
+            while let Ok(Some(chunk)) = held.chunk().await {
+                seen.push_str(&String::from_utf8_lossy(&chunk));
+            }
+            seen
+        })
+        .await
+        .expect("the cancelled call's stream ends");
+        assert!(
+            support::raw_mcp::messages(&rest)
+                .iter()
+                .all(|message| message.get("id") != Some(&json!(id))
+                    || message.get("method").is_some()),
+            "{rest}"
+        );
+        // The id serves a new request, which gets its own answer.
+        id_freed(&served, &session, id).await;
+    }
+    // The same call under a cancelled call's id is that call's retry: its
+    // settled outcome, nothing run again.
+    let retried = served
+        .call(&session, json!(9), "domain_devices__disable", json!({}))
+        .await;
+    assert!(retried.to_string().contains("CANCELLED"), "{retried}");
+    // Nothing of the cancelled calls is held: the session has its share.
+    for id in 100..110 {
+        id_freed(&served, &session, id).await;
+    }
 }
