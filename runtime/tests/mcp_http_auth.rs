@@ -1068,3 +1068,27 @@ async fn as_policy_003_credentials_differing_only_in_typed_extensions_never_shar
         .await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND, "{}", reply.body);
 }
+
+#[tokio::test]
+async fn auth_http_service_in_a_host_router_checks_origins_before_credentials() {
+    let mounted = support::http::mount_in_host_router(|b| {
+        b.auth(ResourceServer::new(RESOURCE, tokens()).required_scopes(["mcp"]))
+    })
+    .await;
+    let token = bearer(ADMIN);
+    let port = mounted.address.port();
+    let foreign = mounted
+        .raw
+        .initialize_with(&[
+            ("authorization", &token),
+            ("origin", "https://evil.example"),
+        ])
+        .await;
+    assert_eq!(foreign.status, StatusCode::FORBIDDEN, "{}", foreign.body);
+    let loopback = format!("http://localhost:{port}");
+    let allowed = mounted
+        .raw
+        .initialize_with(&[("authorization", &token), ("origin", &loopback)])
+        .await;
+    assert_eq!(allowed.status, StatusCode::OK, "{}", allowed.body);
+}

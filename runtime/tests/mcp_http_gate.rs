@@ -1125,3 +1125,38 @@ async fn as_ident_004_a_cancelled_calls_id_serves_a_new_request_with_its_own_ans
         id_freed(&served, &session, id).await;
     }
 }
+
+#[tokio::test]
+async fn http_service_in_a_host_router_checks_origins_and_hosts_itself() {
+    let mounted = support::http::mount_in_host_router(|b| b).await;
+    let port = mounted.address.port();
+    for (header, value, expected) in [
+        (
+            "origin",
+            "https://evil.example".to_owned(),
+            StatusCode::FORBIDDEN,
+        ),
+        ("host", "evil.example".to_owned(), StatusCode::FORBIDDEN),
+        // No port a port can be: refused by this gate, whatever the
+        // transport's own check would say.
+        (
+            "origin",
+            "http://localhost:99999".to_owned(),
+            StatusCode::FORBIDDEN,
+        ),
+        ("host", "localhost:0x50".to_owned(), StatusCode::FORBIDDEN),
+        ("origin", format!("http://localhost:{port}"), StatusCode::OK),
+    ] {
+        let reply = mounted.raw.initialize_with(&[(header, &value)]).await;
+        assert_eq!(reply.status, expected, "{header}: {value}: {}", reply.body);
+        if expected == StatusCode::FORBIDDEN {
+            // The refusal is a JSON-RPC error, as every refusal of the route.
+            assert_eq!(
+                reply.messages[0]["error"]["code"],
+                json!(-32000),
+                "{}",
+                reply.body
+            );
+        }
+    }
+}

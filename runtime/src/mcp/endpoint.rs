@@ -95,7 +95,7 @@ impl McpServer {
     /// that accepts connections: [`serve_http`](Self::serve_http) sets them;
     /// set your own when you serve the router yourself.
     pub fn http_service(&self, stop: CancellationToken) -> axum::Router {
-        let route = Arc::new(McpRoute::new(self, stop));
+        let route = Arc::new(McpRoute::new(self, stop, false));
         axum::Router::new().fallback(move |request: axum::extract::Request| {
             let route = Arc::clone(&route);
             async move { route.serve(request).await }
@@ -170,7 +170,7 @@ impl McpServer {
                 OriginGate::layer,
             ));
         let routes = Arc::new(Routes {
-            mcp: McpRoute::new(self, stop.child_token()),
+            mcp: McpRoute::new(self, stop.child_token(), true),
             origin,
             body_limit,
             read_timeout,

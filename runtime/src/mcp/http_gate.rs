@@ -61,7 +61,8 @@ const SESSIONS_FULL_RETRY: Duration = Duration::from_secs(5);
 
 /// The gate's settings and the sessions it counts.
 pub(super) struct Gate {
-    pub(super) origin: OriginGate,
+    /// `None` where the origin was checked before the gate.
+    pub(super) origin: Option<OriginGate>,
     pub(super) sessions: Arc<LocalSessionManager>,
     pub(super) max_sessions: usize,
     pub(super) read_timeout: Duration,
@@ -103,7 +104,9 @@ where
 /// the transport's are plain text here; the route makes them JSON-RPC
 /// errors ([`as_json_rpc`]).
 pub(super) async fn gate(gate: &Gate, request: Request, next: impl Onward) -> Response {
-    if let Some(refused) = gate.origin.refuse_request(&request) {
+    if let Some(origin) = &gate.origin
+        && let Some(refused) = origin.refuse_request(&request)
+    {
         return refused;
     }
     // A share of the connections is taken for work only once the request

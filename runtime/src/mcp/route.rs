@@ -26,8 +26,16 @@ pub(super) struct McpRoute {
 }
 
 impl McpRoute {
-    /// The route of `server`, its sessions ended by `stop`.
-    pub(super) fn new(server: &McpServer, stop: CancellationToken) -> McpRoute {
+    /// The route of `server`, its sessions ended by `stop`. `checked_in_front`:
+    /// whoever calls [`serve`](Self::serve) has refused every request whose
+    /// `Origin` or `Host` (or target) is not allowed
+    /// ([`OriginGate::refuse_request`](super::OriginGate::refuse_request)),
+    /// so the gates do not check again; otherwise the first gate does.
+    pub(super) fn new(
+        server: &McpServer,
+        stop: CancellationToken,
+        checked_in_front: bool,
+    ) -> McpRoute {
         let options = &server.shared.http;
         let mut sessions = LocalSessionManager::default();
         let mut config = SessionConfig::default();
@@ -47,17 +55,19 @@ impl McpRoute {
                 .with_max_request_body_bytes(options.max_body_bytes),
         );
         let share = mcp_share(options.max_connections);
+        // The origin is checked once: in front, or by the first gate.
+        let check = |here: bool| (here && !checked_in_front).then(|| server.origin_gate());
         let auth = server.shared.auth.as_ref().map(|auth| {
             AuthGate::new(
                 auth.clone(),
-                server.origin_gate(),
+                check(true),
                 Arc::clone(&sessions),
                 options.max_sessions,
                 share,
             )
         });
         let gate = Gate {
-            origin: server.origin_gate(),
+            origin: check(auth.is_none()),
             sessions,
             max_sessions: options.max_sessions,
             read_timeout: options.read_timeout,

@@ -86,3 +86,48 @@ pub async fn serve_as(
 pub async fn serve(tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder) -> Served {
     serve_as(User::admin(), tune).await
 }
+
+/// A fresh app for the admin whose `/mcp` is [`McpServer::http_service`]
+/// nested in a host's own router on `axum::serve`: nothing in front of the
+/// route checks `Origin` or `Host`. Stopped when dropped.
+pub struct Mounted {
+    pub app: App,
+    pub raw: RawMcp,
+    pub address: std::net::SocketAddr,
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        self.task.abort();
+    }
+}
+
+/// Serves a fresh app's `http_service` in a host router, the builder
+/// adjusted by `tune`.
+pub async fn mount_in_host_router(
+    tune: impl FnOnce(McpServerBuilder) -> McpServerBuilder,
+) -> Mounted {
+    let app = App::start(User::admin())
+        .await
+        .expect("the devices app starts");
+    let server = tune(McpServer::builder(app.registry()).name("devices")).build();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let router = pages()
+        .nest_service("/mcp", server.http_service(stop.clone()))
+        .merge(server.metadata_routes());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Mounted {
+        app,
+        raw: RawMcp::new(format!("http://{address}/mcp")),
+        address,
+        stop,
+        task,
+    }
+}

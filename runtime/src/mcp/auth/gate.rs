@@ -46,7 +46,8 @@ type Owners = FxHashMap<String, (String, u64)>;
 /// The gate's state.
 pub(crate) struct AuthGate {
     pub(crate) auth: ResourceServer,
-    pub(crate) origin: OriginGate,
+    /// `None` where the origin was checked before the gate.
+    pub(crate) origin: Option<OriginGate>,
     pub(crate) sessions: Arc<LocalSessionManager>,
     /// Which consumer opened each session, and when (a counter).
     pub(crate) owners: std::sync::Mutex<(Owners, u64)>,
@@ -69,7 +70,7 @@ pub(crate) struct AuthGate {
 impl AuthGate {
     pub(crate) fn new(
         auth: ResourceServer,
-        origin: OriginGate,
+        origin: Option<OriginGate>,
         sessions: Arc<LocalSessionManager>,
         max_sessions: usize,
         mcp_share: usize,
@@ -310,7 +311,9 @@ pub(crate) async fn auth_gate(
     mut request: Request,
     next: impl Onward,
 ) -> Response {
-    if let Some(refused) = gate.origin.refuse_request(&request) {
+    if let Some(origin) = &gate.origin
+        && let Some(refused) = origin.refuse_request(&request)
+    {
         return refused;
     }
     let authenticated = match gate.authenticate(&request) {
