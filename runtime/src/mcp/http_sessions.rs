@@ -188,11 +188,7 @@ where
                     self.ids.take(request, held);
                     true
                 }
-                // A cancel of nothing in flight goes no further.
-                JsonRpcMessage::Notification(notification) => {
-                    self.ids.cancel(&mut notification.notification)
-                }
-                _ => true,
+                _ => self.ids.incoming(&mut message),
             };
             if passes {
                 return Some(message);

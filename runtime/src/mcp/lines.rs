@@ -462,12 +462,9 @@ where
                 }
                 message if self.opened => {
                     let mut message = message;
-                    if let JsonRpcMessage::Notification(notification) = &mut message
-                        && !self.ids.cancel(&mut notification.notification)
-                    {
-                        continue;
+                    if self.ids.incoming(&mut message) {
+                        return Some(message);
                     }
-                    return Some(message);
                 }
                 // A notification or a response before the session opens.
                 _ => {}

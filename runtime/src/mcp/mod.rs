@@ -62,7 +62,9 @@
 //!   over HTTP) has in flight is refused with `-32600`. The transports
 //!   hand rmcp every request under an id of their own, so the late answer
 //!   of a request the client cancelled or stopped reading is nobody's: it
-//!   never reaches a new request sent under the same id.
+//!   never reaches a new request sent under the same id. The server's own
+//!   requests (elicitation) have numbers for ids, and an answer under a
+//!   string (`"0"` for `0`) answers none of them.
 //!
 //! ```no_run
 //! use agent_surface::mcp::McpServer;

@@ -20,7 +20,7 @@ use rmcp::model::{
     ClientNotification, ClientRequest, GetExtensions as _, GetMeta as _, JsonRpcMessage,
     JsonRpcRequest, NumberOrString, RequestId, ServerResult,
 };
-use rmcp::service::{OriginatingRequestId, RequestContext, TxJsonRpcMessage};
+use rmcp::service::{OriginatingRequestId, RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
 
 /// The id a request was sent under by the client, in its extensions.
 #[derive(Clone, Debug)]
@@ -103,12 +103,32 @@ impl<H> OwnIds<H> {
         own
     }
 
+    /// Whether `message`, a notification or an answer of the client's,
+    /// goes on to rmcp. A cancel goes renamed to rmcp's id of the request
+    /// it names, and only if that request is in flight
+    /// ([`cancel`](Self::cancel)). An answer goes only under an id of the
+    /// kind rmcp gives its own requests, a number: rmcp would take a
+    /// string of digits for one (`"0"` answering its request `0`), which
+    /// in JSON-RPC is another id.
+    pub(super) fn incoming(&mut self, message: &mut RxJsonRpcMessage<RoleServer>) -> bool {
+        match message {
+            JsonRpcMessage::Notification(notification) => {
+                self.cancel(&mut notification.notification)
+            }
+            JsonRpcMessage::Response(response) => {
+                matches!(response.id, NumberOrString::Number(_))
+            }
+            JsonRpcMessage::Error(error) => !matches!(error.id, Some(NumberOrString::String(_))),
+            JsonRpcMessage::Request(_) => true,
+        }
+    }
+
     /// Renames the cancellation `notification` to rmcp's id of the request
     /// it names, which is no longer in flight (the client's id is free at
     /// once; what it held is dropped). `false`: it names no request in
     /// flight, and must not reach rmcp (under the client's id it would name
     /// another request of rmcp's).
-    pub(super) fn cancel(&mut self, notification: &mut ClientNotification) -> bool {
+    fn cancel(&mut self, notification: &mut ClientNotification) -> bool {
         let ClientNotification::CancelledNotification(cancelled) = notification else {
             return true;
         };
@@ -138,12 +158,16 @@ impl<H> OwnIds<H> {
     pub(super) fn outgoing(&mut self, item: &mut TxJsonRpcMessage<RoleServer>) -> Outgoing<H> {
         match item {
             JsonRpcMessage::Notification(notification) => {
-                let meta = notification.notification.get_meta_mut();
-                if let Some(own) = meta.subscription_id() {
+                // Read first: asking for the metadata to change adds an
+                // empty `_meta` to a notification that has none.
+                if let Some(own) = notification.notification.get_meta().subscription_id() {
                     // A stream the client cancelled (its handler winding
                     // down) is nobody's.
                     match self.client_of(Some(&own)) {
-                        Some(client) => meta.set_subscription_id(client),
+                        Some(client) => notification
+                            .notification
+                            .get_meta_mut()
+                            .set_subscription_id(client),
                         None => return Outgoing::Nobodys,
                     }
                 }
@@ -256,6 +280,42 @@ mod tests {
         };
         assert_eq!(own.id, client);
         assert_eq!(ids.len(), 0);
+    }
+
+    #[test]
+    fn an_answer_reaches_rmcp_only_under_a_number_as_rmcp_gives_its_requests() {
+        let mut ids = OwnIds::<()>::new();
+        let mut passes = |answer: serde_json::Value| {
+            let mut message: ClientJsonRpcMessage =
+                serde_json::from_value(answer).expect("a client message");
+            ids.incoming(&mut message)
+        };
+        assert!(passes(
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": {}})
+        ));
+        assert!(!passes(
+            serde_json::json!({"jsonrpc": "2.0", "id": "0", "result": {}})
+        ));
+        let error = serde_json::json!({"code": -1, "message": "no"});
+        assert!(passes(
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "error": error})
+        ));
+        assert!(!passes(
+            serde_json::json!({"jsonrpc": "2.0", "id": "0", "error": error})
+        ));
+    }
+
+    #[test]
+    fn a_notification_without_metadata_goes_out_as_it_came() {
+        let mut ids = OwnIds::<()>::new();
+        let mut changed = ServerJsonRpcMessage::notification(
+            rmcp::model::ServerNotification::ToolListChangedNotification(Default::default()),
+        );
+        assert!(matches!(ids.outgoing(&mut changed), Outgoing::Other));
+        assert_eq!(
+            serde_json::to_value(&changed).expect("serializable"),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        );
     }
 
     #[test]
