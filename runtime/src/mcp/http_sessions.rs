@@ -47,7 +47,7 @@ impl Sessions {
 
     fn served<T>(&self, session: SessionId, inner: T) -> Renamed<T> {
         Renamed {
-            inner,
+            local: inner,
             session,
             table: Arc::clone(&self.ids),
             ids: OwnIds::new(),
@@ -144,7 +144,8 @@ impl SessionManager for Sessions {
 
 /// A session's transport with the client's requests under ids of its own.
 pub(super) struct Renamed<T> {
-    inner: T,
+    /// The local session's transport.
+    local: T,
     session: SessionId,
     table: Arc<InFlight>,
     /// Each request in flight holds its client's id in the session.
@@ -168,10 +169,10 @@ where
             Outgoing::Nobodys => return Either::Right(std::future::ready(Ok(()))),
             Outgoing::Other => None,
         };
-        // The inner send's own future, with the hold dropped once it is
+        // The local session's own send future, with the hold dropped once it is
         // done (the session has routed the answer: its id is free). No
         // state of its own: rmcp moves the future into a task.
-        Either::Left(self.inner.send(item).map(move |sent| {
+        Either::Left(self.local.send(item).map(move |sent| {
             drop(held);
             sent
         }))
@@ -179,7 +180,7 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            let mut message = self.inner.receive().await?;
+            let mut message = self.local.receive().await?;
             let passes = match &mut message {
                 JsonRpcMessage::Request(request) => {
                     let held = self
@@ -197,6 +198,6 @@ where
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
+        self.local.close()
     }
 }
