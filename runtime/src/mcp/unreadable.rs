@@ -32,6 +32,9 @@ pub(super) enum Fault {
     /// No JSON-RPC 2.0 request: the version, the method or no method at
     /// all (`-32600`).
     Envelope,
+    /// An integer id beyond a signed 64-bit integer, which rmcp cannot
+    /// carry (`-32600`).
+    IdOutOfRange,
 }
 
 /// Reads the top level of a line rmcp could not read: its `id`, `method`,
@@ -125,6 +128,7 @@ pub(super) fn unreadable(line: &[u8]) -> Unreadable {
     let fault = match top.method {
         Some(method) if sound && !is_mcp_method(method) => Fault::Method,
         _ if sound => Fault::Params,
+        _ if !readable_id => Fault::IdOutOfRange,
         _ => Fault::Envelope,
     };
     Unreadable::Request { id, fault }
@@ -134,7 +138,7 @@ impl Fault {
     /// The JSON-RPC error code that names it.
     pub(super) fn code(&self) -> i32 {
         match self {
-            Fault::Envelope => -32600,
+            Fault::Envelope | Fault::IdOutOfRange => -32600,
             Fault::Method => -32601,
             Fault::Params | Fault::Unreadable => -32602,
         }
@@ -145,6 +149,10 @@ impl Fault {
         match self {
             Fault::Envelope => {
                 "invalid request: not one JSON-RPC 2.0 request (\"jsonrpc\": \"2.0\", a method name, each member once)"
+            }
+            Fault::IdOutOfRange => {
+                "invalid request: the id is an integer beyond 64 bits (signed); give the request a \
+                 string id or a smaller number"
             }
             Fault::Method => "method not found",
             Fault::Params => "invalid params: the method does not take these params",
@@ -525,7 +533,7 @@ mod tests {
             ),
             (
                 r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}"#,
-                Fault::Envelope,
+                Fault::IdOutOfRange,
             ),
             (r#"{"id":1}"#, Fault::Envelope),
             (r#"{"jsonrpc":"2.0","id":1,"method":7}"#, Fault::Envelope),
