@@ -34,6 +34,7 @@ use rmcp::service::Peer;
 use super::McpSession;
 use super::auth::Authenticated;
 use crate::adapter::ConsumerView;
+use crate::canonical::Sha256Digest;
 use crate::context::{Consumer, ConsumerKind};
 
 /// How a request's identity was established.
@@ -187,13 +188,9 @@ impl McpSession {
         // instead, so the call still runs and its retries still find it.
         if out.len() > self.shared.registry.limits().max_id_bytes {
             use sha2::Digest as _;
-            let digest = sha2::Sha256::digest(out.as_bytes());
-            let mut named = String::with_capacity(6 + 32);
-            named.push_str("mcp-h:");
-            for byte in digest.iter().take(16) {
-                let _ = std::fmt::Write::write_fmt(&mut named, format_args!("{byte:02x}"));
-            }
-            return Some(named);
+            let digest = Sha256Digest(sha2::Sha256::digest(out.as_bytes()).into());
+            // Its first 16 bytes, as 32 hex digits.
+            return Some(format!("mcp-h:{}", digest.to_string().get(..32)?));
         }
         Some(out)
     }
